@@ -1,0 +1,5 @@
+import sys
+
+from spamlang.cli import main
+
+sys.exit(main())
