@@ -9,11 +9,20 @@ from pathlib import Path
 from typing import Any
 
 
+def _default_mode() -> int:
+    # mkstemp creates files 0600; a run directory or token file is usually shared, so give the
+    # final file the permissions an ordinary open() would have under the current umask.
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to a temporary file beside `path`, fsync it, then rename over `path`."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, _default_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

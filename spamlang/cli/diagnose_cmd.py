@@ -1,0 +1,95 @@
+"""`spamlang diagnose RUN_DIR`: how much of the logit gradient a trained run's head destroys."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+from spamlang.errors import UserError
+
+# Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
+_DIAG_STREAM = 0xD1A6
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not os.path.isdir(args.run_dir):
+        raise UserError(f"no such run directory: {args.run_dir}")
+    for name in ("tokens", "chunk_size", "rank_tokens"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.format not in ("png", "pdf"):
+        raise UserError(f"--format must be png or pdf, got {args.format!r}")
+
+
+def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_size: int = 256,
+                 rank_tokens: int = 1024, figures: str | None = "png") -> dict:
+    """Load a run's latest checkpoint, diagnose it on `tokens` fresh predicted positions of its
+    language, write out_dir/diagnostics.json (atomically) and, unless figures is None, the
+    rank_curve / coefficient_profile / efficiency figures. Returns the diagnostics dict."""
+    import jax
+
+    from spamlang.diagnostics import diagnose_model
+    from spamlang.fileio import atomic_write_json
+    from spamlang.train import load_run
+
+    start = time.perf_counter()
+    config, model = load_run(run_dir)
+    L = config.seq_len
+    n_seq = math.ceil(tokens / (L - 1))
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), _DIAG_STREAM)
+    tokens_BxL = config.make_language().sample(key, n_seq, L)
+    diag = diagnose_model(model, tokens_BxL, chunk_size=chunk_size, rank_tokens=rank_tokens,
+                          max_tokens=tokens)
+    diag.update(run_dir=str(run_dir), language=config.language, seed=seed, seq_len=L,
+                wall_seconds=round(time.perf_counter() - start, 3))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "diagnostics.json", diag)
+    if figures:
+        from spamlang.plots.diagnostics import plot_diagnostics
+
+        diag["figures"] = [str(p) for p in plot_diagnostics(diag, out, suffix="." + figures)]
+    return diag
+
+
+def handler(args: argparse.Namespace) -> int:
+    _check_args(args)
+    out_dir = args.output or args.run_dir
+    diag = diagnose_run(args.run_dir, out_dir, tokens=args.tokens, seed=args.seed,
+                        chunk_size=args.chunk_size, rank_tokens=args.rank_tokens,
+                        figures=None if args.no_figures else args.format)
+    print(f"{diag['head']} V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: "
+          f"kernel fraction {diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
+          f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
+          f"{diag['projected_cosine']:.4f}, loss {diag['loss']:.4f}")
+    print(f"wrote {Path(out_dir) / 'diagnostics.json'}")
+    for path in diag.get("figures", []):
+        print(f"wrote {path}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "diagnose", help="measure the gradient bottleneck of a trained run (eq. 10, Figures 2, 7, 8)",
+        description="Load a run's latest checkpoint, take the logit gradient of its own next-token "
+                    "loss on fresh sequences of its language, and measure the fraction of its norm "
+                    "the LM head destroys (kernel fraction), the cosine of what survives, the rank "
+                    "of the gradient against batch tokens, the coefficient profile and the loss "
+                    "decrease along the logit gradient versus along the hidden-state gradient. "
+                    "Writes diagnostics.json and rank_curve / coefficient_profile / efficiency figures.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (config.json + checkpoints/)")
+    p.add_argument("-o", "--output", metavar="DIR", default=None,
+                   help="output directory (default: RUN_DIR, where `spamlang plot bottleneck` looks)")
+    p.add_argument("--tokens", type=int, default=8192,
+                   help="predicted positions to diagnose (default 8192; sequences of the run's seq_len)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fresh sequences (default 0)")
+    p.add_argument("--chunk-size", type=int, default=256,
+                   help="tokens per chunk through the head; memory grows as chunk x V (default 256)")
+    p.add_argument("--rank-tokens", type=int, default=1024,
+                   help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)")
+    p.add_argument("--format", default="png", help="figure format: png (default) or pdf")
+    p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
+    p.set_defaults(func=handler)

@@ -1,0 +1,177 @@
+"""`spamlang train`: one training run into a run directory, with flags derived from TrainConfig.
+
+Every TrainConfig field is a flag (`vocab_size` -> `--vocab-size`, booleans as
+`--tie-embeddings/--no-tie-embeddings`, `--tokens 2M`), with the field's comment as help and
+its default shown; `language_params` and `model_overrides` are `--param K=V` and
+`--model K=V` (repeatable; V is parsed as JSON when it can be, else kept as a string).
+`--config FILE.json` (a TrainConfig JSON, e.g. another run's config.json) gives the starting
+values; flags given explicitly override it. Rerunning the same command resumes or, if the run
+finished, just prints its result (stdout, JSON).
+
+Exit status: 0 done, 2 bad input (one line on stderr), 130 / 143 stopped by SIGINT / SIGTERM
+after saving a checkpoint (rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import os
+import re
+import sys
+
+from spamlang.errors import UserError
+
+# Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
+_DICT_FLAGS = {"language_params": "--param", "model_overrides": "--model"}
+_DICT_HELP = {
+    "language_params": "a language parameter, e.g. --param s=1.1 (repeatable)",
+    "model_overrides": "a ModelConfig field beyond the preset, e.g. --model d_model=32 (repeatable)",
+}
+
+
+def register(subparsers) -> None:
+    from spamlang.train.config import TrainConfig
+
+    parser = subparsers.add_parser(
+        "train", help="train one model into a run directory (resumes; skips if finished)",
+        description="Train one model on a language into --out DIR (config.json, metrics.jsonl, "
+                    "checkpoints/, result.json). Rerun the same command to resume an interrupted "
+                    "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
+                    "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out runs/x")
+    parser.add_argument("--out", required=True, metavar="DIR", help="run directory (created if needed)")
+    parser.add_argument("--config", metavar="FILE.json", default=None,
+                        help="start from this TrainConfig JSON; explicit flags override it")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the resolved config as JSON and exit without training")
+    parser.add_argument("--distributed", action="store_true",
+                        help="call jax.distributed.initialize() first (multi-host, e.g. under SLURM: "
+                             "one process per host, the same command on each)")
+    group = parser.add_argument_group("TrainConfig fields")
+    helps = _field_help(TrainConfig)
+    for f in dataclasses.fields(TrainConfig):
+        _add_field_flag(group, f, helps.get(f.name, ""))
+    parser.set_defaults(func=handler)
+
+
+def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
+    default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    kw = dict(dest=f.name, default=argparse.SUPPRESS)  # absent unless given: --config may set it
+    if f.name in _DICT_FLAGS:
+        group.add_argument(_DICT_FLAGS[f.name], action="append", type=_key_value, metavar="K=V",
+                           help=_DICT_HELP.get(f.name, help_text), **kw)
+        return
+    flag = "--" + f.name.replace("_", "-")
+    shown = f" (default: {default})"
+    if f.name == "tokens":
+        group.add_argument(flag, type=_count, metavar="N", help=f"{help_text}; K/M/B suffixes "
+                           f"(decimal) allowed{shown}", **kw)
+    elif isinstance(default, bool):
+        group.add_argument(flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw)
+    elif isinstance(default, (int, float, str)):
+        kind = type(default)
+        group.add_argument(flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown, **kw)
+
+
+def _field_help(cls) -> dict[str, str]:
+    """Help per field: `metadata["help"]` if given, else the field's `# comment` in the source."""
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(cls) if "help" in f.metadata}
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return helps
+    for line in source.splitlines():
+        m = re.match(r"\s+(\w+)\s*:[^#]*#\s*(.+?)\s*$", line)
+        if m and m.group(1) not in helps:
+            # argparse %-formats help strings.
+            helps[m.group(1)] = m.group(2).replace("%", "%%")
+    return helps
+
+
+def _count(text: str) -> int:
+    from spamlang.train.config import parse_count
+
+    try:
+        return parse_count(text)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _key_value(text: str) -> tuple[str, object]:
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw  # a bare string such as --param kind=geometric
+    return key, value
+
+
+def config_from_args(args):
+    """The TrainConfig of parsed `spamlang train` arguments (--config file, then flags)."""
+    from spamlang.train.config import TrainConfig
+
+    values = _read_config_file(args.config) if args.config else {}
+    for f in dataclasses.fields(TrainConfig):
+        if not hasattr(args, f.name):
+            continue
+        given = getattr(args, f.name)
+        if f.name in _DICT_FLAGS:
+            base = values.get(f.name, {})
+            if not isinstance(base, dict):
+                raise UserError(f"{args.config}: {f.name} must be a JSON object")
+            values[f.name] = {**base, **dict(given)}
+        else:
+            values[f.name] = given
+    return TrainConfig.from_json(values)
+
+
+def _read_config_file(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as e:
+        raise UserError(f"cannot read --config {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UserError(f"--config {path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"--config {path} must hold a JSON object of TrainConfig fields")
+    return data
+
+
+def enable_compile_cache() -> None:
+    """Use JAX's persistent compilation cache, so reruns and sweeps of the same shapes skip XLA
+    compilation. JAX_COMPILATION_CACHE_DIR chooses the folder (default
+    $XDG_CACHE_HOME/spamlang/xla); SPAMLANG_COMPILE_CACHE=0 turns it off."""
+    if os.environ.get("SPAMLANG_COMPILE_CACHE", "1") == "0" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return  # off, or JAX already reads the folder from its own variable
+    import jax
+
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    jax.config.update("jax_compilation_cache_dir", os.path.join(root, "spamlang", "xla"))
+
+
+def handler(args) -> int:
+    config = config_from_args(args)
+    if args.dry_run:
+        print(json.dumps(config.to_json(), indent=2, sort_keys=True))
+        return 0
+    if args.distributed:
+        import jax
+
+        jax.distributed.initialize()  # before any other JAX call touches a backend
+    enable_compile_cache()
+    from spamlang.train.run import Interrupted, run_training
+
+    try:
+        result = run_training(config, args.out, quiet=args.quiet)
+    except Interrupted as e:
+        print(f"spamlang train: {e}", file=sys.stderr)
+        return e.exit_status
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 0

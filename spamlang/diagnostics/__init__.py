@@ -1,0 +1,46 @@
+"""Gradient-bottleneck diagnostics: how much of the logit gradient the LM head destroys.
+
+The paper's section 2.3 and 3.3-3.4 measurements, for any run and any head:
+
+- `logit_gradient`, `kernel_fraction` (equation 10), `projected_cosine`, their per-token
+  Jacobian versions for nonlinear heads, accumulated over token chunks with `BottleneckStats`;
+- `empirical_rank`, `rank_curve` (Figure 2);
+- `update_efficiency` (Figure 8), `coefficient_profile` (Figure 7);
+- `diagnose_model`: all of the above on a Transformer and a batch of tokens, chunked so that
+  V = 131,072 fits in a few GiB;
+- `diag_metrics`: the cheap jittable subset the trainer logs every `diag_every` steps.
+"""
+
+from spamlang.diagnostics.driver import diagnose_model
+from spamlang.diagnostics.linalg import (
+    HEAD_RTOL,
+    BottleneckStats,
+    bottleneck_stats,
+    empirical_rank,
+    head_basis,
+    jacobian_stats,
+    kernel_fraction,
+    kernel_fraction_jacobian,
+    project,
+    projected_cosine,
+    projected_cosine_jacobian,
+    rank_curve,
+    singular_values,
+)
+from spamlang.diagnostics.logits import (
+    coefficient_profile,
+    cross_entropy_sum,
+    induced_direction,
+    logit_gradient,
+    update_efficiency,
+    update_efficiency_directions,
+)
+from spamlang.diagnostics.training import diag_metrics
+
+__all__ = [
+    "HEAD_RTOL", "BottleneckStats", "bottleneck_stats", "coefficient_profile",
+    "cross_entropy_sum", "diag_metrics", "diagnose_model", "empirical_rank", "head_basis",
+    "induced_direction", "jacobian_stats", "kernel_fraction", "kernel_fraction_jacobian",
+    "logit_gradient", "project", "projected_cosine", "projected_cosine_jacobian",
+    "rank_curve", "singular_values", "update_efficiency", "update_efficiency_directions",
+]

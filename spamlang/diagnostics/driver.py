@@ -1,0 +1,232 @@
+"""`diagnose_model`: every bottleneck measurement on a Transformer and a batch of sequences.
+
+Memory plan (smollm2-106m, V = 131,072, D = 576, 8,192 tokens): hidden states are computed a
+few sequences at a time and kept (T x D, 19 MB); each later pass streams `chunk_size` tokens
+through the head (a handful of chunk x V arrays: 128 MB each at chunk 256), so nothing is V x V
+or T x V x D. Only the rank curve holds a full G, on its own `rank_tokens` subset
+(rank_tokens x V floats, 512 MB at 1,024 tokens, twice during its QR).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from spamlang.diagnostics.heads import JacobianHead, LinearHead
+from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
+from spamlang.diagnostics.logits import (cross_entropy_sum, default_ranks, efficiency_sums,
+                                         finish_profile, profile_sums)
+from spamlang.errors import UserError
+
+DEFAULT_FRACTIONS = tuple(float(x) for x in np.geomspace(1e-4, 1.0, 17))
+
+
+class _Clock:
+    """Wall seconds per stage, for the benchmark (`out["seconds"]`)."""
+
+    def __init__(self):
+        self.laps, self.last = {}, time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self.last, 3)
+        self.last = now
+
+
+class _Heads:
+    """Jitted chunk functions bound to one model: the linear head's QR is done once and
+    passed in as data; a mos head is rebuilt from the model state inside each jit."""
+
+    def __init__(self, model):
+        self.graphdef, state = nnx.split(model)
+        self.linear = model.config.head_kind != "mos"
+        self.aux = LinearHead.of(model.head_matrix()) if self.linear else state
+
+    def jit(self, fn, **static):
+        """fn(head, h, y, m, *rest) jitted once -> callable(h, y, m, *rest)."""
+        def traced(aux, *args):
+            head = aux if self.linear else JacobianHead(nnx.merge(self.graphdef, aux).log_probs)
+            return fn(head, *args, **static)
+
+        compiled = jax.jit(traced)
+        return lambda *args: compiled(self.aux, *args)
+
+
+def _hidden_states(model, tokens_BxL, rows_per_call):
+    """h_NxD and targets_N (host arrays) over the predicted positions, a few rows per call."""
+    graphdef, state = nnx.split(model)
+    fwd = jax.jit(lambda s, t: nnx.merge(graphdef, s).hidden(t)[:, :-1])
+    B, L = tokens_BxL.shape
+    parts = []
+    for start in range(0, B, rows_per_call):
+        rows = tokens_BxL[start:start + rows_per_call]
+        n = rows.shape[0]  # one compiled shape: pad the last call, then drop the padding
+        parts.append(np.asarray(fwd(state, jnp.pad(rows, ((0, rows_per_call - n), (0, 0)))))[:n])
+    h_NxD = np.concatenate(parts).reshape(B * (L - 1), -1)
+    return h_NxD, np.asarray(tokens_BxL[:, 1:]).reshape(-1)
+
+
+def _chunks(h_NxD, y_N, n_tokens, size):
+    """Fixed-size (h, y, mask) chunks over the first n_tokens rows; the last one padded."""
+    size = min(size, n_tokens)
+    for start in range(0, n_tokens, size):
+        stop = min(start + size, n_tokens)
+        pad = size - (stop - start)
+        mask = np.concatenate([np.ones(stop - start, np.float32), np.zeros(pad, np.float32)])
+        yield (np.pad(h_NxD[start:stop], ((0, pad), (0, 0))),
+               np.pad(y_N[start:stop], (0, pad)), mask)
+
+
+def _token_ce(logits_CxV, y_C):
+    logp_CxV = jax.nn.log_softmax(logits_CxV, axis=-1)
+    return -jnp.take_along_axis(logp_CxV, y_C[:, None], axis=-1)[:, 0]
+
+
+def _stats_fn(head, h, y, m, **kw):
+    """Per-token terms of one chunk (BottleneckStats fields + logit norm^2 + loss) and G."""
+    terms, logits, G = head.terms(h, y, m, **kw)
+    return {"stats": terms, "z_sq": jnp.sum(logits**2, axis=-1), "ce": _token_ce(logits, y)}, G
+
+
+def _efficiency_fn(head, h, y, m, s_grad_S, s_ind_S):
+    c = head.chunk(h, y, m, projected=False)
+    ce_grad_S, ce_ind_S = efficiency_sums(c.logits, y, c.G, c.U, s_grad_S, s_ind_S)
+    # Padded rows have G = U = 0, so their loss never moves: take it back out.
+    pad_ce = jnp.sum(_token_ce(c.logits, y) * (1 - m))
+    return ce_grad_S - pad_ce, ce_ind_S - pad_ce
+
+
+def _profile_fn(head, h, y, m):
+    c = head.chunk(h, y, m, induced=False)
+    return {**profile_sums(c.G, c.P), "rows": jnp.sum(m)}
+
+
+def _sum(fn, chunks, *extra):
+    total = None
+    for chunk in chunks:
+        out = fn(*chunk, *extra)
+        total = out if total is None else jax.tree.map(jnp.add, total, out)
+    return total
+
+
+def _per_token_pass(fn, chunks, keep_rows: int):
+    """Run the stats pass; return per-token terms (float64, padding dropped) and the first
+    keep_rows rows of G (float32, for the rank curve), copied into one preallocated array."""
+    terms, grads, kept = [], None, 0
+    for h, y, m in chunks:
+        t, G = fn(h, y, m)
+        n = int(m.sum())
+        terms.append(jax.tree.map(lambda x: np.asarray(x, np.float64)[:n], t))
+        if kept < keep_rows:
+            if grads is None:
+                grads = np.empty((keep_rows, G.shape[1]), np.float32)
+            take = min(n, keep_rows - kept)
+            grads[kept:kept + take] = np.asarray(G)[:take]
+            kept += take
+    return jax.tree.map(lambda *xs: np.concatenate(xs), *terms), grads
+
+
+def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256, rank_tokens: int = 1024,
+                   rank_points: int = 12, rank_tol: float | None = None,
+                   profile_tokens: int = 512, efficiency_tokens: int = 1024,
+                   step_fractions=DEFAULT_FRACTIONS, jacobian_tokens: int = 64,
+                   max_tokens: int | None = None) -> dict:
+    """All gradient-bottleneck diagnostics of `model` on its own next-token loss.
+
+    The logit gradient is taken at every predicted position of tokens_BxL (T = B (L-1)
+    tokens, or the first max_tokens of them). Returns a JSON-able dict:
+    - kernel_fraction (eq. 10), projected_cosine (mean per-token cos(g, Pg)),
+      frobenius_cosine (= sqrt(1 - kf^2)), induced_cosine (cos(G, G W W^T)) over
+      `bottleneck_tokens` tokens: all T for linear heads, the first `jacobian_tokens` for
+      mos (each needs its own V x D Jacobian: D forward passes of the head and a QR);
+      loss: the mean next-token loss over `loss_tokens` tokens (all T for linear heads);
+    - head_rank (numerical rank of W; D, or r for lowrank:r < D) and d_over_v = head_rank / V;
+    - rank_curve on the first `rank_tokens` tokens (Figure 2; tol relative to the largest
+      singular value, numpy's max(n, V) * eps32 when None) and singular_values (normalised
+      by the largest) of that whole subset;
+    - coefficient_profile on the first `profile_tokens` tokens (Figure 7), coefficients in
+      probability units (rows p - onehot), at `default_ranks(V)`;
+    - efficiency (Figure 8) on the first `efficiency_tokens` tokens: exact mean-loss change
+      for logit steps of norm fraction * ||Z||_F (Z: those tokens' logits; log p for mos)
+      along -grad_L ("delta_logit") and along the move induced by a step on H
+      ("delta_induced").
+    Linear heads use W = model.head_matrix() (A B for lowrank); mos uses per-token Jacobians
+    of model.log_probs (see spamlang.diagnostics.heads). Everything runs in float32.
+
+    Cost (linear head): one forward pass of the backbone, a thin QR of W (~8 V D^2 FLOPs),
+    6 T V D FLOPs for the statistics (logits, G Q, G W), a QR of the rank subset
+    (~4 n^2 V), a sort of the profile subset, and for the efficiency subset 10 n V D FLOPs
+    plus 2 S softmaxes (S step sizes). smollm2-106m shape, V = 131,072, T = 8,192: see
+    benchmarks/bench_diagnose.py (minutes on 2 CPU cores, a few GiB).
+    """
+    cfg = model.config
+    tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
+    B, L = tokens_BxL.shape
+    if L < 2 or B < 1:
+        raise UserError(f"diagnose_model needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
+    if chunk_size < 1:
+        raise UserError(f"chunk_size must be >= 1, got {chunk_size}")
+    clock = _Clock()
+    rows = max(1, min(B, math.ceil(4 * chunk_size / L)))
+    h_NxD, y_N = _hidden_states(model, tokens_BxL, rows)
+    clock("hidden")
+    if max_tokens is not None:
+        h_NxD, y_N = h_NxD[:max_tokens], y_N[:max_tokens]
+    T, V, D = h_NxD.shape[0], cfg.vocab_size, cfg.d_model
+    heads = _Heads(model)
+    clock("head_basis")
+
+    def chunks(n):
+        return _chunks(h_NxD, y_N, n, chunk_size)
+
+    n_kf = T if heads.linear else min(T, jacobian_tokens)
+    n_rank, n_eff = min(T, rank_tokens), min(T, efficiency_tokens)
+    terms, grads = _per_token_pass(heads.jit(_stats_fn), chunks(n_kf), n_rank)
+    stats = total(jax.tree.map(lambda x: x[:n_kf], terms["stats"]))
+    if n_kf < max(n_rank, n_eff):  # mos: a cheap pass without the per-token Jacobians
+        terms, grads = _per_token_pass(heads.jit(_stats_fn, projected=False),
+                                       chunks(max(n_rank, n_eff)), n_rank)
+    out = {"head": cfg.head, "vocab_size": V, "d_model": D, "tie_embeddings": cfg.tie_embeddings,
+           "tokens": T, "bottleneck_tokens": n_kf, "loss": float(terms["ce"].mean()),
+           "loss_tokens": len(terms["ce"]), **stats.summary()}
+    clock("bottleneck")
+    out["head_rank"] = int(heads.aux.rank) if heads.linear else min(D, V)
+    out["d_over_v"] = out["head_rank"] / V
+
+    R = gradient_r_factor(grads)
+    del grads
+    counts = sorted({int(round(x)) for x in np.geomspace(1, n_rank, rank_points)})
+    out["rank_curve"] = {"tokens": counts, "rank": ranks_from_r(R, V, counts, rank_tol),
+                         "max_rank": [min(n, V - 1) for n in counts], "tol": rank_tol}
+    s = np.linalg.svd(R, compute_uv=False)
+    out["singular_values"] = (s / s[0]).tolist() if s.size and s[0] > 0 else []
+    clock("rank")
+
+    n_prof = min(T, profile_tokens, n_kf)
+    out["coefficient_profile"] = {**finish_profile(_sum(heads.jit(_profile_fn), chunks(n_prof)),
+                                                   default_ranks(V)), "tokens": n_prof}
+    clock("profile")
+
+    eff = jax.tree.map(lambda x: x[:n_eff], terms)
+    norms = {"g": eff["stats"].grad_sq.sum(), "u": eff["stats"].induced_sq.sum(),
+             "z": eff["z_sq"].sum(), "ce": eff["ce"].sum()}
+    fractions = np.asarray(step_fractions, np.float64)
+    step_norms = fractions * math.sqrt(norms["z"])
+    s_grad = jnp.asarray(step_norms / math.sqrt(norms["g"]), jnp.float32)
+    s_ind = jnp.asarray(step_norms / max(math.sqrt(norms["u"]), 1e-30), jnp.float32)
+    ce_g, ce_u = _sum(heads.jit(_efficiency_fn), chunks(n_eff), s_grad, s_ind)
+    base = norms["ce"] / n_eff
+    out["efficiency"] = {"fractions": fractions.tolist(), "step_norms": step_norms.tolist(),
+                         "loss": base, "tokens": n_eff,
+                         "delta_logit": (np.asarray(ce_g, np.float64) / n_eff - base).tolist(),
+                         "delta_induced": (np.asarray(ce_u, np.float64) / n_eff - base).tolist()}
+    clock("efficiency")
+    out["seconds"] = clock.laps
+    out["settings"] = {"chunk_size": chunk_size, "rank_tokens": n_rank, "profile_tokens": n_prof,
+                       "efficiency_tokens": n_eff, "jacobian_tokens": jacobian_tokens}
+    return out

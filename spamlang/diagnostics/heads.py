@@ -1,0 +1,124 @@
+"""One chunk of tokens through an LM head: logits, logit gradient, projection, induced move.
+
+Two head shapes share one interface, so the driver and the training hook are head-agnostic:
+
+- linear heads (softmax tied/untied, lowrank): logits z = h W^T with W = `head_matrix()`
+  (A B for lowrank). The projection is on col(W) through its orthonormal basis Q, and the
+  induced logit move of a step on h along -grad_h = -G W is -(G W) W^T (the paper's 3.4).
+- nonlinear heads (mos): the "logits" are the normalised log-probabilities f(h) = log p,
+  whose softmax is p itself, so the logit gradient is again p - onehot and the chain rule is
+  exact: grad_h = J_t^T (p_t - e_y) = -J_t^T e_y, because p^T J_t = 0 (the log-probs stay
+  normalised). Token t's Jacobian J_t = df/dh (V x D) replaces W: the projection is on
+  col(J_t) and the induced move is J_t J_t^T g_t. J_t is built one token at a time with
+  forward-mode jacfwd (D tangents; cheaper than V cotangents when D < V), so at most one
+  V x D Jacobian exists at a time, never T x V x D.
+
+Gradient rows here are unscaled (p - onehot, masked); divide by T for the mean-loss
+gradient. Every number the diagnostics report is a ratio, so the scale never matters.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from spamlang.diagnostics.linalg import head_basis, linear_row_terms, project, row_terms
+
+
+class Chunk(NamedTuple):
+    """A chunk's arrays, all [C, V] float32; masked-out rows of G, P and U are zero."""
+
+    logits: jax.Array  # z (linear heads) or log p (nonlinear heads)
+    G: jax.Array  # (softmax(logits) - onehot(y)) * mask
+    P: jax.Array  # projection of each row of G on the head's (local) column space
+    U: jax.Array  # induced logit direction: W W^T g (linear) or J J^T g (nonlinear)
+
+
+def _gradient_rows(logits_CxV, y_C, m_C):
+    V = logits_CxV.shape[-1]
+    p_CxV = jax.nn.softmax(logits_CxV, axis=-1)
+    return (p_CxV - jax.nn.one_hot(y_C, V, dtype=jnp.float32)) * m_C[:, None]
+
+
+class LinearHead(NamedTuple):
+    """W and its basis, computed once per model (the QR is the expensive part)."""
+
+    W: jax.Array  # V x D effective head matrix, float32
+    Q: jax.Array  # V x K orthonormal basis of col(W), see `head_basis`
+    gram: jax.Array  # W^T W, D x D
+
+    @classmethod
+    def of(cls, W_VxD: jax.Array) -> "LinearHead":
+        W_VxD = W_VxD.astype(jnp.float32)
+        return cls(W_VxD, head_basis(W_VxD), W_VxD.T @ W_VxD)
+
+    @property
+    def rank(self) -> jax.Array:
+        """Numerical rank of W: the number of basis columns kept by `head_basis`."""
+        return jnp.sum(jnp.any(self.Q != 0, axis=0))
+
+    def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
+        """Cost: 2 C V D (logits) + 4 C V K (projection) + 4 C V D (induced); the last two
+        are skipped (zeros) when not asked for."""
+        logits_CxV = h_CxD.astype(jnp.float32) @ self.W.T
+        G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
+        U_CxV = (G_CxV @ self.W) @ self.W.T if induced else jnp.zeros_like(G_CxV)
+        P_CxV = project(G_CxV, self.Q) if projected else jnp.zeros_like(G_CxV)
+        return Chunk(logits_CxV, G_CxV, P_CxV, U_CxV)
+
+    def terms(self, h_CxD, y_C, m_C):
+        """(per-token BottleneckStats, logits, G) by `linear_row_terms`: 6 C V D FLOPs."""
+        logits_CxV = h_CxD.astype(jnp.float32) @ self.W.T
+        G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
+        terms = linear_row_terms(G_CxV, G_CxV @ self.Q, G_CxV @ self.W, self.gram)
+        return terms, logits_CxV, G_CxV
+
+
+class JacobianHead(NamedTuple):
+    """A nonlinear head given as f: h_NxD -> normalised log-probs [N, V] (model.log_probs)."""
+
+    log_probs: Callable[[jax.Array], jax.Array]
+
+    def induced(self, h_CxD, G_CxV) -> jax.Array:
+        """J_t J_t^T g_t for every row, by one VJP and one JVP (no Jacobian is formed)."""
+        h_CxD = h_CxD.astype(jnp.float32)
+        _, pullback = jax.vjp(self.log_probs, h_CxD)
+        (grad_h_CxD,) = pullback(G_CxV)
+        return jax.jvp(self.log_probs, (h_CxD,), (grad_h_CxD,))[1]
+
+    def jacobian(self, h_D) -> jax.Array:
+        """J = d log p / dh at one hidden state, V x D (forward mode: D tangents)."""
+        return jax.jacfwd(lambda x_D: self.log_probs(x_D[None])[0])(h_D.astype(jnp.float32))
+
+    def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
+        """projected=False skips the per-token Jacobians (P = 0): use it where only the
+        logits, G and the induced direction are needed. Cost per projected token: a V x D
+        Jacobian (D forward passes of the head) and a thin QR of it (~6 V D^2 FLOPs)."""
+        logits_CxV = self.log_probs(h_CxD.astype(jnp.float32))
+        G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
+        U_CxV = self.induced(h_CxD, G_CxV) if induced else jnp.zeros_like(G_CxV)
+        if projected:
+            def one(args):
+                h_D, g_V = args
+                Q_VxK = head_basis(self.jacobian(h_D))
+                return (g_V @ Q_VxK) @ Q_VxK.T
+            P_CxV = jax.lax.map(one, (h_CxD, G_CxV))
+        else:
+            P_CxV = jnp.zeros_like(G_CxV)
+        return Chunk(logits_CxV, G_CxV, P_CxV, U_CxV)
+
+
+    def terms(self, h_CxD, y_C, m_C, *, projected: bool = True):
+        """(per-token BottleneckStats, logits, G) from explicit projections (`row_terms`);
+        projected=False leaves the projection terms at zero (no Jacobians)."""
+        c = self.chunk(h_CxD, y_C, m_C, projected=projected)
+        return row_terms(c.G, c.P, c.U), c.logits, c.G
+
+
+def head_of(model) -> LinearHead | JacobianHead:
+    """The diagnostic view of a Transformer's head: linear when it has a matrix, else Jacobian."""
+    if model.config.head_kind == "mos":
+        return JacobianHead(model.log_probs)
+    return LinearHead.of(model.head_matrix())

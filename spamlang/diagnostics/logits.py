@@ -1,0 +1,158 @@
+"""The logit gradient, update efficiency (Figure 8) and coefficient profiles (Figure 7).
+
+Every function has a whole-array form for tests and small models and a chunk form that a
+driver sums over token chunks (`*_sums` + `finish_*`), so nothing T x V outlives a chunk.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spamlang.diagnostics.linalg import head_basis, project
+
+
+@functools.partial(jax.jit, static_argnames="num_tokens")
+def logit_gradient(logits_TxV: jax.Array, targets_T: jax.Array, *,
+                   num_tokens: int | None = None) -> jax.Array:
+    """d(mean cross-entropy)/d(logits) = (softmax(logits) - onehot(targets)) / T.
+
+    num_tokens: the T of the mean when this is one chunk of a larger batch (default: rows here).
+    Row t sums to zero, so rank(G) <= V - 1.
+    """
+    T, V = logits_TxV.shape
+    n = T if num_tokens is None else num_tokens
+    p_TxV = jax.nn.softmax(logits_TxV.astype(jnp.float32), axis=-1)
+    return (p_TxV - jax.nn.one_hot(targets_T, V, dtype=jnp.float32)) / n
+
+
+@jax.jit
+def cross_entropy_sum(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:
+    """sum_t -log softmax(logits_t)[y_t], float32."""
+    logp_TxV = jax.nn.log_softmax(logits_TxV.astype(jnp.float32), axis=-1)
+    return -jnp.sum(jnp.take_along_axis(logp_TxV, targets_T[:, None], axis=-1))
+
+
+@jax.jit
+def induced_direction(G_TxV: jax.Array, W_VxD: jax.Array) -> jax.Array:
+    """(grad_H) W^T = G W W^T: the logit move, per unit step, of descending H along grad_H."""
+    W_VxD = W_VxD.astype(jnp.float32)
+    return (G_TxV.astype(jnp.float32) @ W_VxD) @ W_VxD.T
+
+
+# --- update efficiency (Figure 8) ---------------------------------------------------------
+
+def efficiency_sums(logits_TxV, targets_T, grad_TxV, induced_TxV, scale_grad_S, scale_ind_S):
+    """Summed cross-entropies of one chunk after the logits move by -s * direction, for every
+    s in each scale vector: returns (ce_grad_S, ce_induced_S). Steps run one at a time
+    (lax.map) so memory stays at a few T x V arrays whatever the number of step sizes."""
+    logits_TxV = logits_TxV.astype(jnp.float32)
+
+    def one(scales):
+        s_grad, s_ind = scales
+        return (cross_entropy_sum(logits_TxV - s_grad * grad_TxV, targets_T),
+                cross_entropy_sum(logits_TxV - s_ind * induced_TxV, targets_T))
+
+    return jax.lax.map(one, (scale_grad_S, scale_ind_S))
+
+
+def update_efficiency_directions(logits_TxV: jax.Array, targets_T: jax.Array,
+                                 induced_TxV: jax.Array, step_norms) -> dict[str, np.ndarray]:
+    """Exact mean-loss change when the logits move by a step of Frobenius norm e along
+    -grad_L (the logit gradient) and along -induced, for each e in step_norms.
+
+    `induced_TxV` is the logit-space direction (up to scale) that descending the hidden
+    states induces; both directions are normalised to the same step norm, so the comparison
+    is at equal budget in logit space. Returns numpy arrays "step_norms", "delta_logit",
+    "delta_induced" (negative = the loss went down) and the base "loss".
+    """
+    base, d_grad, d_ind = _efficiency(logits_TxV, targets_T, induced_TxV,
+                                      jnp.asarray(step_norms, jnp.float32))
+    return {"step_norms": np.asarray(step_norms, np.float64), "loss": float(base),
+            "delta_logit": np.asarray(d_grad), "delta_induced": np.asarray(d_ind)}
+
+
+@jax.jit
+def _efficiency(logits_TxV, targets_T, induced_TxV, norms_S):
+    T = logits_TxV.shape[0]
+    G_TxV = logit_gradient(logits_TxV, targets_T)
+    base = cross_entropy_sum(logits_TxV, targets_T) / T
+    ce_g, ce_u = efficiency_sums(logits_TxV, targets_T, G_TxV, induced_TxV,
+                                 norms_S / jnp.linalg.norm(G_TxV),
+                                 norms_S / jnp.linalg.norm(induced_TxV))
+    return base, ce_g / T - base, ce_u / T - base
+
+
+def update_efficiency(logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Array,
+                      step_norms) -> dict[str, np.ndarray]:
+    """Figure 8 for a linear head: loss change along -grad_L against -(grad_H) W^T = -(G W) W^T,
+    both normalised to each step norm (exact losses, not a first-order estimate).
+
+    To first order the change is -e <G, d> / ||d|| for a unit direction d, which is most
+    negative for d = G (Cauchy-Schwarz); so the logit direction never does worse for small e.
+    """
+    G_TxV = logit_gradient(logits_TxV, targets_T)
+    return update_efficiency_directions(logits_TxV, targets_T, induced_direction(G_TxV, W_VxD),
+                                        step_norms)
+
+
+# --- coefficient profile (Figure 7) -------------------------------------------------------
+
+@jax.jit
+def profile_sums(G_TxV: jax.Array, P_TxV: jax.Array) -> dict[str, jax.Array]:
+    """Per-rank sums over the rows of one chunk, each row sorted by |full coefficient|
+    descending: sum and sum of squares of the signed full and projected coefficients, and the
+    sums of their absolute values (all [V]). Add the dicts of several chunks, then
+    `finish_profile`."""
+    order_TxV = jnp.argsort(-jnp.abs(G_TxV), axis=-1)
+    full = jnp.take_along_axis(G_TxV, order_TxV, axis=-1)
+    proj = jnp.take_along_axis(P_TxV, order_TxV, axis=-1)
+    return {"full_sum": full.sum(0), "full_sq": (full * full).sum(0),
+            "full_abs": jnp.abs(full).sum(0), "proj_sum": proj.sum(0),
+            "proj_sq": (proj * proj).sum(0), "proj_abs": jnp.abs(proj).sum(0),
+            "rows": jnp.asarray(G_TxV.shape[0], jnp.float32)}
+
+
+def finish_profile(sums: dict, ranks=None) -> dict[str, list]:
+    """Means and standard deviations per rank from `profile_sums`, at the given 0-based ranks
+    (default: all V). Keys: ranks, full_mean, full_std, full_abs_mean, proj_mean, proj_std,
+    proj_abs_mean."""
+    n = float(sums["rows"])
+    V = int(np.asarray(sums["full_sum"]).shape[0])
+    idx = np.arange(V) if ranks is None else np.asarray(ranks, np.int64)
+    out = {"ranks": idx.tolist()}
+    for part in ("full", "proj"):
+        mean = np.asarray(sums[f"{part}_sum"], np.float64) / n
+        var = np.maximum(np.asarray(sums[f"{part}_sq"], np.float64) / n - mean**2, 0.0)
+        out[f"{part}_mean"] = mean[idx].tolist()
+        out[f"{part}_std"] = np.sqrt(var)[idx].tolist()
+        out[f"{part}_abs_mean"] = (np.asarray(sums[f"{part}_abs"], np.float64)[idx] / n).tolist()
+    return out
+
+
+def default_ranks(V: int, head: int = 64, tail_points: int = 64) -> np.ndarray:
+    """Every rank below `head`, then `tail_points` log-spaced ranks up to V - 1: the paper's
+    two panels (leading coefficients and the tail) without storing V numbers per curve."""
+    lead = np.arange(min(head, V))
+    tail = np.geomspace(max(head, 1), max(V - 1, 1), tail_points).astype(np.int64)
+    return np.unique(np.concatenate([lead, tail[tail < V]]))
+
+
+def coefficient_profile(G_TxV: jax.Array, W_VxD: jax.Array, *, top: int | None = None,
+                        ranks=None) -> dict[str, list]:
+    """Figure 7: mean (and std) over tokens of the full logit-gradient coefficients and of its
+    projection on col(W), each row sorted by |full| descending.
+
+    Rows are rescaled by T first (g_t = p_t - onehot(y_t)), so coefficients are in units of
+    probability and do not depend on the batch size. top: keep ranks 0..top-1 only;
+    ranks: explicit 0-based ranks (overrides top); default: all V.
+    """
+    T, V = G_TxV.shape
+    G_TxV = G_TxV.astype(jnp.float32) * T
+    P_TxV = project(G_TxV, head_basis(W_VxD))
+    if ranks is None and top is not None:
+        ranks = np.arange(min(top, V))
+    return finish_profile(profile_sums(G_TxV, P_TxV), ranks)

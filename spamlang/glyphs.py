@@ -1,0 +1,145 @@
+"""One printable character per token id, so that a sample reads like text (the paper's Table 1).
+
+Ids 0..25 are 'A'..'Z' and 26..51 are 'a'..'z' on every machine. After them come, in this
+order and by ascending code point within each tier:
+
+1. the other Unicode letters (`str.isalpha()`), single-width ones first, then the double-width
+   (East Asian wide/fullwidth) ones: about 131,700 letters, enough for the paper's largest
+   vocabulary (131,072) to be written in letters only;
+2. other printable, non-space symbols (Unicode categories N*, P*, S*; ASCII excluded, so that
+   digits, commas and spaces stay free for writing token ids);
+3. private-use code points (rendered as boxes by most fonts, but unique);
+4. unassigned code points, noncharacters excluded.
+
+Combining marks, controls, format characters, separators and surrogates are never used, so
+every glyph is exactly one code point that stands on its own. Tiers 1-2 have about 142,000
+characters and tiers 3-4 about 967,000, so at least 2**20 = 1,048,576 ids (`NUM_GLYPHS` in
+all) have a glyph. The order past 'z' follows the running Python's Unicode database
+(`unicodedata.unidata_version`), so glyphs for ids >= 52 may differ between Python versions;
+within one interpreter the mapping is a bijection, and `token_of(glyph(i)) == i`.
+
+The table is built once, lazily (well under a second), and only when an id >= 52 is asked for.
+"""
+
+from __future__ import annotations
+
+import string
+import unicodedata
+from typing import Iterable
+
+import numpy as np
+
+from spamlang.errors import UserError
+
+_ASCII_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+_NUM_CODE_POINTS = 0x110000
+_SYMBOL_CATEGORIES = frozenset("Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So".split())
+
+# Filled by _table(): id -> code point, and code point -> id (-1 when not a glyph).
+_CODE_POINTS: np.ndarray | None = None
+_IDS: np.ndarray | None = None
+
+
+def _is_noncharacter(cp: int) -> bool:
+    return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE
+
+
+def _build() -> list[int]:
+    """All glyph code points in id order (see the module docstring for the tiers)."""
+    narrow_letters, wide_letters, narrow_symbols, wide_symbols = [], [], [], []
+    private, unassigned = [], []
+    for cp in range(128, _NUM_CODE_POINTS):
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        if cat[0] == "L":
+            wide = unicodedata.east_asian_width(ch) in ("W", "F")
+            (wide_letters if wide else narrow_letters).append(cp)
+        elif cat in _SYMBOL_CATEGORIES:
+            wide = unicodedata.east_asian_width(ch) in ("W", "F")
+            (wide_symbols if wide else narrow_symbols).append(cp)
+        elif cat == "Co":
+            private.append(cp)
+        elif cat == "Cn" and not _is_noncharacter(cp):
+            unassigned.append(cp)
+    ascii_letters = [ord(c) for c in _ASCII_LETTERS]
+    return (
+        ascii_letters
+        + narrow_letters
+        + wide_letters
+        + narrow_symbols
+        + wide_symbols
+        + private
+        + unassigned
+    )
+
+
+def _table() -> tuple[np.ndarray, np.ndarray]:
+    global _CODE_POINTS, _IDS
+    if _CODE_POINTS is None:
+        code_points = np.asarray(_build(), dtype=np.int32)
+        ids = np.full(_NUM_CODE_POINTS, -1, dtype=np.int32)
+        ids[code_points] = np.arange(len(code_points), dtype=np.int32)
+        _CODE_POINTS, _IDS = code_points, ids
+    return _CODE_POINTS, _IDS
+
+
+def num_glyphs() -> int:
+    """How many token ids have a glyph (at least 2**20 on any supported Python)."""
+    return len(_table()[0])
+
+
+def code_points() -> np.ndarray:
+    """The glyph table itself: int32[num_glyphs()], id -> Unicode code point (read-only view)."""
+    view = _table()[0].view()
+    view.flags.writeable = False
+    return view
+
+
+def glyph(token: int) -> str:
+    """The one-character glyph of a token id."""
+    token = int(token)
+    if 0 <= token < len(_ASCII_LETTERS):
+        return _ASCII_LETTERS[token]
+    cps = _table()[0]
+    if not 0 <= token < len(cps):
+        raise UserError(f"token id {token} has no glyph (ids go from 0 to {len(cps) - 1})")
+    return chr(int(cps[token]))
+
+
+def token_of(ch: str) -> int:
+    """The token id whose glyph is `ch` (inverse of `glyph`)."""
+    if len(ch) != 1:
+        raise UserError(f"a glyph is one character, got {ch!r}")
+    i = _ASCII_LETTERS.find(ch)
+    if i >= 0:
+        return i
+    token = int(_table()[1][ord(ch)])
+    if token < 0:
+        raise UserError(f"{ch!r} (U+{ord(ch):04X}) is not a token glyph")
+    return token
+
+
+def tokens_of(text: str) -> list[int]:
+    """Token ids of every character of `text` (inverse of `render`)."""
+    if text.isascii():
+        return [token_of(ch) for ch in text]
+    ids = _table()[1][np.fromiter(map(ord, text), dtype=np.int64, count=len(text))]
+    bad = np.flatnonzero(ids < 0)
+    if bad.size:
+        token_of(text[bad[0]])  # raises the error that names the character
+    return ids.tolist()
+
+
+def render(tokens: Iterable[int]) -> str:
+    """The glyphs of a sequence of token ids, as one string."""
+    tokens = np.asarray(list(tokens) if not hasattr(tokens, "shape") else tokens)
+    tokens = tokens.reshape(-1).astype(np.int64)
+    if tokens.size == 0:
+        return ""
+    if tokens.min() >= 0 and tokens.max() < len(_ASCII_LETTERS):
+        return "".join(_ASCII_LETTERS[t] for t in tokens.tolist())
+    cps = _table()[0]
+    bad = (tokens < 0) | (tokens >= len(cps))
+    if bad.any():
+        raise UserError(f"token id {int(tokens[bad][0])} has no glyph (ids go from 0 to {len(cps) - 1})")
+    return "".join(map(chr, cps[tokens].tolist()))

@@ -1,0 +1,170 @@
+"""The `Language` base class: parameter checks, fixed tables, identity (params, fingerprint).
+
+A language is a frozen dataclass whose fields are its parameters (`vocab_size` first). Its
+sampler is a pure function of a JAX key with static shapes, so it can be jitted, vmapped and
+sharded like any other JAX function. Fixed tables (a permutation, a bigram graph, a CDF) are built
+lazily, once per instance, from the language's own parameters; they are built eagerly even when
+the first use happens under `jax.jit` (see `_table`), so no tracer ever leaks into the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import operator
+import typing
+import zlib
+from typing import Any, Callable, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from spamlang.errors import UserError
+
+# Tokens are int32 and the branching sampler adds two ids below V, so 2V must fit in int32.
+MAX_VOCAB_SIZE = 2**30
+
+
+@dataclasses.dataclass(frozen=True)
+class Language:
+    """Base class of every language. Subclasses add parameter fields and implement the methods.
+
+    Conventions shared by all languages:
+    - there is no BOS token: position 0 is drawn from the language's first-token distribution and
+      is never predicted; losses average over the L-1 predicted positions 1..L-1;
+    - impossible continuations have `bayes_logprob == -inf` (exactly), consistent ones the exact
+      log-probability (0.0 for deterministic continuations).
+    """
+
+    vocab_size: int  # number of symbols; token ids are 0..vocab_size-1
+
+    name: ClassVar[str] = ""  # registry name, what users type
+    summary: ClassVar[str] = ""  # one line: what the language tests
+    loss_formula: ClassVar[str] = ""  # optimal_loss(L) in words, for `spamlang languages`
+
+    def __post_init__(self):
+        _coerce_fields(self)
+        if not 2 <= self.vocab_size <= MAX_VOCAB_SIZE:
+            raise UserError(
+                f"{self.name}: vocab_size must be in [2, {MAX_VOCAB_SIZE}], got {self.vocab_size}"
+            )
+        self._check()
+
+    def _check(self) -> None:
+        """Subclass hook: raise UserError naming the violated constraint."""
+
+    # ----- identity -------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The parameters as a JSON-able dict (vocab_size included, name excluded)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def fingerprint(self) -> int:
+        """A stable id of (name, params): crc32 of their canonical JSON, equal across processes."""
+        canon = json.dumps({"name": self.name, "params": self.params()}, sort_keys=True,
+                           separators=(",", ":"))
+        return zlib.crc32(canon.encode("utf-8"))
+
+    @property
+    def prompt_len(self) -> int:
+        """How many tokens greedy decoding must be seeded with before the rest is predictable."""
+        return 1
+
+    # ----- the interface every language implements -----------------------------------------
+    def sample(self, key: jax.Array, batch_size: int, seq_len: int) -> jax.Array:
+        """`int32[batch_size, seq_len]` sequences; a pure, jittable function of `key`."""
+        raise NotImplementedError
+
+    def optimal_loss(self, seq_len: int) -> float:
+        """Exact Bayes-optimal mean next-token cross-entropy (nats) over positions 1..L-1."""
+        raise NotImplementedError
+
+    def bayes_logprob(self, tokens_BxL: jax.Array) -> jax.Array:
+        """`float32[B, L-1]`: true log-prob of token t+1 given tokens 0..t (-inf: impossible)."""
+        raise NotImplementedError
+
+    def is_most_likely(self, tokens_BxL: jax.Array) -> jax.Array:
+        """`bool[B, L-1]`: token t+1 is one of the most likely next tokens given tokens 0..t."""
+        raise NotImplementedError
+
+    # ----- helpers for subclasses -----------------------------------------------------------
+    def _table(self, name: str, build: Callable[[], Any]) -> Any:
+        """Build a fixed table once per instance and cache it.
+
+        `ensure_compile_time_eval` makes the build concrete even when the first call happens
+        while tracing (inside jit or vmap); the result is then captured as a constant.
+        """
+        cache = self.__dict__.setdefault("_table_cache", {})
+        if name not in cache:
+            with jax.ensure_compile_time_eval():
+                cache[name] = build()
+        return cache[name]
+
+    def _check_seq_len(self, seq_len: int) -> int:
+        seq_len = _as_int("seq_len", seq_len)
+        if seq_len < 2:
+            raise UserError(f"{self.name}: optimal_loss needs seq_len >= 2 (one predicted "
+                            f"position), got {seq_len}")
+        return seq_len
+
+
+def check_shape(batch_size: int, seq_len: int) -> tuple[int, int]:
+    """Validate the static sample shape; both must be positive Python ints."""
+    batch_size, seq_len = _as_int("batch_size", batch_size), _as_int("seq_len", seq_len)
+    if batch_size < 1 or seq_len < 1:
+        raise UserError(f"batch_size and seq_len must be >= 1, got {batch_size} and {seq_len}")
+    return batch_size, seq_len
+
+
+def as_tokens(tokens_BxL: Any) -> jax.Array:
+    """Tokens as an int32 [B, L] array (UserError otherwise)."""
+    tokens_BxL = jnp.asarray(tokens_BxL)
+    if tokens_BxL.ndim != 2 or not jnp.issubdtype(tokens_BxL.dtype, jnp.integer):
+        raise UserError(f"tokens must be an integer [B, L] array, got {tokens_BxL.dtype}"
+                        f"{list(tokens_BxL.shape)}")
+    return tokens_BxL.astype(jnp.int32)
+
+
+def where_logprob(ok: jax.Array, logp_ok: float, logp_bad: float = -math.inf) -> jax.Array:
+    """float32 log-probabilities selected by a boolean mask."""
+    return jnp.where(ok, jnp.float32(logp_ok), jnp.float32(logp_bad))
+
+
+def _as_int(what: str, value: Any) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise UserError(f"{what} must be an int, got {value!r}") from None
+
+
+def _coerce_fields(lang: Language) -> None:
+    """Check each field against its annotation (int or float) and store the canonical type.
+
+    ints are accepted for float fields (so `s=1` and `s=1.0` fingerprint the same); bools,
+    strings and non-integral numbers for int fields are rejected.
+    """
+    hints = _field_types(type(lang))
+    for f in dataclasses.fields(lang):
+        value, want = getattr(lang, f.name), hints[f.name]
+        if want is int:
+            value = _as_int(f"{lang.name}: parameter {f.name}", value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise UserError(f"{lang.name}: parameter {f.name} must be a number, got {value!r}")
+            value = float(value)
+            if not math.isfinite(value):
+                raise UserError(f"{lang.name}: parameter {f.name} must be finite, got {value}")
+        object.__setattr__(lang, f.name, value)
+
+
+def _field_types(cls: type) -> dict[str, type]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def field_types(cls: type) -> dict[str, type]:
+    """{parameter name: int or float} for a language class (vocab_size included)."""
+    return _field_types(cls)

@@ -1,0 +1,174 @@
+"""Next-token cross-entropy, plain or chunked so that N x V log-probabilities never exist.
+
+Plain: log-probs of every position at once (N x V floats), then gather the targets. Simple,
+and the reference the chunked forms are tested against.
+
+Chunked (`chunk_size=C`): the N = B (L - 1) hidden states are padded to a multiple of C
+(padding masked out) and scanned over in chunks, so peak memory grows with C x V:
+- linear heads (softmax tied/untied, lowrank) use a fused cross-entropy with a custom VJP:
+  the forward scan computes each chunk's logits once, its loss, and right away its gradient
+  dlogits = softmax - onehot, accumulating dW = dlogits^T f and emitting df = dlogits W.
+  The backward pass only scales those by the incoming cotangent, so the logits are never
+  recomputed and training costs the same three V-sized matmuls as the plain form. The
+  lowrank head runs it on its narrow factorisation (features h B^T, matrix A).
+- the mos head (nonlinear) scans `jax.checkpoint`-ed chunks: each chunk's K x C x V
+  component log-probs are recomputed in the backward pass instead of stored.
+Losses and log-probs are float32 whatever the compute dtype.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from spamlang.errors import UserError
+
+
+def next_token_loss(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
+                    fused: bool = True):
+    """Mean next-token cross-entropy (nats) over positions 1..L-1; (loss, {"accuracy": acc}).
+
+    accuracy: fraction of predicted positions whose argmax token is the target.
+    chunk_size: None for the plain form, else tokens per chunk (see the module docstring).
+    fused: with chunk_size, use the fused custom-VJP path for linear heads (default); False
+    forces the generic checkpointed scan (a reference for tests and benchmarks).
+    """
+    if tokens_BxL.ndim != 2 or tokens_BxL.shape[1] < 2:
+        raise UserError(f"next_token_loss needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
+    h_BxLxD = model.hidden(tokens_BxL)
+    D = h_BxLxD.shape[-1]
+    h_NxD = h_BxLxD[:, :-1].reshape(-1, D)
+    targets_N = tokens_BxL[:, 1:].reshape(-1)
+    return loss_from_hidden(model, h_NxD, targets_N, chunk_size=chunk_size, fused=fused)
+
+
+def loss_from_hidden(model, h_NxD: jax.Array, targets_N: jax.Array, mask_N: jax.Array | None = None,
+                     *, chunk_size: int | None = None, fused: bool = True):
+    """Mean cross-entropy of `targets_N` under the model's head at hidden states `h_NxD`.
+
+    mask_N (optional, bool or 0/1) selects which positions count; the mean is over those.
+    Returns (loss, {"accuracy": acc}), both float32 scalars.
+    """
+    targets_N = targets_N.astype(jnp.int32)
+    mask_N = jnp.ones(targets_N.shape, jnp.float32) if mask_N is None else mask_N.astype(jnp.float32)
+    count = jnp.maximum(mask_N.sum(), 1.0)
+    if chunk_size is None:
+        nll_sum, correct_sum = _plain(model, h_NxD, targets_N, mask_N)
+    else:
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise UserError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+        if fused and model.config.head_kind != "mos":
+            features_NxR, w_VxR = model.linear_head(h_NxD)
+            nll_sum, correct_sum = fused_linear_cross_entropy(
+                features_NxR, w_VxR, targets_N, mask_N, chunk_size, model.config.dtype)
+        else:
+            nll_sum, correct_sum = _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk_size)
+    return nll_sum / count, {"accuracy": correct_sum / count}
+
+
+def _target_stats(logp_NxV: jax.Array, targets_N: jax.Array, mask_N: jax.Array):
+    """(sum of masked NLL, count of masked argmax hits) from log-probs or logits + lse."""
+    target_logp = jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
+    hit = (jnp.argmax(logp_NxV, axis=-1) == targets_N).astype(jnp.float32)
+    return -(target_logp * mask_N).sum(), jax.lax.stop_gradient((hit * mask_N).sum())
+
+
+def _plain(model, h_NxD, targets_N, mask_N):
+    return _target_stats(model.log_probs(h_NxD), targets_N, mask_N)
+
+
+def _chunked(x_N: jax.Array, chunk: int, n_chunks: int) -> jax.Array:
+    """Pad the leading axis to n_chunks * chunk with zeros and fold it: [n_chunks, chunk, ...]."""
+    pad = n_chunks * chunk - x_N.shape[0]
+    x_N = jnp.pad(x_N, [(0, pad)] + [(0, 0)] * (x_N.ndim - 1))
+    return x_N.reshape(n_chunks, chunk, *x_N.shape[1:])
+
+
+def _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk):
+    N = h_NxD.shape[0]
+    chunk = min(chunk, N)
+    n_chunks = -(-N // chunk)
+
+    @jax.checkpoint
+    def chunk_stats(h_CxD, t_C, m_C):
+        return _target_stats(model.log_probs(h_CxD), t_C, m_C)
+
+    def body(carry, xs):
+        nll, hits = chunk_stats(*xs)
+        return (carry[0] + nll, carry[1] + hits), None
+
+    xs = tuple(_chunked(x, chunk, n_chunks) for x in (h_NxD, targets_N, mask_N))
+    (nll_sum, correct_sum), _ = jax.lax.scan(body, (jnp.float32(0), jnp.float32(0)), xs)
+    return nll_sum, correct_sum
+
+
+# --- fused linear cross-entropy ----------------------------------------------------------
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5))
+def fused_linear_cross_entropy(features_NxR, w_VxR, targets_N, mask_N, chunk: int, dtype: str):
+    """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits).
+
+    Scans chunks of `chunk` rows; memory O(chunk x V). Differentiable in features and W (the
+    hit count is a constant). Matmuls run in `dtype` with float32 accumulation.
+    """
+    nll_sum, correct_sum, _, _ = _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype,
+                                             with_grad=False)
+    return nll_sum, correct_sum
+
+
+def _fused_fwd(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype):
+    nll_sum, correct_sum, d_features, d_w = _fused_scan(
+        features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, with_grad=True)
+    return (nll_sum, correct_sum), (d_features, d_w, targets_N, mask_N)
+
+
+def _fused_bwd(chunk, dtype, residuals, cotangents):
+    d_features, d_w, targets_N, mask_N = residuals
+    g = cotangents[0]  # the hit count is piecewise constant: its cotangent is dropped
+    return ((g * d_features).astype(d_features.dtype), (g * d_w).astype(d_w.dtype),
+            _zero_cotangent(targets_N), jnp.zeros_like(mask_N))
+
+
+def _zero_cotangent(x):
+    import numpy as np
+    return np.zeros(x.shape, jax.dtypes.float0)
+
+
+fused_linear_cross_entropy.defvjp(_fused_fwd, _fused_bwd)
+
+
+def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, *, with_grad: bool):
+    N, R = features_NxR.shape
+    V = w_VxR.shape[0]
+    chunk = min(chunk, N)
+    n_chunks = -(-N // chunk)
+    w_c = w_VxR.astype(dtype)
+
+    def body(carry, xs):
+        f_CxR, t_C, m_C = xs
+        f_c = f_CxR.astype(dtype)
+        logits_CxV = jnp.einsum("cr,vr->cv", f_c, w_c, preferred_element_type=jnp.float32)
+        lse_C = jax.nn.logsumexp(logits_CxV, axis=-1)
+        nll, hits = _target_stats(logits_CxV - lse_C[:, None], t_C, m_C)
+        nll_sum, hit_sum, dw_VxR = carry
+        if not with_grad:
+            return (nll_sum + nll, hit_sum + hits, dw_VxR), None
+        # d(-log softmax[t]) / dlogits = softmax - onehot(t), masked rows zeroed.
+        is_target_CxV = jnp.arange(V)[None, :] == t_C[:, None]
+        p_CxV = jnp.exp(logits_CxV - lse_C[:, None])
+        dlogits_CxV = (jnp.where(is_target_CxV, p_CxV - 1.0, p_CxV) * m_C[:, None]).astype(dtype)
+        dw_VxR = dw_VxR + jnp.einsum("cv,cr->vr", dlogits_CxV, f_c,
+                                     preferred_element_type=jnp.float32)
+        df_CxR = jnp.einsum("cv,vr->cr", dlogits_CxV, w_c, preferred_element_type=jnp.float32)
+        return (nll_sum + nll, hit_sum + hits, dw_VxR), df_CxR
+
+    xs = tuple(_chunked(x, chunk, n_chunks) for x in (features_NxR, targets_N, mask_N))
+    dw0 = jnp.zeros((V, R) if with_grad else (0, 0), jnp.float32)
+    (nll_sum, hit_sum, dw_VxR), df = jax.lax.scan(body, (jnp.float32(0), jnp.float32(0), dw0), xs)
+    if not with_grad:
+        return nll_sum, hit_sum, None, None
+    d_features = df.reshape(n_chunks * chunk, R)[:N].astype(features_NxR.dtype)
+    return nll_sum, hit_sum, d_features, dw_VxR.astype(w_VxR.dtype)

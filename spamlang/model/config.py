@@ -1,0 +1,178 @@
+"""`ModelConfig`, the named presets and the analytic parameter count.
+
+The config is pure Python (no JAX import), so the CLI and the sweep code can build and
+validate one cheaply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from spamlang.errors import UserError
+
+_DTYPES = ("float32", "bfloat16")
+_HEAD_KINDS = ("softmax", "lowrank", "mos")
+
+# Architecture presets. vocab_size, tie_embeddings, head and residual are run parameters,
+# not part of a preset; vocab_size has no default and must be passed to `preset`.
+PRESETS: dict[str, dict[str, Any]] = {
+    # The smallest thing that is still a Transformer: unit tests and CLI smoke runs.
+    "tiny": dict(d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64,
+                 max_seq_len=2048, init_std=0.25),
+    # Laptop-CPU sweeps: head_dim 16, grouped-query attention kept (4 query / 2 KV heads).
+    "small": dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=256,
+                  max_seq_len=2048, init_std=0.125),
+    # The largest preset that is still comfortable on a CPU.
+    "medium": dict(d_model=128, n_layers=4, n_heads=4, n_kv_heads=2, d_ff=512,
+                   max_seq_len=2048, init_std=1 / math.sqrt(128)),
+    # The paper's model: the SmolLM2-135M shape, 106,203,456 non-embedding parameters.
+    "smollm2-106m": dict(d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
+                         norm_eps=1e-5, rope_theta=100_000.0, max_seq_len=8192,
+                         init_std=1 / math.sqrt(576)),
+}
+
+
+def parse_head(head: str) -> tuple[str, int]:
+    """Split a head spec into (kind, argument): "softmax" -> ("softmax", 0), "mos:4" -> ("mos", 4)."""
+    if not isinstance(head, str):
+        raise UserError(f"head must be a string like 'softmax', 'lowrank:64' or 'mos:4', got {head!r}")
+    kind, sep, arg = head.partition(":")
+    if kind == "softmax" and not sep:
+        return "softmax", 0
+    if kind in ("lowrank", "mos") and sep:
+        try:
+            value = int(arg)
+        except ValueError:
+            value = None
+        if value is None or value < 1 or str(value) != arg.strip():
+            what = "rank r" if kind == "lowrank" else "number of mixture components k"
+            raise UserError(f"head {head!r}: the {what} must be an integer >= 1")
+        return kind, value
+    raise UserError(f"head must be 'softmax', 'lowrank:R' or 'mos:K' (R, K >= 1), got {head!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """A Llama-style decoder: pre-norm RMSNorm, RoPE, grouped-query attention, SwiGLU, no biases."""
+
+    vocab_size: int  # V: number of token ids; no default, it is a run parameter
+    d_model: int = 64  # D: width of the residual stream and of the hidden states the head sees
+    n_layers: int = 2  # number of Transformer blocks
+    n_heads: int = 4  # query heads; head_dim = d_model // n_heads (must be even for RoPE)
+    n_kv_heads: int = 2  # key/value heads (grouped-query attention); must divide n_heads
+    d_ff: int = 256  # hidden width of the SwiGLU MLP
+    rope_theta: float = 10_000.0  # RoPE base frequency (Llama 2 uses 1e4, SmolLM2 1e5)
+    norm_eps: float = 1e-5  # RMSNorm epsilon, added to the mean square before the rsqrt
+    max_seq_len: int = 2048  # longest sequence (training or decoding) the model accepts
+    init_std: float = 0.02  # std of the normal init of every matrix (embedding and head included)
+    tie_embeddings: bool = False  # output matrix W = input embedding E (softmax and mos heads)
+    head: str = "softmax"  # "softmax", "lowrank:R" (W = A B, rank R, untied) or "mos:K"
+    residual: bool = True  # False: each sublayer's output replaces the stream (see Transformer)
+    dtype: str = "float32"  # compute dtype of the matmuls; norms, softmax and loss stay float32
+    param_dtype: str = "float32"  # storage dtype of the parameters
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff",
+                     "max_seq_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UserError(f"{name} must be an integer, got {value!r}")
+            if value < 1:
+                raise UserError(f"{name} must be >= 1, got {value}")
+        if self.vocab_size < 2:
+            raise UserError(f"vocab_size must be >= 2, got {self.vocab_size}")
+        if self.d_model % self.n_heads:
+            raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.n_heads % self.n_kv_heads:
+            raise UserError(
+                f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})")
+        if self.head_dim % 2:
+            raise UserError(f"head_dim = d_model / n_heads must be even for RoPE, got {self.head_dim}")
+        for name in ("rope_theta", "norm_eps", "init_std"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise UserError(f"{name} must be a number > 0, got {value!r}")
+        for name in ("tie_embeddings", "residual"):
+            if not isinstance(getattr(self, name), bool):
+                raise UserError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        for name in ("dtype", "param_dtype"):
+            if getattr(self, name) not in _DTYPES:
+                raise UserError(f"{name} must be one of {', '.join(_DTYPES)}, got {getattr(self, name)!r}")
+        kind, _ = parse_head(self.head)
+        if kind == "lowrank" and self.tie_embeddings:
+            raise UserError("head 'lowrank:R' is untied by construction (W = A B); "
+                            "use tie_embeddings=False")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def head_kind(self) -> str:
+        """"softmax", "lowrank" or "mos"."""
+        return parse_head(self.head)[0]
+
+    @property
+    def head_arg(self) -> int:
+        """The rank R of "lowrank:R", the K of "mos:K", 0 for "softmax"."""
+        return parse_head(self.head)[1]
+
+    def replace(self, **changes) -> "ModelConfig":
+        """A copy with some fields changed (validated again)."""
+        _check_fields(changes)
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ModelConfig":
+        _check_fields(data)
+        return cls(**data)
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "ModelConfig":
+        """The preset `name` with `overrides` applied; `vocab_size` is required."""
+        if name not in PRESETS:
+            raise UserError(f"unknown model preset {name!r}; known presets: {', '.join(PRESETS)}")
+        _check_fields(overrides)
+        if "vocab_size" not in overrides:
+            raise UserError(f"preset {name!r} needs vocab_size (it is a run parameter)")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+def _check_fields(values: dict) -> None:
+    known = {f.name for f in dataclasses.fields(ModelConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise UserError(f"unknown model field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+
+def count_params(config: ModelConfig) -> dict[str, int]:
+    """Parameter counts, analytic (equal to the initialised state, which a test checks).
+
+    - "embedding": the input embedding E, V x D.
+    - "head": every parameter of the LM head, whether or not it depends on V:
+      softmax untied: W (V x D); tied: 0. lowrank:R: A (V x R) and B (R x D).
+      mos:K: the context projection P (D x K D), the prior U (D x K), and W (V x D) if untied.
+    - "non_embedding": total - embedding - head, i.e. exactly the backbone (blocks and final
+      norm). It is the same for every head and tying choice, so runs that differ only in head
+      compare at equal non-embedding size (smollm2-106m: 106,203,456).
+    - "total": everything, counting a tied matrix once.
+    """
+    D, V, F, hd = config.d_model, config.vocab_size, config.d_ff, config.head_dim
+    attn = D * config.n_heads * hd * 2 + D * config.n_kv_heads * hd * 2  # wq, wo, wk, wv
+    block = attn + 3 * D * F + 2 * D  # SwiGLU (gate, up, down) and two RMSNorm scales
+    backbone = config.n_layers * block + D  # + the final norm
+    kind, arg = config.head_kind, config.head_arg
+    if kind == "softmax":
+        head = 0 if config.tie_embeddings else V * D
+    elif kind == "lowrank":
+        head = V * arg + arg * D
+    else:
+        head = D * arg * D + D * arg + (0 if config.tie_embeddings else V * D)
+    embedding = V * D
+    return {"embedding": embedding, "head": head, "non_embedding": backbone,
+            "total": embedding + head + backbone}

@@ -1,0 +1,198 @@
+"""Gradient-bottleneck figures: from one diagnostics.json (Figures 2, 7, 8) or a sweep (Figure 6).
+
+Inputs are dicts or files on disk only: `spamlang.diagnostics.diagnose_model`'s output (as
+written by `spamlang diagnose` to diagnostics.json) and run directories (config.json,
+metrics.jsonl "diag" rows). Nothing here imports the trainer or JAX. Colours come from the
+Okabe-Ito palette (categorical) and viridis (continuous), both colour-blind safe.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from spamlang.errors import UserError
+from spamlang.plots.results import check_dir, read_metrics, scan_runs
+from spamlang.plots.sweep import save_figure
+
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+# --- one model: diagnostics.json --------------------------------------------------------
+
+def rank_curve_figure(diag: dict) -> Figure:
+    """Figure 2: numerical rank of the logit gradient against the number of batch tokens."""
+    rc = diag["rank_curve"]
+    fig = Figure(figsize=(4.5, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(rc["tokens"], rc["rank"], "o-", color=OKABE_ITO[0], label="rank of G")
+    ax.plot(rc["tokens"], rc["max_rank"], ":", color=OKABE_ITO[5], label="min(T, V-1)")
+    ax.axhline(2 * diag["head_rank"], ls="--", color=OKABE_ITO[1],
+               label=f"2D = {2 * diag['head_rank']} (eq. 6)")
+    ax.set(xscale="log", yscale="log", xlabel="batch tokens T", ylabel="empirical rank",
+           title=f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def profile_figure(diag: dict, lead: int = 20) -> Figure:
+    """Figure 7: mean (+- std) full and projected logit-gradient coefficients, rows sorted by
+    |full| descending; left the first `lead` ranks, right every stored rank on a log axis."""
+    prof = diag["coefficient_profile"]
+    ranks = np.asarray(prof["ranks"]) + 1
+    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    axes = fig.subplots(1, 2)
+    for ax, keep in zip(axes, (ranks <= lead, ranks >= 1)):
+        for part, colour, label in (("full", OKABE_ITO[0], "full gradient"),
+                                    ("proj", OKABE_ITO[1], "projected on col(W)")):
+            mean = np.asarray(prof[f"{part}_mean"])[keep]
+            std = np.asarray(prof[f"{part}_std"])[keep]
+            ax.plot(ranks[keep], mean, color=colour, label=label)
+            ax.fill_between(ranks[keep], mean - std, mean + std, color=colour, alpha=0.25, lw=0)
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.set(xlabel="coefficient rank (by |full|)", ylabel="coefficient (p - onehot)")
+    axes[1].set_xscale("log")
+    axes[1].set_title("all ranks", fontsize=9)
+    axes[0].set_title(f"leading {lead}", fontsize=9)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{diag['head']}, V={diag['vocab_size']}: kernel fraction "
+                 f"{diag['kernel_fraction']:.3f}, cosine {diag['projected_cosine']:.3f}", fontsize=10)
+    return fig
+
+
+def efficiency_figure(diag: dict) -> Figure:
+    """Figure 8: loss change after moving the logits by a fraction of their norm along the
+    logit gradient and along the direction induced by a step on the hidden states."""
+    eff = diag["efficiency"]
+    frac = np.asarray(eff["fractions"])
+    d_logit, d_ind = np.asarray(eff["delta_logit"]), np.asarray(eff["delta_induced"])
+    fig = Figure(figsize=(4.5, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    descent = bool(np.all(d_logit < 0) and np.all(d_ind < 0))
+    sign = -1.0 if descent else 1.0  # plot the decrease on a log axis when there is one
+    ax.plot(frac, sign * d_logit, "o-", color=OKABE_ITO[0], label="along -grad_L (logits)")
+    ax.plot(frac, sign * d_ind, "s-", color=OKABE_ITO[1], label="along -(grad_H) W^T")
+    if descent:
+        ax.set_yscale("log")
+    else:  # some step raised the loss: a symmetric log axis, linear only below every change
+        changes = np.abs(np.concatenate([d_logit, d_ind]))
+        ax.set_yscale("symlog", linthresh=max(changes[changes > 0].min(initial=1e-6), 1e-9))
+        ax.axhline(0, color="grey", lw=0.5)
+    ax.set(xscale="log", xlabel="step norm / ||logits||_F",
+           ylabel="loss decrease (nats)" if descent else "loss change (nats)",
+           title=f"{diag['head']}, V={diag['vocab_size']}, {eff['tokens']} tokens")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_diagnostics(diag: dict | str | Path, out_dir: str | Path, suffix: str = ".png") -> list[Path]:
+    """Write rank_curve, coefficient_profile and efficiency figures for one diagnostics dict
+    (or a diagnostics.json path) into out_dir; returns the paths."""
+    if not isinstance(diag, dict):
+        diag = json.loads(Path(diag).read_text(encoding="utf-8"))
+    out = Path(out_dir)
+    return [save_figure(make(diag), out / f"{name}{suffix}") for name, make in (
+        ("rank_curve", rank_curve_figure), ("coefficient_profile", profile_figure),
+        ("efficiency", efficiency_figure))]
+
+
+# --- a sweep: Figure 6 --------------------------------------------------------------------
+
+def effective_rank(config: dict) -> int:
+    """The head's rank D from a run's config.json: d_model (preset or override), or r for
+    lowrank:r when r < d_model."""
+    from spamlang.model import PRESETS
+
+    preset = PRESETS.get(config.get("preset", ""), {})
+    d_model = int((config.get("model_overrides") or {}).get("d_model", preset.get("d_model", 0)))
+    if not d_model:
+        raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")
+    kind, _, arg = str(config.get("head", "softmax")).partition(":")
+    return min(d_model, int(arg)) if kind == "lowrank" and arg.isdigit() else d_model
+
+
+def _series(config: dict) -> str:
+    tied = "tied" if config.get("tie_embeddings") else "untied"
+    kind = str(config.get("head", "softmax")).split(":")[0]
+    return f"{config.get('language', '?')}, {kind}, {tied}"
+
+
+def bottleneck_points(sweep_dir: str | Path) -> list[dict]:
+    """One point per run with a kernel fraction: diagnostics.json if present, else the run's
+    last "diag" row. Keys: run_id, series, d_over_v, kernel_fraction, curve (tokens/V, kf)."""
+    points = []
+    for run in scan_runs(check_dir(sweep_dir)):
+        config = json.loads((run.path / "config.json").read_text(encoding="utf-8"))
+        V = int(config["vocab_size"])
+        rows = [r for r in read_metrics(run.path, "diag") if _finite(r.get("kernel_fraction"))]
+        diag_file = run.path / "diagnostics.json"
+        kf = None
+        if diag_file.is_file():
+            try:
+                kf = float(json.loads(diag_file.read_text(encoding="utf-8"))["kernel_fraction"])
+            except (OSError, ValueError, KeyError, TypeError):
+                kf = None
+        if kf is None and rows:
+            kf = float(rows[-1]["kernel_fraction"])
+        if kf is None or not math.isfinite(kf):
+            continue
+        points.append({"run_id": run.run_id, "series": _series(config),
+                       "d_over_v": effective_rank(config) / V, "kernel_fraction": kf,
+                       "curve": ([r["tokens"] / V for r in rows if r.get("tokens", 0) > 0],
+                                 [float(r["kernel_fraction"]) for r in rows
+                                  if r.get("tokens", 0) > 0])})
+    return points
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def bottleneck_figure(sweep_dir: str | Path) -> Figure:
+    """Kernel fraction against D/V per run (Figure 6), with sqrt(1 - D/V), the value for a
+    gradient with no preferred direction; and, when runs logged diagnostics during training,
+    kernel fraction against training tokens per vocabulary entry."""
+    points = bottleneck_points(sweep_dir)
+    if not points:
+        raise UserError(f"no run in {sweep_dir} has a diagnostics.json or 'diag' rows in "
+                        "metrics.jsonl (train with diag_every > 0, or run `spamlang diagnose`)")
+    with_curves = [p for p in points if len(p["curve"][0]) > 1]
+    fig = Figure(figsize=(9 if with_curves else 4.8, 3.6), layout="constrained")
+    axes = fig.subplots(1, 2 if with_curves else 1, squeeze=False)[0]
+    ax = axes[0]
+    series = sorted({p["series"] for p in points})
+    for i, name in enumerate(series):
+        mine = sorted((p for p in points if p["series"] == name), key=lambda p: p["d_over_v"])
+        ax.plot([p["d_over_v"] for p in mine], [p["kernel_fraction"] for p in mine],
+                marker=MARKERS[i % len(MARKERS)], ls="none", color=OKABE_ITO[i % len(OKABE_ITO)],
+                label=name)
+    lo, hi = min(p["d_over_v"] for p in points), max(p["d_over_v"] for p in points)
+    grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 100)
+    ax.plot(grid, np.sqrt(1 - grid), "--", color="grey", label="sqrt(1 - D/V) (isotropic G)")
+    ax.set(xscale="log", xlabel="D / V", ylabel="kernel fraction ||P_ker G|| / ||G||",
+           title="logit-gradient norm destroyed by the head")
+    ax.legend(fontsize=7)
+    if with_curves:
+        ax = axes[1]
+        ratios = [p["d_over_v"] for p in with_curves]
+        norm = LogNorm(min(ratios), max(ratios) * (1.0001 if min(ratios) == max(ratios) else 1))
+        cmap = colormaps["viridis"]
+        for p in with_curves:
+            ax.plot(*p["curve"], color=cmap(norm(p["d_over_v"])), lw=1.2)
+        fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V")
+        ax.set(xscale="log", xlabel="training tokens / V", ylabel="kernel fraction",
+               title="along training")
+    return fig
+
+
+def plot_bottleneck(sweep_dir: str | Path, out_file: str | Path) -> Path:
+    """`spamlang plot bottleneck SWEEP_DIR -o FILE`: see `bottleneck_figure`."""
+    return save_figure(bottleneck_figure(sweep_dir), out_file)

@@ -1,0 +1,61 @@
+"""The sample table (the paper's Table 1) as a figure: one row per sample, one coloured cell per token."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from spamlang import glyphs
+from spamlang.plots.sweep import PAPER_WIDTH_IN, check_figure_path, save_figure
+from spamlang.sample import COLOURS, CORRECT, INCORRECT, SEED, SampleResult, describe
+
+_CELL_IN = 0.2  # side of one token cell, inches
+_STATS_IN = 2.1  # room for the three statistic columns
+
+
+def plot_samples(result: SampleResult, out_file) -> Path:
+    """Draw `result` as a coloured token table with per-sample statistics; PNG or PDF by extension.
+
+    Glyphs the default font lacks (most scripts beyond Latin, Greek and Cyrillic) are drawn as
+    boxes; the cell colours, which carry the information, are unaffected.
+    """
+    check_figure_path(out_file)
+    n, length = result.tokens.shape
+    kinds = result.kinds()
+    width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
+    fig = Figure(figsize=(width, (n + 3.2) * _CELL_IN * 1.25 + 0.3))
+    ax = fig.add_axes((0.01, 0.02, 0.98, 0.8))
+    ax.set_axis_off()
+    x_stats = length + 0.8
+    step = _STATS_IN / _CELL_IN / 3  # stat columns, in cell units
+    for j, head in enumerate(("correct", "1st err", "longest")):
+        ax.text(x_stats + (j + 1) * step, 0.9, head, ha="right", va="center", fontsize=7, weight="bold")
+    rows = [(glyphs.render(t), kinds[i], result.stats[i]) for i, t in enumerate(result.tokens)]
+    for i, (text, row_kinds, s) in enumerate(rows):
+        y = -i
+        ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
+        for x, (g, k) in enumerate(zip(text, row_kinds)):
+            ax.add_patch(Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=COLOURS[k], linewidth=0))
+            ax.text(x, y, g, ha="center", va="center", fontsize=8, family="DejaVu Sans",
+                    weight="bold" if k == INCORRECT else "normal")
+        values = (f"{100 * s.fraction_correct:.0f}%", "-" if s.first_error < 0 else str(s.first_error),
+                  str(s.longest_run))
+        for j, v in enumerate(values):
+            ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7)
+    m = result.summary
+    mean = (f"{100 * m.mean_fraction_correct:.0f}%",
+            "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}", f"{m.mean_longest_run:.1f}")
+    ax.text(x_stats, -n, "mean", ha="right", va="center", fontsize=7, style="italic")
+    for j, v in enumerate(mean):
+        ax.text(x_stats + (j + 1) * step, -n, v, ha="right", va="center", fontsize=7, style="italic")
+    ax.set_xlim(-1.5, x_stats + 3 * step + 0.3)
+    ax.set_ylim(-n - 0.6, 1.4)
+    fig.suptitle(describe(result), fontsize=7, x=0.01, ha="left", y=0.97)
+    fig.legend(handles=[Patch(facecolor=COLOURS[k], label=k) for k in (SEED, CORRECT, INCORRECT)],
+               loc="upper right", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.99, 0.93))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
+        return save_figure(fig, out_file)

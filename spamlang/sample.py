@@ -1,0 +1,288 @@
+"""Samples from a trained run, and how well they follow the language (the paper's Table 1).
+
+`sample_run(run_dir, ...)` restores the run's latest checkpoint, seeds every sample with a prompt
+(by default the single token 0, shown as `A`, as in the paper; for a language that needs a longer
+seed, such as `cycle`, its first `prompt_len` tokens drawn from the language), continues it with
+KV-cached temperature sampling (greedy at temperature 0) and labels every generated token
+*correct* when it is one of the language's most likely next tokens given the tokens before it
+(`Language.is_most_likely`), *incorrect* otherwise.
+
+Per sample, counted over the generated tokens only (the prompt is not predicted):
+- `fraction_correct`: correct generated tokens / generated tokens;
+- `first_error`: index of the first incorrect generated token, 0 being the first token after the
+  prompt; -1 when there is none;
+- `longest_run`: the longest stretch of consecutive correct generated tokens.
+`Summary` averages them; its mean first error is over the samples that have an error
+(None when none has), and `error_free` counts the others.
+
+Renderers: `render_text` (ANSI colours on a terminal; without colour a marker line under each
+sample: `s` seed, `.` correct, `x` incorrect), `render_html` (a Table-1-like table, one coloured
+cell per token) and `spamlang.plots.samples.plot_samples` (the same table as PNG or PDF).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from spamlang import glyphs
+from spamlang.errors import UserError
+
+SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
+_ANSI = {SEED: "\x1b[1;34m", CORRECT: "\x1b[32m", INCORRECT: "\x1b[1;4;31m"}  # underline: not colour alone
+_MARK = {SEED: "s", CORRECT: ".", INCORRECT: "x"}
+# Okabe-Ito tints (colour-blind safe): sky blue seed, bluish green correct, vermillion incorrect.
+COLOURS = {SEED: "#9fd3f2", CORRECT: "#a6dccb", INCORRECT: "#f2b38c"}
+
+
+@dataclass(frozen=True)
+class SampleStats:
+    """How one sample follows the language, over its generated tokens."""
+
+    fraction_correct: float  # correct generated tokens / generated tokens
+    first_error: int  # index (0 = first generated token) of the first incorrect one; -1 if none
+    longest_run: int  # longest run of consecutive correct generated tokens
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Means of `SampleStats` over the samples."""
+
+    n: int  # number of samples
+    mean_fraction_correct: float  # mean of fraction_correct
+    mean_first_error: float | None  # mean first_error over samples with an error; None if none has
+    error_free: int  # samples without any incorrect token
+    mean_longest_run: float  # mean of longest_run
+
+
+def sample_stats(correct_Lm1: Sequence[bool], prompt_len: int = 1) -> SampleStats:
+    """Statistics of one sample from its `is_most_likely` flags (`bool[L-1]`, flag t judges token t+1)."""
+    flags = np.asarray(correct_Lm1, dtype=bool).reshape(-1)[max(prompt_len, 1) - 1:]
+    if prompt_len < 1 or flags.size == 0:
+        raise UserError(f"a sample needs at least one token after its {prompt_len}-token prompt")
+    errors = np.flatnonzero(~flags)
+    # Run lengths: distances between consecutive errors (with sentinels at both ends), minus one.
+    bounds = np.concatenate([[-1], errors, [flags.size]])
+    return SampleStats(
+        fraction_correct=float(flags.mean()),
+        first_error=int(errors[0]) if errors.size else -1,
+        longest_run=int(np.max(np.diff(bounds) - 1)),
+    )
+
+
+def summarize(stats: Sequence[SampleStats]) -> Summary:
+    """Means over samples (see the module docstring for the first-error convention)."""
+    if not stats:
+        raise UserError("no samples to summarize")
+    firsts = [s.first_error for s in stats if s.first_error >= 0]
+    return Summary(
+        n=len(stats),
+        mean_fraction_correct=float(np.mean([s.fraction_correct for s in stats])),
+        mean_first_error=float(np.mean(firsts)) if firsts else None,
+        error_free=len(stats) - len(firsts),
+        mean_longest_run=float(np.mean([s.longest_run for s in stats])),
+    )
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """Samples, their correctness flags and statistics, and where they came from."""
+
+    tokens: np.ndarray  # int [N, L], prompt included
+    correct: np.ndarray  # bool [N, L-1]: token t+1 is a most likely continuation
+    prompt_len: int  # P: the first P tokens of every sample are the seed
+    stats: list[SampleStats]  # one per sample
+    summary: Summary  # their means
+    info: dict[str, Any] = field(default_factory=dict)  # run, language, temperature, seed, ...
+
+    @classmethod
+    def from_flags(cls, tokens_NxL, correct_NxLm1, prompt_len: int, info: dict | None = None):
+        tokens, correct = np.asarray(tokens_NxL), np.asarray(correct_NxLm1, dtype=bool)
+        if tokens.ndim != 2 or correct.shape != (tokens.shape[0], tokens.shape[1] - 1):
+            raise UserError(f"flags of shape {correct.shape} do not fit tokens of shape {tokens.shape}")
+        stats = [sample_stats(c, prompt_len) for c in correct]
+        return cls(tokens, correct, prompt_len, stats, summarize(stats), dict(info or {}))
+
+    def kinds(self) -> np.ndarray:
+        """str [N, L]: "seed", "correct" or "incorrect" for every token."""
+        labels = np.where(self.correct, CORRECT, INCORRECT).astype(object)
+        kinds = np.concatenate([np.full((len(self.tokens), 1), SEED, dtype=object), labels], axis=1)
+        kinds[:, : self.prompt_len] = SEED
+        return kinds
+
+
+def parse_prompt(text: str) -> list[int]:
+    """A prompt as token ids: "12 7" / "12,7" are ids, anything else is glyphs ("AAb")."""
+    text = text.strip()
+    if not text:
+        raise UserError("the prompt is empty")
+    if re.fullmatch(r"\d+(?:[\s,]+\d+)*", text):
+        return [int(t) for t in re.split(r"[\s,]+", text)]
+    try:
+        return glyphs.tokens_of(text)
+    except UserError as e:
+        raise UserError(f"bad prompt {text!r}: {e}") from None
+
+
+def _prompt_NxP(lang, prompt: str | Sequence[int] | None, n: int, key) -> np.ndarray:
+    if prompt is None:
+        if lang.prompt_len == 1:
+            return np.zeros((n, 1), dtype=np.int32)  # token 0, the glyph "A", as in the paper
+        return np.asarray(lang.sample(key, n, lang.prompt_len), dtype=np.int32)
+    ids = parse_prompt(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+    if not ids:
+        raise UserError("the prompt is empty")
+    bad = [t for t in ids if not 0 <= t < lang.vocab_size]
+    if bad:
+        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={lang.vocab_size})")
+    return np.tile(np.asarray(ids, dtype=np.int32), (n, 1))
+
+
+def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, temperature: float = 0.9,
+                prompt: str | Sequence[int] | None = None, seed: int = 0,
+                info: dict | None = None) -> SampleResult:
+    """Sample with `generate_fn(prompt_NxP, length, key, temperature) -> int[N, length]`, then judge.
+
+    The model-agnostic core of `sample_run`: `length` counts the prompt too.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    if n < 1:
+        raise UserError(f"-n must be at least 1, got {n}")
+    if not temperature >= 0:
+        raise UserError(f"temperature must be >= 0, got {temperature}")
+    prompt_key, sample_key = jax.random.split(jax.random.key(seed))
+    prompt_NxP = _prompt_NxP(lang, prompt, n, prompt_key)
+    if length <= prompt_NxP.shape[1]:
+        raise UserError(f"length ({length}) must exceed the prompt length ({prompt_NxP.shape[1]})")
+    tokens_NxL = np.asarray(generate_fn(jnp.asarray(prompt_NxP), length, sample_key, float(temperature)))
+    correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens_NxL, jnp.int32)))
+    info = {"language": lang.name, "vocab_size": lang.vocab_size, "temperature": float(temperature),
+            "seed": seed, **(info or {})}
+    return SampleResult.from_flags(tokens_NxL, correct, prompt_NxP.shape[1], info)
+
+
+def sample_run(run_dir, *, n: int = 8, length: int | None = None, temperature: float = 0.9,
+               prompt: str | Sequence[int] | None = None, seed: int = 0) -> SampleResult:
+    """Sample `n` sequences of `length` tokens (prompt included) from a run's latest checkpoint.
+
+    `length` defaults to 32, or to the run's training `seq_len` when that is shorter: past it
+    the model extrapolates positions it never trained on, which is not what the samples test.
+    """
+    if not os.path.isdir(run_dir):
+        raise UserError(f"no such run directory: {run_dir}")
+    if not temperature >= 0:
+        raise UserError(f"temperature must be >= 0, got {temperature}")
+    from spamlang.model import generate
+    from spamlang.train import load_run
+
+    config, model = load_run(run_dir)
+    length = min(32, config.seq_len) if length is None else length
+
+    def generate_fn(prompt_NxP, length, key, temperature):
+        return generate(model, prompt_NxP, length, key=key, temperature=temperature)
+
+    info = {"run_dir": str(run_dir), "lr": config.lr, "tie_embeddings": config.tie_embeddings,
+            "head": config.head, "preset": config.preset}
+    return sample_with(generate_fn, config.make_language(), n=n, length=length,
+                       temperature=temperature, prompt=prompt, seed=seed, info=info)
+
+
+# ----- renderers ---------------------------------------------------------------------------------
+def use_colour(stream) -> bool:
+    """ANSI colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+def describe(result: SampleResult) -> str:
+    """One line: where the samples come from and how they were drawn."""
+    i = result.info
+    t = i.get("temperature", 0.0)
+    parts = [str(i["run_dir"])] if "run_dir" in i else []
+    parts.append(f"{i.get('language', '?')} V={i.get('vocab_size', '?')}")
+    if "lr" in i:
+        parts.append(f"lr {i['lr']:g}, {'tied' if i.get('tie_embeddings') else 'untied'}, head {i.get('head')}")
+    n, length = result.tokens.shape
+    parts.append(f"{n} samples of {length} tokens, " + ("greedy" if t == 0 else f"temperature {t:g}")
+                 + f", seed {i.get('seed', 0)}")
+    return "; ".join(parts)
+
+
+def _cells(s: SampleStats) -> tuple[str, str, str]:
+    return f"{100 * s.fraction_correct:.1f}%", "-" if s.first_error < 0 else str(s.first_error), str(s.longest_run)
+
+
+def _summary_cells(m: Summary) -> tuple[str, str, str]:
+    first = "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}"
+    return f"{100 * m.mean_fraction_correct:.1f}%", first, f"{m.mean_longest_run:.1f}"
+
+
+def _ansi(text: str, kinds) -> str:
+    """Colour runs of same-kind glyphs with one escape sequence each."""
+    out, start = [], 0
+    for j in range(1, len(text) + 1):
+        if j == len(text) or kinds[j] != kinds[start]:
+            out.append(f"{_ANSI[kinds[start]]}{text[start:j]}\x1b[0m")
+            start = j
+    return "".join(out)
+
+
+def render_text(result: SampleResult, colour: bool = False) -> str:
+    """The samples as terminal text: statistics first (so columns align), then the glyphs."""
+    kinds = result.kinds()
+    if colour:
+        legend = " ".join(f"{_ANSI[k]}{k}\x1b[0m" for k in (SEED, CORRECT, INCORRECT))
+    else:
+        legend = "s seed, . correct, x incorrect"
+    lines = [describe(result), f"legend: {legend}", f"{'#':>3}  {'correct':>7}  {'1st err':>7}  {'run':>4}  sample"]
+    for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
+        text = glyphs.render(tokens)
+        stats = "{:>7}  {:>7}  {:>4}".format(*_cells(s))
+        if colour:
+            text = _ansi(text, kinds[i])
+        lines.append(f"{i:>3}  {stats}  {text}")
+        if not colour:
+            lines.append(" " * 29 + "".join(_MARK[k] for k in kinds[i]))
+    m = result.summary
+    lines.append("{:>3}  {:>7}  {:>7}  {:>4}  ({} of {} samples without an error)".format(
+        "avg", *_summary_cells(m), m.error_free, m.n))
+    return "\n".join(lines) + "\n"
+
+
+_CSS = f"""body {{ font-family: sans-serif; }}
+table.samples {{ border-collapse: collapse; }}
+table.samples td, table.samples th {{ padding: 1px 3px; text-align: center; }}
+.tok {{ font-family: monospace; font-size: 15px; min-width: 1em; border: 1px solid #fff; padding: 1px 3px; }}
+.tok.seed {{ background: {COLOURS[SEED]}; font-weight: bold; }}
+.tok.correct {{ background: {COLOURS[CORRECT]}; }}
+.tok.incorrect {{ background: {COLOURS[INCORRECT]}; font-weight: bold; text-decoration: underline; }}
+td.stat, th.stat {{ padding-left: 10px; text-align: right; font-size: 13px; }}
+tr.mean td {{ border-top: 1px solid #444; }}"""
+
+
+def render_html(result: SampleResult) -> str:
+    """A self-contained HTML page: one table row per sample, one coloured cell per token."""
+    e = html.escape
+    kinds = result.kinds()
+    length = result.tokens.shape[1]
+    legend = " ".join(f'<span class="tok {k}">{k}</span>' for k in (SEED, CORRECT, INCORRECT))
+    rows = [f'<tr><th>#</th><th colspan="{length}">sample</th><th class="stat">correct</th>'
+            '<th class="stat">first error</th><th class="stat">longest run</th></tr>']
+    for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
+        cells = "".join(f'<td class="tok {k}" title="token {t}">{e(g)}</td>'
+                        for g, t, k in zip(glyphs.render(tokens), tokens.tolist(), kinds[i]))
+        stats = "".join(f'<td class="stat">{c}</td>' for c in _cells(s))
+        rows.append(f"<tr><td>{i}</td>{cells}{stats}</tr>")
+    mean = "".join(f'<td class="stat">{c}</td>' for c in _summary_cells(result.summary))
+    rows.append(f'<tr class="mean"><td colspan="{length + 1}" style="text-align:right">mean '
+                f'({result.summary.error_free} of {result.summary.n} without an error)</td>{mean}</tr>')
+    body = "\n".join(rows)
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>spamlang samples</title>\n"
+            f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result))}</p>\n<p>{legend}</p>\n"
+            f"<table class=\"samples\">\n{body}\n</table>\n</body></html>\n")

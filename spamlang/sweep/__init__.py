@@ -1,0 +1,20 @@
+"""Sweeps: grids of training runs as data, run with skip/resume/shard, gathered into results.csv.
+
+    from spamlang.sweep import Sweep, run_sweep
+    from spamlang.train.config import TrainConfig
+
+    SWEEP = Sweep("demo", TrainConfig(preset="tiny", tokens=1_048_576),
+                  {"vocab_size": [64, 1024], "lr": [3e-3, 1e-2], "tie_embeddings": [True, False]})
+    rows = run_sweep(SWEEP, "runs/demo")          # or shard=(i, n) on host i of n
+
+Modules: `spec` (axes, points, run ids, groups, shards), `runner` (run_sweep, sweep.json),
+`results` (gather, results.csv), `command` (the flags of sweep scripts and `spamlang sweep`).
+"""
+
+from spamlang.sweep.command import load_sweep_file, main
+from spamlang.sweep.results import RESULT_COLUMNS, SETTING_COLUMNS, gather, write_results
+from spamlang.sweep.runner import run_sweep
+from spamlang.sweep.spec import Sweep, format_number, groups, parse_shard, shard_groups
+
+__all__ = ["RESULT_COLUMNS", "SETTING_COLUMNS", "Sweep", "format_number", "gather", "groups",
+           "load_sweep_file", "main", "parse_shard", "run_sweep", "shard_groups", "write_results"]

@@ -1,0 +1,209 @@
+"""The command line shared by every sweep script and by `spamlang sweep FILE`.
+
+A script in sweeps/ defines `SWEEP = Sweep(...)` and ends with
+`raise SystemExit(spamlang.sweep.main(SWEEP))`; `spamlang sweep FILE` loads the same file (or a
+JSON description) and takes the same flags. A script may set a module-level `PLOTS = True` to
+make `--plots` its default (`spamlang sweep` honours it too; `--no-plots` turns it off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from spamlang.errors import UserError
+from spamlang.sweep.spec import Sweep, parse_shard, shard_groups
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
+    """The flags of a sweep run: --out, --shard, --group-size, --quiet, --dry-run, --plots, --figures."""
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="sweep directory (default: runs/<sweep name>)")
+    parser.add_argument("--shard", metavar="i/n", default="0/1",
+                        help="run only shard i of n (0 <= i < n): groups i, i+n, ... of the sorted "
+                             "group list; e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT "
+                             "with a 0-based array (default 0/1: everything)")
+    parser.add_argument("--group-size", metavar="K", type=int, default=0,
+                        help="at most K runs (differing in lr/seed) per vmapped program; "
+                             "0: no limit, 1: every run on its own (default 0)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="list the points, their status and the token/FLOP budget; run nothing")
+    parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=plots,
+                        help="after the runs, write heatmap.png and curves.png (default: "
+                             + ("as the sweep file says (PLOTS)" if plots is None
+                                else "on" if plots else "off") + ")")
+    parser.add_argument("--figures", metavar="DIR", default=None,
+                        help="where --plots writes (default: the sweep directory)")
+
+
+def _status(run_dir: Path) -> str:
+    if (run_dir / "result.json").is_file():
+        return "done"
+    return "partial" if run_dir.is_dir() else "new"
+
+
+def _run_tokens(config: Any) -> int:
+    steps = getattr(config, "steps", None)
+    if isinstance(steps, int):
+        return steps * config.batch_size * config.seq_len
+    return int(getattr(config, "tokens", 0))
+
+
+def _flops(config: Any) -> float | None:
+    try:
+        from spamlang.perf import flops_per_token
+    except ImportError:
+        return None
+    return flops_per_token(config.model_config(), config.seq_len) * _run_tokens(config)
+
+
+def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) -> int:
+    """Print the points of this shard with their group, status and budget; run nothing."""
+    mine = shard_groups(sweep, shard, group_size)
+    points = [p for g in mine for p in g]
+    width = max((len(run_id) for run_id, _ in points), default=6)
+    print(f"{'run id':<{width}}  {'status':<7}  {'group':>5}  {'steps':>8}  {'tokens':>13}")
+    for k, group in enumerate(mine):
+        for run_id, config in group:
+            steps = getattr(config, "steps", "?")
+            print(f"{run_id:<{width}}  {_status(out / run_id):<7}  {k:>5}  {steps:>8}  "
+                  f"{_run_tokens(config):>13,}")
+    tokens = sum(_run_tokens(c) for _, c in points)
+    flops = [_flops(c) for _, c in points]
+    where = f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
+    print(f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
+          + (f"; about {sum(flops):.3g} training FLOPs" if flops and None not in flops else "")
+          + f"; out: {out}")
+    return 0
+
+
+def _plot(out: Path, figures: Path) -> None:
+    from spamlang.plots.sweep import plot_curves, plot_heatmap
+
+    figures.mkdir(parents=True, exist_ok=True)
+    plot_heatmap(out, figures / "heatmap.png")
+    plot_curves(out, figures / "curves.png")
+    print(f"figures: {figures / 'heatmap.png'}, {figures / 'curves.png'}")
+
+
+def execute(sweep: Sweep, args: argparse.Namespace) -> int:
+    """Run (or list) the sweep as the parsed flags say. Raises UserError on bad input."""
+    from spamlang.sweep.runner import run_sweep
+
+    shard = parse_shard(args.shard)
+    out = Path(args.out) if args.out else Path("runs") / sweep.name
+    if args.dry_run:
+        return dry_run(sweep, out, shard, args.group_size)
+    try:
+        rows = run_sweep(sweep, out, shard, quiet=args.quiet, group_size=args.group_size)
+    except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
+        print(f"interrupted; rerun the same command to resume (finished runs are in "
+              f"{out / 'results.csv'})", file=sys.stderr)
+        return int(getattr(e, "exit_status", 130))
+    if args.plots and rows:
+        _plot(out, Path(args.figures) if args.figures else out)
+    return 0
+
+
+def guarded(fn, prog: str) -> int:
+    """Call `fn()`; a UserError/ValueError/OSError becomes one stderr line and status 2."""
+    try:
+        return int(fn() or 0)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as e:  # UserError is a ValueError
+        if os.environ.get("SPAMLANG_DEBUG"):
+            raise
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"{prog}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False) -> int:
+    """Entry point of a sweep script: parse the flags, run, return an exit status.
+
+    Bad input (a flag, the sweep, an output directory holding another sweep) is one line on
+    stderr and status 2; Ctrl-C is status 130 and the same command resumes.
+    """
+    prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
+    parser = argparse.ArgumentParser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
+    add_arguments(parser, plots=plots)
+    args = parser.parse_args(argv)
+    return guarded(lambda: execute(sweep, args), prog)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool]:
+    """Load a sweep from a .py file (defining SWEEP) or a .json file; return (sweep, plots default).
+
+    JSON form: {"name": str, "base": {TrainConfig JSON, missing fields take their defaults},
+    "axes": {axis: [values]}}. Any problem is a UserError naming the file, before any run.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no such sweep file: {path}")
+    if path.suffix == ".py":
+        return _load_py(path)
+    if path.suffix == ".json":
+        return _load_json(path), False
+    raise UserError(f"{path}: a sweep file must be a .py (defining SWEEP) or a .json file")
+
+
+def _load_py(path: Path) -> tuple[Sweep, bool]:
+    name = f"_spamlang_sweep_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except UserError as e:
+        raise UserError(f"{path}: {str(e).splitlines()[0]}") from None
+    except SyntaxError as e:
+        raise UserError(f"{path}:{e.lineno}: SyntaxError: {e.msg}") from None
+    except Exception as e:  # the file's own bug: report it in one line, like any bad input
+        raise UserError(f"{path}: {_one_line(e)}") from None
+    sweep = getattr(module, "SWEEP", None)
+    if not isinstance(sweep, Sweep):
+        what = "does not define SWEEP" if sweep is None else \
+            f"defines SWEEP as a {type(sweep).__name__}, not a spamlang.sweep.Sweep"
+        raise UserError(f"{path} {what}")
+    return sweep, bool(getattr(module, "PLOTS", False))
+
+
+def _load_json(path: Path) -> Sweep:
+    from spamlang.train.config import TrainConfig
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: {_one_line(e)}") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object with name, base and axes")
+    unknown = sorted(set(data) - {"name", "base", "axes"})
+    missing = sorted({"name", "axes"} - set(data))
+    if unknown or missing:
+        raise UserError(f"{path}: " + "; ".join(
+            ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
+            + ([f"missing key(s) {', '.join(missing)}"] if missing else []))
+            + " (expected name, base, axes)")
+    base = data.get("base", {})
+    if not isinstance(base, dict):
+        raise UserError(f"{path}: base must be an object of TrainConfig fields")
+    try:
+        return Sweep(data["name"], TrainConfig.from_json(base), data["axes"])
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None

@@ -1,0 +1,126 @@
+"""Gather finished runs into results.csv: one row per run directory that holds result.json.
+
+Gathering reads only what is on disk (each run's config.json and result.json, and the sweep's
+sweep.json for the extra axis columns), never any in-memory state, so however a sweep was
+interrupted (even SIGKILL), the next gather lists every finished run exactly once.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from spamlang.fileio import atomic_write_text
+
+# Settings first (the sweep contract), extra axes go between these and the outcomes.
+SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr",
+                   "tie_embeddings", "head", "seed")
+RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
+                  "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
+                  "tokens", "tokens_per_s", "wall_seconds")
+SWEEP_FILE = "sweep.json"
+RESULTS_FILE = "results.csv"
+
+
+def _read(path: Path) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def extra_axes(out_dir: str | Path) -> list[str]:
+    """Axis names of the sweep in `out_dir` that are not already standard columns."""
+    try:
+        axes = _read(Path(out_dir) / SWEEP_FILE).get("axes", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [a for a in axes if a not in SETTING_COLUMNS and a not in RESULT_COLUMNS]
+
+
+def _model_value(config: dict, name: str) -> Any:
+    """A model field as the run saw it: override, else preset value, else ModelConfig default."""
+    overrides = config.get("model_overrides") or {}
+    if name in overrides:
+        return overrides[name]
+    from spamlang.model.config import PRESETS, ModelConfig
+    import dataclasses
+
+    preset = PRESETS.get(config.get("preset"), {})
+    if name in preset:
+        return preset[name]
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    return defaults.get(name)
+
+
+def _param_value(config: dict, name: str) -> Any:
+    params = config.get("language_params") or {}
+    if name in params:
+        return params[name]
+    try:
+        from spamlang import languages
+
+        lang = languages.make(config["language"], vocab_size=config["vocab_size"], **params)
+        return lang.params().get(name)
+    except Exception:  # an old or foreign config: leave the cell empty rather than fail the gather
+        return None
+
+
+def _setting(config: dict, column: str) -> Any:
+    if column == "d_model":
+        return _model_value(config, "d_model")
+    if column.startswith("model."):
+        return _model_value(config, column[len("model."):])
+    if column.startswith("param."):
+        return _param_value(config, column[len("param."):])
+    return config.get(column)
+
+
+def gather(out_dir: str | Path) -> list[dict]:
+    """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id.
+
+    A run directory whose result.json or config.json cannot be read is skipped with a warning
+    on stderr (it will be picked up once it is whole).
+    """
+    root = Path(out_dir)
+    if not root.is_dir():
+        return []
+    extras = extra_axes(root)
+    rows = []
+    for run_dir in sorted(p for p in root.iterdir() if (p / "result.json").is_file()):
+        try:
+            result, config = _read(run_dir / "result.json"), _read(run_dir / "config.json")
+            if not isinstance(result, dict) or not isinstance(config, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as e:
+            print(f"warning: skipping {run_dir}: {e}", file=sys.stderr)
+            continue
+        row = {"run_id": run_dir.name}
+        row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
+        row.update({c: _setting(config, c) for c in extras})
+        row.update({c: result.get(c) for c in RESULT_COLUMNS})
+        rows.append(row)
+    return rows
+
+
+def _cell(value: Any) -> Any:
+    # csv writes None as "" and bools as True/False already; containers need to be one cell.
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def write_results(out_dir: str | Path) -> list[dict]:
+    """Gather `out_dir` and rewrite its results.csv atomically; return the rows."""
+    root = Path(out_dir)
+    rows = gather(root)
+    columns = [*SETTING_COLUMNS, *extra_axes(root), *RESULT_COLUMNS]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+    atomic_write_text(root / RESULTS_FILE, buf.getvalue())
+    return rows

@@ -1,0 +1,197 @@
+"""Run a sweep (or one shard of it): skip finished runs, resume the others, gather results.csv.
+
+Layout of `out_dir`: `sweep.json` (name, base config, axes), one run directory per point named
+by its run id, and `results.csv`. Re-running the same sweep into the same directory is always
+safe: finished runs (result.json present) are skipped, interrupted ones resume from their last
+checkpoint, and results.csv is rebuilt from the run directories after every run or group.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from spamlang.errors import UserError
+from spamlang.fileio import atomic_write_json
+from spamlang.sweep.results import SWEEP_FILE, write_results
+from spamlang.sweep.spec import Sweep, check_shard, shard_groups
+
+
+def _normal(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, sort_keys=True))
+
+
+def _normal_base(sweep: Sweep, stored: Any) -> Any:
+    """The stored base as the current config class would write it (new fields get defaults)."""
+    from_json = getattr(type(sweep.base), "from_json", None)
+    if not callable(from_json) or not isinstance(stored, dict):
+        return _normal(stored)
+    try:
+        return _normal(from_json(stored).to_json())
+    except (ValueError, TypeError):
+        return _normal(stored)
+
+
+def check_sweep_file(sweep: Sweep, out_dir: Path) -> None:
+    """Write `<out_dir>/sweep.json`, refusing a directory that holds a different sweep.
+
+    An existing sweep.json must have the same base config and the same axis names in the same
+    order. Its axes may only grow: every value it lists must still be listed (new values are
+    new points, old runs keep their ids). The sweep's name is a label and may change.
+    """
+    path = out_dir / SWEEP_FILE
+    new = _normal(sweep.to_json())
+    if path.is_file():
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = json.load(f)
+            if not isinstance(old, dict) or not isinstance(old.get("axes"), dict):
+                raise ValueError("not a sweep description")
+        except (OSError, ValueError) as e:
+            raise UserError(f"{path} is unreadable ({e}); move it away or use another --out") from None
+        base = _normal_base(sweep, old.get("base"))
+        if base != new["base"]:
+            keys = sorted(set(base or {}) | set(new["base"]))
+            diff = [k for k in keys if (base or {}).get(k) != new["base"].get(k)]
+            raise UserError(f"{out_dir} holds a sweep with a different base config "
+                            f"(fields: {', '.join(diff)}); use another --out")
+        old_axes = old["axes"]
+        if list(old_axes) != list(new["axes"]):
+            raise UserError(f"{out_dir} holds a sweep with axes {list(old_axes)}, "
+                            f"not {list(new['axes'])}; use another --out")
+        for axis, values in old_axes.items():
+            lost = [v for v in values if v not in new["axes"][axis]]
+            if lost:
+                raise UserError(f"{out_dir} holds a sweep whose axis {axis!r} also lists {lost}; "
+                                "axes may only grow; use another --out")
+        if old == new:
+            return
+    atomic_write_json(path, new)
+
+
+def _fmt(x: Any, spec: str = ".4f") -> str:
+    return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "-"
+
+
+def summary_line(run_id: str, result: dict) -> str:
+    """One line per finished run: id, final loss, loss above floor, repetition acc, divergence."""
+    line = (f"{run_id}: loss {_fmt(result.get('final_eval_loss'))} "
+            f"(above floor {_fmt(result.get('loss_above_floor'))}), "
+            f"repetition acc {_fmt(result.get('repetition_accuracy'), '.3f')}")
+    if result.get("diverged"):
+        line += f", DIVERGED at step {result.get('diverged_step')}"
+    return line
+
+
+def _finished(run_dir: Path) -> bool:
+    return (run_dir / "result.json").is_file()
+
+
+def _last_loss(run_dir: Path) -> float | None:
+    """The latest train loss in a live run's metrics.jsonl (reads only the file's tail)."""
+    try:
+        with open(run_dir / "metrics.jsonl", "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - 8192))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # the torn first line of the tail, or a line being written
+        if isinstance(row, dict) and row.get("kind") == "train" and "loss" in row:
+            return row["loss"]
+    return None
+
+
+class _LossWatcher:
+    """Shows the running members' latest train loss on the bar, read from their metrics.jsonl.
+
+    Reading the files keeps the trainer unaware of the sweep; a daemon thread polls them.
+    """
+
+    def __init__(self, bar, label: str, run_dirs: list[Path], every_s: float = 2.0):
+        self.bar, self.label, self.run_dirs, self.every_s = bar, label, run_dirs, every_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        while not self.stop.wait(self.every_s):
+            losses = [x for x in map(_last_loss, self.run_dirs) if isinstance(x, (int, float))]
+            if losses:
+                loss = f"loss {losses[0]:.3f}" if len(losses) == 1 else \
+                    f"loss {min(losses):.3f}..{max(losses):.3f}"
+                self.bar.set_postfix_str(f"{self.label} {loss}")
+
+    def __enter__(self):
+        self.bar.set_postfix_str(self.label)
+        if not self.bar.disable:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+
+def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1), *,
+              quiet: bool = False, group_size: int = 0) -> list[dict]:
+    """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
+
+    Points that differ only in lr and seed form a group, trained as one vmapped program by
+    `spamlang.train.run_group` (its members share every matmul launch); a group of one uses
+    `run_training`. Shard i of n takes groups i, i+n, ... of the sorted group list (see
+    `spec.shard_groups`), so hosts or array jobs split a sweep with no coordination.
+    `group_size` caps the members of one vmapped program (0: no cap, 1: no vmapping).
+    Returns the rows of results.csv (every finished run in `out_dir`, all shards).
+    """
+    shard = check_shard(shard)
+    my_groups = shard_groups(sweep, shard, group_size)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    check_sweep_file(sweep, out)
+    from tqdm.auto import tqdm
+
+    from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
+
+    total = sum(len(g) for g in my_groups)
+    done = sum(_finished(out / run_id) for g in my_groups for run_id, _ in g)
+    # The bar only on a terminal (a log file gets the per-run lines, which carry [i/n]).
+    bar = tqdm(total=total, initial=done, unit="run", dynamic_ncols=True,
+               disable=quiet or not sys.stderr.isatty(),
+               desc=f"{sweep.name}" + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else ""))
+    try:
+        for group in my_groups:
+            todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
+            if not todo:
+                continue
+            ids = [run_id for run_id, _ in todo]
+            label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
+            with _LossWatcher(bar, label, [out / i for i in ids]):
+                if len(todo) == 1:
+                    results = [train_run.run_training(todo[0][1], out / ids[0], quiet=True)]
+                else:
+                    results = train_run.run_group([c for _, c in todo], [out / i for i in ids],
+                                                  quiet=True)
+            for run_id, result in zip(ids, results):
+                done += 1
+                if not quiet:
+                    bar.write(f"[{done}/{total}] " + summary_line(run_id, result))
+            bar.update(len(todo))
+            write_results(out)
+    finally:
+        bar.close()
+        rows = write_results(out)
+    if not quiet:
+        diverged = sum(bool(r.get("diverged")) for r in rows)
+        best = [r["final_eval_loss"] for r in rows if isinstance(r.get("final_eval_loss"), float)
+                and math.isfinite(r["final_eval_loss"])]
+        print(f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
+              + (f", best eval loss {min(best):.4f}" if best else "") + f"); table: {out / 'results.csv'}")
+    return rows

@@ -1,0 +1,339 @@
+"""A sweep as data: a base config, named axes, their cartesian product and stable run ids.
+
+Axis names are the base config's field names (`vocab_size`, `lr`, `tie_embeddings`, `head`,
+`seed`, `language`, ...) plus two dotted forms that reach inside the dict fields:
+- `model.<field>` sets `model_overrides[<field>]` (any `ModelConfig` field, e.g. `model.d_model`);
+- `param.<name>` sets `language_params[<name>]` (a parameter of the language, e.g. `param.k`).
+Every value is type-checked against its field (an int is accepted for a float field and stored as
+a float, so `lr=[1]` and `lr=[1.0]` are the same point with the same id) and every point is built
+and validated when the `Sweep` is constructed, so a bad sweep fails before any run starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import re
+import types
+import typing
+from decimal import Decimal
+from typing import Any
+
+from spamlang.errors import UserError
+
+_MODEL_PREFIX = "model."
+_PARAM_PREFIX = "param."
+# Abbreviations used in run ids; a field not listed here appears under its own name.
+_SHORT = {
+    "vocab_size": "V", "lr": "lr", "seed": "seed", "seq_len": "L", "batch_size": "B",
+    "tokens": "tok", "weight_decay": "wd", "warmup_frac": "warmup", "decay_frac": "decay",
+    "final_lr_ratio": "final", "grad_clip": "clip", "loss_chunk": "chunk",
+    "model.d_model": "D", "model.n_layers": "layers", "model.n_heads": "heads",
+    "model.n_kv_heads": "kv", "model.d_ff": "ff", "model.init_std": "init",
+}
+# Fields whose values are already readable names: the id shows the value alone.
+_VALUE_ONLY = frozenset({"preset", "language", "schedule", "dtype"})
+# Booleans with a word for each side.
+_BOOL_WORDS = {"tie_embeddings": ("tied", "untied"), "residual": ("residual", "noresidual")}
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def format_number(x: int | float) -> str:
+    """Shortest readable form for a run id: ints as is, floats as `<mantissa>e<exp>`.
+
+    2.5e-4 -> "2.5e-4", 0.01 -> "1e-2", 0.0005 -> "5e-4", 1.0 -> "1e0". The mantissa comes
+    from the shortest round-trip repr, so distinct floats always give distinct strings.
+    """
+    if isinstance(x, bool) or isinstance(x, int):
+        return str(int(x))
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    sign, digits, exp = Decimal(repr(float(x))).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{exp + len(digits) - 1}"
+
+
+def _sanitise(text: str) -> str:
+    """Make `text` safe inside a directory name: no ':' or '/', nothing outside [\\w.+-]."""
+    return re.sub(r"[^\w.+-]", "_", text.replace(":", "").replace("/", "_"))
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return format_number(value)
+    if isinstance(value, dict):
+        return "_".join(f"{_sanitise(str(k))}{_value_text(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, (list, tuple)):
+        return "_".join(_value_text(v) for v in value)
+    return _sanitise(str(value))
+
+
+def id_part(axis: str, value: Any) -> str:
+    """One axis' piece of a run id: `V4096`, `lr5e-4`, `tied`, `head-lowrank8`, `spam`, `seed1`."""
+    if axis in _BOOL_WORDS and isinstance(value, bool):
+        return _BOOL_WORDS[axis][0 if value else 1]
+    if axis == "head":
+        return "head-" + _value_text(value)
+    if axis in _VALUE_ONLY:
+        return _value_text(value)
+    short = _SHORT.get(axis, axis.split(".", 1)[1] if "." in axis else axis)
+    if axis == "tokens" and isinstance(value, int) and value > 0:
+        # Budgets read better as 41M than 41000000; only exact multiples take a suffix.
+        for suffix, unit in (("B", 10**9), ("M", 10**6), ("K", 10**3)):
+            if value % unit == 0:
+                return f"{short}{value // unit}{suffix}"
+    if isinstance(value, bool):
+        return short if value else "no" + short
+    return short + _value_text(value)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _matches(value: Any, tp: Any) -> bool:
+    """Whether `value` is acceptable for a field annotated `tp` (int is fine for float)."""
+    if tp is Any or tp is object:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_matches(value, arg) for arg in typing.get_args(tp))
+    if origin is typing.Literal:
+        return value in typing.get_args(tp)
+    if tp is type(None) or tp is None:
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin in (dict, typing.Mapping) or tp is dict:
+        return isinstance(value, dict)
+    if origin in (list, tuple) or tp in (list, tuple):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, tp) if isinstance(tp, type) else True
+
+
+def _wants_float(tp: Any) -> bool:
+    """A float field (possibly Optional) that does not also accept int."""
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+    return float in args and int not in args
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
+
+
+def _axis_type(base: Any, axis: str) -> Any:
+    """The annotated type of `axis` (Any for `param.*`); UserError naming the known axes."""
+    fields = _field_types(type(base))
+    if axis.startswith(_MODEL_PREFIX):
+        from spamlang.model.config import ModelConfig
+
+        name = axis[len(_MODEL_PREFIX):]
+        model_fields = _field_types(ModelConfig)
+        if "model_overrides" not in fields:
+            raise UserError(f"axis {axis!r}: the base config has no model_overrides field")
+        if name in fields:
+            raise UserError(f"axis {axis!r}: {name} is a run field, use the axis {name!r}")
+        if name not in model_fields:
+            raise UserError(f"unknown axis {axis!r}: {name!r} is not a model field; "
+                            f"known: {', '.join(sorted(model_fields))}")
+        return model_fields[name]
+    if axis.startswith(_PARAM_PREFIX):
+        if "language_params" not in fields or not axis[len(_PARAM_PREFIX):]:
+            raise UserError(f"unknown axis {axis!r}: expected param.<language parameter>")
+        return Any
+    if axis not in fields:
+        raise UserError(f"unknown axis {axis!r}; known: {', '.join(sorted(fields))}, "
+                        "model.<model field>, param.<language parameter>")
+    return fields[axis]
+
+
+def _check_axes(base: Any, axes: Any) -> dict[str, list]:
+    """Validate names, emptiness, duplicates and value types; return normalised axes."""
+    if not isinstance(axes, dict):
+        raise UserError(f"axes must be a dict of axis name -> list of values, got {type(axes).__name__}")
+    normalised: dict[str, list] = {}
+    for axis, values in axes.items():
+        if not isinstance(axis, str):
+            raise UserError(f"axis names must be strings, got {axis!r}")
+        tp = _axis_type(base, axis)
+        if not isinstance(values, (list, tuple)):
+            raise UserError(f"axis {axis!r} must be a list of values, got {values!r}")
+        if not values:
+            raise UserError(f"axis {axis!r} is empty")
+        clean = []
+        for value in values:
+            if axis == "tokens" and isinstance(value, str):
+                value = _parse_count(value)  # "2M"-style budgets, stored (and named) as ints
+            if not _matches(value, tp):
+                raise UserError(f"axis {axis!r}: value {value!r} is a {type(value).__name__}, "
+                                f"expected {_type_name(tp)}")
+            value = float(value) if _wants_float(tp) and isinstance(value, int) else value
+            if any(_canonical(value) == _canonical(v) for v in clean):
+                raise UserError(f"axis {axis!r} lists {value!r} twice")
+            clean.append(value)
+        normalised[axis] = clean
+    for whole, prefix in (("model_overrides", _MODEL_PREFIX), ("language_params", _PARAM_PREFIX)):
+        if whole in normalised and any(a.startswith(prefix) for a in normalised):
+            raise UserError(f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other")
+    return normalised
+
+
+def _parse_count(text: str) -> int:
+    try:
+        from spamlang.train.config import parse_count
+    except ImportError:
+        return text  # the type check then reports it
+    return parse_count(text)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _replace(base: Any, changes: dict[str, Any]) -> Any:
+    replace = getattr(base, "replace", None)
+    return replace(**changes) if callable(replace) else dataclasses.replace(base, **changes)
+
+
+def build_point(base: Any, assignment: dict[str, Any]) -> Any:
+    """The config at one point: `base` with each axis set (dotted axes merged into their dicts)."""
+    changes: dict[str, Any] = {}
+    overrides = dict(getattr(base, "model_overrides", None) or {})
+    params = dict(getattr(base, "language_params", None) or {})
+    for axis, value in assignment.items():
+        if axis.startswith(_MODEL_PREFIX):
+            overrides[axis[len(_MODEL_PREFIX):]] = value
+            changes["model_overrides"] = overrides
+        elif axis.startswith(_PARAM_PREFIX):
+            params[axis[len(_PARAM_PREFIX):]] = value
+            changes["language_params"] = params
+        else:
+            changes[axis] = value
+    return _replace(base, changes)
+
+
+def _deep_check(config: Any) -> None:
+    """Build the model config and language a run would build (cheap, nothing compiled)."""
+    for method in ("model_config", "make_language"):
+        fn = getattr(config, method, None)
+        if callable(fn):
+            fn()
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A named grid of runs: `base` with every combination of `axes` (cartesian, in axis order).
+
+    The first axis varies slowest. Each point's run id joins one readable piece per axis with
+    '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in order) and that point's
+    values, so it is the same in every process and host and does not move when values are added
+    to an axis. An empty `axes` is one point, id "base". Axis names: see the module docstring.
+    """
+
+    name: str  # label; also the default output directory runs/<name>
+    base: Any  # the TrainConfig every point starts from
+    axes: dict[str, list]  # axis name -> values, in the order the run id lists them
+    _points: tuple = dataclasses.field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise UserError(f"sweep name must be a non-empty [A-Za-z0-9._-] string, got {self.name!r}")
+        if not dataclasses.is_dataclass(self.base) or isinstance(self.base, type):
+            raise UserError(f"sweep {self.name!r}: base must be a TrainConfig, got {type(self.base).__name__}")
+        axes = _check_axes(self.base, self.axes)
+        object.__setattr__(self, "axes", axes)
+        points, seen = [], {}
+        for combo in itertools.product(*axes.values()):
+            assignment = dict(zip(axes, combo))
+            run_id = "-".join(id_part(a, v) for a, v in assignment.items()) or "base"
+            if run_id in seen:
+                raise UserError(f"sweep {self.name!r}: points {seen[run_id]} and {assignment} "
+                                f"share the run id {run_id!r}")
+            seen[run_id] = assignment
+            try:
+                config = build_point(self.base, assignment)
+                _deep_check(config)
+            except (ValueError, TypeError) as e:
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise UserError(f"sweep {self.name!r}, run {run_id}: {msg}") from None
+            points.append((run_id, config))
+        object.__setattr__(self, "_points", tuple(points))
+
+    def points(self) -> list[tuple[str, Any]]:
+        """Every (run_id, config) in cartesian order, the first axis varying slowest."""
+        return list(self._points)
+
+    def to_json(self) -> dict:
+        """What sweep.json holds: name, the base config's JSON and the axes."""
+        return {"name": self.name, "base": self.base.to_json(), "axes": self.axes}
+
+
+def group_key(config: Any) -> str:
+    """Points with the same key differ only in lr and seed and can share one vmapped program."""
+    data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
+    return _canonical({k: v for k, v in data.items() if k not in ("lr", "seed")})
+
+
+def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
+    """The points split into groups trainable together, sorted by the first member's run id.
+
+    Members keep their point order. `group_size` > 0 caps a group's size (a larger group is cut
+    into consecutive chunks, each a group of its own); 1 means every run alone; 0 means no cap.
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 0:
+        raise UserError(f"group size must be an integer >= 0, got {group_size!r}")
+    by_key: dict[str, list] = {}
+    for point in sweep.points():
+        by_key.setdefault(group_key(point[1]), []).append(point)
+    out = []
+    for members in by_key.values():
+        size = group_size or len(members)
+        out.extend(members[i:i + size] for i in range(0, len(members), size))
+    return sorted(out, key=lambda g: g[0][0])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """"i/n" -> (i, n) with 0 <= i < n (shards are numbered from 0)."""
+    i, sep, n = str(text).partition("/")
+    try:
+        shard = (int(i), int(n))
+    except ValueError:
+        shard = None
+    if not sep or shard is None:
+        raise UserError(f"--shard must look like i/n (e.g. 0/4), got {text!r}")
+    return check_shard(shard)
+
+
+def check_shard(shard: Any) -> tuple[int, int]:
+    try:
+        i, n = shard
+    except (TypeError, ValueError):
+        raise UserError(f"shard must be a pair (i, n), got {shard!r}") from None
+    if any(isinstance(x, bool) or not isinstance(x, int) for x in (i, n)) or not 0 <= i < n:
+        raise UserError(f"shard (i, n) needs integers with 0 <= i < n, got {shard!r}")
+    return i, n
+
+
+def shard_groups(sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int = 0):
+    """Shard i of n: groups i, i+n, i+2n, ... of the sorted group list, in point order.
+
+    Round-robin over whole groups, so a group is never split across shards and shards need no
+    coordination: every host computes the same list from the sweep alone. Growing an axis may
+    move groups between shards; that is harmless, as finished runs are skipped wherever they ran.
+    """
+    i, n = check_shard(shard)
+    mine = groups(sweep, group_size)[i::n]
+    order = {run_id: k for k, (run_id, _) in enumerate(sweep.points())}
+    return sorted(mine, key=lambda g: order[g[0][0]])

@@ -1,0 +1,37 @@
+"""Training: config, the jitted step, evaluation, vmapped LR groups, and the run loop.
+
+    from spamlang.train import TrainConfig, run_training
+    result = run_training(TrainConfig(vocab_size=64, tokens="200K"), "runs/v64")
+
+Names are imported lazily (PEP 562), so `import spamlang.train.config` (used by the CLI and
+sweep definitions) does not pull in JAX, Flax or Orbax.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "TrainConfig": "spamlang.train.config",
+    "parse_count": "spamlang.train.config",
+    "Trainer": "spamlang.train.step",
+    "GroupTrainer": "spamlang.train.group",
+    "run_training": "spamlang.train.run",
+    "run_group": "spamlang.train.run",
+    "load_run": "spamlang.train.run",
+    "Interrupted": "spamlang.train.run",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'spamlang.train' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

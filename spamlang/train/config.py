@@ -1,0 +1,244 @@
+"""`TrainConfig`: everything needed to rerun one training run, JSON round-trippable.
+
+The paper's appendix with its optimizer, batch and schedule settings was not available, so the
+optimizer defaults are a common, documented AdamW recipe for small decoder LMs (GPT-3 / Llama /
+nanoGPT style): AdamW with betas (0.9, 0.95), eps 1e-8, decoupled weight decay 0.1 on matrices
+only, linear warmup over the first 5% of steps then cosine decay to 0.1 x the peak LR, and
+gradient clipping at global norm 1.0. Every one of them is a field and can be changed.
+
+This module imports no JAX at top level (the CLI and the sweep code build configs cheaply); the
+language and model configs it validates against are plain Python too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import re
+from typing import Any
+
+from spamlang.errors import UserError
+
+SCHEDULES = ("constant", "cosine", "wsd")
+DTYPES = ("float32", "bfloat16")
+
+# Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
+# model_overrides where a sweep could not see them.
+_OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
+
+_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9}
+_COUNT_RE = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*$")
+
+
+def parse_count(value: Any) -> int:
+    """A token count from an int or a string with an optional K / M / B suffix.
+
+    Suffixes are decimal (K = 1e3, M = 1e6, B = 1e9), as in "41M tokens" in papers:
+    parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500, parse_count("1_048_576") == 1048576.
+    The result must be a whole, non-negative number (UserError otherwise).
+    """
+    if isinstance(value, bool):
+        raise UserError(f"a token count must be an integer like 1048576 or 2M, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        count = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        count = int(value)
+    elif isinstance(value, str) and (m := _COUNT_RE.match(value)):
+        number, suffix = m.group(1).replace("_", ""), m.group(2).upper()
+        scaled = float(number) * _SUFFIXES[suffix] if ("." in number or "e" in number.lower()) \
+            else int(number) * _SUFFIXES[suffix]
+        if isinstance(scaled, float):
+            if not scaled.is_integer():
+                raise UserError(f"token count {value!r} is not a whole number")
+            scaled = int(scaled)
+        count = scaled
+    else:
+        raise UserError(f"a token count must be an integer like 1048576 or 2M (K/M/B = 1e3/1e6/1e9), "
+                        f"got {value!r}")
+    if count < 0:
+        raise UserError(f"a token count must be >= 0, got {value!r}")
+    return count
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """One training run: model, language, data shape, budget, optimizer, logging."""
+
+    # --- model ---
+    preset: str = "tiny"  # model preset name (spamlang.model.PRESETS); tiny is the CPU test size
+    model_overrides: dict = dataclasses.field(default_factory=dict)  # other ModelConfig fields
+    vocab_size: int = 1024  # V: the paper's smallest vocabulary, learnable on a CPU
+    tie_embeddings: bool = False  # head W = input embedding E; the paper sweeps both
+    head: str = "softmax"  # "softmax", "lowrank:R" or "mos:K"; the paper's standard head
+    residual: bool = True  # False: blocks replace the stream (vanishing-gradient experiments)
+    # --- data ---
+    language: str = "spam"  # spamlang.languages name; SpamLang is the paper's language
+    language_params: dict = dataclasses.field(default_factory=dict)  # extra language params
+    seq_len: int = 64  # L: SpamLang needs little context, and 64 keeps CPU runs fast
+    batch_size: int = 32  # global batch (sequences per step), split over the devices
+    tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
+    # --- optimizer (AdamW; see the module docstring for why these defaults) ---
+    lr: float = 1e-3  # peak learning rate; the sweeps' main axis, so it is a state array
+    schedule: str = "cosine"  # constant | cosine | wsd; all start with the linear warmup
+    warmup_frac: float = 0.05  # fraction of steps of linear warmup from 0 (common: 1-5%)
+    decay_frac: float = 0.2  # wsd only: final fraction of steps with linear decay (WSD papers)
+    final_lr_ratio: float = 0.1  # end LR / peak LR for cosine and wsd (Chinchilla-style 10%)
+    weight_decay: float = 0.1  # decoupled (AdamW) decay on matrices only, never norms
+    b1: float = 0.9  # Adam first-moment decay (the near-universal default)
+    b2: float = 0.95  # Adam second-moment decay; 0.95 is steadier than 0.999 for LMs
+    eps: float = 1e-8  # Adam denominator epsilon
+    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
+    seed: int = 0  # one seed, split into the parameter-init and data streams
+    # --- logging, evaluation, checkpoints ---
+    log_every: int = 10  # steps between metric fetches (the only device->host syncs)
+    eval_every: int = 0  # steps between evaluations; 0 evaluates only at the end
+    eval_sequences: int = 256  # size of the fixed eval set (keyed by the language only)
+    checkpoint_every: int = 500  # steps between checkpoints; 0: only the final one
+    keep_checkpoints: int = 2  # checkpoints kept; >1 so a corrupt latest has a fallback
+    # --- numerics ---
+    dtype: str = "float32"  # compute dtype of the matmuls (bfloat16 on accelerators)
+    loss_chunk: int = 0  # 0: plain loss; >0: tokens per chunk of the memory-bounded loss
+    diverge_loss: float = 100.0  # a loss above this (or non-finite) stops the run as diverged
+    diag_every: int = 0  # steps between gradient-bottleneck diagnostics; 0: never
+
+    def __post_init__(self):
+        _check_types(self)
+        for name in ("seq_len", "batch_size", "log_every", "eval_sequences", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("eval_every", "checkpoint_every", "loss_chunk", "diag_every", "seed"):
+            if getattr(self, name) < 0:
+                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.seq_len < 2:
+            raise UserError(f"seq_len must be >= 2 (one predicted position), got {self.seq_len}")
+        if self.tokens < self.batch_size * self.seq_len:
+            raise UserError(f"tokens ({self.tokens}) must be at least one batch: "
+                            f"batch_size * seq_len = {self.batch_size * self.seq_len}")
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.dtype not in DTYPES:
+            raise UserError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        for name in ("lr", "eps", "diverge_loss"):
+            if not getattr(self, name) > 0:
+                raise UserError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("weight_decay", "grad_clip"):
+            if getattr(self, name) < 0:
+                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("b1", "b2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if not 0 <= self.warmup_frac < 1:
+            raise UserError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
+        if not 0 <= self.decay_frac <= 1:
+            raise UserError(f"decay_frac must be in [0, 1], got {self.decay_frac}")
+        if self.schedule == "wsd" and self.warmup_frac + self.decay_frac > 1:
+            raise UserError(f"wsd: warmup_frac + decay_frac must be <= 1, got "
+                            f"{self.warmup_frac} + {self.decay_frac}")
+        if not 0 <= self.final_lr_ratio <= 1:
+            raise UserError(f"final_lr_ratio must be in [0, 1], got {self.final_lr_ratio}")
+        if "vocab_size" in self.language_params:
+            raise UserError("language_params must not set vocab_size; use the vocab_size field")
+        own = sorted(set(self.model_overrides) & set(_OWN_MODEL_FIELDS))
+        if own:
+            raise UserError(f"model_overrides must not set {', '.join(own)}; "
+                            f"use the TrainConfig field(s) of the same name")
+        # Building both validates the language parameters and the model overrides now, with
+        # their own messages, instead of failing later inside a run.
+        self.make_language()
+        self.model_config()
+
+    # ----- derived -------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Optimizer steps in the budget (whole batches only)."""
+        return self.tokens // (self.batch_size * self.seq_len)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.seq_len
+
+    def model_config(self):
+        """The `spamlang.model.ModelConfig` of this run (preset + overrides + run fields)."""
+        from spamlang.model import PRESETS, ModelConfig
+
+        if self.preset not in PRESETS:
+            raise UserError(f"unknown preset {self.preset!r}; known presets: {', '.join(PRESETS)}")
+        fields = {**PRESETS[self.preset], **self.model_overrides}
+        max_len = fields.get("max_seq_len", ModelConfig.__dataclass_fields__["max_seq_len"].default)
+        if "max_seq_len" in self.model_overrides and max_len < self.seq_len:
+            raise UserError(f"model_overrides max_seq_len ({max_len}) must be >= seq_len ({self.seq_len})")
+        return ModelConfig.preset(
+            self.preset, **self.model_overrides, vocab_size=self.vocab_size,
+            tie_embeddings=self.tie_embeddings, head=self.head, residual=self.residual,
+            dtype=self.dtype, max_seq_len=max(max_len, self.seq_len))
+
+    def make_language(self):
+        """The `spamlang.languages.Language` this run trains on."""
+        from spamlang import languages
+
+        return languages.make(self.language, vocab_size=self.vocab_size, **self.language_params)
+
+    # ----- serialisation -------------------------------------------------------------------
+    def replace(self, **changes) -> "TrainConfig":
+        """A copy with some fields changed (validated again)."""
+        _check_names(changes)
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict:
+        """A JSON-able dict; `TrainConfig.from_json(c.to_json()) == c`."""
+        out = dataclasses.asdict(self)
+        out["model_overrides"] = dict(self.model_overrides)
+        out["language_params"] = dict(self.language_params)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TrainConfig":
+        """Inverse of `to_json`; missing fields take their defaults, unknown ones are an error."""
+        if not isinstance(data, dict):
+            raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
+        _check_names(data)
+        return cls(**data)
+
+
+def _check_names(values: dict) -> None:
+    known = [f.name for f in dataclasses.fields(TrainConfig)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise UserError(f"unknown train config field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+
+
+def _check_types(config: TrainConfig) -> None:
+    """Check each field against its default's type; canonicalise ints given for floats.
+
+    `tokens` also accepts "2M"-style strings (see `parse_count`).
+    """
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        if f.name == "tokens":
+            value = parse_count(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise UserError(f"{f.name} must be true or false, got {value!r}")
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                else:
+                    raise UserError(f"{f.name} must be an integer, got {value!r}")
+            value = int(value)
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise UserError(f"{f.name} must be a number, got {value!r}")
+            value = float(value)
+            if not math.isfinite(value):
+                raise UserError(f"{f.name} must be finite, got {value}")
+        elif isinstance(default, str):
+            if not isinstance(value, str):
+                raise UserError(f"{f.name} must be a string, got {value!r}")
+        elif isinstance(default, dict):
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                raise UserError(f"{f.name} must be a mapping of names to values, got {value!r}")
+            value = dict(value)
+        object.__setattr__(config, f.name, value)

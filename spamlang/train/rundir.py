@@ -1,0 +1,180 @@
+"""The files of a run directory other than checkpoints: config.json, metrics.jsonl, result.json.
+
+- config.json is written first (atomically). An existing one must equal the new config, field
+  by field, or the directory is refused: resuming someone else's run would corrupt both.
+- metrics.jsonl gets one JSON object per line, flushed as written. A resume first cuts it back
+  to the restored checkpoint's step, so the finished file equals an uninterrupted run's.
+- result.json is written last (atomically); its presence marks the run finished.
+
+Non-finite floats are written as null (strict JSON, readable by every tool).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from spamlang.errors import UserError
+from spamlang.fileio import atomic_write_json, atomic_write_text, read_json
+
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+RESULT = "result.json"
+CHECKPOINTS = "checkpoints"
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with NaN/inf floats (also inside lists/dicts, NumPy scalars) replaced by None."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def config_differences(old: dict, new: dict) -> list[str]:
+    """Names of the fields whose values differ between two config dicts (sorted)."""
+    return sorted(k for k in set(old) | set(new) if old.get(k, _MISSING) != new.get(k, _MISSING))
+
+
+_MISSING = object()
+
+
+def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
+    """Create `out_dir` and write config.json, or check that the existing one matches `config`.
+
+    Raises UserError when the directory cannot be created or written, when it holds another
+    run's config, or when it has run files but no config.json (not a directory we wrote).
+    """
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create run directory {out}: {e.strerror or e}") from None
+    if not out.is_dir():
+        raise UserError(f"run directory {out} is not a directory")
+    if write:
+        _check_writable(out)
+    new = config.to_json()
+    path = out / CONFIG
+    if path.exists():
+        try:
+            old = read_json(path)
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot read {path}: {e}") from None
+        if not isinstance(old, dict):
+            raise UserError(f"{path} is not a JSON object")
+        diff = config_differences(old, new)
+        if diff:
+            shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
+            raise UserError(
+                f"{out} holds a run with a different config ({shown}); "
+                f"choose another --out or delete it"
+            )
+        return out
+    if any((out / name).exists() for name in (METRICS, RESULT, CHECKPOINTS)):
+        raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
+    if write:
+        try:
+            atomic_write_json(path, new)
+        except OSError as e:
+            raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
+    return out
+
+
+def _check_writable(out: Path) -> None:
+    """UserError now, rather than an OSError half-way through a run (read-only mounts, ...)."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
+
+
+def read_result(out_dir: str | os.PathLike) -> dict | None:
+    """The run's result.json, or None if the run is not finished."""
+    path = Path(out_dir) / RESULT
+    if not path.exists():
+        return None
+    try:
+        return read_json(path)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read {path}: {e}") from None
+
+
+def write_result(out_dir: str | os.PathLike, result: dict) -> None:
+    atomic_write_json(Path(out_dir) / RESULT, json_safe(result))
+
+
+class MetricsLog:
+    """Append-only metrics.jsonl, cut back to a step on open.
+
+    Keeps the train losses written so far (for the final train loss). `write=False` (processes
+    other than 0 of a multi-host job) reads but never touches the file.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, keep_through_step: int, *, write: bool = True):
+        self.path = Path(out_dir) / METRICS
+        self.records: list[dict] = []
+        if self.path.exists():
+            changed = False
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:  # a line cut short by a crash
+                    changed = True
+                    continue
+                if record.get("step", 0) <= keep_through_step:
+                    self.records.append(record)
+                else:
+                    changed = True
+            if changed and write:
+                atomic_write_text(self.path, "".join(_line(r) for r in self.records))
+        self._file = open(self.path, "a", encoding="utf-8") if write else None
+
+    def append(self, record: dict) -> None:
+        record = json_safe(record)
+        self.records.append(record)
+        if self._file is not None:
+            self._file.write(_line(record))
+            self._file.flush()
+
+    def sync(self) -> None:
+        """Make the lines durable before a checkpoint claims the steps they describe."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def train_losses(self) -> list[float]:
+        return [r["loss"] for r in self.records if r.get("kind") == "train"]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _line(record: dict) -> str:
+    return json.dumps(record, allow_nan=False) + "\n"
+
+
+def final_train_loss(losses: list) -> float | None:
+    """Mean of the last 10% (at least one) of the logged train losses; None when there are none.
+
+    A null (non-finite) loss makes the mean null too: a diverged tail is not a low loss.
+    """
+    if not losses:
+        return None
+    tail = losses[-max(1, math.ceil(len(losses) / 10)):]
+    if any(v is None for v in tail):
+        return None
+    return sum(tail) / len(tail)

@@ -1,0 +1,203 @@
+"""The train state, the one jitted train step, and `Trainer`, the interface the run loop uses.
+
+Design (nanodo / levanter style):
+- The state is a plain dict pytree: params (nnx.State of the model's Params), opt_state,
+  step, lr (the peak LR, a float32 array so a vmapped group holds K of them), data_key,
+  diverged, diverged_step (-1 while the run is healthy).
+- The step is ONE pure function `step_fn(state, rest) -> (state, metrics)` (rest: the model's
+  non-parameter variables, usually empty), jitted in one place with the state donated. It
+  draws its own batch from `fold_in(data_key, step)`, so there is no host data pipeline and a
+  resumed run sees exactly the batches it would have seen.
+- Data parallel with `jit` + shardings over a 1-D mesh ("data",) of every device: the batch
+  is sharded on "data", parameters and optimizer state are replicated, and XLA inserts the
+  gradient all-reduce. Row r of step s is `lang.sample(fold_in(fold_in(data_key, s), r), 1, L)`
+  generated from a row-index vector sharded on "data", so each device generates only its own
+  rows and the global batch is the same for any number of devices.
+- Divergence (a non-finite loss or gradient norm, or loss > config.diverge_loss) sets
+  `diverged` and `diverged_step` and freezes params and optimizer state, all on device: no
+  host sync. The run loop sees it when it fetches metrics.
+
+Several hosts: run the same program on every host after `jax.distributed.initialize()`
+(which reads SLURM's / the cluster's environment; e.g. `srun --ntasks-per-node=1 spamlang
+train ...` with the CLI calling it first). `jax.devices()` is then the global device list,
+the default mesh spans every host, and each process generates only the rows of the batch
+that live on its devices; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from spamlang.errors import UserError
+from spamlang.loss import next_token_loss
+from spamlang.model import Transformer
+from spamlang.train import optim
+from spamlang.train.config import TrainConfig
+from spamlang.train.evaluate import make_eval_fn, sample_rows, sharded_rows
+
+State = dict[str, Any]
+
+
+def default_mesh() -> jax.sharding.Mesh:
+    """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
+    n = jax.device_count()
+    return jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def make_step_fn(config: TrainConfig, graphdef, lang, mesh, tx, schedule):
+    """The pure train step `(state, rest) -> (state, metrics)` of `config` (not jitted).
+
+    Shared by `Trainer` (jitted as is) and `GroupTrainer` (jitted under vmap), so a group
+    member runs exactly the same computation as its sequential run.
+    """
+    B, L = config.batch_size, config.seq_len
+    chunk = config.loss_chunk or None
+    shard = mesh.devices.size > 1
+    limit = jnp.float32(config.diverge_loss)
+    batch_sharding = NamedSharding(mesh, P("data", None))
+
+    def step_fn(state: State, rest) -> tuple[State, dict]:
+        step = state["step"]
+        key = jax.random.fold_in(state["data_key"], step)
+        tokens_BxL = sample_rows(lang, key, sharded_rows(B, mesh, shard), L)
+        if shard:
+            tokens_BxL = jax.lax.with_sharding_constraint(tokens_BxL, batch_sharding)
+
+        def loss_fn(params):
+            return next_token_loss(nnx.merge(graphdef, params, rest), tokens_BxL, chunk_size=chunk)
+
+        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
+        grad_norm = optax.tree.norm(grads)
+        updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+        lr_t = state["lr"] * schedule(step)
+        params = jax.tree.map(lambda p, u: (p + lr_t * u).astype(p.dtype), state["params"], updates)
+
+        bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
+        frozen = state["diverged"] | bad
+
+        def keep_old_if_frozen(new, old):
+            return jax.tree.map(lambda n, o: jnp.where(frozen, o, n), new, old)
+
+        new_state = {
+            "params": keep_old_if_frozen(params, state["params"]),
+            "opt_state": keep_old_if_frozen(opt_state, state["opt_state"]),
+            "step": step + 1,
+            "lr": state["lr"],
+            "data_key": state["data_key"],
+            "diverged": frozen,
+            "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
+        }
+        metrics = {"loss": loss, "accuracy": aux["accuracy"], "grad_norm": grad_norm,
+                   "lr": lr_t.astype(jnp.float32)}
+        return new_state, metrics
+
+    return step_fn
+
+
+class Trainer:
+    """One run's model, optimizer, jitted step and evaluation, on a data-parallel mesh.
+
+    >>> trainer = Trainer(TrainConfig(vocab_size=64, tokens=64 * 32 * 100))
+    >>> state = trainer.init_state()
+    >>> state, metrics = trainer.step(state)    # device scalars; fetch them when logging
+    >>> trainer.evaluate(state)["eval_loss"]
+    """
+
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
+        self.config = config
+        self.mesh = default_mesh() if mesh is None else mesh
+        if "data" not in self.mesh.axis_names:
+            raise UserError(f"the mesh needs a 'data' axis, got axes {self.mesh.axis_names}")
+        n_dev = self.mesh.devices.size
+        if config.batch_size % n_dev:
+            raise UserError(f"batch_size ({config.batch_size}) must be divisible by the number "
+                            f"of devices ({n_dev})")
+        self.lang = config.make_language()
+        self.model_config = config.model_config()
+        self.tx, self.schedule = optim.from_config(config)
+        self.replicated = NamedSharding(self.mesh, P())
+
+        abstract = nnx.eval_shape(lambda: Transformer(self.model_config, rngs=nnx.Rngs(0)))
+        self.graphdef = nnx.split(abstract, nnx.Param, ...)[0]
+        self._init_jit = jax.jit(self._init_fn, out_shardings=self.replicated)
+        # Non-parameter variables (none in the current model) are constants of the run.
+        self._rest = jax.jit(lambda: nnx.split(
+            Transformer(self.model_config, rngs=nnx.Rngs(0)), nnx.Param, ...)[2],
+            out_shardings=self.replicated)()
+
+        self.step_fn = make_step_fn(config, self.graphdef, self.lang, self.mesh, self.tx,
+                                    self.schedule)
+        self._step_jit = jax.jit(self.step_fn, donate_argnums=0,
+                                 out_shardings=(self.replicated, self.replicated))
+        eval_fn = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
+                               config.batch_size, config.loss_chunk or None, self.mesh)
+        self.eval_fn = lambda params, rest: eval_fn(nnx.merge(self.graphdef, params, rest))
+        self._eval_jit = jax.jit(self.eval_fn, out_shardings=self.replicated)
+        self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
+        self.flops_per_step = _flops_per_token(self.model_config, config.seq_len) \
+            * config.tokens_per_step
+
+    # ----- state ---------------------------------------------------------------------------
+    def _init_fn(self, key: jax.Array, lr: jax.Array) -> State:
+        param_key, data_key = jax.random.split(key)
+        model = Transformer(self.model_config, rngs=nnx.Rngs(params=param_key))
+        params = nnx.split(model, nnx.Param, ...)[1]
+        return {
+            "params": params,
+            "opt_state": self.tx.init(params),
+            "step": jnp.zeros((), jnp.int32),
+            "lr": jnp.asarray(lr, jnp.float32),
+            "data_key": data_key,
+            "diverged": jnp.zeros((), jnp.bool_),
+            "diverged_step": jnp.full((), -1, jnp.int32),
+        }
+
+    def init_state(self, *, seed: int | None = None, lr: float | None = None) -> State:
+        """The step-0 state (params replicated on the mesh) from config.seed and config.lr.
+
+        `seed` / `lr` override the config's (GroupTrainer builds its members this way).
+        """
+        seed = self.config.seed if seed is None else seed
+        lr = self.config.lr if lr is None else lr
+        return self._init_jit(jax.random.PRNGKey(seed), jnp.float32(lr))
+
+    def abstract_state(self) -> State:
+        """The state's shapes, dtypes and shardings (jax.ShapeDtypeStruct), for orbax restore."""
+        shapes = jax.eval_shape(self._init_fn, jax.random.PRNGKey(0), jnp.float32(0))
+        return jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.replicated), shapes)
+
+    def model(self, state: State) -> nnx.Module:
+        """The model with the state's parameters (for sampling and diagnostics)."""
+        return nnx.merge(self.graphdef, state["params"], self._rest)
+
+    # ----- step and evaluation -------------------------------------------------------------
+    def step(self, state: State) -> tuple[State, dict]:
+        """One optimizer step; `state` is donated (do not reuse it). Metrics stay on device."""
+        return self._step_jit(state, self._rest)
+
+    def evaluate(self, state: State) -> dict[str, float]:
+        """eval_loss, loss_above_floor, eval_accuracy, repetition_accuracy (host floats)."""
+        out = {k: float(v) for k, v in jax.device_get(self._eval_jit(state["params"], self._rest)).items()}
+        return with_floor(out, self.optimal_loss)
+
+
+def with_floor(metrics: dict[str, float], optimal_loss: float) -> dict[str, float]:
+    """The eval metrics in contract order, with loss_above_floor = eval_loss - optimal_loss."""
+    return {"eval_loss": metrics["eval_loss"],
+            "loss_above_floor": metrics["eval_loss"] - optimal_loss,
+            "eval_accuracy": metrics["eval_accuracy"],
+            "repetition_accuracy": metrics["repetition_accuracy"]}
+
+
+def _flops_per_token(model_config, seq_len: int) -> float:
+    """Training FLOPs per token (6N + attention; see spamlang.perf)."""
+    from spamlang.perf import flops_per_token
+
+    return float(flops_per_token(model_config, seq_len))

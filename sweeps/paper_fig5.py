@@ -1,0 +1,63 @@
+"""The paper's Figure 5 (and Figure 4, Table 1): SpamLang on the 106M model, V x LR x tying.
+
+Reproduces section 3.2 of Godey & Artzi (2026), "Lost in Backpropagation": a Transformer with
+106,203,456 non-embedding parameters and D = 576 (preset `smollm2-106m`, the SmolLM2-135M
+shape) trained on 41M tokens of SpamLang for V = 1,024 ... 131,072 (powers of two), a grid of
+peak learning rates around the paper's 2.5e-4 and 5e-4, with and without weight tying:
+8 x 5 x 2 = 80 runs. The final-loss heatmap is Figure 5; the curves at lr 5e-4 are Figure 4.
+
+Settings the paper does not give (its appendix with the optimizer, batch and schedule was not
+available): sequence length 256 and batch 64 (16,384 tokens per step, 2,500 steps, so
+40,960,000 ~ 41M tokens; a SpamLang sequence needs no long context, and 160,000 sequences keep
+~313 occurrences of each symbol at V = 131,072, the paper's "roughly 300 times"), AdamW
+(0.9, 0.95, eps 1e-8, weight decay 0.1), 5% linear warmup then cosine decay to 0.1 x the peak,
+gradient clipping at 1.0 (TrainConfig's documented defaults), bfloat16 matmuls with float32
+parameters, softmax and loss. The loss is computed in chunks of 4,096 tokens so that the
+logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member) never exist for the
+whole batch at once. The five learning rates of one (V, tying) cell form one vmapped program.
+
+Cost, from spamlang.perf.flops_per_token (6 N + 12 n_layers L D per token, N counting the
+V x D head matmul, tied or not), at L = 256:
+  V = 1,024 ... 131,072:  694, 697, 704, 718, 747, 803, 917, 1,143 MFLOP/token  (sum 6,423)
+  total = 6,423e6 FLOP/token x 2 tyings x 5 LRs x 40.96e6 tokens = 2.63e18 FLOP.
+At 40% MFU of an H100/H200's 989 TFLOP/s dense bf16 peak (396 TFLOP/s sustained):
+  2.63e18 / 3.96e14 = 6,650 s = 1.85 accelerator-hours for the whole grid (~83 s per run);
+a 576-wide model often reaches only 20-30% MFU, i.e. 2.5-3.7 accelerator-hours. Memory: the
+vmapped group of 5 members at V = 131,072 untied holds 5 x 257M parameters with AdamW state
+(~20 GB) plus activations; it needs one 80 GB-class accelerator (run with --group-size 1 or 2
+on smaller ones). Not for CPUs: one run is ~2.6e16 FLOP.
+
+Run: python sweeps/paper_fig5.py [--out DIR] [--shard i/n] [--plots]
+  e.g. a SLURM array of 16 tasks (one per (V, tying) cell):
+  python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --out runs/paper_fig5
+"""
+
+import spamlang.sweep
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+
+SWEEP = Sweep(
+    name="paper_fig5",
+    base=TrainConfig(
+        preset="smollm2-106m",
+        language="spam",
+        seq_len=256,
+        batch_size=64,
+        tokens=2_500 * 64 * 256,  # 40,960,000 tokens, 2,500 steps
+        schedule="cosine",
+        dtype="bfloat16",
+        loss_chunk=4_096,
+        log_every=25,
+        eval_every=250,
+        eval_sequences=512,
+        checkpoint_every=500,
+    ),
+    axes={
+        "vocab_size": [2**e for e in range(10, 18)],  # 1,024 ... 131,072
+        "lr": [1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3],
+        "tie_embeddings": [True, False],
+    },
+)
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))

@@ -1,0 +1,157 @@
+"""`spamlang train`: flags from TrainConfig, --config files, error paths, SIGINT and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spamlang.cli import main
+from spamlang.train.config import TrainConfig
+
+# The shapes of test_train_run's runs (constant schedule, no warmup), so both files share
+# compiled executables through the compilation cache.
+TINY = ["--vocab-size", "32", "--seq-len", "16", "--batch-size", "8", "--schedule", "constant",
+        "--warmup-frac", "0", "--lr", "3e-3", "--eval-sequences", "16", "--log-every", "5"]
+EXAMPLE = ["train", "--preset", "tiny", "--language", "spam", "--vocab-size", "4096", "--lr",
+           "3e-3", "--tie-embeddings", "--tokens", "2M", "--seq-len", "64", "--batch-size", "32"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """Environment for `python -m spamlang` subprocesses: shared XLA cache, no peak measurement."""
+    folder = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(
+        tmp_path_factory.getbasetemp() / "xla-cache")  # shared with test_train_run
+    return {**os.environ, "JAX_COMPILATION_CACHE_DIR": folder,
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+            "SPAMLANG_PEAK_FLOPS": "1e11", "PYTHONUNBUFFERED": "1"}
+
+
+def dry_run(args, capsys) -> dict:
+    assert main([*args, "--out", "unused", "--dry-run"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_example_command_maps_to_the_config(capsys):
+    got = dry_run(EXAMPLE, capsys)
+    want = TrainConfig(preset="tiny", language="spam", vocab_size=4096, lr=3e-3,
+                       tie_embeddings=True, tokens=2_000_000, seq_len=64, batch_size=32)
+    assert got == want.to_json()
+
+
+def test_dict_flags_and_negated_booleans(capsys):
+    got = dry_run(["train", "--language", "zipf-spam", "--param", "s=1.5", "--model",
+                   "d_model=32", "--no-residual", "--tokens", "1.5K", "--seq-len", "8",
+                   "--batch-size", "4"], capsys)
+    assert got["language_params"] == {"s": 1.5}
+    assert got["model_overrides"] == {"d_model": 32}
+    assert got["residual"] is False and got["tokens"] == 1500
+
+
+def test_config_file_then_explicit_flags_override(tmp_path, capsys):
+    base = TrainConfig(vocab_size=64, lr=1e-2, seed=3, language="zipf-spam",
+                       language_params={"s": 1.2})
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(base.to_json()))
+    got = dry_run(["train", "--config", str(path), "--lr", "2e-3"], capsys)
+    assert got == base.replace(lr=2e-3).to_json()
+
+
+def test_help_lists_every_field_with_its_default(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["train", "--help"])
+    assert info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for f in ("--vocab-size", "--tie-embeddings", "--no-tie-embeddings", "--warmup-frac",
+              "--param K=V", "--model K=V", "--diag-every"):
+        assert f in text
+    assert "(default: 1024)" in text and "(default: cosine)" in text
+
+
+def _bad_config_files(tmp_path):
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "unknown.json").write_text('{"vocab_size": 64, "learning_rate": 0.1}')
+    (tmp_path / "file").write_text("x")
+    run = tmp_path / "other-run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(TrainConfig(vocab_size=64).to_json()))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lr", "abc"], "invalid float value"),
+    (["--tokens", "2X"], "token count"),
+    (["--vocab-size", "1.5"], "invalid int value"),
+    (["--param", "noequals"], "NAME=VALUE"),
+    (["--language", "klingon"], "unknown language"),
+    (["--schedule", "sometimes"], "schedule must be one of"),
+    (["--batch-size", "0"], "batch_size must be >= 1"),
+    (["--config", "{tmp}/missing.json"], "cannot read --config"),
+    (["--config", "{tmp}/bad.json"], "not valid JSON"),
+    (["--config", "{tmp}/list.json"], "JSON object"),
+    (["--config", "{tmp}/unknown.json"], "learning_rate"),
+    (["--vocab-size", "64", "--out", "{tmp}/file/run"], "cannot create run directory"),
+    (["--vocab-size", "64", "--lr", "0.5", "--out", "{tmp}/other-run"], "lr: 0.001 -> 0.5"),
+])
+def test_error_paths_exit_2_with_one_line(tmp_path, capsys, args, message):
+    _bad_config_files(tmp_path)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "run")]
+    try:
+        status = main(["train", *args])
+    except SystemExit as e:  # argparse rejects bad flag values itself, also with status 2
+        status = e.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_error_in_a_subprocess_is_one_line(tmp_path, env):
+    proc = subprocess.run([sys.executable, "-m", "spamlang", "train", "--language", "klingon",
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "unknown language" in proc.stderr
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_sigint_saves_then_rerun_resumes_and_finishes(tmp_path, env):
+    out = tmp_path / "run"
+    # 2000 steps, no periodic checkpoints: the one found after SIGINT is the signal's.
+    cmd = [sys.executable, "-m", "spamlang", "train", *TINY, "--tokens", "256000",
+           "--checkpoint-every", "0", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    deadline = time.time() + 240
+    while _lines(out / "metrics.jsonl") < 1 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "rerun the same command to resume" in stderr.strip().splitlines()[-1]
+    assert "Traceback" not in stderr and stdout == ""
+    saved = [int(p.name) for p in (out / "checkpoints").iterdir()]
+    assert len(saved) == 1 and 0 < saved[0] < 2000
+    assert not (out / "result.json").exists()
+
+    again = subprocess.run(cmd + ["--quiet"], capture_output=True, text=True, env=env,
+                           timeout=240)
+    assert again.returncode == 0, again.stderr[-2000:]
+    result = json.loads(again.stdout)
+    assert result == json.loads((out / "result.json").read_text())
+    assert result["steps"] == 2000 and not result["diverged"]
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["kind"] == "train"]
+    assert steps == list(range(5, 2001, 5))  # no gap, no duplicate across the resume

@@ -1,0 +1,68 @@
+"""Data parallelism: 4 forced CPU devices train exactly like 1 (run in a subprocess).
+
+XLA_FLAGS must be set before JAX starts, and the rest of the suite must not see it, so the
+check runs in a child process that builds a 1-device mesh and a 4-device mesh from the same
+four host devices and trains the same config on both.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+CHILD = textwrap.dedent("""
+    import json
+    import jax
+    from jax.sharding import AxisType
+    from spamlang.errors import UserError
+    from spamlang.train.config import TrainConfig
+    from spamlang.train.step import Trainer
+
+    assert jax.device_count() == 4, jax.devices()
+    config = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * 12,
+                         lr=1e-2, schedule="constant", warmup_frac=0.0, eval_sequences=24)
+    out = {}
+    for n in (1, 4):
+        mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
+                             devices=jax.devices()[:n])
+        trainer = Trainer(config, mesh)
+        state = trainer.init_state()
+        losses, norms = [], []
+        for _ in range(config.steps):
+            state, m = trainer.step(state)
+            losses.append(m["loss"])
+            norms.append(m["grad_norm"])
+        leaf = jax.tree.leaves(state["params"])[0]
+        out[n] = {"loss": [float(x) for x in losses], "grad_norm": [float(x) for x in norms],
+                  "param_devices": len(leaf.sharding.device_set),
+                  "replicated": bool(leaf.sharding.is_fully_replicated),
+                  "eval": trainer.evaluate(state)}
+    try:
+        Trainer(config.replace(batch_size=18), jax.make_mesh((4,), ("data",),
+                axis_types=(AxisType.Auto,)))
+        out["indivisible"] = "accepted"
+    except UserError as e:
+        out["indivisible"] = str(e)
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def test_four_devices_equal_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    out = json.loads(line[len("RESULT "):])
+    one, four = out["1"], out["4"]
+    np.testing.assert_allclose(four["loss"], one["loss"], rtol=1e-5)
+    np.testing.assert_allclose(four["grad_norm"], one["grad_norm"], rtol=1e-4)
+    assert one["loss"][-1] < 0.7 * one["loss"][0]  # it trained, so equal curves mean something
+    assert four["param_devices"] == 4 and four["replicated"]
+    for key, value in one["eval"].items():
+        assert abs(four["eval"][key] - value) <= 1e-5 * max(1.0, abs(value)), key
+    assert "divisible by the number of devices (4)" in out["indivisible"]

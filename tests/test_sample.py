@@ -1,0 +1,195 @@
+"""Glyphs, sample statistics, renderers and the `spamlang sample` command."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+import unicodedata
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from spamlang import glyphs, languages
+from spamlang.cli import main
+from spamlang.errors import UserError
+from spamlang.sample import (
+    SampleResult, SampleStats, parse_prompt, render_html, render_text, sample_stats, sample_with,
+    summarize,
+)
+
+N_IDS = 2**20
+
+
+# ----- glyphs ------------------------------------------------------------------------------------
+def test_glyphs_unique_and_reversible_up_to_2_pow_20():
+    assert glyphs.num_glyphs() >= N_IDS
+    text = glyphs.render(np.arange(N_IDS))
+    assert len(text) == N_IDS and len(set(text)) == N_IDS  # one code point each, all distinct
+    assert glyphs.tokens_of(text) == list(range(N_IDS))
+    assert text[:52] == "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    assert all(glyphs.glyph(i) == text[i] for i in (0, 51, 52, 1000, 131071, N_IDS - 1))
+    cats = {unicodedata.category(c) for c in set(text)}
+    assert not cats & {"Mn", "Mc", "Me", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs"}
+    assert not set(text) & set("0123456789, \t\n")  # ids can be written in digits unambiguously
+    assert text[:131072].isalpha()  # the paper's largest vocabulary is written in letters only
+
+
+def test_glyph_errors():
+    for bad in (-1, glyphs.num_glyphs()):
+        with pytest.raises(UserError, match="has no glyph"):
+            glyphs.glyph(bad)
+    with pytest.raises(UserError, match="not a token glyph"):
+        glyphs.token_of("7")
+    with pytest.raises(UserError, match="one character"):
+        glyphs.token_of("AB")
+    assert parse_prompt("AAb") == [0, 0, 27]
+    assert parse_prompt(" 3, 5 7 ") == [3, 5, 7]
+    with pytest.raises(UserError, match="bad prompt"):
+        parse_prompt("A A")
+
+
+# ----- statistics --------------------------------------------------------------------------------
+def test_sample_stats_hand_made():
+    # flag t judges token t+1; one seed token, so every flag is a generated token.
+    assert sample_stats([1, 1, 0, 1, 1, 1, 0], 1) == SampleStats(5 / 7, 2, 3)
+    assert sample_stats([1, 1, 1], 1) == SampleStats(1.0, -1, 3)
+    assert sample_stats([0, 0, 0, 0], 1) == SampleStats(0.0, 0, 0)
+    # A 3-token prompt: the first two flags judge prompt tokens and are ignored.
+    assert sample_stats([0, 1, 1, 0, 1, 1, 1, 1], 3) == SampleStats(5 / 6, 1, 4)
+    with pytest.raises(UserError):
+        sample_stats([1, 1], 3)
+
+
+def test_summary_means():
+    stats = [SampleStats(1.0, -1, 8), SampleStats(0.5, 2, 4), SampleStats(0.25, 5, 2)]
+    m = summarize(stats)
+    assert (m.n, m.error_free) == (3, 1)
+    assert m.mean_fraction_correct == pytest.approx(1.75 / 3)
+    assert m.mean_first_error == pytest.approx(3.5)  # over samples that have an error
+    assert m.mean_longest_run == pytest.approx(14 / 3)
+    assert summarize([SampleStats(1.0, -1, 3)]).mean_first_error is None
+
+
+def _spam_result():
+    lang = languages.make("spam", vocab_size=64)
+    tokens = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 30, 30, 0], [0, 5, 5, 5, 5, 5]])
+    correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens)))
+    return SampleResult.from_flags(tokens, correct, 1, {"language": "spam", "vocab_size": 64,
+                                                        "temperature": 0.9, "seed": 0})
+
+
+def test_result_from_language_flags():
+    r = _spam_result()
+    assert [s.first_error for s in r.stats] == [-1, 2, 0]
+    assert [s.longest_run for s in r.stats] == [5, 2, 0]
+    assert [s.fraction_correct for s in r.stats] == [1.0, 3 / 5, 0.0]
+    assert list(r.kinds()[1]) == ["seed", "correct", "correct", "incorrect", "incorrect", "correct"]
+
+
+def test_renderers():
+    r = _spam_result()
+    plain = render_text(r, colour=False)
+    assert "\x1b[" not in plain
+    assert "AAAAAA" in plain and "AAAeeA" in plain and "AFFFFF" in plain
+    assert "s..xx." in plain and "sxxxxx" in plain
+    assert re.search(r"avg\s+53\.3%\s+1\.0\s+2\.3", plain)  # means: 8/15, (2+0)/2, 7/3
+    ansi = render_text(r, colour=True)
+    assert "\x1b[1;4;31mee\x1b[0m" in ansi and "\x1b[1;34mA\x1b[0m" in ansi
+    page = render_html(r)
+    assert page.count('<td class="tok seed"') == 3  # one per sample
+    assert page.count('<td class="tok incorrect"') == 2 + 5
+    assert '<span class="tok incorrect">incorrect</span>' in page  # the legend
+    assert '<td class="tok incorrect" title="token 30">e</td>' in page
+
+
+def test_sample_with_fake_models():
+    lang = languages.make("spam", vocab_size=64)
+
+    def perfect(prompt_NxP, length, key, temperature):
+        return jnp.tile(prompt_NxP[:, :1], (1, length))
+
+    def breaks_at_3(prompt_NxP, length, key, temperature):
+        tokens = jnp.tile(prompt_NxP[:, :1], (1, length))
+        return tokens.at[:, 3].set((prompt_NxP[:, 0] + 1) % 64)
+
+    r = sample_with(perfect, lang, n=4, length=10)
+    assert r.tokens.shape == (4, 10) and (r.tokens == 0).all()  # seeded with token 0, 'A'
+    assert r.summary.mean_fraction_correct == 1.0 and r.summary.error_free == 4
+    r = sample_with(breaks_at_3, lang, n=2, length=10, prompt="B")
+    assert [(s.first_error, s.longest_run) for s in r.stats] == [(2, 6), (2, 6)]
+    # A language that needs a longer seed gets its own first tokens, one pattern per sample.
+    cycle = languages.make("cycle", vocab_size=64, k=3)
+    r = sample_with(lambda p, n, k, t: jnp.tile(p, (1, 4))[:, :n], cycle, n=5, length=12, seed=1)
+    assert r.prompt_len == 3 and r.summary.mean_fraction_correct == 1.0
+    with pytest.raises(UserError, match="outside the vocabulary"):
+        sample_with(perfect, lang, n=1, length=4, prompt=[64])
+    with pytest.raises(UserError, match="temperature"):
+        sample_with(perfect, lang, n=1, length=4, temperature=-1.0)
+    with pytest.raises(UserError, match="must exceed the prompt"):
+        sample_with(perfect, lang, n=1, length=2, prompt="AB")
+
+
+def test_sample_png(tmp_path):
+    from spamlang.plots.samples import plot_samples
+
+    for name, magic in (("t.png", b"\x89PNG"), ("t.pdf", b"%PDF")):
+        data = plot_samples(_spam_result(), tmp_path / name).read_bytes()
+        assert data.startswith(magic) and len(data) > 3000
+    with pytest.raises(UserError, match=r"\.png or \.pdf"):
+        plot_samples(_spam_result(), tmp_path / "t.gif")
+
+
+# ----- CLI ---------------------------------------------------------------------------------------
+def test_cli_errors(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    assert main(["sample", str(tmp_path / "missing")]) == 2
+    assert main(["sample", str(run), "--temperature", "-0.5"]) == 2
+    assert main(["sample", str(run), "--html", str(tmp_path / "x.txt")]) == 2
+    assert main(["sample", str(run), "--png", str(tmp_path / "x.jpg")]) == 2
+    assert main(["sample", str(run), "--prompt", "A?"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 5 and all(line.startswith("spamlang sample: error: ") for line in err)
+    assert "no such run directory" in err[0] and "temperature" in err[1] and "'?'" in err[4]
+
+
+def test_cli_subprocess_missing_run(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "spamlang", "sample", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"spamlang sample: error: no such run directory: {tmp_path / 'nope'}"
+
+
+def _training_available() -> bool:
+    try:
+        train = importlib.import_module("spamlang.train")
+        return callable(train.run_training) and callable(train.load_run)
+    except (ImportError, AttributeError):
+        return False
+
+
+@pytest.mark.skipif(not _training_available(),
+                    reason="needs spamlang.train.run_training and load_run (helper H4, not landed)")
+def test_sample_end_to_end(tmp_path):
+    from spamlang.sample import sample_run
+    from spamlang.train import run_training
+    from spamlang.train.config import TrainConfig
+
+    run = tmp_path / "run"
+    config = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=10_240,
+                         lr=1e-2, eval_sequences=16, log_every=20)
+    run_training(config, run, quiet=True)
+    r = sample_run(run, n=3, length=12, prompt="C")
+    assert r.tokens.shape == (3, 12) and (r.tokens[:, 0] == 2).all()
+    assert r.info["language"] == "spam" and r.info["lr"] == 1e-2
+    assert r.summary.mean_fraction_correct > 0.5  # a V=16 SpamLang is learnt in 80 steps
+    # The same shapes and temperature again, through the CLI (the compiled sampler is reused).
+    html, png = tmp_path / "s.html", tmp_path / "s.png"
+    assert main(["sample", str(run), "-n", "3", "--length", "12", "--prompt", "C", "--color", "never",
+                 "--html", str(html), "--png", str(png)]) == 0
+    page = html.read_text()
+    assert page.count('<td class="tok seed"') == 3 and page.count(">C</td>") >= 3
+    assert png.read_bytes().startswith(b"\x89PNG")

@@ -1,0 +1,335 @@
+"""Sweeps: expansion and run ids, shards, validation, results.csv, vmapped groups, kill + resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import spamlang.sweep as sweep_mod
+from spamlang.cli import main as cli_main
+from spamlang.errors import UserError
+from spamlang.sweep import (RESULT_COLUMNS, SETTING_COLUMNS, Sweep, format_number, gather, groups,
+                            run_sweep, shard_groups)
+from spamlang.sweep.runner import check_sweep_file
+from spamlang.train.config import TrainConfig
+
+REPO = Path(__file__).resolve().parents[1]
+# 20 steps of 8 x 16 tokens: a couple of seconds per compiled program on a busy CPU.
+TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,
+                   log_every=5, eval_sequences=16, checkpoint_every=10)
+TINY_AXES = {"vocab_size": [16, 32], "lr": [3e-3, 1e-2]}
+
+
+def tiny_sweep(name: str = "tiny") -> Sweep:
+    return Sweep(name, TINY, dict(TINY_AXES))
+
+
+# ----- expansion, run ids, groups, shards (no training) -------------------------------------
+
+def test_format_number_is_short_and_injective():
+    cases = {2.5e-4: "2.5e-4", 1e-2: "1e-2", 5e-4: "5e-4", 3e-3: "3e-3", 0.1: "1e-1",
+             1.0: "1e0", 123.0: "1.23e2", 1.25e-5: "1.25e-5", 0.0: "0", 4096: "4096"}
+    for value, text in cases.items():
+        assert format_number(value) == text
+    many = [k * 10.0**e for k in (1, 1.5, 2, 2.5, 3, 5, 7.5) for e in range(-6, 2)]
+    assert len({format_number(x) for x in many}) == len(set(many))
+
+
+def test_points_are_the_cartesian_product_with_readable_ids():
+    s = Sweep("ids", TINY, {"vocab_size": [4096, 64], "lr": [5e-4, 2.5e-4],
+                            "tie_embeddings": [False, True]})
+    ids = [run_id for run_id, _ in s.points()]
+    assert ids == ["V4096-lr5e-4-untied", "V4096-lr5e-4-tied", "V4096-lr2.5e-4-untied",
+                   "V4096-lr2.5e-4-tied", "V64-lr5e-4-untied", "V64-lr5e-4-tied",
+                   "V64-lr2.5e-4-untied", "V64-lr2.5e-4-tied"]
+    for run_id, config in s.points():
+        assert isinstance(config, TrainConfig)
+        assert f"V{config.vocab_size}-" in run_id and config.preset == "tiny"
+    assert [p[1] for p in s.points()][3] == TINY.replace(vocab_size=4096, lr=2.5e-4,
+                                                         tie_embeddings=True)
+    # Stable: the same sweep built again (another process would do the same) gives the same ids.
+    assert [p[0] for p in Sweep("ids", TINY, dict(s.axes)).points()] == ids
+
+
+def test_ids_for_heads_dotted_axes_and_other_fields():
+    s = Sweep("misc", TINY.replace(language="cycle"),
+              {"head": ["softmax", "lowrank:8", "mos:2"], "model.d_model": [16],
+               "param.k": [2], "seed": [0, 1], "tokens": ["2K"], "residual": [False]})
+    ids = [run_id for run_id, _ in s.points()]
+    assert ids[0] == "head-softmax-D16-k2-seed0-tok2K-noresidual"
+    assert "head-lowrank8-D16-k2-seed1-tok2K-noresidual" in ids
+    assert all(":" not in i and "/" not in i for i in ids) and len(set(ids)) == len(ids)
+    config = dict(s.points())["head-mos2-D16-k2-seed1-tok2K-noresidual"]
+    assert config.model_overrides == {"d_model": 16} and config.language_params == {"k": 2}
+    assert config.tokens == 2000 and config.seed == 1 and config.head == "mos:2"
+    # An int for a float field is the same point (and id) as the float.
+    assert Sweep("f", TINY, {"lr": [1]}).points() == Sweep("f", TINY, {"lr": [1.0]}).points()
+
+
+def test_groups_share_everything_but_lr_and_seed_and_shards_partition_them():
+    s = Sweep("g", TINY, {"vocab_size": [16, 32, 64], "lr": [1e-3, 3e-3, 1e-2],
+                          "tie_embeddings": [True, False], "seed": [0, 1]})
+    all_ids = [run_id for run_id, _ in s.points()]
+    gs = groups(s)
+    assert len(gs) == 6 and all(len(g) == 6 for g in gs)
+    for g in gs:
+        base = g[0][1]
+        assert all(c.replace(lr=base.lr, seed=base.seed) == base for _, c in g)
+    assert sorted(r for g in groups(s, group_size=4) for r, _ in g) == sorted(all_ids)
+    assert max(len(g) for g in groups(s, group_size=4)) == 4
+    group_of = {run_id: k for k, g in enumerate(gs) for run_id, _ in g}
+    for n in (1, 2, 4, 5, 7):
+        seen = []
+        for i in range(n):
+            shard = shard_groups(s, (i, n))
+            assert shard == shard_groups(s, (i, n))  # deterministic
+            seen += [run_id for g in shard for run_id, _ in g]
+            for g in shard:  # a group is never split: all its members are in this shard
+                assert sorted(r for r, _ in g) == sorted(
+                    r for r in all_ids if group_of[r] == group_of[g[0][0]])
+        assert sorted(seen) == sorted(all_ids) and len(seen) == len(all_ids)
+
+
+@pytest.mark.parametrize("axes, message", [
+    ({"vocab": [16]}, "unknown axis 'vocab'"),
+    ({"model.width": [16]}, "unknown axis 'model.width'"),
+    ({"model.vocab_size": [16]}, "use the axis 'vocab_size'"),
+    ({"lr": []}, "axis 'lr' is empty"),
+    ({"lr": 1e-3}, "must be a list"),
+    ({"vocab_size": ["big"]}, "expected int"),
+    ({"vocab_size": [16.0]}, "expected int"),
+    ({"vocab_size": [True]}, "expected int"),
+    ({"tie_embeddings": [1]}, "expected bool"),
+    ({"lr": ["1e-3"]}, "expected float"),
+    ({"lr": [1e-3, 0.001]}, "twice"),
+    ({"vocab_size": [16, 1]}, "run V1:"),  # every point is built: the bad one is named
+    ({"head": ["lowrank:4"], "tie_embeddings": [True]}, "run head-lowrank4-tied"),
+])
+def test_bad_axes_are_user_errors(axes, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(")):
+        Sweep("bad", TINY, axes)
+
+
+def test_sweep_json_refuses_another_sweep_but_lets_axes_grow(tmp_path):
+    check_sweep_file(Sweep("a", TINY, {"lr": [1e-3]}), tmp_path)
+    stored = json.loads((tmp_path / "sweep.json").read_text())
+    assert stored == {"name": "a", "base": TINY.to_json(), "axes": {"lr": [1e-3]}}
+    check_sweep_file(Sweep("renamed", TINY, {"lr": [1e-3, 3e-3]}), tmp_path)  # grows: fine
+    assert json.loads((tmp_path / "sweep.json").read_text())["axes"] == {"lr": [1e-3, 3e-3]}
+    with pytest.raises(UserError, match="different base config .*seq_len"):
+        check_sweep_file(Sweep("a", TINY.replace(seq_len=32), {"lr": [1e-3]}), tmp_path)
+    with pytest.raises(UserError, match="axes may only grow"):
+        check_sweep_file(Sweep("a", TINY, {"lr": [3e-3]}), tmp_path)
+    with pytest.raises(UserError, match="axes"):
+        check_sweep_file(Sweep("a", TINY, {"lr": [1e-3, 3e-3], "seed": [0]}), tmp_path)
+
+
+# ----- results.csv from hand-made run directories -------------------------------------------
+
+def _fake_run(root: Path, run_id: str, config: TrainConfig, **result) -> None:
+    d = root / run_id
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps(config.to_json()))
+    full = {k: 1.5 for k in RESULT_COLUMNS}
+    full.update(diverged=False, diverged_step=None, steps=20, tokens=2560)
+    full.update(result)
+    (d / "result.json").write_text(json.dumps(full))
+
+
+def test_results_csv_has_the_contract_columns_and_round_trips(tmp_path):
+    s = Sweep("fake", TINY, {"vocab_size": [16, 32], "tie_embeddings": [True, False],
+                             "model.n_layers": [1]})
+    check_sweep_file(s, tmp_path)
+    points = dict(s.points())
+    _fake_run(tmp_path, "V32-untied-layers1", points["V32-untied-layers1"],
+              diverged=True, diverged_step=7, final_eval_loss=float("nan"))
+    _fake_run(tmp_path, "V16-tied-layers1", points["V16-tied-layers1"], final_eval_loss=0.25)
+    (tmp_path / "V16-untied-layers1").mkdir()  # unfinished: no result.json, no row
+    rows = sweep_mod.write_results(tmp_path)
+    assert [r["run_id"] for r in rows] == ["V16-tied-layers1", "V32-untied-layers1"]
+    assert gather(tmp_path) == rows
+    with open(tmp_path / "results.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        table = list(reader)
+    assert reader.fieldnames == [*SETTING_COLUMNS, "model.n_layers", *RESULT_COLUMNS]
+    first, second = table
+    assert first["run_id"] == "V16-tied-layers1" and first["tie_embeddings"] == "True"
+    assert first["d_model"] == "16" and first["language"] == "spam" and first["preset"] == "tiny"
+    assert first["model.n_layers"] == "1" and first["head"] == "softmax" and first["seed"] == "0"
+    assert float(first["lr"]) == TINY.lr and float(first["final_eval_loss"]) == 0.25
+    assert first["diverged"] == "False" and first["diverged_step"] == ""
+    assert second["tie_embeddings"] == "False" and second["diverged"] == "True"
+    assert second["diverged_step"] == "7" and second["final_eval_loss"] == "nan"
+    try:
+        import pandas as pd
+    except ImportError:
+        return
+    frame = pd.read_csv(tmp_path / "results.csv")
+    assert list(frame.columns) == reader.fieldnames and frame["diverged"].dtype == bool
+    assert frame["diverged_step"].isna().tolist() == [True, False]
+
+
+# ----- CLI: malformed sweep files fail before any run ----------------------------------------
+
+BAD_FILES = {
+    "syntax.py": "SWEEP = (\n",
+    "nosweep.py": "X = 1\n",
+    "notasweep.py": "SWEEP = {'name': 'x'}\n",
+    "axis.py": "from spamlang.sweep import Sweep\nfrom spamlang.train.config import TrainConfig\n"
+               "SWEEP = Sweep('x', TrainConfig(), {'nope': [1]})\n",
+    "bad.json": '{"name": "x", "axes": {',
+    "types.json": '{"name": "x", "base": {"seq_len": "long"}, "axes": {"lr": [0.001]}}',
+    "empty.json": '{"name": "x", "axes": {"lr": []}}',
+    "wrongtype.json": '{"name": "x", "axes": {"vocab_size": [0.5]}}',
+    "keys.json": '{"name": "x", "axis": {"lr": [0.001]}}',
+    "sweep.txt": "hello",
+}
+
+
+@pytest.mark.parametrize("filename", sorted(BAD_FILES))
+def test_malformed_sweep_files_exit_2_before_any_run(tmp_path, capsys, filename):
+    path = tmp_path / filename
+    path.write_text(BAD_FILES[filename])
+    out = tmp_path / "out"
+    assert cli_main(["sweep", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spamlang sweep: error:") and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_script_main_reports_user_errors_and_interrupts(tmp_path, capsys, monkeypatch):
+    s = tiny_sweep()
+    assert sweep_mod.main(s, ["--out", str(tmp_path / "o"), "--shard", "3/2"]) == 2
+    assert "0 <= i < n" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("spamlang.sweep.runner.run_sweep", interrupted)
+    assert sweep_mod.main(s, ["--out", str(tmp_path / "o")]) == 130
+
+
+def test_dry_run_lists_points_and_budget(tmp_path, capsys):
+    assert sweep_mod.main(tiny_sweep(), ["--out", str(tmp_path / "o"), "--dry-run",
+                                         "--shard", "1/2"]) == 0
+    out = capsys.readouterr().out
+    assert "V32-lr3e-3" in out and "V32-lr1e-2" in out and "V16-lr3e-3" not in out
+    assert "2 runs in 1 group(s)" in out and f"{2 * 20 * 8 * 16:,} training tokens" in out
+    assert not (tmp_path / "o").exists()
+
+
+# ----- training through run_sweep: SIGKILL + resume, the vmapped group, plots ------------------
+
+GROUP_SCRIPT = """
+import spamlang.sweep
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+
+SWEEP = Sweep("killme", TrainConfig.from_json({base}), {axes})
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))
+"""
+
+
+def _wait_for(predicate, proc, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if proc.poll() is not None:
+            raise AssertionError(f"sweep exited early: {proc.stderr.read()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("timed out waiting for the sweep to checkpoint")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory):
+    """A 2-LR group run as a script, SIGKILLed after its first checkpoint, then rerun in-process.
+
+    Returns (sweep dir, the run_group calls the rerun made, the calls of run_training).
+    """
+    root = tmp_path_factory.mktemp("killed")
+    script = root / "killme.py"
+    script.write_text(GROUP_SCRIPT.format(base=repr(TINY.to_json()),
+                                          axes=repr({"lr": [3e-3, 1e-2]})))
+    out = root / "out"
+    proc = subprocess.Popen([sys.executable, str(script), "--out", str(out), "--quiet"],
+                            stderr=subprocess.PIPE, text=True, cwd=root)
+    ckpt = out / "lr1e-2" / "checkpoints" / "10" / "commit_success.txt"
+    _wait_for(ckpt.is_file, proc, timeout_s=240)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # Killed mid-run: checkpointed at step 10 of 20, nothing finished, no table yet.
+    assert not list(out.glob("*/result.json")) and not (out / "results.csv").exists()
+
+    from spamlang.train import run as train_run
+
+    calls = {"group": [], "single": []}
+    real_group, real_single = train_run.run_group, train_run.run_training
+
+    def spy_group(configs, out_dirs, **kw):
+        calls["group"].append([Path(d).name for d in out_dirs])
+        return real_group(configs, out_dirs, **kw)
+
+    def spy_single(config, out_dir, **kw):
+        calls["single"].append(Path(out_dir).name)
+        return real_single(config, out_dir, **kw)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(train_run, "run_group", spy_group)
+    patch.setattr(train_run, "run_training", spy_single)
+    try:
+        assert cli_main(["sweep", str(script), "--out", str(out), "--quiet"]) == 0
+    finally:
+        patch.undo()
+    return out, calls
+
+
+def test_sigkilled_sweep_resumes_with_every_run_once(killed_and_resumed):
+    out, calls = killed_and_resumed
+    # Both members resumed together in one vmapped program, nothing ran on its own.
+    assert calls == {"group": [["lr3e-3", "lr1e-2"]], "single": []}
+    with open(out / "results.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert [row["run_id"] for row in table] == ["lr1e-2", "lr3e-3"]
+    for row in table:
+        assert row["steps"] == "20" and row["diverged"] == "False" and row["vocab_size"] == "16"
+        assert 0 < float(row["final_eval_loss"]) < math.log(16)  # learned something
+    # Resumed runs log every step exactly once (the resume cut metrics.jsonl back to step 10).
+    steps = [json.loads(line)["step"] for line in (out / "lr1e-2" / "metrics.jsonl").open()
+             if json.loads(line)["kind"] == "train"]
+    assert steps == [5, 10, 15, 20]
+    # Running it again trains nothing and leaves the same table.
+    before = (out / "results.csv").read_text()
+    rows = run_sweep(Sweep("killme", TINY, {"lr": [3e-3, 1e-2]}), out, quiet=True)
+    assert [r["run_id"] for r in rows] == ["lr1e-2", "lr3e-3"]
+    assert (out / "results.csv").read_text() == before
+
+
+def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path):
+    out, _ = killed_and_resumed
+    rows = run_sweep(Sweep("seq", TINY, {"lr": [1e-2]}), tmp_path, quiet=True)
+    (sequential,) = rows
+    (grouped,) = [r for r in gather(out) if r["run_id"] == "lr1e-2"]
+    for key in ("final_train_loss", "final_eval_loss", "eval_accuracy", "repetition_accuracy"):
+        assert sequential[key] == pytest.approx(grouped[key], rel=1e-5, abs=1e-7), key
+
+
+def test_plots_flag_writes_figures_for_a_finished_sweep(killed_and_resumed, tmp_path):
+    out, _ = killed_and_resumed
+    sweep = Sweep("killme", TINY, {"lr": [3e-3, 1e-2]})
+    assert sweep_mod.main(sweep, ["--out", str(out), "--quiet", "--plots",
+                                  "--figures", str(tmp_path / "figs")]) == 0
+    for name in ("heatmap.png", "curves.png"):
+        assert (tmp_path / "figs" / name).stat().st_size > 1000

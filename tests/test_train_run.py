@@ -1,0 +1,222 @@
+"""The run loop: run directory contents, exact resume, skip, divergence, groups, load_run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from spamlang.errors import UserError
+from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
+
+TIMING = ("tokens_per_s", "mfu", "wall_seconds")
+RESULT_KEYS = {"final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
+               "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
+               "tokens", "tokens_per_s", "wall_seconds"}
+# 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
+# schedule without warmup makes the compiled step independent of the step count, so the
+# longer runs of test_cli_train reuse these executables from the compilation cache.
+CFG = TrainConfig(vocab_size=32, seq_len=16, batch_size=8, tokens=8 * 16 * 60, lr=3e-3,
+                  schedule="constant", warmup_frac=0.0, log_every=5, checkpoint_every=20,
+                  eval_sequences=16)
+ABSURD_LR = 1e6
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compile_cache(tmp_path_factory):
+    """Share XLA executables between the runs of this module (each run builds a new Trainer,
+    i.e. new jits, but the same HLO), and skip the matmul-peak measurement."""
+    import jax
+    from jax._src import compilation_cache
+
+    names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+             "jax_persistent_cache_min_entry_size_bytes")
+    old = {n: getattr(jax.config, n) for n in names}
+    folder = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(
+        tmp_path_factory.getbasetemp() / "xla-cache")  # shared with test_cli_train
+    for n, v in zip(names, (folder, 0, 0)):
+        jax.config.update(n, v)
+    compilation_cache.reset_cache()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPAMLANG_PEAK_FLOPS", "1e11")
+        yield folder
+    for n, v in old.items():
+        jax.config.update(n, v)
+    compilation_cache.reset_cache()
+
+
+def rows(run_dir, *, timing=False):
+    out = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return out if timing else [{k: v for k, v in r.items() if k not in TIMING} for r in out]
+
+
+def numbers(result):
+    return {k: v for k, v in result.items() if k not in TIMING}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted run that the other tests compare against."""
+    out = tmp_path_factory.mktemp("runs") / "ref"
+    return out, run_training(CFG, out, quiet=True)
+
+
+def copy_unfinished(src, dst):
+    """A copy of a finished run dir that looks like a crash after its final checkpoint."""
+    shutil.copytree(src, dst)
+    (dst / "result.json").unlink()
+    return dst
+
+
+def test_run_directory_contract(reference):
+    out, result = reference
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoints", "config.json",
+                                                     "metrics.jsonl", "result.json"]
+    assert json.loads((out / "config.json").read_text()) == CFG.to_json()
+    assert json.loads((out / "result.json").read_text()) == result
+    assert set(result) == RESULT_KEYS
+    assert sorted(int(p.name) for p in (out / "checkpoints").iterdir()) == [40, 60]
+    train = [r for r in rows(out, timing=True) if r["kind"] == "train"]
+    evals = [r for r in rows(out) if r["kind"] == "eval"]
+    assert [r["step"] for r in train] == list(range(5, 61, 5))
+    assert all(r["tokens"] == r["step"] * 128 for r in train)
+    assert {"loss", "lr", "grad_norm", "tokens_per_s", "mfu", "accuracy"} <= set(train[-1])
+    assert train[-1]["tokens_per_s"] > 0 and 0 < train[-1]["mfu"]
+    assert [r["step"] for r in evals] == [60]  # eval_every=0: only at the end
+    assert result["final_eval_loss"] == evals[0]["eval_loss"]
+    assert result["loss_above_floor"] == evals[0]["loss_above_floor"]
+    # final train loss: mean of the last 10% (here 2 of 12) of the logged losses
+    assert result["final_train_loss"] == pytest.approx((train[-1]["loss"] + train[-2]["loss"]) / 2)
+    assert result["steps"] == 60 and result["tokens"] == 60 * 128
+    assert result["diverged"] is False and result["diverged_step"] is None
+    assert result["final_train_loss"] < math.log(32) - 0.5  # it learned something
+    assert result["wall_seconds"] > 0 and result["tokens_per_s"] > 0
+
+
+def test_interrupted_run_resumes_exactly(reference, tmp_path):
+    out = tmp_path / "run"
+    # 37: neither a log nor a checkpoint step, so unlogged metrics travel in the checkpoint
+    with pytest.raises(Interrupted) as info:
+        run_training(CFG, out, quiet=True, stop_after_step=37)
+    assert info.value.step == 37 and info.value.exit_status == 130
+    assert not (out / "result.json").exists()
+    assert 37 in [int(p.name) for p in (out / "checkpoints").iterdir()]
+    assert max(r["step"] for r in rows(out)) == 35
+    result = run_training(CFG, out, quiet=True)
+    assert rows(out) == rows(reference[0])
+    assert numbers(result) == numbers(reference[1])
+
+
+def test_corrupt_latest_checkpoint_falls_back(reference, tmp_path):
+    # Also a crash after logging up to 60: the lines past the step-40 checkpoint are dropped
+    # and written again, once.
+    out = copy_unfinished(reference[0], tmp_path / "run")
+    for f in (out / "checkpoints" / "60").rglob("*"):
+        if f.is_file():
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    with pytest.warns(UserWarning, match="unreadable"):
+        result = run_training(CFG, out, quiet=True)
+    assert rows(out) == rows(reference[0])
+    assert numbers(result) == numbers(reference[1])
+
+
+def test_finished_run_is_returned_without_training(reference):
+    out, result = reference
+    before = (out / "metrics.jsonl").stat().st_mtime_ns
+    assert run_training(CFG, out, quiet=True) == result
+    assert (out / "metrics.jsonl").stat().st_mtime_ns == before
+
+
+def test_different_config_is_refused_naming_the_field(reference):
+    with pytest.raises(UserError, match=r"lr: 0\.003 -> 0\.01"):
+        run_training(CFG.replace(lr=1e-2), reference[0], quiet=True)
+
+
+def test_unwritable_out_is_a_user_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="cannot create run directory"):
+        run_training(CFG, tmp_path / "file" / "run", quiet=True)
+
+
+def test_divergence_is_a_result(tmp_path):
+    out = tmp_path / "run"
+    result = run_training(CFG.replace(lr=ABSURD_LR), out, quiet=True)
+    assert result["diverged"] is True
+    assert isinstance(result["diverged_step"], int) and 1 <= result["diverged_step"] <= result["steps"]
+    assert result["steps"] < 60  # stopped at the first log after the divergence
+    train = [r for r in rows(out) if r["kind"] == "train"]
+    assert train[-1]["step"] == result["steps"]
+    assert json.loads((out / "result.json").read_text()) == result
+
+
+def test_group_matches_sequential_runs_and_resumes(reference, tmp_path):
+    configs = [CFG, CFG.replace(lr=ABSURD_LR, seed=1)]
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    with pytest.raises(Interrupted):
+        run_group(configs, dirs, quiet=True, stop_after_step=23)
+    # the diverging member stopped alone (at its first log), with its own result
+    diverged = json.loads((dirs[1] / "result.json").read_text())
+    assert diverged["diverged"] is True and diverged["steps"] == 5
+    assert [r["step"] for r in rows(dirs[1]) if r["kind"] == "train"] == [5]
+    # the other resumes from its checkpoint (alone now: finished members are skipped)
+    results = run_group(configs, dirs, quiet=True)
+    assert results[1] == diverged
+    assert results[0]["diverged"] is False and results[0]["steps"] == 60
+    ref_rows, got_rows = rows(reference[0]), rows(dirs[0])
+    assert [(r["kind"], r["step"]) for r in got_rows] == [(r["kind"], r["step"]) for r in ref_rows]
+    for got, ref in zip(got_rows, ref_rows):
+        for key, value in ref.items():
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (ref["step"], key)
+    for key in ("final_train_loss", "final_eval_loss", "repetition_accuracy"):
+        assert results[0][key] == pytest.approx(reference[1][key], rel=1e-5)
+    assert json.loads((dirs[0] / "config.json").read_text()) == CFG.to_json()
+    assert run_group(configs, dirs, quiet=True) == results
+
+
+def test_diag_rows(tmp_path):
+    out = tmp_path / "run"
+    run_training(CFG.replace(diag_every=30), out, quiet=True)
+    diag = [r for r in rows(out) if r["kind"] == "diag"]
+    assert [r["step"] for r in diag] == [30, 60]
+    assert 0 <= diag[-1]["kernel_fraction"] <= 1 and "grad_norm/head" in diag[-1]
+
+
+@pytest.mark.filterwarnings("ignore:Sharding info not provided")
+def test_load_run(reference, tmp_path):
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+    from flax import nnx
+
+    config, model = load_run(reference[0])
+    assert config == CFG
+    # the parameters are those of the newest checkpoint (step 60)
+    saved = ocp.PyTreeCheckpointer().restore(reference[0] / "checkpoints" / "60" / "state")
+    loaded = jax.tree.leaves(nnx.state(model, nnx.Param))
+    assert len(loaded) == len(jax.tree.leaves(saved["params"])) > 0
+    for a, b in zip(loaded, jax.tree.leaves(saved["params"])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(UserError, match="does not exist"):
+        load_run(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="no config.json"):
+        load_run(tmp_path / "empty")
+
+
+def test_signals_become_a_flag_then_act_as_usual():
+    from spamlang.train.run import _stop_signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    with _stop_signals() as received:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert received == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is before  # a second one is not caught
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert Interrupted(7, signal.SIGTERM).exit_status == 143
+    assert Interrupted(7, signal.SIGINT).exit_status == 130

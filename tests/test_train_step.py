@@ -1,0 +1,197 @@
+"""TrainConfig, the optimizer and schedules, and the jitted train step (tiny shapes, one device)."""
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from spamlang.errors import UserError
+from spamlang.train import optim
+from spamlang.train.config import TrainConfig, parse_count
+from spamlang.train.step import Trainer
+
+TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
+
+
+# ----- config ---------------------------------------------------------------------------------
+def test_config_json_round_trip():
+    config = TrainConfig(preset="tiny", model_overrides={"d_model": 32, "n_heads": 4},
+                         vocab_size=256, tie_embeddings=True, language="cycle",
+                         language_params={"k": 3}, tokens="2M", lr=3e-3, schedule="wsd")
+    data = json.loads(json.dumps(config.to_json()))
+    back = TrainConfig.from_json(data)
+    assert back == config
+    assert back.tokens == 2_000_000 and back.steps == 2_000_000 // (32 * 64)
+    assert back.model_config().d_model == 32 and back.model_config().tie_embeddings
+    assert back.make_language().params() == {"vocab_size": 256, "k": 3}
+    assert TrainConfig.from_json({"lr": 1}).lr == 1.0  # JSON ints are fine for floats
+
+
+@pytest.mark.parametrize("text, value", [("2M", 2_000_000), ("1.5K", 1500), ("3b", 3 * 10**9),
+                                         ("1_048_576", 1_048_576), (4096, 4096), ("1e6", 10**6)])
+def test_parse_count(text, value):
+    assert parse_count(text) == value
+
+
+@pytest.mark.parametrize("text", ["2X", "", "-5", "1.5", True, "0.0001K"])
+def test_parse_count_rejects(text):
+    with pytest.raises(UserError):
+        parse_count(text)
+
+
+@pytest.mark.parametrize("changes, needle", [
+    (dict(schedule="linear"), "schedule"),
+    (dict(language="nope"), "unknown language"),
+    (dict(preset="huge"), "preset"),
+    (dict(tokens=100), "at least one batch"),
+    (dict(warmup_frac=1.0), "warmup_frac"),
+    (dict(schedule="wsd", warmup_frac=0.5, decay_frac=0.6), r"warmup_frac \+ decay_frac"),
+    (dict(final_lr_ratio=2.0), "final_lr_ratio"),
+    (dict(lr=0.0), "lr"),
+    (dict(b2=1.0), "b2"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(model_overrides={"d_model": 30}), "n_heads"),  # validated by building ModelConfig
+    (dict(model_overrides={"nope": 1}), "nope"),
+    (dict(model_overrides={"vocab_size": 8}), "vocab_size"),
+    (dict(language_params={"k": 0}, language="cycle"), "k"),  # validated by the language
+    (dict(seq_len="64"), "seq_len must be an integer"),
+    (dict(tie_embeddings=1), "tie_embeddings"),
+    (dict(dtype="float16"), "dtype"),
+])
+def test_config_rejects(changes, needle):
+    with pytest.raises(UserError, match=needle):
+        TrainConfig(**changes)
+
+
+def test_from_json_rejects_unknown_field():
+    with pytest.raises(UserError, match="learning_rate"):
+        TrainConfig.from_json({"learning_rate": 1e-3})
+
+
+# ----- optimizer ------------------------------------------------------------------------------
+def _values(schedule, steps):
+    return np.array([float(schedule(s)) for s in range(steps)])
+
+
+def test_schedule_shapes():
+    kw = dict(warmup_frac=0.1, decay_frac=0.2, final_ratio=0.1)
+    cos = _values(optim.relative_schedule("cosine", 100, **kw), 101)
+    assert cos[0] == 0 and cos[5] == pytest.approx(0.5) and cos[10] == pytest.approx(1.0)
+    assert np.all(np.diff(cos[:11]) > 0) and np.all(np.diff(cos[10:]) < 0)
+    assert cos[100] == pytest.approx(0.1) and cos[55] == pytest.approx(0.55, abs=1e-6)
+    wsd = _values(optim.relative_schedule("wsd", 100, **kw), 101)
+    assert np.allclose(wsd[10:81], 1.0)  # stable until the last 20 steps
+    assert np.allclose(np.diff(wsd[80:]), -0.9 / 20, atol=1e-6) and wsd[100] == pytest.approx(0.1)
+    const = _values(optim.relative_schedule("constant", 100, **kw), 101)
+    assert np.allclose(const[10:], 1.0) and const[5] == pytest.approx(0.5)
+    assert float(optim.relative_schedule("constant", 100, warmup_frac=0.0, decay_frac=0.2,
+                                         final_ratio=0.1)(0)) == 1.0
+
+
+def test_unit_adamw_equals_optax_adamw():
+    """params + lr * unit update == optax.adamw (decay on matrices only), over a few steps."""
+    params = {"w": jnp.arange(6.0).reshape(2, 3) / 7, "norm": {"scale": jnp.ones(3)}}
+    mask = optim.decay_mask(params)
+    assert mask == {"w": True, "norm": {"scale": False}}
+    kw = dict(b1=0.9, b2=0.95, eps=1e-8)
+    ours = optim.unit_adamw(weight_decay=0.1, grad_clip=1.0, **kw)
+    ref = optax.chain(optax.clip_by_global_norm(1.0),
+                      optax.adamw(3e-2, weight_decay=0.1, mask=mask, **kw))
+    p_ours, p_ref = params, params
+    s_ours, s_ref = ours.init(params), ref.init(params)
+    for i in range(3):
+        grads = jax.tree.map(lambda p: jnp.sin(p * (i + 1)) * 5, p_ours)
+        u, s_ours = ours.update(grads, s_ours, p_ours)
+        p_ours = jax.tree.map(lambda p, u: p + 3e-2 * u, p_ours, u)
+        u, s_ref = ref.update(grads, s_ref, p_ref)
+        p_ref = optax.apply_updates(p_ref, u)
+    for a, b in zip(jax.tree.leaves(p_ours), jax.tree.leaves(p_ref)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+# ----- the step -------------------------------------------------------------------------------
+# One Trainer for the whole file: compiling is most of a test's cost, and lr / seed are state.
+@pytest.fixture(scope="module")
+def trainer():
+    return Trainer(TrainConfig(**TINY, tokens=16 * 16 * 300, lr=1e-2))
+
+
+def _run(trainer, state, steps, keep=lambda state, metrics: metrics["loss"]):
+    out = []
+    for _ in range(steps):
+        state, metrics = trainer.step(state)
+        out.append(jax.device_get(keep(state, metrics)))
+    return state, out
+
+
+def test_tiny_spam_run_learns(trainer):
+    """SpamLang at V=64: 300 steps of 16 x 16 tokens get far below log V."""
+    state, losses = _run(trainer, trainer.init_state(), trainer.config.steps)
+    losses = np.array(losses)
+    assert losses[0] > 0.8 * math.log(64)  # starts near uniform
+    assert losses[-10:].mean() < 0.05 * math.log(64)  # well below log V
+    assert int(state["step"]) == trainer.config.steps and not bool(state["diverged"])
+    metrics = trainer.evaluate(state)
+    assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy"}
+    assert metrics["eval_loss"] < 0.05 * math.log(64)
+    assert metrics["loss_above_floor"] == pytest.approx(metrics["eval_loss"])  # spam's floor is 0
+    assert metrics["eval_accuracy"] > 0.95 and metrics["repetition_accuracy"] > 0.95
+    # The untrained model repeats nothing: the metric tells the two apart.
+    fresh = trainer.evaluate(trainer.init_state())
+    assert fresh["repetition_accuracy"] < 0.5 and fresh["eval_loss"] > 0.8 * math.log(64)
+
+
+def test_same_seed_is_bitwise_deterministic(trainer):
+    keep = lambda state, metrics: (metrics, state["params"])  # noqa: E731
+    _, a = _run(trainer, trainer.init_state(), 6, keep)
+    _, b = _run(trainer, trainer.init_state(), 6, keep)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    _, c = _run(trainer, trainer.init_state(seed=1), 1)
+    assert c[0] != a[0][0]["loss"]
+
+
+def test_divergence_freezes_state(trainer):
+    keep = lambda state, metrics: (state["params"], state["diverged"], state["diverged_step"])  # noqa
+    state, snapshots = _run(trainer, trainer.init_state(lr=1e4), 12, keep)
+    assert bool(state["diverged"])
+    at = int(state["diverged_step"])
+    assert 0 < at < 10
+    assert not snapshots[at - 1][1] and snapshots[at][1]
+    # From the diverged step on, the parameters never change.
+    frozen = jax.tree.leaves(snapshots[at][0])
+    for params, _, step_seen in snapshots[at:]:
+        assert int(step_seen) == at
+        for x, y in zip(jax.tree.leaves(params), frozen):
+            np.testing.assert_array_equal(x, y)
+    assert int(state["step"]) == 12  # the step counter (data position) keeps going
+
+
+def test_mesh_needs_data_axis(trainer):
+    mesh = jax.make_mesh((1,), ("batch",))
+    with pytest.raises(UserError, match="'data' axis"):
+        Trainer(trainer.config, mesh)
+
+
+def test_abstract_state_matches_init(trainer):
+    abstract, state = trainer.abstract_state(), trainer.init_state()
+    assert jax.tree.structure(abstract) == jax.tree.structure(state)
+    for a, s in zip(jax.tree.leaves(abstract), jax.tree.leaves(state)):
+        assert a.shape == s.shape and a.dtype == s.dtype and a.sharding == s.sharding
+    assert isinstance(trainer.model(state), nnx.Module)
+    assert trainer.flops_per_step > 0
+
+
+def test_decay_mask_on_model_params(trainer):
+    params = trainer.init_state()["params"]
+    flat = {"/".join(str(getattr(k, "key", k)) for k in path): m
+            for path, m in jax.tree_util.tree_leaves_with_path(optim.decay_mask(params))}
+    assert flat, "no parameters"
+    for name, decayed in flat.items():
+        assert decayed == ("norm" not in name), name
+    assert any("embed" in n and d for n, d in flat.items())
