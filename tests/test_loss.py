@@ -11,12 +11,15 @@ from spamlang.loss import loss_from_hidden, next_token_loss
 from spamlang.model import ModelConfig, Transformer
 
 V = 97
-HEADS = [("softmax", False), ("softmax", True), ("lowrank:5", False), ("mos:3", False),
-         ("mos:3", True)]
+HEADS = [("softmax", False), ("softmax", True), ("lowrank:5", False), ("mos:3", True)]
 # (chunk_size, fused). N = 3 x 11 = 33 predicted positions: no chunk size divides it, and
 # 64 exceeds it. fused=False is the generic checkpointed scan (the only path for mos).
 VARIANTS = {"softmax": [(5, True), (7, False), (64, True)], "lowrank:5": [(5, True), (7, False)],
             "mos:3": [(7, True)]}
+
+
+jit_loss = nnx.jit(next_token_loss, static_argnames=("chunk_size", "fused"))
+jit_loss_from_hidden = nnx.jit(loss_from_hidden, static_argnames=("chunk_size", "fused"))
 
 
 def split_model(head="softmax", tie=False, seed=0, **kw):
@@ -59,11 +62,11 @@ def test_chunked_loss_and_grads_equal_the_plain_ones(head, tie):
 def test_loss_is_the_mean_negative_log_likelihood_and_accuracy_the_argmax_rate():
     graphdef, state = split_model("lowrank:5")
     model, t = nnx.merge(graphdef, state), tokens()
-    logp = model(t)[:, :-1]
+    logp = nnx.jit(lambda m, t: m(t))(model, t)[:, :-1]
     nll = -jnp.take_along_axis(logp, t[:, 1:, None], -1)[..., 0]
     hits = jnp.argmax(logp, -1) == t[:, 1:]
     for chunk in (None, 4):
-        loss, aux = next_token_loss(model, t, chunk_size=chunk)
+        loss, aux = jit_loss(model, t, chunk_size=chunk)
         np.testing.assert_allclose(loss, nll.mean(), rtol=1e-6)
         np.testing.assert_allclose(aux["accuracy"], hits.mean(), rtol=1e-6)
 
@@ -75,7 +78,7 @@ def test_accuracy_counts_hits():
     model.final_norm.scale[...] = jnp.zeros(16)
     t = jnp.array([[5, 0, 0, 3, 0, 7, 1, 0, 2]])
     for chunk in (None, 3):
-        _, aux = next_token_loss(model, t, chunk_size=chunk)
+        _, aux = jit_loss(model, t, chunk_size=chunk)
         assert float(aux["accuracy"]) == pytest.approx(4 / 8)
 
 
@@ -83,12 +86,12 @@ def test_accuracy_counts_hits():
 def test_masked_positions_do_not_count(head):
     graphdef, state = split_model(head)
     model = nnx.merge(graphdef, state)
-    h_NxD = model.hidden(tokens())[:, :-1].reshape(-1, 16)
+    h_NxD = jax.random.normal(jax.random.key(0), (33, 16))
     targets_N = tokens()[:, 1:].reshape(-1)
-    keep_N = jnp.arange(h_NxD.shape[0]) % 3 != 0
-    subset, _ = loss_from_hidden(model, h_NxD[keep_N], targets_N[keep_N])
+    keep_N = jnp.arange(33) % 3 != 0
+    subset, _ = jit_loss_from_hidden(model, h_NxD[keep_N], targets_N[keep_N])
     for chunk in (None, 4):
-        masked, _ = loss_from_hidden(model, h_NxD, targets_N, keep_N, chunk_size=chunk)
+        masked, _ = jit_loss_from_hidden(model, h_NxD, targets_N, keep_N, chunk_size=chunk)
         np.testing.assert_allclose(masked, subset, rtol=1e-6)
 
 
@@ -96,9 +99,9 @@ def test_bfloat16_chunked_loss_is_close_to_float32_plain():
     graphdef, state = split_model(dtype="bfloat16")
     t = tokens()
     model = nnx.merge(graphdef, state)
-    reference, _ = next_token_loss(nnx.merge(*split_model()), t)
+    reference, _ = jit_loss(nnx.merge(*split_model()), t)
     for chunk in (None, 8):
-        loss, _ = next_token_loss(model, t, chunk_size=chunk)
+        loss, _ = jit_loss(model, t, chunk_size=chunk)
         assert loss.dtype == jnp.float32
         np.testing.assert_allclose(loss, reference, rtol=2e-2)
 
@@ -107,15 +110,19 @@ def test_bfloat16_chunked_loss_is_close_to_float32_plain():
 def test_chunked_loss_never_materialises_n_by_v(head):
     # XLA's own buffer accounting: the plain gradient holds N x V floats (mos: N x K x V),
     # the chunked one a few chunk x V (x K) buffers plus V x D parameter-sized ones.
-    config = ModelConfig.preset("tiny", vocab_size=8192, head=head, n_layers=1)
+    N, V_big = 512, 8192
+    config = ModelConfig.preset("tiny", vocab_size=V_big, head=head, n_layers=1)
     graphdef, state = nnx.split(nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0))))
-    t = jax.ShapeDtypeStruct((8, 65), jnp.int32)
+    h = jax.ShapeDtypeStruct((N, 16), jnp.float32)
+    t = jax.ShapeDtypeStruct((N,), jnp.int32)
 
     def temp_bytes(chunk):
-        grad = jax.grad(lambda s, t: next_token_loss(nnx.merge(graphdef, s), t, chunk_size=chunk)[0])
-        return jax.jit(grad).lower(state, t).compile().memory_analysis().temp_size_in_bytes
+        def loss(s, h, t):
+            return loss_from_hidden(nnx.merge(graphdef, s), h, t, chunk_size=chunk)[0]
+        grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+        return grad.lower(state, h, t).compile().memory_analysis().temp_size_in_bytes
 
-    n_by_v = 8 * 64 * 8192 * 4
+    n_by_v = N * V_big * 4
     plain, chunked = temp_bytes(None), temp_bytes(16)
     assert plain >= n_by_v
     assert chunked < n_by_v / 2 and chunked < plain / 8

@@ -206,6 +206,22 @@ def test_malformed_sweep_files_exit_2_before_any_run(tmp_path, capsys, filename)
     assert not out.exists()
 
 
+def test_valid_sweep_files_load_from_json_and_python(tmp_path):
+    (tmp_path / "s.json").write_text(json.dumps(
+        {"name": "j", "base": {"preset": "tiny", "seq_len": 16}, "axes": {"vocab_size": [16, 32]}}))
+    sweep, plots = sweep_mod.load_sweep_file(tmp_path / "s.json")
+    assert sweep == Sweep("j", TrainConfig(preset="tiny", seq_len=16), {"vocab_size": [16, 32]})
+    assert plots is False
+    (tmp_path / "s.py").write_text("from spamlang.sweep import Sweep\n"
+                                   "from spamlang.train.config import TrainConfig\n"
+                                   "PLOTS = True\nSWEEP = Sweep('p', TrainConfig(), {'lr': [1e-3]})\n")
+    sweep, plots = sweep_mod.load_sweep_file(tmp_path / "s.py")
+    assert [r for r, _ in sweep.points()] == ["lr1e-3"] and plots is True
+    for script in ("cpu_demo", "paper_fig5", "heads", "languages"):  # the shipped sweeps load
+        sweep, _ = sweep_mod.load_sweep_file(REPO / "sweeps" / f"{script}.py")
+        assert sweep.name == script and len(sweep.points()) >= 10
+
+
 def test_script_main_reports_user_errors_and_interrupts(tmp_path, capsys, monkeypatch):
     s = tiny_sweep()
     assert sweep_mod.main(s, ["--out", str(tmp_path / "o"), "--shard", "3/2"]) == 2

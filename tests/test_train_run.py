@@ -28,26 +28,12 @@ ABSURD_LR = 1e6
 
 
 @pytest.fixture(scope="module", autouse=True)
-def compile_cache(tmp_path_factory):
-    """Share XLA executables between the runs of this module (each run builds a new Trainer,
-    i.e. new jits, but the same HLO), and skip the matmul-peak measurement."""
-    import jax
-    from jax._src import compilation_cache
-
-    names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-             "jax_persistent_cache_min_entry_size_bytes")
-    old = {n: getattr(jax.config, n) for n in names}
-    folder = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(
-        tmp_path_factory.getbasetemp() / "xla-cache")  # shared with test_cli_train
-    for n, v in zip(names, (folder, 0, 0)):
-        jax.config.update(n, v)
-    compilation_cache.reset_cache()
+def no_peak_measurement():
+    """MFU needs a matmul peak; a fixed one skips a few seconds of measuring (conftest.py
+    already shares compiled programs between the runs through a compilation cache)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPAMLANG_PEAK_FLOPS", "1e11")
-        yield folder
-    for n, v in old.items():
-        jax.config.update(n, v)
-    compilation_cache.reset_cache()
+        yield
 
 
 def rows(run_dir, *, timing=False):
@@ -125,6 +111,13 @@ def test_corrupt_latest_checkpoint_falls_back(reference, tmp_path):
     assert numbers(result) == numbers(reference[1])
 
 
+def test_crash_before_result_json_finishes_without_new_rows(reference, tmp_path):
+    out = copy_unfinished(reference[0], tmp_path / "run")
+    result = run_training(CFG, out, quiet=True)
+    assert rows(out) == rows(reference[0])
+    assert numbers(result) == numbers(reference[1])
+
+
 def test_finished_run_is_returned_without_training(reference):
     out, result = reference
     before = (out / "metrics.jsonl").stat().st_mtime_ns
@@ -137,10 +130,17 @@ def test_different_config_is_refused_naming_the_field(reference):
         run_training(CFG.replace(lr=1e-2), reference[0], quiet=True)
 
 
-def test_unwritable_out_is_a_user_error(tmp_path):
+def test_unwritable_out_is_a_user_error(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="cannot create run directory"):
         run_training(CFG, tmp_path / "file" / "run", quiet=True)
+
+    def read_only(*args, **kwargs):  # chmod cannot stop root, who runs these tests in CI
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("spamlang.train.rundir.tempfile.mkstemp", read_only)
+    with pytest.raises(UserError, match="cannot write to run directory .*Permission denied"):
+        run_training(CFG, tmp_path / "ro", quiet=True)
 
 
 def test_divergence_is_a_result(tmp_path):

@@ -17,6 +17,7 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from spamlang.errors import UserError
 from spamlang.plots.results import check_dir, read_metrics, scan_runs
@@ -180,6 +181,7 @@ def bottleneck_figure(sweep_dir: str | Path) -> Figure:
     ax.set(xscale="log", xlabel="D / V", ylabel="kernel fraction ||P_ker G|| / ||G||",
            title="logit-gradient norm destroyed by the head")
     ax.legend(fontsize=7)
+    _plain_log_ticks(ax.xaxis)
     if with_curves:
         ax = axes[1]
         ratios = [p["d_over_v"] for p in with_curves]
@@ -187,10 +189,22 @@ def bottleneck_figure(sweep_dir: str | Path) -> Figure:
         cmap = colormaps["viridis"]
         for p in with_curves:
             ax.plot(*p["curve"], color=cmap(norm(p["d_over_v"])), lw=1.2)
-        fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V")
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V")
+        _plain_log_ticks(bar.ax.yaxis)
         ax.set(xscale="log", xlabel="training tokens / V", ylabel="kernel fraction",
                title="along training")
+        _plain_log_ticks(ax.xaxis)
     return fig
+
+
+def _plain_log_ticks(axis) -> None:
+    """Label a log axis at 1, 2 and 5 x 10^k as plain numbers: readable over a narrow range,
+    where matplotlib's default labels every minor tick in scientific notation."""
+    plain = FuncFormatter(lambda x, _: f"{x:g}")
+    axis.set_major_locator(LogLocator(subs=(1.0,)))
+    axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+    axis.set_major_formatter(plain)
+    axis.set_minor_formatter(plain)
 
 
 def plot_bottleneck(sweep_dir: str | Path, out_file: str | Path) -> Path:

@@ -22,7 +22,7 @@ class Progress:
         self.label = label
         self.line_every = max(1, line_every)
         self._bar = None
-        self._last_line = start
+        self._last_line = None  # step of the last plain line (the first log always gets one)
         self._t0 = time.perf_counter()
         if quiet:
             return
@@ -48,7 +48,8 @@ class Progress:
         if self._bar is not None:
             self._bar.set_postfix_str(f"loss {shown}, {speed} tok/s", refresh=False)
             self.advance(step)
-        elif step - self._last_line >= self.line_every or step == self.total:
+        elif (self._last_line is None or step == self.total
+              or step // self.line_every > self._last_line // self.line_every):
             self._last_line = step
             self.message(f"step {step}/{self.total}  loss {shown}  {speed} tok/s")
 

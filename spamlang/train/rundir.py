@@ -61,7 +61,7 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
         raise UserError(f"cannot create run directory {out}: {e.strerror or e}") from None
     if not out.is_dir():
         raise UserError(f"run directory {out} is not a directory")
-    if write:
+    if write and not (out / RESULT).exists():  # a finished run may live on read-only storage
         _check_writable(out)
     new = config.to_json()
     path = out / CONFIG
