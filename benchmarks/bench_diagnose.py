@@ -9,6 +9,12 @@ Peak RSS is the process's ru_maxrss: it includes the model's parameters (257M fl
 ~1 GiB at this shape) and JAX's own footprint. Each stage's wall time comes from the
 driver's `seconds` entry (compilation included).
 
+Measured (2-core CPU shared with other jobs, load average ~7, so this process got ~0.6 core):
+    | smollm2-106m | V 131,072 | D 576 | 8,192 tokens | chunk 256 | rank tokens 1,024 |
+    diagnose 392 s (hidden 36, stats 142, rank curve 124, profile 46, efficiency 45),
+    peak RSS 3.18 GiB (2.17 GiB after building the model); kernel fraction 0.9978 at
+    initialisation, = sqrt(1 - D/V) = 0.9978.
+
     python benchmarks/bench_diagnose.py            # the full shape (minutes, several GiB)
     python benchmarks/bench_diagnose.py --quick    # a smoke run: `small` preset, V = 4,096
 """

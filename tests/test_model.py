@@ -288,3 +288,40 @@ def test_flops_per_token():
 
 def test_matmul_peak_flops_is_positive():
     assert matmul_peak_flops(n=128, reps=2) > 1e6
+
+
+# --- reference implementation --------------------------------------------------------------
+
+
+def test_matches_transformers_llama():
+    # Same weights in transformers' LlamaForCausalLM: checks the RoPE convention, GQA,
+    # RMSNorm and SwiGLU against the reference implementation of the paper's model family.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    model = make(rope_theta=500.0)
+    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=V, hidden_size=16, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0},
+        tie_word_embeddings=False, attn_implementation="eager")).eval()
+
+    def T(variable, transpose=False):  # ours are input x output, torch's output x input
+        x = torch.tensor(np.asarray(variable[...]))
+        return x.T.contiguous() if transpose else x
+
+    weights = {"model.embed_tokens.weight": T(model.embed), "lm_head.weight": T(model.head.w),
+               "model.norm.weight": T(model.final_norm.scale)}
+    for i, b in enumerate(model.blocks):
+        p = f"model.layers.{i}."
+        weights |= {p + "input_layernorm.weight": T(b.attn_norm.scale),
+                    p + "post_attention_layernorm.weight": T(b.mlp_norm.scale)}
+        for name, w in [("self_attn.q_proj", b.attn.wq), ("self_attn.k_proj", b.attn.wk),
+                        ("self_attn.v_proj", b.attn.wv), ("self_attn.o_proj", b.attn.wo),
+                        ("mlp.gate_proj", b.mlp.w_gate), ("mlp.up_proj", b.mlp.w_up),
+                        ("mlp.down_proj", b.mlp.w_down)]:
+            weights[p + name + ".weight"] = T(w, transpose=True)
+    hf.load_state_dict(weights, strict=True)
+    t = tokens(L=20)
+    with torch.no_grad():
+        reference = torch.log_softmax(hf(torch.tensor(np.asarray(t))).logits, -1).numpy()
+    np.testing.assert_allclose(forward(model, t), reference, atol=2e-5)

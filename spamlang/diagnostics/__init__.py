@@ -25,7 +25,9 @@ from spamlang.diagnostics.linalg import (
     projected_cosine,
     projected_cosine_jacobian,
     rank_curve,
+    row_terms,
     singular_values,
+    total,
 )
 from spamlang.diagnostics.logits import (
     coefficient_profile,
@@ -42,5 +44,6 @@ __all__ = [
     "cross_entropy_sum", "diag_metrics", "diagnose_model", "empirical_rank", "head_basis",
     "induced_direction", "jacobian_stats", "kernel_fraction", "kernel_fraction_jacobian",
     "logit_gradient", "project", "projected_cosine", "projected_cosine_jacobian",
-    "rank_curve", "singular_values", "update_efficiency", "update_efficiency_directions",
+    "rank_curve", "row_terms", "singular_values", "total", "update_efficiency",
+    "update_efficiency_directions",
 ]

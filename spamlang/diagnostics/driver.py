@@ -107,11 +107,11 @@ def _profile_fn(head, h, y, m):
 
 
 def _sum(fn, chunks, *extra):
-    total = None
+    acc = None
     for chunk in chunks:
         out = fn(*chunk, *extra)
-        total = out if total is None else jax.tree.map(jnp.add, total, out)
-    return total
+        acc = out if acc is None else jax.tree.map(jnp.add, acc, out)
+    return acc
 
 
 def _per_token_pass(fn, chunks, keep_rows: int):
@@ -179,6 +179,7 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256, rank_tokens: int
         h_NxD, y_N = h_NxD[:max_tokens], y_N[:max_tokens]
     T, V, D = h_NxD.shape[0], cfg.vocab_size, cfg.d_model
     heads = _Heads(model)
+    jax.block_until_ready(heads.aux)
     clock("head_basis")
 
     def chunks(n):
@@ -198,6 +199,7 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256, rank_tokens: int
     out["head_rank"] = int(heads.aux.rank) if heads.linear else min(D, V)
     out["d_over_v"] = out["head_rank"] / V
 
+    grads = jnp.asarray(grads)  # drop the host copy before the QR's own working copies
     R = gradient_r_factor(grads)
     del grads
     counts = sorted({int(round(x)) for x in np.geomspace(1, n_rank, rank_points)})

@@ -239,7 +239,13 @@ def gradient_r_factor(G_TxV: jax.Array) -> np.ndarray:
     the first n rows of G, and diag(R)[:n] is their unpivoted-QR diagonal: one QR serves every
     prefix of a rank curve. Memory: ~2 T V floats during the QR.
     """
-    return np.asarray(jnp.linalg.qr(jnp.asarray(G_TxV, jnp.float32).T, mode="r"), np.float64)
+    return np.asarray(_r_of_transpose(jnp.asarray(G_TxV, jnp.float32)), np.float64)
+
+
+@jax.jit
+def _r_of_transpose(G_TxV):
+    # One program, so the transpose feeds the QR's working copy instead of a third T x V array.
+    return jnp.linalg.qr(G_TxV.T, mode="r")
 
 
 def ranks_from_r(R_KxT: np.ndarray, vocab_size: int, token_counts, tol: float | None = None, *,
