@@ -8,9 +8,10 @@ rates. All heads are untied (a low-rank head is untied by construction). SpamLan
 batch 32, 500 steps (1,024,000 tokens), AdamW with warmup + cosine (TrainConfig defaults).
 
 6 heads x 3 LRs = 18 runs; the three LRs of each head are one vmapped program.
-Cost: tiny runs at V = 1,024 are a few seconds to ~20 s each on two CPU cores (the mos heads
-compute k full V-wide softmaxes, so they cost about k times the head); expect ~3-6 minutes for
-the whole sweep on a laptop CPU. No accelerator needed.
+Cost: from the cpu_demo measurements (a tiny-model run at V = 1,024 trains at ~24k tokens/s
+on two loaded CPU cores, i.e. ~45 s per run, ~20-30 s on quiet cores), the softmax and
+low-rank groups take about a minute each and the mos:k groups k times longer (k full V-wide
+softmaxes): about 10 minutes on two quiet CPU cores. No accelerator needed.
 
 Run: python sweeps/heads.py [--out DIR] [--plots]   (heatmap rows: one per head)
 """

@@ -8,7 +8,6 @@ import math
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 

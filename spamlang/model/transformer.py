@@ -27,7 +27,12 @@ class Transformer(nnx.Module):
     instead of x = x + attn(attn_norm(x)); x = x + mlp(mlp_norm(x)). The embedding enters
     only the first attention sublayer and the final norm and head see the last MLP's output.
     Gradients then reach layer 1 only through the product of every sublayer's Jacobian, the
-    vanishing-gradient setting that residual connections avoid (seeds/003).
+    setting that residual connections avoid (seeds/003). Because every sublayer input is
+    RMS-normalised, how that product misbehaves depends on the init scale (measured on
+    `tiny` with 8 layers): with init_std 0.02 the sublayer outputs fall below the norm's eps
+    and layer 1's gradient vanishes (~0 against 0.24 with residuals); from about 0.04 up the
+    norms' 1/rms amplification wins and layer 1's gradient is 3-90x larger than with
+    residuals, i.e. it explodes instead.
     """
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):

@@ -193,5 +193,6 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         best = [r["final_eval_loss"] for r in rows if isinstance(r.get("final_eval_loss"), float)
                 and math.isfinite(r["final_eval_loss"])]
         print(f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
-              + (f", best eval loss {min(best):.4f}" if best else "") + f"); table: {out / 'results.csv'}")
+              + (f", best eval loss {min(best):.4f}" if best else "")
+              + f"); table: {out / 'results.csv'}")
     return rows

@@ -249,9 +249,11 @@ class Sweep:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
-            raise UserError(f"sweep name must be a non-empty [A-Za-z0-9._-] string, got {self.name!r}")
+            raise UserError(f"sweep name must be a non-empty [A-Za-z0-9._-] string, "
+                            f"got {self.name!r}")
         if not dataclasses.is_dataclass(self.base) or isinstance(self.base, type):
-            raise UserError(f"sweep {self.name!r}: base must be a TrainConfig, got {type(self.base).__name__}")
+            raise UserError(f"sweep {self.name!r}: base must be a TrainConfig, "
+                            f"got {type(self.base).__name__}")
         axes = _check_axes(self.base, self.axes)
         object.__setattr__(self, "axes", axes)
         points, seen = [], {}

@@ -58,11 +58,6 @@ class GroupTrainer:
         self.member_flops_per_step = self.base.flops_per_step  # one member's FLOPs per step
         self.flops_per_step = self.base.flops_per_step * self.size  # the whole group's
 
-        self._step_jit = jax.jit(jax.vmap(self.base.step_fn, in_axes=(0, None)),
-                                 donate_argnums=0,
-                                 out_shardings=(self.replicated, self.replicated))
-        self._eval_jit = jax.jit(jax.vmap(self.base.eval_fn, in_axes=(0, None)),
-                                 out_shardings=self.replicated)
 
     # ----- state ---------------------------------------------------------------------------
     def init_state(self) -> State:
@@ -95,10 +90,10 @@ class GroupTrainer:
     # ----- step and evaluation -------------------------------------------------------------
     def step(self, state: State) -> tuple[State, dict]:
         """One step of every member; state donated; metrics are device arrays of shape [K]."""
-        return self._step_jit(state, self.base._rest)
+        return self.base.program.group_step_jit(state, self.base._rest)
 
     def evaluate(self, state: State) -> list[dict[str, float]]:
         """Each member's eval metrics (the keys of `Trainer.evaluate`), in member order."""
-        out = jax.device_get(self._eval_jit(state["params"], self.base._rest))
+        out = jax.device_get(self.base.program.group_eval_jit(state["params"], self.base._rest))
         return [with_floor({k: float(v[i]) for k, v in out.items()}, self.optimal_loss)
                 for i in range(self.size)]

@@ -26,6 +26,8 @@ that live on its devices; nothing else changes.
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from typing import Any
 
 import jax
@@ -100,51 +102,51 @@ def make_step_fn(config: TrainConfig, graphdef, lang, mesh, tx, schedule):
     return step_fn
 
 
-class Trainer:
-    """One run's model, optimizer, jitted step and evaluation, on a data-parallel mesh.
+# Fields that change neither the step nor the evaluation program: runs that differ only in
+# these share one compiled program (lr is state; seed only enters the initial state).
+_NOT_COMPILED = dict(lr=1e-3, seed=0, log_every=1, eval_every=0, checkpoint_every=0,
+                     keep_checkpoints=1, diag_every=0)
+_PROGRAMS: "OrderedDict[tuple, Program]" = OrderedDict()
+_MAX_PROGRAMS = 8
 
-    >>> trainer = Trainer(TrainConfig(vocab_size=64, tokens=64 * 32 * 100))
-    >>> state = trainer.init_state()
-    >>> state, metrics = trainer.step(state)    # device scalars; fetch them when logging
-    >>> trainer.evaluate(state)["eval_loss"]
-    """
 
-    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
-        self.config = config
-        self.mesh = default_mesh() if mesh is None else mesh
-        if "data" not in self.mesh.axis_names:
-            raise UserError(f"the mesh needs a 'data' axis, got axes {self.mesh.axis_names}")
-        n_dev = self.mesh.devices.size
-        if config.batch_size % n_dev:
-            raise UserError(f"batch_size ({config.batch_size}) must be divisible by the number "
-                            f"of devices ({n_dev})")
+class Program:
+    """Everything compiled for one config, shared by every run that differs only in lr, seed
+    and logging cadence (a sweep over LRs compiles once per process)."""
+
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh):
+        self.mesh = mesh
         self.lang = config.make_language()
         self.model_config = config.model_config()
         self.tx, self.schedule = optim.from_config(config)
-        self.replicated = NamedSharding(self.mesh, P())
+        self.replicated = NamedSharding(mesh, P())
 
         abstract = nnx.eval_shape(lambda: Transformer(self.model_config, rngs=nnx.Rngs(0)))
         self.graphdef = nnx.split(abstract, nnx.Param, ...)[0]
-        self._init_jit = jax.jit(self._init_fn, out_shardings=self.replicated)
+        self.init_jit = jax.jit(self.init_fn, out_shardings=self.replicated)
         # Non-parameter variables (none in the current model) are constants of the run.
-        self._rest = jax.jit(lambda: nnx.split(
+        self.rest = jax.jit(lambda: nnx.split(
             Transformer(self.model_config, rngs=nnx.Rngs(0)), nnx.Param, ...)[2],
             out_shardings=self.replicated)()
 
-        self.step_fn = make_step_fn(config, self.graphdef, self.lang, self.mesh, self.tx,
-                                    self.schedule)
-        self._step_jit = jax.jit(self.step_fn, donate_argnums=0,
-                                 out_shardings=(self.replicated, self.replicated))
-        eval_fn = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
-                               config.batch_size, config.loss_chunk or None, self.mesh)
-        self.eval_fn = lambda params, rest: eval_fn(nnx.merge(self.graphdef, params, rest))
-        self._eval_jit = jax.jit(self.eval_fn, out_shardings=self.replicated)
+        self.step_fn = make_step_fn(config, self.graphdef, self.lang, mesh, self.tx, self.schedule)
+        self.step_jit = jax.jit(self.step_fn, donate_argnums=0,
+                                out_shardings=(self.replicated, self.replicated))
+        eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
+                                  config.batch_size, config.loss_chunk or None, mesh)
+        self.eval_fn = lambda params, rest: eval_model(nnx.merge(self.graphdef, params, rest))
+        self.eval_jit = jax.jit(self.eval_fn, out_shardings=self.replicated)
+        # The vmapped versions for GroupTrainer (jit retraces per group size by itself).
+        self.group_step_jit = jax.jit(jax.vmap(self.step_fn, in_axes=(0, None)), donate_argnums=0,
+                                      out_shardings=(self.replicated, self.replicated))
+        self.group_eval_jit = jax.jit(jax.vmap(self.eval_fn, in_axes=(0, None)),
+                                      out_shardings=self.replicated)
         self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
         self.flops_per_step = _flops_per_token(self.model_config, config.seq_len) \
             * config.tokens_per_step
 
-    # ----- state ---------------------------------------------------------------------------
-    def _init_fn(self, key: jax.Array, lr: jax.Array) -> State:
+    def init_fn(self, key: jax.Array, lr: jax.Array) -> State:
+        """The step-0 state from a PRNG key (split into the init and data streams) and the peak LR."""
         param_key, data_key = jax.random.split(key)
         model = Transformer(self.model_config, rngs=nnx.Rngs(params=param_key))
         params = nnx.split(model, nnx.Param, ...)[1]
@@ -158,6 +160,45 @@ class Trainer:
             "diverged_step": jnp.full((), -1, jnp.int32),
         }
 
+
+def program(config: TrainConfig, mesh: jax.sharding.Mesh) -> Program:
+    """The (cached) compiled program of `config` on `mesh`."""
+    shared = config.replace(**_NOT_COMPILED)
+    key = (json.dumps(shared.to_json(), sort_keys=True), mesh)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = Program(shared, mesh)
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    _PROGRAMS.move_to_end(key)
+    return _PROGRAMS[key]
+
+
+class Trainer:
+    """One run's model, optimizer, jitted step and evaluation, on a data-parallel mesh.
+
+    >>> trainer = Trainer(TrainConfig(vocab_size=64, tokens=64 * 32 * 100))
+    >>> state = trainer.init_state()
+    >>> state, metrics = trainer.step(state)    # device scalars; fetch them when logging
+    >>> trainer.evaluate(state)["eval_loss"]
+    """
+
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
+        self.config = config
+        mesh = default_mesh() if mesh is None else mesh
+        if "data" not in mesh.axis_names:
+            raise UserError(f"the mesh needs a 'data' axis, got axes {mesh.axis_names}")
+        n_dev = mesh.devices.size
+        if config.batch_size % n_dev:
+            raise UserError(f"batch_size ({config.batch_size}) must be divisible by the number "
+                            f"of devices ({n_dev})")
+        self.program = program(config, mesh)
+        p = self.program
+        self.mesh, self.lang, self.model_config = p.mesh, p.lang, p.model_config
+        self.replicated, self.graphdef, self._rest = p.replicated, p.graphdef, p.rest
+        self.step_fn, self.eval_fn = p.step_fn, p.eval_fn
+        self.optimal_loss, self.flops_per_step = p.optimal_loss, p.flops_per_step
+
+    # ----- state ---------------------------------------------------------------------------
     def init_state(self, *, seed: int | None = None, lr: float | None = None) -> State:
         """The step-0 state (params replicated on the mesh) from config.seed and config.lr.
 
@@ -165,11 +206,11 @@ class Trainer:
         """
         seed = self.config.seed if seed is None else seed
         lr = self.config.lr if lr is None else lr
-        return self._init_jit(jax.random.PRNGKey(seed), jnp.float32(lr))
+        return self.program.init_jit(jax.random.PRNGKey(seed), jnp.float32(lr))
 
     def abstract_state(self) -> State:
         """The state's shapes, dtypes and shardings (jax.ShapeDtypeStruct), for orbax restore."""
-        shapes = jax.eval_shape(self._init_fn, jax.random.PRNGKey(0), jnp.float32(0))
+        shapes = jax.eval_shape(self.program.init_fn, jax.random.PRNGKey(0), jnp.float32(0))
         return jax.tree.map(
             lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.replicated), shapes)
 
@@ -180,12 +221,12 @@ class Trainer:
     # ----- step and evaluation -------------------------------------------------------------
     def step(self, state: State) -> tuple[State, dict]:
         """One optimizer step; `state` is donated (do not reuse it). Metrics stay on device."""
-        return self._step_jit(state, self._rest)
+        return self.program.step_jit(state, self._rest)
 
     def evaluate(self, state: State) -> dict[str, float]:
         """eval_loss, loss_above_floor, eval_accuracy, repetition_accuracy (host floats)."""
-        out = {k: float(v) for k, v in jax.device_get(self._eval_jit(state["params"], self._rest)).items()}
-        return with_floor(out, self.optimal_loss)
+        out = jax.device_get(self.program.eval_jit(state["params"], self._rest))
+        return with_floor({k: float(v) for k, v in out.items()}, self.optimal_loss)
 
 
 def with_floor(metrics: dict[str, float], optimal_loss: float) -> dict[str, float]:
