@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-FULL = dict(vocab=131_072, batch=16, seq=257, chunks=(512, 1024, 2048), generic_chunk=1024,
+FULL = dict(vocab=131_072, batch=16, seq=257, chunks=(256, 512, 1024), generic_chunk=256,
             big_vocab=1024, big_batch=4, big_seq=256, big_layers=None)
 QUICK = dict(vocab=8192, batch=4, seq=65, chunks=(64,), generic_chunk=64,
              big_vocab=1024, big_batch=2, big_seq=64, big_layers=2)

@@ -14,6 +14,10 @@ Chunked (`chunk_size=C`): the N = B (L - 1) hidden states are padded to a multip
 - the mos head (nonlinear) scans `jax.checkpoint`-ed chunks: each chunk's K x C x V
   component log-probs are recomputed in the backward pass instead of stored.
 Losses and log-probs are float32 whatever the compute dtype.
+
+Measured (benchmarks/bench_model.py: `small` preset, V = 131,072, 4,096 tokens, 2 shared CPU
+cores): the fused form with C = 256 took 0.43x the plain step's time at 0.14x its peak RSS;
+C = 256-512 is a good default on CPU (larger chunks only add memory).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from spamlang.errors import UserError
 
@@ -119,7 +124,9 @@ def fused_linear_cross_entropy(features_NxR, w_VxR, targets_N, mask_N, chunk: in
     """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits).
 
     Scans chunks of `chunk` rows; memory O(chunk x V). Differentiable in features and W (the
-    hit count is a constant). Matmuls run in `dtype` with float32 accumulation.
+    hit count is a constant) in reverse mode only (a custom VJP: no jvp / jacfwd). Under
+    differentiation the gradient is computed in the forward scan, so the backward pass
+    costs nothing. Matmuls run in `dtype` with float32 accumulation.
     """
     nll_sum, correct_sum, _, _ = _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype,
                                              with_grad=False)
@@ -140,8 +147,7 @@ def _fused_bwd(chunk, dtype, residuals, cotangents):
 
 
 def _zero_cotangent(x):
-    import numpy as np
-    return np.zeros(x.shape, jax.dtypes.float0)
+    return np.zeros(x.shape, jax.dtypes.float0)  # integer inputs take float0 cotangents
 
 
 fused_linear_cross_entropy.defvjp(_fused_fwd, _fused_bwd)
@@ -167,8 +173,8 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, *, with_gr
         is_target_CxV = jnp.arange(V)[None, :] == t_C[:, None]
         p_CxV = jnp.exp(logits_CxV - lse_C[:, None])
         dlogits_CxV = (jnp.where(is_target_CxV, p_CxV - 1.0, p_CxV) * m_C[:, None]).astype(dtype)
-        # dW is accumulated transposed (R x V): XLA:CPU runs f^T dlogits with a wide output
-        # about 1.7x faster than dlogits^T f with a narrow one (benchmarks/bench_model.py).
+        # dW is accumulated transposed (R x V): XLA:CPU runs f^T dlogits (wide output) about
+        # 1.7x faster than dlogits^T f (narrow output), measured at V = 32,768, R = 64.
         dw_RxV = dw_RxV + jnp.einsum("cr,cv->rv", f_c, dlogits_CxV,
                                      preferred_element_type=jnp.float32)
         df_CxR = jnp.einsum("cv,vr->cr", dlogits_CxV, w_c, preferred_element_type=jnp.float32)

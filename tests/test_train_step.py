@@ -195,3 +195,10 @@ def test_decay_mask_on_model_params(trainer):
     for name, decayed in flat.items():
         assert decayed == ("norm" not in name), name
     assert any("embed" in n and d for n, d in flat.items())
+
+
+def test_runs_differing_in_lr_and_seed_share_one_program(trainer):
+    other = Trainer(trainer.config.replace(lr=0.5, seed=3, log_every=7, eval_every=5))
+    assert other.program is trainer.program  # compiled once per process
+    assert float(other.init_state()["lr"]) == 0.5
+    assert Trainer(trainer.config.replace(batch_size=8)).program is not trainer.program

@@ -1,0 +1,84 @@
+"""Several learning rates in one program: a vmapped group against the same runs one by one.
+
+Issue 5's target: 4 learning rates of the `small` preset at V = 1,024 (seq 128, batch 32,
+AdamW) trained as one `GroupTrainer` reach at least 2.5x the throughput (total tokens/s over
+the 4 runs) of the same 4 runs stepped one after another with `Trainer`. Both sides use the
+same compiled single-run step (spamlang.train.step.program), so the comparison isolates the
+vmap. The two are timed in alternating rounds in one process; each keeps its best round.
+
+    python benchmarks/bench_group.py            # the measurement (a few minutes on 2 cores)
+    python benchmarks/bench_group.py --quick    # a smoke run: tiny preset, few steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+LRS = (3e-4, 1e-3, 3e-3, 1e-2)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: tiny preset, few steps")
+    parser.add_argument("--vocab", type=int, default=1024)
+    parser.add_argument("--steps", type=int, default=None, help="steps per timing round")
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    import jax
+
+    from spamlang.train.config import TrainConfig
+    from spamlang.train.group import GroupTrainer
+    from spamlang.train.step import Trainer
+
+    preset, seq, batch = ("tiny", 32, 16) if args.quick else ("small", 128, 32)
+    steps = args.steps or (3 if args.quick else 10)
+    rounds = args.rounds or (1 if args.quick else 3)
+    base = TrainConfig(preset=preset, vocab_size=args.vocab, seq_len=seq, batch_size=batch,
+                       tokens=seq * batch * 10**6)
+    configs = [base.replace(lr=lr) for lr in LRS]
+
+    group = GroupTrainer(configs)
+    trainers = [Trainer(c) for c in configs]
+    box = {"group": group.init_state(), "seq": [t.init_state() for t in trainers]}
+
+    def run_group(n: int) -> float:
+        state = box["group"]
+        start = time.perf_counter()
+        for _ in range(n):
+            state, metrics = group.step(state)
+        jax.block_until_ready((state, metrics))
+        box["group"] = state
+        return time.perf_counter() - start
+
+    def run_sequential(n: int) -> float:
+        states = box["seq"]
+        start = time.perf_counter()
+        for _ in range(n):
+            for i, trainer in enumerate(trainers):
+                states[i], metrics = trainer.step(states[i])
+        jax.block_until_ready((states, metrics))
+        box["seq"] = states
+        return time.perf_counter() - start
+
+    run_group(1), run_sequential(1)  # compile and warm up
+    best_group = best_seq = float("inf")
+    for _ in range(rounds):
+        best_group = min(best_group, run_group(steps))
+        best_seq = min(best_seq, run_sequential(steps))
+    tokens = len(LRS) * steps * seq * batch
+    g, s = tokens / best_group, tokens / best_seq
+    print(f"# {len(LRS)} LRs, preset {preset}, V {args.vocab}, seq {seq} x batch {batch}, "
+          f"{os.cpu_count()} CPU cores; best of {rounds} rounds of {steps} steps")
+    print(f"{'mode':>12} | {'tokens/s (all runs)':>19}")
+    print(f"{'sequential':>12} | {s:>19,.0f}")
+    print(f"{'vmapped':>12} | {g:>19,.0f}")
+    print(f"ratio vmapped / sequential: {g / s:.2f} (target >= 2.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
