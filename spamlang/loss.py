@@ -81,9 +81,17 @@ def _check_chunk_size(chunk_size) -> None:
 
 
 def _target_stats(logp_NxV: jax.Array, targets_N: jax.Array, mask_N: jax.Array):
-    """(sum of masked NLL, count of masked argmax hits) from log-probs or logits + lse."""
+    """(sum of masked NLL, count of masked argmax hits) from log-probs or logits + lse.
+
+    argmax is spelled as "the first index that attains the max": the same result (ties go to
+    the lowest id), but a plain min-reduce, which XLA:CPU runs ~4x faster than argmax's
+    variadic reduce (it was the most expensive single op of a V = 1,024 train step).
+    """
     target_logp = jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
-    hit = (jnp.argmax(logp_NxV, axis=-1) == targets_N).astype(jnp.float32)
+    V = logp_NxV.shape[-1]
+    is_max_NxV = logp_NxV == logp_NxV.max(axis=-1, keepdims=True)
+    first_max_N = jnp.min(jnp.where(is_max_NxV, jnp.arange(V, dtype=jnp.int32), V), axis=-1)
+    hit = (first_max_N == targets_N).astype(jnp.float32)
     return -(target_logp * mask_N).sum(), jax.lax.stop_gradient((hit * mask_N).sum())
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
 import sys
@@ -163,16 +162,6 @@ def test_cli_subprocess_missing_run(tmp_path):
     assert proc.stderr.strip() == f"spamlang sample: error: no such run directory: {tmp_path / 'nope'}"
 
 
-def _training_available() -> bool:
-    try:
-        train = importlib.import_module("spamlang.train")
-        return callable(train.run_training) and callable(train.load_run)
-    except (ImportError, AttributeError):
-        return False
-
-
-@pytest.mark.skipif(not _training_available(),
-                    reason="needs spamlang.train.run_training and load_run (helper H4, not landed)")
 def test_sample_end_to_end(tmp_path):
     from spamlang.sample import sample_run
     from spamlang.train import run_training

@@ -19,7 +19,7 @@ from flax import nnx
 
 from spamlang.diagnostics.heads import JacobianHead, LinearHead
 from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
-from spamlang.diagnostics.logits import (cross_entropy_sum, default_ranks, efficiency_sums,
+from spamlang.diagnostics.logits import (default_ranks, efficiency_sums,
                                          finish_profile, profile_sums)
 from spamlang.errors import UserError
 

@@ -21,7 +21,11 @@ from spamlang.model.layers import normal_param
 
 
 def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.Array:
-    """features W^T in the compute dtype, accumulated and returned in float32."""
+    """features W^T in the compute dtype, accumulated and returned in float32.
+
+    A plain einsum, so forward mode (jvp / jacfwd, used by spamlang.diagnostics) works; the
+    training loss's fused chunked path computes the head gradient in its own fast layout.
+    """
     return jnp.einsum("...r,vr->...v", features_NxR.astype(dtype), w_VxR.astype(dtype),
                       preferred_element_type=jnp.float32)
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from spamlang.model.config import ModelConfig
+from spamlang.model.ops import causal_gqa_attention, dense
 
 
 def normal_param(rngs: nnx.Rngs, shape: tuple[int, ...], config: ModelConfig) -> nnx.Param:
@@ -76,18 +77,20 @@ class Attention(nnx.Module):
     def _qkv(self, x_BxLxD: jax.Array, positions_L: jax.Array):
         B, L, _ = x_BxLxD.shape
         x = x_BxLxD.astype(self.dtype)
-        q = (x @ self.wq[...].astype(self.dtype)).reshape(B, L, self.n_heads, self.head_dim)
-        k = (x @ self.wk[...].astype(self.dtype)).reshape(B, L, self.n_kv_heads, self.head_dim)
-        v = (x @ self.wv[...].astype(self.dtype)).reshape(B, L, self.n_kv_heads, self.head_dim)
+        q = dense(x, self.wq[...].astype(self.dtype)).reshape(B, L, self.n_heads, self.head_dim)
+        k = dense(x, self.wk[...].astype(self.dtype)).reshape(B, L, self.n_kv_heads, self.head_dim)
+        v = dense(x, self.wv[...].astype(self.dtype)).reshape(B, L, self.n_kv_heads, self.head_dim)
         cos, sin = rope_tables(positions_L, self.head_dim, self.rope_theta)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
 
     def _out(self, o_BxLxNxH: jax.Array) -> jax.Array:
         B, L = o_BxLxNxH.shape[:2]
-        return o_BxLxNxH.reshape(B, L, -1) @ self.wo[...].astype(self.dtype)
+        return dense(o_BxLxNxH.reshape(B, L, -1), self.wo[...].astype(self.dtype))
 
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         q, k, v = self._qkv(x_BxLxD, jnp.arange(x_BxLxD.shape[1]))
+        if jax.default_backend() == "cpu":  # see spamlang.model.ops: 2.6x faster there
+            return self._out(causal_gqa_attention(q, k, v))
         return self._out(jax.nn.dot_product_attention(q, k, v, is_causal=True))
 
     def cached(self, x_BxTxD: jax.Array, kv: dict, pos: jax.Array):
@@ -119,9 +122,9 @@ class MLP(nnx.Module):
 
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         x = x_BxLxD.astype(self.dtype)
-        gate_BxLxF = x @ self.w_gate[...].astype(self.dtype)
-        up_BxLxF = x @ self.w_up[...].astype(self.dtype)
-        return (jax.nn.silu(gate_BxLxF) * up_BxLxF) @ self.w_down[...].astype(self.dtype)
+        gate_BxLxF = dense(x, self.w_gate[...].astype(self.dtype))
+        up_BxLxF = dense(x, self.w_up[...].astype(self.dtype))
+        return dense(jax.nn.silu(gate_BxLxF) * up_BxLxF, self.w_down[...].astype(self.dtype))
 
 
 class Block(nnx.Module):
