@@ -51,12 +51,12 @@ def spamlang_runner(vocab: int, tied: bool, loss_chunk: int):
     return run, trainer.flops_per_step / (SEQ * BATCH)
 
 
-def torch_runner(vocab: int, tied: bool):
+def torch_runner(vocab: int, tied: bool, threads: int | None = None):
     """The same step in PyTorch: LlamaForCausalLM (sdpa attention), AdamW, clip 1.0."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(threads or os.cpu_count())
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=256,
                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -113,6 +113,10 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: V=1024 tied, few steps")
     parser.add_argument("--vocab", type=int, nargs="*", default=None, help="vocab sizes to run")
     parser.add_argument("--rounds", type=int, default=None, help="alternating timing rounds")
+    parser.add_argument("--no-peer", action="store_true", help="skip the PyTorch columns")
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch threads (default: all cores; 1 is fairer on a shared machine, "
+                             "where OpenMP's busy-waiting threads collapse)")
     parser.add_argument("--loss-chunk", type=int, default=256,
                         help="spamlang loss_chunk (tokens per chunk of the fused loss; 0: plain). "
                              "256 measured fastest at every V here (chunk x V logits stay in cache)")
@@ -123,7 +127,7 @@ def main(argv=None) -> int:
     vocabs = args.vocab or ((1024,) if args.quick else VOCABS)
     ties = (True,) if args.quick else (False, True)
     rounds = args.rounds or (1 if args.quick else 3)
-    skip = have_torch()
+    skip = "PyTorch comparison skipped (--no-peer)" if args.no_peer else have_torch()
     peak = matmul_peak_flops()
     print(f"# train step, small preset, seq {SEQ} x batch {BATCH}, spamlang loss_chunk "
           f"{args.loss_chunk}; {os.cpu_count()} CPU cores; float32 matmul peak {peak / 1e9:.1f} GFLOP/s")
@@ -136,7 +140,7 @@ def main(argv=None) -> int:
             chunk = args.loss_chunk
             n = steps_for(vocab, args.quick)
             jax_run, flops_per_token = spamlang_runner(vocab, tied, chunk)
-            torch_run = None if skip else torch_runner(vocab, tied)
+            torch_run = None if skip else torch_runner(vocab, tied, args.torch_threads)
             best_jax = best_torch = float("inf")
             for _ in range(rounds):
                 best_jax = min(best_jax, jax_run(n))
