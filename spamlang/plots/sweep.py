@@ -256,7 +256,9 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
                 if f > 0:
                     ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if k == 0 else None)
             if floors and min(floors) <= 0:
-                ax.text(0.02, 0.03, "floor: 0 nats (off the log axis)", transform=ax.transAxes, fontsize=6)
+                # An empty legend entry rather than free text: the legend's placement then
+                # keeps the note clear of the curves.
+                ax.plot([], [], " ", label="floor: 0 nats (off the log axis)")
             ax.set_yscale("log")
             ax.xaxis.set_major_formatter(EngFormatter(sep=""))
             ax.tick_params(labelsize=7)
