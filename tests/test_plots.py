@@ -143,7 +143,9 @@ def test_curves_lines(sweep_dir):
     fig = curves_figure(sweep_dir)
     tied = fig.axes[0]
     labels = [line.get_label() for line in tied.get_lines()]
-    assert labels == ["V=64", "V=1K", "V=4K (running)"]
+    # A zero floor cannot be drawn on a log axis, so the legend says so in an empty entry.
+    assert labels == ["V=64", "V=1K", "V=4K (running)", "floor: 0 nats (off the log axis)"]
+    assert len(tied.get_lines()[3].get_xdata()) == 0
     assert tied.get_yscale() == "log" and tied.get_title() == "tied, lr 1e-3"
     # The zero loss of V=64's last step cannot sit on a log axis and is dropped.
     assert list(tied.get_lines()[0].get_ydata()) == [4.0, 1.0, 0.01]
