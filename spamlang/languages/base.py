@@ -109,6 +109,21 @@ class Language:
         return seq_len
 
 
+class Deterministic(Language):
+    """A language whose every predicted token is determined by its context (floor 0).
+
+    Subclasses define `is_most_likely`; the log-probability is then 0 where it holds and -inf
+    where the continuation is impossible.
+    """
+
+    def optimal_loss(self, seq_len):
+        self._check_seq_len(seq_len)
+        return 0.0
+
+    def bayes_logprob(self, tokens_BxL):
+        return where_logprob(self.is_most_likely(tokens_BxL), 0.0)
+
+
 def check_shape(batch_size: int, seq_len: int) -> tuple[int, int]:
     """Validate the static sample shape; both must be positive Python ints."""
     batch_size, seq_len = _as_int("batch_size", batch_size), _as_int("seq_len", seq_len)

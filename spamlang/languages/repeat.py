@@ -11,11 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from spamlang.errors import UserError
-from spamlang.languages.base import Language, as_tokens, check_shape, where_logprob
+from spamlang.languages.base import Deterministic, Language, as_tokens, check_shape, where_logprob
 
 
 @dataclasses.dataclass(frozen=True)
-class Spam(Language):
+class Spam(Deterministic):
     """The paper's SpamLang: one symbol drawn uniformly from the vocabulary, repeated.
 
     Every continuation is deterministic given the first token, so the optimal loss is 0.
@@ -37,13 +37,6 @@ class Spam(Language):
         batch_size, seq_len = check_shape(batch_size, seq_len)
         w_Bx1 = jax.random.randint(key, (batch_size, 1), 0, self.vocab_size, dtype=jnp.int32)
         return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
-
-    def optimal_loss(self, seq_len):
-        self._check_seq_len(seq_len)
-        return 0.0
-
-    def bayes_logprob(self, tokens_BxL):
-        return where_logprob(self.is_most_likely(tokens_BxL), 0.0)
 
     def is_most_likely(self, tokens_BxL):
         tokens_BxL = as_tokens(tokens_BxL)

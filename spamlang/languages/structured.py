@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from spamlang.errors import UserError
-from spamlang.languages.base import Language, as_tokens, check_shape, where_logprob
+from spamlang.languages.base import Deterministic, Language, as_tokens, check_shape, where_logprob
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +88,7 @@ def _walk(first_B, successor, length, steps_TxB=None):
 
 
 @dataclasses.dataclass(frozen=True)
-class Permutation(Language):
+class Permutation(Deterministic):
     """A fixed random permutation pi of the vocabulary, drawn from `seed` with
     `jax.random.permutation`; sequences are w, pi(w), pi(pi(w)), ... with w uniform. Every token
     has its own deterministic successor (a bigram task, unlike SpamLang's copy), so the optimal
@@ -119,13 +119,6 @@ class Permutation(Language):
         pi_V = self.table()
         first_B = jax.random.randint(key, (batch_size,), 0, self.vocab_size, dtype=jnp.int32)
         return _walk(first_B, lambda x_B, _: pi_V[x_B], seq_len - 1)
-
-    def optimal_loss(self, seq_len):
-        self._check_seq_len(seq_len)
-        return 0.0
-
-    def bayes_logprob(self, tokens_BxL):
-        return where_logprob(self.is_most_likely(tokens_BxL), 0.0)
 
     def is_most_likely(self, tokens_BxL):
         tokens_BxL = as_tokens(tokens_BxL)
