@@ -40,6 +40,24 @@ CHILD = textwrap.dedent("""
                   "param_devices": len(leaf.sharding.device_set),
                   "replicated": bool(leaf.sharding.is_fully_replicated),
                   "eval": trainer.evaluate(state)}
+    # Micro-batches (2 of 8 rows: 2 rows per device each) on 4 devices equal 1 device.
+    micro = config.replace(micro_batch=8)
+    for n in (1, 4):
+        mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
+                             devices=jax.devices()[:n])
+        trainer = Trainer(micro, mesh)
+        state = trainer.init_state()
+        losses = []
+        for _ in range(4):
+            state, m = trainer.step(state)
+            losses.append(float(m["loss"]))
+        out[f"micro{n}"] = losses
+    try:
+        Trainer(config.replace(micro_batch=2), jax.make_mesh((4,), ("data",),
+                axis_types=(AxisType.Auto,)))
+        out["micro_indivisible"] = "accepted"
+    except UserError as e:
+        out["micro_indivisible"] = str(e)
     try:
         Trainer(config.replace(batch_size=18), jax.make_mesh((4,), ("data",),
                 axis_types=(AxisType.Auto,)))
@@ -66,3 +84,7 @@ def test_four_devices_equal_one_device():
     for key, value in one["eval"].items():
         assert abs(four["eval"][key] - value) <= 1e-5 * max(1.0, abs(value)), key
     assert "divisible by the number of devices (4)" in out["indivisible"]
+    np.testing.assert_allclose(out["micro4"], out["micro1"], rtol=1e-5)
+    np.testing.assert_allclose(out["micro1"], one["loss"][:4], rtol=1e-5)
+    assert "micro_batch (2) must be divisible by the number of devices (4)" \
+        in out["micro_indivisible"]

@@ -13,7 +13,7 @@ from flax import nnx
 from spamlang.errors import UserError
 from spamlang.train import optim
 from spamlang.train.config import TrainConfig, parse_count
-from spamlang.train.step import Trainer
+from spamlang.train.step import Trainer, micro_batches
 
 TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
 
@@ -62,6 +62,8 @@ def test_parse_count_rejects(text):
     (dict(seq_len="64"), "seq_len must be an integer"),
     (dict(tie_embeddings=1), "tie_embeddings"),
     (dict(dtype="float16"), "dtype"),
+    (dict(batch_size=16, micro_batch=5), "micro_batch"),
+    (dict(micro_batch=-1), "micro_batch"),
 ])
 def test_config_rejects(changes, needle):
     with pytest.raises(UserError, match=needle):
@@ -202,3 +204,42 @@ def test_runs_differing_in_lr_and_seed_share_one_program(trainer):
     assert other.program is trainer.program  # compiled once per process
     assert float(other.init_state()["lr"]) == 0.5
     assert Trainer(trainer.config.replace(batch_size=8)).program is not trainer.program
+
+
+# ----- micro-batches --------------------------------------------------------------------------
+@pytest.mark.parametrize("seq_len, batch_size, micro_batch, expected", [
+    (128, 32, 0, 8),    # auto on CPU: 512 tokens = 4 rows per micro-batch
+    (64, 32, 0, 4),     # 8 rows
+    (1024, 4, 0, 4),    # one row already exceeds 512 tokens
+    (128, 6, 0, 2),     # 4 rows wanted; the largest divisor of 6 up to 4 is 3
+    (16, 16, 0, 1),     # the whole batch is under 512 tokens
+    (128, 32, 32, 1),   # explicit: the whole batch
+    (128, 32, 2, 16),
+])
+def test_micro_batches(seq_len, batch_size, micro_batch, expected):
+    config = TrainConfig(seq_len=seq_len, batch_size=batch_size, micro_batch=micro_batch,
+                         tokens=seq_len * batch_size)
+    mesh = jax.make_mesh((1,), ("data",))
+    assert micro_batches(config, mesh) == expected
+
+
+def test_micro_batched_step_equals_whole_batch(trainer):
+    """Scanning 4 micro-batches and averaging their gradients is the whole-batch step, up to
+    float rounding (compared on the losses, which carry the updated parameters forward: Adam
+    turns rounding in near-zero gradients into lr-sized parameter differences); the whole
+    batch (micro_batch = batch_size) keeps the unscanned program."""
+    keep = lambda state, metrics: (metrics, state["params"])  # noqa: E731
+    whole = Trainer(trainer.config.replace(micro_batch=16))
+    micro = Trainer(trainer.config.replace(micro_batch=4))
+    assert micro_batches(micro.config, micro.mesh) == 4
+    _, a = _run(whole, whole.init_state(), 5, keep)
+    _, b = _run(micro, micro.init_state(), 5, keep)
+    np.testing.assert_allclose([m["loss"] for m, _ in b], [m["loss"] for m, _ in a], rtol=1e-5)
+    np.testing.assert_allclose([m["accuracy"] for m, _ in b], [m["accuracy"] for m, _ in a],
+                               atol=1e-6)
+    np.testing.assert_allclose([m["grad_norm"] for m, _ in b], [m["grad_norm"] for m, _ in a],
+                               rtol=1e-4)
+    # The default config (16 x 16 tokens) is one micro-batch: the same program as micro_batch=16.
+    _, c = _run(trainer, trainer.init_state(), 5, keep)
+    for x, y in zip(jax.tree.leaves(c), jax.tree.leaves(a)):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()

@@ -6,6 +6,14 @@ nanoGPT style): AdamW with betas (0.9, 0.95), eps 1e-8, decoupled weight decay 0
 only, linear warmup over the first 5% of steps then cosine decay to 0.1 x the peak LR, and
 gradient clipping at global norm 1.0. Every one of them is a field and can be changed.
 
+Micro-batches (`micro_batch`): the step can split its batch into micro-batches scanned one
+after another, averaging their gradients; the update is the same up to float rounding. The
+default (0, auto) uses them on CPU only, about 512 tokens per device each: at the `small`
+shape a whole 4,096-token batch streams every [tokens, d_ff] activation through memory, and
+512-token micro-batches, whose activations stay in the 2 MiB L2 cache, measured 1.5x the
+throughput on the 2-core development machine. On accelerators auto keeps the whole batch,
+where bigger matmuls are faster.
+
 This module imports no JAX at top level (the CLI and the sweep code build configs cheaply); the
 language and model configs it validates against are plain Python too.
 """
@@ -77,6 +85,7 @@ class TrainConfig:
     language_params: dict = dataclasses.field(default_factory=dict)  # extra language params
     seq_len: int = 64  # L: SpamLang needs little context, and 64 keeps CPU runs fast
     batch_size: int = 32  # global batch (sequences per step), split over the devices
+    micro_batch: int = 0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
     tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
     # --- optimizer (AdamW; see the module docstring for why these defaults) ---
     lr: float = 1e-3  # peak learning rate; the sweeps' main axis, so it is a state array
@@ -107,7 +116,8 @@ class TrainConfig:
         for name in ("seq_len", "batch_size", "log_every", "eval_sequences", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise UserError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "checkpoint_every", "loss_chunk", "diag_every", "seed"):
+        for name in ("eval_every", "checkpoint_every", "loss_chunk", "diag_every", "seed",
+                     "micro_batch"):
             if getattr(self, name) < 0:
                 raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.seq_len < 2:
@@ -115,6 +125,9 @@ class TrainConfig:
         if self.tokens < self.batch_size * self.seq_len:
             raise UserError(f"tokens ({self.tokens}) must be at least one batch: "
                             f"batch_size * seq_len = {self.batch_size * self.seq_len}")
+        if self.micro_batch and self.batch_size % self.micro_batch:
+            raise UserError(f"micro_batch ({self.micro_batch}) must divide batch_size "
+                            f"({self.batch_size})")
         if self.schedule not in SCHEDULES:
             raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.dtype not in DTYPES:
