@@ -207,18 +207,18 @@ def test_runs_differing_in_lr_and_seed_share_one_program(trainer):
 
 
 # ----- micro-batches --------------------------------------------------------------------------
-@pytest.mark.parametrize("seq_len, batch_size, micro_batch, expected", [
-    (128, 32, 0, 8),    # auto on CPU: 512 tokens = 4 rows per micro-batch
-    (64, 32, 0, 4),     # 8 rows
-    (1024, 4, 0, 4),    # one row already exceeds 512 tokens
-    (128, 6, 0, 2),     # 4 rows wanted; the largest divisor of 6 up to 4 is 3
-    (16, 16, 0, 1),     # the whole batch is under 512 tokens
-    (128, 32, 32, 1),   # explicit: the whole batch
-    (128, 32, 2, 16),
+@pytest.mark.parametrize("preset, seq_len, batch_size, micro_batch, expected", [
+    ("small", 128, 32, 0, 8),    # auto on CPU: [tokens, 4 heads x 128] within 2^18 floats: 4 rows
+    ("small", 128, 6, 0, 2),     # 4 rows wanted; the largest divisor of 6 up to 4 is 3
+    ("tiny", 64, 32, 0, 1),      # the whole 2,048-token batch fits
+    ("tiny", 128, 32, 0, 4),     # [tokens, 2 heads x 128]: 8 rows
+    ("tiny", 1024, 4, 0, 4),     # one row is already over: one row per micro-batch
+    ("small", 128, 32, 32, 1),   # explicit: the whole batch
+    ("small", 128, 32, 2, 16),
 ])
-def test_micro_batches(seq_len, batch_size, micro_batch, expected):
-    config = TrainConfig(seq_len=seq_len, batch_size=batch_size, micro_batch=micro_batch,
-                         tokens=seq_len * batch_size)
+def test_micro_batches(preset, seq_len, batch_size, micro_batch, expected):
+    config = TrainConfig(preset=preset, seq_len=seq_len, batch_size=batch_size,
+                         micro_batch=micro_batch, tokens=seq_len * batch_size)
     mesh = jax.make_mesh((1,), ("data",))
     assert micro_batches(config, mesh) == expected
 

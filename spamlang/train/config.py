@@ -8,11 +8,11 @@ gradient clipping at global norm 1.0. Every one of them is a field and can be ch
 
 Micro-batches (`micro_batch`): the step can split its batch into micro-batches scanned one
 after another, averaging their gradients; the update is the same up to float rounding. The
-default (0, auto) uses them on CPU only, about 512 tokens per device each: at the `small`
-shape a whole 4,096-token batch streams every [tokens, d_ff] activation through memory, and
-512-token micro-batches, whose activations stay in the 2 MiB L2 cache, measured 1.5x the
-throughput on the 2-core development machine. On accelerators auto keeps the whole batch,
-where bigger matmuls are faster.
+default (0, auto) uses them on CPU only, sized so that a micro-batch's widest activation stays
+cache-sized (`spamlang.train.step.micro_batches`): at the `small` shape a whole 4,096-token
+batch streams every [tokens, d_ff] activation through memory, and 512-token micro-batches
+measured 1.4x the throughput on the 2-core development machine. On accelerators auto keeps
+the whole batch, where bigger matmuls are faster.
 
 This module imports no JAX at top level (the CLI and the sweep code build configs cheaply); the
 language and model configs it validates against are plain Python too.
