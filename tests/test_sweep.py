@@ -279,7 +279,7 @@ def killed_and_resumed(tmp_path_factory):
     script.write_text(GROUP_SCRIPT.format(base=repr(TINY.to_json()),
                                           axes=repr({"lr": [3e-3, 1e-2]})))
     out = root / "out"
-    proc = subprocess.Popen([sys.executable, str(script), "--out", str(out), "--quiet"],
+    proc = subprocess.Popen([sys.executable, str(script), "--out", str(out), "--quiet", "--vmap"],
                             stderr=subprocess.PIPE, text=True, cwd=root)
     ckpt = out / "lr1e-2" / "checkpoints" / "10" / "commit_success.txt"
     _wait_for(ckpt.is_file, proc, timeout_s=240)
@@ -305,7 +305,7 @@ def killed_and_resumed(tmp_path_factory):
     patch.setattr(train_run, "run_group", spy_group)
     patch.setattr(train_run, "run_training", spy_single)
     try:
-        assert cli_main(["sweep", str(script), "--out", str(out), "--quiet"]) == 0
+        assert cli_main(["sweep", str(script), "--out", str(out), "--quiet", "--vmap"]) == 0
     finally:
         patch.undo()
     return out, calls
@@ -332,13 +332,23 @@ def test_sigkilled_sweep_resumes_with_every_run_once(killed_and_resumed):
     assert (out / "results.csv").read_text() == before
 
 
-def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path):
+def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path, monkeypatch):
+    """On CPU the default (auto) trains a group's members one by one; each equals its member
+    of the vmapped group that --vmap trained."""
     out, _ = killed_and_resumed
-    rows = run_sweep(Sweep("seq", TINY, {"lr": [1e-2]}), tmp_path, quiet=True)
-    (sequential,) = rows
-    (grouped,) = [r for r in gather(out) if r["run_id"] == "lr1e-2"]
-    for key in ("final_train_loss", "final_eval_loss", "eval_accuracy", "repetition_accuracy"):
-        assert sequential[key] == pytest.approx(grouped[key], rel=1e-5, abs=1e-7), key
+    from spamlang.train import run as train_run
+
+    def no_group(*args, **kwargs):
+        raise AssertionError("auto must not vmap on CPU")
+
+    monkeypatch.setattr(train_run, "run_group", no_group)
+    rows = run_sweep(Sweep("seq", TINY, {"lr": [3e-3, 1e-2]}), tmp_path, quiet=True)
+    grouped = {r["run_id"]: r for r in gather(out)}
+    assert sorted(r["run_id"] for r in rows) == sorted(grouped) == ["lr1e-2", "lr3e-3"]
+    for sequential in rows:
+        for key in ("final_train_loss", "final_eval_loss", "eval_accuracy", "repetition_accuracy"):
+            assert sequential[key] == pytest.approx(grouped[sequential["run_id"]][key],
+                                                    rel=1e-5, abs=1e-7), key
 
 
 def test_plots_flag_writes_figures_for_a_finished_sweep(killed_and_resumed, tmp_path):

@@ -141,7 +141,7 @@ class _LossWatcher:
 
 
 def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1), *,
-              quiet: bool = False, group_size: int = 0) -> list[dict]:
+              quiet: bool = False, group_size: int = 0, vmap: bool | None = None) -> list[dict]:
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
 
     Points that differ only in lr and seed form a group, trained as one vmapped program by
@@ -149,6 +149,10 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     `run_training`. Shard i of n takes groups i, i+n, ... of the sorted group list (see
     `spec.shard_groups`), so hosts or array jobs split a sweep with no coordination.
     `group_size` caps the members of one vmapped program (0: no cap, 1: no vmapping).
+    `vmap` False trains a group's members one after another (same shards, same results up to
+    float rounding); None (auto) vmaps on accelerators only: on CPU a vmapped group measured
+    0.6-0.9x the throughput of its runs one by one (`benchmarks/bench_group.py`), since one
+    small run already keeps the cores busy.
     Returns the rows of results.csv (every finished run in `out_dir`, all shards).
     """
     shard = check_shard(shard)
@@ -166,25 +170,16 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     bar = tqdm(total=total, initial=done, unit="run", dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty(),
                desc=f"{sweep.name}" + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else ""))
+    if vmap is None:
+        import jax
+
+        vmap = jax.default_backend() != "cpu"
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
-            if not todo:
-                continue
-            ids = [run_id for run_id, _ in todo]
-            label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
-            with _LossWatcher(bar, label, [out / i for i in ids]):
-                if len(todo) == 1:
-                    results = [train_run.run_training(todo[0][1], out / ids[0], quiet=True)]
-                else:
-                    results = train_run.run_group([c for _, c in todo], [out / i for i in ids],
-                                                  quiet=True)
-            for run_id, result in zip(ids, results):
-                done += 1
-                if not quiet:
-                    bar.write(f"[{done}/{total}] " + summary_line(run_id, result))
-            bar.update(len(todo))
-            write_results(out)
+            for part in ([todo] if vmap else [[run] for run in todo]) if todo else []:
+                done = _run_part(part, out, bar, done, total, quiet, train_run)
+                write_results(out)
     finally:
         bar.close()
         rows = write_results(out)
@@ -196,3 +191,21 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
               + (f", best eval loss {min(best):.4f}" if best else "")
               + f"); table: {out / 'results.csv'}")
     return rows
+
+
+def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, train_run) -> int:
+    """Train `todo` (run id, config) pairs: one run, or a vmapped group; returns runs done."""
+    ids = [run_id for run_id, _ in todo]
+    label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
+    with _LossWatcher(bar, label, [out / i for i in ids]):
+        if len(todo) == 1:
+            results = [train_run.run_training(todo[0][1], out / ids[0], quiet=True)]
+        else:
+            results = train_run.run_group([c for _, c in todo], [out / i for i in ids],
+                                          quiet=True)
+    for run_id, result in zip(ids, results):
+        done += 1
+        if not quiet:
+            bar.write(f"[{done}/{total}] " + summary_line(run_id, result))
+    bar.update(len(todo))
+    return done
