@@ -50,6 +50,7 @@ def next_token_loss(model, tokens_BxL: jax.Array, *, chunk_size: int | None = No
     return loss_from_hidden(model, h_NxD, targets_N, chunk_size=chunk_size, fused=fused)
 
 
+@jax.named_scope("head_loss")
 def loss_from_hidden(model, h_NxD: jax.Array, targets_N: jax.Array, mask_N: jax.Array | None = None,
                      *, chunk_size: int | None = None, fused: bool = True):
     """Mean cross-entropy of `targets_N` under the model's head at hidden states `h_NxD`.

@@ -29,6 +29,7 @@ class RMSNorm(nnx.Module):
         self.eps = config.norm_eps
         self.scale = nnx.Param(jnp.ones((config.d_model,), config.param_dtype))
 
+    @jax.named_scope("norm")
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         x = x_BxLxD.astype(jnp.float32)
         x = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + self.eps)
@@ -90,6 +91,7 @@ class Attention(nnx.Module):
         B, L = o_BxLxNxH.shape[:2]
         return dense(o_BxLxNxH.reshape(B, L, -1), self.wo[...].astype(self.dtype))
 
+    @jax.named_scope("attention")
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         q, k, v = self._qkv(x_BxLxD, jnp.arange(x_BxLxD.shape[1]))
         if jax.default_backend() == "cpu":  # see spamlang.model.ops: 2.6x faster there
@@ -123,6 +125,7 @@ class MLP(nnx.Module):
         self.w_up = normal_param(rngs, (D, F), config)
         self.w_down = normal_param(rngs, (F, D), config)
 
+    @jax.named_scope("mlp")
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         x = x_BxLxD.astype(self.dtype)
         gate_BxLxF = dense(x, self.w_gate[...].astype(self.dtype))

@@ -119,16 +119,19 @@ def make_step_fn(config: TrainConfig, graphdef, lang, mesh, tx, schedule):
 
     def step_fn(state: State, rest) -> tuple[State, dict]:
         step = state["step"]
-        key = jax.random.fold_in(state["data_key"], step)
-        tokens_BxL = sample_rows(lang, key, sharded_rows(B, mesh, shard), L)
-        if shard:
-            tokens_BxL = jax.lax.with_sharding_constraint(tokens_BxL, batch_sharding)
+        with jax.named_scope("data"):
+            key = jax.random.fold_in(state["data_key"], step)
+            tokens_BxL = sample_rows(lang, key, sharded_rows(B, mesh, shard), L)
+            if shard:
+                tokens_BxL = jax.lax.with_sharding_constraint(tokens_BxL, batch_sharding)
 
         (loss, aux), grads = loss_and_grads(state["params"], rest, tokens_BxL)
-        grad_norm = optax.tree.norm(grads)
-        updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-        lr_t = state["lr"] * schedule(step)
-        params = jax.tree.map(lambda p, u: (p + lr_t * u).astype(p.dtype), state["params"], updates)
+        with jax.named_scope("optimizer"):
+            grad_norm = optax.tree.norm(grads)
+            updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+            lr_t = state["lr"] * schedule(step)
+            params = jax.tree.map(lambda p, u: (p + lr_t * u).astype(p.dtype), state["params"],
+                                  updates)
 
         bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
         frozen = state["diverged"] | bad
