@@ -2,8 +2,11 @@
 
 Runs that differ only in `lr` and `seed` share the model shape, data shape and schedule, so
 their states stack on a leading K axis and `jax.vmap` of the single-run step trains them
-together: every matmul is one batched launch instead of K small ones, which is what makes
-a small-model LR sweep fast on a CPU (and fills an accelerator). The step is the same pure
+together: every matmul is one batched launch instead of K small ones, which fills an
+accelerator that one small model leaves idle. On CPU it does not pay: one `small` run already
+keeps both cores of the development machine busy, and a vmapped group of 4 measured 0.87x the
+throughput of the same runs one by one (`benchmarks/bench_group.py`), so sweeps vmap only on
+accelerators by default (`run_sweep(vmap=...)`, `--vmap`). The step is the same pure
 function `make_step_fn` that `Trainer` jits, so each member computes what its sequential run
 computes (equal within float rounding of the batched matmuls), and each member freezes on its
 own when it diverges while the others keep training.
