@@ -7,9 +7,9 @@ same compiled single-run step (spamlang.train.step.program), so the comparison i
 vmap. The two are timed in alternating rounds in one process; each keeps its best round.
 
 On a CPU the vmap does not pay: one `small` run already keeps both cores busy (about 38% of
-the matmul peak), so a batched launch has nothing idle to fill, and the group measured 0.87x
-(small, V = 1,024) and 0.64x (the demo's tiny model at V = 4,096, `--preset tiny --seq-len 64
---vocab 4096`) of the sequential throughput. That is why sweeps vmap only on accelerators by
+the matmul peak), so a batched launch has nothing idle to fill, and the group measured
+0.87-0.98x (small, V = 1,024) and 0.61x (the demo's tiny model at V = 4,096, `--preset tiny
+--seq-len 64 --vocab 4096`) of the sequential throughput. That is why sweeps vmap only on accelerators by
 default (`--vmap` forces it). The 2.5x target is one for accelerators, where one small model
 leaves most of the chip idle.
 

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
     parser.add_argument("--vmap", action=argparse.BooleanOptionalAction, default=None,
                         help="train each group of runs differing only in lr/seed as one vmapped "
                              "program (default: on accelerators; off on CPU, where a vmapped "
-                             "group measured 0.6-0.9x the throughput of its runs one by one)")
+                             "group measured 0.6-1.0x the throughput of its runs one by one)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the points, their status and the token/FLOP budget; run nothing")

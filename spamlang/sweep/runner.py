@@ -151,7 +151,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     `group_size` caps the members of one vmapped program (0: no cap, 1: no vmapping).
     `vmap` False trains a group's members one after another (same shards, same results up to
     float rounding); None (auto) vmaps on accelerators only: on CPU a vmapped group measured
-    0.6-0.9x the throughput of its runs one by one (`benchmarks/bench_group.py`), since one
+    0.6-1.0x the throughput of its runs one by one (`benchmarks/bench_group.py`), since one
     small run already keeps the cores busy.
     Returns the rows of results.csv (every finished run in `out_dir`, all shards).
     """
