@@ -24,46 +24,39 @@ CHILD = textwrap.dedent("""
     assert jax.device_count() == 4, jax.devices()
     config = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * 12,
                          lr=1e-2, schedule="constant", warmup_frac=0.0, eval_sequences=24)
-    out = {}
-    for n in (1, 4):
+
+    def train(config, n, steps):
         mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
                              devices=jax.devices()[:n])
         trainer = Trainer(config, mesh)
         state = trainer.init_state()
         losses, norms = [], []
-        for _ in range(config.steps):
+        for _ in range(steps):
             state, m = trainer.step(state)
-            losses.append(m["loss"])
-            norms.append(m["grad_norm"])
+            losses.append(float(m["loss"]))
+            norms.append(float(m["grad_norm"]))
+        return trainer, state, losses, norms
+
+    out = {}
+    for n in (1, 4):
+        trainer, state, losses, norms = train(config, n, config.steps)
         leaf = jax.tree.leaves(state["params"])[0]
-        out[n] = {"loss": [float(x) for x in losses], "grad_norm": [float(x) for x in norms],
+        out[n] = {"loss": losses, "grad_norm": norms,
                   "param_devices": len(leaf.sharding.device_set),
                   "replicated": bool(leaf.sharding.is_fully_replicated),
                   "eval": trainer.evaluate(state)}
     # Micro-batches (2 of 8 rows: 2 rows per device each) on 4 devices equal 1 device.
-    micro = config.replace(micro_batch=8)
     for n in (1, 4):
-        mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
-                             devices=jax.devices()[:n])
-        trainer = Trainer(micro, mesh)
-        state = trainer.init_state()
-        losses = []
-        for _ in range(4):
-            state, m = trainer.step(state)
-            losses.append(float(m["loss"]))
-        out[f"micro{n}"] = losses
-    try:
-        Trainer(config.replace(micro_batch=2), jax.make_mesh((4,), ("data",),
-                axis_types=(AxisType.Auto,)))
-        out["micro_indivisible"] = "accepted"
-    except UserError as e:
-        out["micro_indivisible"] = str(e)
-    try:
-        Trainer(config.replace(batch_size=18), jax.make_mesh((4,), ("data",),
-                axis_types=(AxisType.Auto,)))
-        out["indivisible"] = "accepted"
-    except UserError as e:
-        out["indivisible"] = str(e)
+        out[f"micro{n}"] = train(config.replace(micro_batch=8), n, 4)[2]
+    def refusal(config):
+        try:
+            Trainer(config, jax.make_mesh((4,), ("data",), axis_types=(AxisType.Auto,)))
+            return "accepted"
+        except UserError as e:
+            return str(e)
+
+    out["micro_indivisible"] = refusal(config.replace(micro_batch=2))
+    out["indivisible"] = refusal(config.replace(batch_size=18))
     print("RESULT " + json.dumps(out))
 """)
 
