@@ -6,11 +6,11 @@ together: every matmul is one batched launch instead of K small ones, which fill
 accelerator that one small model leaves idle. On CPU it does not pay: one `small` run already
 keeps both cores of the development machine busy, and a vmapped group of 4 measured 0.9-1.0x
 (`small`, V = 1,024) and 0.6x (`tiny`, V = 4,096) the throughput of the same runs one by one
-(`benchmarks/bench_group.py`), so sweeps vmap only on
-accelerators by default (`run_sweep(vmap=...)`, `--vmap`). The step is the same pure
-function `make_step_fn` that `Trainer` jits, so each member computes what its sequential run
-computes (equal within float rounding of the batched matmuls), and each member freezes on its
-own when it diverges while the others keep training.
+(`benchmarks/bench_group.py`), so sweeps vmap only on accelerators by default
+(`run_sweep(vmap=...)`, `--vmap`). The step is the same pure function `make_step_fn` that
+`Trainer` jits, so each member computes what its sequential run computes (equal within float
+rounding of the batched matmuls), and each member freezes on its own when it diverges while
+the others keep training.
 """
 
 from __future__ import annotations
