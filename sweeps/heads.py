@@ -16,7 +16,7 @@ repetition accuracy at the best of the three LRs:
   lowrank:4  4.44 (0.12)     lowrank:2  5.69 (0.02)     mos:4  4.31 (0.20)
 A narrower head is worse, as a tighter bottleneck should be. Mixing softmaxes does not help
 either: MoS raises the rank of the log-probabilities, but its gradient still reaches the
-model through the same D-dimensional features, which is the paper's point that the failure
+model through the same D-dimensional features. That fits the paper's point that the failure
 is one of optimisation (the gradient), not of expressivity. No accelerator needed.
 
 Run: python sweeps/heads.py [--out DIR] [--plots]   (heatmap rows: one per head)
