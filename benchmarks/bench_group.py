@@ -9,9 +9,9 @@ vmap. The two are timed in alternating rounds in one process; each keeps its bes
 On a CPU the vmap does not pay: one `small` run already keeps both cores busy (about 38% of
 the matmul peak), so a batched launch has nothing idle to fill, and the group measured
 0.87-0.98x (small, V = 1,024) and 0.61x (the demo's tiny model at V = 4,096, `--preset tiny
---seq-len 64 --vocab 4096`) of the sequential throughput. That is why sweeps vmap only on accelerators by
-default (`--vmap` forces it). The 2.5x target is one for accelerators, where one small model
-leaves most of the chip idle.
+--seq-len 64 --vocab 4096`) of the sequential throughput. That is why sweeps vmap only on
+accelerators by default (`--vmap` forces it). The 2.5x target is one for accelerators, where
+one small model leaves most of the chip idle.
 
     python benchmarks/bench_group.py            # the measurement (a few minutes on 2 cores)
     python benchmarks/bench_group.py --quick    # a smoke run: tiny preset, few steps

@@ -15,7 +15,7 @@ is chance level), although the task is within the model's expressivity for every
 paper's section 3.2 argument).
 
 Measured (`time python sweeps/cpu_demo.py --no-plots` on the project's two-core CPU, the
-whole grid, runs one by one as sweeps do on CPU): 3 min 55 s wall, 1.4 GB peak RSS. Final eval
+whole grid, runs one by one as sweeps do on CPU): 3 min 51-55 s wall, 1.4 GB peak RSS. Final eval
 loss (floor 0) at lr 3e-3 / 1e-2 / 3e-2:
   V =    64  tied 0.005 / 0.000 / 0.000    untied 0.004 / 0.000 / 0.000
   V =   256  tied 0.388 / 0.001 / 0.000    untied 0.467 / 0.002 / 0.000
