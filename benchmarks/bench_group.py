@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 LRS = (3e-4, 1e-3, 3e-3, 1e-2)
 
@@ -37,8 +36,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args(argv)
 
-    import jax
-
+    from spamlang.perf import step_timer
     from spamlang.train.config import TrainConfig
     from spamlang.train.group import GroupTrainer
     from spamlang.train.step import Trainer
@@ -51,28 +49,8 @@ def main(argv=None) -> int:
                        tokens=seq * batch * 10**6)
     configs = [base.replace(lr=lr) for lr in LRS]
 
-    group = GroupTrainer(configs)
-    trainers = [Trainer(c) for c in configs]
-    box = {"group": group.init_state(), "seq": [t.init_state() for t in trainers]}
-
-    def run_group(n: int) -> float:
-        state = box["group"]
-        start = time.perf_counter()
-        for _ in range(n):
-            state, metrics = group.step(state)
-        jax.block_until_ready((state, metrics))
-        box["group"] = state
-        return time.perf_counter() - start
-
-    def run_sequential(n: int) -> float:
-        states = box["seq"]
-        start = time.perf_counter()
-        for _ in range(n):
-            for i, trainer in enumerate(trainers):
-                states[i], metrics = trainer.step(states[i])
-        jax.block_until_ready((states, metrics))
-        box["seq"] = states
-        return time.perf_counter() - start
+    run_group = step_timer(GroupTrainer(configs))
+    run_sequential = step_timer([Trainer(c) for c in configs])
 
     run_group(1), run_sequential(1)  # compile and warm up
     best_group = best_seq = float("inf")

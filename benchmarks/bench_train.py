@@ -27,8 +27,7 @@ SEQ, BATCH = 128, 32
 
 def spamlang_runner(vocab: int, tied: bool, loss_chunk: int):
     """A `run(n_steps) -> seconds` closure over a compiled spamlang Trainer."""
-    import jax
-
+    from spamlang.perf import step_timer
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import Trainer
 
@@ -36,17 +35,7 @@ def spamlang_runner(vocab: int, tied: bool, loss_chunk: int):
                          batch_size=BATCH, tokens=SEQ * BATCH * 10**6, lr=1e-3,
                          loss_chunk=loss_chunk)
     trainer = Trainer(config)
-    box = {"state": trainer.init_state()}
-
-    def run(n: int) -> float:
-        state = box["state"]
-        start = time.perf_counter()
-        for _ in range(n):
-            state, metrics = trainer.step(state)
-        jax.block_until_ready((state, metrics))
-        box["state"] = state
-        return time.perf_counter() - start
-
+    run = step_timer(trainer)
     run(2)  # compile and warm up
     return run, trainer.flops_per_step / (SEQ * BATCH)
 

@@ -1,4 +1,5 @@
-"""Model FLOPs per token and the machine's measured matmul peak, for MFU reporting.
+"""Model FLOPs per token and the machine's measured matmul peak, for MFU reporting, and
+`step_timer`, the step-timing loop the benchmarks share.
 
 MFU = flops_per_token(config, L) * tokens_per_second / matmul_peak_flops().
 """
@@ -58,3 +59,22 @@ def matmul_peak_flops(n: int = 2048, reps: int = 5) -> float:
         matmul(a, b).block_until_ready()
         best = min(best, time.perf_counter() - start)
     return 2.0 * n**3 / best
+
+
+def step_timer(trainers):
+    """A `run(n) -> seconds` closure that steps `trainers` (one Trainer or GroupTrainer, or a
+    list run one after another) n times from where the last call left them, for benchmarks."""
+    import jax
+
+    trainers = list(trainers) if isinstance(trainers, (list, tuple)) else [trainers]
+    states = [t.init_state() for t in trainers]
+
+    def run(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            for i, trainer in enumerate(trainers):
+                states[i], metrics = trainer.step(states[i])
+        jax.block_until_ready((states, metrics))
+        return time.perf_counter() - start
+
+    return run
