@@ -1,11 +1,13 @@
 """Model FLOPs per token and the machine's measured matmul peak, for MFU reporting, and
 `step_timer`, the step-timing loop the benchmarks share.
 
-MFU = flops_per_token(config, L) * tokens_per_second / matmul_peak_flops().
+MFU = flops_per_token(config, L) * tokens_per_second / peak_flops(dtype).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 
 from spamlang.model.config import ModelConfig
@@ -43,14 +45,14 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> float:
     return 6.0 * matmul_params(config) + 12.0 * config.n_layers * seq_len * config.d_model
 
 
-def matmul_peak_flops(n: int = 2048, reps: int = 5) -> float:
-    """Measured float32 FLOP/s of a jitted n x n matmul on the default device: best of `reps`."""
+def matmul_peak_flops(n: int = 2048, reps: int = 5, dtype: str = "float32") -> float:
+    """Measured FLOP/s of a jitted n x n matmul in `dtype` on the default device: best of `reps`."""
     import jax
     import jax.numpy as jnp
 
     ka, kb = jax.random.split(jax.random.key(0))
-    a = jax.random.normal(ka, (n, n), jnp.float32)
-    b = jax.random.normal(kb, (n, n), jnp.float32)
+    a = jax.random.normal(ka, (n, n), jnp.float32).astype(dtype)
+    b = jax.random.normal(kb, (n, n), jnp.float32).astype(dtype)
     matmul = jax.jit(lambda a, b: a @ b)
     matmul(a, b).block_until_ready()  # compile and warm up
     best = float("inf")
@@ -61,19 +63,62 @@ def matmul_peak_flops(n: int = 2048, reps: int = 5) -> float:
     return 2.0 * n**3 / best
 
 
-def step_timer(trainers):
-    """A `run(n) -> seconds` closure that steps `trainers` (one Trainer or GroupTrainer, or a
-    list run one after another) n times from where the last call left them, for benchmarks."""
+# Dense (no sparsity) datasheet peaks per chip, FLOP/s, by a substring of jax's device_kind.
+# A 2,048-wide matmul reaches only part of an accelerator's peak, so MFU there divides by
+# the datasheet, as MFU is usually reported. float32 on NVIDIA is the TF32 tensor-core rate,
+# which XLA uses for float32 matmuls at the default precision.
+KNOWN_PEAKS = {
+    "H200": {"bfloat16": 989e12, "float32": 494e12},
+    "H100": {"bfloat16": 989e12, "float32": 494e12},  # SXM; PCIe parts are ~25% lower
+    "A100": {"bfloat16": 312e12, "float32": 156e12},
+    "TPU v5p": {"bfloat16": 459e12},
+    "TPU v5 lite": {"bfloat16": 197e12},
+    "TPU v4": {"bfloat16": 275e12},
+}
+
+
+@functools.cache
+def peak_flops(dtype: str = "float32") -> float | None:
+    """The matmul FLOP/s that MFU divides by for `dtype`, on the default device.
+
+    In order: SPAMLANG_PEAK_FLOPS (float32) or SPAMLANG_PEAK_FLOPS_BF16 (bfloat16) if set;
+    the datasheet peak of a known accelerator (`KNOWN_PEAKS`); else measured once per
+    process and dtype (`matmul_peak_flops`), which is what a CPU gets. A bfloat16 run never
+    divides by the float32 peak: on CPUs without bfloat16 units the measured bfloat16 peak
+    is the lower one, on accelerators the higher one.
+    """
     import jax
 
-    trainers = list(trainers) if isinstance(trainers, (list, tuple)) else [trainers]
-    states = [t.init_state() for t in trainers]
+    from spamlang.errors import UserError
+
+    var = "SPAMLANG_PEAK_FLOPS" + ("_BF16" if dtype == "bfloat16" else "")
+    if os.environ.get(var):
+        try:
+            return float(os.environ[var])
+        except ValueError:
+            raise UserError(f"{var} must be a number, got {os.environ[var]!r}") from None
+    kind = jax.devices()[0].device_kind
+    for name, peaks in KNOWN_PEAKS.items():
+        if name.lower() in kind.lower() and dtype in peaks:
+            return peaks[dtype]
+    return float(matmul_peak_flops(dtype=dtype))
+
+
+def step_timer(programs):
+    """A `run(n) -> seconds` closure that steps `programs` (one `Program` stepping K members
+    from `init`, or a list of (program, K) pairs run one after another) n times from where
+    the last call left them, for benchmarks."""
+    import jax
+
+    pairs = programs if isinstance(programs, list) else [(programs, 1)]
+    runs = [(p, p.init(list(range(k)), [p.config.lr] * k)) for p, k in pairs]
+    states = [state for _, state in runs]
 
     def run(n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
-            for i, trainer in enumerate(trainers):
-                states[i], metrics = trainer.step(states[i])
+            for i, (p, _) in enumerate(runs):
+                states[i], metrics = p.step(states[i])
         jax.block_until_ready((states, metrics))
         return time.perf_counter() - start
 

@@ -19,7 +19,7 @@ CHILD = textwrap.dedent("""
     from jax.sharding import AxisType
     from spamlang.errors import UserError
     from spamlang.train.config import TrainConfig
-    from spamlang.train.step import Trainer
+    from spamlang.train.step import Program
 
     assert jax.device_count() == 4, jax.devices()
     config = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * 12,
@@ -28,29 +28,29 @@ CHILD = textwrap.dedent("""
     def train(config, n, steps):
         mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
                              devices=jax.devices()[:n])
-        trainer = Trainer(config, mesh)
-        state = trainer.init_state()
+        prog = Program(config, mesh)
+        state = prog.init([config.seed], [config.lr])
         losses, norms = [], []
         for _ in range(steps):
-            state, m = trainer.step(state)
-            losses.append(float(m["loss"]))
-            norms.append(float(m["grad_norm"]))
-        return trainer, state, losses, norms
+            state, m = prog.step(state)
+            losses.append(float(m["loss"][0]))
+            norms.append(float(m["grad_norm"][0]))
+        return prog, state, losses, norms
 
     out = {}
     for n in (1, 4):
-        trainer, state, losses, norms = train(config, n, config.steps)
+        prog, state, losses, norms = train(config, n, config.steps)
         leaf = jax.tree.leaves(state["params"])[0]
         out[n] = {"loss": losses, "grad_norm": norms,
                   "param_devices": len(leaf.sharding.device_set),
                   "replicated": bool(leaf.sharding.is_fully_replicated),
-                  "eval": trainer.evaluate(state)}
+                  "eval": prog.evaluate(state)[0]}
     # Micro-batches (2 of 8 rows: 2 rows per device each) on 4 devices equal 1 device.
     for n in (1, 4):
         out[f"micro{n}"] = train(config.replace(micro_batch=8), n, 4)[2]
     def refusal(config):
         try:
-            Trainer(config, jax.make_mesh((4,), ("data",), axis_types=(AxisType.Auto,)))
+            Program(config, jax.make_mesh((4,), ("data",), axis_types=(AxisType.Auto,)))
             return "accepted"
         except UserError as e:
             return str(e)

@@ -13,7 +13,7 @@ from flax import nnx
 from spamlang.errors import UserError
 from spamlang.train import optim
 from spamlang.train.config import TrainConfig, parse_count
-from spamlang.train.step import Trainer, micro_batches
+from spamlang.train.step import Program, micro_batches, program
 
 TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
 
@@ -64,6 +64,7 @@ def test_parse_count_rejects(text):
     (dict(dtype="float16"), "dtype"),
     (dict(batch_size=16, micro_batch=5), "micro_batch"),
     (dict(micro_batch=-1), "micro_batch"),
+    (dict(kernels="cuda"), "kernels"),
 ])
 def test_config_rejects(changes, needle):
     with pytest.raises(UserError, match=needle):
@@ -95,74 +96,83 @@ def test_schedule_shapes():
                                          final_ratio=0.1)(0)) == 1.0
 
 
-def test_unit_adamw_equals_optax_adamw():
-    """params + lr * unit update == optax.adamw (decay on matrices only), over a few steps."""
+def test_optimizer_is_adamw_times_the_schedule_with_a_settable_peak_lr():
+    """Our chain with its peak LR replaced == clipped optax.adamw(peak * schedule), decay on
+    matrices only, over a few steps."""
     params = {"w": jnp.arange(6.0).reshape(2, 3) / 7, "norm": {"scale": jnp.ones(3)}}
     mask = optim.decay_mask(params)
     assert mask == {"w": True, "norm": {"scale": False}}
-    kw = dict(b1=0.9, b2=0.95, eps=1e-8)
-    ours = optim.unit_adamw(weight_decay=0.1, grad_clip=1.0, **kw)
+    config = TrainConfig(**TINY, tokens=16 * 16 * 10, schedule="cosine", warmup_frac=0.2)
+    tx, schedule = optim.from_config(config)
+    peak = 3e-2
     ref = optax.chain(optax.clip_by_global_norm(1.0),
-                      optax.adamw(3e-2, weight_decay=0.1, mask=mask, **kw))
+                      optax.adamw(lambda t: peak * schedule(t), b1=0.9, b2=0.95, eps=1e-8,
+                                  weight_decay=0.1, mask=mask))
     p_ours, p_ref = params, params
-    s_ours, s_ref = ours.init(params), ref.init(params)
-    for i in range(3):
+    s_ours, s_ref = optim.with_peak_lr(tx.init(params), peak), ref.init(params)
+    assert float(optim.peak_lr(s_ours)) == pytest.approx(peak)
+    for i in range(4):
         grads = jax.tree.map(lambda p: jnp.sin(p * (i + 1)) * 5, p_ours)
-        u, s_ours = ours.update(grads, s_ours, p_ours)
-        p_ours = jax.tree.map(lambda p, u: p + 3e-2 * u, p_ours, u)
+        u, s_ours = tx.update(grads, s_ours, p_ours)
+        p_ours = optax.apply_updates(p_ours, u)
         u, s_ref = ref.update(grads, s_ref, p_ref)
         p_ref = optax.apply_updates(p_ref, u)
     for a, b in zip(jax.tree.leaves(p_ours), jax.tree.leaves(p_ref)):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert not np.allclose(p_ours["w"], params["w"])  # it moved
 
 
 # ----- the step -------------------------------------------------------------------------------
-# One Trainer for the whole file: compiling is most of a test's cost, and lr / seed are state.
+# One Program for the whole file: compiling is most of a test's cost, and lr / seed are state.
 @pytest.fixture(scope="module")
-def trainer():
-    return Trainer(TrainConfig(**TINY, tokens=16 * 16 * 300, lr=1e-2))
+def prog():
+    return Program(TrainConfig(**TINY, tokens=16 * 16 * 300, lr=1e-2))
 
 
-def _run(trainer, state, steps, keep=lambda state, metrics: metrics["loss"]):
+def _init(prog, seed=0, lr=None):
+    return prog.init([seed], [prog.config.lr if lr is None else lr])
+
+
+def _run(prog, state, steps, keep=lambda state, metrics: metrics["loss"][0]):
     out = []
     for _ in range(steps):
-        state, metrics = trainer.step(state)
+        state, metrics = prog.step(state)
         out.append(jax.device_get(keep(state, metrics)))
     return state, out
 
 
-def test_tiny_spam_run_learns(trainer):
+def test_tiny_spam_run_learns(prog):
     """SpamLang at V=64: 300 steps of 16 x 16 tokens get far below log V."""
-    state, losses = _run(trainer, trainer.init_state(), trainer.config.steps)
+    state, losses = _run(prog, _init(prog), prog.config.steps)
     losses = np.array(losses)
     assert losses[0] > 0.8 * math.log(64)  # starts near uniform
     assert losses[-10:].mean() < 0.05 * math.log(64)  # well below log V
-    assert int(state["step"]) == trainer.config.steps and not bool(state["diverged"])
-    metrics = trainer.evaluate(state)
+    assert int(state["step"][0]) == prog.config.steps and not bool(state["diverged"][0])
+    [metrics] = prog.evaluate(state)
     assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy"}
     assert metrics["eval_loss"] < 0.05 * math.log(64)
     assert metrics["loss_above_floor"] == pytest.approx(metrics["eval_loss"])  # spam's floor is 0
     assert metrics["eval_accuracy"] > 0.95 and metrics["repetition_accuracy"] > 0.95
     # The untrained model repeats nothing: the metric tells the two apart.
-    fresh = trainer.evaluate(trainer.init_state())
+    [fresh] = prog.evaluate(_init(prog))
     assert fresh["repetition_accuracy"] < 0.5 and fresh["eval_loss"] > 0.8 * math.log(64)
 
 
-def test_same_seed_is_bitwise_deterministic(trainer):
+def test_same_seed_is_bitwise_deterministic(prog):
     keep = lambda state, metrics: (metrics, state["params"])  # noqa: E731
-    _, a = _run(trainer, trainer.init_state(), 6, keep)
-    _, b = _run(trainer, trainer.init_state(), 6, keep)
+    _, a = _run(prog, _init(prog), 6, keep)
+    _, b = _run(prog, _init(prog), 6, keep)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
-    _, c = _run(trainer, trainer.init_state(seed=1), 1)
-    assert c[0] != a[0][0]["loss"]
+    _, c = _run(prog, _init(prog, seed=1), 1)
+    assert c[0] != a[0][0]["loss"][0]
 
 
-def test_divergence_freezes_state(trainer):
-    keep = lambda state, metrics: (state["params"], state["diverged"], state["diverged_step"])  # noqa
-    state, snapshots = _run(trainer, trainer.init_state(lr=1e4), 12, keep)
-    assert bool(state["diverged"])
-    at = int(state["diverged_step"])
+def test_divergence_freezes_state(prog):
+    keep = lambda state, metrics: (state["params"], state["diverged"][0], state["diverged_step"][0])  # noqa
+    state, snapshots = _run(prog, _init(prog, lr=1e4), 12, keep)
+    assert bool(state["diverged"][0])
+    at = int(state["diverged_step"][0])
     assert 0 < at < 10
     assert not snapshots[at - 1][1] and snapshots[at][1]
     # From the diverged step on, the parameters never change.
@@ -171,26 +181,31 @@ def test_divergence_freezes_state(trainer):
         assert int(step_seen) == at
         for x, y in zip(jax.tree.leaves(params), frozen):
             np.testing.assert_array_equal(x, y)
-    assert int(state["step"]) == 12  # the step counter (data position) keeps going
+    assert int(state["step"][0]) == 12  # the step counter (data position) keeps going
 
 
-def test_mesh_needs_data_axis(trainer):
+def test_mesh_needs_data_axis(prog):
     mesh = jax.make_mesh((1,), ("batch",))
     with pytest.raises(UserError, match="'data' axis"):
-        Trainer(trainer.config, mesh)
+        Program(prog.config, mesh)
 
 
-def test_abstract_state_matches_init(trainer):
-    abstract, state = trainer.abstract_state(), trainer.init_state()
+def test_abstract_state_matches_init(prog):
+    state = prog.init([0, 1, 2], [1e-3] * 3)
+    abstract = prog.abstract_state(3)
     assert jax.tree.structure(abstract) == jax.tree.structure(state)
     for a, s in zip(jax.tree.leaves(abstract), jax.tree.leaves(state)):
         assert a.shape == s.shape and a.dtype == s.dtype and a.sharding == s.sharding
-    assert isinstance(trainer.model(state), nnx.Module)
-    assert trainer.flops_per_step > 0
+        assert s.shape[0] == 3  # every leaf carries the member axis
+    single = prog.abstract_state()
+    assert all(a.shape == s.shape[1:] for a, s in zip(jax.tree.leaves(single),
+                                                       jax.tree.leaves(state)))
+    assert isinstance(prog.model(state, 2), nnx.Module)
+    assert prog.flops_per_step > 0
 
 
-def test_decay_mask_on_model_params(trainer):
-    params = trainer.init_state()["params"]
+def test_decay_mask_on_model_params(prog):
+    params = prog.member(_init(prog), 0)["params"]
     flat = {"/".join(str(getattr(k, "key", k)) for k in path): m
             for path, m in jax.tree_util.tree_leaves_with_path(optim.decay_mask(params))}
     assert flat, "no parameters"
@@ -199,47 +214,60 @@ def test_decay_mask_on_model_params(trainer):
     assert any("embed" in n and d for n, d in flat.items())
 
 
-def test_runs_differing_in_lr_and_seed_share_one_program(trainer):
-    other = Trainer(trainer.config.replace(lr=0.5, seed=3, log_every=7, eval_every=5))
-    assert other.program is trainer.program  # compiled once per process
-    assert float(other.init_state()["lr"]) == 0.5
-    assert Trainer(trainer.config.replace(batch_size=8)).program is not trainer.program
+def test_runs_differing_in_lr_and_seed_share_one_program(prog):
+    config = prog.config
+    assert program(config.replace(lr=0.5, seed=3, log_every=7, eval_every=5)) is program(config)
+    assert program(config.replace(batch_size=8)) is not program(config)
+    state = program(config).init([3, 4], [0.5, 0.25])
+    assert np.asarray(optim.peak_lr(state["opt_state"])).tolist() == [0.5, 0.25]
+
+
+def test_kernels_resolve_once_from_the_mesh(prog):
+    """auto is cpu on a CPU mesh; xla keeps the plain path and no automatic micro-batches."""
+    assert prog.kernels == "cpu" and prog.model_config.kernels == "cpu"
+    plain = Program(prog.config.replace(kernels="xla", preset="small", seq_len=128, batch_size=32,
+                                        tokens=32 * 128))
+    assert plain.model_config.kernels == "xla" and plain.n_micro == 1
+    assert "optimization_barrier" not in plain.lower_step(1).as_text()
+    tuned = Program(plain.config.replace(kernels="cpu"))
+    assert tuned.n_micro == 8 and "optimization_barrier" in tuned.lower_step(1).as_text()
 
 
 # ----- micro-batches --------------------------------------------------------------------------
-@pytest.mark.parametrize("preset, seq_len, batch_size, micro_batch, expected", [
-    ("small", 128, 32, 0, 8),    # auto on CPU: [tokens, 4 heads x 128] within 2^18 floats: 4 rows
-    ("small", 128, 6, 0, 2),     # 4 rows wanted; the largest divisor of 6 up to 4 is 3
-    ("tiny", 64, 32, 0, 1),      # the whole 2,048-token batch fits
-    ("tiny", 128, 32, 0, 4),     # [tokens, 2 heads x 128]: 8 rows
-    ("tiny", 1024, 4, 0, 4),     # one row is already over: one row per micro-batch
-    ("small", 128, 32, 32, 1),   # explicit: the whole batch
-    ("small", 128, 32, 2, 16),
+@pytest.mark.parametrize("preset, seq_len, batch_size, micro_batch, kernels, expected", [
+    ("small", 128, 32, 0, "cpu", 8),    # auto: [tokens, 4 heads x 128] within 2^18 floats: 4 rows
+    ("small", 128, 6, 0, "cpu", 2),     # 4 rows wanted; the largest divisor of 6 up to 4 is 3
+    ("tiny", 64, 32, 0, "cpu", 1),      # the whole 2,048-token batch fits
+    ("tiny", 128, 32, 0, "cpu", 4),     # [tokens, 2 heads x 128]: 8 rows
+    ("tiny", 1024, 4, 0, "cpu", 4),     # one row is already over: one row per micro-batch
+    ("small", 128, 32, 0, "xla", 1),    # auto never splits on the plain path
+    ("small", 128, 32, 32, "cpu", 1),   # explicit: the whole batch
+    ("small", 128, 32, 2, "xla", 16),   # explicit holds on every backend
 ])
-def test_micro_batches(preset, seq_len, batch_size, micro_batch, expected):
+def test_micro_batches(preset, seq_len, batch_size, micro_batch, kernels, expected):
     config = TrainConfig(preset=preset, seq_len=seq_len, batch_size=batch_size,
                          micro_batch=micro_batch, tokens=seq_len * batch_size)
     mesh = jax.make_mesh((1,), ("data",))
-    assert micro_batches(config, mesh) == expected
+    assert micro_batches(config, mesh, kernels) == expected
 
 
-def test_micro_batched_step_equals_whole_batch(trainer):
+def test_micro_batched_step_equals_whole_batch(prog):
     """Scanning 4 micro-batches and averaging their gradients is the whole-batch step, up to
     float rounding (compared on the losses, which carry the updated parameters forward: Adam
     turns rounding in near-zero gradients into lr-sized parameter differences); the whole
     batch (micro_batch = batch_size) keeps the unscanned program."""
     keep = lambda state, metrics: (metrics, state["params"])  # noqa: E731
-    whole = Trainer(trainer.config.replace(micro_batch=16))
-    micro = Trainer(trainer.config.replace(micro_batch=4))
-    assert micro_batches(micro.config, micro.mesh) == 4
-    _, a = _run(whole, whole.init_state(), 5, keep)
-    _, b = _run(micro, micro.init_state(), 5, keep)
+    whole = Program(prog.config.replace(micro_batch=16))
+    micro = Program(prog.config.replace(micro_batch=4))
+    assert micro.n_micro == 4
+    _, a = _run(whole, _init(whole), 5, keep)
+    _, b = _run(micro, _init(micro), 5, keep)
     np.testing.assert_allclose([m["loss"] for m, _ in b], [m["loss"] for m, _ in a], rtol=1e-5)
     np.testing.assert_allclose([m["accuracy"] for m, _ in b], [m["accuracy"] for m, _ in a],
                                atol=1e-6)
     np.testing.assert_allclose([m["grad_norm"] for m, _ in b], [m["grad_norm"] for m, _ in a],
                                rtol=1e-4)
     # The default config (16 x 16 tokens) is one micro-batch: the same program as micro_batch=16.
-    _, c = _run(trainer, trainer.init_state(), 5, keep)
+    _, c = _run(prog, _init(prog), 5, keep)
     for x, y in zip(jax.tree.leaves(c), jax.tree.leaves(a)):
         assert np.asarray(x).tobytes() == np.asarray(y).tobytes()

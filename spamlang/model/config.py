@@ -14,9 +14,12 @@ from spamlang.errors import UserError
 
 _DTYPES = ("float32", "bfloat16")
 _HEAD_KINDS = ("softmax", "lowrank", "mos")
+# Implementations of the model's matmuls, attention and argmax (spamlang.model.kernels, which
+# re-exports this tuple; it lives here so that the config needs no JAX import).
+KERNELS = ("xla", "cpu")
 
-# Architecture presets. vocab_size, tie_embeddings, head and residual are run parameters,
-# not part of a preset; vocab_size has no default and must be passed to `preset`.
+# Architecture presets. vocab_size, tie_embeddings, head, residual and kernels are run
+# parameters, not part of a preset; vocab_size has no default and must be passed to `preset`.
 PRESETS: dict[str, dict[str, Any]] = {
     # The smallest thing that is still a Transformer: unit tests and CLI smoke runs.
     "tiny": dict(d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64,
@@ -72,6 +75,8 @@ class ModelConfig:
     residual: bool = True  # False: each sublayer's output replaces the stream (see Transformer)
     dtype: str = "float32"  # compute dtype of the matmuls; norms, softmax and loss stay float32
     param_dtype: str = "float32"  # storage dtype of the parameters
+    kernels: str = "xla"  # "xla": the plain, backend-neutral path; "cpu": layouts tuned for
+    #   XLA:CPU (spamlang.model.kernels). Same results either way; "auto" is resolved by the caller
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff",
@@ -100,6 +105,8 @@ class ModelConfig:
         for name in ("dtype", "param_dtype"):
             if getattr(self, name) not in _DTYPES:
                 raise UserError(f"{name} must be one of {', '.join(_DTYPES)}, got {getattr(self, name)!r}")
+        if self.kernels not in KERNELS:
+            raise UserError(f"kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
         kind, _ = parse_head(self.head)
         if kind == "lowrank" and self.tie_embeddings:
             raise UserError("head 'lowrank:R' is untied by construction (W = A B); "

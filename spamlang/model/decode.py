@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from spamlang.errors import UserError
+from spamlang.model import kernels
 
 
 def generate(model, prompt_BxP: jax.Array, length: int, *, key: jax.Array | None = None,
@@ -50,7 +51,7 @@ def _generate(graphdef, state, prompt_BxP, key, length, temperature):
 
     def choose(logp_BxV, step_key):
         if temperature == 0:
-            return jnp.argmax(logp_BxV, axis=-1).astype(jnp.int32)
+            return kernels.first_argmax(logp_BxV, model.config.kernels)
         return jax.random.categorical(step_key, logp_BxV / temperature, axis=-1).astype(jnp.int32)
 
     def body(i, carry):

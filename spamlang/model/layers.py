@@ -4,6 +4,10 @@ Weights are stored in param_dtype as input x output matrices (x_BxLxD @ w_DxF) a
 the compute dtype at each matmul. Every matrix is initialised N(0, init_std^2), the
 Llama/SmolLM2 convention (`initializer_range`), with no depth-scaled output projections;
 RMSNorm scales start at 1.
+
+Projections and causal attention go through `spamlang.model.kernels`, whose implementation
+`config.kernels` picks ("xla": plain `x @ w` and `jax.nn.dot_product_attention`; "cpu": the
+same results in layouts tuned for XLA:CPU, reverse mode only).
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from spamlang.model import kernels
 from spamlang.model.config import ModelConfig
-from spamlang.model.ops import causal_gqa_attention, dense
 
 
 def normal_param(rngs: nnx.Rngs, shape: tuple[int, ...], config: ModelConfig) -> nnx.Param:
@@ -60,12 +64,10 @@ def apply_rope(x_BxLxNxH: jax.Array, cos_LxH: jax.Array, sin_LxH: jax.Array) -> 
 class Attention(nnx.Module):
     """Causal grouped-query attention.
 
-    K and V keep n_kv_heads heads and are never copied per query head. On GPUs/TPUs the
-    training forward goes through `jax.nn.dot_product_attention` (which can dispatch to the
-    fused cuDNN kernel); on CPU through `spamlang.model.ops.causal_gqa_attention`, the same
-    result in a matmul-friendly layout (2.6x faster there). Cached decoding always uses
-    dot_product_attention with an explicit mask. Projections use `ops.dense` (fast weight
-    gradients on CPU; reverse mode only).
+    K and V keep n_kv_heads heads and are never copied per query head. The full-sequence
+    forward goes through `kernels.attention` (with "xla", `jax.nn.dot_product_attention`,
+    which can dispatch to the fused cuDNN kernel). Cached decoding always uses
+    dot_product_attention with an explicit mask: its queries start at `pos`, not 0.
     """
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
@@ -73,6 +75,7 @@ class Attention(nnx.Module):
         self.n_heads, self.n_kv_heads, self.head_dim = N, K, H
         self.rope_theta = config.rope_theta
         self.dtype = config.dtype
+        self.kernels = config.kernels
         self.wq = normal_param(rngs, (D, N * H), config)
         self.wk = normal_param(rngs, (D, K * H), config)
         self.wv = normal_param(rngs, (D, K * H), config)
@@ -81,22 +84,23 @@ class Attention(nnx.Module):
     def _qkv(self, x_BxLxD: jax.Array, positions_L: jax.Array):
         B, L, _ = x_BxLxD.shape
         x = x_BxLxD.astype(self.dtype)
-        q = dense(x, self.wq[...].astype(self.dtype)).reshape(B, L, self.n_heads, self.head_dim)
-        k = dense(x, self.wk[...].astype(self.dtype)).reshape(B, L, self.n_kv_heads, self.head_dim)
-        v = dense(x, self.wv[...].astype(self.dtype)).reshape(B, L, self.n_kv_heads, self.head_dim)
+        q = self._dense(x, self.wq).reshape(B, L, self.n_heads, self.head_dim)
+        k = self._dense(x, self.wk).reshape(B, L, self.n_kv_heads, self.head_dim)
+        v = self._dense(x, self.wv).reshape(B, L, self.n_kv_heads, self.head_dim)
         cos, sin = rope_tables(positions_L, self.head_dim, self.rope_theta)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
 
+    def _dense(self, x: jax.Array, w: nnx.Param) -> jax.Array:
+        return kernels.dense(x, w[...].astype(self.dtype), self.kernels)
+
     def _out(self, o_BxLxNxH: jax.Array) -> jax.Array:
         B, L = o_BxLxNxH.shape[:2]
-        return dense(o_BxLxNxH.reshape(B, L, -1), self.wo[...].astype(self.dtype))
+        return self._dense(o_BxLxNxH.reshape(B, L, -1), self.wo)
 
     @jax.named_scope("attention")
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         q, k, v = self._qkv(x_BxLxD, jnp.arange(x_BxLxD.shape[1]))
-        if jax.default_backend() == "cpu":  # see spamlang.model.ops: 2.6x faster there
-            return self._out(causal_gqa_attention(q, k, v))
-        return self._out(jax.nn.dot_product_attention(q, k, v, is_causal=True))
+        return self._out(kernels.attention(q, k, v, self.kernels))
 
     def cached(self, x_BxTxD: jax.Array, kv: dict, pos: jax.Array):
         """Attend T new tokens at positions pos..pos+T-1 to the cache, after writing them in.
@@ -121,6 +125,7 @@ class MLP(nnx.Module):
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         D, F = config.d_model, config.d_ff
         self.dtype = config.dtype
+        self.kernels = config.kernels
         self.w_gate = normal_param(rngs, (D, F), config)
         self.w_up = normal_param(rngs, (D, F), config)
         self.w_down = normal_param(rngs, (F, D), config)
@@ -128,9 +133,12 @@ class MLP(nnx.Module):
     @jax.named_scope("mlp")
     def __call__(self, x_BxLxD: jax.Array) -> jax.Array:
         x = x_BxLxD.astype(self.dtype)
-        gate_BxLxF = dense(x, self.w_gate[...].astype(self.dtype))
-        up_BxLxF = dense(x, self.w_up[...].astype(self.dtype))
-        return dense(jax.nn.silu(gate_BxLxF) * up_BxLxF, self.w_down[...].astype(self.dtype))
+        gate_BxLxF = self._dense(x, self.w_gate)
+        up_BxLxF = self._dense(x, self.w_up)
+        return self._dense(jax.nn.silu(gate_BxLxF) * up_BxLxF, self.w_down)
+
+    def _dense(self, x: jax.Array, w: nnx.Param) -> jax.Array:
+        return kernels.dense(x, w[...].astype(self.dtype), self.kernels)
 
 
 class Block(nnx.Module):

@@ -1,4 +1,4 @@
-"""Training: config, the jitted step, evaluation, vmapped LR groups, and the run loop.
+"""Training: config, the state with a member axis and its one step, evaluation, the run loop.
 
     from spamlang.train import TrainConfig, run_training
     result = run_training(TrainConfig(vocab_size=64, tokens="200K"), "runs/v64")
@@ -14,8 +14,8 @@ import importlib
 _EXPORTS = {
     "TrainConfig": "spamlang.train.config",
     "parse_count": "spamlang.train.config",
-    "Trainer": "spamlang.train.step",
-    "GroupTrainer": "spamlang.train.group",
+    "Program": "spamlang.train.step",
+    "program": "spamlang.train.step",
     "run_training": "spamlang.train.run",
     "run_group": "spamlang.train.run",
     "load_run": "spamlang.train.run",

@@ -6,13 +6,17 @@ nanoGPT style): AdamW with betas (0.9, 0.95), eps 1e-8, decoupled weight decay 0
 only, linear warmup over the first 5% of steps then cosine decay to 0.1 x the peak LR, and
 gradient clipping at global norm 1.0. Every one of them is a field and can be changed.
 
+Kernels (`kernels`): "xla" runs the model's plain path (`x @ w`, `jax.nn.dot_product_attention`,
+`jnp.argmax`), which XLA fuses and dispatches best on GPUs and TPUs; "cpu" swaps in layouts
+tuned for XLA:CPU (`spamlang.model.kernels`) and automatic micro-batches; "auto" (default)
+picks "cpu" exactly when the mesh's devices are CPUs, in one place (`spamlang.train.step`).
+
 Micro-batches (`micro_batch`): the step can split its batch into micro-batches scanned one
 after another, averaging their gradients; the update is the same up to float rounding. The
-default (0, auto) uses them on CPU only, sized so that a micro-batch's widest activation stays
-cache-sized (`spamlang.train.step.micro_batches`): at the `small` shape a whole 4,096-token
-batch streams every [tokens, d_ff] activation through memory, and 512-token micro-batches
-measured 1.4x the throughput on the 2-core development machine. On accelerators auto keeps
-the whole batch, where bigger matmuls are faster.
+default (0, auto) uses them with the cpu kernels only, sized so that a micro-batch's widest
+activation stays cache-sized (`spamlang.train.step.micro_batches`): at the `small` shape a
+whole 4,096-token batch streams every [tokens, d_ff] activation through memory, and
+512-token micro-batches measured 1.4x the throughput on the 2-core development machine.
 
 This module imports no JAX at top level (the CLI and the sweep code build configs cheaply); the
 language and model configs it validates against are plain Python too.
@@ -29,6 +33,7 @@ from typing import Any
 from spamlang.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd")
+KERNELS = ("auto", "xla", "cpu")
 DTYPES = ("float32", "bfloat16")
 
 # Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
@@ -110,6 +115,7 @@ class TrainConfig:
     loss_chunk: int = 256  # tokens per chunk of the fused loss (fastest measured at every V); 0: plain
     diverge_loss: float = 100.0  # a loss above this (or non-finite) stops the run as diverged
     diag_every: int = 0  # steps between gradient-bottleneck diagnostics; 0: never
+    kernels: str = "auto"  # auto | xla | cpu: cpu-tuned layouts on CPU meshes, plain XLA elsewhere
 
     def __post_init__(self):
         _check_types(self)
@@ -130,6 +136,8 @@ class TrainConfig:
                             f"({self.batch_size})")
         if self.schedule not in SCHEDULES:
             raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.kernels not in KERNELS:
+            raise UserError(f"kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
         if self.dtype not in DTYPES:
             raise UserError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         for name in ("lr", "eps", "diverge_loss"):

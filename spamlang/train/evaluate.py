@@ -55,8 +55,12 @@ def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_si
     prompt_len = min(lang.prompt_len, seq_len)
     n_full, remainder = divmod(n_sequences, batch_size)
 
-    def batch_stats(model, tokens_BxL):
-        loss, aux = next_token_loss(model, tokens_BxL, chunk_size=chunk_size)
+    shard = n_dev > 1 and batch_size % n_dev == 0
+
+    def batch_stats(model, tokens_BxL, split: bool):
+        # split: the rows are spread over "data", so the loss runs on each device's own rows.
+        loss, aux = next_token_loss(model, tokens_BxL, chunk_size=chunk_size,
+                                    mesh=mesh if split else None)
         decoded_BxL = generate(model, tokens_BxL[:, :prompt_len], seq_len)
         # Column j of is_most_likely judges token j+1; only decoded tokens (>= prompt_len) count.
         ok_BxLm1 = lang.is_most_likely(decoded_BxL)[:, prompt_len - 1:]
@@ -66,17 +70,16 @@ def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_si
     def eval_fn(model):
         total = jnp.zeros(3, jnp.float32)
         if n_full:
-            shard = n_dev > 1 and batch_size % n_dev == 0
-
             def one_batch(b):
                 rows = b * batch_size + sharded_rows(batch_size, mesh, shard)
-                return batch_stats(model, sample_rows(lang, key, rows, seq_len))
+                return batch_stats(model, sample_rows(lang, key, rows, seq_len), shard)
 
             stats = jax.lax.map(one_batch, jnp.arange(n_full, dtype=jnp.uint32))
             total = total + stats.sum(axis=0) * batch_size
         if remainder:
             rows = jnp.arange(n_full * batch_size, n_sequences, dtype=jnp.uint32)
-            total = total + batch_stats(model, sample_rows(lang, key, rows, seq_len)) * remainder
+            tokens_RxL = sample_rows(lang, key, rows, seq_len)
+            total = total + batch_stats(model, tokens_RxL, False) * remainder
         mean = total / n_sequences
         return {"eval_loss": mean[0], "eval_accuracy": mean[1], "repetition_accuracy": mean[2]}
 

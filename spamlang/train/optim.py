@@ -1,13 +1,11 @@
-"""The optimizer: AdamW as an optax chain that yields unit-LR updates, and the LR schedules.
+"""The optimizer: `optax.adamw` with the peak LR injected into its state, times a relative schedule.
 
-The peak learning rate is not baked into the optimizer: the chain returns the update for a
-peak LR of 1, and the step multiplies it by `lr * schedule(step)`, where `lr` is a float32
-array in the train state. A vmapped group of runs (spamlang.train.group) can then hold K
-different peak LRs while sharing one optimizer definition, and a member computes exactly what
-its sequential run computes.
-
-The chain equals `optax.adamw` with the same schedule (decoupled weight decay scaled by the
-LR, as in PyTorch's AdamW): p <- p - lr_t * (adam(g_clipped) + wd * p), wd on matrices only.
+`optax.inject_hyperparams` keeps the peak learning rate as an array in the optimizer state
+instead of a Python constant, so the members of a vmapped group hold K different peak LRs
+under one optimizer definition, and a member computes what its own run computes. The
+schedule's shape (warmup, then cosine or WSD decay) is shared by every member and applied
+after AdamW by `optax.scale_by_schedule`, as a multiplier in [0, 1]:
+p <- p - peak_lr * schedule(t) * (adam(clip(g)) + wd * p), decay on matrices only.
 """
 
 from __future__ import annotations
@@ -15,6 +13,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import optax
+
+# Everything but the learning rate stays a Python constant of the program.
+_STATIC = ("b1", "b2", "eps", "eps_root", "weight_decay", "mask")
 
 
 def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_frac: float,
@@ -35,11 +36,10 @@ def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_fr
         after = optax.cosine_decay_schedule(1.0, decay_steps=rest, alpha=final_ratio)
     elif schedule == "wsd":
         decay = min(int(round(decay_frac * steps)), rest)
-        stable = rest - decay
         after = optax.join_schedules(
             [optax.constant_schedule(1.0),
              optax.linear_schedule(1.0, final_ratio, transition_steps=max(decay, 1))],
-            boundaries=[stable])
+            boundaries=[rest - decay])
     else:
         raise ValueError(f"unknown schedule {schedule!r}")
     if warmup == 0:
@@ -51,8 +51,8 @@ def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_fr
 def decay_mask(params):
     """True for leaves that get weight decay: matrices (ndim >= 2), never norm scales.
 
-    Evaluated on the (possibly traced) per-run parameters, so inside a vmapped group the
-    leading member axis does not turn a norm vector into a "matrix".
+    Evaluated on the per-member parameters inside the vmapped step, so the member axis
+    never turns a norm vector into a "matrix".
     """
     def is_matrix(path, leaf):
         names = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path).lower()
@@ -61,26 +61,22 @@ def decay_mask(params):
     return jax.tree_util.tree_map_with_path(is_matrix, params)
 
 
-def unit_adamw(*, b1: float, b2: float, eps: float, weight_decay: float,
-               grad_clip: float) -> optax.GradientTransformation:
-    """Clipped AdamW producing the descent direction for a learning rate of 1.
-
-    The caller applies `params + lr_t * updates` (updates are already negated).
-    """
-    parts = []
-    if grad_clip > 0:
-        parts.append(optax.clip_by_global_norm(grad_clip))
-    parts.append(optax.scale_by_adam(b1=b1, b2=b2, eps=eps))
-    if weight_decay > 0:
-        parts.append(optax.add_decayed_weights(weight_decay, mask=decay_mask))
-    parts.append(optax.scale(-1.0))
-    return optax.chain(*parts)
-
-
 def from_config(config) -> tuple[optax.GradientTransformation, optax.Schedule]:
-    """(unit-LR AdamW chain, relative schedule) of a `TrainConfig`."""
-    tx = unit_adamw(b1=config.b1, b2=config.b2, eps=config.eps,
-                    weight_decay=config.weight_decay, grad_clip=config.grad_clip)
+    """(clipped AdamW with an injected peak LR and the relative schedule, that schedule)."""
     schedule = relative_schedule(config.schedule, config.steps, warmup_frac=config.warmup_frac,
                                  decay_frac=config.decay_frac, final_ratio=config.final_lr_ratio)
-    return tx, schedule
+    adamw = optax.inject_hyperparams(optax.adamw, static_args=_STATIC)(
+        learning_rate=config.lr, b1=config.b1, b2=config.b2, eps=config.eps,
+        weight_decay=config.weight_decay, mask=decay_mask)
+    parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []
+    return optax.chain(*parts, adamw, optax.scale_by_schedule(schedule)), schedule
+
+
+def peak_lr(opt_state) -> jax.Array:
+    """The peak learning rate held in an optimizer state of `from_config`."""
+    return optax.tree_utils.tree_get(opt_state, "learning_rate")
+
+
+def with_peak_lr(opt_state, lr):
+    """`opt_state` with its peak learning rate replaced (a member's own LR)."""
+    return optax.tree_utils.tree_set(opt_state, learning_rate=jnp.asarray(lr, jnp.float32))

@@ -1,7 +1,7 @@
 """The run loop: train one run (or a vmapped group of runs) into run directories, resumably.
 
-`run_training(config, out_dir)` and `run_group(configs, out_dirs)` share one loop over K
-members (K = 1 uses `Trainer`, K > 1 `GroupTrainer`). Each member's directory follows the
+`run_training(config, out_dir)` and `run_group(configs, out_dirs)` are the same loop over K
+members (`spamlang.train.loop`; a single run is K = 1). Each member's directory follows the
 run-directory contract (see `spamlang.train.rundir`): config.json first, metrics.jsonl
 appended as the run goes, checkpoints/ every `checkpoint_every` steps and at the end,
 result.json last. A directory with result.json is returned as is; one without resumes from
@@ -11,8 +11,9 @@ checkpoint also holds the train metrics of the steps not yet logged.
 
 Metrics reach the host only every `log_every` steps; a logged train row holds the means of
 loss, accuracy and gradient norm over the steps since the previous row, the LR of its step,
-and the interval's tokens/s and MFU (tokens/s x FLOPs per token / measured matmul peak; in a
-group each member is credited with its own tokens, so members' rates sum to the group's).
+and the interval's tokens/s and MFU (tokens/s x FLOPs per token / the matmul peak of the
+run's dtype, `spamlang.perf.peak_flops`; in a group each member is credited with its own
+tokens, so members' rates sum to the group's).
 `step` in metrics.jsonl and `diverged_step` in result.json count optimizer steps done: the
 row for step n describes the n-th batch.
 
@@ -42,31 +43,14 @@ import contextlib
 import functools
 import signal
 import threading
-import warnings
 from pathlib import Path
 
 from spamlang.errors import UserError
 from spamlang.train import rundir
-from spamlang.train.checkpoint import RunCheckpoints, restore_latest
+from spamlang.train.checkpoint import RunCheckpoints
+from spamlang.train.loop import Interrupted
 
-
-class Interrupted(KeyboardInterrupt):
-    """The run stopped early on request (SIGINT / SIGTERM / `stop_after_step`), checkpointed.
-
-    A KeyboardInterrupt, so that a broad `except Exception` in a sweep does not swallow it.
-    `exit_status` is what a CLI should return (130 for SIGINT, 143 for SIGTERM).
-    """
-
-    def __init__(self, step: int, signum: int | None = None):
-        self.step = step
-        self.signum = signum
-        what = signal.Signals(signum).name if signum else "stop requested"
-        super().__init__(f"{what}: stopped at step {step} with a checkpoint saved; "
-                         f"rerun the same command to resume")
-
-    @property
-    def exit_status(self) -> int:
-        return 128 + int(self.signum or signal.SIGINT)
+__all__ = ["Interrupted", "load_run", "matmul_peak", "run_group", "run_training"]
 
 
 def run_training(config, out_dir, *, quiet: bool = False,
@@ -84,17 +68,16 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
               stop_after_step: int | None = None) -> list[dict]:
     """Train configs that differ only in lr and seed together (vmapped), one run dir each.
 
-    Finished members are skipped; the rest resume from their newest common checkpoint. Each
-    member's files are those of its own `run_training`; its numbers equal a sequential run's
-    up to float rounding of the batched matmuls. Returns the results in member order.
+    Finished members are skipped; the rest resume from their own newest checkpoints (the
+    ones behind catch up on their own first, see `spamlang.train.loop`). Each member's files
+    are those of its own `run_training`; its numbers equal a sequential run's up to float
+    rounding of the batched matmuls. Returns the results in member order.
     """
     configs, out_dirs = list(configs), [Path(d) for d in out_dirs]
     if len(configs) != len(out_dirs):
         raise UserError(f"run_group: {len(configs)} configs but {len(out_dirs)} out dirs")
     if len({d.resolve() for d in out_dirs}) != len(out_dirs):
         raise UserError("run_group: out dirs must be distinct")
-    from spamlang.train.group import check_groupable
-
     check_groupable(configs)
     return _run(configs, out_dirs, quiet=quiet, stop_after_step=stop_after_step)
 
@@ -102,7 +85,7 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
 def load_run(run_dir):
     """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint."""
     from spamlang.train.config import TrainConfig
-    from spamlang.train.step import Trainer
+    from spamlang.train.step import program
 
     run_dir = Path(run_dir)
     path = run_dir / rundir.CONFIG
@@ -116,15 +99,33 @@ def load_run(run_dir):
         raise UserError(f"cannot read {path}: {str(e).splitlines()[0] if str(e) else e}") from None
     if not (run_dir / rundir.CHECKPOINTS).is_dir():
         raise UserError(f"{run_dir} has no checkpoints yet")
-    trainer = Trainer(config)
+    prog = program(config)
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
     try:
-        restored = restore_latest([ckpt], [trainer.abstract_state()])
+        restored = ckpt.restore_latest(prog.abstract_state())
     finally:
         ckpt.close()
     if restored is None:
         raise UserError(f"{run_dir} has no checkpoints yet")
-    return config, trainer.model(restored[1][0])
+    return config, prog.model(prog.stack([restored[1]]))
+
+
+_MAY_DIFFER = ("lr", "seed")
+
+
+def check_groupable(configs) -> None:
+    """UserError unless `configs` is non-empty and differs only in lr and seed."""
+    import dataclasses
+
+    if not configs:
+        raise UserError("a run group needs at least one config")
+    first = configs[0]
+    for i, other in enumerate(configs[1:], start=1):
+        for f in dataclasses.fields(first):
+            if f.name not in _MAY_DIFFER and getattr(first, f.name) != getattr(other, f.name):
+                raise UserError(
+                    f"configs in a run group may differ only in lr and seed; config {i} differs "
+                    f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})")
 
 
 # ----- internals ------------------------------------------------------------------------------
@@ -139,8 +140,9 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
     if todo:
         from spamlang.train.loop import Loop
 
-        loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo],
-                    quiet=quiet, writer=writer, stop_after_step=stop_after_step)
+        loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo], quiet=quiet,
+                    writer=writer, stop_after_step=stop_after_step,
+                    peak=functools.partial(matmul_peak, configs[0].dtype))
         with _stop_signals() as received:
             done = loop.run(received)
         for i, result in zip(todo, done):
@@ -175,32 +177,8 @@ def _stop_signals():
             signal.signal(s, h)
 
 
-@functools.cache
-def matmul_peak() -> float | None:
-    """The float32 matmul FLOP/s that MFU divides by: SPAMLANG_PEAK_FLOPS if set (e.g. a
-    datasheet number, or to skip the few-second measurement), else measured once per process."""
-    import os
+def matmul_peak(dtype: str = "float32") -> float | None:
+    """The matmul FLOP/s that MFU divides by, for `dtype` (see `spamlang.perf.peak_flops`)."""
+    from spamlang.perf import peak_flops
 
-    if os.environ.get("SPAMLANG_PEAK_FLOPS"):
-        try:
-            return float(os.environ["SPAMLANG_PEAK_FLOPS"])
-        except ValueError:
-            raise UserError(f"SPAMLANG_PEAK_FLOPS must be a number, got "
-                            f"{os.environ['SPAMLANG_PEAK_FLOPS']!r}") from None
-    try:
-        from spamlang.perf import matmul_peak_flops
-    except ImportError:
-        return None
-    return float(matmul_peak_flops())
-
-
-@functools.cache
-def diag_function():
-    """`spamlang.diagnostics.diag_metrics`, or None (with a warning) when it is unavailable."""
-    try:
-        from spamlang.diagnostics import diag_metrics
-    except ImportError as e:
-        warnings.warn(f"diag_every > 0 but spamlang.diagnostics.diag_metrics is unavailable "
-                      f"({e}); no diag rows", stacklevel=2)
-        return None
-    return diag_metrics
+    return peak_flops(dtype)

@@ -1,35 +1,29 @@
-"""The train state, the one jitted train step, and `Trainer`, the interface the run loop uses.
+"""The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
-Design (nanodo / levanter style):
-- The state is a plain dict pytree: params (nnx.State of the model's Params), opt_state,
-  step, lr (the peak LR, a float32 array so a vmapped group holds K of them), data_key,
-  diverged, diverged_step (-1 while the run is healthy).
-- The step is ONE pure function `step_fn(state, rest) -> (state, metrics)` (rest: the model's
-  non-parameter variables, usually empty), jitted in one place with the state donated. It
-  draws its own batch from `fold_in(data_key, step)`, so there is no host data pipeline and a
-  resumed run sees exactly the batches it would have seen.
-- Data parallel with `jit` + shardings over a 1-D mesh ("data",) of every device: the batch
-  is sharded on "data", parameters and optimizer state are replicated, and XLA inserts the
-  gradient all-reduce. Row r of step s is `lang.sample(fold_in(fold_in(data_key, s), r), 1, L)`
-  generated from a row-index vector sharded on "data", so each device generates only its own
-  rows and the global batch is the same for any number of devices.
-- Micro-batches (`micro_batch`, auto on CPU): the gradient is averaged over a `lax.scan` of
-  micro-batches inside the same step, so activations stay cache-sized; see `micro_batches`.
-- Divergence (a non-finite loss or gradient norm, or loss > config.diverge_loss) sets
-  `diverged` and `diverged_step` and freezes params and optimizer state, all on device: no
-  host sync. The run loop sees it when it fetches metrics.
+- The state is a dict pytree whose every leaf has a leading axis of K members: params,
+  opt_state (AdamW with each member's peak LR inside, `spamlang.train.optim`), step,
+  data_key, diverged, diverged_step (-1 while healthy). A single run is K = 1.
+- `member_step(state) -> (state, metrics)` is one member's pure step; the program jits
+  `vmap(member_step)` once, with the state donated, for every K. Each member draws its
+  batch from `fold_in(data_key, step)`: there is no host data pipeline, and a resumed run
+  sees exactly the batches it would have seen.
+- Data parallel over the mesh's "data" axis: row r of step s is
+  `lang.sample(fold_in(fold_in(data_key, s), r), 1, L)` generated from a row-index vector
+  split over "data", the head and loss run under shard_map over "data" (spamlang.loss),
+  parameters and optimizer state are replicated, and XLA all-reduces the gradients. The
+  batch is the same for any number of devices or hosts.
+- Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) sets `diverged`
+  and `diverged_step` and freezes that member's params and optimizer state on device; the
+  other members keep training.
 
-Several hosts: run the same program on every host after `jax.distributed.initialize()`
-(which reads SLURM's / the cluster's environment; e.g. `srun --ntasks-per-node=1 spamlang
-train ...` with the CLI calling it first). `jax.devices()` is then the global device list,
-the default mesh spans every host, and each process generates only the rows of the batch
-that live on its devices; nothing else changes.
+Several hosts: after `jax.distributed.initialize()` the default mesh spans every device of
+every host and each process generates only the rows that live on its devices.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections import OrderedDict
 from typing import Any
 
 import jax
@@ -41,29 +35,32 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from spamlang.errors import UserError
 from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
+from spamlang.model.kernels import resolve
 from spamlang.train import optim
 from spamlang.train.config import TrainConfig
 from spamlang.train.evaluate import make_eval_fn, sample_rows, sharded_rows
 
 State = dict[str, Any]
 
-
-def default_mesh() -> jax.sharding.Mesh:
-    """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
-    n = jax.device_count()
-    return jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-
-
-# Auto micro-batches on CPU keep a micro-batch's widest activation -- [tokens, d_ff] in the
-# MLP or [tokens, n_heads * seq_len] attention probabilities, float32 -- within 1 MiB, half of
-# a 2 MiB L2 cache. Measured on the 2-core development machine: `small` at seq 128 (512
-# tokens per micro-batch) 1.4x the whole-batch throughput; `tiny` at seq 64 (the whole
-# 2,048-token batch fits) would lose 12% at V = 4,096 if it were split.
+# Auto micro-batches (cpu kernels only) keep a micro-batch's widest activation -- [tokens,
+# d_ff] in the MLP or [tokens, n_heads * seq_len] attention probabilities, float32 -- within
+# 1 MiB, half of a 2 MiB L2 cache. Measured on the 2-core development machine: `small` at
+# seq 128 (512 tokens per micro-batch) 1.4x the whole-batch throughput; `tiny` at seq 64
+# (the whole 2,048-token batch fits) would lose 12% at V = 4,096 if it were split.
 _CPU_MICRO_FLOATS = 2**18
 
 
-def micro_batches(config: TrainConfig, mesh: jax.sharding.Mesh) -> int:
-    """How many micro-batches the step of `config` scans over on `mesh` (1: the whole batch)."""
+def default_mesh() -> jax.sharding.Mesh:
+    """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
+    return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def micro_batches(config: TrainConfig, mesh: jax.sharding.Mesh, kernels: str) -> int:
+    """How many micro-batches the step scans over (1: the whole batch).
+
+    An explicit `micro_batch` holds on every backend; auto (0) splits only with the cpu
+    kernels, since accelerators want the biggest matmuls they can get.
+    """
     n_dev = mesh.devices.size
     rows = config.batch_size // n_dev  # per device
     if config.micro_batch:
@@ -71,7 +68,7 @@ def micro_batches(config: TrainConfig, mesh: jax.sharding.Mesh) -> int:
             raise UserError(f"micro_batch ({config.micro_batch}) must be divisible by the number "
                             f"of devices ({n_dev})")
         return config.batch_size // config.micro_batch
-    if mesh.devices.flat[0].platform != "cpu":
+    if kernels != "cpu":
         return 1
     model = config.model_config()
     width = max(model.d_ff, model.n_heads * config.seq_len)
@@ -80,163 +77,87 @@ def micro_batches(config: TrainConfig, mesh: jax.sharding.Mesh) -> int:
     return rows // micro_rows
 
 
-def make_step_fn(config: TrainConfig, graphdef, lang, mesh, tx, schedule):
-    """The pure train step `(state, rest) -> (state, metrics)` of `config` (not jitted).
-
-    Shared by `Trainer` (jitted as is) and `GroupTrainer` (jitted under vmap), so a group
-    member runs exactly the same computation as its sequential run.
-    """
+def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedule, n_micro: int):
+    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped)."""
     B, L = config.batch_size, config.seq_len
     chunk = config.loss_chunk or None
     shard = mesh.devices.size > 1
     limit = jnp.float32(config.diverge_loss)
-    batch_sharding = NamedSharding(mesh, P("data", None))
-    n_micro = micro_batches(config, mesh)
 
-    def loss_fn(params, rest, tokens_BxL):
-        return next_token_loss(nnx.merge(graphdef, params, rest), tokens_BxL, chunk_size=chunk)
+    def loss_fn(params, tokens_BxL):
+        model = nnx.merge(graphdef, params, rest)
+        return next_token_loss(model, tokens_BxL, chunk_size=chunk, mesh=mesh if shard else None)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
-    def loss_and_grads(params, rest, tokens_BxL):
+    def loss_and_grads(params, tokens_BxL):
         if n_micro == 1:
-            return grad_fn(params, rest, tokens_BxL)
-        # Micro-batch i takes rows j * n_micro + i, so each device's rows split evenly
-        # across micro-batches and every device works on every micro-batch.
+            return grad_fn(params, tokens_BxL)
+        # Micro-batch i takes rows j * n_micro + i, so every device works on every micro-batch.
         tokens_MxbxL = tokens_BxL.reshape(B // n_micro, n_micro, L).swapaxes(0, 1)
         if shard:
             tokens_MxbxL = jax.lax.with_sharding_constraint(
                 tokens_MxbxL, NamedSharding(mesh, P(None, "data", None)))
 
         def accumulate(total, tokens_bxL):
-            return jax.tree.map(jnp.add, total, grad_fn(params, rest, tokens_bxL)), None
+            return jax.tree.map(jnp.add, total, grad_fn(params, tokens_bxL)), None
 
-        zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, rest, tokens_MxbxL[0]))
+        zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, tokens_MxbxL[0]))
         total, _ = jax.lax.scan(accumulate, zeros, tokens_MxbxL)
-        # Every micro-batch has the same number of predicted tokens: the mean of the
-        # micro-batch means is the batch mean.
+        # Equal-sized micro-batches: the mean of their means is the batch mean.
         return jax.tree.map(lambda x: x / n_micro, total)
 
-    def step_fn(state: State, rest) -> tuple[State, dict]:
+    def member_step(state: State) -> tuple[State, dict]:
         step = state["step"]
         with jax.named_scope("data"):
             key = jax.random.fold_in(state["data_key"], step)
             tokens_BxL = sample_rows(lang, key, sharded_rows(B, mesh, shard), L)
             if shard:
-                tokens_BxL = jax.lax.with_sharding_constraint(tokens_BxL, batch_sharding)
-
-        (loss, aux), grads = loss_and_grads(state["params"], rest, tokens_BxL)
+                tokens_BxL = jax.lax.with_sharding_constraint(
+                    tokens_BxL, NamedSharding(mesh, P("data", None)))
+        (loss, aux), grads = loss_and_grads(state["params"], tokens_BxL)
         with jax.named_scope("optimizer"):
             grad_norm = optax.tree.norm(grads)
             updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-            lr_t = state["lr"] * schedule(step)
-            params = jax.tree.map(lambda p, u: (p + lr_t * u).astype(p.dtype), state["params"],
-                                  updates)
-
+            params = optax.apply_updates(state["params"], updates)
         bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
         frozen = state["diverged"] | bad
 
-        def keep_old_if_frozen(new, old):
+        def unless_frozen(new, old):
             return jax.tree.map(lambda n, o: jnp.where(frozen, o, n), new, old)
 
         new_state = {
-            "params": keep_old_if_frozen(params, state["params"]),
-            "opt_state": keep_old_if_frozen(opt_state, state["opt_state"]),
+            "params": unless_frozen(params, state["params"]),
+            "opt_state": unless_frozen(opt_state, state["opt_state"]),
             "step": step + 1,
-            "lr": state["lr"],
             "data_key": state["data_key"],
             "diverged": frozen,
             "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
         }
+        lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
         metrics = {"loss": loss, "accuracy": aux["accuracy"], "grad_norm": grad_norm,
-                   "lr": lr_t.astype(jnp.float32)}
+                   "lr": jnp.asarray(lr_t, jnp.float32)}
         return new_state, metrics
 
-    return step_fn
+    return member_step
 
 
-# Fields that change neither the step nor the evaluation program: runs that differ only in
-# these share one compiled program (lr is state; seed only enters the initial state).
+# Fields that change neither the step nor the evaluation: runs that differ only in these
+# share one Program (lr lives in the optimizer state; seed only enters the initial state).
 _NOT_COMPILED = dict(lr=1e-3, seed=0, log_every=1, eval_every=0, checkpoint_every=0,
                      keep_checkpoints=1, diag_every=0)
-_PROGRAMS: "OrderedDict[tuple, Program]" = OrderedDict()
-_MAX_PROGRAMS = 8
 
 
 class Program:
-    """Everything compiled for one config, shared by every run that differs only in lr, seed
-    and logging cadence (a sweep over LRs compiles once per process)."""
+    """The jitted init, step and evaluation of one config on one mesh, for any K.
 
-    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh):
-        self.mesh = mesh
-        self.lang = config.make_language()
-        self.model_config = config.model_config()
-        self.tx, self.schedule = optim.from_config(config)
-        self.replicated = NamedSharding(mesh, P())
-
-        abstract = nnx.eval_shape(lambda: Transformer(self.model_config, rngs=nnx.Rngs(0)))
-        self.graphdef = nnx.split(abstract, nnx.Param, ...)[0]
-        self.init_jit = jax.jit(self.init_fn, out_shardings=self.replicated)
-        # Non-parameter variables (none in the current model) are constants of the run.
-        self.rest = jax.jit(lambda: nnx.split(
-            Transformer(self.model_config, rngs=nnx.Rngs(0)), nnx.Param, ...)[2],
-            out_shardings=self.replicated)()
-
-        self.step_fn = make_step_fn(config, self.graphdef, self.lang, mesh, self.tx, self.schedule)
-        self.step_jit = jax.jit(self.step_fn, donate_argnums=0,
-                                out_shardings=(self.replicated, self.replicated))
-        eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
-                                  config.batch_size, config.loss_chunk or None, mesh)
-        self.eval_fn = lambda params, rest: eval_model(nnx.merge(self.graphdef, params, rest))
-        self.eval_jit = jax.jit(self.eval_fn, out_shardings=self.replicated)
-        # The vmapped versions for GroupTrainer (jit retraces per group size by itself).
-        self.group_step_jit = jax.jit(jax.vmap(self.step_fn, in_axes=(0, None)), donate_argnums=0,
-                                      out_shardings=(self.replicated, self.replicated))
-        self.group_eval_jit = jax.jit(jax.vmap(self.eval_fn, in_axes=(0, None)),
-                                      out_shardings=self.replicated)
-        self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
-        self.flops_per_step = _flops_per_token(self.model_config, config.seq_len) \
-            * config.tokens_per_step
-
-    def init_fn(self, key: jax.Array, lr: jax.Array) -> State:
-        """The step-0 state from a PRNG key (split into the init and data streams) and the peak LR."""
-        param_key, data_key = jax.random.split(key)
-        model = Transformer(self.model_config, rngs=nnx.Rngs(params=param_key))
-        params = nnx.split(model, nnx.Param, ...)[1]
-        return {
-            "params": params,
-            "opt_state": self.tx.init(params),
-            "step": jnp.zeros((), jnp.int32),
-            "lr": jnp.asarray(lr, jnp.float32),
-            "data_key": data_key,
-            "diverged": jnp.zeros((), jnp.bool_),
-            "diverged_step": jnp.full((), -1, jnp.int32),
-        }
-
-
-def program(config: TrainConfig, mesh: jax.sharding.Mesh) -> Program:
-    """The (cached) compiled program of `config` on `mesh`."""
-    shared = config.replace(**_NOT_COMPILED)
-    key = (json.dumps(shared.to_json(), sort_keys=True), mesh)
-    if key not in _PROGRAMS:
-        _PROGRAMS[key] = Program(shared, mesh)
-        while len(_PROGRAMS) > _MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
-    _PROGRAMS.move_to_end(key)
-    return _PROGRAMS[key]
-
-
-class Trainer:
-    """One run's model, optimizer, jitted step and evaluation, on a data-parallel mesh.
-
-    >>> trainer = Trainer(TrainConfig(vocab_size=64, tokens=64 * 32 * 100))
-    >>> state = trainer.init_state()
-    >>> state, metrics = trainer.step(state)    # device scalars; fetch them when logging
-    >>> trainer.evaluate(state)["eval_loss"]
+    >>> program = Program(TrainConfig(vocab_size=64, tokens=64 * 32 * 100))
+    >>> state = program.init([0, 1], [1e-3, 3e-3])     # two members
+    >>> state, metrics = program.step(state)            # metrics: device arrays of shape [K]
+    >>> program.evaluate(state)[1]["eval_loss"]
     """
 
     def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
-        self.config = config
         mesh = default_mesh() if mesh is None else mesh
         if "data" not in mesh.axis_names:
             raise UserError(f"the mesh needs a 'data' axis, got axes {mesh.axis_names}")
@@ -244,54 +165,97 @@ class Trainer:
         if config.batch_size % n_dev:
             raise UserError(f"batch_size ({config.batch_size}) must be divisible by the number "
                             f"of devices ({n_dev})")
-        self.program = program(config, mesh)
-        p = self.program
-        self.mesh, self.lang, self.model_config = p.mesh, p.lang, p.model_config
-        self.replicated, self.graphdef, self._rest = p.replicated, p.graphdef, p.rest
-        self.step_fn, self.eval_fn = p.step_fn, p.eval_fn
-        self.optimal_loss, self.flops_per_step = p.optimal_loss, p.flops_per_step
+        self.config, self.mesh = config, mesh
+        self.kernels = resolve(config.kernels, mesh.devices.flat[0].platform)
+        self.lang = config.make_language()
+        self.model_config = config.model_config().replace(kernels=self.kernels)
+        self.tx, self.schedule = optim.from_config(config)
+        self.replicated = NamedSharding(mesh, P())
+        self.n_micro = micro_batches(config, mesh, self.kernels)
+        self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
+        from spamlang.perf import flops_per_token
+
+        self.flops_per_step = float(flops_per_token(self.model_config, config.seq_len)) \
+            * config.tokens_per_step
+
+        abstract = nnx.eval_shape(lambda: Transformer(self.model_config, rngs=nnx.Rngs(0)))
+        self.graphdef, _, rest = nnx.split(abstract, nnx.Param, ...)
+        # Non-parameter variables (none in the current model) are constants of the program.
+        self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
+        step = make_member_step(config, self.graphdef, self.rest, self.lang, mesh, self.tx,
+                                self.schedule, self.n_micro)
+        eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
+                                  config.batch_size, config.loss_chunk or None, mesh)
+        self._member_eval = lambda params: eval_model(nnx.merge(self.graphdef, params, self.rest))
+        self._init = jax.jit(jax.vmap(self._member_init), out_shardings=self.replicated)
+        self._step = jax.jit(jax.vmap(step), donate_argnums=0,
+                             out_shardings=(self.replicated, self.replicated))
+        self._eval = jax.jit(jax.vmap(self._member_eval), out_shardings=self.replicated)
+
+    def _member_init(self, key: jax.Array, lr: jax.Array) -> State:
+        param_key, data_key = jax.random.split(key)
+        model = Transformer(self.model_config, rngs=nnx.Rngs(params=param_key))
+        params = nnx.split(model, nnx.Param, ...)[1]
+        return {
+            "params": params,
+            "opt_state": optim.with_peak_lr(self.tx.init(params), lr),
+            "step": jnp.zeros((), jnp.int32),
+            "data_key": data_key,
+            "diverged": jnp.zeros((), jnp.bool_),
+            "diverged_step": jnp.full((), -1, jnp.int32),
+        }
 
     # ----- state ---------------------------------------------------------------------------
-    def init_state(self, *, seed: int | None = None, lr: float | None = None) -> State:
-        """The step-0 state (params replicated on the mesh) from config.seed and config.lr.
+    def init(self, seeds: list[int], lrs: list[float]) -> State:
+        """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
+        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+        return self._init(keys, jnp.asarray(lrs, jnp.float32))
 
-        `seed` / `lr` override the config's (GroupTrainer builds its members this way).
-        """
-        seed = self.config.seed if seed is None else seed
-        lr = self.config.lr if lr is None else lr
-        return self.program.init_jit(jax.random.PRNGKey(seed), jnp.float32(lr))
+    def abstract_state(self, k: int | None = None) -> State:
+        """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
+        shapes = jax.eval_shape(self._member_init, jax.random.PRNGKey(0), jnp.float32(0))
+        lead = () if k is None else (k,)
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype,
+                                                           sharding=self.replicated), shapes)
 
-    def abstract_state(self) -> State:
-        """The state's shapes, dtypes and shardings (jax.ShapeDtypeStruct), for orbax restore."""
-        shapes = jax.eval_shape(self.program.init_fn, jax.random.PRNGKey(0), jnp.float32(0))
-        return jax.tree.map(
-            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.replicated), shapes)
+    def member(self, state: State, i: int) -> State:
+        """Member i's state without the member axis (what a run directory checkpoints)."""
+        return jax.tree.map(lambda x: x[i], state)
 
-    def model(self, state: State) -> nnx.Module:
-        """The model with the state's parameters (for sampling and diagnostics)."""
-        return nnx.merge(self.graphdef, state["params"], self._rest)
+    def stack(self, members: list[State]) -> State:
+        """Inverse of `member`: K member states -> one state with a leading K axis."""
+        return jax.device_put(jax.tree.map(lambda *xs: jnp.stack(xs), *members), self.replicated)
+
+    def model(self, state: State, i: int = 0) -> nnx.Module:
+        """Member i's model (for sampling and diagnostics)."""
+        return nnx.merge(self.graphdef, self.member(state, i)["params"], self.rest)
 
     # ----- step and evaluation -------------------------------------------------------------
     def step(self, state: State) -> tuple[State, dict]:
-        """One optimizer step; `state` is donated (do not reuse it). Metrics stay on device."""
-        return self.program.step_jit(state, self._rest)
+        """One step of every member; `state` is donated. Metrics stay on device, shape [K]."""
+        return self._step(state)
 
-    def evaluate(self, state: State) -> dict[str, float]:
-        """eval_loss, loss_above_floor, eval_accuracy, repetition_accuracy (host floats)."""
-        out = jax.device_get(self.program.eval_jit(state["params"], self._rest))
-        return with_floor({k: float(v) for k, v in out.items()}, self.optimal_loss)
+    def evaluate(self, state: State) -> list[dict[str, float]]:
+        """Each member's eval_loss, loss_above_floor, eval_accuracy, repetition_accuracy."""
+        out = jax.device_get(self._eval(state["params"]))
+        return [{"eval_loss": float(out["eval_loss"][i]),
+                 "loss_above_floor": float(out["eval_loss"][i]) - self.optimal_loss,
+                 "eval_accuracy": float(out["eval_accuracy"][i]),
+                 "repetition_accuracy": float(out["repetition_accuracy"][i])}
+                for i in range(len(out["eval_loss"]))]
+
+    def lower_step(self, k: int = 1) -> jax.stages.Lowered:
+        """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
+        return self._step.lower(self.abstract_state(k))
 
 
-def with_floor(metrics: dict[str, float], optimal_loss: float) -> dict[str, float]:
-    """The eval metrics in contract order, with loss_above_floor = eval_loss - optimal_loss."""
-    return {"eval_loss": metrics["eval_loss"],
-            "loss_above_floor": metrics["eval_loss"] - optimal_loss,
-            "eval_accuracy": metrics["eval_accuracy"],
-            "repetition_accuracy": metrics["repetition_accuracy"]}
+@functools.lru_cache(maxsize=8)
+def _cached(key: str, mesh: jax.sharding.Mesh) -> Program:
+    return Program(TrainConfig.from_json(json.loads(key)), mesh)
 
 
-def _flops_per_token(model_config, seq_len: int) -> float:
-    """Training FLOPs per token (6N + attention; see spamlang.perf)."""
-    from spamlang.perf import flops_per_token
-
-    return float(flops_per_token(model_config, seq_len))
+def program(config: TrainConfig, mesh: jax.sharding.Mesh | None = None) -> Program:
+    """The Program of `config`, shared by every config that differs only in lr, seed and
+    logging cadence (so a sweep over LRs compiles once per process)."""
+    shared = config.replace(**_NOT_COMPILED).to_json()
+    return _cached(json.dumps(shared, sort_keys=True), default_mesh() if mesh is None else mesh)

@@ -1,21 +1,26 @@
-"""Matmul and attention primitives laid out for XLA:CPU, with the same results everywhere.
+"""The model's matmul, attention and argmax, in two implementations chosen by `ModelConfig.kernels`.
+
+"xla" is the plain, backend-neutral path: `x @ w`, `jax.nn.dot_product_attention` and
+`jnp.argmax`, which leave XLA free to pick its fused kernels (cuDNN attention on GPUs).
+"cpu" gives the same results in layouts tuned for XLA:CPU. `resolve` turns a user's choice
+("auto" included) into one of `KERNELS` for a platform; the model itself never looks at the
+backend.
 
 Measured on the 2-core CPU this package is developed on (jax 0.10, XLA:CPU routes dots to
 YNNPACK): a dot that contracts the LHS's *leading* axis -- every autodiff weight gradient
 dW = x^T g, x [N, Din], g [N, Dout] -- runs 1.3-3x below the speed of a plain [a, N] @ [N, b]
-matmul, and XLA folds a plain `.T` back into the dot. So the weight gradients here
+matmul, and XLA folds a plain `.T` back into the dot. So the "cpu" weight gradients
 materialise the transpose of the narrower operand (behind `lax.optimization_barrier`) and
 run a plain matmul (N = 4096, GFLOP/s: 64x256 80 -> 114; 256x64 62 -> 112; head 1024x64
 29 -> 79). Forward (x @ w) and input-gradient (g @ w^T) dots are fast as they are.
 
-`causal_gqa_attention` stacks the G query heads of each KV head along the row axis
+The "cpu" attention stacks the G query heads of each KV head along the row axis
 ([B, K, G*L, H]) so every score / output product is one batched matmul; fwd+bwd of one
 `small` layer (B 32, L 128) took 8.0 ms against 20.9 ms for jax.nn.dot_product_attention's
-XLA implementation. The model uses it on CPU only: on GPUs dot_product_attention can
-dispatch to the fused cuDNN kernel.
+XLA implementation.
 
-These are custom VJPs: reverse mode only (jax.grad / vjp). The LM heads keep plain einsums so
-that spamlang.diagnostics can take forward-mode Jacobians of the head.
+The "cpu" dense and attention are custom VJPs: reverse mode only (jax.grad / vjp). Forward-
+mode code (spamlang.diagnostics' Jacobians of the head) must use "xla" or plain einsums.
 """
 
 from __future__ import annotations
@@ -24,7 +29,54 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from spamlang.errors import UserError
+from spamlang.model.config import KERNELS
 
+__all__ = ["KERNELS", "attention", "dense", "first_argmax", "resolve", "weight_grad"]
+
+
+def resolve(name: str, platform: str) -> str:
+    """The kernels for `name` ("auto" or one of KERNELS) on a device platform ("cpu", "gpu")."""
+    if name == "auto":
+        return "cpu" if platform == "cpu" else "xla"
+    if name in KERNELS:
+        return name
+    raise UserError(f"kernels must be one of auto, {', '.join(KERNELS)}; got {name!r}")
+
+
+def dense(x_xA: jax.Array, w_AxB: jax.Array, kernels: str) -> jax.Array:
+    """x @ w over the last axis of x (result in x's dtype)."""
+    if kernels == "cpu":
+        return _cpu_dense(x_xA, w_AxB)
+    return x_xA @ w_AxB
+
+
+def attention(q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array,
+              kernels: str) -> jax.Array:
+    """Causal (grouped-query) attention: dot_product_attention(q, k, v, is_causal=True)."""
+    if kernels == "cpu":
+        return causal_gqa_attention(q_BxLxNxH, k_BxLxKxH, v_BxLxKxH)
+    return jax.nn.dot_product_attention(q_BxLxNxH, k_BxLxKxH, v_BxLxKxH, is_causal=True)
+
+
+def first_argmax(x: jax.Array, kernels: str, axis: int = -1) -> jax.Array:
+    """int32 index of the first maximum along `axis` (ties go to the lowest index).
+
+    "cpu" spells it as a min-reduce over the indices that attain the max, which XLA:CPU runs
+    ~4x faster than argmax's variadic reduce. The two differ only on slices containing NaN:
+    jnp.argmax returns the first NaN's index, the min-reduce returns x.shape[axis] (no entry
+    equals a NaN max).
+    """
+    if kernels != "cpu":
+        return jnp.argmax(x, axis=axis).astype(jnp.int32)
+    axis = axis % x.ndim
+    n = x.shape[axis]
+    index = lax.broadcasted_iota(jnp.int32, x.shape, axis)
+    is_max = x == x.max(axis=axis, keepdims=True)
+    return jnp.min(jnp.where(is_max, index, n), axis=axis)
+
+
+# ----- "cpu" dense ---------------------------------------------------------------------------
 def _materialised_t(x: jax.Array) -> jax.Array:
     """x with its last two axes swapped, as a real copy (a plain .T would be folded into the dot)."""
     return lax.optimization_barrier(jnp.swapaxes(x, -1, -2))
@@ -43,8 +95,7 @@ def _rows(x: jax.Array) -> jax.Array:
 
 
 @jax.custom_vjp
-def dense(x_xA: jax.Array, w_AxB: jax.Array) -> jax.Array:
-    """x @ w over the last axis of x (result in x's dtype), with a fast weight gradient."""
+def _cpu_dense(x_xA: jax.Array, w_AxB: jax.Array) -> jax.Array:
     return x_xA @ w_AxB
 
 
@@ -59,30 +110,10 @@ def _dense_bwd(res, g):
     return dx.astype(x.dtype), weight_grad(_rows(x), _rows(g)).astype(w.dtype)
 
 
-dense.defvjp(_dense_fwd, _dense_bwd)
+_cpu_dense.defvjp(_dense_fwd, _dense_bwd)
 
 
-@jax.custom_vjp
-def dense_t(f_xR: jax.Array, w_VxR: jax.Array) -> jax.Array:
-    """f @ w^T in float32 (logits from a V x R head matrix), with a fast weight gradient."""
-    return jnp.einsum("...r,vr->...v", f_xR, w_VxR, preferred_element_type=jnp.float32)
-
-
-def _dense_t_fwd(f, w):
-    return dense_t(f, w), (f, w)
-
-
-def _dense_t_bwd(res, g):
-    f, w = res
-    g = g.astype(f.dtype)
-    df = jnp.matmul(g, w, preferred_element_type=jnp.float32)
-    return df.astype(f.dtype), weight_grad(_rows(g), _rows(f)).astype(w.dtype)
-
-
-dense_t.defvjp(_dense_t_fwd, _dense_t_bwd)
-
-
-# ----- attention ------------------------------------------------------------------------------
+# ----- "cpu" attention -----------------------------------------------------------------------
 def _causal_probs(q_BxKxTxH, k_BxKxSxH):
     """Row-softmax of q k^T (float32) with the causal mask; row t is position t % S."""
     S = k_BxKxSxH.shape[2]
