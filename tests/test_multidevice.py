@@ -81,3 +81,56 @@ def test_four_devices_equal_one_device():
     np.testing.assert_allclose(out["micro1"], one["loss"][:4], rtol=1e-5)
     assert "micro_batch (2) must be divisible by the number of devices (4)" \
         in out["micro_indivisible"]
+
+
+# The compiled step on 4 devices: no device holds another device's hidden states, and the
+# per-device FLOPs fall to a quarter. XLA's cost analysis counts a while-loop body once, so the
+# cost check runs the loss in one chunk per device (loss_chunk >= rows) and without
+# micro-batches, which makes the analysis count the head and loss in full; the all-gather
+# check runs the default chunked loss with the CPU kernels' automatic micro-batches.
+DP_CHILD = textwrap.dedent("""
+    import json, re
+    import jax
+    from jax.sharding import AxisType
+    from spamlang.train.config import TrainConfig
+    from spamlang.train.step import Program
+
+    def compiled(config, n, k):
+        mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,), devices=jax.devices()[:n])
+        return Program(config, mesh).lower_step(k).compile()
+
+    def flops(c):
+        cost = c.cost_analysis()
+        return (cost[0] if isinstance(cost, list) else cost)["flops"]
+
+    base = TrainConfig(preset="small", vocab_size=16384, seq_len=128, batch_size=32,
+                       tokens=32 * 128 * 10, kernels="xla", loss_chunk=4096, micro_batch=32)
+    out = {"ratio": {}, "gathers": {}}
+    # Every factor at both levels, in four cells: K, tying and head.
+    for k, tied, head in [(1, False, "softmax"), (2, True, "softmax"),
+                          (1, True, "mos:2"), (2, False, "mos:2")]:
+        config = base.replace(tie_embeddings=tied, head=head)
+        out["ratio"][f"K{k}-{head}-{'tied' if tied else 'untied'}"] = \\
+            flops(compiled(config, 4, k)) / flops(compiled(config, 1, k))
+    for kernels in ("xla", "cpu"):
+        config = base.replace(kernels=kernels, loss_chunk=256, micro_batch=0)
+        hlo = compiled(config, 4, 2).as_text()
+        out["gathers"][kernels] = [l.strip()[:160] for l in hlo.splitlines()
+                                   if re.search(r"all-gather(-start)?\\(", l)]
+        out["psum"] = out.get("psum", 0) + len(re.findall(r"all-reduce(-start)?\\(", hlo))
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def test_step_is_data_parallel_in_the_compiled_program():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", DP_CHILD], env=env, capture_output=True,
+                          text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    out = json.loads(line[len("RESULT "):])
+    for cell, ratio in out["ratio"].items():
+        assert 0.2 <= ratio <= 0.3, (cell, ratio)
+    assert out["gathers"] == {"xla": [], "cpu": []}
+    assert out["psum"] > 0  # the gradients (and loss sums) are still reduced

@@ -179,6 +179,42 @@ def test_group_matches_sequential_runs_and_resumes(reference, tmp_path):
     assert run_group(configs, dirs, quiet=True) == results
 
 
+def _assert_rows_match(got_dir, ref_dir):
+    ref_rows, got_rows = rows(ref_dir), rows(got_dir)
+    assert [(r["kind"], r["step"]) for r in got_rows] == [(r["kind"], r["step"]) for r in ref_rows]
+    for got, ref in zip(got_rows, ref_rows):
+        for key, value in ref.items():
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (ref["step"], key)
+
+
+def test_group_resume_keeps_every_members_work(tmp_path):
+    """Members at different steps and a member added later resume without losing work.
+
+    lr 3e-3 stops at step 23 (checkpoint 23), lr 1e-2 goes on alone to step 30, and lr 5e-3
+    is new: it trains 0 -> 23 alone, then with lr 3e-3 to 30, then all three together. Every
+    member ends equal to an uninterrupted group, and the old members' rows are untouched.
+    """
+    lrs = (3e-3, 1e-2, 5e-3)
+    configs = [CFG.replace(lr=lr, seed=i) for i, lr in enumerate(lrs)]
+    ref_dirs = [tmp_path / f"ref{i}" for i in range(3)]
+    ref = run_group(configs, ref_dirs, quiet=True)
+    dirs = [tmp_path / f"run{i}" for i in range(3)]
+    with pytest.raises(Interrupted):
+        run_group(configs[:2], dirs[:2], quiet=True, stop_after_step=23)
+    with pytest.raises(Interrupted):
+        run_training(configs[1], dirs[1], quiet=True, stop_after_step=30)
+    before = [(d / "metrics.jsonl").read_text() for d in dirs[:2]]
+    results = run_group(configs, dirs, quiet=True)
+    for d, text in zip(dirs[:2], before):
+        # earlier rows kept as written (a retrained row would differ in its timing fields)
+        assert (d / "metrics.jsonl").read_text().startswith(text)
+    for i in range(3):
+        _assert_rows_match(dirs[i], ref_dirs[i])
+        for key in ("final_train_loss", "final_eval_loss", "repetition_accuracy"):
+            assert results[i][key] == pytest.approx(ref[i][key], rel=1e-5), (i, key)
+
+
 def test_diag_rows(tmp_path):
     out = tmp_path / "run"
     run_training(CFG.replace(diag_every=30), out, quiet=True)

@@ -163,12 +163,12 @@ class Loop:
                 self.timed_steps += 1
             self.progress.advance(step)
             self._boundary(step)
-            if self._should_stop(received, step) and step < self.total \
-                    and any(self.ms[i].active for i in idx):
+            signum = self._stop_signal(received, step)
+            if signum is not None and step < self.total and any(self.ms[i].active for i in idx):
                 self._fetch()
                 self._bank_time()
                 self._save(step)
-                raise Interrupted(step, received[0] if received else None)
+                raise Interrupted(step, signum or None)
         self._fetch()
         self._bank_time()
         for j, i in enumerate(idx):
@@ -194,18 +194,21 @@ class Loop:
     def _active(self) -> list[int]:
         return [i for i in self.idx if self.ms[i].active]
 
-    def _should_stop(self, received: list, step: int) -> bool:
-        """Stop here? With several processes, all must agree (or their saves would deadlock):
-        they decide together at log steps only, so the collective is rare."""
+    def _stop_signal(self, received: list, step: int) -> int | None:
+        """The signal to stop on here (0: `stop_after_step`), or None to go on. With several
+        processes all must agree, or their saves would deadlock: they decide together at log
+        steps only, so the collective is rare, and all exit with the same status."""
         if step == self.stop_after_step:
-            return True
+            return 0
         if jax.process_count() == 1:
-            return bool(received)
+            return received[0] if received else None
         if step % self.cfg.log_every:
-            return False
+            return None
         from jax.experimental import multihost_utils
 
-        return bool(np.any(multihost_utils.process_allgather(np.int32(bool(received)))))
+        signum = int(np.max(multihost_utils.process_allgather(np.int32(received[0] if received
+                                                                         else 0))))
+        return signum or None
 
     # ----- timing ------------------------------------------------------------------------------
     def _pause(self) -> None:

@@ -140,7 +140,8 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
     if todo:
         from spamlang.train.loop import Loop
 
-        loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo], quiet=quiet,
+        # One process's progress is enough: under srun every process prints to the same log.
+        loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo], quiet=quiet or not writer,
                     writer=writer, stop_after_step=stop_after_step,
                     peak=functools.partial(matmul_peak, configs[0].dtype))
         with _stop_signals() as received:
