@@ -77,8 +77,7 @@ KNOWN_PEAKS = {
 }
 
 
-@functools.cache
-def peak_flops(dtype: str = "float32") -> float | None:
+def peak_flops(dtype: str = "float32") -> float:
     """The matmul FLOP/s that MFU divides by for `dtype`, on the default device.
 
     In order: SPAMLANG_PEAK_FLOPS (float32) or SPAMLANG_PEAK_FLOPS_BF16 (bfloat16) if set;
@@ -101,6 +100,11 @@ def peak_flops(dtype: str = "float32") -> float | None:
     for name, peaks in KNOWN_PEAKS.items():
         if name.lower() in kind.lower() and dtype in peaks:
             return peaks[dtype]
+    return _measured_peak(dtype)
+
+
+@functools.cache
+def _measured_peak(dtype: str) -> float:
     return float(matmul_peak_flops(dtype=dtype))
 
 

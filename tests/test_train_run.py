@@ -256,3 +256,32 @@ def test_signals_become_a_flag_then_act_as_usual():
     assert signal.getsignal(signal.SIGTERM) is before
     assert Interrupted(7, signal.SIGTERM).exit_status == 143
     assert Interrupted(7, signal.SIGINT).exit_status == 130
+
+
+def test_mfu_divides_by_the_peak_of_the_runs_dtype(tmp_path, monkeypatch):
+    """A bfloat16 run's MFU uses the bfloat16 peak, never the float32 one."""
+    from spamlang.perf import KNOWN_PEAKS, flops_per_token, peak_flops
+
+    monkeypatch.setenv("SPAMLANG_PEAK_FLOPS_BF16", "4e11")
+    assert peak_flops("bfloat16") == 4e11 and peak_flops("float32") == 1e11
+    config = CFG.replace(dtype="bfloat16", tokens=8 * 16 * 20, checkpoint_every=0)
+    run_training(config, tmp_path / "bf16", quiet=True)
+    train = [r for r in rows(tmp_path / "bf16", timing=True) if r["kind"] == "train" and r["mfu"]]
+    per_token = flops_per_token(config.model_config(), config.seq_len)
+    for r in train:
+        assert r["mfu"] == pytest.approx(r["tokens_per_s"] * per_token / 4e11, rel=1e-6)
+    assert KNOWN_PEAKS["H100"]["bfloat16"] > KNOWN_PEAKS["H100"]["float32"]
+
+
+def test_known_accelerators_use_their_datasheet_peak(monkeypatch):
+    import jax
+
+    from spamlang import perf
+
+    class Device:
+        device_kind = "NVIDIA H200"
+
+    monkeypatch.delenv("SPAMLANG_PEAK_FLOPS", raising=False)
+    monkeypatch.setattr(jax, "devices", lambda *a: [Device()])
+    assert perf.peak_flops("bfloat16") == perf.KNOWN_PEAKS["H200"]["bfloat16"]
+    assert perf.peak_flops("float32") == perf.KNOWN_PEAKS["H200"]["float32"]
