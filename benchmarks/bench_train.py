@@ -25,19 +25,32 @@ VOCABS = (1024, 16384, 131072)
 SEQ, BATCH = 128, 32
 
 
-def spamlang_runner(vocab: int, tied: bool, loss_chunk: int):
-    """A `run(n_steps) -> seconds` closure over a compiled spamlang Trainer."""
+def spamlang_runner(vocab: int, tied: bool, loss_chunk: int, kernels: str = "auto"):
+    """A `run(n_steps) -> seconds` closure over a compiled spamlang Program (one member)."""
     from spamlang.perf import step_timer
     from spamlang.train.config import TrainConfig
-    from spamlang.train.step import Trainer
+    from spamlang.train.step import Program
 
     config = TrainConfig(preset="small", vocab_size=vocab, tie_embeddings=tied, seq_len=SEQ,
                          batch_size=BATCH, tokens=SEQ * BATCH * 10**6, lr=1e-3,
-                         loss_chunk=loss_chunk)
-    trainer = Trainer(config)
-    run = step_timer(trainer)
+                         loss_chunk=loss_chunk, kernels=kernels)
+    prog = Program(config)
+    run = step_timer(prog)
     run(2)  # compile and warm up
-    return run, trainer.flops_per_step / (SEQ * BATCH)
+    return run, prog.flops_per_step / (SEQ * BATCH)
+
+
+def cpu_model() -> str:
+    """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown CPU"
 
 
 def torch_runner(vocab: int, tied: bool, threads: int | None = None):
@@ -109,6 +122,8 @@ def main(argv=None) -> int:
     parser.add_argument("--loss-chunk", type=int, default=256,
                         help="spamlang loss_chunk (tokens per chunk of the fused loss; 0: plain). "
                              "256 measured fastest at every V here (chunk x V logits stay in cache)")
+    parser.add_argument("--kernels", choices=("auto", "xla", "cpu"), default="auto",
+                        help="spamlang kernels (TrainConfig.kernels; auto: cpu kernels on a CPU)")
     args = parser.parse_args(argv)
 
     from spamlang.perf import matmul_peak_flops
@@ -119,7 +134,9 @@ def main(argv=None) -> int:
     skip = "PyTorch comparison skipped (--no-peer)" if args.no_peer else have_torch()
     peak = matmul_peak_flops()
     print(f"# train step, small preset, seq {SEQ} x batch {BATCH}, spamlang loss_chunk "
-          f"{args.loss_chunk}; {os.cpu_count()} CPU cores; float32 matmul peak {peak / 1e9:.1f} GFLOP/s")
+          f"{args.loss_chunk}, kernels {args.kernels}")
+    print(f"# {cpu_model()}, {os.cpu_count()} CPU cores; measured float32 matmul peak "
+          f"{peak / 1e9:.1f} GFLOP/s")
     if skip:
         print(f"# {skip}")
     print(f"{'V':>7} {'tied':>5} | {'spamlang tok/s':>14} {'MFU':>6} | {'torch tok/s':>11} "
@@ -128,7 +145,7 @@ def main(argv=None) -> int:
         for tied in ties:
             chunk = args.loss_chunk
             n = steps_for(vocab, args.quick)
-            jax_run, flops_per_token = spamlang_runner(vocab, tied, chunk)
+            jax_run, flops_per_token = spamlang_runner(vocab, tied, chunk, args.kernels)
             torch_run = None if skip else torch_runner(vocab, tied, args.torch_threads)
             best_jax = best_torch = float("inf")
             for _ in range(rounds):

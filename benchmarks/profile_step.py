@@ -49,33 +49,33 @@ def main(argv=None) -> int:
     import jax
 
     from spamlang.train.config import TrainConfig
-    from spamlang.train.step import Trainer, micro_batches
+    from spamlang.train.step import Program
 
     preset, seq, batch = ("tiny", 32, 16) if args.quick else ("small", 128, 32)
     steps = args.steps or (2 if args.quick else 5)
     config = TrainConfig(preset=args.preset or preset, vocab_size=args.vocab,
                          tie_embeddings=args.tied, seq_len=seq, batch_size=batch,
                          micro_batch=args.micro_batch, tokens=seq * batch * 10**6)
-    trainer = Trainer(config)
-    state = trainer.init_state()
+    prog = Program(config)
+    state = prog.init([config.seed], [config.lr])  # one member (K = 1)
     for _ in range(3):  # compile and warm up
-        state, metrics = trainer.step(state)
+        state, metrics = prog.step(state)
     jax.block_until_ready(state)
     start = time.perf_counter()
     for _ in range(steps):
-        state, metrics = trainer.step(state)
+        state, metrics = prog.step(state)
     jax.block_until_ready(state)
     wall = (time.perf_counter() - start) / steps
 
     with tempfile.TemporaryDirectory() as trace_dir:
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
             for _ in range(steps):
-                state, metrics = trainer.step(state)
+                state, metrics = prog.step(state)
             jax.block_until_ready(state)
         (trace,) = glob.glob(f"{trace_dir}/**/*.trace.json.gz", recursive=True)
         with gzip.open(trace) as f:
             events = json.load(f)["traceEvents"]
-    hlo = trainer.program.step_jit.lower(state, trainer._rest).compile().as_text()
+    hlo = prog.lower_step(1).compile().as_text()
     op_names = dict(m.groups() for m in map(_OP_NAME.match, hlo.splitlines()) if m)
 
     total, launches = collections.Counter(), collections.Counter()
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
             launches[scope] += 1
     op_time = sum(total.values())
     print(f"# preset {config.preset}, V {config.vocab_size}, tied {config.tie_embeddings}, "
-          f"seq {seq} x batch {batch}, {micro_batches(config, trainer.mesh)} micro-batch(es); "
+          f"seq {seq} x batch {batch}, {prog.n_micro} micro-batch(es), {prog.kernels} kernels; "
           f"unprofiled {wall * 1e3:.1f} ms/step, profiled op time {op_time / steps / 1e3:.1f} ms/step")
     print(f"{'scope':>10} | {'ms/step':>8} | {'share':>6} | {'ops/step':>8}")
     for scope, us in total.most_common():

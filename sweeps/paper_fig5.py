@@ -8,13 +8,16 @@ peak learning rates around the paper's 2.5e-4 and 5e-4, with and without weight 
 
 Settings the paper does not give (its appendix with the optimizer, batch and schedule was not
 available): sequence length 256 and batch 64 (16,384 tokens per step, 2,500 steps, so
-40,960,000 ~ 41M tokens; a SpamLang sequence needs no long context, and 160,000 sequences keep
-~313 occurrences of each symbol at V = 131,072, the paper's "roughly 300 times"), AdamW
+40,960,000 ~ 41M tokens; a SpamLang sequence needs no long context), AdamW
 (0.9, 0.95, eps 1e-8, weight decay 0.1), 5% linear warmup then cosine decay to 0.1 x the peak,
 gradient clipping at 1.0 (TrainConfig's documented defaults), bfloat16 matmuls with float32
-parameters, softmax and loss. The loss is computed in chunks of 4,096 tokens so that the
-logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member) never exist for the
-whole batch at once. The five learning rates of one (V, tying) cell form one vmapped program.
+parameters, softmax and loss. A sequence is one uniform symbol repeated 256 times, so the
+160,000 sequences give each symbol 156 sequences (40,000 tokens) at V = 1,024 but only 1.2
+sequences (~313 tokens, the paper's "roughly 300 times") at V = 131,072, where ~30% of the
+symbols (e^-1.22) never start a sequence at all. The loss is computed in chunks of 4,096
+tokens so that the logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member)
+never exist for the whole batch at once. The five learning rates of one (V, tying) cell form
+one vmapped program (on accelerators, up to --group-size members; see Memory below).
 
 Cost, from spamlang.perf.flops_per_token (6 N + 12 n_layers L D per token, N counting the
 V x D head matmul, tied or not), at L = 256:
@@ -22,14 +25,26 @@ V x D head matmul, tied or not), at L = 256:
   total = 6,423e6 FLOP/token x 2 tyings x 5 LRs x 40.96e6 tokens = 2.63e18 FLOP.
 At 40% MFU of an H100/H200's 989 TFLOP/s dense bf16 peak (396 TFLOP/s sustained):
   2.63e18 / 3.96e14 = 6,650 s = 1.85 accelerator-hours for the whole grid (~83 s per run);
-a 576-wide model often reaches only 20-30% MFU, i.e. 2.5-3.7 accelerator-hours. Memory: the
-vmapped group of 5 members at V = 131,072 untied holds 5 x 257M parameters with AdamW state
-(~20 GB) plus activations; it needs one 80 GB-class accelerator (run with --group-size 1 or 2
-on smaller ones). Not for CPUs: one run is ~2.6e16 FLOP.
+a 576-wide model often reaches only 20-30% MFU, i.e. 2.5-3.7 accelerator-hours.
+
+Memory, from XLA's memory analysis of the compiled (never run) step at V = 131,072 untied,
+kernels=xla, on forced host CPU devices (XLA:CPU's buffers; a GPU compile, with fused attention
+and bf16 activations, may need less): one member's state (257M float32 parameters and the AdamW
+moments) is 2.87 GiB, replicated on every device. The vmapped group of 5 needs 53.5 GiB per
+device on an 8-device mesh (8 sequences per device: 14.4 GiB state + 39.1 GiB temporaries;
+9.9 GiB for one member), but 194 GiB on ONE device holding the whole batch of 64 (39.0 GiB for
+one member: 36.2 GiB of temporaries, mostly the backbone's activations, so a smaller V saves
+little: 32.5 GiB for one member at V = 1,024 tied). So one 80 GB accelerator takes
+--group-size 1, an H200 (141 GB) about 3 members; an 8-device node takes the whole group.
+XLA's cost analysis agrees with the FLOP count above (11.8 vs 11.7 TFLOP per device and step
+for the group on 8 devices). Three real steps of one member at batch 8 on a 2-core Xeon
+(1 device, cpu kernels, 8 micro-batches): 53.5 s per step (44 GFLOP/s), 62 s to compile,
+7.3 GiB peak RSS. Measured by `python benchmarks/paper_shape.py --part all` (7.3 minutes on
+2 cores). Not for CPUs: one run is ~2.6e16 FLOP.
 
 Run: python sweeps/paper_fig5.py [--out DIR] [--shard i/n] [--plots]
-  e.g. a SLURM array of 16 tasks (one per (V, tying) cell):
-  python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --out runs/paper_fig5
+  e.g. a SLURM array of 16 tasks (one per (V, tying) cell), each on one 80 GB accelerator:
+  python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --group-size 1 --out runs/paper_fig5
 """
 
 import spamlang.sweep
