@@ -3,8 +3,8 @@
 - The state is a dict pytree whose every leaf has a leading axis of K members: params,
   opt_state (AdamW with each member's peak LR inside, `spamlang.train.optim`), step,
   data_key, diverged, diverged_step (-1 while healthy). A single run is K = 1.
-- `member_step(state) -> (state, metrics)` is one member's pure step; the program jits
-  `vmap(member_step)` once, with the state donated, for every K. Each member draws its
+- `member_step(state) -> (state, metrics)` is one member's pure step; the program jits it
+  mapped over the member axis (`over_members`: vmap) once, with the state donated, for every K. Each member draws its
   batch from `fold_in(data_key, step)`: there is no host data pipeline, and a resumed run
   sees exactly the batches it would have seen.
 - Data parallel over the mesh's "data" axis: row r of step s is
@@ -142,6 +142,22 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
     return member_step
 
 
+def over_members(member_fn):
+    """`member_fn` mapped over the leading member axis of its one argument: `jax.vmap`, except
+    that one member is squeezed rather than batched. The two are the same function, but
+    XLA:CPU keeps vmap's degenerate batch dimension in every dot: a single `small` run at
+    V = 1,024 measured 1.24x slower vmapped than squeezed (11.3 vs 9.2 ms per step)."""
+    batched = jax.vmap(member_fn)
+
+    def fn(tree):
+        if jax.tree.leaves(tree)[0].shape[0] != 1:
+            return batched(tree)
+        out = member_fn(jax.tree.map(lambda x: x[0], tree))
+        return jax.tree.map(lambda x: x[None], out)
+
+    return fn
+
+
 # Fields that change neither the step nor the evaluation: runs that differ only in these
 # share one Program (lr lives in the optimizer state; seed only enters the initial state).
 _NOT_COMPILED = dict(lr=1e-3, seed=0, log_every=1, eval_every=0, checkpoint_every=0,
@@ -188,9 +204,9 @@ class Program:
                                   config.batch_size, config.loss_chunk or None, mesh)
         self._member_eval = lambda params: eval_model(nnx.merge(self.graphdef, params, self.rest))
         self._init = jax.jit(jax.vmap(self._member_init), out_shardings=self.replicated)
-        self._step = jax.jit(jax.vmap(step), donate_argnums=0,
+        self._step = jax.jit(over_members(step), donate_argnums=0,
                              out_shardings=(self.replicated, self.replicated))
-        self._eval = jax.jit(jax.vmap(self._member_eval), out_shardings=self.replicated)
+        self._eval = jax.jit(over_members(self._member_eval), out_shardings=self.replicated)
 
     def _member_init(self, key: jax.Array, lr: jax.Array) -> State:
         param_key, data_key = jax.random.split(key)
