@@ -40,19 +40,6 @@ def spamlang_runner(vocab: int, tied: bool, loss_chunk: int, kernels: str = "aut
     return run, prog.flops_per_step / (SEQ * BATCH)
 
 
-def cpu_model() -> str:
-    """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or "unknown CPU"
-
-
 def torch_runner(vocab: int, tied: bool, threads: int | None = None):
     """The same step in PyTorch: LlamaForCausalLM (sdpa attention), AdamW, clip 1.0."""
     import torch
@@ -126,6 +113,7 @@ def main(argv=None) -> int:
                         help="spamlang kernels (TrainConfig.kernels; auto: cpu kernels on a CPU)")
     args = parser.parse_args(argv)
 
+    from spamlang import perf
     from spamlang.perf import matmul_peak_flops
 
     vocabs = args.vocab or ((1024,) if args.quick else VOCABS)
@@ -135,7 +123,7 @@ def main(argv=None) -> int:
     peak = matmul_peak_flops()
     print(f"# train step, small preset, seq {SEQ} x batch {BATCH}, spamlang loss_chunk "
           f"{args.loss_chunk}, kernels {args.kernels}")
-    print(f"# {cpu_model()}, {os.cpu_count()} CPU cores; measured float32 matmul peak "
+    print(f"# {perf.cpu_model()}, {os.cpu_count()} CPU cores; measured float32 matmul peak "
           f"{peak / 1e9:.1f} GFLOP/s")
     if skip:
         print(f"# {skip}")

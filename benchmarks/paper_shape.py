@@ -155,17 +155,6 @@ def _mem_available() -> int | None:
     return None
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def _env(part: str) -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     flags = [f for f in env.get("XLA_FLAGS", "").split()
@@ -251,13 +240,15 @@ def main(argv=None) -> int:
         print(json.dumps(out), flush=True)
         return 0
 
+    from spamlang.perf import cpu_model
+
     start = time.perf_counter()
     a = run_worker("a", args.steps) if args.part in ("a", "all") else None
     b = run_worker("b", args.steps) if args.part in ("b", "all") else None
     wall = time.perf_counter() - start
 
     print(f"# paper_fig5's largest cell: smollm2-106m, V {VOCAB:,} untied, bfloat16, seq 256, "
-          f"loss_chunk 4,096; {os.cpu_count()} x {_cpu_model()}")
+          f"loss_chunk 4,096; {os.cpu_count()} x {cpu_model()}")
     if a and "cols" in a:
         print(f"# Part A: batch 64 on a {a['devices']}-device CPU mesh (and on a 1-device mesh: "
               f"the whole batch on one chip), kernels={a['kernels']} (the accelerator path), "

@@ -45,6 +45,21 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> float:
     return 6.0 * matmul_params(config) + 12.0 * config.n_layers * seq_len * config.d_model
 
 
+def cpu_model() -> str:
+    """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere), printed
+    with every benchmark table: speed ratios differ from one CPU model to the next."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown CPU"
+
+
 def matmul_peak_flops(n: int = 2048, reps: int = 5, dtype: str = "float32") -> float:
     """Measured FLOP/s of a jitted n x n matmul in `dtype` on the default device: best of `reps`."""
     import jax

@@ -61,14 +61,19 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_four_devices_equal_one_device():
+def run_child(code: str, timeout: int) -> dict:
+    """Run `code` in a child with 4 forced CPU devices; the JSON it printed after RESULT."""
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
-    out = json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT "):])
+
+
+def test_four_devices_equal_one_device():
+    out = run_child(CHILD, timeout=300)
     one, four = out["1"], out["4"]
     np.testing.assert_allclose(four["loss"], one["loss"], rtol=1e-5)
     np.testing.assert_allclose(four["grad_norm"], one["grad_norm"], rtol=1e-4)
@@ -123,13 +128,7 @@ DP_CHILD = textwrap.dedent("""
 
 
 def test_step_is_data_parallel_in_the_compiled_program():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", DP_CHILD], env=env, capture_output=True,
-                          text=True, timeout=400)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
-    out = json.loads(line[len("RESULT "):])
+    out = run_child(DP_CHILD, timeout=400)
     for cell, ratio in out["ratio"].items():
         assert 0.2 <= ratio <= 0.3, (cell, ratio)
     assert out["gathers"] == {"xla": [], "cpu": []}

@@ -83,7 +83,9 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
 
 
 def load_run(run_dir):
-    """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint."""
+    """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint.
+
+    The model runs the plain ("xla") kernels, whatever `config.kernels` trained it."""
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import program
 
@@ -99,7 +101,9 @@ def load_run(run_dir):
         raise UserError(f"cannot read {path}: {str(e).splitlines()[0] if str(e) else e}") from None
     if not (run_dir / rundir.CHECKPOINTS).is_dir():
         raise UserError(f"{run_dir} has no checkpoints yet")
-    prog = program(config)
+    # The plain path, whatever the run trained with: readers sample and take forward-mode
+    # Jacobians, which the cpu kernels' custom VJPs do not support (same parameters either way).
+    prog = program(config.replace(kernels="xla"))
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
     try:
         restored = ckpt.restore_latest(prog.abstract_state())

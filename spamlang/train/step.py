@@ -203,7 +203,8 @@ class Program:
         eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
                                   config.batch_size, config.loss_chunk or None, mesh)
         self._member_eval = lambda params: eval_model(nnx.merge(self.graphdef, params, self.rest))
-        self._init = jax.jit(jax.vmap(self._member_init), out_shardings=self.replicated)
+        # One member at a time: compiled once per program, not once per group size.
+        self._init = jax.jit(self._member_init, out_shardings=self.replicated)
         self._step = jax.jit(over_members(step), donate_argnums=0,
                              out_shardings=(self.replicated, self.replicated))
         self._eval = jax.jit(over_members(self._member_eval), out_shardings=self.replicated)
@@ -224,8 +225,8 @@ class Program:
     # ----- state ---------------------------------------------------------------------------
     def init(self, seeds: list[int], lrs: list[float]) -> State:
         """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
-        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-        return self._init(keys, jnp.asarray(lrs, jnp.float32))
+        return self.stack([self._init(jax.random.PRNGKey(s), jnp.float32(lr))
+                           for s, lr in zip(seeds, lrs)])
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
