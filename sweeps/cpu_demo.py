@@ -15,14 +15,17 @@ is chance level), although the task is within the model's expressivity for every
 paper's section 3.2 argument).
 
 Measured (`time python sweeps/cpu_demo.py --no-plots` on the project's two-core CPU, the
-whole grid, runs one by one as sweeps do on CPU): 3 min 51-55 s wall, 1.4 GB peak RSS. Final eval
-loss (floor 0) at lr 3e-3 / 1e-2 / 3e-2:
+whole grid, runs one by one as sweeps do on CPU): 3 min 51-55 s wall, 1.4 GB peak RSS; after the
+member-axis rewrite of spamlang.train, `time python sweeps/cpu_demo.py` (with the figures) took
+5 min 01 s on a day when the same machine ran the old code's step 25-30% slower too. Final eval
+loss (floor 0) at lr 3e-3 / 1e-2 / 3e-2 (the rewrite's numbers; before it, V = 4,096 at 3e-2
+gave 5.611 tied and 7.152 untied, and every other cell the same to 0.005):
   V =    64  tied 0.005 / 0.000 / 0.000    untied 0.004 / 0.000 / 0.000
   V =   256  tied 0.388 / 0.001 / 0.000    untied 0.467 / 0.002 / 0.000
-  V = 1,024  tied 2.659 / 0.858 / 0.497    untied 3.927 / 1.888 / 1.372
-  V = 4,096  tied 6.179 / 6.392 / 5.611    untied 7.769 / 7.210 / 7.152
-Greedy repetition accuracy at the best LR: 1.00 up to V = 256, 0.97 / 0.82 at V = 1,024 and
-0.20 / 0.04 at V = 4,096 (tied / untied). These match the issue's reference numbers (best LR
+  V = 1,024  tied 2.659 / 0.858 / 0.499    untied 3.927 / 1.888 / 1.374
+  V = 4,096  tied 6.179 / 6.388 / 5.738    untied 7.768 / 7.209 / 7.106
+Greedy repetition accuracy at the best LR: 1.00 up to V = 256, 0.96 / 0.82 at V = 1,024 and
+0.21 / 0.02 at V = 4,096 (tied / untied). These match the issue's reference numbers (best LR
 at V = 4,096: 5.67 tied, 7.21 untied). V = 16,384 was left out: on this CPU its head costs 4x
 that of V = 4,096 and would push the demo past 10 minutes.
 
