@@ -285,3 +285,16 @@ def test_known_accelerators_use_their_datasheet_peak(monkeypatch):
     monkeypatch.setattr(jax, "devices", lambda *a: [Device()])
     assert perf.peak_flops("bfloat16") == perf.KNOWN_PEAKS["H200"]["bfloat16"]
     assert perf.peak_flops("float32") == perf.KNOWN_PEAKS["H200"]["float32"]
+
+
+def test_a_run_written_before_a_config_field_existed_is_still_the_same_run(reference, tmp_path):
+    """config.json without a field added later (kernels) reads with its default: the finished
+    run is returned, not refused as a different config."""
+    out = tmp_path / "older"
+    shutil.copytree(reference[0], out)
+    written = json.loads((out / "config.json").read_text())
+    del written["kernels"]
+    (out / "config.json").write_text(json.dumps(written))
+    assert run_training(CFG, out, quiet=True) == reference[1]
+    with pytest.raises(UserError, match="different config"):
+        run_training(CFG.replace(kernels="xla"), out, quiet=True)

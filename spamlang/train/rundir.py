@@ -72,6 +72,10 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             raise UserError(f"cannot read {path}: {e}") from None
         if not isinstance(old, dict):
             raise UserError(f"{path} is not a JSON object")
+        try:  # a field added since the run was written takes its default, as it did then
+            old = type(config).from_json(old).to_json()
+        except (UserError, TypeError, ValueError):
+            pass  # compared as written, and refused below if it differs
         diff = config_differences(old, new)
         if diff:
             shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
