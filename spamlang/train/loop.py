@@ -130,11 +130,9 @@ class Loop:
                 m.step, m.state, meta = restored
                 m.load_meta(meta)
             m.log = rundir.MetricsLog(m.dir, m.step, write=self.writer)
-        fresh = [m for m in self.ms if m.state is None]
-        if fresh:
-            state = self.program.init([m.config.seed for m in fresh], [m.config.lr for m in fresh])
-            for j, m in enumerate(fresh):
-                m.state = self.program.member(state, j)
+        for m in self.ms:
+            if m.state is None:
+                m.state = self.program.init_member(m.config.seed, m.config.lr)
 
     def _diverged_at(self, idx: list[int]) -> dict[int, int]:
         flags = jax.device_get([(self.ms[i].state["diverged"], self.ms[i].state["diverged_step"])
@@ -236,17 +234,18 @@ class Loop:
             self.ms[i].timed_tokens += steps * self.tokens_per_step
 
     # ----- metrics -----------------------------------------------------------------------------
-    def _fetch(self) -> None:
-        """Move the pending device metrics to the members' host-side lists, in one transfer."""
-        host = jax.device_get([m for _, m in self.pending_dev])
+    def _fetch(self, extra=None):
+        """Move the pending device metrics to the members' host-side lists and return `extra`
+        (device values) on the host, all in one transfer."""
+        host, extra = jax.device_get(([m for _, m in self.pending_dev], extra))
         for (step, _), values in zip(self.pending_dev, host):
             for j, i in enumerate(self.idx):
                 self.ms[i].pending.append((step, {k: float(v[j]) for k, v in values.items()}))
         self.pending_dev = []
+        return extra
 
     def _log(self, step: int) -> None:
-        self._fetch()
-        flags = jax.device_get((self.state["diverged"], self.state["diverged_step"]))
+        flags = self._fetch((self.state["diverged"], self.state["diverged_step"]))
         seconds, timed = self._take_interval()
         tokens_per_s = timed * self.tokens_per_step / seconds if timed and seconds > 0 else None
         peak = self.peak() if tokens_per_s else None

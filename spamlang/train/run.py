@@ -40,6 +40,7 @@ step), so that they all save the same step.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import signal
 import threading
@@ -119,8 +120,6 @@ _MAY_DIFFER = ("lr", "seed")
 
 def check_groupable(configs) -> None:
     """UserError unless `configs` is non-empty and differs only in lr and seed."""
-    import dataclasses
-
     if not configs:
         raise UserError("a run group needs at least one config")
     first = configs[0]

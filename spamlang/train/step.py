@@ -225,8 +225,11 @@ class Program:
     # ----- state ---------------------------------------------------------------------------
     def init(self, seeds: list[int], lrs: list[float]) -> State:
         """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
-        return self.stack([self._init(jax.random.PRNGKey(s), jnp.float32(lr))
-                           for s, lr in zip(seeds, lrs)])
+        return self.stack([self.init_member(s, lr) for s, lr in zip(seeds, lrs)])
+
+    def init_member(self, seed: int, lr: float) -> State:
+        """One member's step-0 state, without the member axis."""
+        return self._init(jax.random.PRNGKey(seed), jnp.float32(lr))
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
