@@ -90,6 +90,60 @@ def _data_parallel_loss(model, h_BxLxD, tokens_BxL, chunk_size, fused, mesh):
     return nll_sum / count, {"accuracy": hit_sum / count}
 
 
+def token_stats(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
+                mesh: jax.sharding.Mesh | None = None):
+    """Per-position (nll_BxLm1, hit_BxLm1), float32: each predicted token's cross-entropy and
+    whether the argmax is the target. For evaluation (no custom VJP: not for training).
+
+    Per row, so a caller can split an eval set into subsets after the fact (the seen /
+    unseen split of `spamlang.train.evaluate`). Chunked over rows of the flattened positions
+    like the loss, so memory grows with chunk_size x V; under a multi-device `mesh` each
+    device scores its own rows (`tokens_BxL` must be split over "data").
+    """
+    _check_chunk_size(chunk_size)
+    h_BxLxD = model.hidden(tokens_BxL)
+    B, L = tokens_BxL.shape
+
+    def local(head, h_bxLxD, tokens_bxL):
+        b, D = h_bxLxD.shape[0], h_bxLxD.shape[-1]
+        h_nxD, targets_n = h_bxLxD[:, :-1].reshape(-1, D), tokens_bxL[:, 1:].reshape(-1)
+        nll_n, hit_n = _position_stats(head, h_nxD, targets_n.astype(jnp.int32), chunk_size)
+        return nll_n.reshape(b, L - 1), hit_n.reshape(b, L - 1)
+
+    if mesh is None or mesh.shape.get("data", 1) == 1:
+        return local(model, h_BxLxD, tokens_BxL)
+    from flax import nnx
+    from jax.sharding import PartitionSpec as P
+
+    head_graph, head_state = nnx.split(model.head)
+
+    def sharded(head_state, embed_VxD, h_bxLxD, tokens_bxL):
+        view = _HeadView(nnx.merge(head_graph, head_state), embed_VxD, model.config)
+        return local(view, h_bxLxD, tokens_bxL)
+
+    rows = P("data")
+    return jax.shard_map(sharded, mesh=mesh, in_specs=(P(), P(), rows, rows),
+                         out_specs=(rows, rows))(head_state, model.embed[...], h_BxLxD, tokens_BxL)
+
+
+def _position_stats(model, h_NxD, targets_N, chunk_size):
+    """(nll_N, hit_N) of every position, `chunk_size` rows of log-probs at a time."""
+    kernels = model.config.kernels
+
+    def stats(h_CxD, t_C):
+        logp_CxV = model.log_probs(h_CxD)
+        nll_C = -jnp.take_along_axis(logp_CxV, t_C[:, None], axis=-1)[:, 0]
+        return nll_C, (first_argmax(logp_CxV, kernels) == t_C).astype(jnp.float32)
+
+    N = h_NxD.shape[0]
+    if chunk_size is None or chunk_size >= N:
+        return stats(h_NxD, targets_N)
+    n_chunks = -(-N // chunk_size)
+    xs = tuple(_chunked(x, chunk_size, n_chunks) for x in (h_NxD, targets_N))
+    nll, hit = jax.lax.map(lambda x: stats(*x), xs)
+    return nll.reshape(-1)[:N], hit.reshape(-1)[:N]
+
+
 class _HeadView:
     """The part of the model `_sums` uses (config, log_probs, linear_head), for one head."""
 

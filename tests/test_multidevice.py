@@ -44,7 +44,11 @@ CHILD = textwrap.dedent("""
         out[n] = {"loss": losses, "grad_norm": norms,
                   "param_devices": len(leaf.sharding.device_set),
                   "replicated": bool(leaf.sharding.is_fully_replicated),
-                  "eval": prog.evaluate(state)[0]}
+                  "eval": prog.evaluate(state)[0],
+                  "exposure": jax.device_get(state["exposure"][0]).tolist(),
+                  # ids 32.. marked unseen: both sides of the split hold sequences
+                  "half": prog.evaluate({**state,
+                                         "exposure": state["exposure"].at[:, 32:].set(0)})[0]}
     # Micro-batches (2 of 8 rows: 2 rows per device each) on 4 devices equal 1 device.
     for n in (1, 4):
         out[f"micro{n}"] = train(config.replace(micro_batch=8), n, 4)[2]
@@ -79,8 +83,13 @@ def test_four_devices_equal_one_device():
     np.testing.assert_allclose(four["grad_norm"], one["grad_norm"], rtol=1e-4)
     assert one["loss"][-1] < 0.7 * one["loss"][0]  # it trained, so equal curves mean something
     assert four["param_devices"] == 4 and four["replicated"]
-    for key, value in one["eval"].items():
-        assert abs(four["eval"][key] - value) <= 1e-5 * max(1.0, abs(value)), key
+    for ev in ("eval", "half"):
+        for key, value in one[ev].items():  # NaN: an empty seen / unseen side on both
+            assert abs(four[ev][key] - value) <= 1e-5 * max(1.0, abs(value)) or \
+                (np.isnan(value) and np.isnan(four[ev][key])), (ev, key)
+    # Each device counts its own rows; the psum of the counts is the one-device count.
+    assert four["exposure"] == one["exposure"] and sum(one["exposure"]) == 12 * 16
+    assert 0 < one["half"]["eval_unseen_sequences"] < 24
     assert "divisible by the number of devices (4)" in out["indivisible"]
     np.testing.assert_allclose(out["micro4"], out["micro1"], rtol=1e-5)
     np.testing.assert_allclose(out["micro1"], one["loss"][:4], rtol=1e-5)

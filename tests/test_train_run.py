@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from spamlang.train.loop import COVERAGE_KEYS
 from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
 RESULT_KEYS = {"final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
                "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
-               "tokens", "tokens_per_s", "wall_seconds"}
+               "tokens", "tokens_per_s", "wall_seconds", *COVERAGE_KEYS,
+               "kernel_fraction", "projected_cosine"}
 # 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
 # schedule without warmup makes the compiled step independent of the step count, so the
 # longer runs of test_cli_train reuse these executables from the compilation cache.
@@ -76,6 +78,9 @@ def test_run_directory_contract(reference):
     assert [r["step"] for r in evals] == [60]  # eval_every=0: only at the end
     assert result["final_eval_loss"] == evals[0]["eval_loss"]
     assert result["loss_above_floor"] == evals[0]["loss_above_floor"]
+    assert {k: result[k] for k in COVERAGE_KEYS} == {k: evals[0][k] for k in COVERAGE_KEYS}
+    assert result["sequences_per_symbol"] == 60 * 8 / 32
+    assert result["kernel_fraction"] is None  # no diag_every: not measured
     # final train loss: mean of the last 10% (here 2 of 12) of the logged losses
     assert result["final_train_loss"] == pytest.approx((train[-1]["loss"] + train[-2]["loss"]) / 2)
     assert result["steps"] == 60 and result["tokens"] == 60 * 128

@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+
+from spamlang.train.loop import COVERAGE_KEYS
 from flax import nnx
 
 from spamlang.errors import UserError
@@ -149,7 +151,12 @@ def test_tiny_spam_run_learns(prog):
     assert losses[-10:].mean() < 0.05 * math.log(64)  # well below log V
     assert int(state["step"][0]) == prog.config.steps and not bool(state["diverged"][0])
     [metrics] = prog.evaluate(state)
-    assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy"}
+    assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy",
+                            *COVERAGE_KEYS}
+    # 300 x 16 sequences over 64 symbols: every symbol is seen, so "seen" is the whole set.
+    assert metrics["unseen_fraction"] == 0 and metrics["eval_unseen_sequences"] == 0
+    assert metrics["eval_loss_seen"] == pytest.approx(metrics["eval_loss"], rel=1e-5)
+    assert math.isnan(metrics["eval_loss_unseen"])
     assert metrics["eval_loss"] < 0.05 * math.log(64)
     assert metrics["loss_above_floor"] == pytest.approx(metrics["eval_loss"])  # spam's floor is 0
     assert metrics["eval_accuracy"] > 0.95 and metrics["repetition_accuracy"] > 0.95

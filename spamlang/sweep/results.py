@@ -18,10 +18,19 @@ from spamlang.fileio import atomic_write_text
 
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
 SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr",
-                   "tie_embeddings", "head", "seed")
+                   "tie_embeddings", "head", "seed", "seq_len", "batch_size")
+# Empty cells: a value the run did not produce (null in result.json: a seen / unseen side with
+# no eval sequence, the diagnostics of a run without `diag_every`, a run of an older version).
 RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
                   "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
-                  "tokens", "tokens_per_s", "wall_seconds")
+                  "tokens", "tokens_per_s", "wall_seconds",
+                  # coverage: how often training showed each id (spamlang.train.exposure)
+                  "sequences_per_symbol", "exposure_min", "exposure_median", "exposure_max",
+                  "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
+                  "repetition_accuracy_seen", "repetition_accuracy_unseen",
+                  "eval_seen_sequences", "eval_unseen_sequences",
+                  # the gradient bottleneck of the final model (runs with diag_every)
+                  "kernel_fraction", "projected_cosine")
 SWEEP_FILE = "sweep.json"
 RESULTS_FILE = "results.csv"
 

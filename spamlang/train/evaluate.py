@@ -6,13 +6,18 @@ scored on the same sequences whatever its LR, tying, head or seed. Sequence i is
 `lang.sample(fold_in(key, i), 1, L)[0]`, i.e. item i of
 `spamlang.data.SequenceDataset(lang, seed=lang.fingerprint(), seq_len=L)`.
 
-Metrics (device scalars; `Trainer.evaluate` adds the floor and converts to floats):
+Metrics (device scalars; `Program.evaluate` adds the floor and the coverage, as floats):
 - eval_loss: mean next-token cross-entropy over the L-1 predicted positions;
 - eval_accuracy: fraction of those positions where the argmax token is the target;
 - repetition_accuracy: greedy decoding seeded with the first `lang.prompt_len` tokens of each
   eval sequence, continued to L tokens; the fraction of decoded tokens that are one of the
   language's most likely next tokens given what was decoded before them. For SpamLang that is
   "the model keeps repeating the seed symbol".
+- eval_loss_seen / eval_loss_unseen, repetition_accuracy_seen / repetition_accuracy_unseen:
+  the same over the eval sequences whose ids training has all seen as inputs, and over the
+  others (`spamlang.train.exposure`), with eval_seen_sequences / eval_unseen_sequences
+  counting them; NaN on a side with no sequence. A model that learned a copy mechanism
+  repeats unseen symbols too; one that learned per-symbol maps repeats only the seen ones.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from spamlang.loss import next_token_loss
+from spamlang.loss import token_stats
 from spamlang.model import generate
+from spamlang.train.exposure import seen_rows
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:
@@ -43,44 +49,69 @@ def sharded_rows(n: int, mesh, shard: bool) -> jax.Array:
     return rows
 
 
+# The per-batch sums the eval accumulates, in this order.
+_SUMS = ("nll_seen", "nll_unseen", "hits", "rep_seen", "rep_unseen", "n_seen")
+
+
 def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size, mesh):
-    """A pure function `model -> {eval_loss, eval_accuracy, repetition_accuracy}` (device scalars).
+    """A pure function `(model, exposure_V) -> {metric: device scalar}` (see the module doc).
 
     The set is processed in micro-batches of `batch_size` sequences (the training batch, so
     peak memory stays that of a training step) inside a `lax.map`; a last partial batch is
-    handled separately with its own static shape, and the means are weighted by size.
+    handled separately with its own static shape. Everything is summed per sequence and
+    divided once at the end, so the seen and unseen subsets are exact whatever the batching.
     """
     n_dev = mesh.devices.size
     key = jax.random.PRNGKey(lang.fingerprint())
     prompt_len = min(lang.prompt_len, seq_len)
     n_full, remainder = divmod(n_sequences, batch_size)
-
     shard = n_dev > 1 and batch_size % n_dev == 0
 
-    def batch_stats(model, tokens_BxL, split: bool):
-        # split: the rows are spread over "data", so the loss runs on each device's own rows.
-        loss, aux = next_token_loss(model, tokens_BxL, chunk_size=chunk_size,
-                                    mesh=mesh if split else None)
+    def batch_sums(model, exposure_V, tokens_BxL, split: bool):
+        # split: the rows are spread over "data", so the head runs on each device's own rows.
+        nll_BxLm1, hit_BxLm1 = token_stats(model, tokens_BxL, chunk_size=chunk_size,
+                                           mesh=mesh if split else None)
         decoded_BxL = generate(model, tokens_BxL[:, :prompt_len], seq_len)
         # Column j of is_most_likely judges token j+1; only decoded tokens (>= prompt_len) count.
-        ok_BxLm1 = lang.is_most_likely(decoded_BxL)[:, prompt_len - 1:]
-        rep = jnp.mean(ok_BxLm1.astype(jnp.float32)) if ok_BxLm1.shape[1] else jnp.float32(1.0)
-        return jnp.stack([loss, aux["accuracy"], rep])
+        ok_BxLm1 = lang.is_most_likely(decoded_BxL)[:, prompt_len - 1:].astype(jnp.float32)
+        rep_B = ok_BxLm1.mean(axis=1) if ok_BxLm1.shape[1] else jnp.ones(len(tokens_BxL))
+        nll_B = nll_BxLm1.sum(axis=1)
+        seen_B = seen_rows(tokens_BxL, exposure_V)
+        return jnp.stack([jnp.where(seen_B, nll_B, 0).sum(), jnp.where(seen_B, 0, nll_B).sum(),
+                          hit_BxLm1.sum(), jnp.where(seen_B, rep_B, 0).sum(),
+                          jnp.where(seen_B, 0, rep_B).sum(), seen_B.sum().astype(jnp.float32)])
 
-    def eval_fn(model):
-        total = jnp.zeros(3, jnp.float32)
+    def eval_fn(model, exposure_V):
+        total = jnp.zeros(len(_SUMS), jnp.float32)
         if n_full:
             def one_batch(b):
                 rows = b * batch_size + sharded_rows(batch_size, mesh, shard)
-                return batch_stats(model, sample_rows(lang, key, rows, seq_len), shard)
+                return batch_sums(model, exposure_V, sample_rows(lang, key, rows, seq_len), shard)
 
-            stats = jax.lax.map(one_batch, jnp.arange(n_full, dtype=jnp.uint32))
-            total = total + stats.sum(axis=0) * batch_size
+            total = total + jax.lax.map(one_batch, jnp.arange(n_full, dtype=jnp.uint32)).sum(0)
         if remainder:
             rows = jnp.arange(n_full * batch_size, n_sequences, dtype=jnp.uint32)
-            tokens_RxL = sample_rows(lang, key, rows, seq_len)
-            total = total + batch_stats(model, tokens_RxL, False) * remainder
-        mean = total / n_sequences
-        return {"eval_loss": mean[0], "eval_accuracy": mean[1], "repetition_accuracy": mean[2]}
+            total = total + batch_sums(model, exposure_V, sample_rows(lang, key, rows, seq_len),
+                                       False)
+        t = dict(zip(_SUMS, total))
+        n_seen = t["n_seen"]
+        n_unseen = n_sequences - n_seen
+        per_row = seq_len - 1
+        # 0 / 0 is NaN: the side with no sequences reports NaN, as documented.
+        return {
+            "eval_loss": (t["nll_seen"] + t["nll_unseen"]) / (n_sequences * per_row),
+            "eval_accuracy": t["hits"] / (n_sequences * per_row),
+            "repetition_accuracy": (t["rep_seen"] + t["rep_unseen"]) / n_sequences,
+            "eval_loss_seen": _ratio(t["nll_seen"], n_seen * per_row),
+            "eval_loss_unseen": _ratio(t["nll_unseen"], n_unseen * per_row),
+            "repetition_accuracy_seen": _ratio(t["rep_seen"], n_seen),
+            "repetition_accuracy_unseen": _ratio(t["rep_unseen"], n_unseen),
+            "eval_seen_sequences": n_seen,
+            "eval_unseen_sequences": n_unseen,
+        }
 
     return eval_fn
+
+
+def _ratio(num, den):
+    return jnp.where(den > 0, num / jnp.maximum(den, 1), jnp.nan)

@@ -23,6 +23,12 @@ from spamlang.train.progress import Progress
 from spamlang.train.step import program as get_program
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
+# Evaluation fields that result.json repeats: how much of the vocabulary training covered,
+# and the loss and repetition on the eval sequences it did and did not cover.
+COVERAGE_KEYS = ("sequences_per_symbol", "exposure_min", "exposure_median", "exposure_max",
+                 "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
+                 "repetition_accuracy_seen", "repetition_accuracy_unseen",
+                 "eval_seen_sequences", "eval_unseen_sequences")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -281,7 +287,7 @@ class Loop:
         self._pause()
         return dict(zip(self.idx, self.program.evaluate(self.state)))
 
-    def _diag(self, step: int, idx: list[int]) -> None:
+    def _diag(self, step: int, idx: list[int]) -> dict[int, dict]:
         self._pause()
         if not hasattr(self, "_diag_jit"):
             from spamlang.diagnostics import diag_metrics
@@ -294,8 +300,9 @@ class Loop:
             self._diag_jit = jax.jit(lambda model, t: diag_metrics(model, t, chunk_size=chunk))
         out = {i: jax.device_get(self._diag_jit(self.program.model(self.state, self.idx.index(i)),
                                                 self._diag_tokens)) for i in idx}
-        self._rows("diag", step, idx, {i: {k: float(v) for k, v in o.items()}
-                                       for i, o in out.items()})
+        values = {i: {k: float(v) for k, v in o.items()} for i, o in out.items()}
+        self._rows("diag", step, idx, values)
+        return values
 
     # ----- checkpoints and results -------------------------------------------------------------
     def _save(self, step: int, idx: list[int] | None = None, final: bool = False) -> None:
@@ -316,16 +323,18 @@ class Loop:
         write_rows=False: members restored from their final checkpoints, outside any phase,
         whose rows are already written (step None: each member's own step).
         """
+        diags: dict[int, dict] = {}
         if write_rows:
             evals = self._evaluate()
             self._rows("eval", step, idx, evals)
             healthy = [i for i in idx if i not in diverged]
             if self.cfg.diag_every and healthy:
-                self._diag(step, healthy)
+                diags = self._diag(step, healthy)
             self._save(step, idx, final=True)
         else:
             states = self.program.stack([self.ms[i].state for i in idx])
             evals = dict(zip(idx, self.program.evaluate(states)))
+            diags = {i: self.ms[i].log.last_diag() for i in idx}
         wall = time.perf_counter() - self.t_start
         for i in idx:
             m, ev = self.ms[i], evals[i]
@@ -343,6 +352,9 @@ class Loop:
                 "tokens": at * self.tokens_per_step,
                 "tokens_per_s": m.timed_tokens / m.train_seconds if m.train_seconds > 0 else None,
                 "wall_seconds": m.wall_before + wall,
+                **{k: ev[k] for k in COVERAGE_KEYS},
+                # The bottleneck measured on the final model, when the run logs diagnostics.
+                **{k: (diags.get(i) or {}).get(k) for k in ("kernel_fraction", "projected_cosine")},
             })
             if self.writer:
                 rundir.write_result(m.dir, result)

@@ -161,6 +161,10 @@ class MetricsLog:
     def train_losses(self) -> list[float]:
         return [r["loss"] for r in self.records if r.get("kind") == "train"]
 
+    def last_diag(self) -> dict | None:
+        """The newest diag row (None when the run logs no diagnostics)."""
+        return next((r for r in reversed(self.records) if r.get("kind") == "diag"), None)
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

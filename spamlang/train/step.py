@@ -2,7 +2,9 @@
 
 - The state is a dict pytree whose every leaf has a leading axis of K members: params,
   opt_state (AdamW with each member's peak LR inside, `spamlang.train.optim`), step,
-  data_key, diverged, diverged_step (-1 while healthy). A single run is K = 1.
+  data_key, diverged, diverged_step (-1 while healthy), and exposure (int32[V]: in how many
+  training sequences each id occurred as an input, `spamlang.train.exposure`). A single run
+  is K = 1.
 - `member_step(state) -> (state, metrics)` is one member's pure step; the program jits it
   mapped over the member axis (`over_members`: vmap) once, with the state donated, for every K. Each member draws its
   batch from `fold_in(data_key, step)`: there is no host data pipeline, and a resumed run
@@ -36,7 +38,7 @@ from spamlang.errors import UserError
 from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
 from spamlang.model.kernels import resolve
-from spamlang.train import optim
+from spamlang.train import exposure, optim
 from spamlang.train.config import TrainConfig
 from spamlang.train.evaluate import make_eval_fn, sample_rows, sharded_rows
 
@@ -77,8 +79,12 @@ def micro_batches(config: TrainConfig, mesh: jax.sharding.Mesh, kernels: str) ->
     return rows // micro_rows
 
 
-def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedule, n_micro: int):
-    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped)."""
+def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedule, n_micro: int,
+                     count_exposure: bool = True):
+    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped).
+
+    count_exposure=False leaves the exposure counts untouched (only for the benchmark that
+    prices the counting; every run counts)."""
     B, L = config.batch_size, config.seq_len
     chunk = config.loss_chunk or None
     shard = mesh.devices.size > 1
@@ -126,6 +132,12 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         def unless_frozen(new, old):
             return jax.tree.map(lambda n, o: jnp.where(frozen, o, n), new, old)
 
+        counts = state["exposure"]
+        if count_exposure:
+            with jax.named_scope("exposure"):
+                # A frozen (diverged) member's batch is not trained on, so it is not counted.
+                added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
+                counts = counts + jnp.where(frozen, 0, added)
         new_state = {
             "params": unless_frozen(params, state["params"]),
             "opt_state": unless_frozen(opt_state, state["opt_state"]),
@@ -133,6 +145,7 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
             "data_key": state["data_key"],
             "diverged": frozen,
             "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
+            "exposure": counts,
         }
         lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
         metrics = {"loss": loss, "accuracy": aux["accuracy"], "grad_norm": grad_norm,
@@ -173,7 +186,9 @@ class Program:
     >>> program.evaluate(state)[1]["eval_loss"]
     """
 
-    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None, *,
+                 count_exposure: bool = True):
+        """count_exposure=False: a step without the exposure counting, for its benchmark."""
         mesh = default_mesh() if mesh is None else mesh
         if "data" not in mesh.axis_names:
             raise UserError(f"the mesh needs a 'data' axis, got axes {mesh.axis_names}")
@@ -199,10 +214,11 @@ class Program:
         # Non-parameter variables (none in the current model) are constants of the program.
         self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
         step = make_member_step(config, self.graphdef, self.rest, self.lang, mesh, self.tx,
-                                self.schedule, self.n_micro)
+                                self.schedule, self.n_micro, count_exposure)
         eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
                                   config.batch_size, config.loss_chunk or None, mesh)
-        self._member_eval = lambda params: eval_model(nnx.merge(self.graphdef, params, self.rest))
+        self._member_eval = lambda member: eval_model(
+            nnx.merge(self.graphdef, member["params"], self.rest), member["exposure"])
         # One member at a time: compiled once per program, not once per group size.
         self._init = jax.jit(self._member_init, out_shardings=self.replicated)
         self._step = jax.jit(over_members(step), donate_argnums=0,
@@ -220,6 +236,7 @@ class Program:
             "data_key": data_key,
             "diverged": jnp.zeros((), jnp.bool_),
             "diverged_step": jnp.full((), -1, jnp.int32),
+            "exposure": jnp.zeros(self.config.vocab_size, jnp.int32),
         }
 
     # ----- state ---------------------------------------------------------------------------
@@ -256,13 +273,20 @@ class Program:
         return self._step(state)
 
     def evaluate(self, state: State) -> list[dict[str, float]]:
-        """Each member's eval_loss, loss_above_floor, eval_accuracy, repetition_accuracy."""
-        out = jax.device_get(self._eval(state["params"]))
-        return [{"eval_loss": float(out["eval_loss"][i]),
-                 "loss_above_floor": float(out["eval_loss"][i]) - self.optimal_loss,
-                 "eval_accuracy": float(out["eval_accuracy"][i]),
-                 "repetition_accuracy": float(out["repetition_accuracy"][i])}
-                for i in range(len(out["eval_loss"]))]
+        """Each member's evaluation (`spamlang.train.evaluate`: the loss, its floor, accuracies,
+        the seen / unseen split) and its coverage so far (`spamlang.train.exposure.summary`)."""
+        out, counts = jax.device_get(
+            (self._eval({"params": state["params"], "exposure": state["exposure"]}),
+             state["exposure"]))
+        sequences = self.config.steps * self.config.batch_size
+        rows = []
+        for i in range(len(counts)):
+            row = {k: float(v[i]) for k, v in out.items()}
+            row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
+            for k in ("eval_seen_sequences", "eval_unseen_sequences"):
+                row[k] = int(row[k])
+            rows.append({**row, **exposure.summary(counts[i], sequences)})
+        return rows
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""

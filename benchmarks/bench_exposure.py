@@ -1,0 +1,61 @@
+"""The price of exposure accounting: the train step with and without its int32[V] counts.
+
+Every step sorts each row's inputs, marks each id's first occurrence and scatter-adds those
+marks into the member's counts (`spamlang.train.exposure`); with several devices the counts
+also meet in one psum of V int32. Target: at most 3% of the step's time at V = 131,072.
+
+Both programs are the same `spamlang.train.step.Program` except for `count_exposure`; they
+are timed in alternating rounds in one process and each keeps its best round.
+
+    python benchmarks/bench_exposure.py            # tiny and small at V = 131,072 (minutes)
+    python benchmarks/bench_exposure.py --quick    # a smoke run: small V, few steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: V = 4,096, few steps")
+    parser.add_argument("--vocab", type=int, default=None, help="V (default 131,072)")
+    parser.add_argument("--presets", default="tiny,small", help="comma-separated model presets")
+    parser.add_argument("--steps", type=int, default=None, help="steps per timing round")
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    import jax
+
+    from spamlang.perf import cpu_model, peak_flops, step_timer
+    from spamlang.train.config import TrainConfig
+    from spamlang.train.step import Program
+
+    vocab = args.vocab or (4096 if args.quick else 131072)
+    steps = args.steps or (2 if args.quick else 5)
+    rounds = args.rounds or (1 if args.quick else 3)
+    seq, batch = 64, 32
+    print(f"# {cpu_model()}, {jax.device_count()} {jax.devices()[0].platform} device(s), "
+          f"matmul peak {peak_flops('float32') / 1e9:.0f} GFLOP/s (float32)")
+    print(f"# V {vocab:,}, seq {seq} x batch {batch}, best of {rounds} alternating rounds of "
+          f"{steps} steps")
+    print(f"{'preset':>8} | {'ms/step counting':>16} | {'ms/step not':>11} | {'overhead':>8}")
+    for preset in args.presets.split(","):
+        config = TrainConfig(preset=preset, vocab_size=vocab, seq_len=seq, batch_size=batch,
+                             tokens=seq * batch * 10**6, loss_chunk=512)
+        with_counts = step_timer(Program(config))
+        without = step_timer(Program(config, count_exposure=False))
+        with_counts(1), without(1)  # compile and warm up
+        best_with = best_without = float("inf")
+        for _ in range(rounds):
+            best_with = min(best_with, with_counts(steps))
+            best_without = min(best_without, without(steps))
+        a, b = 1e3 * best_with / steps, 1e3 * best_without / steps
+        print(f"{preset:>8} | {a:>16.1f} | {b:>11.1f} | {100 * (a / b - 1):>+7.1f}%")
+    print("target: overhead <= +3%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

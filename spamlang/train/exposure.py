@@ -1,0 +1,63 @@
+"""Exposure accounting: in how many training sequences each token id occurs as an input.
+
+In SpamLang every sequence carries one symbol, so at a fixed token budget the sequences that
+show a given symbol fall as 1 / V and as 1 / seq_len. A sweep over V alone therefore changes
+two things at once: the head's rank ratio D / V and how often each symbol is seen. These
+counts let a run say which of the two it measured.
+
+- The train state carries `exposure`, int32[V] per member, updated in the jitted step: a
+  sequence adds 1 to every distinct id among its inputs (positions 0 .. L-2; the last token is
+  only ever a target). It is checkpointed with the state, so a resumed run counts exactly.
+- Data parallel: each device counts its own rows and the counts meet in one psum of V int32
+  (512 KiB at V = 131,072), so no device sees another device's tokens.
+- The evaluation splits its fixed sequences into "seen" (every id of the sequence occurs as
+  an input in at least one training sequence so far) and "unseen" (some id never does); for
+  SpamLang that is "the symbol was trained on" or not.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+
+def sequence_counts(tokens_BxL: jax.Array, vocab_size: int) -> jax.Array:
+    """int32[V]: how many of the B sequences hold each id among their inputs (once per row)."""
+    inputs_BxLm1 = jnp.sort(tokens_BxL[:, :-1], axis=1)
+    # After the sort, an id's first position in its row is where it differs from its left
+    # neighbour: counting only those counts sequences, not tokens.
+    first_BxLm1 = jnp.concatenate(
+        [jnp.ones_like(inputs_BxLm1[:, :1], dtype=jnp.bool_),
+         inputs_BxLm1[:, 1:] != inputs_BxLm1[:, :-1]], axis=1)
+    return jnp.zeros(vocab_size, jnp.int32).at[inputs_BxLm1.reshape(-1)].add(
+        first_BxLm1.reshape(-1).astype(jnp.int32), mode="drop")
+
+
+def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
+    """`sequence_counts` of a batch whose rows may be split over the mesh's "data" axis."""
+    if mesh is None or mesh.shape.get("data", 1) == 1:
+        return sequence_counts(tokens_BxL, vocab_size)
+
+    def local(tokens_bxL):
+        return jax.lax.psum(sequence_counts(tokens_bxL, vocab_size), "data")
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("data"), out_specs=P())(tokens_BxL)
+
+
+def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:
+    """bool[B]: every id of the row occurs as an input in some training sequence."""
+    return jnp.all(exposure_V[tokens_BxL] > 0, axis=1)
+
+
+def summary(exposure_V, training_sequences: int) -> dict[str, float]:
+    """The coverage fields of result.json from one member's counts (host side)."""
+    counts = np.asarray(exposure_V)
+    return {
+        "sequences_per_symbol": training_sequences / counts.size,
+        "exposure_min": int(counts.min()),
+        "exposure_median": float(np.median(counts)),
+        "exposure_max": int(counts.max()),
+        "unseen_fraction": float(np.mean(counts == 0)),
+    }
