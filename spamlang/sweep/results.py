@@ -46,7 +46,8 @@ def extra_axes(out_dir: str | Path) -> list[str]:
         axes = _read(Path(out_dir) / SWEEP_FILE).get("axes", {})
     except (OSError, ValueError, AttributeError):
         return []
-    return [a for a in axes if a not in SETTING_COLUMNS and a not in RESULT_COLUMNS]
+    names = [n.strip() for a in axes for n in a.split(",")]  # a linked axis sets several
+    return [n for n in dict.fromkeys(names) if n not in SETTING_COLUMNS and n not in RESULT_COLUMNS]
 
 
 def _model_value(config: dict, name: str) -> Any:

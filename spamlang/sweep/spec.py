@@ -4,6 +4,10 @@ Axis names are the base config's field names (`vocab_size`, `lr`, `tie_embedding
 `seed`, `language`, ...) plus two dotted forms that reach inside the dict fields:
 - `model.<field>` sets `model_overrides[<field>]` (any `ModelConfig` field, e.g. `model.d_model`);
 - `param.<name>` sets `language_params[<name>]` (a parameter of the language, e.g. `param.k`).
+A linked axis sets several fields together: its name joins field names with commas and each
+value lists one value per field, e.g. `"vocab_size,seq_len": [[256, 64], [4096, 4]]`, for
+grids whose points are not a full product (the coverage sweep cuts a fixed token budget into
+sequences of a length that depends on V). Its run-id pieces are those of its fields.
 Every value is type-checked against its field (an int is accepted for a float field and stored as
 a float, so `lr=[1]` and `lr=[1.0]` are the same point with the same id) and every point is built
 and validated when the `Sweep` is constructed, so a bad sweep fails before any run starts.
@@ -159,6 +163,22 @@ def _axis_type(base: Any, axis: str) -> Any:
     return fields[axis]
 
 
+def fields_of(axis: str) -> list[str]:
+    """The fields an axis sets: one, or several for a linked axis ("vocab_size,seq_len")."""
+    return [name.strip() for name in axis.split(",")]
+
+
+def _check_value(base: Any, axis: str, value: Any) -> Any:
+    """One value of a one-field axis, type-checked and normalised."""
+    tp = _axis_type(base, axis)
+    if axis == "tokens" and isinstance(value, str):
+        value = _parse_count(value)  # "2M"-style budgets, stored (and named) as ints
+    if not _matches(value, tp):
+        raise UserError(f"axis {axis!r}: value {value!r} is a {type(value).__name__}, "
+                        f"expected {_type_name(tp)}")
+    return float(value) if _wants_float(tp) and isinstance(value, int) else value
+
+
 def _check_axes(base: Any, axes: Any) -> dict[str, list]:
     """Validate names, emptiness, duplicates and value types; return normalised axes."""
     if not isinstance(axes, dict):
@@ -167,25 +187,34 @@ def _check_axes(base: Any, axes: Any) -> dict[str, list]:
     for axis, values in axes.items():
         if not isinstance(axis, str):
             raise UserError(f"axis names must be strings, got {axis!r}")
-        tp = _axis_type(base, axis)
+        names = fields_of(axis)
+        for name in names:
+            _axis_type(base, name)
+        if len(set(names)) != len(names):
+            raise UserError(f"linked axis {axis!r} names a field twice")
         if not isinstance(values, (list, tuple)):
             raise UserError(f"axis {axis!r} must be a list of values, got {values!r}")
         if not values:
             raise UserError(f"axis {axis!r} is empty")
         clean = []
         for value in values:
-            if axis == "tokens" and isinstance(value, str):
-                value = _parse_count(value)  # "2M"-style budgets, stored (and named) as ints
-            if not _matches(value, tp):
-                raise UserError(f"axis {axis!r}: value {value!r} is a {type(value).__name__}, "
-                                f"expected {_type_name(tp)}")
-            value = float(value) if _wants_float(tp) and isinstance(value, int) else value
+            if len(names) == 1:
+                value = _check_value(base, axis, value)
+            elif not isinstance(value, (list, tuple)) or len(value) != len(names):
+                raise UserError(f"linked axis {axis!r}: each value must list {len(names)} values "
+                                f"({', '.join(names)}), got {value!r}")
+            else:
+                value = [_check_value(base, n, v) for n, v in zip(names, value)]
             if any(_canonical(value) == _canonical(v) for v in clean):
                 raise UserError(f"axis {axis!r} lists {value!r} twice")
             clean.append(value)
         normalised[axis] = clean
+    every = [n for axis in normalised for n in fields_of(axis)]
+    twice = sorted({n for n in every if every.count(n) > 1})
+    if twice:
+        raise UserError(f"field(s) {', '.join(twice)} set by more than one axis")
     for whole, prefix in (("model_overrides", _MODEL_PREFIX), ("language_params", _PARAM_PREFIX)):
-        if whole in normalised and any(a.startswith(prefix) for a in normalised):
+        if whole in every and any(a.startswith(prefix) for a in every):
             raise UserError(f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other")
     return normalised
 
@@ -258,7 +287,10 @@ class Sweep:
         object.__setattr__(self, "axes", axes)
         points, seen = [], {}
         for combo in itertools.product(*axes.values()):
-            assignment = dict(zip(axes, combo))
+            assignment = {}
+            for axis, value in zip(axes, combo):
+                names = fields_of(axis)
+                assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
             run_id = "-".join(id_part(a, v) for a, v in assignment.items()) or "base"
             if run_id in seen:
                 raise UserError(f"sweep {self.name!r}: points {seen[run_id]} and {assignment} "
