@@ -12,9 +12,15 @@ available): sequence length 256 and batch 64 (16,384 tokens per step, 2,500 step
 (0.9, 0.95, eps 1e-8, weight decay 0.1), 5% linear warmup then cosine decay to 0.1 x the peak,
 gradient clipping at 1.0 (TrainConfig's documented defaults), bfloat16 matmuls with float32
 parameters, softmax and loss. A sequence is one uniform symbol repeated 256 times, so the
-160,000 sequences give each symbol 156 sequences (40,000 tokens) at V = 1,024 but only 1.2
-sequences (~313 tokens, the paper's "roughly 300 times") at V = 131,072, where ~30% of the
-symbols (e^-1.22) never start a sequence at all. The loss is computed in chunks of 4,096
+160,000 training sequences give each symbol, on average,
+  V =                      1,024   2,048  4,096  8,192  16,384  32,768  65,536  131,072
+  sequences per symbol       156      78     39   19.5     9.8     4.9     2.4      1.2
+  tokens per symbol       40,000  20,000 10,000  5,000   2,500   1,250     625      313
+The paper holds tokens per symbol near 300 ("roughly 300 times" at V = 131,072), which is
+1.2 sequences here: ~30% of the symbols (e^-1.22) never appear in training at all, so a
+large-V failure in this grid mixes the bottleneck with unseen symbols. results.csv reports
+both (sequences_per_symbol, unseen_fraction, eval_loss_seen / eval_loss_unseen), and
+paper_fig5_coverage.py runs the same grid at 16 sequences per symbol for every V. The loss is computed in chunks of 4,096
 tokens so that the logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member)
 never exist for the whole batch at once. The five learning rates of one (V, tying) cell form
 one vmapped program (on accelerators, up to --group-size members; see Memory below).

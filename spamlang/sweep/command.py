@@ -60,6 +60,14 @@ def _run_tokens(config: Any) -> int:
     return int(getattr(config, "tokens", 0))
 
 
+def _per_symbol(config: Any) -> str:
+    """Training sequences per vocabulary id (SpamLang: how often each symbol is seen)."""
+    try:
+        return f"{config.steps * config.batch_size / config.vocab_size:.1f}"
+    except (AttributeError, TypeError, ZeroDivisionError):
+        return "?"
+
+
 def _flops(config: Any) -> float | None:
     try:
         from spamlang.perf import flops_per_token
@@ -73,12 +81,13 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) ->
     mine = shard_groups(sweep, shard, group_size)
     points = [p for g in mine for p in g]
     width = max((len(run_id) for run_id, _ in points), default=6)
-    print(f"{'run id':<{width}}  {'status':<7}  {'group':>5}  {'steps':>8}  {'tokens':>13}")
+    print(f"{'run id':<{width}}  {'status':<7}  {'group':>5}  {'steps':>8}  {'tokens':>13}  "
+          f"{'seq/symbol':>10}")
     for k, group in enumerate(mine):
         for run_id, config in group:
             steps = getattr(config, "steps", "?")
             print(f"{run_id:<{width}}  {_status(out / run_id):<7}  {k:>5}  {steps:>8}  "
-                  f"{_run_tokens(config):>13,}")
+                  f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}")
     tokens = sum(_run_tokens(c) for _, c in points)
     flops = [_flops(c) for _, c in points]
     where = f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
