@@ -47,7 +47,8 @@ def extra_axes(out_dir: str | Path) -> list[str]:
     except (OSError, ValueError, AttributeError):
         return []
     names = [n.strip() for a in axes for n in a.split(",")]  # a linked axis sets several
-    return [n for n in dict.fromkeys(names) if n not in SETTING_COLUMNS and n not in RESULT_COLUMNS]
+    standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model"}  # d_model is a column
+    return [n for n in dict.fromkeys(names) if n not in standard]
 
 
 def _model_value(config: dict, name: str) -> Any:
