@@ -11,7 +11,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.plots import results
+from spamlang.plots import layout, results
 from spamlang.plots.sweep import (
     choose_runs, curves_figure, format_lr, format_vocab, heatmap_figure, plot_curves, plot_heatmap,
 )
@@ -101,13 +101,13 @@ def test_results_reading(sweep_dir):
     diverged = [r for r in runs if r.diverged]
     assert [(r.vocab_size, r.lr, r.tied) for r in diverged] == [(4096, 1e-2, False)]
     assert diverged[0].value("final_eval_loss") is None  # nan is not a value
-    assert results.varying_axes(runs) == []
+    assert results.varying_settings(runs) == ["vocab_size", "lr", "tie_embeddings"]
     scanned = results.scan_runs(sweep_dir)
     assert len(scanned) == 5 and sum(not r.finished for r in scanned) == 1
     assert len(results.read_metrics(scanned[0].path)) == 4  # torn last line skipped
     picked = results.select(runs, {"lr": "1e-2", "tie_embeddings": "false"})
     assert {(r.vocab_size, r.tied) for r in picked} == {(64, False), (1024, False), (4096, False)}
-    with pytest.raises(UserError, match="unknown setting"):
+    with pytest.raises(UserError, match="unknown column 'colour' for --where; known columns: "):
         results.select(runs, {"colour": "red"})
     with pytest.raises(UserError, match="no run has lr"):
         results.select(runs, {"lr": "0.5"})
@@ -134,9 +134,9 @@ def test_heatmap_cells(sweep_dir):
                                   (0, 1): "0", (1, 1): "0.75"}
     assert _panel_texts(untied)[(2, 1)] == "div"
     assert sum(p.get_hatch() is not None for p in untied.patches) == 1
-    image = tied.images[0]
-    assert image.norm.vmin == 1e-3  # zero losses are clipped to the log floor
-    assert "clipped" in fig.axes[-1].get_ylabel()
+    # Zero losses: a linear scale over the data's range, shared by both panels.
+    assert [(ax.images[0].norm.vmin, ax.images[0].norm.vmax) for ax in (tied, untied)] == [(0, 6)] * 2
+    assert "log" not in fig.axes[-1].get_ylabel()
 
 
 def test_curves_lines(sweep_dir):
@@ -161,8 +161,9 @@ def test_plots_do_not_import_training_or_jax():
 def test_heatmap_facets_by_head(sweep_dir, tmp_path):
     with open(sweep_dir / "results.csv", "a", newline="") as f:
         csv.DictWriter(f, fieldnames=COLUMNS).writerow(_row(1024, 1e-3, True, 0.2, head="mos:4"))
-    runs = results.finished_runs(sweep_dir)
-    assert [label for label, _ in results.facets(runs)] == ["head=mos:4", "head=softmax"]
+    points = layout.group_points(results.finished_runs(sweep_dir))
+    rows = layout.auto_rows(points, ["vocab_size", "lr", "tie_embeddings"], ["seed"])
+    assert [label for label, _ in layout.facets(points, rows, None)[0]] == ["head=mos:4", "head=softmax"]
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "f.png"), b"\x89PNG")
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "g.png", where={"head": "mos:4"}), b"\x89PNG")
 
@@ -196,8 +197,15 @@ def test_errors(tmp_path):
         plot_heatmap(tmp_path / "nope", tmp_path / "h.png")
     with pytest.raises(UserError, match=r"\.png or \.pdf"):
         plot_heatmap(empty, tmp_path / "h.jpg")
-    with pytest.raises(UserError, match="unknown metric"):
+    with pytest.raises(UserError, match="no finished runs in"):
         plot_heatmap(empty, tmp_path / "h.png", metric="accuracy")
+
+
+def test_unknown_metric(sweep_dir, tmp_path):
+    with pytest.raises(UserError, match="unknown column 'accuracy' for --metric"):
+        plot_heatmap(sweep_dir, tmp_path / "h.png", metric="accuracy")
+    with pytest.raises(UserError, match="unknown metric 'bogus' for --y; metrics.jsonl has: "):
+        plot_curves(sweep_dir, tmp_path / "c.png", metric="bogus")
 
 
 def test_cli(sweep_dir, tmp_path, capsys):

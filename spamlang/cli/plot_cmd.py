@@ -1,4 +1,4 @@
-"""`spamlang plot heatmap|curves|bottleneck SWEEP_DIR -o FILE`: figures from a sweep directory."""
+"""`spamlang plot heatmap|curves|lines|bottleneck SWEEP_DIR -o FILE`: figures from a sweep directory."""
 
 from __future__ import annotations
 
@@ -6,14 +6,25 @@ import argparse
 
 from spamlang.errors import UserError
 
+_AXES_HELP = (
+    "Any column of results.csv can be an axis or a --where key: settings (vocab_size, lr, "
+    "tie_embeddings, head, seed, seq_len, d_model, language, extra sweep axes, any config.json "
+    "field) and outcomes (final_eval_loss, sequences_per_symbol, kernel_fraction, ...). "
+    "Numeric values sort numerically. Runs that differ only in seed are averaged: the mean is "
+    "drawn with the min-max range. Without --rows, every other setting that varies gets its own "
+    "row of panels, unless the axes already fix it (seq_len, when x is sequences_per_symbol "
+    "and lines are V); "
+    "'none' switches an axis off."
+)
 
-def _where(items: list[str] | None) -> dict[str, str]:
-    where = {}
+
+def _where(items: list[str] | None) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UserError(f"--where takes key=value, got {item!r}")
-        where[key.strip()] = value.strip()
+        where.setdefault(key.strip(), []).append(value.strip())
     return where
 
 
@@ -29,16 +40,29 @@ def _lr(text: str | None) -> float | str | None:
 def _heatmap(args: argparse.Namespace) -> int:
     from spamlang.plots.sweep import plot_heatmap
 
-    path = plot_heatmap(args.sweep_dir, args.output, metric=args.metric, where=_where(args.where))
+    path = plot_heatmap(args.sweep_dir, args.output, metric=args.metric, where=_where(args.where),
+                        x=args.x, y=args.y, cols=args.cols, rows=args.rows)
     print(f"wrote {path}")
     return 0
 
 
 def _curves(args: argparse.Namespace) -> int:
-    from spamlang.plots.sweep import plot_curves
+    from spamlang.plots.curves import plot_curves
 
-    path = plot_curves(args.sweep_dir, args.output, lr=_lr(args.lr), metric=args.metric,
-                       where=_where(args.where))
+    path = plot_curves(args.sweep_dir, args.output, lr=_lr(args.lr), metric=args.y,
+                       where=_where(args.where), x=args.x, color=args.color, cols=args.cols,
+                       rows=args.rows, logy=args.logy)
+    print(f"wrote {path}")
+    return 0
+
+
+def _lines(args: argparse.Namespace) -> int:
+    from spamlang.plots.lines import plot_lines
+
+    path = plot_lines(args.sweep_dir, args.output, args.x, args.y, color=args.color,
+                      cols=args.cols, rows=args.rows, where=_where(args.where),
+                      best_over=args.best_over, points=args.points, logx=args.logx,
+                      logy=bool(args.logy))
     print(f"wrote {path}")
     return 0
 
@@ -57,7 +81,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "plot", help="figures from a sweep directory (PNG or PDF, by extension)",
         description="Draw figures from a sweep directory; they are read from disk, so a sweep "
-                    "still running elsewhere can be plotted.")
+                    "still running elsewhere can be plotted. " + _AXES_HELP)
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
 
@@ -65,27 +89,88 @@ def register(subparsers) -> None:
         p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a sweep output directory")
         p.add_argument("-o", "--output", required=True, metavar="FILE", help="output .png or .pdf")
 
-    def where(p):
+    def facets(p, cols: str | None):
+        p.add_argument("--cols", default=cols, metavar="COL",
+                       help=f"one panel per value of this column (default: {cols or 'none'})")
+        p.add_argument("--rows", default=None, metavar="COL[,COL]",
+                       help="one row of panels per value (combination) of these columns; default: "
+                            "every other setting that varies, except seed (averaged); 'none': "
+                            "no rows, other settings are averaged and the caption says so")
         p.add_argument("--where", action="append", metavar="KEY=VALUE",
-                       help="keep only runs with this setting (repeatable), e.g. head=softmax; "
-                            "settings that still vary get one figure row each")
+                       help="keep only runs whose column KEY (setting or outcome) equals VALUE; "
+                            "numbers compare by value (lr=1e-2 matches 0.01); repeatable: "
+                            "different keys must all match, a repeated key matches any value")
 
-    heat = kinds.add_parser("heatmap", help="final loss on a V x LR grid, tied and untied (Figure 5)")
+    heat = kinds.add_parser(
+        "heatmap", help="final loss on a V x LR grid, tied and untied (Figure 5)",
+        description="A final metric on an x by y grid of cells, one panel per --cols value. "
+                    "A cell shows the mean over seeds and, below it, their min-max range; the "
+                    "best y (LR) of each x (V) is outlined in red; colours span the data's range "
+                    "(log scale only for positive values spanning 10x or more). " + _AXES_HELP)
     common(heat)
-    heat.add_argument("--metric", default="final_eval_loss",
-                      choices=["final_eval_loss", "loss_above_floor", "final_train_loss"])
-    where(heat)
+    heat.add_argument("--metric", default="final_eval_loss", metavar="COL",
+                      help="the outcome coloured (default final_eval_loss; also loss_above_floor, "
+                           "final_train_loss, eval_loss_unseen, repetition_accuracy, ...)")
+    heat.add_argument("--x", default="vocab_size", metavar="COL",
+                      help="column along the horizontal axis (default vocab_size)")
+    heat.add_argument("--y", default="lr", metavar="COL",
+                      help="column along the vertical axis (default lr); the best cell of each "
+                           "x is outlined (lowest metric; highest for *accuracy* metrics)")
+    facets(heat, "tie_embeddings")
     heat.set_defaults(func=_heatmap)
 
-    curves = kinds.add_parser("curves", help="loss against tokens, one line per V (Figure 4)")
+    curves = kinds.add_parser(
+        "curves", help="loss against tokens, one line per V (Figure 4)",
+        description="A metrics.jsonl value against training tokens, one line per --color value "
+                    "(seeds averaged: mean line, min-max band), one panel per --cols value. "
+                    "Runs still in progress are drawn dotted. " + _AXES_HELP)
     common(curves)
+    curves.add_argument("--y", "--metric", dest="y", default="loss", metavar="FIELD",
+                        help="metrics.jsonl field drawn: loss (train, every log step; default), "
+                             "eval_loss (every eval), or any other field such as accuracy")
+    curves.add_argument("--x", default="tokens", metavar="FIELD",
+                        help="metrics.jsonl field along the horizontal axis: tokens (default) or step")
+    curves.add_argument("--color", default="vocab_size", metavar="COL",
+                        help="one line per value of this column (default vocab_size)")
     curves.add_argument("--lr", default=None, metavar="LR|best",
-                        help="learning rate to draw (default: the middle of the sweep's LR grid); "
-                             "'best' draws each V at its own best LR")
-    curves.add_argument("--metric", default="loss", choices=["loss", "eval_loss"],
-                        help="train loss (every log step) or eval loss (every eval)")
-    where(curves)
+                        help="learning rate to draw (default: the middle of the sweep's LR grid, "
+                             "or every LR when lr is --color, --cols or --rows); 'best' draws "
+                             "each line at its own best LR (final eval loss, seed-averaged)")
+    curves.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                        help="log y axis (default: on for losses)")
+    facets(curves, "tie_embeddings")
     curves.set_defaults(func=_curves)
+
+    lines = kinds.add_parser(
+        "lines", help="a metric against a numeric column, one line per value of another",
+        description="A results.csv outcome (--y) against a numeric column (--x, a setting or "
+                    "another outcome), one line per --color value. Each point is the mean over "
+                    "seeds with min-max error bars. With --best-over lr (the default when lr "
+                    "varies and is not an axis) each point is the best LR's value (lowest; "
+                    "highest for metrics named *accuracy*), seeds averaged first; a hollow marker "
+                    "says that LR is at the edge of the grid. Example, the coverage figure: "
+                    "spamlang plot lines runs/coverage -o cov.png --x sequences_per_symbol "
+                    "--y final_eval_loss --color vocab_size --cols tie_embeddings. " + _AXES_HELP)
+    common(lines)
+    lines.add_argument("--x", required=True, metavar="COL",
+                       help="numeric column along the horizontal axis, e.g. sequences_per_symbol, "
+                            "seq_len, d_model, kernel_fraction")
+    lines.add_argument("--y", required=True, metavar="COL",
+                       help="numeric outcome along the vertical axis, e.g. final_eval_loss")
+    lines.add_argument("--color", default="vocab_size", metavar="COL",
+                       help="one line per value of this column (default vocab_size; 'none': one line)")
+    lines.add_argument("--best-over", default="auto", metavar="COL|auto|none",
+                       help="setting optimised per point (default auto: lr when it varies and is "
+                            "not an axis); none: no optimisation, so a varying lr gets rows of "
+                            "panels like any other setting")
+    lines.add_argument("--points", action="store_true",
+                       help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)")
+    lines.add_argument("--logx", action=argparse.BooleanOptionalAction, default=None,
+                       help="log x axis (default: on when a positive x spans 8x or more)")
+    lines.add_argument("--logy", action=argparse.BooleanOptionalAction, default=False,
+                       help="log y axis (default off)")
+    facets(lines, None)
+    lines.set_defaults(func=_lines)
 
     bottleneck = kinds.add_parser("bottleneck", help="gradient-bottleneck diagnostics of a sweep")
     common(bottleneck)

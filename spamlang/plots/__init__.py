@@ -1,8 +1,16 @@
 """Figures made from files on disk; nothing here imports the trainer.
 
-- `spamlang.plots.sweep`: `plot_heatmap` (final loss on a V x LR grid, one panel per tying
-  setting; the paper's Figure 5) and `plot_curves` (loss against tokens, one line per V; Figure 4).
+- `spamlang.plots.sweep`: `plot_heatmap` (a final metric on an x by y grid, default V by LR, one
+  panel per tying setting, best LR outlined; the paper's Figure 5), and the other sweep figures
+  re-exported from:
+  - `spamlang.plots.curves`: `plot_curves` (a metrics.jsonl value against tokens, one line per V;
+    Figure 4);
+  - `spamlang.plots.lines`: `plot_lines` (an outcome against a numeric column, one line per
+    value of another, each point at its best LR; the coverage figure).
+- `spamlang.plots.layout`: how runs become points (seed means with min-max ranges, best LR) and
+  panels; any results.csv column can be an axis.
 - `spamlang.plots.results`: reading a sweep directory (results.csv, run directories, metrics.jsonl).
+- `spamlang.plots.canvas`: figure width, colours, atomic PNG/PDF saving.
 - `spamlang.plots.samples`: `plot_samples`, the sample table of `spamlang.sample` (Table 1) as a figure.
 - `spamlang.plots.diagnostics`: gradient-bottleneck figures (`plot_bottleneck`).
 

@@ -5,9 +5,17 @@ never import the trainer. A sweep directory holds `<run_id>/` run directories (c
 metrics.jsonl, result.json once finished) and `results.csv` (one row per finished run). When
 results.csv is missing, finished runs are read from their run directories instead.
 
-Every run is placed on the plotting grid by (vocab_size, lr, tie_embeddings); any other setting
-that varies across runs (head, language, seed, ...) is an "axis" used to split figures into rows
-(`facets`) or to select runs (`select`, from `--where key=value`).
+A run is a set of named columns, split in two:
+
+- settings: what the run was asked to do. The settings columns of results.csv, plus every field
+  of the run's config.json (`language_params` and `model_overrides` entries appear as
+  `param.NAME` and `model.NAME`, the names results.csv uses for sweep axes over them).
+- outcomes: what it measured (result.json, or the outcome columns of results.csv).
+
+Any column name works as a plot axis or in `--where`; nothing here lists the columns a plot may
+use. In results.csv the outcomes are the known outcome columns and every column after the first
+of them (results.csv puts settings first, then extra sweep axes, then outcomes), so a column
+added to the table later is classified without a change here.
 """
 
 from __future__ import annotations
@@ -15,33 +23,36 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
 
-GRID_KEYS = ("vocab_size", "lr", "tie_embeddings")
-# results.csv columns that are outcomes, not settings (contract of the sweep module).
-METRIC_COLUMNS = (
+# Outcome columns of results.csv known when this was written; see the module docstring for
+# how a column that is not listed is classified.
+OUTCOME_COLUMNS = (
     "final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
     "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps", "tokens",
-    "tokens_per_s", "wall_seconds",
+    "tokens_per_s", "wall_seconds", "sequences_per_symbol", "exposure_min", "exposure_median",
+    "exposure_max", "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
+    "repetition_accuracy_seen", "repetition_accuracy_unseen", "eval_seen_sequences",
+    "eval_unseen_sequences", "kernel_fraction", "projected_cosine",
 )
-# Settings that identify a run's bookkeeping rather than an experimental axis.
-_NOT_AXES = frozenset(GRID_KEYS) | {"run_id"} | frozenset(METRIC_COLUMNS)
+# config.json dicts whose entries are sweep axes of their own, under these prefixes.
+_FLATTENED = {"language_params": "param.", "model_overrides": "model."}
+ALIASES = {"tied": "tie_embeddings"}
+_INT = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True)
 class Run:
-    """One point of a sweep as the plots see it."""
+    """One run as the plots see it: its settings, its outcomes and where it lives."""
 
     run_id: str  # the run directory's name (or results.csv's run_id)
-    vocab_size: int  # V
-    lr: float  # peak learning rate
-    tied: bool  # tie_embeddings
-    axes: dict[str, str] = field(default_factory=dict)  # every other setting, as text
-    result: dict[str, Any] = field(default_factory=dict)  # result.json / results.csv outcome; {} if running
+    settings: dict[str, Any] = field(default_factory=dict)  # bool, int, float, str or None
+    result: dict[str, Any] = field(default_factory=dict)  # outcomes; {} while running
     path: Path | None = None  # run directory, when it exists
 
     @property
@@ -52,35 +63,69 @@ class Run:
     def diverged(self) -> bool:
         return bool(self.result.get("diverged"))
 
-    def value(self, metric: str) -> float | None:
-        """A finite float outcome, or None when missing or not finite."""
-        v = self.result.get(metric)
-        if v is None or isinstance(v, bool):
-            return None
-        v = float(v)
-        return v if math.isfinite(v) else None
+    @property
+    def vocab_size(self) -> int:
+        return int(self.settings["vocab_size"])
+
+    @property
+    def lr(self) -> float:
+        return float(self.settings["lr"])
+
+    @property
+    def tied(self) -> bool:
+        return bool(self.settings.get("tie_embeddings"))
+
+    def get(self, column: str) -> Any:
+        """The column's value (a setting first, else an outcome); None when the run lacks it."""
+        column = ALIASES.get(column, column)
+        if column in self.settings:
+            return self.settings[column]
+        return self.result.get(column)
+
+    def value(self, column: str) -> float | None:
+        """A finite float, or None when missing, not a number or not finite."""
+        return finite(self.get(column))
 
 
-def _text(v: Any) -> str:
-    if isinstance(v, (dict, list)):
-        return json.dumps(v, sort_keys=True)
-    return str(v)
+def finite(v: Any) -> float | None:
+    """`v` as a finite float, else None (bools are not numbers here)."""
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
 
 
-def _parse_bool(s: str) -> bool:
-    return str(s).strip().lower() in ("true", "1", "yes")
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _parse_cell(s: str) -> Any:
-    s = s.strip()
+def parse_cell(text: str | None) -> Any:
+    """A results.csv cell as a value: '' -> None, True/False -> bool, then int, float, text."""
+    s = (text or "").strip()
     if s == "":
         return None
-    if s in ("True", "False"):
-        return s == "True"
+    if s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    if _INT.fullmatch(s):
+        return int(s)
     try:
         return float(s)
     except ValueError:
         return s
+
+
+def _config_value(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+
+
+def flatten_config(config: dict) -> dict[str, Any]:
+    """config.json as settings columns (see the module docstring)."""
+    out = {}
+    for key, v in config.items():
+        if key in _FLATTENED and isinstance(v, dict):
+            out.update({_FLATTENED[key] + k: _config_value(x) for k, x in v.items()})
+        else:
+            out[key] = _config_value(v)
+    return out
 
 
 def check_dir(sweep_dir: str | Path) -> Path:
@@ -102,57 +147,70 @@ def _read_json(path: Path) -> Any | None:
         return None  # a file being written by a live run; treat as absent
 
 
-def _run_from_dir(path: Path) -> Run | None:
+def _config(path: Path) -> dict | None:
     config = _read_json(path / "config.json")
-    if not isinstance(config, dict) or not all(k in config for k in GRID_KEYS):
-        return None
-    result = _read_json(path / "result.json") if (path / "result.json").is_file() else None
-    axes = {k: _text(v) for k, v in config.items() if k not in _NOT_AXES}
-    return Run(
-        run_id=path.name,
-        vocab_size=int(config["vocab_size"]),
-        lr=float(config["lr"]),
-        tied=bool(config["tie_embeddings"]),
-        axes=axes,
-        result=result if isinstance(result, dict) else {},
-        path=path,
-    )
+    return config if isinstance(config, dict) else None
+
+
+def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
+    """results.csv as run_id -> (settings, outcomes); {} when there is none."""
+    path = root / "results.csv"
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        header = [c for c in reader.fieldnames or [] if c]
+        rows = list(reader)
+    known = [i for i, c in enumerate(header) if c in OUTCOME_COLUMNS]
+    first = min(known, default=len(header))
+    outcomes = {c for i, c in enumerate(header) if i >= first or c in OUTCOME_COLUMNS}
+    table = {}
+    for n, row in enumerate(rows):
+        run_id = row.get("run_id") or f"row{n + 1}"
+        settings = {c: parse_cell(row.get(c)) for c in header
+                    if c not in outcomes and c != "run_id"}
+        result = {c: parse_cell(row.get(c)) for c in header if c in outcomes}
+        result["diverged"] = bool(result.get("diverged"))
+        table[run_id] = (settings, result)
+    return table
+
+
+def _run(run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None,
+         on_disk: bool = False) -> Run | None:
+    """A run from its directory and/or its results.csv row. With `on_disk`, the directory says
+    whether it has finished (result.json), and the row only adds columns to a finished run."""
+    config = _config(path) if path else None
+    settings = flatten_config(config) if config else {}
+    if csv_row:
+        # results.csv names a model.X axis plainly X (d_model): one column, not two.
+        settings = {k: v for k, v in settings.items()
+                    if not (k.startswith("model.") and k[len("model."):] in csv_row[0])}
+        settings.update(csv_row[0])
+    if on_disk:
+        if config is None:
+            return None
+        result = _read_json(path / "result.json") if (path / "result.json").is_file() else None
+        result = {**(csv_row[1] if csv_row else {}), **result} if isinstance(result, dict) else {}
+    else:
+        result = csv_row[1] if csv_row else {}
+    return Run(run_id=run_id, settings=settings, result=result, path=path)
 
 
 def scan_runs(sweep_dir: str | Path) -> list[Run]:
-    """Every run directory under `sweep_dir` (and `sweep_dir` itself if it is one), finished or not."""
+    """Every run directory under `sweep_dir` (and `sweep_dir` itself if it is one), finished or
+    not (result.json decides); a finished run listed in results.csv also gets that row's columns."""
     root = check_dir(sweep_dir)
-    return [r for r in map(_run_from_dir, _run_dirs(root)) if r is not None]
-
-
-def _runs_from_csv(path: Path, root: Path) -> list[Run]:
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    missing = [k for k in GRID_KEYS if rows and k not in rows[0]]
-    if missing:
-        raise UserError(f"{path} lacks the column(s) {', '.join(missing)}")
-    runs = []
-    for row in rows:
-        run_id = row.get("run_id") or ""
-        result = {k: _parse_cell(row[k]) for k in METRIC_COLUMNS if k in row}
-        result["diverged"] = _parse_bool(row.get("diverged", "False"))
-        runs.append(Run(
-            run_id=run_id,
-            vocab_size=int(float(row["vocab_size"])),
-            lr=float(row["lr"]),
-            tied=_parse_bool(row["tie_embeddings"]),
-            axes={k: v for k, v in row.items() if k not in _NOT_AXES and k is not None},
-            result=result,
-            path=(root / run_id) if run_id and (root / run_id).is_dir() else None,
-        ))
-    return runs
+    table = _read_csv(root)
+    runs = (_run(p.name, p, table.get(p.name), on_disk=True) for p in _run_dirs(root))
+    return [r for r in runs if r is not None]
 
 
 def finished_runs(sweep_dir: str | Path) -> list[Run]:
     """Finished runs: rows of results.csv, or run directories with result.json when it is absent."""
     root = check_dir(sweep_dir)
-    csv_path = root / "results.csv"
-    runs = _runs_from_csv(csv_path, root) if csv_path.is_file() else []
+    table = _read_csv(root)
+    runs = [_run(run_id, root / run_id if (root / run_id).is_dir() else None, row)
+            for run_id, row in table.items()]
     if not runs:
         runs = [r for r in scan_runs(root) if r.finished]
     if not runs:
@@ -160,7 +218,29 @@ def finished_runs(sweep_dir: str | Path) -> list[Run]:
     return runs
 
 
-def _same(a: str, b: str) -> bool:
+def known_columns(runs: list[Run]) -> list[str]:
+    """Every setting and outcome name among `runs`, settings first, in order of appearance."""
+    names = dict.fromkeys(k for r in runs for k in r.settings)
+    names.update(dict.fromkeys(k for r in runs for k in r.result))
+    return list(names)
+
+
+def check_column(runs: list[Run], column: str, flag: str) -> str:
+    """`column` (aliases resolved) if some run has it, else a UserError naming the known ones."""
+    name = ALIASES.get(column, column)
+    known = known_columns(runs)
+    if name not in known:
+        raise UserError(f"unknown column {column!r} for {flag}; known columns: {', '.join(known)}")
+    return name
+
+
+def text(v: Any) -> str:
+    """A value as `--where` compares it: floats by repr, so that 1e-2 == 0.01."""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def same(a: str, b: str) -> bool:
+    """Do two texts name the same value? Numbers by value, booleans case-insensitively."""
     try:
         return math.isclose(float(a), float(b), rel_tol=1e-9)
     except ValueError:
@@ -170,60 +250,36 @@ def _same(a: str, b: str) -> bool:
     return a == b
 
 
-def _field(run: Run, key: str) -> str | None:
-    if key == "vocab_size":
-        return str(run.vocab_size)
-    if key == "lr":
-        return repr(run.lr)
-    if key in ("tie_embeddings", "tied"):
-        return str(run.tied)
-    return run.axes.get(key)
+def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Run]:
+    """Runs matching every `key=value` of `where` (a list of values: any of them).
 
-
-def select(runs: list[Run], where: dict[str, str] | None) -> list[Run]:
-    """Runs whose settings match every `key=value` of `where` (numbers compare by value)."""
-    for key, want in (where or {}).items():
-        known = sorted(set(GRID_KEYS) | {k for r in runs for k in r.axes})
-        if key not in known and key != "tied":
-            raise UserError(f"unknown setting {key!r} in --where; known: {', '.join(known)}")
-        kept = [r for r in runs if (v := _field(r, key)) is not None and _same(v, str(want))]
+    A key is any setting or outcome column; numbers compare by value (lr=1e-2 matches 0.01).
+    """
+    for key, wanted in (where or {}).items():
+        name = check_column(runs, key, "--where")
+        wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+        kept = [r for r in runs if (v := r.get(name)) is not None
+                and any(same(text(v), str(w)) for w in wanted)]
         if not kept:
-            values = sorted({v for r in runs if (v := _field(r, key)) is not None})
-            raise UserError(f"no run has {key}={want}; its values are: {', '.join(values)}")
+            values = {text(v): v for r in runs if (v := r.get(name)) is not None}
+            order = sorted(values, key=lambda t: (0, values[t], "") if is_number(values[t])
+                           else (1, 0, t))
+            raise UserError(f"no run has {key}={'|'.join(map(str, wanted))}; "
+                            f"its values are: {', '.join(order) or 'none'}")
         runs = kept
     return runs
 
 
-def varying_axes(runs: list[Run]) -> list[str]:
-    """Non-grid settings that take more than one value among `runs`."""
-    keys = sorted({k for r in runs for k in r.axes})
-    return [k for k in keys if len({r.axes.get(k) for r in runs}) > 1]
+def varying_settings(runs: list[Run]) -> list[str]:
+    """Settings that take more than one value among `runs`, in column order."""
+    keys = dict.fromkeys(k for r in runs for k in r.settings)
+    return [k for k in keys if len({text(r.settings.get(k)) for r in runs}) > 1]
 
 
-def facets(runs: list[Run], max_rows: int = 8) -> list[tuple[str, list[Run]]]:
-    """Split runs into figure rows, one per combination of the settings that vary.
-
-    The label is "" when nothing but the grid varies. Too many rows is a UserError that asks for
-    `--where`, since such a figure would not be readable.
-    """
-    keys = varying_axes(runs)
-    groups: dict[tuple, list[Run]] = {}
-    for r in runs:
-        groups.setdefault(tuple(r.axes.get(k) for k in keys), []).append(r)
-    if len(groups) > max_rows:
-        raise UserError(
-            f"{len(groups)} combinations of {', '.join(keys)}: pick some with --where key=value"
-        )
-    return [
-        (", ".join(f"{k}={v}" for k, v in zip(keys, combo)), members)
-        for combo, members in sorted(groups.items(), key=lambda kv: [str(x) for x in kv[0]])
-    ]
-
-
-def read_metrics(run_dir: str | Path, kind: str = "train") -> list[dict]:
+def read_metrics(run_dir: str | Path | None, kind: str = "train") -> list[dict]:
     """Rows of `metrics.jsonl` with the given kind; a torn last line (live run) is skipped."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
+    path = Path(run_dir) / "metrics.jsonl" if run_dir else None
+    if path is None or not path.is_file():
         return []
     rows = []
     with open(path, encoding="utf-8") as f:

@@ -1,78 +1,88 @@
-"""Sweep figures: the final-loss heatmap (the paper's Figure 5) and training curves (Figure 4).
+"""Sweep figures: the final-loss heatmap (the paper's Figure 5), with the curves of Figure 4
+(`spamlang.plots.curves`) and metric-against-column lines (`spamlang.plots.lines`) re-exported.
 
-Both read a sweep directory from disk (see `spamlang.plots.results`) and never import the trainer.
-Figures are drawn on a bare `matplotlib.figure.Figure` (Agg canvas), so plotting never changes
-the caller's pyplot backend, and are written atomically as PNG or PDF, chosen by the extension.
-
-Settings other than V, LR and tying that vary across the sweep (head, language, seed, ...) give
-one figure row each; `where={"head": "softmax"}` (`--where head=softmax`) keeps only matching runs.
+All of them read a sweep directory from disk (see `spamlang.plots.results`) and never import
+the trainer; any results.csv column can be an axis (see `spamlang.plots.layout` for how runs
+are averaged over seeds and split into panels).
 """
 
 from __future__ import annotations
 
-import io
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.colors import LogNorm
+from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import EngFormatter
 
 from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_bytes
-from spamlang.plots.results import Run, facets, finished_runs, read_metrics, scan_runs, select
+from spamlang.plots.canvas import (
+    BEST_EDGE, CMAP, FIGURE_SUFFIXES, PAPER_WIDTH_IN, check_figure_path, line_colour, note,
+    plain_log_ticks, save_figure,
+)
+from spamlang.plots.curves import CURVE_METRICS, choose_runs, curves_figure, plot_curves
+from spamlang.plots.layout import (
+    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, facet_title, facets,
+    format_lr, format_value, format_vocab, group_points, higher_is_better, ident, is_numeric,
+    merge, pool_note, rows_option, short_name, sort_values,
+)
+from spamlang.plots.lines import lines_figure, plot_lines
+from spamlang.plots.results import check_column, finished_runs, select
+
+# Besides the heatmap, the names that callers import from here (this module was once the home
+# of every sweep figure and its helpers).
+__all__ = [
+    "CMAP", "CURVE_METRICS", "FIGURE_SUFFIXES", "HEATMAP_METRICS", "PAPER_WIDTH_IN", "best_cells",
+    "check_figure_path", "choose_runs", "color_limits", "curves_figure", "format_lr",
+    "format_vocab", "heatmap_figure", "line_colour", "lines_figure", "plot_curves",
+    "plot_heatmap", "plot_lines", "save_figure",
+]
 
 HEATMAP_METRICS = {
     "final_eval_loss": "final eval loss (nats)",
     "loss_above_floor": "eval loss above floor (nats)",
     "final_train_loss": "final train loss (nats)",
 }
-CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
-FIGURE_SUFFIXES = (".png", ".pdf")
-# Zero losses (SpamLang at small V) have no place on a log scale: colour them as this value.
-LOG_FLOOR = 1e-3
-CMAP = "viridis"  # perceptually uniform and colour-blind safe
-PAPER_WIDTH_IN = 7.0
 
 
-def format_vocab(v: int) -> str:
-    """1024 -> '1K', 131072 -> '128K', 1536 -> '1.5K', 100 -> '100'."""
-    for unit, suffix in ((1 << 20, "M"), (1 << 10, "K")):
-        if v >= unit and (v * 2) % unit == 0:
-            return f"{v / unit:g}{suffix}"
-    return str(v)
+def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
+    """The colour scale of a heatmap: (vmin, vmax, log).
+
+    vmin and vmax are the min and max of the finite values, so the colours spread over the data
+    (2.05-3.51 is not drawn on a 2-20 scale). The scale is logarithmic only when every value is
+    positive and they span a factor of 10 or more; zero losses therefore give a linear scale.
+    A single value (or none) gets a small range around it, so that it still has a colour.
+    """
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return 0.0, 1.0, False
+    lo, hi = min(finite), max(finite)
+    if lo == hi:
+        pad = abs(lo) * 0.05 or 0.5
+        return lo - pad, hi + pad, False
+    return lo, hi, lo > 0 and hi / lo >= 10
 
 
-def format_lr(lr: float) -> str:
-    """5e-4 -> '5e-4', 0.00025 -> '2.5e-4', 0.01 -> '1e-2'."""
-    mantissa, exponent = f"{lr:.3e}".split("e")
-    return f"{float(mantissa):g}e{int(exponent)}"
+def best_cells(grid: np.ndarray, higher_is_better: bool = False) -> list[tuple[int, int]]:
+    """(row, col) of the best finite cell of each column of `grid` (rows: the y values, e.g. LRs;
+    columns: the x values, e.g. V): the minimum, or the maximum when `higher_is_better`.
 
-
-def check_figure_path(out_file: str | Path) -> Path:
-    """A PNG or PDF output path; anything else is a UserError."""
-    path = Path(out_file)
-    if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise UserError(f"output must end in .png or .pdf, got {str(out_file)!r}")
-    return path
-
-
-def save_figure(fig: Figure, out_file: str | Path) -> Path:
-    """Write `fig` atomically, in the format its extension names; parent folders are created."""
-    path = check_figure_path(out_file)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=path.suffix.lower()[1:], dpi=200)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, buf.getvalue())
-    return path
-
-
-def _tying_panels(runs: list[Run]) -> list[bool]:
-    # Tied first, as in the paper's appendix; only the settings present get a panel.
-    return [t for t in (True, False) if any(r.tied == t for r in runs)]
+    Exact ties are all returned; a column without a finite value has none; a grid with a single
+    row has nothing to choose between and gives [].
+    """
+    grid = np.asarray(grid, dtype=float)
+    if grid.ndim != 2 or grid.shape[0] < 2:
+        return []
+    cells = []
+    for col in range(grid.shape[1]):
+        column = grid[:, col]
+        if not np.isfinite(column).any():
+            continue
+        best = np.nanmax(column) if higher_is_better else np.nanmin(column)
+        cells += [(int(row), col) for row in np.flatnonzero(column == best)]
+    return sorted(cells)
 
 
 def _cell_text(v: float) -> str:
@@ -88,192 +98,134 @@ def _text_colour(rgba) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: dict | None = None) -> Path:
-    """Final metric of every finished run on a V x LR grid, one panel per tying setting.
+def cell_label(point: Point, metric: str) -> str:
+    """A cell's text: the mean; below it the min-max range of several runs; 'k/n div' if some
+    diverged; 'div' when all did."""
+    s = point.stats(metric)
+    n_div = point.diverged
+    if s is None:
+        return "div" if n_div else ""
+    lines = [_cell_text(s.mean)]
+    if s.n > 1 and _cell_text(s.lo) != _cell_text(s.hi):
+        lines.append(f"{_cell_text(s.lo)}\u2013{_cell_text(s.hi)}")
+    if n_div:
+        lines.append(f"{n_div}/{len(point.runs)} div")
+    return "\n".join(lines)
 
-    Colour is on a log scale (values below LOG_FLOOR, such as a zero loss, are coloured as
-    LOG_FLOOR; the cell's text shows the real value). Diverged runs are hatched and marked "div";
-    points without a finished run stay blank. Returns the written path.
+
+def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: dict | None = None,
+                 **axes) -> Path:
+    """Final metric of every finished run on an x by y grid (default: V by LR), one panel per
+    value of `cols` (default: tied, untied) and one row of panels per combination of the other
+    settings that vary (or per value of `rows`). Returns the written path.
+
+    Runs landing in one cell (seeds) are averaged: the cell shows the mean, and below it the
+    min-max range. Colours span the data's range (see `color_limits`), shared by all panels.
+    Each column's best cell (the best LR of each V) is outlined in red. Diverged runs are hatched
+    and marked "div"; points without a finished run stay blank.
     """
     check_figure_path(out_file)
-    return save_figure(heatmap_figure(sweep_dir, metric, where), out_file)
+    return save_figure(heatmap_figure(sweep_dir, metric, where, **axes), out_file)
 
 
-def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | None = None) -> Figure:
-    """The figure of `plot_heatmap`, unsaved."""
-    if metric not in HEATMAP_METRICS:
-        raise UserError(f"unknown metric {metric!r}; choose from {', '.join(HEATMAP_METRICS)}")
+def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | None = None,
+                   x: str = "vocab_size", y: str = "lr", cols: str | None = "tie_embeddings",
+                   rows: str | list[str] | None = None) -> Figure:
+    """The figure of `plot_heatmap`, unsaved. `cols` None or 'none': one panel column; `rows`
+    None: automatic, [] or 'none': no row split (other settings are pooled and the figure says so).
+    """
     runs = select(finished_runs(sweep_dir), where)
-    rows = facets(runs)
-    vocabs = sorted({r.vocab_size for r in runs})
-    lrs = sorted({r.lr for r in runs})
-    tyings = _tying_panels(runs)
-    values = [v for r in runs if not r.diverged and (v := r.value(metric)) is not None]
-    vmin = max(LOG_FLOOR, min(values, default=1.0))
-    vmax = max(max(values, default=1.0), vmin * 10)
-    norm = LogNorm(vmin=vmin, vmax=vmax)
+    metric = check_column(runs, metric, "--metric")
+    x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
+    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
+    rows = rows_option(rows)
+    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    check_distinct([("--metric", metric), ("--x", x), ("--y", y), ("--cols", cols)]
+                   + [("--rows", r) for r in rows or []])
+    if not is_numeric(r.get(metric) for r in runs):
+        raise UserError(f"--metric {metric} is not numeric; "
+                        "pick an outcome such as final_eval_loss")
+    used = [x, y] + ([cols] if cols else [])
+    pooled = [] if SEED in used + (rows or []) else [SEED]
+    points = group_points(runs, pooled)
+    row_keys = auto_rows(points, used, pooled) if rows is None else rows
+    row_groups, col_values = facets(points, row_keys, cols)
+    xs = sort_values(p.value(x) for p in points)
+    ys = sort_values(p.value(y) for p in points)
+    panels = _place(row_groups, col_values, cols, (x, xs), (y, ys))
+    drawn = [c for cells in panels.values() for c in cells.values()]
+    vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
+    norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
+    ranged = any(len(c.runs) > 1 for c in drawn)
 
-    cell_w = (PAPER_WIDTH_IN - 1.2) / (len(tyings) * len(vocabs))
+    cell_w = (PAPER_WIDTH_IN - 1.2) / (len(col_values) * len(xs))
     font = float(np.clip(cell_w * 72 / 3.4, 4.5, 8.0))
-    height = len(rows) * max(2.1, 0.3 * len(lrs) + 0.9) + 0.2
+    height = len(row_groups) * max(2.1, (0.45 if ranged else 0.3) * len(ys) + 0.9) + 0.4
     fig = Figure(figsize=(PAPER_WIDTH_IN, height), layout="constrained")
-    axes = fig.subplots(len(rows), len(tyings), squeeze=False)
+    axes = fig.subplots(len(row_groups), len(col_values), squeeze=False)
     image = None
-    for i, (label, members) in enumerate(rows):
-        for j, tied in enumerate(tyings):
-            ax = axes[i, j]
-            grid = np.full((len(lrs), len(vocabs)), np.nan)
-            cells = {(lrs.index(r.lr), vocabs.index(r.vocab_size)): r for r in members if r.tied == tied}
-            for (y, x), r in cells.items():
-                v = r.value(metric)
-                if not r.diverged and v is not None:
-                    grid[y, x] = max(v, vmin)
-            image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
-            for (y, x), r in cells.items():
-                v = r.value(metric)
-                if r.diverged:
-                    ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor="0.85",
-                                           edgecolor="0.4", hatch="////", linewidth=0))
-                    ax.text(x, y, "div", ha="center", va="center", fontsize=font, color="black")
-                elif v is not None:
-                    ax.text(x, y, _cell_text(v), ha="center", va="center", fontsize=font,
-                            color=_text_colour(image.cmap(norm(max(v, vmin)))))
-            ax.set_xticks(range(len(vocabs)), [format_vocab(v) for v in vocabs], fontsize=7)
-            ax.set_yticks(range(len(lrs)), [format_lr(lr) for lr in lrs], fontsize=7)
-            ax.set_xlabel("vocabulary size V", fontsize=8)
-            if j == 0:
-                ax.set_ylabel("learning rate", fontsize=8)
-            title = "tied" if tied else "untied"
-            ax.set_title(f"{title} ({label})" if label else title, fontsize=9)
+    for (i, j), cells in panels.items():
+        ax = axes[i, j]
+        image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font)
+        ax.set_xticks(range(len(xs)), [format_value(x, v) for v in xs], fontsize=7)
+        ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
+        ax.set_xlabel(axis_label(x), fontsize=8)
+        if j == 0:
+            ax.set_ylabel(axis_label(y), fontsize=8)
+        title = facet_title(cols, col_values[j]) if cols else ""
+        row_label = row_groups[i][0]
+        title = f"{title} ({row_label})" if title and row_label else title or row_label
+        ax.set_title(title, fontsize=9)
     bar = fig.colorbar(image, ax=axes, shrink=0.9)
-    clipped = any(v < vmin for v in values)
-    bar.set_label(HEATMAP_METRICS[metric] + (f"\nlog scale, clipped at {vmin:.2g}" if clipped else ", log scale"),
+    bar.set_label(HEATMAP_METRICS.get(metric, axis_label(metric)) + (", log scale" if log else ""),
                   fontsize=7)
-    bar.ax.tick_params(labelsize=7)
+    if log:
+        plain_log_ticks(bar.ax.yaxis, vmin, vmax)
+    bar.ax.tick_params(which="both", labelsize=7)
+    best = (f"red outline: best {axis_label(y)} of each {short_name(x)}"
+            + (" (highest)" if higher_is_better(metric) else "")) if len(ys) > 1 else ""
+    note(fig, best, pool_note(drawn, "second line"))
     return fig
 
 
-def _lower_median(values: list[float]) -> float:
-    values = sorted(set(values))
-    return values[(len(values) - 1) // 2]
+Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
 
 
-def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
-    """The runs drawn by `plot_curves`.
+def _place(row_groups: list, col_values: list, cols: str | None, x: tuple[str, list],
+           y: tuple[str, list]) -> dict[tuple[int, int], Cells]:
+    """Panel (row, column) -> its cells; points sharing a cell are merged (pooled)."""
+    def index(axis: tuple[str, list], p: Point) -> int:
+        return [ident(u) for u in axis[1]].index(ident(p.value(axis[0])))
 
-    lr=None: the middle LR of the sweep's grid (the lower middle one for an even grid size), the
-    same for every V as in the paper's Figure 4; a float: that LR (relative tolerance 1e-6);
-    "best": for each V, tying and other setting, the LR with the lowest final eval loss among
-    finished, non-diverged runs (runs still going compete with their latest train loss).
-    """
-    if lr is None:
-        lr = _lower_median([r.lr for r in runs])
-    if isinstance(lr, str):
-        if lr != "best":
-            try:
-                lr = float(lr)
-            except ValueError:
-                raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
-        else:
-            best: dict[tuple, tuple] = {}
-            for r in runs:
-                key = (r.vocab_size, r.tied, tuple(sorted(r.axes.items())))
-                score = _best_score(r)
-                if key not in best or score < best[key][0]:
-                    best[key] = (score, r)
-            return [r for _, r in best.values()]
-    chosen = [r for r in runs if math.isclose(r.lr, float(lr), rel_tol=1e-6)]
-    if not chosen:
-        have = ", ".join(format_lr(x) for x in sorted({r.lr for r in runs}))
-        raise UserError(f"no run has lr={format_lr(float(lr))}; the sweep has {have}")
-    return chosen
+    panels = {}
+    for i, (_, members) in enumerate(row_groups):
+        for j, cv in enumerate(col_values):
+            cells: dict[tuple[int, int], list[Point]] = {}
+            for p in members:
+                if cols is None or ident(p.value(cols)) == ident(cv):
+                    cells.setdefault((index(y, p), index(x, p)), []).append(p)
+            panels[i, j] = {k: merge(v) for k, v in cells.items()}
+    return panels
 
 
-def _best_score(r: Run) -> tuple:
-    v = r.value("final_eval_loss")
-    if r.finished and not r.diverged and v is not None:
-        return (0, v)
-    last = [row.get("loss") for row in read_metrics(r.path)] if r.path else []
-    last = [x for x in last if isinstance(x, (int, float)) and math.isfinite(x)]
-    return (1, last[-1] if last else math.inf)
-
-
-def _floor(r: Run) -> float | None:
-    v = r.value("optimal_loss")
-    if v is not None:
-        return v
-    for row in read_metrics(r.path, "eval") if r.path else []:
-        if isinstance(row.get("eval_loss"), (int, float)) and isinstance(row.get("loss_above_floor"), (int, float)):
-            return float(row["eval_loss"]) - float(row["loss_above_floor"])
-    return None
-
-
-def plot_curves(sweep_dir, out_file, lr: float | str | None = None, metric: str = "loss",
-                where: dict | None = None) -> Path:
-    """Loss against training tokens, one line per V at one LR (see `choose_runs`), log y axis.
-
-    One panel per tying setting; runs still in progress are drawn dotted and labelled "running",
-    diverged runs are labelled "diverged"; the language's Bayes floor is a dashed line (a floor
-    of 0, SpamLang's, cannot sit on a log axis and is stated in the panel instead).
-    """
-    check_figure_path(out_file)
-    return save_figure(curves_figure(sweep_dir, lr, metric, where), out_file)
-
-
-def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss",
-                  where: dict | None = None) -> Figure:
-    """The figure of `plot_curves`, unsaved."""
-    if metric not in CURVE_METRICS:
-        raise UserError(f"unknown metric {metric!r}; choose from {', '.join(CURVE_METRICS)}")
-    kind, ylabel = CURVE_METRICS[metric]
-    runs = select(scan_runs(sweep_dir), where)
-    if not runs:
-        raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
-    best = lr == "best"
-    runs = choose_runs(runs, lr)
-    rows = facets(runs)
-    vocabs = sorted({r.vocab_size for r in runs})
-    tyings = _tying_panels(runs)
-    colours = [line_colour(i, len(vocabs)) for i in range(len(vocabs))]
-    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.8 * len(rows) + 0.2), layout="constrained")
-    axes = fig.subplots(len(rows), len(tyings), squeeze=False, sharey=True)
-    for i, (label, members) in enumerate(rows):
-        for j, tied in enumerate(tyings):
-            ax = axes[i, j]
-            panel = sorted((r for r in members if r.tied == tied), key=lambda r: r.vocab_size)
-            for r in panel:
-                points = [(row.get("tokens"), row.get(metric)) for row in read_metrics(r.path, kind)] if r.path else []
-                points = [(float(t), float(y)) for t, y in points
-                          if isinstance(t, (int, float)) and isinstance(y, (int, float)) and math.isfinite(y) and y > 0]
-                name = f"V={format_vocab(r.vocab_size)}" + (f" lr={format_lr(r.lr)}" if best else "")
-                name += "" if r.finished else " (running)"
-                name += " (diverged)" if r.diverged else ""
-                xs, ys = zip(*points) if points else ((), ())
-                ax.plot(xs, ys, color=colours[vocabs.index(r.vocab_size)], lw=1.2, label=name,
-                        linestyle="-" if r.finished else ":", marker="o" if len(xs) < 5 else None, ms=3)
-            floors = sorted({round(f, 6) for r in panel if (f := _floor(r)) is not None})
-            for k, f in enumerate(floors):
-                if f > 0:
-                    ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if k == 0 else None)
-            if floors and min(floors) <= 0:
-                # An empty legend entry rather than free text: the legend's placement then
-                # keeps the note clear of the curves.
-                ax.plot([], [], " ", label="floor: 0 nats (off the log axis)")
-            ax.set_yscale("log")
-            ax.xaxis.set_major_formatter(EngFormatter(sep=""))
-            ax.tick_params(labelsize=7)
-            ax.set_xlabel("training tokens", fontsize=8)
-            if j == 0:
-                ax.set_ylabel(ylabel, fontsize=8)
-            title = "tied" if tied else "untied"
-            if panel and not best:
-                title += f", lr {format_lr(panel[0].lr)}"
-            ax.set_title(f"{title} ({label})" if label else title, fontsize=9)
-            if panel:
-                ax.legend(fontsize=6, frameon=False)
-    return fig
-
-
-def line_colour(i: int, n: int):
-    """The i-th of n line colours: viridis without its palest yellow end, dark = small V."""
-    return colormaps[CMAP](0.85 * i / max(n - 1, 1))
+def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, font: float):
+    """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
+    grid = np.full(shape, np.nan)
+    for (yi, xi), p in cells.items():
+        if (s := p.stats(metric)) is not None:
+            grid[yi, xi] = s.mean
+    image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
+    for (yi, xi), p in cells.items():
+        label = cell_label(p, metric)
+        if label == "div":
+            ax.add_patch(Rectangle((xi - 0.5, yi - 0.5), 1, 1, facecolor="0.85",
+                                   edgecolor="0.4", hatch="////", linewidth=0))
+        v = grid[yi, xi]
+        colour = "black" if np.isnan(v) else _text_colour(image.cmap(norm(v)))
+        ax.text(xi, yi, label, ha="center", va="center", fontsize=font, color=colour,
+                linespacing=1.1)
+    for yi, xi in best_cells(grid, higher_is_better(metric)):
+        # Inset, so that outlines of neighbouring cells stay two boxes.
+        ax.add_patch(Rectangle((xi - 0.45, yi - 0.45), 0.9, 0.9, fill=False,
+                               edgecolor=BEST_EDGE, linewidth=2.0, zorder=3))
+    return image

@@ -17,6 +17,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json
+from spamlang.sweep.best_lr import edge_warnings, swept_values
 from spamlang.sweep.results import SWEEP_FILE, write_results
 from spamlang.sweep.spec import Sweep, check_shard, shard_groups
 
@@ -153,7 +154,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     float rounding); None (auto) vmaps on accelerators only: on CPU a vmapped group measured
     0.6-1.0x the throughput of its runs one by one (`benchmarks/bench_group.py`), since one
     small run already keeps the cores busy.
-    Returns the rows of results.csv (every finished run in `out_dir`, all shards).
+    Returns the rows of results.csv (every finished run in `out_dir`, all shards). The summary
+    ends with a warning on stderr for each group whose best LR is the smallest or largest of an
+    LR grid of 3 or more (`spamlang.sweep.best_lr.edge_warnings`).
     """
     shard = check_shard(shard)
     my_groups = shard_groups(sweep, shard, group_size)
@@ -190,6 +193,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         print(f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
               + (f", best eval loss {min(best):.4f}" if best else "")
               + f"); table: {out / 'results.csv'}")
+    # Even when quiet: a best LR at the edge of the grid questions the sweep's conclusions.
+    for line in edge_warnings(rows, swept=swept_values(sweep.points(), sweep.axes)):
+        print(line, file=sys.stderr)
     return rows
 
 

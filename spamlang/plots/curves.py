@@ -1,0 +1,246 @@
+"""Training curves (the paper's Figure 4): a metrics.jsonl value against tokens, one line per V.
+
+Runs are read from their directories, so runs still in progress are drawn too (dotted).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter
+
+from spamlang.errors import UserError
+from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
+from spamlang.plots.layout import (
+    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, facet_title, facets,
+    format_lr, group_points, ident, merge, pool_note, rows_option, sort_values, split,
+)
+from spamlang.plots.results import Run, check_column, read_metrics, scan_runs, select
+
+CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
+_KINDS = ("train", "eval", "diag")
+
+
+def _lower_median(values: list[float]) -> float:
+    values = sorted(set(values))
+    return values[(len(values) - 1) // 2]
+
+
+def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
+    """The runs drawn by `plot_curves`.
+
+    lr=None: the middle LR of the sweep's grid (the lower middle one for an even grid size), the
+    same for every V as in the paper's Figure 4; a float: that LR (relative tolerance 1e-6);
+    "best": for each combination of the other settings, the LR with the lowest final eval loss,
+    averaged over seeds (runs still going compete with their latest train loss, after every
+    finished one). Every seed of the chosen LR is kept.
+    """
+    if lr is None:
+        lr = _lower_median([r.lr for r in runs])
+    if isinstance(lr, str) and lr != "best":
+        try:
+            lr = float(lr)
+        except ValueError:
+            raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
+    if lr == "best":
+        groups: dict[tuple, dict[float, list[Run]]] = {}
+        for r in runs:
+            key = tuple(sorted((k, ident(v)) for k, v in r.settings.items()
+                               if k not in ("lr", SEED)))
+            groups.setdefault(key, {}).setdefault(r.lr, []).append(r)
+        chosen = []
+        for by_lr in groups.values():
+            chosen += min(by_lr.values(), key=_best_score)
+        return chosen
+    chosen = [r for r in runs if math.isclose(r.lr, float(lr), rel_tol=1e-6)]
+    if not chosen:
+        have = ", ".join(format_lr(x) for x in sorted({r.lr for r in runs}))
+        raise UserError(f"no run has lr={format_lr(float(lr))}; the sweep has {have}")
+    return chosen
+
+
+def _best_score(runs: list[Run]) -> tuple:
+    scores = [_run_score(r) for r in runs]
+    return (max(s[0] for s in scores), statistics.fmean(s[1] for s in scores))
+
+
+def _run_score(r: Run) -> tuple:
+    v = r.value("final_eval_loss")
+    if r.finished and not r.diverged and v is not None:
+        return (0, v)
+    last = [row.get("loss") for row in read_metrics(r.path)]
+    last = [x for x in last if isinstance(x, (int, float)) and math.isfinite(x)]
+    return (1, last[-1] if last else math.inf)
+
+
+def _floor(r: Run) -> float | None:
+    v = r.value("optimal_loss")
+    if v is not None:
+        return v
+    for row in read_metrics(r.path, "eval"):
+        loss, above = row.get("eval_loss"), row.get("loss_above_floor")
+        if isinstance(loss, (int, float)) and isinstance(above, (int, float)):
+            return float(loss) - float(above)
+    return None
+
+
+class _Metrics:
+    """metrics.jsonl rows, read once per run and kind."""
+
+    def __init__(self):
+        self.cache: dict[tuple, list[dict]] = {}
+
+    def rows(self, run: Run, kind: str) -> list[dict]:
+        key = (run.path, kind)
+        if key not in self.cache:
+            self.cache[key] = read_metrics(run.path, kind)
+        return self.cache[key]
+
+    def kind_of(self, runs: list[Run], metric: str, x: str) -> tuple[str, str]:
+        """The row kind holding `metric` (train, then eval, then diag) and its axis label."""
+        if metric in CURVE_METRICS:
+            return CURVE_METRICS[metric]
+        fields: dict[str, None] = {}
+        for kind in _KINDS:
+            for r in runs:
+                for row in self.rows(r, kind):
+                    if metric in row:
+                        return kind, f"{kind} {metric.replace('_', ' ')}"
+                    fields.update(dict.fromkeys(k for k in row if k not in ("kind", x)))
+        raise UserError(f"unknown metric {metric!r} for --y; metrics.jsonl has: "
+                        f"{', '.join(fields) or 'no rows'}")
+
+    def curve(self, runs: list[Run], kind: str, x: str, y: str, positive: bool):
+        """(xs, means, mins, maxs, most runs at one x): the runs' y at each x they logged."""
+        at: dict[float, list[float]] = {}
+        for r in runs:
+            for row in self.rows(r, kind):
+                t, v = row.get(x), row.get(y)
+                ok = isinstance(t, (int, float)) and isinstance(v, (int, float))
+                if ok and math.isfinite(v) and (v > 0 or not positive):
+                    at.setdefault(float(t), []).append(float(v))
+        xs = sorted(at)
+        return (xs, [statistics.fmean(at[t]) for t in xs], [min(at[t]) for t in xs],
+                [max(at[t]) for t in xs], max((len(v) for v in at.values()), default=0))
+
+
+def plot_curves(sweep_dir, out_file, lr: float | str | None = None, metric: str = "loss",
+                where: dict | None = None, **axes) -> Path:
+    """A metrics.jsonl value (default: the train loss) against training tokens, one line per
+    value of `color` (default V), at one LR (see `choose_runs`); one panel per value of `cols`
+    (default: tied, untied), one row of panels per combination of the other varying settings.
+
+    Seeds of one line are averaged: the mean is drawn with a band from their min to their max.
+    Runs still in progress are drawn dotted and labelled "running", diverged runs "diverged";
+    the language's Bayes floor is a dashed line (a floor of 0, SpamLang's, cannot sit on a log
+    axis and is stated in the legend instead). Loss metrics get a log y axis by default.
+    """
+    check_figure_path(out_file)
+    return save_figure(curves_figure(sweep_dir, lr, metric, where, **axes), out_file)
+
+
+def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss",
+                  where: dict | None = None, x: str = "tokens", color: str | None = "vocab_size",
+                  cols: str | None = "tie_embeddings", rows: str | list[str] | None = None,
+                  logy: bool | None = None) -> Figure:
+    """The figure of `plot_curves`, unsaved. `x` is a metrics.jsonl field (tokens or step);
+    `color`, `cols` and `rows` are results.csv columns ('none' switches one off)."""
+    runs = scan_runs(sweep_dir)
+    if not runs:
+        raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
+    runs = select(runs, where)
+    color = column_or_none(color) and check_column(runs, color, "--color")
+    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
+    rows = rows_option(rows)
+    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    check_distinct([("--color", color), ("--cols", cols)] + [("--rows", r) for r in rows or []])
+    best = lr == "best"
+    lr_axis = "lr" in (color, cols, *(rows or []))
+    if lr_axis and best:
+        raise UserError("--lr best picks one lr per line; it cannot be combined with lr as an axis")
+    if not lr_axis or lr is not None:
+        runs = choose_runs(runs, lr)
+    metrics = _Metrics()
+    kind, ylabel = metrics.kind_of(runs, metric, x)
+    logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
+    used = [c for c in (color, cols) if c]
+    pooled = [] if SEED in used + (rows or []) else [SEED]
+    points = group_points(runs, pooled)
+    skip = pooled + (["lr"] if best else [])
+    row_keys = auto_rows(points, used, skip) if rows is None else rows
+    row_groups, col_values = facets(points, row_keys, cols)
+    colour_values = sort_values(p.value(color) for p in points) if color else [None]
+    colours = [line_colour(i, len(colour_values)) for i in range(len(colour_values))]
+
+    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.8 * len(row_groups) + 0.4), layout="constrained")
+    axes = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharey=True)
+    drawn: list[Point] = []
+    any_x = False
+    for i, (row_label, members) in enumerate(row_groups):
+        for j, cv in enumerate(col_values):
+            ax = axes[i, j]
+            panel = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
+            for values, pts in split(panel, [color] if color else []):
+                line = merge(pts)
+                drawn.append(line)
+                xs, mean, lo, hi, most = metrics.curve(line.runs, kind, x, metric, logy)
+                any_x = any_x or bool(xs)
+                k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
+                running = any(not r.finished for r in line.runs)
+                ax.plot(xs, mean, color=colours[k], lw=1.2,
+                        label=_line_label(line, color, values, best),
+                        linestyle=":" if running else "-", marker="o" if len(xs) < 5 else None,
+                        ms=3)
+                if most > 1:
+                    ax.fill_between(xs, lo, hi, color=colours[k], alpha=0.2, linewidth=0)
+            panel_runs = [r for p in panel for r in p.runs]
+            if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
+                _draw_floors(ax, panel_runs, logy)
+            ax.set_yscale("log" if logy else "linear")
+            ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+            ax.tick_params(labelsize=7)
+            ax.set_xlabel(axis_label(x), fontsize=8)
+            if j == 0:
+                ax.set_ylabel(ylabel, fontsize=8)
+            title = facet_title(cols, cv) if cols else ""
+            lrs = sort_values(r.lr for r in panel_runs)
+            if panel_runs and not best and len(lrs) == 1 and not lr_axis:
+                title = f"{title}, lr {format_lr(lrs[0])}" if title else f"lr {format_lr(lrs[0])}"
+            ax.set_title(f"{title} ({row_label})" if title and row_label else title or row_label,
+                         fontsize=9)
+            if panel:
+                ax.legend(fontsize=6, frameon=False)
+    if drawn and not any_x:
+        raise UserError(f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
+                        "--x takes a metrics.jsonl field such as tokens or step")
+    note(fig, pool_note(drawn, "bands"))
+    return fig
+
+
+def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:
+    name = facet_title(color, values[0]) if color else "runs"
+    lrs = sort_values(r.lr for r in line.runs)
+    if best and len(lrs) == 1:
+        name += f" lr={format_lr(lrs[0])}"
+    if any(not r.finished for r in line.runs):
+        name += " (running)"
+    diverged = sum(r.diverged for r in line.runs)
+    if diverged:
+        n = len(line.runs)
+        name += " (diverged)" if diverged == n else f" ({diverged}/{n} diverged)"
+    return name
+
+
+def _draw_floors(ax, runs: list[Run], logy: bool) -> None:
+    floors = sorted({round(f, 6) for r in runs if (f := _floor(r)) is not None})
+    for k, f in enumerate(floors):
+        if f > 0 or not logy:
+            ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if k == 0 else None)
+    if logy and floors and min(floors) <= 0:
+        # An empty legend entry rather than free text: the legend's placement then keeps the
+        # note clear of the curves.
+        ax.plot([], [], " ", label="floor: 0 nats (off the log axis)")
+

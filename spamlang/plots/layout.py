@@ -1,0 +1,300 @@
+"""Where each run goes in a figure: points, averages over seeds, best LR, rows and columns.
+
+The figures share one model. Runs that differ only in `seed` form a *point*, drawn as the mean
+of its runs with their min-max range. A point is placed by the values of the figure's columns
+(x, y, line colour, panel column, panel row; any setting or outcome of results.csv). Several
+points landing on the same place are pooled the same way (mean and range over all their runs),
+and the figure says which settings were pooled.
+
+Panel rows: a figure given no `rows` gets one row per combination of the settings that still
+vary and that the figure's columns do not already determine. "Determine" matters when an axis
+is an outcome: sequences_per_symbol follows from the token budget, seq_len and V, so a sweep
+over seq_len drawn against sequences_per_symbol, one line per V, keeps every length on its
+line instead of giving each length a row of panels. A setting that varies independently
+(head, language, d_model, ...) still gets rows, so different experiments are never averaged
+silently.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from spamlang.errors import UserError
+from spamlang.plots.results import Run, finite, is_number, varying_settings
+
+SEED = "seed"
+MAX_FACETS = 8
+_LABELS = {
+    "vocab_size": "vocabulary size V", "lr": "learning rate", "tie_embeddings": "tied embeddings",
+    "tokens": "training tokens", "step": "step", "seq_len": "sequence length",
+    "d_model": "hidden size D", "batch_size": "batch size",
+}
+
+
+def higher_is_better(metric: str) -> bool:
+    """Accuracy-like metrics (name contains "accuracy") are maximised, everything else minimised."""
+    return "accuracy" in metric
+
+
+def format_vocab(v: int) -> str:
+    """1024 -> '1K', 131072 -> '128K', 1536 -> '1.5K', 100 -> '100'."""
+    for unit, suffix in ((1 << 20, "M"), (1 << 10, "K")):
+        if v >= unit and (v * 2) % unit == 0:
+            return f"{v / unit:g}{suffix}"
+    return str(v)
+
+
+def format_lr(lr: float) -> str:
+    """5e-4 -> '5e-4', 0.00025 -> '2.5e-4', 0.01 -> '1e-2'."""
+    mantissa, exponent = f"{lr:.3e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
+def format_value(column: str, v: Any) -> str:
+    """A value as tick labels and legends show it."""
+    if v is None:
+        return "n/a"
+    if column == "vocab_size" and is_number(v) and float(v).is_integer():
+        return format_vocab(int(v))
+    if column == "lr" and is_number(v) and v > 0:
+        return format_lr(float(v))
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() and abs(v) < 1e6 else f"{v:.3g}"
+    return str(v)
+
+
+def short_name(column: str) -> str:
+    return "V" if column == "vocab_size" else column
+
+
+def facet_title(column: str, v: Any) -> str:
+    """'tied' / 'untied' for tie_embeddings, else 'name=value'."""
+    if column == "tie_embeddings" and isinstance(v, bool):
+        return "tied" if v else "untied"
+    return f"{short_name(column)}={format_value(column, v)}"
+
+
+def axis_label(column: str) -> str:
+    return _LABELS.get(column, column.replace("_", " "))
+
+
+def ident(v: Any) -> tuple:
+    """A hashable identity: 16 == 16.0, True != 1, floats to 9 significant digits."""
+    if isinstance(v, bool):
+        return (1, v)
+    if is_number(v):
+        return (0, float(f"{float(v):.9g}"))
+    return (3, "") if v is None else (2, str(v))
+
+
+def order_key(v: Any) -> tuple:
+    """Numbers numerically, then True before False (tied first, as in the paper), then text."""
+    kind, x = ident(v)
+    return (kind, not x) if kind == 1 else (kind, x)
+
+
+def sort_values(values: Iterable[Any]) -> list[Any]:
+    """Distinct values in plotting order (4 < 16 < 64; text alphabetically; None last)."""
+    unique = {ident(v): v for v in values}
+    return sorted(unique.values(), key=order_key)
+
+
+def is_numeric(values: Iterable[Any]) -> bool:
+    """True when every present value is a number (and at least one is)."""
+    present = [v for v in values if v is not None]
+    return bool(present) and all(is_number(v) for v in present)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Mean and min-max of a column's finite values over some runs."""
+
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+
+def stats(runs: Iterable[Run], column: str) -> Stats | None:
+    """Stats over the finite values (a diverged run's nan loss is not one); None if none."""
+    values = [v for r in runs if (v := finite(r.get(column))) is not None]
+    if not values:
+        return None
+    return Stats(statistics.fmean(values), min(values), max(values), len(values))
+
+
+@dataclass
+class Point:
+    """Runs drawn as one mark. `best` is the value of the best-over column chosen for it, among
+    `grid` (sorted), when the point is the best of several (see `best_over`)."""
+
+    runs: list[Run]
+    best: Any = None
+    grid: tuple = ()
+
+    def value(self, column: str) -> Any:
+        """The runs' common value; the mean when an outcome differs; None otherwise."""
+        values = [r.get(column) for r in self.runs]
+        if len({ident(v) for v in values}) == 1:
+            return values[0]
+        if is_numeric(values) and not any(column in r.settings for r in self.runs):
+            s = stats(self.runs, column)
+            return s.mean if s else None
+        return None
+
+    def stats(self, column: str) -> Stats | None:
+        return stats(self.runs, column)
+
+    @property
+    def diverged(self) -> int:
+        return sum(r.diverged for r in self.runs)
+
+    @property
+    def at_edge(self) -> bool:
+        """Was the best value the smallest or largest of a grid of 3 or more?"""
+        ends = (ident(self.grid[0]), ident(self.grid[-1])) if self.grid else ()
+        return len(self.grid) >= 3 and ident(self.best) in ends
+
+
+def _key(run: Run, keys: list[str]) -> tuple:
+    return tuple(ident(run.settings.get(k)) for k in keys)
+
+
+def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point]:
+    """One point per combination of settings, ignoring the `pooled` ones (by default: seed)."""
+    skip = set(pooled)
+    keys = [k for k in dict.fromkeys(k for r in runs for k in r.settings) if k not in skip]
+    groups: dict[tuple, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(_key(r, keys), []).append(r)
+    return [Point(members) for members in groups.values()]
+
+
+def best_over(points: list[Point], column: str, metric: str) -> list[Point]:
+    """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
+    (lowest; highest for accuracy-like metrics); it remembers the chosen value and the grid.
+
+    Points are already seed means, so the choice is between seed-averaged values. Groups where no
+    point has a finite metric (all diverged) keep no point.
+    """
+    inner = set(pooled_settings(points)) | {column}
+    others = [k for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
+              if k not in inner]
+    groups: dict[tuple, list[Point]] = {}
+    for p in points:
+        groups.setdefault(tuple(ident(p.value(k)) for k in others), []).append(p)
+    sign = -1.0 if higher_is_better(metric) else 1.0
+    chosen = []
+    for members in groups.values():
+        scored = [(sign * s.mean, order_key(p.value(column)), p) for p in members
+                  if (s := p.stats(metric)) is not None]
+        if not scored:
+            continue
+        best = min(scored, key=lambda t: t[:2])[2]
+        grid = tuple(sort_values(p.value(column) for p in members))
+        chosen.append(Point(best.runs, best.value(column), grid))
+    return chosen
+
+
+def merge(points: list[Point]) -> Point:
+    """Points drawn at one place, as one (the best-over choice kept only if they share it)."""
+    if len(points) == 1:
+        return points[0]
+    same = len({(ident(p.best), p.grid) for p in points}) == 1
+    return Point([r for p in points for r in p.runs], points[0].best if same else None,
+                 points[0].grid if same else ())
+
+
+def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
+    """Settings that vary among `points`, are not `used` or skipped, and are not determined by
+    the values of the `used` columns (see the module docstring)."""
+    runs = [r for p in points for r in p.runs]
+    skip = set(skip) | set(used)
+    rows = []
+    for k in varying_settings(runs):
+        if k in skip:
+            continue
+        seen: dict[tuple, tuple] = {}
+        for p in points:
+            where = tuple(ident(p.value(c)) for c in used)
+            if seen.setdefault(where, ident(p.value(k))) != ident(p.value(k)):
+                rows.append(k)
+                break
+    return rows
+
+
+def split(points: list[Point], keys: list[str]) -> list[tuple[tuple, list[Point]]]:
+    """Points by their values of `keys`, in plotting order of those values."""
+    groups: dict[tuple, tuple[tuple, list[Point]]] = {}
+    for p in points:
+        values = tuple(p.value(k) for k in keys)
+        groups.setdefault(tuple(map(ident, values)), (values, []))[1].append(p)
+    return sorted(groups.values(), key=lambda g: [order_key(v) for v in g[0]])
+
+
+def facets(points: list[Point], rows: list[str], cols: str | None) -> tuple[list, list]:
+    """Row labels with their points, and the sorted values of the column facet.
+
+    More than MAX_FACETS rows or columns would not be readable: a UserError asks for `--where`.
+    """
+    by_row = split(points, rows)
+    if len(by_row) > MAX_FACETS:
+        raise UserError(f"{len(by_row)} combinations of {', '.join(rows)} would each get a row of "
+                        "panels: pick some with --where KEY=VALUE or choose --rows")
+    col_values = sort_values(p.value(cols) for p in points) if cols else [None]
+    if len(col_values) > MAX_FACETS:
+        raise UserError(f"{cols} has {len(col_values)} values, too many panel columns: "
+                        "pick some with --where KEY=VALUE")
+    labelled = [(", ".join(facet_title(k, v) for k, v in zip(rows, values)), members)
+                for values, members in by_row]
+    return labelled, col_values
+
+
+def pooled_settings(points: list[Point]) -> list[str]:
+    """Settings that vary inside some point: what its mean averages over."""
+    keys: dict[str, None] = {}
+    for p in points:
+        keys.update(dict.fromkeys(varying_settings(p.runs)))
+    return list(keys)
+
+
+def pool_note(points: list[Point], spread: str) -> str:
+    """'' when every point is one run, else e.g. 'mean over seed (3 runs); bands: min-max'."""
+    sizes = sorted({len(p.runs) for p in points})
+    if sizes[-1:] in ([], [1]):
+        return ""
+    keys = pooled_settings(points) or ["repeated runs"]
+    count = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
+
+
+def check_distinct(flags: list[tuple[str, str | None]]) -> None:
+    """One column cannot play two parts in a figure: `flags` are (flag, column) pairs."""
+    seen: dict[str, str] = {}
+    for flag, column in flags:
+        if column and column in seen:
+            raise UserError(f"{flag} and {seen[column]} are both {column!r}; pick different columns")
+        if column:
+            seen[column] = flag
+
+
+def column_or_none(column: str | None) -> str | None:
+    """'' and 'none' switch an axis off."""
+    return None if column is None or column.strip().lower() in ("", "none") else column
+
+
+def rows_option(rows: str | list[str] | None) -> list[str] | None:
+    """--rows: None (automatic), [] ('none'), or comma-separated columns."""
+    if rows is None:
+        return None
+    if isinstance(rows, str):
+        rows = [c.strip() for c in rows.split(",")]
+    return [c for c in rows if column_or_none(c)]
+
+
+def describe(values: list[Any], column: str) -> str:
+    return ", ".join(format_value(column, v) for v in sort_values(values))
+

@@ -1,0 +1,163 @@
+"""A metric against a numeric column, one line per value of another column (`spamlang plot lines`).
+
+The coverage figure is one of these: the best-LR final eval loss against sequences per symbol,
+one line per V, one panel per tying setting:
+
+    spamlang plot lines runs/coverage -o cov.png --x sequences_per_symbol --y final_eval_loss \\
+        --color vocab_size --cols tie_embeddings
+
+and so is a scatter of one outcome against another (`--x kernel_fraction --points`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from spamlang.errors import UserError
+from spamlang.plots.canvas import (
+    PAPER_WIDTH_IN, check_figure_path, line_colour, note, plain_log_ticks, save_figure,
+)
+from spamlang.plots.layout import (
+    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
+    facets, group_points, higher_is_better, ident, is_numeric, merge, pool_note, rows_option,
+    short_name, sort_values, split,
+)
+from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
+
+AUTO = "auto"
+LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
+
+
+def auto_logx(values: list[float]) -> bool:
+    """Log x when every x is positive and the largest is >= LOGX_SPAN times the smallest."""
+    return bool(values) and min(values) > 0 and max(values) >= LOGX_SPAN * min(values)
+
+
+def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str | None:
+    """The column that `--best-over` optimises over, or None.
+
+    'auto' (the default): lr, when lr varies and is not one of the figure's axes; 'none': off.
+    An explicit column must be a setting that is not an axis.
+    """
+    if best is None or best.strip().lower() == AUTO:
+        return "lr" if "lr" in varying_settings(runs) and "lr" not in axes else None
+    if column_or_none(best) is None:
+        return None
+    best = check_column(runs, best, "--best-over")
+    if best in axes:
+        raise UserError(f"--best-over {best} is also an axis of the figure; drop one of them")
+    if not any(best in r.settings for r in runs):
+        raise UserError(f"--best-over takes a setting such as lr, and {best} is an outcome")
+    return best
+
+
+def _numeric(runs: list[Run], column: str, flag: str) -> None:
+    values = [r.get(column) for r in runs]
+    if not is_numeric(values):
+        raise UserError(f"{flag} {column} is not numeric (values: {describe(values, column)}); "
+                        "use it as --color, --cols or --rows")
+
+
+def plot_lines(sweep_dir, out_file, x: str, y: str, **kwargs) -> Path:
+    """Write `lines_figure`; returns the written path."""
+    check_figure_path(out_file)
+    return save_figure(lines_figure(sweep_dir, x, y, **kwargs), out_file)
+
+
+def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
+                 cols: str | None = None, rows: str | list[str] | None = None,
+                 where: dict | None = None, best_over: str | None = AUTO,
+                 points: bool = False, logx: bool | None = None, logy: bool = False) -> Figure:
+    """Outcome `y` of the finished runs against the numeric column `x` (a setting or another
+    outcome), one line per value of `color`, one panel per value of `cols` and of `rows`.
+
+    Each point is the mean over seeds, with min-max error bars. With a best-over column (by
+    default lr, when it varies and is not an axis), each point is the best of that column's
+    values for its group (lowest y; highest for accuracy-like metrics), after the seed mean; a
+    hollow marker says the best value sits at the edge of a grid of 3 or more. `points` draws
+    markers only (a scatter). Log x is chosen when a positive x spans a factor of 8 or more.
+    """
+    runs = select(finished_runs(sweep_dir), where)
+    x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
+    color = column_or_none(color) and check_column(runs, color, "--color")
+    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
+    rows = rows_option(rows)
+    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    axes = [x, y] + [c for c in (color, cols) if c] + (rows or [])
+    check_distinct([("--x", x), ("--y", y), ("--color", color), ("--cols", cols)]
+                   + [("--rows", r) for r in rows or []])
+    _numeric(runs, x, "--x")
+    _numeric(runs, y, "--y")
+    best = resolve_best_over(runs, best_over, axes)
+    pooled = [] if SEED in axes or best == SEED else [SEED]
+    pts = group_points(runs, pooled)
+    if best:
+        pts = best_points(pts, best, y)
+    if not any(p.stats(y) for p in pts):
+        raise UserError(f"no run has a finite {y}")
+    used = [x] + [c for c in (color, cols) if c]
+    row_keys = auto_rows(pts, used, pooled + ([best] if best else [])) if rows is None else rows
+    row_groups, col_values = facets(pts, row_keys, cols)
+    colour_values = sort_values(p.value(color) for p in pts) if color else [None]
+    colours = [line_colour(i, len(colour_values)) for i in range(len(colour_values))]
+    x_values = [v for p in pts if (v := p.value(x)) is not None]
+    y_values = [s.mean for p in pts if (s := p.stats(y))]
+    logx = auto_logx(x_values) if logx is None else logx
+
+    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.9 * len(row_groups) + 0.4), layout="constrained")
+    grid = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharex=True, sharey=True)
+    drawn: list[Point] = []
+    for i, (row_label, members) in enumerate(row_groups):
+        for j, cv in enumerate(col_values):
+            ax = grid[i, j]
+            panel = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
+            for values, line_pts in split(panel, [color] if color else []):
+                k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
+                marks = [merge(at) for _, at in split(line_pts, [x])]
+                marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
+                drawn += marks
+                _draw_line(ax, marks, x, y, colours[k], points,
+                           facet_title(color, values[0]) if color else None)
+            ax.set_xscale("log" if logx else "linear")
+            ax.set_yscale("log" if logy else "linear")
+            if logx:
+                plain_log_ticks(ax.xaxis, min(x_values), max(x_values))
+            if logy:
+                plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
+            ax.tick_params(labelsize=7)
+            ax.set_xlabel(axis_label(x), fontsize=8)
+            if j == 0:
+                ax.set_ylabel(axis_label(y), fontsize=8)
+            title = facet_title(cols, cv) if cols else ""
+            ax.set_title(f"{title} ({row_label})" if title and row_label else title or row_label,
+                         fontsize=9)
+            if color and panel:
+                ax.legend(fontsize=6, frameon=False)
+    note(fig, _best_note(best, y, drawn), pool_note(drawn, "bars"))
+    return fig
+
+
+def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, label: str | None):
+    xs = [m.value(x) for m in marks]
+    ys = [m.stats(y) for m in marks]
+    means = [s.mean for s in ys]
+    spread = [[s.mean - s.lo for s in ys], [s.hi - s.mean for s in ys]]
+    ax.errorbar(xs, means, yerr=spread if any(s.n > 1 for s in ys) else None,
+                fmt="o" if points else "o-", color=colour, ms=4, lw=1.2, capsize=2, label=label)
+    edge = [(a, b) for a, b, m in zip(xs, means, marks) if m.at_edge]
+    if edge:
+        ax.plot(*zip(*edge), "o", ms=4, mfc="white", mec=colour, zorder=3)
+
+
+def _best_note(best: str | None, y: str, drawn: list[Point]) -> str:
+    if not best:
+        return ""
+    grid = sort_values(v for p in drawn for v in p.grid)
+    how = "highest" if higher_is_better(y) else "lowest"
+    text = f"each point: the {short_name(best)} with the {how} {y} ({describe(grid, best)})"
+    if any(p.at_edge for p in drawn):
+        text += f"; hollow: best {short_name(best)} at the edge of the grid"
+    return text
