@@ -2,7 +2,8 @@
 
 Gathering reads only what is on disk (each run's config.json and result.json, and the sweep's
 sweep.json for the extra axis columns), never any in-memory state, so however a sweep was
-interrupted (even SIGKILL), the next gather lists every finished run exactly once.
+interrupted (even SIGKILL), the next gather lists every finished run exactly once. Shards
+running at the same time take turns at results.csv (`write_results` holds a lock).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.fileio import atomic_write_text
+from spamlang.filelock import locked
 
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
 SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr",
@@ -33,6 +35,7 @@ RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "op
                   "kernel_fraction", "projected_cosine")
 SWEEP_FILE = "sweep.json"
 RESULTS_FILE = "results.csv"
+RESULTS_LOCK = ".results.lock"
 
 
 def _read(path: Path) -> Any:
@@ -124,14 +127,22 @@ def _cell(value: Any) -> Any:
 
 
 def write_results(out_dir: str | Path) -> list[dict]:
-    """Gather `out_dir` and rewrite its results.csv atomically; return the rows."""
+    """Gather `out_dir` and rewrite its results.csv atomically; return the rows.
+
+    Gather and write happen under a lock (`.results.lock` in `out_dir`, waited for), so that
+    concurrent writers (the shards of one sweep) take turns: a gather that began before
+    another shard's run finished can no longer overwrite that shard's newer table, and the
+    last table written lists every run finished before its writer took the lock.
+    """
     root = Path(out_dir)
-    rows = gather(root)
-    columns = [*SETTING_COLUMNS, *extra_axes(root), *RESULT_COLUMNS]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _cell(v) for k, v in row.items()})
-    atomic_write_text(root / RESULTS_FILE, buf.getvalue())
+    with locked(root / RESULTS_LOCK):
+        rows = gather(root)
+        columns = [*SETTING_COLUMNS, *extra_axes(root), *RESULT_COLUMNS]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n",
+                                extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+        atomic_write_text(root / RESULTS_FILE, buf.getvalue())
     return rows

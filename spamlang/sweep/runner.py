@@ -4,6 +4,11 @@ Layout of `out_dir`: `sweep.json` (name, base config, axes), one run directory p
 by its run id, and `results.csv`. Re-running the same sweep into the same directory is always
 safe: finished runs (result.json present) are skipped, interrupted ones resume from their last
 checkpoint, and results.csv is rebuilt from the run directories after every run or group.
+
+Sweeps at the same time on one directory (shards of a SLURM array, or the same command started
+twice) cooperate: each run directory has one owner (`spamlang.train.lock`), so a sweep skips
+the runs or groups another process is training, with a line `skip <run id>: in use by pid ...`
+on stderr, and goes on with the rest; results.csv is written by one process at a time.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from spamlang.fileio import atomic_write_json
 from spamlang.sweep.best_lr import edge_warnings, swept_values
 from spamlang.sweep.results import SWEEP_FILE, write_results
 from spamlang.sweep.spec import Sweep, check_shard, shard_groups
+from spamlang.train.lock import RunDirBusy
 
 
 def _normal(obj: Any) -> Any:
@@ -88,6 +94,13 @@ def summary_line(run_id: str, result: dict) -> str:
     return line
 
 
+def skip_line(run_ids: list[str], busy: RunDirBusy) -> str:
+    """The line for a run or group skipped because another process holds (one of) its dirs."""
+    if len(run_ids) == 1:
+        return f"skip {run_ids[0]}: in use by {busy.by}"
+    return f"skip {run_ids[0]} +{len(run_ids) - 1} vmapped: {busy.run_dir.name} in use by {busy.by}"
+
+
 def _finished(run_dir: Path) -> bool:
     return (run_dir / "result.json").is_file()
 
@@ -154,6 +167,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     float rounding); None (auto) vmaps on accelerators only: on CPU a vmapped group measured
     0.6-1.0x the throughput of its runs one by one (`benchmarks/bench_group.py`), since one
     small run already keeps the cores busy.
+    A run or group whose directory another process holds (another sweep on `out_dir`) is
+    skipped with a line on stderr and counted in the summary; a later rerun picks it up if
+    that process did not finish it.
     Returns the rows of results.csv (every finished run in `out_dir`, all shards). The summary
     ends with a warning on stderr for each group whose best LR is the smallest or largest of an
     LR grid of 3 or more (`spamlang.sweep.best_lr.edge_warnings`).
@@ -177,11 +193,18 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         import jax
 
         vmap = jax.default_backend() != "cpu"
+    held = 0  # runs skipped because another process is training them
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
             for part in ([todo] if vmap else [[run] for run in todo]) if todo else []:
-                done = _run_part(part, out, bar, done, total, quiet, train_run)
+                try:
+                    done = _run_part(part, out, bar, done, total, quiet, train_run)
+                except RunDirBusy as e:
+                    # Even when quiet: these runs are left to another process, not done here.
+                    bar.write(skip_line([run_id for run_id, _ in part], e), file=sys.stderr)
+                    held += len(part)
+                    continue
                 write_results(out)
     finally:
         bar.close()
@@ -191,8 +214,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         best = [r["final_eval_loss"] for r in rows if isinstance(r.get("final_eval_loss"), float)
                 and math.isfinite(r["final_eval_loss"])]
         print(f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
-              + (f", best eval loss {min(best):.4f}" if best else "")
-              + f"); table: {out / 'results.csv'}")
+              + (f", best eval loss {min(best):.4f}" if best else "") + ")"
+              + (f"; {held} skipped, in use by another process" if held else "")
+              + f"; table: {out / 'results.csv'}")
     # Even when quiet: a best LR at the edge of the grid questions the sweep's conclusions.
     for line in edge_warnings(rows, swept=swept_values(sweep.points(), sweep.axes)):
         print(line, file=sys.stderr)

@@ -22,6 +22,12 @@ Failures: a diverged run (non-finite loss, or loss above `diverge_loss`) is a re
 SIGTERM finish the current step, save a checkpoint and raise `Interrupted` (exit status 130
 or 143 in the CLI); a second signal acts as usual. Rerunning the same command resumes.
 
+One owner per run directory: training holds the directory's lock (`spamlang.train.lock`),
+taken before anything there is written and let go when the run returns or its process dies.
+Training a directory another process holds raises `RunDirBusy`, a UserError naming the
+holder's pid, host and start time, and touches nothing. A finished run is returned without
+the lock.
+
 Several hosts (e.g. SLURM, one process per host, the same command on each):
 
     srun --nodes=4 --ntasks-per-node=1 spamlang train --distributed ... --out /shared/runs/x
@@ -30,11 +36,11 @@ Several hosts (e.g. SLURM, one process per host, the same command on each):
 address, process count and index from SLURM's (or the TPU / Kubernetes) environment; in
 Python call it yourself before any other JAX call. The default mesh then spans every device
 of every host, each process generates its own rows of each batch, and the loop runs the same
-on all processes. Only process 0 writes config.json, metrics.jsonl and result.json; orbax
-writes the checkpoints cooperatively from all processes. `out_dir` must be on a filesystem
-every host sees. A signal (scancel / preemption sends SIGTERM to every task) is acted on at
-the next log step, once the processes have agreed on it (a one-scalar allgather per log
-step), so that they all save the same step.
+on all processes. Only process 0 writes config.json, metrics.jsonl and result.json, and only
+it holds the lock; orbax writes the checkpoints cooperatively from all processes. `out_dir`
+must be on a filesystem every host sees. A signal (scancel / preemption sends SIGTERM to
+every task) is acted on at the next log step, once the processes have agreed on it (a
+one-scalar allgather per log step), so that they all save the same step.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from pathlib import Path
 from spamlang.errors import UserError
 from spamlang.train import rundir
 from spamlang.train.checkpoint import RunCheckpoints
+from spamlang.train.lock import RunDirBusy, hold_run_dirs
 from spamlang.train.loop import Interrupted
 
 __all__ = ["Interrupted", "load_run", "matmul_peak", "run_group", "run_training"]
@@ -137,21 +144,66 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
     import jax
 
     writer = jax.process_index() == 0
-    dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
-    results = [rundir.read_result(d) for d in dirs]
-    todo = [i for i, r in enumerate(results) if r is None]
-    if todo:
-        from spamlang.train.loop import Loop
+    # A finished member is only read (prepare() writes nothing when result.json exists), so
+    # it needs no lock; the others are locked before config.json is written and before the
+    # loop cuts back metrics.jsonl. One that finishes meanwhile is read as finished below.
+    pending = [rundir.make_dir(d) for d in out_dirs if not (Path(d) / rundir.RESULT).exists()]
+    with _owned(pending, writer):
+        dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
+        results = [rundir.read_result(d) for d in dirs]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            from spamlang.train.loop import Loop
 
-        # One process's progress is enough: under srun every process prints to the same log.
-        loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo], quiet=quiet or not writer,
-                    writer=writer, stop_after_step=stop_after_step,
-                    peak=functools.partial(matmul_peak, configs[0].dtype))
-        with _stop_signals() as received:
-            done = loop.run(received)
-        for i, result in zip(todo, done):
-            results[i] = result
+            # One process's progress is enough: under srun every process prints to one log.
+            loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo],
+                        quiet=quiet or not writer, writer=writer,
+                        stop_after_step=stop_after_step,
+                        peak=functools.partial(matmul_peak, configs[0].dtype))
+            with _stop_signals() as received:
+                done = loop.run(received)
+            for i, result in zip(todo, done):
+                results[i] = result
     return results
+
+
+@contextlib.contextmanager
+def _owned(run_dirs: list[Path], writer: bool):
+    """Hold the run directories' locks (`spamlang.train.lock`) for the body, or raise.
+
+    Only process 0 of a multi-host job locks: it is the one that writes the run files, and
+    the processes of one job, sharing the directory on purpose, must not exclude each other
+    (flock on a shared filesystem is seen by every host). The job's processes then agree on
+    the outcome (one allgather), so that all raise `RunDirBusy` together rather than the
+    others waiting in the first collective of a loop that process 0 never enters.
+    """
+    import jax
+
+    busy: UserError | None = None
+    with contextlib.ExitStack() as stack:
+        if writer:
+            try:
+                stack.enter_context(hold_run_dirs(run_dirs))
+            except UserError as e:
+                busy = e
+        if jax.process_count() > 1:
+            # 0: all locked; i: run_dirs[i - 1] is busy; len + 1: another error.
+            code = 0 if busy is None else len(run_dirs) + 1 if not isinstance(busy, RunDirBusy) \
+                else run_dirs.index(busy.run_dir) + 1
+            code = _max_over_processes(code)
+            if busy is None and code:
+                busy = RunDirBusy(run_dirs[code - 1], None) if code <= len(run_dirs) else \
+                    UserError("process 0 could not lock the run directories (see its error)")
+        if busy is not None:
+            raise busy
+        yield
+
+
+def _max_over_processes(value: int) -> int:
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return int(np.max(multihost_utils.process_allgather(np.int32(value))))
 
 
 @contextlib.contextmanager

@@ -5,6 +5,8 @@
 - metrics.jsonl gets one JSON object per line, flushed as written. A resume first cuts it back
   to the restored checkpoint's step, so the finished file equals an uninterrupted run's.
 - result.json is written last (atomically); its presence marks the run finished.
+- .lock is the lock of the process training the run (`spamlang.train.lock`), deleted when
+  it ends; one left by a killed process is harmless (the lock died with it).
 
 Non-finite floats are written as null (strict JSON, readable by every tool).
 """
@@ -48,12 +50,8 @@ def config_differences(old: dict, new: dict) -> list[str]:
 _MISSING = object()
 
 
-def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
-    """Create `out_dir` and write config.json, or check that the existing one matches `config`.
-
-    Raises UserError when the directory cannot be created or written, when it holds another
-    run's config, or when it has run files but no config.json (not a directory we wrote).
-    """
+def make_dir(out_dir: str | os.PathLike) -> Path:
+    """Create run directory `out_dir` (and its parents) if missing; UserError if impossible."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -61,6 +59,16 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
         raise UserError(f"cannot create run directory {out}: {e.strerror or e}") from None
     if not out.is_dir():
         raise UserError(f"run directory {out} is not a directory")
+    return out
+
+
+def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
+    """Create `out_dir` and write config.json, or check that the existing one matches `config`.
+
+    Raises UserError when the directory cannot be created or written, when it holds another
+    run's config, or when it has run files but no config.json (not a directory we wrote).
+    """
+    out = make_dir(out_dir)
     if write and not (out / RESULT).exists():  # a finished run may live on read-only storage
         _check_writable(out)
     new = config.to_json()
