@@ -1,33 +1,29 @@
-"""The generators as a dataset: random access by index, a batched NumPy iterator, token files.
+"""The generators as a dataset: random access by index, batched NumPy iteration, other loaders.
 
 Sequence i of `SequenceDataset(lang, seed, L)` is `lang.sample(fold_in(PRNGKey(seed), i), 1, L)[0]`:
 no iterator state, so any slice can be generated on any host, in any order, after any resume,
-and `batches(B, start)` yields the same sequences whatever B and start. Generation is one jitted
-function (vmap over folded keys) compiled per chunk size; chunk sizes are powers of two so a
-handful of compilations serve every request.
+and `batches(B, start)` yields the same sequences whatever B and start.
 
-Token files (`export_tokens` / `load_tokens`) are flat little-endian binaries, row-major [N, L],
-uint16 when V <= 65536 else uint32, with a JSON sidecar `<file>.json`. The data are written to
-a temporary name and renamed into place, then the sidecar is written (atomically) last: a token
-file with a sidecar is complete; an interrupted export leaves neither behind.
+Generation is one jitted function per process, shared by every dataset: the language and L are
+static, the seed's key and a vector of row indices are arguments. Index vectors are padded to a
+power of two, at least 8 (large requests: to one fixed chunk of about 1M tokens), so any mix of
+slice and index-list lengths compiles O(log n) programs. A dataset holds no compiled code, so
+it pickles: with `num_sequences=N` it is a finite map-style dataset (`len`, batched reads) that
+a PyTorch `DataLoader` or Grain's `MapDataset.source` can serve from worker processes.
+
+Token files (`export_tokens`, `load_tokens`) live in `spamlang.token_files`, re-exported here.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import operator
-import os
-import sys
-import tempfile
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_json, read_json
 
-FORMAT = "spamlang-tokens-v1"  # the sidecar's "format" field
 MAX_INDEX = 2**32  # fold_in data is uint32: sequence indices must be below this
 _CHUNK_TOKENS = 2**20  # tokens generated per device call when serving large requests
 
@@ -45,201 +41,233 @@ def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:
     return value
 
 
-class SequenceDataset:
-    """An infinite, reproducible dataset of sequences of one language (no `len`).
+def chunk_tokens() -> int:
+    """Tokens generated per device call for large requests (exports, long slices)."""
+    return _CHUNK_TOKENS
 
-    `ds[i]` is int32[L]; `ds[a:b:c]` is int32[n, L] (non-negative, finite slices); both are NumPy.
+
+def rows_per_chunk(seq_len: int) -> int:
+    """Rows per device call for large requests: a power of two, about 1M tokens, at least 1."""
+    return 1 << max(0, (_CHUNK_TOKENS // seq_len).bit_length() - 1)
+
+
+def _bucket(n: int, max_rows: int) -> int:
+    """The padded length of a request of n <= max_rows rows: the next power of two, at least
+    8 (one program serves every request of 1..8 rows), at most max_rows."""
+    return min(max_rows, 1 << max(3, (n - 1).bit_length()))
+
+
+@functools.cache
+def _rows_fn():
+    """The process-wide jitted generator: (lang, L static; key, uint32[n] rows) -> int32[n, L]."""
+    import jax
+
+    def rows(lang, seq_len: int, key, idx_N):
+        keys_N = jax.vmap(jax.random.fold_in, (None, 0))(key, idx_N)
+        return jax.vmap(lambda k: lang.sample(k, 1, seq_len)[0])(keys_N)
+
+    return jax.jit(rows, static_argnums=(0, 1))
+
+
+class _LanguageSpec(NamedTuple):
+    """A language pickled as its class and parameters: its fixed tables (JAX arrays) stay
+    behind, so unpickling in a worker does not start JAX; they are rebuilt on first use."""
+
+    cls: type
+    params: dict
+
+
+def _portable(lang):
+    if hasattr(lang, "__dataclass_fields__") and callable(getattr(lang, "params", None)):
+        return _LanguageSpec(type(lang), lang.params())
+    return lang
+
+
+class SequenceDataset:
+    """A reproducible dataset of sequences of one language: infinite, or the first N.
+
+    `ds[i]` is int32[L]; `ds[a:b:c]` and `ds[[i, j, ...]]` are int32[n, L]; all are NumPy.
+    Without `num_sequences` the dataset is infinite (no `len`; non-negative indices below 2^32,
+    slices need a stop). With `num_sequences=N` it has `len(ds) == N` and indexes like a list
+    (negative indices count from the end; index N raises IndexError).
 
     >>> from spamlang import languages
     >>> ds = SequenceDataset(languages.make("spam", vocab_size=8), seed=0, seq_len=4)
-    >>> ds[3].shape, ds[0:5].shape
-    ((4,), (5, 4))
+    >>> ds[3].shape, ds[0:5].shape, ds[[7, 2]].shape
+    ((4,), (5, 4), (2, 4))
     >>> first = next(ds.batches(2, start=3))
     >>> bool((first == ds[3:5]).all())
     True
+    >>> finite = SequenceDataset(ds.lang, seed=0, seq_len=4, num_sequences=10)
+    >>> len(finite), bool((finite[-1] == ds[9]).all())
+    (10, True)
     """
 
-    def __init__(self, lang, seed: int, seq_len: int):
-        import jax
-
+    def __init__(self, lang, seed: int, seq_len: int, num_sequences: int | None = None):
         self.lang = lang
         self.seed = _as_int("seed", seed, 0, 2**32)
         self.seq_len = _as_int("seq_len", seq_len, 1)
-        self._key = jax.random.PRNGKey(self.seed)
-        self._rows = jax.jit(self._rows_impl, static_argnums=(2,))
+        self.num_sequences = (None if num_sequences is None
+                              else _as_int("num_sequences", num_sequences, 0, MAX_INDEX + 1))
+        self._key = None  # PRNGKey(seed), made on first use (not pickled)
 
     def __repr__(self) -> str:
-        return f"SequenceDataset({self.lang!r}, seed={self.seed}, seq_len={self.seq_len})"
+        n = "" if self.num_sequences is None else f", num_sequences={self.num_sequences}"
+        return f"SequenceDataset({self.lang!r}, seed={self.seed}, seq_len={self.seq_len}{n})"
 
-    def _rows_impl(self, start, step, count: int):
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k != "_key"}
+        state["lang"] = _portable(self.lang)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        lang = state["lang"]
+        if isinstance(lang, _LanguageSpec):
+            lang = lang.cls(**lang.params)
+        self.__dict__.update(state, lang=lang, _key=None)
+
+    def __len__(self) -> int:
+        if self.num_sequences is None:
+            raise TypeError("the dataset is infinite: give num_sequences=N for a length")
+        return self.num_sequences
+
+    def __bool__(self) -> bool:  # an infinite dataset is not empty (and has no len to ask)
+        return self.num_sequences != 0
+
+    # ----- generation ---------------------------------------------------------------------
+    def _dispatch(self, rows: range | np.ndarray, size: int):
+        """Start generating `rows` padded (with row 0) to `size`; returns a device array."""
         import jax
-        import jax.numpy as jnp
 
-        idx_N = start + step * jnp.arange(count, dtype=jnp.uint32)
-        keys_N = jax.vmap(jax.random.fold_in, (None, 0))(self._key, idx_N)
-        return jax.vmap(lambda k: self.lang.sample(k, 1, self.seq_len)[0])(keys_N)
+        if self._key is None:
+            self._key = jax.random.PRNGKey(self.seed)
+        idx_N = np.zeros(size, np.uint32)
+        idx_N[:len(rows)] = (np.arange(rows.start, rows.stop, rows.step)
+                             if isinstance(rows, range) else rows)
+        return _rows_fn()(self.lang, self.seq_len, self._key, idx_N)
 
-    def _dispatch(self, start: int, step: int, count: int):
-        """Start generating rows start, start+step, ... (count of them); returns a device array."""
-        return self._rows(np.uint32(start), np.uint32(step % MAX_INDEX), count)
+    @staticmethod
+    def _host(rows_NxL, n: int) -> np.ndarray:
+        return np.array(rows_NxL)[:n]
 
-    def _chunks(self, start: int, step: int, count: int) -> Iterator[np.ndarray]:
-        """NumPy chunks of rows start + step * (0..count-1); the next chunk is dispatched before
-        the current one is copied to the host, so generation overlaps the consumer."""
-        if count and start + step * (count - 1) >= MAX_INDEX:
-            last = start + step * (count - 1)
-            raise IndexError(f"sequence indices must be < 2^32, asked up to {last}")
-        max_rows = 1 << max(0, (_CHUNK_TOKENS // self.seq_len).bit_length() - 1)
+    def _generate(self, rows: range | np.ndarray) -> Iterator[np.ndarray]:
+        """NumPy chunks of the given rows, in order; the next chunk is dispatched before the
+        current one is copied to the host, so generation overlaps the consumer."""
+        count, max_rows = len(rows), rows_per_chunk(self.seq_len)
         # Large requests reuse one chunk size (one compilation); small ones round up to a power
-        # of two so that arbitrary slice lengths share a few compilations.
-        plan, done = [], 0
-        while done < count:
-            need = min(count - done, max_rows)
-            size = max_rows if count > max_rows else 1 << (need - 1).bit_length()
-            plan.append((start + step * done, need, size))
-            done += need
-        nxt = None
-        for i, (s, need, size) in enumerate(plan):
-            cur = nxt if nxt is not None else self._dispatch(s, step, size)
-            if i + 1 < len(plan):
-                s_next, _, size_next = plan[i + 1]
-                nxt = self._dispatch(s_next, step, size_next)
-            yield np.array(cur[:need])
+        # of two so that arbitrary lengths share a few compilations.
+        size = max_rows if count > max_rows else _bucket(count, max_rows)
+        pending = None
+        for first in range(0, count, size):
+            piece = rows[first:first + size]
+            nxt = (self._dispatch(piece, size), len(piece))
+            if pending is not None:
+                yield self._host(*pending)
+            pending = nxt
+        if pending is not None:
+            yield self._host(*pending)
 
-    def __getitem__(self, index):
-        """Sequence `index` (int) as int32[L], or a finite slice of sequences as int32[n, L]."""
-        if isinstance(index, slice):
-            if index.stop is None:
-                raise IndexError("the dataset is infinite: slices need an explicit stop")
-            start, stop, step = index.start or 0, index.stop, index.step or 1
-            if start < 0 or stop < 0 or step <= 0:
-                raise IndexError("slices need non-negative start/stop and a positive step")
-            count = len(range(start, stop, step))
-            chunks = list(self._chunks(start, step, count))
-            return (np.concatenate(chunks) if chunks
-                    else np.zeros((0, self.seq_len), np.int32))
-        i = operator.index(index)
+    def _take(self, rows: range | np.ndarray) -> np.ndarray:
+        chunks = list(self._generate(rows))
+        if not chunks:
+            return np.zeros((0, self.seq_len), np.int32)
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+    # ----- indexing -----------------------------------------------------------------------
+    def _out_of_range(self, i: int) -> IndexError:
+        if self.num_sequences is not None:
+            return IndexError(f"sequence {i} is out of range for {self.num_sequences} sequences")
         if i < 0:
-            raise IndexError("the dataset is infinite: negative indices have no meaning")
-        return next(self._chunks(i, 1, 1))[0]
+            return IndexError("the dataset is infinite: negative indices have no meaning")
+        return IndexError(f"sequence indices must be < 2^32, got {i}")
 
+    def _slice(self, s: slice) -> range:
+        if self.num_sequences is not None:
+            return range(*s.indices(self.num_sequences))
+        if s.stop is None:
+            raise IndexError("the dataset is infinite: slices need an explicit stop")
+        start, stop = operator.index(s.start or 0), operator.index(s.stop)
+        step = operator.index(s.step or 1)
+        if start < 0 or stop < 0 or step <= 0:
+            raise IndexError("slices need non-negative start/stop and a positive step")
+        rows = range(start, stop, step)
+        if rows and rows[-1] >= MAX_INDEX:
+            raise IndexError(f"sequence indices must be < 2^32, asked up to {rows[-1]}")
+        return rows
+
+    def _vector(self, index) -> np.ndarray:
+        """A 1-D sequence of indices as non-negative int64 rows (IndexError if any is out)."""
+        given = np.asarray(index)
+        if given.ndim == 1 and given.size == 0:
+            return np.zeros(0, np.int64)
+        if given.ndim != 1 or not np.issubdtype(given.dtype, np.integer):
+            raise IndexError("index with an int, a slice or a 1-D sequence of ints, got "
+                             f"{type(index).__name__} of {given.dtype}{list(given.shape)}")
+        idx = given.astype(np.int64)
+        n = self.num_sequences
+        if n is not None:
+            idx = np.where(idx < 0, idx + n, idx)
+        bad = (idx < 0) | (idx >= (MAX_INDEX if n is None else n))
+        if bad.any():
+            raise self._out_of_range(int(given[bad.argmax()]))
+        return idx
+
+    def __getitem__(self, index) -> np.ndarray:
+        """Sequence `index` (int) as int32[L]; a slice or 1-D index sequence as int32[n, L]."""
+        if isinstance(index, slice):
+            return self._take(self._slice(index))
+        try:
+            i = operator.index(index)
+        except TypeError:
+            return self._take(self._vector(index))
+        return self._take(self._vector([i]))[0]
+
+    def __getitems__(self, indices: Sequence[int]) -> list[np.ndarray]:
+        """The rows of `indices` from one device call: the batched read that PyTorch's
+        `DataLoader` (torch >= 2.1) asks for a whole batch, and Grain's as `_getitems`."""
+        return list(self._take(self._vector(list(indices))))
+
+    _getitems = __getitems__
+
+    # ----- iteration ----------------------------------------------------------------------
     def batches(self, batch_size: int, start: int = 0) -> Iterator[np.ndarray]:
-        """Endless iterator of int32[batch_size, L] batches: sequences start, start+1, ...
+        """Iterator of int32[batch_size, L] batches: sequences start, start+1, ...
 
-        The same sequences come out whatever `batch_size` and `start`, so a resumed or sharded
-        reader sees the same data (shard s of n: `batches(B, start=s * B * steps)` or slices).
+        Infinite datasets yield batches until index 2^32; finite ones stop at `num_sequences`,
+        the last batch shorter if it does not fill up. The same sequences come out whatever
+        `batch_size` and `start`, so a resumed or sharded reader sees the same data (shard s of
+        n: `batches(B, start=s * B * steps)` or slices).
         """
         batch_size = _as_int("batch_size", batch_size, 1)
         start = _as_int("start", start, 0, MAX_INDEX)
+        infinite = self.num_sequences is None
+        end = MAX_INDEX if infinite else self.num_sequences
 
-        def dispatch(first: int):  # None once a batch would reach index 2^32: the end
-            return self._dispatch(first, 1, batch_size) if first + batch_size <= MAX_INDEX else None
+        def dispatch(first: int):  # None at the end
+            n = min(batch_size, end - first)
+            if n <= 0 or (infinite and n < batch_size):
+                return None
+            return self._dispatch(range(first, first + n), batch_size), n
 
         cur = dispatch(start)
         while cur is not None:
             start += batch_size
             nxt = dispatch(start)  # generated while the consumer works on `cur`
-            yield np.array(cur)
+            yield self._host(*cur)
             cur = nxt
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        for batch in self.batches(256):
-            yield from batch
+        """Sequences 0, 1, ... as int32[L]: all N of a finite dataset, else up to 2^32."""
+        chunks = (self.batches(256) if self.num_sequences is None
+                  else self._generate(range(self.num_sequences)))  # a finite one: slice programs
+        for chunk in chunks:
+            yield from chunk
 
 
-def token_dtype(vocab_size: int) -> np.dtype:
-    """uint16 when every id fits (V <= 65536), else uint32; always little-endian."""
-    return np.dtype("<u2") if vocab_size <= 2**16 else np.dtype("<u4")
+# The token-file API was defined here first; `spamlang.data.load_tokens` stays valid.
+from spamlang.token_files import (  # noqa: E402
+    FORMAT, export_tokens, load_tokens, read_sidecar, sidecar_path, token_dtype,
+)
 
-
-def sidecar_path(path: str | os.PathLike) -> Path:
-    """The JSON sidecar of a token file: `<path>.json`."""
-    return Path(f"{os.fspath(path)}.json")
-
-
-def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path: str | os.PathLike, *,
-                  force: bool = False, progress: bool | None = None) -> dict:
-    """Write sequences 0..num_seqs-1 of `SequenceDataset(lang, seed, seq_len)` to a token file.
-
-    Memory stays bounded (chunks of about 1M tokens); `progress` (None: only for >= 16M tokens)
-    shows a tqdm bar on stderr. Refuses to replace an existing file (or sidecar) unless `force`.
-    Returns the sidecar dict.
-    """
-    from tqdm import tqdm
-
-    seq_len = _as_int("seq_len", seq_len, 1)
-    num_seqs = _as_int("num_seqs", num_seqs, 1, MAX_INDEX + 1)
-    path, side = Path(path), sidecar_path(path)
-    if not path.parent.is_dir():
-        raise UserError(f"output directory {str(path.parent)!r} does not exist")
-    if path.is_dir():
-        raise UserError(f"output path {str(path)!r} is a directory")
-    for p in (path, side):
-        if p.exists() and not force:
-            raise UserError(f"{str(p)!r} already exists; pass --force (force=True) to overwrite")
-    ds = SequenceDataset(lang, seed, seq_len)
-    dtype = token_dtype(lang.vocab_size)
-    total = num_seqs * seq_len
-    show = total >= 2**24 if progress is None else progress
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f, tqdm(total=total, unit="tok", unit_scale=True,
-                                            file=sys.stderr, disable=not show) as bar:
-            for chunk in ds._chunks(0, 1, num_seqs):
-                f.write(chunk.astype(dtype).tobytes())
-                bar.update(chunk.size)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _umask_mode())  # mkstemp's 0600 would hide the file from other users
-        # The old sidecar goes first, so an old sidecar never describes new data.
-        side.unlink(missing_ok=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    meta = {
-        "format": FORMAT,
-        "language": lang.name,
-        "params": lang.params(),
-        "vocab_size": lang.vocab_size,
-        "seed": ds.seed,
-        "dtype": dtype.name,
-        "byte_order": "little",
-        "shape": [num_seqs, seq_len],
-        "optimal_loss": lang.optimal_loss(seq_len) if seq_len >= 2 else None,
-        "note": ("flat row-major [num_seqs, seq_len] token ids; row i is sequence i of "
-                 "spamlang.data.SequenceDataset(language, seed, seq_len)"),
-    }
-    atomic_write_json(side, meta)
-    return meta
-
-
-def _umask_mode() -> int:
-    """The mode a plain `open(path, "w")` would give a new file (0666 minus the umask)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def read_sidecar(path: str | os.PathLike) -> dict:
-    """The sidecar dict of a token file (UserError if it is missing or not ours)."""
-    side = sidecar_path(path)
-    if not side.exists():
-        raise UserError(f"no sidecar {str(side)!r}: not an exported token file, "
-                        "or an interrupted export")
-    meta = read_json(side)
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise UserError(f"{str(side)!r} is not a {FORMAT} sidecar")
-    return meta
-
-
-def load_tokens(path: str | os.PathLike) -> np.memmap:
-    """Memory-map an exported token file as a read-only [num_seqs, seq_len] array."""
-    meta = read_sidecar(path)
-    dtype = np.dtype(meta["dtype"]).newbyteorder("<")
-    shape = tuple(int(n) for n in meta["shape"])
-    expected = math.prod(shape) * dtype.itemsize
-    actual = os.path.getsize(path)
-    if actual != expected:
-        raise UserError(f"{os.fspath(path)!r} has {actual} bytes; its sidecar says {expected}")
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape)
+__all__ = ["MAX_INDEX", "SequenceDataset", "rows_per_chunk", "chunk_tokens", "FORMAT",
+           "export_tokens", "load_tokens", "read_sidecar", "sidecar_path", "token_dtype"]

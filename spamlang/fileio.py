@@ -1,4 +1,10 @@
-"""Atomic writes: a reader never sees a half-written file, a crash never leaves one."""
+"""Atomic writes: a reader never sees a half-written file, a crash never leaves one.
+
+Output files follow one rule: their folder must exist (`check_output_file`). A command creates
+only the directories that are its own output (a run or sweep directory, `diagnose -o DIR`,
+`sweep --figures DIR`), never the folder of a file it was asked to write: a typo in that
+folder is more likely than a wish for a new one.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from spamlang.errors import UserError
+
 
 def _default_mode() -> int:
     # mkstemp creates files 0600; a run directory or token file is usually shared, so give the
@@ -15,6 +23,19 @@ def _default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def check_output_file(path: str | os.PathLike) -> Path:
+    """`path` as a Path; UserError unless its folder exists and it is not itself a folder."""
+    path = Path(path)
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise UserError(f"{parent} is not a directory")
+    if not parent.is_dir():
+        raise UserError(f"no such directory: {parent} (create it first)")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a file")
+    return path
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

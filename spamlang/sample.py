@@ -25,6 +25,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -168,12 +169,24 @@ def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, te
     return SampleResult.from_flags(tokens_NxL, correct, prompt_NxP.shape[1], info)
 
 
+def check_length(length: int, seq_len: int, max_seq_len: int) -> None:
+    """UserError for samples longer than the model accepts (`max_seq_len`); a warning for ones
+    longer than it trained on (`seq_len`): RoPE positions past training are extrapolation, so
+    errors there say little about how well the run learned the language."""
+    if length > max_seq_len:
+        raise UserError(f"length {length} exceeds the model's max_seq_len {max_seq_len}")
+    if length > seq_len:
+        warnings.warn(f"length {length} exceeds the run's trained seq_len {seq_len}: positions "
+                      f"{seq_len}-{length - 1} are RoPE extrapolation", stacklevel=3)
+
+
 def sample_run(run_dir, *, n: int = 8, length: int | None = None, temperature: float = 0.9,
                prompt: str | Sequence[int] | None = None, seed: int = 0) -> SampleResult:
     """Sample `n` sequences of `length` tokens (prompt included) from a run's latest checkpoint.
 
     `length` defaults to 32, or to the run's training `seq_len` when that is shorter: past it
-    the model extrapolates positions it never trained on, which is not what the samples test.
+    the model extrapolates positions it never trained on, which is not what the samples test
+    (a longer `length` is sampled with a warning, see `check_length`).
     """
     if not os.path.isdir(run_dir):
         raise UserError(f"no such run directory: {run_dir}")
@@ -184,6 +197,7 @@ def sample_run(run_dir, *, n: int = 8, length: int | None = None, temperature: f
 
     config, model = load_run(run_dir)
     length = min(32, config.seq_len) if length is None else length
+    check_length(length, config.seq_len, model.config.max_seq_len)
 
     def generate_fn(prompt_NxP, length, key, temperature):
         return generate(model, prompt_NxP, length, key=key, temperature=temperature)

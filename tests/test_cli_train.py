@@ -151,3 +151,74 @@ def test_sigint_saves_then_rerun_resumes_and_finishes(tmp_path, env):
     steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
              if json.loads(line)["kind"] == "train"]
     assert steps == list(range(5, 2001, 5))  # no gap, no duplicate across the resume
+
+
+def test_negative_lr_reaches_the_config_check(tmp_path, capsys):
+    for value in ("-1e-3", "-0.5", "-.5"):
+        assert main(["train", "--lr", value, "--out", str(tmp_path / "run")]) == 2
+        err = capsys.readouterr().err
+        assert err == f"spamlang train: error: lr must be > 0, got {float(value)}\n"
+
+
+def test_help_lists_presets_languages_and_heads(capsys):
+    from spamlang import languages
+    from spamlang.model import PRESETS
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "one of: " + ", ".join(PRESETS) in text
+    assert "one of: " + ", ".join(languages.names()) in text
+    assert "one of: softmax, lowrank:R, mos:K" in text
+
+
+# 60 steps, checkpoints at 20, 40 and 60 (keep 2): test_train_run's CFG, so the compiled
+# programs come from the session's cache.
+SIXTY = [*TINY, "--tokens", str(8 * 16 * 60), "--checkpoint-every", "20", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "run"
+    assert main(["train", *SIXTY, "--out", str(out)]) == 0
+    return out
+
+
+def test_rerunning_a_finished_run_says_so(finished_run, capsys):
+    capsys.readouterr()
+    assert main(["train", *SIXTY, "--out", str(finished_run)]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"{finished_run} is already finished (result.json); nothing to train\n"
+    assert json.loads(out) == json.loads((finished_run / "result.json").read_text())
+
+
+def _damaged_copy(run: Path, dst: Path) -> Path:
+    """A copy of `run` interrupted before its result, every checkpoint's arrays cut in half."""
+    import shutil
+
+    shutil.copytree(run, dst)
+    (dst / "result.json").unlink()
+    for f in (dst / "checkpoints").rglob("ocdbt.process_0/d/*"):
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    return dst
+
+
+def test_unreadable_checkpoints_are_one_line_the_trace_only_in_debug(finished_run, tmp_path, env):
+    bad = _damaged_copy(finished_run, tmp_path / "bad")
+    cmd = [sys.executable, "-m", "spamlang", "train", *SIXTY, "--out", str(bad)]
+    quiet_env = {k: v for k, v in env.items() if k != "SPAMLANG_DEBUG"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=quiet_env, timeout=240)
+    # Unquieted, orbax and asyncio print about 160 lines here (tracebacks, TensorStore specs).
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+    assert proc.stderr.startswith("spamlang train: error: no checkpoint can be restored "
+                                  f"(newest: {bad / 'checkpoints' / '60'}: ValueError: ")
+    assert proc.stderr.endswith("; delete the checkpoints/ folder to restart the run from scratch\n")
+    assert "bound method" not in proc.stderr and "Traceback" not in proc.stderr
+
+    debug = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
+                           env={**quiet_env, "SPAMLANG_DEBUG": "1"})
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    # orbax's own error, then the UserError it caused
+    assert "OUT_OF_RANGE" in debug.stderr
+    assert "UserError: no checkpoint can be restored" in debug.stderr

@@ -111,11 +111,11 @@ def test_export_refuses_to_overwrite_and_checks_directory(tmp_path):
 def test_interrupted_export_leaves_nothing(tmp_path, monkeypatch):
     lang = languages.make("spam", vocab_size=8)
 
-    def broken_chunks(self, start, step, count):
+    def broken_chunks(self, rows):
         yield np.zeros((2, self.seq_len), np.int32)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(data.SequenceDataset, "_chunks", broken_chunks)
+    monkeypatch.setattr(data.SequenceDataset, "_generate", broken_chunks)
     with pytest.raises(KeyboardInterrupt):
         data.export_tokens(lang, 0, L, 10, tmp_path / "t.bin")
     assert os.listdir(tmp_path) == []

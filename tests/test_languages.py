@@ -174,6 +174,11 @@ def test_noisy_spam_noise_rate():
     np.testing.assert_array_equal(lang.is_most_likely(x), x[:, 1:] == x[:, :1])
 
 
+def test_noiseless_noisy_spam_has_a_floor_of_plus_zero():
+    floor = languages.make("noisy-spam", vocab_size=8, eps=0.0).optimal_loss(16)
+    assert floor == 0.0 and math.copysign(1.0, floor) == 1.0 and f"{floor:.4f}" == "0.0000"
+
+
 def test_cycle_period():
     lang, x = batch("cycle")
     k = lang.k

@@ -115,7 +115,7 @@ def test_results_reading(sweep_dir):
 
 def test_heatmap_png_and_pdf(sweep_dir, tmp_path):
     for metric in ("final_eval_loss", "loss_above_floor", "final_train_loss"):
-        _assert_figure(plot_heatmap(sweep_dir, tmp_path / "out" / f"{metric}.png", metric=metric), b"\x89PNG")
+        _assert_figure(plot_heatmap(sweep_dir, tmp_path / f"{metric}.png", metric=metric), b"\x89PNG")
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "h.pdf"), b"%PDF")
 
 
@@ -229,3 +229,26 @@ def test_cli_subprocess_empty_dir(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"spamlang plot: error: no finished runs in {tmp_path}"]
+
+
+@pytest.mark.parametrize("kind", ["heatmap", "curves", "lines", "bottleneck"])
+def test_an_output_file_needs_an_existing_folder(sweep_dir, tmp_path, capsys, kind):
+    missing = tmp_path / "missing" / "dir"
+    extra = ["--x", "vocab_size", "--y", "final_eval_loss"] if kind == "lines" else []
+    assert main(["plot", kind, str(sweep_dir), "-o", str(missing / "x.png"), *extra]) == 2
+    assert capsys.readouterr().err == (f"spamlang plot: error: no such directory: {missing} "
+                                       "(create it first)\n")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_curves_of_end_only_evaluations_say_so(sweep_dir, tmp_path, capsys):
+    for config in sweep_dir.glob("*/config.json"):
+        config.write_text(json.dumps({**json.loads(config.read_text()), "eval_every": 0}))
+    fig = curves_figure(sweep_dir, metric="eval_loss")
+    note = "the runs evaluate only at the end (eval_every=0): one point per run"
+    assert capsys.readouterr().err == f"note: {note}\n"
+    assert note in fig.get_supxlabel()
+    ends = [line for ax in fig.axes for line in ax.get_lines() if len(line.get_xdata()) == 1]
+    assert ends and all(line.get_marker() == "o" for line in ends)  # the end points, drawn
+    curves_figure(sweep_dir)  # train loss: many points per line, no note
+    assert capsys.readouterr().err == ""

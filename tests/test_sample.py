@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import unicodedata
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -167,6 +168,29 @@ def test_cli_errors(tmp_path, capsys):
     assert "no such run directory" in err[0] and "temperature" in err[1] and "'?'" in err[4]
 
 
+def test_cli_output_files_need_existing_folders(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    for flag, name in (("--html", "s.html"), ("--png", "s.png")):
+        assert main(["sample", str(run), flag, str(tmp_path / "no" / name)]) == 2
+        assert capsys.readouterr().err == (f"spamlang sample: error: no such directory: "
+                                           f"{tmp_path / 'no'} (create it first)\n")
+    assert not (tmp_path / "no").exists()
+
+
+def test_length_beyond_training_warns_and_beyond_the_model_is_refused():
+    from spamlang.sample import check_length
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_length(16, 16, 2048)
+    with pytest.warns(UserWarning, match="length 20 exceeds the run's trained seq_len 16: "
+                                         "positions 16-19 are RoPE extrapolation"):
+        check_length(20, 16, 2048)
+    with pytest.raises(UserError, match="length 2049 exceeds the model's max_seq_len 2048"):
+        check_length(2049, 16, 2048)
+
+
 def test_cli_subprocess_missing_run(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spamlang", "sample", str(tmp_path / "nope")],
                           capture_output=True, text=True, timeout=120)
@@ -174,7 +198,7 @@ def test_cli_subprocess_missing_run(tmp_path):
     assert proc.stderr.strip() == f"spamlang sample: error: no such run directory: {tmp_path / 'nope'}"
 
 
-def test_sample_end_to_end(tmp_path):
+def test_sample_end_to_end(tmp_path, capsys):
     from spamlang.sample import sample_run
     from spamlang.train import run_training
     from spamlang.train.config import TrainConfig
@@ -194,3 +218,7 @@ def test_sample_end_to_end(tmp_path):
     page = html.read_text()
     assert page.count('<td class="tok seed"') == 3 and page.count(">C</td>") >= 3
     assert png.read_bytes().startswith(b"\x89PNG")
+    capsys.readouterr()
+    assert main(["sample", str(run), "--length", "4096"]) == 2  # refused before sampling
+    assert capsys.readouterr().err == ("spamlang sample: error: length 4096 exceeds the model's "
+                                       "max_seq_len 2048\n")

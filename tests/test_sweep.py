@@ -243,6 +243,26 @@ def test_dry_run_lists_points_and_budget(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_dry_run_reports_the_clash_the_real_run_refuses(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    check_sweep_file(Sweep("tiny", TINY.replace(seq_len=32), dict(TINY_AXES)), out)
+    with pytest.raises(UserError) as real:
+        check_sweep_file(tiny_sweep(), out)
+    assert sweep_mod.main(tiny_sweep(), ["--out", str(out), "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"sweep tiny: error: {real.value}\n" and "seq_len" in captured.err
+    assert captured.out == ""
+    # A directory this sweep may go on in (its axes grow) is listed, and nothing is written.
+    same = tmp_path / "same"
+    same.mkdir()
+    check_sweep_file(tiny_sweep(), same)
+    stored = (same / "sweep.json").read_text()
+    grown = Sweep("tiny", TINY, {"vocab_size": [16, 32, 64], "lr": [3e-3, 1e-2]})
+    assert sweep_mod.main(grown, ["--out", str(same), "--dry-run"]) == 0
+    assert "6 runs" in capsys.readouterr().out and (same / "sweep.json").read_text() == stored
+
+
 # ----- training through run_sweep: SIGKILL + resume, the vmapped group, plots ------------------
 
 GROUP_SCRIPT = """

@@ -35,7 +35,7 @@ def _points(name: str):
     return [c for _, c in sweep.points()]
 
 
-def test_coverage_sweep_holds_the_budget_and_cuts_it_by_coverage(capsys):
+def test_coverage_sweep_holds_the_budget_and_cuts_it_by_coverage(tmp_path, capsys):
     points = _points("coverage")
     # one budget and one step size for every run: only the cut into sequences differs
     assert {(c.tokens, c.seq_len * c.batch_size) for c in points} == {(512_000, 1_024)}
@@ -51,7 +51,7 @@ def test_coverage_sweep_holds_the_budget_and_cuts_it_by_coverage(capsys):
         {True, False}
     # the dry run lists each run's sequences per symbol
     script = Path(__file__).resolve().parents[1] / "sweeps" / "coverage.py"
-    assert cli_main(["sweep", str(script), "--dry-run"]) == 0
+    assert cli_main(["sweep", str(script), "--dry-run", "--out", str(tmp_path / "o")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-1] == "seq/symbol"
     assert any(l.startswith("D16-V16384-L2-B512-tied-lr1e-2 ") and l.endswith(" 15.6")

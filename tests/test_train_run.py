@@ -14,6 +14,7 @@ import pytest
 from spamlang.train.loop import COVERAGE_KEYS
 from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
+from spamlang.train.lock import hold_run_dirs
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
 RESULT_KEYS = {"final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
@@ -128,11 +129,20 @@ def test_finished_run_is_returned_without_training(reference):
     before = (out / "metrics.jsonl").stat().st_mtime_ns
     assert run_training(CFG, out, quiet=True) == result
     assert (out / "metrics.jsonl").stat().st_mtime_ns == before
+    # ... and without its lock: held here (a second open() of the lock file conflicts as
+    # another process's would), a finished run is still returned.
+    with hold_run_dirs([out]):
+        assert run_training(CFG, out, quiet=True) == result
 
 
 def test_different_config_is_refused_naming_the_field(reference):
     with pytest.raises(UserError, match=r"lr: 0\.003 -> 0\.01"):
         run_training(CFG.replace(lr=1e-2), reference[0], quiet=True)
+    # Eight fields differ: six with their values, the other two by name.
+    changed = CFG.replace(lr=1e-2, seed=3, b1=0.8, b2=0.9, eps=1e-6, grad_clip=2.0,
+                          weight_decay=0.0, warmup_frac=0.1)
+    with pytest.raises(UserError, match=r"; and 2 more: warmup_frac, weight_decay\); choose"):
+        run_training(changed, reference[0], quiet=True)
 
 
 def test_unwritable_out_is_a_user_error(tmp_path, monkeypatch):
@@ -152,10 +162,13 @@ def test_divergence_is_a_result(tmp_path):
     out = tmp_path / "run"
     result = run_training(CFG.replace(lr=ABSURD_LR), out, quiet=True)
     assert result["diverged"] is True
-    assert isinstance(result["diverged_step"], int) and 1 <= result["diverged_step"] <= result["steps"]
-    assert result["steps"] < 60  # stopped at the first log after the divergence
+    at = result["diverged_step"]
+    assert isinstance(at, int) and 1 <= at < 60
+    # steps and tokens count what trained, up to the diverging batch ...
+    assert result["steps"] == at and result["tokens"] == at * CFG.tokens_per_step
+    # ... though the run stopped at the first log after it
     train = [r for r in rows(out) if r["kind"] == "train"]
-    assert train[-1]["step"] == result["steps"]
+    assert at <= train[-1]["step"] < at + CFG.log_every
     assert json.loads((out / "result.json").read_text()) == result
 
 
@@ -166,7 +179,7 @@ def test_group_matches_sequential_runs_and_resumes(reference, tmp_path):
         run_group(configs, dirs, quiet=True, stop_after_step=23)
     # the diverging member stopped alone (at its first log), with its own result
     diverged = json.loads((dirs[1] / "result.json").read_text())
-    assert diverged["diverged"] is True and diverged["steps"] == 5
+    assert diverged["diverged"] is True and diverged["steps"] == diverged["diverged_step"] <= 5
     assert [r["step"] for r in rows(dirs[1]) if r["kind"] == "train"] == [5]
     # the other resumes from its checkpoint (alone now: finished members are skipped)
     results = run_group(configs, dirs, quiet=True)
@@ -235,7 +248,8 @@ def test_load_run(reference, tmp_path):
     import orbax.checkpoint as ocp
     from flax import nnx
 
-    config, model = load_run(reference[0])
+    with hold_run_dirs([reference[0]]):  # reading a run needs no lock (it may be training)
+        config, model = load_run(reference[0])
     assert config == CFG
     # the parameters are those of the newest checkpoint (step 60)
     saved = ocp.PyTreeCheckpointer().restore(reference[0] / "checkpoints" / "60" / "state")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from spamlang.errors import UserError
 
@@ -32,7 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
     p.add_argument("--num-seqs", type=int, required=True, help="number of sequences")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="token file to write")
-    p.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite an existing export (kept until the new one is complete); "
+                        "an incomplete one, a FILE without FILE.json, is replaced without it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=export_handler)
 
@@ -94,11 +97,20 @@ def preview_handler(args) -> int:
 
 
 def export_handler(args) -> int:
+    """Export; Ctrl-C exits 130 and SIGTERM 143, each with one line and no partial file."""
     from spamlang.data import export_tokens
+    from spamlang.publish import Terminated
 
-    lang = _make_language(args)
-    meta = export_tokens(lang, args.seed, args.seq_len, args.num_seqs, args.output,
-                         force=args.force, progress=False if args.quiet else None)
+    try:
+        lang = _make_language(args)
+        meta = export_tokens(lang, args.seed, args.seq_len, args.num_seqs, args.output,
+                             force=args.force, progress=False if args.quiet else None)
+    except KeyboardInterrupt:
+        print("spamlang export: interrupted; no partial file left behind", file=sys.stderr)
+        return 130
+    except Terminated as e:
+        print("spamlang export: terminated; no partial file left behind", file=sys.stderr)
+        return int(e.code)
     n, length = meta["shape"]
     print(f"wrote {n} x {length} {meta['dtype']} tokens of {_describe(lang)}, dataset seed "
           f"{args.seed}, to {args.output} (+ {args.output}.json)")

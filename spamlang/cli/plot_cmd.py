@@ -87,7 +87,8 @@ def register(subparsers) -> None:
 
     def common(p):
         p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a sweep output directory")
-        p.add_argument("-o", "--output", required=True, metavar="FILE", help="output .png or .pdf")
+        p.add_argument("-o", "--output", required=True, metavar="FILE",
+                       help="output .png or .pdf, in an existing folder")
 
     def facets(p, cols: str | None):
         p.add_argument("--cols", default=cols, metavar="COL",

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError
+from spamlang.fileio import atomic_write_text, check_output_file
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -16,6 +17,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise UserError(f"--html needs a .html file, got {args.html!r}")
     if args.png and Path(args.png).suffix.lower() not in (".png", ".pdf"):
         raise UserError(f"--png needs a .png or .pdf file, got {args.png!r}")
+    for path in (args.html, args.png):
+        if path:
+            check_output_file(path)
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -32,7 +36,6 @@ def handler(args: argparse.Namespace) -> int:
 
         parse_prompt(args.prompt)  # a bad glyph is reported before the model is loaded
 
-    from spamlang.fileio import atomic_write_text
     from spamlang.sample import render_html, render_text, sample_run, use_colour
 
     result = sample_run(args.run_dir, n=args.n, length=args.length, temperature=temperature,
@@ -40,7 +43,6 @@ def handler(args: argparse.Namespace) -> int:
     colour = {"always": True, "never": False}.get(args.color, None)
     sys.stdout.write(render_text(result, colour=use_colour(sys.stdout) if colour is None else colour))
     if args.html:
-        Path(args.html).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.html, render_html(result))
         print(f"wrote {args.html}")
     if args.png:
@@ -60,15 +62,19 @@ def register(subparsers) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (config.json + checkpoints/)")
     p.add_argument("-n", type=int, default=8, help="number of samples (default 8)")
     p.add_argument("--length", type=int, default=None,
-                   help="tokens per sample, prompt included (default: 32, or the run's seq_len if shorter)")
+                   help="tokens per sample, prompt included (default: 32, or the run's seq_len if "
+                        "shorter); beyond the run's seq_len a warning (untrained positions), "
+                        "beyond the model's max_seq_len an error")
     p.add_argument("--temperature", type=float, default=0.9, help="sampling temperature (default 0.9, as in the paper)")
     p.add_argument("--greedy", action="store_true", help="argmax decoding (temperature 0)")
     p.add_argument("--prompt", metavar="GLYPHS_OR_IDS",
                    help="seed tokens: glyphs ('AAb') or ids ('0,5,7'); default: token 0 (A), or the "
                         "language's own first tokens when it needs a longer seed (cycle)")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampling (default 0)")
-    p.add_argument("--html", metavar="FILE", help="also write the table as a self-contained .html page")
-    p.add_argument("--png", metavar="FILE", help="also draw the table as a .png (or .pdf) figure")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the table as a self-contained .html page (folder must exist)")
+    p.add_argument("--png", metavar="FILE",
+                   help="also draw the table as a .png (or .pdf) figure (folder must exist)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="ANSI colours: auto = only on a terminal and when NO_COLOR is unset")
     p.set_defaults(func=handler)

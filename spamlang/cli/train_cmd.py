@@ -6,10 +6,12 @@ its default shown; `language_params` and `model_overrides` are `--param K=V` and
 `--model K=V` (repeatable; V is parsed as JSON when it can be, else kept as a string).
 `--config FILE.json` (a TrainConfig JSON, e.g. another run's config.json) gives the starting
 values; flags given explicitly override it. Rerunning the same command resumes or, if the run
-finished, just prints its result (stdout, JSON).
+finished, just prints its result (stdout, JSON) after a line on stderr that says so.
+`--help` lists the known presets, languages and heads.
 
-Exit status: 0 done, 2 bad input (one line on stderr), 130 / 143 stopped by SIGINT / SIGTERM
-after saving a checkpoint (rerun to resume).
+Exit status: 0 done, 2 bad input (one line on stderr), 1 an unexpected error (one line; the
+trace with --debug), 130 / 143 stopped by SIGINT / SIGTERM after saving a checkpoint (rerun to
+resume).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def register(subparsers) -> None:
 
     parser = subparsers.add_parser(
         "train", help="train one model into a run directory (resumes; skips if finished)",
+        formatter_class=_NamesHelpFormatter,
         description="Train one model on a language into --out DIR (config.json, metrics.jsonl, "
                     "checkpoints/, result.json). Rerun the same command to resume an interrupted "
                     "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
@@ -74,6 +77,33 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     elif isinstance(default, (int, float, str)):
         kind = type(default)
         group.add_argument(flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown, **kw)
+
+
+def _known_names(field: str) -> str | None:
+    """The values a name-valued field takes, from their registries; None for other fields."""
+    if field == "preset":
+        from spamlang.model.config import PRESETS
+
+        return ", ".join(PRESETS)
+    if field == "language":
+        from spamlang import languages
+
+        return ", ".join(languages.names())
+    if field == "head":
+        from spamlang.model.config import HEAD_FORMS
+
+        return ", ".join(HEAD_FORMS)
+    return None
+
+
+class _NamesHelpFormatter(argparse.HelpFormatter):
+    """Adds the known presets, languages and heads to their flags' help. Only when help is
+    shown: the registries import JAX, which every other `spamlang train` call would wait for."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = super()._get_help_string(action) or ""
+        names = _known_names(action.dest)
+        return f"{text}; one of: {names}" if names else text
 
 
 def _field_help(cls) -> dict[str, str]:
@@ -167,11 +197,15 @@ def handler(args) -> int:
         jax.distributed.initialize()  # before any other JAX call touches a backend
     enable_compile_cache()
     from spamlang.train.run import Interrupted, run_training
+    from spamlang.train.rundir import RESULT
 
+    finished = os.path.exists(os.path.join(args.out, RESULT))
     try:
         result = run_training(config, args.out, quiet=args.quiet)
     except Interrupted as e:
         print(f"spamlang train: {e}", file=sys.stderr)
         return e.exit_status
+    if finished:  # said after run_training, which refuses a finished run of another config
+        print(f"{args.out} is already finished ({RESULT}); nothing to train", file=sys.stderr)
     print(json.dumps(result, indent=2, sort_keys=True))
     return 0

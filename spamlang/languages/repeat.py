@@ -175,7 +175,8 @@ class NoisySpam(Language):
         entropy = -math.exp(logp_hit) * logp_hit
         if p_miss > 0:
             entropy -= (self.vocab_size - 1) * p_miss * logp_miss
-        return float(entropy)
+        # An entropy is >= 0; eps = 0 computes -(1 * log 1) = -0.0, printed as "-0.0000".
+        return max(0.0, float(entropy))
 
     def bayes_logprob(self, tokens_BxL):
         logp_hit, logp_miss = self._logp()

@@ -13,7 +13,9 @@ from typing import Any
 from spamlang.errors import UserError
 
 _DTYPES = ("float32", "bfloat16")
-_HEAD_KINDS = ("softmax", "lowrank", "mos")
+# The head specs (R: rank, K: mixture components), as `--help` lists them.
+HEAD_FORMS = ("softmax", "lowrank:R", "mos:K")
+_HEAD_KINDS = tuple(form.partition(":")[0] for form in HEAD_FORMS)
 # Implementations of the model's matmuls, attention and argmax (spamlang.model.kernels, which
 # re-exports this tuple; it lives here so that the config needs no JAX import).
 KERNELS = ("xla", "cpu")

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_bytes
+from spamlang.fileio import atomic_write_bytes, check_output_file
 
 FIGURE_SUFFIXES = (".png", ".pdf")
 CMAP = "viridis"  # perceptually uniform and colour-blind safe
@@ -23,19 +23,19 @@ BEST_EDGE = "#ff3b30"  # a red that stands out against every viridis colour
 
 
 def check_figure_path(out_file: str | Path) -> Path:
-    """A PNG or PDF output path; anything else is a UserError."""
+    """A PNG or PDF output path in an existing folder (`spamlang.fileio.check_output_file`);
+    anything else is a UserError. Figure functions call it before drawing."""
     path = Path(out_file)
     if path.suffix.lower() not in FIGURE_SUFFIXES:
         raise UserError(f"output must end in .png or .pdf, got {str(out_file)!r}")
-    return path
+    return check_output_file(path)
 
 
 def save_figure(fig: Figure, out_file: str | Path) -> Path:
-    """Write `fig` atomically, in the format its extension names; parent folders are created."""
+    """Write `fig` atomically, in the format its extension names, into an existing folder."""
     path = check_figure_path(out_file)
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lower()[1:], dpi=200)
-    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, buf.getvalue())
     return path
 

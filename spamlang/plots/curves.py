@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -137,6 +138,8 @@ def plot_curves(sweep_dir, out_file, lr: float | str | None = None, metric: str 
     Runs still in progress are drawn dotted and labelled "running", diverged runs "diverged";
     the language's Bayes floor is a dashed line (a floor of 0, SpamLang's, cannot sit on a log
     axis and is stated in the legend instead). Loss metrics get a log y axis by default.
+    When every line is a single point (eval_loss of runs that evaluate only at the end,
+    `eval_every=0`), the end points are drawn and a note on stderr and in the caption says why.
     """
     check_figure_path(out_file)
     return save_figure(curves_figure(sweep_dir, lr, metric, where, **axes), out_file)
@@ -178,7 +181,7 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     fig = Figure(figsize=(PAPER_WIDTH_IN, 2.8 * len(row_groups) + 0.4), layout="constrained")
     axes = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharey=True)
     drawn: list[Point] = []
-    any_x = False
+    any_x, most_points = False, 0
     for i, (row_label, members) in enumerate(row_groups):
         for j, cv in enumerate(col_values):
             ax = axes[i, j]
@@ -187,13 +190,13 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
                 line = merge(pts)
                 drawn.append(line)
                 xs, mean, lo, hi, most = metrics.curve(line.runs, kind, x, metric, logy)
-                any_x = any_x or bool(xs)
+                any_x, most_points = any_x or bool(xs), max(most_points, len(xs))
                 k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
                 running = any(not r.finished for r in line.runs)
                 ax.plot(xs, mean, color=colours[k], lw=1.2,
                         label=_line_label(line, color, values, best),
                         linestyle=":" if running else "-", marker="o" if len(xs) < 5 else None,
-                        ms=3)
+                        ms=5 if len(xs) == 1 else 3)
                 if most > 1:
                     ax.fill_between(xs, lo, hi, color=colours[k], alpha=0.2, linewidth=0)
             panel_runs = [r for p in panel for r in p.runs]
@@ -216,8 +219,18 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     if drawn and not any_x:
         raise UserError(f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
                         "--x takes a metrics.jsonl field such as tokens or step")
-    note(fig, pool_note(drawn, "bands"))
+    single = _single_point_note(runs, kind) if drawn and most_points == 1 else ""
+    if single:
+        print(f"note: {single}", file=sys.stderr)
+    note(fig, pool_note(drawn, "bands"), single)
     return fig
+
+
+def _single_point_note(runs: list[Run], kind: str) -> str:
+    """Why every line is a single point: its runs logged one `kind` row each (the end)."""
+    if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
+        return "the runs evaluate only at the end (eval_every=0): one point per run"
+    return f"the runs have one {kind} row each: one point per run"
 
 
 def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:

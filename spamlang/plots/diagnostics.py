@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from spamlang.errors import UserError
 from spamlang.plots.results import check_dir, read_metrics, scan_runs
-from spamlang.plots.sweep import save_figure
+from spamlang.plots.sweep import check_figure_path, save_figure
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -100,6 +100,7 @@ def plot_diagnostics(diag: dict | str | Path, out_dir: str | Path, suffix: str =
     if not isinstance(diag, dict):
         diag = json.loads(Path(diag).read_text(encoding="utf-8"))
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)  # the command's own output directory
     return [save_figure(make(diag), out / f"{name}{suffix}") for name, make in (
         ("rank_curve", rank_curve_figure), ("coefficient_profile", profile_figure),
         ("efficiency", efficiency_figure))]
@@ -209,4 +210,5 @@ def _plain_log_ticks(axis) -> None:
 
 def plot_bottleneck(sweep_dir: str | Path, out_file: str | Path) -> Path:
     """`spamlang plot bottleneck SWEEP_DIR -o FILE`: see `bottleneck_figure`."""
+    check_figure_path(out_file)
     return save_figure(bottleneck_figure(sweep_dir), out_file)

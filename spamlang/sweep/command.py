@@ -12,11 +12,13 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, describe
 from spamlang.sweep.spec import Sweep, parse_shard, shard_groups
 
 
@@ -76,9 +78,31 @@ def _flops(config: Any) -> float | None:
     return flops_per_token(config.model_config(), config.seq_len) * _run_tokens(config)
 
 
+def check_out_dir(sweep: Sweep, out: Path) -> None:
+    """The UserError the real run would raise for an `out` holding a different sweep (another
+    base config, other axes, lost axis values), without writing anything."""
+    from spamlang.sweep.results import SWEEP_FILE
+    from spamlang.sweep.runner import check_sweep_file
+
+    existing = out / SWEEP_FILE
+    if not existing.is_file():
+        return  # a new directory: nothing to clash with
+    # check_sweep_file writes sweep.json once it has compared it, which a dry run must not do:
+    # it compares a copy instead, and its message is given back with the real directory.
+    with tempfile.TemporaryDirectory(prefix="spamlang-dry-run-") as tmp:
+        shutil.copyfile(existing, Path(tmp) / SWEEP_FILE)
+        try:
+            check_sweep_file(sweep, Path(tmp))
+        except UserError as e:
+            raise UserError(str(e).replace(tmp, str(out))) from None
+
+
 def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) -> int:
-    """Print the points of this shard with their group, status and budget; run nothing."""
+    """Print the points of this shard with their group, status and budget; run nothing.
+
+    UserError, as the real run would raise, when `out` holds a different sweep."""
     mine = shard_groups(sweep, shard, group_size)
+    check_out_dir(sweep, out)
     points = [p for g in mine for p in g]
     width = max((len(run_id) for run_id, _ in points), default=6)
     print(f"{'run id':<{width}}  {'status':<7}  {'group':>5}  {'steps':>8}  {'tokens':>13}  "
@@ -126,37 +150,32 @@ def execute(sweep: Sweep, args: argparse.Namespace) -> int:
     return 0
 
 
-def guarded(fn, prog: str) -> int:
-    """Call `fn()`; a UserError/ValueError/OSError becomes one stderr line and status 2."""
-    try:
-        return int(fn() or 0)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, OSError) as e:  # UserError is a ValueError
-        if os.environ.get("SPAMLANG_DEBUG"):
-            raise
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"{prog}: error: {msg}", file=sys.stderr)
-        return 2
+def guarded(fn, prog: str, *, at_exit: bool = False) -> int:
+    """Call `fn()` under the command line's error policy (`spamlang.cli.guard`): a UserError or
+    OSError is one stderr line and status 2, Ctrl-C status 130, anything else one line and
+    status 1; tracebacks and library messages only in debug mode."""
+    from spamlang.cli.guard import run_guarded
+
+    return run_guarded(fn, prog, at_exit=at_exit)
 
 
 def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False) -> int:
     """Entry point of a sweep script: parse the flags, run, return an exit status.
 
     Bad input (a flag, the sweep, an output directory holding another sweep) is one line on
-    stderr and status 2; Ctrl-C is status 130 and the same command resumes.
+    stderr and status 2; Ctrl-C is status 130 and the same command resumes. `--debug` (or
+    SPAMLANG_DEBUG=1) shows tracebacks instead.
     """
+    from spamlang.cli.guard import debug_mode
+
     prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
     parser = argparse.ArgumentParser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
     add_arguments(parser, plots=plots)
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)")
     args = parser.parse_args(argv)
-    return guarded(lambda: execute(sweep, args), prog)
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).splitlines()[0] if str(e) else ""
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    with debug_mode(args.debug):
+        return guarded(lambda: execute(sweep, args), prog, at_exit=argv is None)
 
 
 def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool]:
@@ -188,7 +207,7 @@ def _load_py(path: Path) -> tuple[Sweep, bool]:
     except SyntaxError as e:
         raise UserError(f"{path}:{e.lineno}: SyntaxError: {e.msg}") from None
     except Exception as e:  # the file's own bug: report it in one line, like any bad input
-        raise UserError(f"{path}: {_one_line(e)}") from None
+        raise UserError(f"{path}: {describe(e)}") from None
     sweep = getattr(module, "SWEEP", None)
     if not isinstance(sweep, Sweep):
         what = "does not define SWEEP" if sweep is None else \
@@ -203,7 +222,7 @@ def _load_json(path: Path) -> Sweep:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: {_one_line(e)}") from None
+        raise UserError(f"{path}: {describe(e)}") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
     if not isinstance(data, dict):

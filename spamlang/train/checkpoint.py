@@ -20,7 +20,7 @@ from typing import Any
 
 import orbax.checkpoint as ocp
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, describe
 
 
 class RunCheckpoints:
@@ -53,29 +53,31 @@ class RunCheckpoints:
     def restore_latest(self, abstract_state: Any) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
 
-        An unreadable step is skipped with a warning and, with everything newer, deleted
-        (the resumed run writes them again). UserError when checkpoints exist but none reads
-        back: more likely a code or config change than damage, and restarting silently would
-        discard work.
+        An unreadable step is skipped and, with everything newer, deleted (the resumed run
+        writes them again); once an older step reads back, each skipped one is reported by a
+        one-line warning. UserError when checkpoints exist but none reads back (its message
+        names the newest one's error, and its cause is that error, for debugging): more likely
+        a code or config change than damage, and restarting silently would discard work.
         """
-        errors = []
+        failures: list[tuple[int, Exception]] = []
         for step in reversed(self.steps()):
             args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state),
                                       meta=ocp.args.JsonRestore())
             try:
                 restored = self._manager.restore(step, args=args)
             except Exception as e:  # orbax raises many types (ValueError, KeyError, OSError, ...)
-                first = (str(e).splitlines() or [type(e).__name__])[0][:200]
-                warnings.warn(f"checkpoint {self.directory / str(step)} is unreadable "
-                              f"({type(e).__name__}: {first}); falling back to the one before",
-                              stacklevel=2)
-                errors.append(f"{self.directory / str(step)}: {first}")
+                failures.append((step, e))
                 continue
+            for bad, e in failures:
+                warnings.warn(f"checkpoint {self.directory / str(bad)} is unreadable "
+                              f"({describe(e)}); falling back to the one before", stacklevel=2)
             self._delete_after(step)
             return step, restored.state, dict(restored.meta or {})
-        if errors:
-            raise UserError(f"no checkpoint can be restored (newest: {errors[0]}); delete the "
-                            f"checkpoints/ folder to restart the run from scratch")
+        if failures:
+            step, e = failures[0]
+            raise UserError(f"no checkpoint can be restored (newest: {self.directory / str(step)}: "
+                            f"{describe(e)}); delete the checkpoints/ folder to restart the run "
+                            f"from scratch") from e
         return None
 
     def _delete_after(self, step: int) -> None:

@@ -338,7 +338,9 @@ class Loop:
         wall = time.perf_counter() - self.t_start
         for i in idx:
             m, ev = self.ms[i], evals[i]
-            at = m.step if step is None else step
+            # A diverged member trained up to its diverging batch; the steps after it, up to
+            # the log step that noticed, were frozen and are not counted.
+            at = diverged.get(i, m.step if step is None else step)
             result = rundir.json_safe({
                 "final_train_loss": rundir.final_train_loss(m.log.train_losses()),
                 "final_eval_loss": ev["eval_loss"],
@@ -360,9 +362,9 @@ class Loop:
                 rundir.write_result(m.dir, result)
             self.results[i] = result
             m.active = False
-            status = f"diverged at step {diverged[i]}" if i in diverged else "finished"
+            status = f"diverged at step {at}" if i in diverged else f"finished after {at} steps"
             self.progress.message(
-                f"{m.dir}: {status} after {at} steps; final train loss "
+                f"{m.dir}: {status}; final train loss "
                 f"{_fmt(result['final_train_loss'])}, eval loss {_fmt(result['final_eval_loss'])}, "
                 f"repetition accuracy {_fmt(result['repetition_accuracy'])}")
 

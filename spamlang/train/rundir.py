@@ -86,7 +86,10 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             pass  # compared as written, and refused below if it differs
         diff = config_differences(old, new)
         if diff:
+            # Values for the first few, every other field by name: one line, nothing hidden.
             shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
+            if len(diff) > 6:
+                shown += f"; and {len(diff) - 6} more: {', '.join(diff[6:])}"
             raise UserError(
                 f"{out} holds a run with a different config ({shown}); "
                 f"choose another --out or delete it"

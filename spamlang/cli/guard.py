@@ -1,0 +1,116 @@
+"""How a command reports trouble: one line each, the whole story only in debug mode.
+
+Outside debug mode:
+- a `UserError` (bad input) is `PROG: error: MESSAGE`, exit status 2; so is an OSError (a
+  full disk, a permission), whose message already names the problem;
+- Ctrl-C outside the trainer's own handling is `PROG: interrupted`, status 130;
+- any other exception is `PROG: error: Type: first line (rerun with --debug or
+  SPAMLANG_DEBUG=1 for the trace)`, status 1;
+- a Python warning is `PROG: warning: first line`;
+- the libraries' own log records (orbax logs through absl, with tracebacks; asyncio) are not
+  shown, nor the exceptions that orbax's background threads can only report as "unraisable"
+  (a failed restore leaves TensorStore callbacks firing into a closed event loop, 70 tracebacks
+  for one damaged checkpoint).
+
+Debug mode (`spamlang --debug VERB ...`, `spamlang VERB ... --debug`, or SPAMLANG_DEBUG set to
+anything but "", 0, false, no, off) changes none of this: exceptions propagate with their
+tracebacks and every library message is shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import sys
+import warnings
+from typing import Callable, Iterator
+
+from spamlang.errors import UserError, describe, first_line
+
+DEBUG_ENV = "SPAMLANG_DEBUG"
+HINT = "rerun with --debug or SPAMLANG_DEBUG=1 for the trace"
+_LIBRARY_LOGGERS = ("absl", "orbax", "asyncio", "tensorstore")
+
+
+def debug_enabled() -> bool:
+    """Whether SPAMLANG_DEBUG asks for tracebacks and library messages."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+@contextlib.contextmanager
+def debug_mode(on: bool = True) -> Iterator[None]:
+    """Debug mode for the body when `on` (through the variable, so that the processes it starts
+    agree); the variable's previous state is put back afterwards."""
+    before = os.environ.get(DEBUG_ENV)
+    if on:
+        os.environ[DEBUG_ENV] = "1"
+    try:
+        yield
+    finally:
+        if on and before is None:
+            os.environ.pop(DEBUG_ENV, None)
+        elif on:
+            os.environ[DEBUG_ENV] = before
+
+
+def error_line(prog: str, e: BaseException) -> tuple[str, int]:
+    """The one line reporting `e` and the exit status that goes with it."""
+    if isinstance(e, KeyboardInterrupt):
+        return f"{prog}: interrupted", 130
+    if isinstance(e, UserError):  # written for people: its first line, however long
+        return f"{prog}: error: {(str(e).splitlines() or [''])[0] or 'UserError'}", 2
+    if isinstance(e, OSError):
+        return f"{prog}: error: {first_line(e) or type(e).__name__}", 2
+    return f"{prog}: error: {describe(e)} ({HINT})", 1
+
+
+def run_guarded(fn: Callable[[], int | None], prog: str, *, at_exit: bool = False) -> int:
+    """Call `fn()` (it returns an exit status) under `quiet(prog)`; an exception becomes its
+    `error_line` and status, or propagates in debug mode. `at_exit`: the process ends with this
+    call, so stay quiet through its shutdown too (orbax's failed tasks are logged when they are
+    garbage collected)."""
+    with quiet(prog, restore=not at_exit):
+        try:
+            return int(fn() or 0)
+        except (Exception, KeyboardInterrupt) as e:
+            if debug_enabled():
+                raise
+            line, status = error_line(prog, e)
+            print(line, file=sys.stderr)
+            return status
+
+
+@contextlib.contextmanager
+def quiet(prog: str, *, restore: bool = True) -> Iterator[None]:
+    """One-line warnings and silent libraries for the body (nothing changes in debug mode);
+    with `restore`, everything is put back afterwards."""
+    if debug_enabled():
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in _LIBRARY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    hook, show = sys.unraisablehook, warnings.showwarning
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    sys.unraisablehook = _unraisable
+    warnings.showwarning = functools.partial(_warning_line, prog)
+    try:
+        yield
+    finally:
+        if restore:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
+            sys.unraisablehook, warnings.showwarning = hook, show
+
+
+def _unraisable(unraisable) -> None:
+    if debug_enabled():  # SPAMLANG_DEBUG set after the filter went in
+        sys.__unraisablehook__(unraisable)
+
+
+def _warning_line(prog: str, message, category, filename, lineno, file=None, line=None) -> None:
+    text = (str(message).splitlines() or [""])[0]  # already written for people: not cut short
+    print(f"{prog}: warning: {text or category.__name__}",
+          file=sys.stderr if file is None else file)
