@@ -70,6 +70,9 @@ SWEEP = Sweep(
         final_lr_ratio=0.1,
         log_every=25,
         eval_sequences=256,
+        # D = 16 makes the head memory-bound: chunks of 64 tokens (64 x 16,384 logits, 4 MiB)
+        # stay in cache and measured 1.5x faster per step than the default 256 at V = 16,384.
+        loss_chunk=64,
         diag_every=STEPS,  # one diagnosis, of the final model
         checkpoint_every=STEPS,
     ),
