@@ -5,7 +5,10 @@ marks into the member's counts (`spamlang.train.exposure`); with several devices
 also meet in one psum of V int32. Target: at most 3% of the step's time at V = 131,072.
 
 Both programs are the same `spamlang.train.step.Program` except for `count_exposure`; they
-are timed in alternating rounds in one process and each keeps its best round.
+are timed in alternating rounds in one process and each keeps its best round. Whole steps of
+seconds differ by a few percent from round to round on a shared machine, more than the
+counting costs, so the table also times the counting alone (the jitted update of the counts
+from one batch of the same shape, best of many calls) as a share of the step.
 
     python benchmarks/bench_exposure.py            # tiny and small at V = 131,072 (minutes)
     python benchmarks/bench_exposure.py --quick    # a smoke run: small V, few steps
@@ -40,7 +43,8 @@ def main(argv=None) -> int:
           f"matmul peak {peak_flops('float32') / 1e9:.0f} GFLOP/s (float32)")
     print(f"# V {vocab:,}, seq {seq} x batch {batch}, best of {rounds} alternating rounds of "
           f"{steps} steps")
-    print(f"{'preset':>8} | {'ms/step counting':>16} | {'ms/step not':>11} | {'overhead':>8}")
+    print(f"{'preset':>8} | {'ms/step counting':>16} | {'ms/step not':>11} | {'overhead':>8} | "
+          f"{'counting alone':>14} | {'share':>6}")
     for preset in args.presets.split(","):
         config = TrainConfig(preset=preset, vocab_size=vocab, seq_len=seq, batch_size=batch,
                              tokens=seq * batch * 10**6, loss_chunk=512)
@@ -52,9 +56,33 @@ def main(argv=None) -> int:
             best_with = min(best_with, with_counts(steps))
             best_without = min(best_without, without(steps))
         a, b = 1e3 * best_with / steps, 1e3 * best_without / steps
-        print(f"{preset:>8} | {a:>16.1f} | {b:>11.1f} | {100 * (a / b - 1):>+7.1f}%")
+        c = 1e3 * _count_alone(config)
+        print(f"{preset:>8} | {a:>16.1f} | {b:>11.1f} | {100 * (a / b - 1):>+7.1f}% | "
+              f"{c:>11.3f} ms | {100 * c / b:>5.2f}%")
     print("target: overhead <= +3%")
     return 0
+
+
+def _count_alone(config, calls: int = 50) -> float:
+    """Seconds of one exposure update (counts + one batch's sequence counts), best of `calls`."""
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    from spamlang.train.exposure import count_batch
+
+    tokens_BxL = config.make_language().sample(jax.random.PRNGKey(0), config.batch_size,
+                                                config.seq_len)
+    update = jax.jit(lambda counts, t: counts + count_batch(t, config.vocab_size),
+                     donate_argnums=0)
+    counts = update(jnp.zeros(config.vocab_size, jnp.int32), tokens_BxL)
+    best = float("inf")
+    for _ in range(calls):
+        start = time.perf_counter()
+        counts = jax.block_until_ready(update(counts, tokens_BxL))
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 if __name__ == "__main__":
