@@ -112,5 +112,9 @@ def _unraisable(unraisable) -> None:
 
 def _warning_line(prog: str, message, category, filename, lineno, file=None, line=None) -> None:
     text = (str(message).splitlines() or [""])[0]  # already written for people: not cut short
+    if issubclass(category, RuntimeWarning) and text.endswith("was never awaited"):
+        # orbax's coroutines left behind by a failed restore, reported whenever the garbage
+        # collector meets them: nothing a user can act on (shown under --debug).
+        return
     print(f"{prog}: warning: {text or category.__name__}",
           file=sys.stderr if file is None else file)
