@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.plots.results import OUTCOME_COLUMNS, check_dir, flatten_config, parse_cell
+from spamlang.plots.results import (OUTCOME_COLUMNS, check_dir, flatten_config, parse_cell,
+                                    read_metrics)
 
 RESULTS_FILE = "results.csv"
 # The first columns of load_metrics, before each row's metrics and the run's axes.
@@ -61,7 +62,7 @@ def load_metrics(sweep_dir: str | Path):
         if settings is None:
             settings = _config_axes(_read_json(run_dir / "config.json"), axes)
         finished = (run_dir / "result.json").is_file()
-        for row in _metric_rows(run_dir / "metrics.jsonl"):
+        for row in read_metrics(run_dir, kind=None):
             metrics = {(k + CLASH_SUFFIX if k in settings else k): v for k, v in row.items()}
             records.append({"run_id": run_dir.name, **metrics, **settings, "finished": finished})
     names = dict.fromkeys([*ROW_COLUMNS, *(k for r in records for k in r)])
@@ -161,21 +162,6 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # being written by a live run
-
-
-def _metric_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # the torn last line of a live run
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
 
 
 # ----- typing ----------------------------------------------------------------------------------

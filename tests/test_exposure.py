@@ -91,7 +91,7 @@ def test_seen_unseen_split_on_a_handmade_case():
     below 8, and its loss is the plain loss over those rows alone."""
     lang = languages.make("spam", vocab_size=16)
     n, L = 20, 6
-    eval_fn = make_eval_fn(lang, L, n, 8, None, default_mesh())  # 2 full batches + 4 rows
+    eval_fn = jax.jit(make_eval_fn(lang, L, n, 8, None, default_mesh()))  # 2 batches + 4 rows
     model = _model(16)
     exposure = jnp.zeros(16, jnp.int32).at[:8].set(3)
     out = jax.device_get(eval_fn(model, exposure))

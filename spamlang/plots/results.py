@@ -276,8 +276,9 @@ def varying_settings(runs: list[Run]) -> list[str]:
     return [k for k in keys if len({text(r.settings.get(k)) for r in runs}) > 1]
 
 
-def read_metrics(run_dir: str | Path | None, kind: str = "train") -> list[dict]:
-    """Rows of `metrics.jsonl` with the given kind; a torn last line (live run) is skipped."""
+def read_metrics(run_dir: str | Path | None, kind: str | None = "train") -> list[dict]:
+    """Rows of `metrics.jsonl` with the given kind (None: every row); a torn last line (live
+    run) is skipped."""
     path = Path(run_dir) / "metrics.jsonl" if run_dir else None
     if path is None or not path.is_file():
         return []
@@ -288,6 +289,6 @@ def read_metrics(run_dir: str | Path | None, kind: str = "train") -> list[dict]:
                 row = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(row, dict) and row.get("kind") == kind:
+            if isinstance(row, dict) and (kind is None or row.get("kind") == kind):
                 rows.append(row)
     return rows
