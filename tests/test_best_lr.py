@@ -117,3 +117,11 @@ def test_run_sweep_prints_the_warnings(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err.splitlines() == [
         f"warning: best lr for vocab_size={v} is 3e-2, the largest in the grid (3e-3 .. 3e-2): "
         "the optimum may lie outside it" for v in (16, 32)]
+
+
+def test_warnings_list_numeric_settings_in_numeric_order():
+    # results.csv sorts run ids as text (V1024 before V256); the warnings sort V as a number.
+    losses = {(v, True): {3e-3: 3.0, 1e-2: 2.0, 3e-2: 1.0} for v in (1024, 256, 4096, 64)}
+    lines = edge_warnings(rows_for(losses))
+    assert [line.split("vocab_size=")[1].split(" ")[0] for line in lines] == \
+        ["64", "256", "1024", "4096"]

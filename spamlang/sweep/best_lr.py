@@ -104,6 +104,16 @@ def best_lrs(rows: list[dict], metric: str = "final_eval_loss",
     return best
 
 
+def _order(v: Any) -> tuple:
+    """Numbers by value; anything else keeps the rows' order (the sort is stable)."""
+    if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        try:
+            return (0, float(v))
+        except ValueError:
+            pass
+    return (1, 0.0)
+
+
 def _text(v: Any) -> str:
     return format_number(v) if isinstance(v, float) else str(v)
 
@@ -121,6 +131,8 @@ def edge_warnings(rows: list[dict], metric: str = "final_eval_loss",
         return []
     names = dict.fromkeys(k for b in best for k, _ in b.group)
     varying = [k for k in names if len({dict(b.group).get(k) for b in best}) > 1]
+    # Numbers in numeric order (V = 256 before 1,024), the rest as the rows come.
+    best = sorted(best, key=lambda b: [_order(dict(b.group).get(k)) for k in varying])
     lines = []
     for b in best:
         if b.edge is None:
