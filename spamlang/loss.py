@@ -63,31 +63,45 @@ def next_token_loss(model, tokens_BxL: jax.Array, *, chunk_size: int | None = No
 
 
 def _data_parallel_loss(model, h_BxLxD, tokens_BxL, chunk_size, fused, mesh):
-    """The head and loss of each device's own rows, summed over "data" with one psum.
+    """The head and loss of each device's own rows, summed over "data" with one psum."""
+
+    def local(head, h_nxD, targets_n):
+        nll, hits = _sums(head, h_nxD, targets_n, jnp.ones(targets_n.shape, jnp.float32),
+                          chunk_size, fused)
+        return jax.lax.psum(nll, "data"), jax.lax.psum(hits, "data")
+
+    from jax.sharding import PartitionSpec as P
+
+    nll_sum, hit_sum = _on_own_rows(model, h_BxLxD, tokens_BxL, mesh, local, (P(), P()))
+    count = jnp.float32(tokens_BxL.shape[0] * (tokens_BxL.shape[1] - 1))
+    return nll_sum / count, {"accuracy": hit_sum / count}
+
+
+def _on_own_rows(model, h_BxLxD, tokens_BxL, mesh, fn, out_specs):
+    """`fn(head, h_nxD, targets_n)` on each device's own rows under shard_map over "data"
+    (the predicted positions of its rows, flattened); `mesh=None` runs it on every row.
 
     The head's parameters enter replicated, so the transpose of shard_map all-reduces their
     gradients exactly as data parallelism needs, and the hidden-state gradient stays local.
     """
+    def flat(head, h_bxLxD, tokens_bxL):
+        D = h_bxLxD.shape[-1]
+        return fn(head, h_bxLxD[:, :-1].reshape(-1, D), tokens_bxL[:, 1:].reshape(-1))
+
+    if mesh is None:
+        return flat(model, h_BxLxD, tokens_BxL)
     from flax import nnx
     from jax.sharding import PartitionSpec as P
 
     head_graph, head_state = nnx.split(model.head)
-    config = model.config
 
     def local(head_state, embed_VxD, h_bxLxD, tokens_bxL):
-        head = nnx.merge(head_graph, head_state)
-        D = h_bxLxD.shape[-1]
-        h_nxD, targets_n = h_bxLxD[:, :-1].reshape(-1, D), tokens_bxL[:, 1:].reshape(-1)
-        nll, hits = _sums(_HeadView(head, embed_VxD, config), h_nxD, targets_n,
-                          jnp.ones(targets_n.shape, jnp.float32), chunk_size, fused)
-        return jax.lax.psum(nll, "data"), jax.lax.psum(hits, "data")
+        view = _HeadView(nnx.merge(head_graph, head_state), embed_VxD, model.config)
+        return flat(view, h_bxLxD, tokens_bxL)
 
     rows = P("data")
-    nll_sum, hit_sum = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), rows, rows),
-                                     out_specs=(P(), P()))(
-        head_state, model.embed[...], h_BxLxD, tokens_BxL)
-    count = jnp.float32(tokens_BxL.shape[0] * (tokens_BxL.shape[1] - 1))
-    return nll_sum / count, {"accuracy": hit_sum / count}
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), rows, rows),
+                         out_specs=out_specs)(head_state, model.embed[...], h_BxLxD, tokens_BxL)
 
 
 def token_stats(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
@@ -102,28 +116,17 @@ def token_stats(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
     """
     _check_chunk_size(chunk_size)
     h_BxLxD = model.hidden(tokens_BxL)
-    B, L = tokens_BxL.shape
+    L = tokens_BxL.shape[1]
 
-    def local(head, h_bxLxD, tokens_bxL):
-        b, D = h_bxLxD.shape[0], h_bxLxD.shape[-1]
-        h_nxD, targets_n = h_bxLxD[:, :-1].reshape(-1, D), tokens_bxL[:, 1:].reshape(-1)
+    def local(head, h_nxD, targets_n):
         nll_n, hit_n = _position_stats(head, h_nxD, targets_n.astype(jnp.int32), chunk_size)
-        return nll_n.reshape(b, L - 1), hit_n.reshape(b, L - 1)
+        return nll_n.reshape(-1, L - 1), hit_n.reshape(-1, L - 1)
 
-    if mesh is None or mesh.shape.get("data", 1) == 1:
-        return local(model, h_BxLxD, tokens_BxL)
-    from flax import nnx
     from jax.sharding import PartitionSpec as P
 
-    head_graph, head_state = nnx.split(model.head)
-
-    def sharded(head_state, embed_VxD, h_bxLxD, tokens_bxL):
-        view = _HeadView(nnx.merge(head_graph, head_state), embed_VxD, model.config)
-        return local(view, h_bxLxD, tokens_bxL)
-
-    rows = P("data")
-    return jax.shard_map(sharded, mesh=mesh, in_specs=(P(), P(), rows, rows),
-                         out_specs=(rows, rows))(head_state, model.embed[...], h_BxLxD, tokens_BxL)
+    split = mesh is not None and mesh.shape.get("data", 1) > 1
+    return _on_own_rows(model, h_BxLxD, tokens_BxL, mesh if split else None, local,
+                        (P("data"), P("data")))
 
 
 def _position_stats(model, h_NxD, targets_N, chunk_size):
@@ -131,9 +134,7 @@ def _position_stats(model, h_NxD, targets_N, chunk_size):
     kernels = model.config.kernels
 
     def stats(h_CxD, t_C):
-        logp_CxV = model.log_probs(h_CxD)
-        nll_C = -jnp.take_along_axis(logp_CxV, t_C[:, None], axis=-1)[:, 0]
-        return nll_C, (first_argmax(logp_CxV, kernels) == t_C).astype(jnp.float32)
+        return _per_position(model.log_probs(h_CxD), t_C, kernels)
 
     N = h_NxD.shape[0]
     if chunk_size is None or chunk_size >= N:
@@ -200,9 +201,14 @@ def _target_stats(logp_NxV: jax.Array, targets_N: jax.Array, mask_N: jax.Array, 
     every path; a min-reduce on CPU, where XLA's variadic argmax reduce was the most
     expensive single op of a V = 1,024 train step).
     """
-    target_logp = jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
-    hit = (first_argmax(logp_NxV, kernels) == targets_N).astype(jnp.float32)
-    return -(target_logp * mask_N).sum(), jax.lax.stop_gradient((hit * mask_N).sum())
+    nll_N, hit_N = _per_position(logp_NxV, targets_N, kernels)
+    return (nll_N * mask_N).sum(), jax.lax.stop_gradient((hit_N * mask_N).sum())
+
+
+def _per_position(logp_NxV: jax.Array, targets_N: jax.Array, kernels: str):
+    """(nll_N, hit_N): each position's cross-entropy and whether its argmax is the target."""
+    nll_N = -jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
+    return nll_N, (first_argmax(logp_NxV, kernels) == targets_N).astype(jnp.float32)
 
 
 def _varying_axes(x: jax.Array) -> tuple:
