@@ -28,6 +28,7 @@ _VERB_MODULES = (
     "spamlang.cli.plot_cmd",  # plot heatmap|curves|bottleneck
     "spamlang.cli.sample_cmd",  # sample
     "spamlang.cli.diagnose_cmd",  # diagnose
+    "spamlang.cli.diagnose_lm_cmd",  # diagnose-lm
 )
 
 

@@ -7,11 +7,12 @@ The paper's section 2.3 and 3.3-3.4 measurements, for any run and any head:
 - `empirical_rank`, `rank_curve` (Figure 2);
 - `update_efficiency` (Figure 8), `coefficient_profile` (Figure 7);
 - `diagnose_model`: all of the above on a Transformer and a batch of tokens, chunked so that
-  V = 131,072 fits in a few GiB;
+  V = 131,072 fits in a few GiB; `diagnose_head`: the same from hidden states and a head
+  matrix of any model (`spamlang diagnose-lm` feeds it Hugging Face checkpoints);
 - `diag_metrics`: the cheap jittable subset the trainer logs every `diag_every` steps.
 """
 
-from spamlang.diagnostics.driver import diagnose_model
+from spamlang.diagnostics.driver import diagnose_head, diagnose_model
 from spamlang.diagnostics.linalg import (
     HEAD_RTOL,
     BottleneckStats,
@@ -41,7 +42,7 @@ from spamlang.diagnostics.training import diag_metrics
 
 __all__ = [
     "HEAD_RTOL", "BottleneckStats", "bottleneck_stats", "coefficient_profile",
-    "cross_entropy_sum", "diag_metrics", "diagnose_model", "empirical_rank", "head_basis",
+    "cross_entropy_sum", "diag_metrics", "diagnose_head", "diagnose_model", "empirical_rank", "head_basis",
     "induced_direction", "jacobian_stats", "kernel_fraction", "kernel_fraction_jacobian",
     "logit_gradient", "project", "projected_cosine", "projected_cosine_jacobian",
     "rank_curve", "row_terms", "singular_values", "total", "update_efficiency",

@@ -39,13 +39,25 @@ class _Clock:
 
 
 class _Heads:
-    """Jitted chunk functions bound to one model: the linear head's QR is done once and
-    passed in as data; a mos head is rebuilt from the model state inside each jit."""
+    """Jitted chunk functions bound to one head: a linear head's QR is done once and passed
+    in as data; a mos head is rebuilt from the model state inside each jit."""
 
-    def __init__(self, model):
-        self.graphdef, state = nnx.split(model)
-        self.linear = model.config.head_kind != "mos"
-        self.aux = LinearHead.of(model.head_matrix()) if self.linear else state
+    def __init__(self, aux, linear: bool, vocab_size: int, graphdef=None):
+        self.aux, self.linear, self.graphdef = aux, linear, graphdef
+        self.vocab_size = vocab_size
+
+    @classmethod
+    def of_model(cls, model) -> "_Heads":
+        graphdef, state = nnx.split(model)
+        if model.config.head_kind == "mos":
+            return cls(state, linear=False, vocab_size=model.config.vocab_size, graphdef=graphdef)
+        return cls(LinearHead.of(model.head_matrix()), linear=True,
+                   vocab_size=model.config.vocab_size)
+
+    @classmethod
+    def of_matrix(cls, W_VxD, bias_V=None) -> "_Heads":
+        return cls(LinearHead.of(jnp.asarray(W_VxD), bias_V), linear=True,
+                   vocab_size=int(W_VxD.shape[0]))
 
     def jit(self, fn, **static):
         """fn(head, h, y, m, *rest) jitted once -> callable(h, y, m, *rest)."""
@@ -131,15 +143,74 @@ def _per_token_pass(fn, chunks, keep_rows: int):
     return jax.tree.map(lambda *xs: np.concatenate(xs), *terms), grads
 
 
-def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256, rank_tokens: int = 1024,
-                   rank_points: int = 12, rank_tol: float | None = None,
-                   profile_tokens: int = 512, efficiency_tokens: int = 1024,
-                   step_fractions=DEFAULT_FRACTIONS, jacobian_tokens: int = 64,
-                   max_tokens: int | None = None) -> dict:
+def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
+                   max_tokens: int | None = None, **settings) -> dict:
     """All gradient-bottleneck diagnostics of `model` on its own next-token loss.
 
     The logit gradient is taken at every predicted position of tokens_BxL (T = B (L-1)
-    tokens, or the first max_tokens of them). Returns a JSON-able dict:
+    tokens, or the first max_tokens of them); `settings` are `diagnose_states`' keywords.
+    Linear heads use W = model.head_matrix() (A B for lowrank); mos uses per-token Jacobians
+    of model.log_probs (see spamlang.diagnostics.heads). Returns `diagnose_states`' dict
+    plus the head spec ("head") and "tie_embeddings".
+    """
+    cfg = model.config
+    tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
+    B, L = tokens_BxL.shape
+    if L < 2 or B < 1:
+        raise UserError(f"diagnose_model needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
+    _check_chunk(chunk_size)
+    clock = _Clock()
+    rows = max(1, min(B, math.ceil(4 * chunk_size / L)))
+    h_NxD, y_N = _hidden_states(model, tokens_BxL, rows)
+    clock("hidden")
+    if max_tokens is not None:
+        h_NxD, y_N = h_NxD[:max_tokens], y_N[:max_tokens]
+    heads = _Heads.of_model(model)
+    jax.block_until_ready(heads.aux)
+    clock("head_basis")
+    out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
+    out["seconds"] = {**clock.laps, **out["seconds"]}
+    return {"head": cfg.head, "tie_embeddings": cfg.tie_embeddings, **out}
+
+
+def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **settings) -> dict:
+    """`diagnose_states` for a linear head given as its matrix: logits = h W^T (+ bias).
+
+    This is how a model from another framework is measured (`spamlang.hf.diagnose_lm`):
+    h_NxD are the hidden states that feed its head, y_N the next tokens (all < V), W_VxD the
+    head's real-token rows. h and y stay on the host; only `chunk_size` rows at a time meet W.
+    """
+    h_NxD, y_N = np.asarray(h_NxD, np.float32), np.asarray(y_N, np.int32)
+    V = np.shape(W_VxD)[0]
+    if h_NxD.ndim != 2 or y_N.shape != h_NxD.shape[:1] or h_NxD.shape[0] < 1:
+        raise UserError(f"diagnose_head needs h [N, D] and y [N] with N >= 1, got "
+                        f"{h_NxD.shape} and {y_N.shape}")
+    if np.shape(W_VxD)[1:] != h_NxD.shape[1:]:
+        raise UserError(f"head matrix {np.shape(W_VxD)} does not match hidden width {h_NxD.shape[1]}")
+    if y_N.min() < 0 or y_N.max() >= V:
+        raise UserError(f"target ids must lie in [0, {V}), got {y_N.min()}..{y_N.max()}")
+    _check_chunk(chunk_size)
+    clock = _Clock()
+    heads = _Heads.of_matrix(W_VxD, bias_V)
+    jax.block_until_ready(heads.aux)
+    clock("head_basis")
+    out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
+    out["seconds"] = {**clock.laps, **out["seconds"]}
+    return {"head": "softmax", **out}
+
+
+def _check_chunk(chunk_size: int) -> None:
+    if chunk_size < 1:
+        raise UserError(f"chunk_size must be >= 1, got {chunk_size}")
+
+
+def diagnose_states(h_NxD, y_N, heads: _Heads, *, chunk_size: int = 256, rank_tokens: int = 1024,
+                    rank_points: int = 12, rank_tol: float | None = None,
+                    profile_tokens: int = 512, efficiency_tokens: int = 1024,
+                    step_fractions=DEFAULT_FRACTIONS, jacobian_tokens: int = 64) -> dict:
+    """Every measurement from host hidden states h_NxD, next tokens y_N and a bound head.
+
+    Returns a JSON-able dict:
     - kernel_fraction (eq. 10), projected_cosine (mean per-token cos(g, Pg)),
       frobenius_cosine (= sqrt(1 - kf^2)), induced_cosine (cos(G, G W W^T)) over
       `bottleneck_tokens` tokens: all T for linear heads, the first `jacobian_tokens` for
@@ -155,32 +226,17 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256, rank_tokens: int
       for logit steps of norm fraction * ||Z||_F (Z: those tokens' logits; log p for mos)
       along -grad_L ("delta_logit") and along the move induced by a step on H
       ("delta_induced").
-    Linear heads use W = model.head_matrix() (A B for lowrank); mos uses per-token Jacobians
-    of model.log_probs (see spamlang.diagnostics.heads). Everything runs in float32.
+    Everything runs in float32.
 
-    Cost (linear head): one forward pass of the backbone, a thin QR of W (~8 V D^2 FLOPs),
+    Cost (linear head): a thin QR of W (~8 V D^2 FLOPs, done when the head is bound),
     6 T V D FLOPs for the statistics (logits, G Q, G W), a QR of the rank subset
     (~4 n^2 V), a sort of the profile subset, and for the efficiency subset 10 n V D FLOPs
     plus 2 S softmaxes (S step sizes). smollm2-106m shape, V = 131,072, T = 8,192: see
     benchmarks/bench_diagnose.py (minutes on 2 CPU cores, a few GiB).
     """
-    cfg = model.config
-    tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
-    B, L = tokens_BxL.shape
-    if L < 2 or B < 1:
-        raise UserError(f"diagnose_model needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
-    if chunk_size < 1:
-        raise UserError(f"chunk_size must be >= 1, got {chunk_size}")
     clock = _Clock()
-    rows = max(1, min(B, math.ceil(4 * chunk_size / L)))
-    h_NxD, y_N = _hidden_states(model, tokens_BxL, rows)
-    clock("hidden")
-    if max_tokens is not None:
-        h_NxD, y_N = h_NxD[:max_tokens], y_N[:max_tokens]
-    T, V, D = h_NxD.shape[0], cfg.vocab_size, cfg.d_model
-    heads = _Heads(model)
-    jax.block_until_ready(heads.aux)
-    clock("head_basis")
+    T, D = h_NxD.shape
+    V = heads.vocab_size
 
     def chunks(n):
         return _chunks(h_NxD, y_N, n, chunk_size)
@@ -192,9 +248,8 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256, rank_tokens: int
     if n_kf < max(n_rank, n_eff):  # mos: a cheap pass without the per-token Jacobians
         terms, grads = _per_token_pass(heads.jit(_stats_fn, projected=False),
                                        chunks(max(n_rank, n_eff)), n_rank)
-    out = {"head": cfg.head, "vocab_size": V, "d_model": D, "tie_embeddings": cfg.tie_embeddings,
-           "tokens": T, "bottleneck_tokens": n_kf, "loss": float(terms["ce"].mean()),
-           "loss_tokens": len(terms["ce"]), **stats.summary()}
+    out = {"vocab_size": V, "d_model": D, "tokens": T, "bottleneck_tokens": n_kf,
+           "loss": float(terms["ce"].mean()), "loss_tokens": len(terms["ce"]), **stats.summary()}
     clock("bottleneck")
     out["head_rank"] = int(heads.aux.rank) if heads.linear else min(D, V)
     out["d_over_v"] = out["head_rank"] / V

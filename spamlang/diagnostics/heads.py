@@ -43,16 +43,26 @@ def _gradient_rows(logits_CxV, y_C, m_C):
 
 
 class LinearHead(NamedTuple):
-    """W and its basis, computed once per model (the QR is the expensive part)."""
+    """W and its basis, computed once per model (the QR is the expensive part).
+
+    An affine head (logits = h W^T + b, e.g. Phi-2's) keeps its bias: it moves the logits,
+    hence the softmax and G, but not d logits / dh = W, so the projection is still on col(W).
+    """
 
     W: jax.Array  # V x D effective head matrix, float32
     Q: jax.Array  # V x K orthonormal basis of col(W), see `head_basis`
     gram: jax.Array  # W^T W, D x D
+    bias: jax.Array | None = None  # V logit offsets, or None for the usual bias-free head
 
     @classmethod
-    def of(cls, W_VxD: jax.Array) -> "LinearHead":
-        W_VxD = W_VxD.astype(jnp.float32)
-        return cls(W_VxD, head_basis(W_VxD), W_VxD.T @ W_VxD)
+    def of(cls, W_VxD: jax.Array, bias_V: jax.Array | None = None) -> "LinearHead":
+        W_VxD = jnp.asarray(W_VxD).astype(jnp.float32)
+        bias_V = None if bias_V is None else jnp.asarray(bias_V, jnp.float32)
+        return cls(W_VxD, head_basis(W_VxD), W_VxD.T @ W_VxD, bias_V)
+
+    def logits(self, h_CxD) -> jax.Array:
+        logits_CxV = h_CxD.astype(jnp.float32) @ self.W.T
+        return logits_CxV if self.bias is None else logits_CxV + self.bias
 
     @property
     def rank(self) -> jax.Array:
@@ -62,7 +72,7 @@ class LinearHead(NamedTuple):
     def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
         """Cost: 2 C V D (logits) + 4 C V K (projection) + 4 C V D (induced); the last two
         are skipped (zeros) when not asked for."""
-        logits_CxV = h_CxD.astype(jnp.float32) @ self.W.T
+        logits_CxV = self.logits(h_CxD)
         G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
         U_CxV = (G_CxV @ self.W) @ self.W.T if induced else jnp.zeros_like(G_CxV)
         P_CxV = project(G_CxV, self.Q) if projected else jnp.zeros_like(G_CxV)
@@ -70,7 +80,7 @@ class LinearHead(NamedTuple):
 
     def terms(self, h_CxD, y_C, m_C):
         """(per-token BottleneckStats, logits, G) by `linear_row_terms`: 6 C V D FLOPs."""
-        logits_CxV = h_CxD.astype(jnp.float32) @ self.W.T
+        logits_CxV = self.logits(h_CxD)
         G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
         terms = linear_row_terms(G_CxV, G_CxV @ self.Q, G_CxV @ self.W, self.gram)
         return terms, logits_CxV, G_CxV

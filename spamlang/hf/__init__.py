@@ -1,0 +1,47 @@
+"""Hugging Face checkpoints, measured with spamlang's diagnostics (`spamlang diagnose-lm`).
+
+torch and transformers run the model (CPU, or a GPU when torch sees one) and hand over two
+host arrays: the hidden states H that feed the LM head and the head matrix W, restricted to
+the rows of real tokens. Everything after that is `spamlang.diagnostics.diagnose_head`, the
+same JAX code that measures spamlang's own runs.
+
+    from spamlang.hf import diagnose_lm
+    diag = diagnose_lm("checkpoints/pythia-160m", tokens_NxL)
+
+- `spamlang.hf.inputs`: token rows from a spamlang token file or from text;
+- `spamlang.hf.states`: load a causal LM, run it, and read H and W from it;
+- `spamlang.hf.diagnose`: the two joined, with the JSON that `diagnose-lm` writes.
+
+torch, transformers and safetensors are the optional `hf` extra; `require()` turns their
+absence into one line that says what to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from spamlang.errors import UserError
+
+INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'
+
+
+def require(*modules: str) -> None:
+    """Import-check the `hf` extra; UserError naming what is missing and how to install it."""
+    missing = []
+    for name in modules or ("torch", "transformers", "safetensors"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise UserError(f"this needs {', '.join(missing)} (the 'hf' extra): {INSTALL_HINT}")
+
+
+def diagnose_lm(*args, **kwargs):
+    """See `spamlang.hf.diagnose.diagnose_lm` (imported lazily: it needs torch)."""
+    from spamlang.hf.diagnose import diagnose_lm as run
+
+    return run(*args, **kwargs)
+
+
+__all__ = ["INSTALL_HINT", "diagnose_lm", "require"]
