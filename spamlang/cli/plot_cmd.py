@@ -1,4 +1,5 @@
-"""`spamlang plot heatmap|curves|lines|bottleneck SWEEP_DIR -o FILE`: figures from a sweep directory."""
+"""`spamlang plot heatmap|curves|lines SWEEP_DIR -o FILE`: figures from a sweep directory;
+`spamlang plot bottleneck DIR [DIR ...] -o FILE`: Figure 6 from sweeps and pretrained LMs."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def _bottleneck(args: argparse.Namespace) -> int:
         from spamlang.plots.diagnostics import plot_bottleneck
     except ImportError as e:
         raise UserError(f"the bottleneck plot is not available ({e})") from None
-    path = plot_bottleneck(args.sweep_dir, args.output)
+    path = plot_bottleneck(args.inputs, args.output, labels=args.labels)
     print(f"wrote {path or args.output}")
     return 0
 
@@ -173,6 +174,26 @@ def register(subparsers) -> None:
     facets(lines, None)
     lines.set_defaults(func=_lines)
 
-    bottleneck = kinds.add_parser("bottleneck", help="gradient-bottleneck diagnostics of a sweep")
-    common(bottleneck)
+    bottleneck = kinds.add_parser(
+        "bottleneck", help="kernel fraction against D/V: sweeps and pretrained LMs (Figure 6)",
+        description="The fraction of the logit gradient's norm that the LM head destroys "
+                    "(kernel fraction, eq. 10) against D/V, one series per run setting of the "
+                    "spamlang runs and one per model family of the pretrained LMs, with "
+                    "sqrt(1 - D/V) (a gradient with no preferred direction) and, when LMs are "
+                    "drawn, the paper's 95-99% band for real LMs. Runs that logged diagnostics "
+                    "during training (diag_every > 0) also get kernel fraction against training "
+                    "tokens / V. Example: spamlang plot bottleneck runs/bottleneck lm/pythia-160m "
+                    "lm/gpt2 -o fig6.png")
+    # Its own positional, not common()'s: any number of directories, of three kinds.
+    bottleneck.add_argument(
+        "inputs", nargs="+", metavar="DIR",
+        help="each one of: a sweep directory or a run directory of spamlang runs (a point per "
+             "run with diagnostics.json from `spamlang diagnose` or 'diag' rows in "
+             "metrics.jsonl); a `spamlang diagnose-lm` output directory (its diagnostics.json: "
+             "one pretrained LM); a directory whose subdirectories are diagnose-lm outputs "
+             "(alongside run directories or not)")
+    bottleneck.add_argument("-o", "--output", required=True, metavar="FILE",
+                            help="output .png or .pdf, in an existing folder")
+    bottleneck.add_argument("--labels", action=argparse.BooleanOptionalAction, default=True,
+                            help="write each pretrained LM's name beside its point (default on)")
     bottleneck.set_defaults(func=_bottleneck)

@@ -1,15 +1,17 @@
-"""Gradient-bottleneck figures: from one diagnostics.json (Figures 2, 7, 8) or a sweep (Figure 6).
+"""Gradient-bottleneck figures: from one diagnostics.json (Figures 2, 7, 8), or from sweeps and
+pretrained LMs (Figure 6).
 
 Inputs are dicts or files on disk only: `spamlang.diagnostics.diagnose_model`'s output (as
-written by `spamlang diagnose` to diagnostics.json) and run directories (config.json,
-metrics.jsonl "diag" rows). Nothing here imports the trainer or JAX. Colours come from the
-Okabe-Ito palette (categorical) and viridis (continuous), both colour-blind safe.
+written by `spamlang diagnose` to diagnostics.json), run directories (config.json,
+metrics.jsonl "diag" rows) and `spamlang diagnose-lm` outputs (all read by
+`spamlang.plots.bottleneck_inputs`). Nothing here imports the trainer or JAX. Colours come from
+the Okabe-Ito palette (categorical) and viridis (continuous), both colour-blind safe.
 """
 
 from __future__ import annotations
 
 import json
-import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,11 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from spamlang.errors import UserError
-from spamlang.plots.results import check_dir, read_metrics, scan_runs
+from spamlang.plots.bottleneck_inputs import (  # noqa: F401  (re-exported: effective_rank)
+    LM_SOURCE, bottleneck_points, effective_rank,
+)
 from spamlang.plots.sweep import check_figure_path, save_figure
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -106,83 +109,48 @@ def plot_diagnostics(diag: dict | str | Path, out_dir: str | Path, suffix: str =
         ("efficiency", efficiency_figure))]
 
 
-# --- a sweep: Figure 6 --------------------------------------------------------------------
+# --- Figure 6: spamlang runs and pretrained LMs -------------------------------------------
 
-def effective_rank(config: dict) -> int:
-    """The head's rank D from a run's config.json: d_model (preset or override), or r for
-    lowrank:r when r < d_model."""
-    from spamlang.model import PRESETS
-
-    preset = PRESETS.get(config.get("preset", ""), {})
-    d_model = int((config.get("model_overrides") or {}).get("d_model", preset.get("d_model", 0)))
-    if not d_model:
-        raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")
-    kind, _, arg = str(config.get("head", "softmax")).partition(":")
-    return min(d_model, int(arg)) if kind == "lowrank" and arg.isdigit() else d_model
+PAPER_BAND = (0.95, 0.99)  # the kernel fraction the paper measures on real LMs (Figure 6)
+LM_MARKERS = ("*", "P", "X", "h", "p", "d")
 
 
-def _series(config: dict) -> str:
-    tied = "tied" if config.get("tie_embeddings") else "untied"
-    kind = str(config.get("head", "softmax")).split(":")[0]
-    return f"{config.get('language', '?')}, {kind}, {tied}"
-
-
-def bottleneck_points(sweep_dir: str | Path) -> list[dict]:
-    """One point per run with a kernel fraction: diagnostics.json if present, else the run's
-    last "diag" row. Keys: run_id, series, d_over_v, kernel_fraction, curve (tokens/V, kf)."""
-    points = []
-    for run in scan_runs(check_dir(sweep_dir)):
-        config = json.loads((run.path / "config.json").read_text(encoding="utf-8"))
-        V = int(config["vocab_size"])
-        rows = [r for r in read_metrics(run.path, "diag") if _finite(r.get("kernel_fraction"))]
-        diag_file = run.path / "diagnostics.json"
-        kf = None
-        if diag_file.is_file():
-            try:
-                kf = float(json.loads(diag_file.read_text(encoding="utf-8"))["kernel_fraction"])
-            except (OSError, ValueError, KeyError, TypeError):
-                kf = None
-        if kf is None and rows:
-            kf = float(rows[-1]["kernel_fraction"])
-        if kf is None or not math.isfinite(kf):
-            continue
-        points.append({"run_id": run.run_id, "series": _series(config),
-                       "d_over_v": effective_rank(config) / V, "kernel_fraction": kf,
-                       "curve": ([r["tokens"] / V for r in rows if r.get("tokens", 0) > 0],
-                                 [float(r["kernel_fraction"]) for r in rows
-                                  if r.get("tokens", 0) > 0])})
-    return points
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def bottleneck_figure(sweep_dir: str | Path) -> Figure:
-    """Kernel fraction against D/V per run (Figure 6), with sqrt(1 - D/V), the value for a
-    gradient with no preferred direction; and, when runs logged diagnostics during training,
-    kernel fraction against training tokens per vocabulary entry."""
-    points = bottleneck_points(sweep_dir)
-    if not points:
-        raise UserError(f"no run in {sweep_dir} has a diagnostics.json or 'diag' rows in "
-                        "metrics.jsonl (train with diag_every > 0, or run `spamlang diagnose`)")
+def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = True) -> Figure:
+    """Kernel fraction against D/V (Figure 6), one series per spamlang run setting and per
+    pretrained-LM family (`bottleneck_points` says which directories give points), with
+    sqrt(1 - D/V), the value for a gradient with no preferred direction, over every point's
+    D/V. With LM points: the paper's 95-99 % band and, with `labels`, each model's name. When
+    runs logged diagnostics during training, a second panel: kernel fraction against training
+    tokens per vocabulary entry."""
+    points = bottleneck_points(inputs)
     with_curves = [p for p in points if len(p["curve"][0]) > 1]
-    fig = Figure(figsize=(9 if with_curves else 4.8, 3.6), layout="constrained")
+    fig = Figure(figsize=(9 if with_curves else 5.2, 3.8), layout="constrained")
     axes = fig.subplots(1, 2 if with_curves else 1, squeeze=False)[0]
     ax = axes[0]
-    series = sorted({p["series"] for p in points})
-    for i, name in enumerate(series):
-        mine = sorted((p for p in points if p["series"] == name), key=lambda p: p["d_over_v"])
+    runs = sorted({p["series"] for p in points if p["source"] != LM_SOURCE})
+    families = sorted({p["series"] for p in points if p["source"] == LM_SOURCE})
+    for i, (lm, name) in enumerate([(False, n) for n in runs] + [(True, n) for n in families]):
+        mine = sorted((p for p in points if p["series"] == name
+                       and (p["source"] == LM_SOURCE) == lm), key=lambda p: p["d_over_v"])
+        # LM families: larger edged markers from their own set, apart from the runs' at a glance
+        marker = LM_MARKERS[(i - len(runs)) % len(LM_MARKERS)] if lm else MARKERS[i % len(MARKERS)]
         ax.plot([p["d_over_v"] for p in mine], [p["kernel_fraction"] for p in mine],
-                marker=MARKERS[i % len(MARKERS)], ls="none", color=OKABE_ITO[i % len(OKABE_ITO)],
-                label=name)
+                marker=marker, ls="none", color=OKABE_ITO[i % len(OKABE_ITO)], label=name,
+                ms=9 if lm else 6, mec="black" if lm else None, mew=0.5 if lm else None)
+        for p in mine if lm and labels else ():
+            ax.annotate(p["model_name"], (p["d_over_v"], p["kernel_fraction"]), fontsize=5.5,
+                        color="0.25", xytext=(4, -7), textcoords="offset points")
     lo, hi = min(p["d_over_v"] for p in points), max(p["d_over_v"] for p in points)
-    grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 100)
+    grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 200)
     ax.plot(grid, np.sqrt(1 - grid), "--", color="grey", label="sqrt(1 - D/V) (isotropic G)")
+    if families:
+        ax.axhspan(*PAPER_BAND, color="0.5", alpha=0.15, lw=0,  # grey: no series has it
+                   label="paper: 95-99% (real LMs)")
     ax.set(xscale="log", xlabel="D / V", ylabel="kernel fraction ||P_ker G|| / ||G||",
            title="logit-gradient norm destroyed by the head")
     ax.legend(fontsize=7)
-    _plain_log_ticks(ax.xaxis)
+    # Real LMs (D/V ~ 0.003-0.03) with runs (up to ~0.5) span decades: 2 and 5 x 10^k would crowd.
+    _plain_log_ticks(ax.xaxis, minor_labels=grid[-1] / grid[0] < 100)
     if with_curves:
         ax = axes[1]
         ratios = [p["d_over_v"] for p in with_curves]
@@ -190,7 +158,7 @@ def bottleneck_figure(sweep_dir: str | Path) -> Figure:
         cmap = colormaps["viridis"]
         for p in with_curves:
             ax.plot(*p["curve"], color=cmap(norm(p["d_over_v"])), lw=1.2)
-        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V")
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V (runs)")
         _plain_log_ticks(bar.ax.yaxis)
         ax.set(xscale="log", xlabel="training tokens / V", ylabel="kernel fraction",
                title="along training")
@@ -198,17 +166,19 @@ def bottleneck_figure(sweep_dir: str | Path) -> Figure:
     return fig
 
 
-def _plain_log_ticks(axis) -> None:
-    """Label a log axis at 1, 2 and 5 x 10^k as plain numbers: readable over a narrow range,
-    where matplotlib's default labels every minor tick in scientific notation."""
+def _plain_log_ticks(axis, minor_labels: bool = True) -> None:
+    """Label a log axis at 1, 2 and 5 x 10^k (only 10^k without `minor_labels`) as plain
+    numbers: readable over a narrow range, where matplotlib's default labels every minor tick
+    in scientific notation."""
     plain = FuncFormatter(lambda x, _: f"{x:g}")
     axis.set_major_locator(LogLocator(subs=(1.0,)))
     axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
     axis.set_major_formatter(plain)
-    axis.set_minor_formatter(plain)
+    axis.set_minor_formatter(plain if minor_labels else NullFormatter())
 
 
-def plot_bottleneck(sweep_dir: str | Path, out_file: str | Path) -> Path:
-    """`spamlang plot bottleneck SWEEP_DIR -o FILE`: see `bottleneck_figure`."""
+def plot_bottleneck(inputs: str | Path | Iterable[str | Path], out_file: str | Path,
+                    labels: bool = True) -> Path:
+    """`spamlang plot bottleneck DIR [DIR ...] -o FILE`: see `bottleneck_figure`."""
     check_figure_path(out_file)
-    return save_figure(bottleneck_figure(sweep_dir), out_file)
+    return save_figure(bottleneck_figure(inputs, labels=labels), out_file)
