@@ -210,6 +210,7 @@ def test_bad_inputs_exit_2_with_one_line(case, checkpoints, token_file, tmp_path
         (tmp_path / "a.txt").write_text("hello")
         extra = ["--text", str(tmp_path / "a.txt")]
     out = tmp_path / "out"
+    capsys.readouterr()  # what building the case printed (save_pretrained's progress bar)
     try:
         status = main(["diagnose-lm", str(model), *extra, "--out", str(out)])
     except SystemExit as e:  # argparse's own errors (two inputs) exit from parse_args

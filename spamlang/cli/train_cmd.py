@@ -4,6 +4,7 @@ Every TrainConfig field is a flag (`vocab_size` -> `--vocab-size`, booleans as
 `--tie-embeddings/--no-tie-embeddings`, `--tokens 2M`), with the field's comment as help and
 its default shown; `language_params` and `model_overrides` are `--param K=V` and
 `--model K=V` (repeatable; V is parsed as JSON when it can be, else kept as a string).
+`--init-from DIR` starts from a Hugging Face Llama checkpoint (see `spamlang.train.config`).
 `--config FILE.json` (a TrainConfig JSON, e.g. another run's config.json) gives the starting
 values; flags given explicitly override it. Rerunning the same command resumes or, if the run
 finished, just prints its result (stdout, JSON) after a line on stderr that says so.
@@ -77,6 +78,9 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     elif isinstance(default, (int, float, str)):
         kind = type(default)
         group.add_argument(flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown, **kw)
+    elif default is None:  # an optional string (init_from); its help says what none means
+        group.add_argument(flag, type=str, metavar=f.metadata.get("metavar", "STR"),
+                           help=help_text, **kw)
 
 
 def _known_names(field: str) -> str | None:

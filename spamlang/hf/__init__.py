@@ -19,8 +19,16 @@ absence into one line that says what to install.
 from __future__ import annotations
 
 import importlib
+import os
 
 from spamlang.errors import UserError
+
+# torch's OpenMP threads spin-wait between parallel regions by default. Here the JAX stage
+# runs right after torch in the same process, and on a 2-core machine the spinning threads
+# slowed XLA's QR of the head from ~1.5 s to 4-30 s. Passive waiting costs torch nothing
+# measurable. It must be in the environment before torch loads OpenMP, so it is set here,
+# before `require` imports torch; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'
 

@@ -23,6 +23,7 @@ import re
 import types
 import typing
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
@@ -80,11 +81,14 @@ def _value_text(value: Any) -> str:
 
 
 def id_part(axis: str, value: Any) -> str:
-    """One axis' piece of a run id: `V4096`, `lr5e-4`, `tied`, `head-lowrank8`, `spam`, `seed1`."""
+    """One axis' piece of a run id: `V4096`, `lr5e-4`, `tied`, `head-lowrank8`, `spam`, `seed1`,
+    `init-SmolLM2-135M` (init_from's last path part), `scratch` (init_from none)."""
     if axis in _BOOL_WORDS and isinstance(value, bool):
         return _BOOL_WORDS[axis][0 if value else 1]
     if axis == "head":
         return "head-" + _value_text(value)
+    if axis == "init_from":  # a checkpoint directory: its own name; none is a random init
+        return "init-" + _sanitise(Path(value).name) if value else "scratch"
     if axis in _VALUE_ONLY:
         return _value_text(value)
     short = _SHORT.get(axis, axis.split(".", 1)[1] if "." in axis else axis)

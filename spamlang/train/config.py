@@ -18,6 +18,20 @@ activation stays cache-sized (`spamlang.train.step.micro_batches`): at the `smal
 whole 4,096-token batch streams every [tokens, d_ff] activation through memory, and
 512-token micro-batches measured 1.4x the throughput on the 2-core development machine.
 
+Starting from a checkpoint (`init_from`, a local Hugging Face Llama checkpoint directory,
+`spamlang.model.hf`): its config.json fixes the architecture, which is written into
+`model_overrides` (so config.json records it, results.csv shows the real d_model, and a run
+rereads only its own checkpoints: a resumed run, or `load_run`, works after the directory is
+gone); `preset` then has no effect, and a model override that contradicts the checkpoint is
+an error. The run's own fields keep their meaning: the first `vocab_size` token ids of the
+checkpoint are kept (at most its vocabulary), a tied checkpoint may train tied or untied (the
+untied head starting as a copy of the embedding), an untied one only untied, `head` must be
+softmax, `seq_len` at most its max_position_embeddings. Its weights replace the random init
+at step 0 only; `seed` still picks the data. A sweep over `init_from` with checkpoints of
+different shapes leaves it out of the base config (a base built with one checkpoint carries
+that one's architecture in its overrides); `init_from: None` on such a base is a random init
+of the same architecture.
+
 This module imports no JAX at top level (the CLI and the sweep code build configs cheaply); the
 language and model configs it validates against are plain Python too.
 """
@@ -28,6 +42,7 @@ import dataclasses
 import math
 import numbers
 import re
+from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
@@ -39,6 +54,14 @@ DTYPES = ("float32", "bfloat16")
 # Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
 # model_overrides where a sweep could not see them.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
+
+_INIT_FROM_HELP = (
+    "start from this local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
+    "architecture replaces the preset (written into model_overrides) and its weights the random "
+    "init at step 0 (a resumed run restores its own checkpoints). The run keeps the first "
+    "--vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied or untied "
+    "(head = a copy of the embedding), an untied one untied only; head softmax only; '' for none "
+    "(default: none)")
 
 _SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9}
 _COUNT_RE = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*$")
@@ -80,6 +103,8 @@ class TrainConfig:
 
     # --- model ---
     preset: str = "tiny"  # model preset name (spamlang.model.PRESETS); tiny is the CPU test size
+    init_from: str | None = dataclasses.field(default=None, metadata=dict(
+        metavar="DIR", help=_INIT_FROM_HELP))  # HF Llama checkpoint: architecture, step-0 weights
     model_overrides: dict = dataclasses.field(default_factory=dict)  # other ModelConfig fields
     vocab_size: int = 1024  # V: the paper's smallest vocabulary, learnable on a CPU
     tie_embeddings: bool = False  # head W = input embedding E; the paper sweeps both
@@ -164,6 +189,8 @@ class TrainConfig:
         if own:
             raise UserError(f"model_overrides must not set {', '.join(own)}; "
                             f"use the TrainConfig field(s) of the same name")
+        if self.init_from is not None:
+            _adopt_checkpoint(self)
         # Building both validates the language parameters and the model overrides now, with
         # their own messages, instead of failing later inside a run.
         self.make_language()
@@ -190,9 +217,9 @@ class TrainConfig:
         if "max_seq_len" in self.model_overrides and max_len < self.seq_len:
             raise UserError(f"model_overrides max_seq_len ({max_len}) must be >= seq_len ({self.seq_len})")
         return ModelConfig.preset(
-            self.preset, **self.model_overrides, vocab_size=self.vocab_size,
-            tie_embeddings=self.tie_embeddings, head=self.head, residual=self.residual,
-            dtype=self.dtype, max_seq_len=max(max_len, self.seq_len))
+            self.preset, **{**self.model_overrides, "max_seq_len": max(max_len, self.seq_len)},
+            vocab_size=self.vocab_size, tie_embeddings=self.tie_embeddings, head=self.head,
+            residual=self.residual, dtype=self.dtype)
 
     def make_language(self):
         """The `spamlang.languages.Language` this run trains on."""
@@ -220,6 +247,38 @@ class TrainConfig:
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
         _check_names(data)
         return cls(**data)
+
+
+def _adopt_checkpoint(config: TrainConfig) -> None:
+    """Check the run against `init_from`'s config.json and write the checkpoint's architecture
+    into model_overrides (module docstring). A run's own config.json already holds all of it:
+    then a checkpoint directory that is gone is no error (the run restores its own weights)."""
+    from spamlang.model.hf import ARCHITECTURE, CONFIG, hf_config
+
+    where = config.init_from
+    if config.head != "softmax":
+        raise UserError(f"init_from needs head 'softmax' (a pretrained LM head is one matrix), "
+                        f"got {config.head!r}")
+    overrides = config.model_overrides
+    if set(ARCHITECTURE) <= set(overrides) and not (Path(where) / CONFIG).is_file():
+        return
+    checkpoint = hf_config(where)
+    fixed = {name: getattr(checkpoint, name) for name in ARCHITECTURE}
+    for name, value in overrides.items():
+        if name in fixed and value != fixed[name]:
+            raise UserError(f"model_overrides {name}={value!r} contradicts {where}/{CONFIG} "
+                            f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
+                            f"architecture")
+    if config.vocab_size > checkpoint.vocab_size:
+        raise UserError(f"vocab_size {config.vocab_size} exceeds the {checkpoint.vocab_size} "
+                        f"token ids of init_from {where}; the run keeps the first vocab_size ids")
+    if config.tie_embeddings and not checkpoint.tie_embeddings:
+        raise UserError(f"init_from {where} has an untied lm_head, which a tied run would "
+                        f"discard; train it untied (tie_embeddings false)")
+    if config.seq_len > checkpoint.max_seq_len:
+        raise UserError(f"seq_len {config.seq_len} exceeds init_from {where}'s "
+                        f"max_position_embeddings ({checkpoint.max_seq_len})")
+    object.__setattr__(config, "model_overrides", {**overrides, **fixed})
 
 
 def _check_names(values: dict) -> None:
@@ -258,6 +317,10 @@ def _check_types(config: TrainConfig) -> None:
         elif isinstance(default, str):
             if not isinstance(value, str):
                 raise UserError(f"{f.name} must be a string, got {value!r}")
+        elif default is None:  # an optional string (init_from); "" means none
+            if value is not None and not isinstance(value, str):
+                raise UserError(f"{f.name} must be a string or null, got {value!r}")
+            value = value or None
         elif isinstance(default, dict):
             if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
                 raise UserError(f"{f.name} must be a mapping of names to values, got {value!r}")

@@ -136,9 +136,11 @@ class Loop:
                 m.step, m.state, meta = restored
                 m.load_meta(meta)
             m.log = rundir.MetricsLog(m.dir, m.step, write=self.writer)
-        for m in self.ms:
-            if m.state is None:
-                m.state = self.program.init_member(m.config.seed, m.config.lr)
+        fresh = [m for m in self.ms if m.state is None]
+        # init_from's weights are read once for the group, and never for a restored run.
+        pretrained = self.program.pretrained_params() if fresh else None
+        for m in fresh:
+            m.state = self.program.init_member(m.config.seed, m.config.lr, pretrained)
 
     def _diverged_at(self, idx: list[int]) -> dict[int, int]:
         flags = jax.device_get([(self.ms[i].state["diverged"], self.ms[i].state["diverged_step"])

@@ -144,6 +144,7 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
     import jax
 
     writer = jax.process_index() == 0
+    _check_init_from(configs, out_dirs)
     # A finished member is only read (prepare() writes nothing when result.json exists), so
     # it needs no lock; the others are locked before config.json is written and before the
     # loop cuts back metrics.jsonl. One that finishes meanwhile is read as finished below.
@@ -165,6 +166,20 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
             for i, result in zip(todo, done):
                 results[i] = result
     return results
+
+
+def _check_init_from(configs, out_dirs) -> None:
+    """UserError before anything is written when a run that will start from `init_from`'s
+    weights cannot read them (its config may come from a config.json that already records
+    the architecture, so validating the config did not need the checkpoint)."""
+    from spamlang.model.hf import check_weights
+
+    checked = set()
+    for config, d in zip(configs, out_dirs):
+        started = (Path(d) / rundir.RESULT).exists() or (Path(d) / rundir.CHECKPOINTS).is_dir()
+        if config.init_from and not started and config.init_from not in checked:
+            check_weights(config.init_from, config.model_config())
+            checked.add(config.init_from)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,9 @@
   split over "data", the head and loss run under shard_map over "data" (spamlang.loss),
   parameters and optimizer state are replicated, and XLA all-reduces the gradients. The
   batch is the same for any number of devices or hosts.
+- `init_from` (a Hugging Face Llama checkpoint): the jitted init runs as always and the
+  checkpoint's parameters then replace its random ones, replicated like them
+  (`Program.pretrained_params`); nothing compiled changes.
 - Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) sets `diverged`
   and `diverged_step` and freezes that member's params and optimizer state on device; the
   other members keep training.
@@ -242,11 +245,36 @@ class Program:
     # ----- state ---------------------------------------------------------------------------
     def init(self, seeds: list[int], lrs: list[float]) -> State:
         """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
-        return self.stack([self.init_member(s, lr) for s, lr in zip(seeds, lrs)])
+        pretrained = self.pretrained_params()
+        return self.stack([self.init_member(s, lr, pretrained) for s, lr in zip(seeds, lrs)])
 
-    def init_member(self, seed: int, lr: float) -> State:
-        """One member's step-0 state, without the member axis."""
-        return self._init(jax.random.PRNGKey(seed), jnp.float32(lr))
+    def init_member(self, seed: int, lr: float, pretrained: State | None = None) -> State:
+        """One member's step-0 state, without the member axis.
+
+        With `init_from` its parameters are the checkpoint's: `pretrained` when given (from
+        `pretrained_params`, read once for a group), else read now.
+        """
+        state = self._init(jax.random.PRNGKey(seed), jnp.float32(lr))
+        if self.config.init_from:
+            # The one jitted init stays as it is; the checkpoint's arrays replace its random
+            # parameters with the same shapes, dtypes and shardings. The optimizer state
+            # (zero moments) does not depend on the parameters' values.
+            state["params"] = self.pretrained_params() if pretrained is None else pretrained
+        return state
+
+    def pretrained_params(self) -> State | None:
+        """The parameters of `config.init_from` laid out like the init's (replicated over the
+        mesh, param_dtype); None without init_from. Every process reads the checkpoint."""
+        if not self.config.init_from:
+            return None
+        from spamlang.model.hf import load_params
+
+        def put(value, abstract):
+            # From a callback, so that a multi-host mesh gets each process's own devices' copies.
+            return jax.make_array_from_callback(value.shape, self.replicated,
+                                                lambda index: value[index])
+
+        return load_params(self.config.init_from, self.model_config, put)
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""

@@ -1,0 +1,352 @@
+"""Llama-family Hugging Face checkpoints in spamlang's own model: config mapping and weights.
+
+    from spamlang.model import load_hf
+    model = load_hf("SmolLM2-135M")                   # a Transformer; model.config: its ModelConfig
+    model = load_hf("SmolLM2-135M", vocab_size=4096)  # only the first 4,096 token ids
+
+A checkpoint is a local directory as `save_pretrained` writes it: config.json with model_type
+"llama", and model.safetensors or shards listed in model.safetensors.index.json.
+
+config.json becomes a `ModelConfig` (`hf_config`): hidden_size -> d_model, num_hidden_layers
+-> n_layers, num_attention_heads -> n_heads, num_key_value_heads -> n_kv_heads,
+intermediate_size -> d_ff, rms_norm_eps -> norm_eps, rope theta (`rope_parameters` in
+transformers 5, top-level `rope_theta` before) -> rope_theta, max_position_embeddings ->
+max_seq_len, initializer_range -> init_std, tie_word_embeddings -> tie_embeddings,
+vocab_size. Anything the model cannot represent (attention or MLP biases, scaled or
+interleaved RoPE, an activation other than SiLU, a head_dim other than hidden_size /
+num_attention_heads, another model_type) is a UserError naming it, never a silently
+different model. Keys that change nothing at inference (dropout, pretraining_tp) are ignored.
+
+Weights: torch's Linear stores out x in and ours are in x out, so projections are transposed;
+RoPE already uses transformers' rotate-half layout (`spamlang.model.layers.rope_tables`), so
+q_proj and k_proj need no permutation. Every tensor the model needs must be present with the
+shape config.json implies, and every tensor present must be used (rotary inv_freq buffers
+aside), else a UserError naming it. Tensors are read with safetensors' NumPy backend: no
+torch, bfloat16 through ml_dtypes (a JAX dependency), and a vocabulary cut reads only the
+rows it keeps.
+
+Run choices on top of the checkpoint:
+- vocab_size V <= the checkpoint's: the first V rows of the embedding and of an untied head,
+  i.e. the logits of token ids < V (the softmax then normalises over those V).
+- tie_embeddings: a tied checkpoint loads tied, or untied with the head starting as a copy
+  of the embedding (the same function); an untied one loads only untied, since tying it
+  would discard lm_head.
+- head: softmax only (a pretrained LM head is one matrix); dtype, param_dtype, kernels and
+  residual are free.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes  # noqa: F401  (NumPy's bfloat16, which safetensors' numpy reader needs)
+import numpy as np
+from flax import nnx
+
+from spamlang.errors import UserError
+from spamlang.model.config import ModelConfig
+from spamlang.model.transformer import Transformer
+
+SUPPORTED_TYPES = ("llama",)
+# The ModelConfig fields a checkpoint fixes; vocab_size, tie_embeddings, head, residual, the
+# dtypes and kernels stay choices of the run (see the module docstring).
+ARCHITECTURE = ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "rope_theta", "norm_eps",
+                "max_seq_len", "init_std")
+CONFIG = "config.json"
+SINGLE = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+# LlamaConfig's defaults, which transformers applies to keys a config.json leaves out.
+_DEFAULTS = dict(hidden_act="silu", max_position_embeddings=2048, initializer_range=0.02,
+                 rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0)
+_REQUIRED = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+             "num_attention_heads")
+# Non-parameter buffers that some checkpoints carry: RoPE frequencies, recomputed from theta.
+_IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$")
+_EMBED, _HEAD = "model.embed_tokens.weight", "lm_head.weight"
+
+
+def checkpoint_dir(model_dir: str | Path) -> Path:
+    """`model_dir` as a Path; UserError unless it is a directory with a config.json."""
+    path = Path(model_dir)
+    if not path.exists():
+        raise UserError(f"checkpoint directory {path} does not exist (a local Hugging Face "
+                        f"checkpoint; download one first, e.g. hf download ORG/NAME "
+                        f"--local-dir DIR)")
+    if not path.is_dir():
+        raise UserError(f"{path} is not a directory (expected a Hugging Face checkpoint directory)")
+    if not (path / CONFIG).is_file():
+        raise UserError(f"{path} has no {CONFIG}: not a Hugging Face checkpoint directory")
+    return path
+
+
+def hf_config(model_dir: str | Path) -> ModelConfig:
+    """The ModelConfig of a Llama checkpoint's config.json, with its own vocab_size and tying
+    (softmax head, float32, plain kernels); UserError for anything the model cannot hold."""
+    path = checkpoint_dir(model_dir) / CONFIG
+    raw = _read_json(path)
+    if not isinstance(raw, dict):
+        raise UserError(f"{path} is not a JSON object")
+    model_type = raw.get("model_type")
+    if model_type not in SUPPORTED_TYPES:
+        raise UserError(f"{path}: model_type {model_type!r} is not supported; spamlang reads "
+                        f"Llama-architecture checkpoints only "
+                        f"(model_type {', '.join(SUPPORTED_TYPES)})")
+    missing = [k for k in _REQUIRED if raw.get(k) is None]
+    if missing:
+        raise UserError(f"{path} lacks {', '.join(missing)}")
+
+    def get(key):
+        return _DEFAULTS[key] if raw.get(key) is None else raw[key]
+
+    for key in ("attention_bias", "mlp_bias"):
+        if raw.get(key):
+            raise UserError(f"{path}: {key} is true, but spamlang's model has no biases")
+    if get("hidden_act") not in ("silu", "swish"):  # transformers' "swish" is SiLU too
+        raise UserError(f"{path}: hidden_act {get('hidden_act')!r} is not supported (SwiGLU with "
+                        f"silu only)")
+    if raw.get("rope_interleaved"):
+        raise UserError(f"{path}: rope_interleaved is true, but spamlang's RoPE rotates halves "
+                        f"(transformers' layout)")
+    d_model, n_heads = raw["hidden_size"], raw["num_attention_heads"]
+    head_dim = raw.get("head_dim")
+    if head_dim is not None and (not isinstance(n_heads, int) or n_heads < 1
+                                 or head_dim * n_heads != d_model):
+        raise UserError(f"{path}: head_dim {head_dim} differs from hidden_size / "
+                        f"num_attention_heads = {d_model} / {n_heads}; spamlang's model needs "
+                        f"them equal")
+    n_kv = raw.get("num_key_value_heads")
+    try:
+        return ModelConfig(
+            vocab_size=raw["vocab_size"], d_model=d_model, n_layers=raw["num_hidden_layers"],
+            n_heads=n_heads, n_kv_heads=n_heads if n_kv is None else n_kv,
+            d_ff=raw["intermediate_size"], rope_theta=_rope_theta(raw, path),
+            norm_eps=get("rms_norm_eps"), max_seq_len=get("max_position_embeddings"),
+            init_std=get("initializer_range"), tie_embeddings=get("tie_word_embeddings"))
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+def _rope_theta(raw: dict, path: Path) -> float:
+    """The RoPE base of a config.json; UserError for any RoPE scaling (not representable)."""
+    theta = raw.get("rope_theta")
+    for key in ("rope_parameters", "rope_scaling"):  # transformers 5, and before
+        params = raw.get(key)
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise UserError(f"{path}: {key} must be an object, got {params!r}")
+        kind = params.get("rope_type", params.get("type", "default"))
+        if kind != "default":
+            raise UserError(f"{path}: {key} has rope_type {kind!r}; spamlang's RoPE supports "
+                            f"'default' only (no scaling)")
+        theta = params.get("rope_theta", theta)
+    theta = _DEFAULTS["rope_theta"] if theta is None else theta
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)):
+        raise UserError(f"{path}: rope_theta must be a number, got {theta!r}")
+    return float(theta)
+
+
+def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
+    """UserError unless a model of `config` can start from `checkpoint`'s weights (same
+    architecture; the vocabulary cut, tying and head rules of the module docstring)."""
+    for name in ARCHITECTURE:
+        if name in ("max_seq_len", "init_std"):  # shape nothing and change no function
+            continue
+        if getattr(config, name) != getattr(checkpoint, name):
+            raise UserError(f"{name} {getattr(config, name)!r} differs from {model_dir}'s "
+                            f"{getattr(checkpoint, name)!r}")
+    if config.vocab_size > checkpoint.vocab_size:
+        raise UserError(f"vocab_size {config.vocab_size} exceeds the {checkpoint.vocab_size} "
+                        f"token ids of {model_dir}; the model keeps the first vocab_size rows")
+    if config.head_kind != "softmax":
+        raise UserError(f"head {config.head!r} cannot start from {model_dir}: a pretrained LM "
+                        f"head is one matrix (use head 'softmax')")
+    if config.tie_embeddings and not checkpoint.tie_embeddings:
+        raise UserError(f"{model_dir} has an untied lm_head, which a tied model would discard; "
+                        f"load it untied (tie_embeddings false)")
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UserError(f"{path} is not valid JSON: {e}") from None
+
+
+# ----- tensors ----------------------------------------------------------------------------------
+
+def _safe_open():
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        raise UserError("reading Hugging Face checkpoints needs safetensors: "
+                        "pip install 'spamlang[hf]'") from None
+    return safe_open
+
+
+def _tensor_files(path: Path) -> dict[str, Path]:
+    """Every tensor name of the checkpoint and the file that holds it."""
+    single, index = path / SINGLE, path / INDEX
+    if index.is_file():
+        raw = _read_json(index)
+        weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+        if not isinstance(weight_map, dict):
+            raise UserError(f"{index} has no weight_map")
+        files = {name: path / shard for name, shard in weight_map.items()}
+        absent = sorted({p.name for p in files.values() if not p.is_file()})
+        if absent:
+            raise UserError(f"{index} lists {absent[0]}, which is not in {path}")
+        return files
+    if single.is_file():
+        with _open(single) as f:
+            return dict.fromkeys(f.keys(), single)
+    other = sorted(p.name for p in path.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt"))
+    if other:
+        raise UserError(f"{path} holds {other[0]} but no {SINGLE}; spamlang reads safetensors "
+                        f"only: convert it once with transformers, e.g. AutoModelForCausalLM."
+                        f"from_pretrained(DIR).save_pretrained(DIR)")
+    raise UserError(f"{path} has no {SINGLE} or {INDEX}")
+
+
+def _open(file: Path):
+    try:
+        return _safe_open()(str(file), framework="numpy")
+    except UserError:
+        raise
+    except Exception as e:  # safetensors raises its own SafetensorError for damaged files
+        raise UserError(f"cannot read {file}: {str(e).splitlines()[0] if str(e) else e}") from None
+
+
+def _layout(c: ModelConfig, checkpoint: ModelConfig) -> dict[str, tuple[str, tuple, bool]]:
+    """HF tensor name -> (our parameter path, its shape in the checkpoint, transposed)."""
+    D, F, V = c.d_model, c.d_ff, checkpoint.vocab_size
+    q, kv = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    out = {_EMBED: ("embed", (V, D), False), "model.norm.weight": ("final_norm/scale", (D,), False)}
+    if not checkpoint.tie_embeddings:
+        out[_HEAD] = ("head/w", (V, D), False)
+    for i in range(c.n_layers):
+        hf, ours = f"model.layers.{i}.", f"blocks/{i}/"
+        out |= {
+            hf + "input_layernorm.weight": (ours + "attn_norm/scale", (D,), False),
+            hf + "post_attention_layernorm.weight": (ours + "mlp_norm/scale", (D,), False),
+            hf + "self_attn.q_proj.weight": (ours + "attn/wq", (q, D), True),
+            hf + "self_attn.k_proj.weight": (ours + "attn/wk", (kv, D), True),
+            hf + "self_attn.v_proj.weight": (ours + "attn/wv", (kv, D), True),
+            hf + "self_attn.o_proj.weight": (ours + "attn/wo", (D, q), True),
+            hf + "mlp.gate_proj.weight": (ours + "mlp/w_gate", (F, D), True),
+            hf + "mlp.up_proj.weight": (ours + "mlp/w_up", (F, D), True),
+            hf + "mlp.down_proj.weight": (ours + "mlp/w_down", (D, F), True),
+        }
+    return out
+
+
+def check_weights(model_dir: str | Path, config: ModelConfig) -> None:
+    """UserError unless `read_weights(model_dir, config)` would succeed; reads only config.json
+    and the safetensors headers (cheap: for checking before a run writes anything)."""
+    _plan(model_dir, config)
+
+
+def _plan(model_dir, config: ModelConfig):
+    """(layout, files) after checking names and shapes against the headers."""
+    checkpoint = hf_config(model_dir)
+    check_fits(checkpoint, config, model_dir)
+    path = Path(model_dir)
+    files = _tensor_files(path)
+    layout = _layout(config, checkpoint)
+    missing = [name for name in layout if name not in files]
+    if missing:
+        raise UserError(f"{path} lacks tensor {missing[0]}"
+                        + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+    # A tied checkpoint may also store lm_head (the same matrix): it is not needed.
+    extra = sorted(n for n in files if n not in layout and not _IGNORED.search(n)
+                   and not (n == _HEAD and checkpoint.tie_embeddings))
+    if extra:
+        raise UserError(f"{path} has tensor(s) spamlang's Llama model has no place for: "
+                        f"{', '.join(extra[:3])}" + (f" and {len(extra) - 3} more" if len(extra) > 3
+                                                     else ""))
+    for file in sorted(set(files[n] for n in layout)):
+        with _open(file) as f:
+            present = set(f.keys())
+            for name in (n for n in layout if files[n] == file):
+                if name not in present:
+                    raise UserError(f"{file} lacks tensor {name}, which {INDEX} places there")
+                shape = tuple(f.get_slice(name).get_shape())
+                if shape != layout[name][1]:
+                    raise UserError(f"{path}: tensor {name} has shape {list(shape)}, config.json "
+                                    f"implies {list(layout[name][1])}")
+    return layout, files
+
+
+def read_weights(model_dir: str | Path, config: ModelConfig) -> dict[str, np.ndarray]:
+    """The checkpoint's tensors as the parameters of `Transformer(config)`, on the host in
+    config.param_dtype, keyed by parameter path ("embed", "blocks/0/attn/wq", "head/w")."""
+    layout, files = _plan(model_dir, config)
+    dtype = jnp.dtype(config.param_dtype)
+    V = config.vocab_size
+    weights: dict[str, np.ndarray] = {}
+    for file in sorted(set(files[n] for n in layout)):
+        with _open(file) as f:
+            for name in (n for n in layout if files[n] == file):
+                ours, _, transposed = layout[name]
+                if name in (_EMBED, _HEAD):
+                    value = f.get_slice(name)[:V]  # only the rows the model keeps
+                else:
+                    value = f.get_tensor(name)
+                weights[ours] = np.ascontiguousarray(value.T if transposed else value, dtype=dtype)
+    if not config.tie_embeddings and "head/w" not in weights:  # untying a tied checkpoint
+        weights["head/w"] = weights["embed"].copy()
+    return weights
+
+
+def load_params(model_dir: str | Path, config: ModelConfig,
+                put: Callable[[np.ndarray, jax.ShapeDtypeStruct], jax.Array] | None = None):
+    """The parameter state of `Transformer(config)` (what `nnx.split(model, nnx.Param, ...)[1]`
+    holds) from the checkpoint. `put(host_array, abstract_leaf)` places each array (default:
+    `jnp.asarray`); the training loop passes one that lays it out like its jitted init."""
+    weights = read_weights(model_dir, config)
+    abstract = nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0)))
+    params = nnx.split(abstract, nnx.Param, ...)[1]
+    put = put or (lambda value, _: jnp.asarray(value))
+
+    def fill(path, leaf):
+        value = weights.pop(_param_name(path))
+        assert value.shape == leaf.shape and value.dtype == leaf.dtype, (path, value.shape)
+        return put(value, leaf)
+
+    params = jax.tree_util.tree_map_with_path(fill, params)
+    assert not weights, f"weights without a parameter: {sorted(weights)}"
+    return params
+
+
+def _param_name(path) -> str:
+    """"blocks/0/attn/wq" for the key path of a parameter leaf."""
+    return "/".join(str(k.key) for k in path if isinstance(k, jax.tree_util.DictKey))
+
+
+def load_hf(model_dir: str | Path, *, vocab_size: int | None = None,
+            tie_embeddings: bool | None = None, dtype: str = "float32",
+            param_dtype: str = "float32", kernels: str = "xla") -> Transformer:
+    """A Llama checkpoint directory as a spamlang `Transformer`; its ModelConfig is `.config`.
+
+    vocab_size: keep the first V token ids (None: all of the checkpoint's). tie_embeddings:
+    None keeps the checkpoint's; False on a tied checkpoint copies the embedding into the
+    head. dtype / param_dtype / kernels: as in ModelConfig (weights are cast to param_dtype).
+    UserError for a missing directory, a checkpoint the model cannot hold, or missing,
+    misshapen or unexpected tensors.
+    """
+    checkpoint = hf_config(model_dir)
+    config = checkpoint.replace(
+        vocab_size=checkpoint.vocab_size if vocab_size is None else vocab_size,
+        tie_embeddings=checkpoint.tie_embeddings if tie_embeddings is None else tie_embeddings,
+        dtype=dtype, param_dtype=param_dtype, kernels=kernels)
+    abstract = nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0)))
+    graphdef, _, rest = nnx.split(abstract, nnx.Param, ...)
+    rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)  # none in the current model
+    return nnx.merge(graphdef, load_params(model_dir, config), rest)
