@@ -1,6 +1,29 @@
 """`spamlang diagnose-lm MODEL_DIR --tokens FILE --out DIR`: the bottleneck of a Hugging Face LM.
 
-Measured on this repository's CPU (MEASURED_TABLE_PLACEHOLDER)
+The work is `spamlang.hf.diagnose_lm`; this module is the command line around it.
+
+Measured on the development machine (Intel Xeon, 2 cores, matmul peak 197 GFLOP/s float32,
+torch 2.13.0+cpu) by `python benchmarks/bench_diagnose_lm.py`: one `spamlang diagnose-lm`
+process per model on 64 x 128 SpamLang tokens (8,128 predicted positions), figures included;
+peak = the process's peak resident memory.
+
+| model (random weights)           |      V |   D | wall s | torch s | JAX s | peak MiB |
+|----------------------------------|--------|-----|--------|---------|-------|----------|
+| GPT-2 (tiny test model)          |     96 |  16 |    5.5 |     3.5 |   2.0 |      654 |
+| GPT-NeoX (tiny test model)       |     96 |  16 |    5.4 |     3.6 |   1.9 |      658 |
+| Llama untied (tiny test model)   |     96 |  16 |    5.7 |     3.6 |   2.1 |      658 |
+| Llama tied (tiny test model)     |     96 |  16 |    6.1 |     4.0 |   2.1 |      658 |
+| SmolLM2-135M shape (30 layers)   | 49,152 | 576 |   52.3 |    14.2 |  38.1 |    2,024 |
+| the same, 4x the rows (32,512)   | 49,152 | 576 |  141.0 |    55.2 |  85.8 |    2,083 |
+
+- The tiny models cost imports and compilation: ~0.5 GiB and ~5 s whatever the model.
+- SmolLM2 shape: 6.4 s per 1,000 tokens all included at 8,128 tokens, and 3.6 s per 1,000
+  more tokens (the two runs' difference), on top of ~23 s fixed. The marginal cost is the
+  torch forward (1.6 s per 1,000 tokens) and the bottleneck pass through the head (1.8 s).
+  The fixed cost is the coefficient profile's sort of 512 x V (11-13 s), the efficiency
+  subset (6 s), the rank curve's QR (3 s) and the QR of W (2.5 s).
+- Memory, SmolLM2 shape: 1,210 MiB when the torch stage ended and 2,120 MiB at the end
+  (a rerun of the first row), so the JAX stage sets the peak for a model this small.
 """
 
 from __future__ import annotations
@@ -12,14 +35,17 @@ from pathlib import Path
 from spamlang.errors import UserError
 
 _MEMORY_HELP = """\
-memory: the larger of two stages, never their sum. (1) torch: the weights in --dtype
-(4 bytes per parameter in float32, 2 in bfloat16) plus activations of ~4,096 tokens at a
-time. (2) JAX, float32: ~12 V D bytes for the head W, its thin-QR basis and the QR's
-workspace, plus ~9 KiB per vocabulary entry for the token chunks and the rank curve
-(--chunk-size 256, --rank-tokens 1,024). N x V never exists at once. Examples: GPT-2 small
-(V 50,257, D 768) needs ~0.5 GiB for the JAX stage and ~0.5 GiB for the model in float32;
-SmolLM2-135M (V 49,152, D 576) ~0.8 GiB and ~0.6 GiB; Llama-3-8B (V 128,256, D 4,096) ~7 GiB
-and 16 GiB in bfloat16, so about 20 GiB fits it; Qwen3-8B (V 151,936) about the same.
+memory: about 0.5 GiB for torch and JAX themselves, plus the larger of two stages (never
+their sum). (1) torch: the weights in --dtype (4 bytes per parameter in float32, 2 in
+bfloat16) and the activations of ~4,096 tokens at a time. (2) JAX, float32: about
+V x (12 D bytes + 28 KiB) at the default --chunk-size and --rank-tokens: W, the basis of
+its thin QR and the QR's workspace, and per vocabulary entry the token chunks, the rank
+curve's 1,024 gradient rows and the coefficient profile's sort. N x V never exists at once.
+Measured: SmolLM2-135M's shape (V 49,152, D 576) peaked at 2.1 GiB. From the same rule:
+GPT-2 small or Pythia-160m (V ~50k, D 768) ~2.3 GiB; Llama-3-8B (V 128,256, D 4,096) in
+bfloat16 ~17 GiB, set by its 16 GB of weights (JAX stage ~9.5 GiB); Qwen3-8B (V 151,936)
+about the same. A model needs its weights in --dtype plus ~1 GiB, and V (12 D + 28 KiB)
+plus 0.5 GiB, whichever is more.
 """
 
 

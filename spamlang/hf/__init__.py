@@ -23,11 +23,13 @@ import os
 
 from spamlang.errors import UserError
 
-# torch's OpenMP threads spin-wait between parallel regions by default. Here the JAX stage
-# runs right after torch in the same process, and on a 2-core machine the spinning threads
-# slowed XLA's QR of the head from ~1.5 s to 4-30 s. Passive waiting costs torch nothing
-# measurable. It must be in the environment before torch loads OpenMP, so it is set here,
-# before `require` imports torch; a user's own setting wins.
+# torch's OpenMP threads spin-wait between parallel regions by default, and here the JAX
+# stage runs right after torch in the same process. On the 2-core development machine the
+# QR of a 49,152 x 576 head after a torch matmul took 4.5 s against 1.5 s with passive
+# waiting while another process was busy; on a quiet machine the whole SmolLM2-shape
+# diagnose-lm took 58.7 s against 52.3 s (benchmarks/bench_diagnose_lm.py). It must be in
+# the environment before torch loads OpenMP, so it is set here, before `require` imports
+# torch; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'

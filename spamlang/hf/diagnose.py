@@ -51,13 +51,6 @@ def _rows(ckpt, tokens, text, num_seqs, seq_len) -> tuple[np.ndarray, str]:
     return rows[:num_seqs, :seq_len].astype(np.int32), "array"
 
 
-def _model_name(ckpt) -> str:
-    name = str(getattr(ckpt.config, "_name_or_path", "") or "")
-    # A local load records the path it came from; its last part is the name people use.
-    return Path(name).name if name and not Path(name).is_absolute() and "/" not in name \
-        else ckpt.path.resolve().name
-
-
 def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
                 num_seqs: int | None = None, seq_len: int | None = None,
                 vocab_size: int | None = None, device: str = "auto", dtype: str = "float32",
@@ -71,7 +64,8 @@ def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
     (chunk_size, rank_tokens, ...). Returns a JSON-able dict: diagnose_head's keys plus
     source="diagnose-lm", model_type, model_name, model_dir, tie_embeddings, head_rows,
     head_bias, seq_len, num_seqs, input, torch_device, torch_dtype, head_check,
-    wall_seconds and peak_rss_mib.
+    wall_seconds, peak_rss_mib (the process's peak resident memory) and peak_rss_torch_mib
+    (the same when the torch stage ended: the JAX stage raised the peak if it is higher).
     """
     from spamlang.diagnostics import diagnose_head
 
@@ -84,11 +78,11 @@ def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
     torch_device = str(model.get_output_embeddings().weight.device)
     del model  # the JAX stage runs without the torch weights
     gc.collect()
-    forward = time.perf_counter()
+    forward, torch_peak = time.perf_counter(), peak_rss_mib()
     diag = diagnose_head(states.h_NxD, states.y_N, states.W_VxD, states.bias_V, **settings)
     config = ckpt.config
     meta = {"source": "diagnose-lm", "model_type": config.model_type,
-            "model_name": _model_name(ckpt), "model_dir": os.fspath(model_dir),
+            "model_name": ckpt.path.resolve().name, "model_dir": os.fspath(model_dir),
             "tie_embeddings": bool(getattr(config, "tie_word_embeddings", False)),
             "head_rows": states.head_rows, "head_bias": states.bias_V is not None,
             "seq_len": int(rows_NxL.shape[1]), "num_seqs": int(rows_NxL.shape[0]),
@@ -97,4 +91,4 @@ def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
     diag["seconds"] = {"load": round(loaded - start, 3), "torch_forward": round(forward - loaded, 3),
                        **diag["seconds"]}
     return {**meta, **diag, "wall_seconds": round(time.perf_counter() - start, 3),
-            "peak_rss_mib": peak_rss_mib()}
+            "peak_rss_mib": peak_rss_mib(), "peak_rss_torch_mib": torch_peak}
