@@ -17,11 +17,28 @@ _DIAG_STREAM = 0xD1A6
 def _check_args(args: argparse.Namespace) -> None:
     if not os.path.isdir(args.run_dir):
         raise UserError(f"no such run directory: {args.run_dir}")
-    for name in ("tokens", "chunk_size", "rank_tokens"):
+    if args.tokens < 1:
+        raise UserError(f"--tokens must be >= 1, got {args.tokens}")
+    check_measure_flags(args)
+
+
+def check_measure_flags(args: argparse.Namespace) -> None:
+    """The checks of `add_measure_flags`' flags (shared with `diagnose-lm`)."""
+    for name in ("chunk_size", "rank_tokens"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.format not in ("png", "pdf"):
         raise UserError(f"--format must be png or pdf, got {args.format!r}")
+
+
+def add_measure_flags(p: argparse.ArgumentParser) -> None:
+    """--chunk-size, --rank-tokens, --format, --no-figures (shared with `diagnose-lm`)."""
+    p.add_argument("--chunk-size", type=int, default=256,
+                   help="tokens per chunk through the head; memory grows as chunk x V (default 256)")
+    p.add_argument("--rank-tokens", type=int, default=1024,
+                   help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)")
+    p.add_argument("--format", default="png", help="figure format: png (default) or pdf")
+    p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
 
 
 def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_size: int = 256,
@@ -86,10 +103,5 @@ def register(subparsers) -> None:
     p.add_argument("--tokens", type=int, default=8192,
                    help="predicted positions to diagnose (default 8192; sequences of the run's seq_len)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fresh sequences (default 0)")
-    p.add_argument("--chunk-size", type=int, default=256,
-                   help="tokens per chunk through the head; memory grows as chunk x V (default 256)")
-    p.add_argument("--rank-tokens", type=int, default=1024,
-                   help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)")
-    p.add_argument("--format", default="png", help="figure format: png (default) or pdf")
-    p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
+    add_measure_flags(p)
     p.set_defaults(func=handler)

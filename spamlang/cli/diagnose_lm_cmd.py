@@ -32,6 +32,7 @@ import argparse
 import math
 from pathlib import Path
 
+from spamlang.cli.diagnose_cmd import add_measure_flags, check_measure_flags
 from spamlang.errors import UserError
 
 _MEMORY_HELP = """\
@@ -49,12 +50,21 @@ plus 0.5 GiB, whichever is more.
 """
 
 
+_DESCRIPTION = """\
+Run a local transformers checkpoint (anything AutoModelForCausalLM loads: GPT-2, Pythia,
+Llama, Qwen, ...) in torch on the given tokens, take the hidden states H that feed its LM
+head and the head matrix W (its real-token rows), and measure with spamlang's diagnostics:
+the share of the logit-gradient norm that W^T destroys (kernel fraction, equation 10, with
+G = softmax - onehot of the next token), the projected cosine, the rank curve, the
+coefficient profile and the update efficiency. Writes DIR/diagnostics.json and the figures
+that `spamlang diagnose` draws; `spamlang plot bottleneck DIR ...` puts several models on
+the paper's Figure 6. Needs the 'hf' extra (pip install "spamlang[hf]"); nothing is
+downloaded.
+"""
+
+
 def _check_args(args: argparse.Namespace) -> None:
-    for name in ("chunk_size", "rank_tokens"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.format not in ("png", "pdf"):
-        raise UserError(f"--format must be png or pdf, got {args.format!r}")
+    check_measure_flags(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a directory")
@@ -95,16 +105,7 @@ def register(subparsers) -> None:
         "diagnose-lm",
         help="measure the gradient bottleneck of a Hugging Face causal LM (eq. 10, Figs 2, 6-8)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run a local transformers checkpoint (anything AutoModelForCausalLM loads: "
-                    "GPT-2, Pythia, Llama, Qwen, ...) in torch on the given tokens, take the "
-                    "hidden states H that feed its LM head and the head matrix W (real-token "
-                    "rows), and measure with spamlang's diagnostics: the share of the logit-"
-                    "gradient norm that W^T destroys (kernel fraction, G = softmax - onehot of "
-                    "the next token), the projected cosine, the rank curve, the coefficient "
-                    "profile and the update efficiency. Writes DIR/diagnostics.json and the "
-                    "figures `spamlang diagnose` draws; `spamlang plot bottleneck DIR ...` "
-                    "puts several models on the paper's Figure 6. Needs the 'hf' extra "
-                    '(pip install "spamlang[hf]"). Nothing is downloaded.',
+        description=_DESCRIPTION,
         epilog=_MEMORY_HELP)
     p.add_argument("model_dir", metavar="MODEL_DIR",
                    help="checkpoint directory (config.json + weights, as save_pretrained writes)")
@@ -127,10 +128,5 @@ def register(subparsers) -> None:
     p.add_argument("--dtype", default="float32",
                    help="torch weights: float32 (default), bfloat16 or float16; the JAX stage "
                         "is float32 either way")
-    p.add_argument("--chunk-size", type=int, default=256,
-                   help="tokens per chunk through the head; memory grows as chunk x V (default 256)")
-    p.add_argument("--rank-tokens", type=int, default=1024,
-                   help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)")
-    p.add_argument("--format", default="png", help="figure format: png (default) or pdf")
-    p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
+    add_measure_flags(p)
     p.set_defaults(func=handler)

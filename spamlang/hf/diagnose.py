@@ -78,6 +78,10 @@ def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
     torch_device = str(model.get_output_embeddings().weight.device)
     del model  # the JAX stage runs without the torch weights
     gc.collect()
+    if torch_device.startswith("cuda"):  # hand torch's cached GPU memory to JAX
+        import torch
+
+        torch.cuda.empty_cache()
     forward, torch_peak = time.perf_counter(), peak_rss_mib()
     diag = diagnose_head(states.h_NxD, states.y_N, states.W_VxD, states.bias_V, **settings)
     config = ckpt.config
