@@ -1,4 +1,4 @@
-"""`spamlang diagnose-lm` on tiny random transformers checkpoints (GPT-2, GPT-NeoX, Llama).
+"""`spamlang diagnose-lm` on tiny random transformers checkpoints (GPT-2, GPT-NeoX, Llama, Qwen3).
 
 Everything but the missing-extra test needs the `hf` extra and is skipped without it.
 """
@@ -13,7 +13,7 @@ from spamlang.cli import main
 from spamlang.errors import UserError
 
 V, D = 96, 16
-FAMILIES = ("gpt2", "gpt_neox", "llama", "llama-tied")
+FAMILIES = ("gpt2", "gpt_neox", "llama", "llama-tied", "qwen3")
 
 
 def _model(kind):
@@ -27,6 +27,11 @@ def _model(kind):
         return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
             vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=32, max_position_embeddings=64, **special))
+    if kind == "qwen3":  # its own head_dim and q/k norms; untied like the larger Qwen3s
+        return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
+            vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=1, intermediate_size=32, head_dim=8,
+            max_position_embeddings=64, tie_word_embeddings=False, **special))
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(
         vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
         num_key_value_heads=1, intermediate_size=32, max_position_embeddings=64,
