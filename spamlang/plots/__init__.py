@@ -12,7 +12,9 @@
 - `spamlang.plots.results`: reading a sweep directory (results.csv, run directories, metrics.jsonl).
 - `spamlang.plots.canvas`: figure width, colours, atomic PNG/PDF saving.
 - `spamlang.plots.samples`: `plot_samples`, the sample table of `spamlang.sample` (Table 1) as a figure.
-- `spamlang.plots.diagnostics`: gradient-bottleneck figures (`plot_bottleneck`).
+- `spamlang.plots.diagnostics`: gradient-bottleneck figures: one diagnostics.json's rank curve,
+  coefficient profile and efficiency (Figures 2, 7, 8), and `plot_bottleneck` (Figure 6), whose
+  points `spamlang.plots.bottleneck_inputs` reads from sweeps and `diagnose-lm` outputs.
 
 Every figure is drawn on a bare matplotlib `Figure` (no pyplot state) and saved as PNG or PDF
 according to the output file's extension.
