@@ -185,7 +185,8 @@ def _vit(path):
 
 
 @pytest.mark.parametrize("case", ["missing", "no_config", "spamlang_run", "vision_model",
-                                  "ids_too_large", "too_long", "both_inputs", "no_tokenizer"])
+                                  "ids_too_large", "too_long", "both_inputs", "no_tokenizer",
+                                  "bad_dtype", "no_gpu"])
 def test_bad_inputs_exit_2_with_one_line(case, checkpoints, token_file, tmp_path, capsys):
     model, extra = checkpoints / "llama", ["--tokens", str(token_file)]
     if case == "missing":
@@ -211,6 +212,12 @@ def test_bad_inputs_exit_2_with_one_line(case, checkpoints, token_file, tmp_path
         extra = ["--tokens", str(long_file)]
     elif case == "both_inputs":
         extra += ["--text", str(token_file)]
+    elif case == "bad_dtype":
+        extra += ["--dtype", "float64"]
+    elif case == "no_gpu":
+        if pytest.importorskip("torch").cuda.is_available():
+            pytest.skip("this machine has a GPU")
+        extra += ["--device", "cuda"]
     elif case == "no_tokenizer":
         (tmp_path / "a.txt").write_text("hello")
         extra = ["--text", str(tmp_path / "a.txt")]
