@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, first_line
 from spamlang.hf import require
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -54,11 +54,6 @@ class HeadStates(NamedTuple):
     head_check: float  # max |logits - H W^T - b| / max |logits| on the first row
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
-
-
 def open_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
     """Config and (if any) tokenizer of a local transformers checkpoint; UserError when the
     directory is missing or is not one. Never touches the network."""
@@ -74,8 +69,8 @@ def open_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
     try:
         config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError, KeyError) as e:
-        raise UserError(f"cannot read the config of {os.fspath(model_dir)}: {_first_line(e)}") \
-            from None
+        why = first_line(e) or type(e).__name__
+        raise UserError(f"cannot read the config of {os.fspath(model_dir)}: {why}") from None
     transformers.utils.logging.disable_progress_bar()  # one line per shard is noise here
     tokenizer = None
     # Without its files AutoTokenizer may still build an empty tokenizer from the model type.
@@ -112,9 +107,10 @@ def load_weights(ckpt: Checkpoint, *, device: str = "auto", dtype: str = "float3
         model = transformers.AutoModelForCausalLM.from_pretrained(ckpt.path, local_files_only=True)
     except ValueError as e:  # transformers' word for "no causal-LM class for this config"
         raise UserError(f"{ckpt.path} is not a causal LM that AutoModelForCausalLM can load "
-                        f"(model_type {ckpt.config.model_type!r}): {_first_line(e)}") from None
+                        f"(model_type {ckpt.config.model_type!r}): {first_line(e)}") from None
     except OSError as e:  # no weights file
-        raise UserError(f"cannot load the weights of {ckpt.path}: {_first_line(e)}") from None
+        why = first_line(e) or type(e).__name__
+        raise UserError(f"cannot load the weights of {ckpt.path}: {why}") from None
     return model.to(device=device, dtype=getattr(torch, dtype)).eval()
 
 

@@ -48,7 +48,7 @@ import ml_dtypes  # noqa: F401  (NumPy's bfloat16, which safetensors' numpy read
 import numpy as np
 from flax import nnx
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, first_line
 from spamlang.model.config import ModelConfig
 from spamlang.model.transformer import Transformer
 
@@ -221,7 +221,7 @@ def _open(file: Path):
     except UserError:
         raise
     except Exception as e:  # safetensors raises its own SafetensorError for damaged files
-        raise UserError(f"cannot read {file}: {str(e).splitlines()[0] if str(e) else e}") from None
+        raise UserError(f"cannot read {file}: {first_line(e) or type(e).__name__}") from None
 
 
 def _layout(c: ModelConfig, checkpoint: ModelConfig) -> dict[str, tuple[str, tuple, bool]]:
