@@ -92,7 +92,7 @@ def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
             "seq_len": int(rows_NxL.shape[1]), "num_seqs": int(rows_NxL.shape[0]),
             "input": source, "torch_device": torch_device, "torch_dtype": dtype,
             "head_check": states.head_check}
-    diag["seconds"] = {"load": round(loaded - start, 3), "torch_forward": round(forward - loaded, 3),
-                       **diag["seconds"]}
+    diag["seconds"] = {"load": round(loaded - start, 3),
+                       "torch_forward": round(forward - loaded, 3), **diag["seconds"]}
     return {**meta, **diag, "wall_seconds": round(time.perf_counter() - start, 3),
             "peak_rss_mib": peak_rss_mib(), "peak_rss_torch_mib": torch_peak}
