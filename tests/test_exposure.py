@@ -28,8 +28,8 @@ def test_a_sequence_counts_each_input_id_once():
     assert sequence_counts(tokens_BxL, 5).tolist() == [1, 1, 2, 1, 0]
     assert seen_rows(tokens_BxL, jnp.array([1, 1, 2, 0, 0])).tolist() == [False, False, True]
     stats = summary(np.array([0, 2, 4, 6]), training_sequences=12)
-    assert stats == {"sequences_per_symbol": 3.0, "exposure_min": 0, "exposure_median": 3.0,
-                     "exposure_max": 6, "unseen_fraction": 0.25}
+    assert stats == {"updates_per_symbol": 3.0, "sequences_per_symbol": 3.0, "exposure_min": 0,
+                     "exposure_median": 3.0, "exposure_max": 6, "unseen_fraction": 0.25}
 
 
 def host_recount(config: TrainConfig, steps: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def test_counts_equal_a_host_recount_across_a_resume(tmp_path):
     assert result["exposure_max"] == expected.max()
     assert result["exposure_min"] == expected.min()
     assert result["unseen_fraction"] == pytest.approx(np.mean(expected == 0))
-    assert result["sequences_per_symbol"] == 15 * 4 / 48
+    assert result["updates_per_symbol"] == result["sequences_per_symbol"] == 15 * 4 / 48
 
 
 def _model(vocab_size: int) -> nnx.Module:

@@ -278,3 +278,17 @@ def test_micro_batched_step_equals_whole_batch(prog):
     _, c = _run(prog, _init(prog), 5, keep)
     for x, y in zip(jax.tree.leaves(c), jax.tree.leaves(a)):
         assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+
+
+def test_eval_batch_size_changes_no_metric(prog):
+    """The eval sums per sequence and divides once: batches of 24 (one), 16 (the training
+    batch, plus a remainder of 8) and 5 (four batches and a remainder) give the same numbers."""
+    state, _ = _run(prog, _init(prog), 20)
+    [ref] = prog.evaluate(state)
+    assert prog.config.eval_batch == 24  # auto: max(B, 256), at most the eval set
+    for size in (16, 5):
+        other = Program(prog.config.replace(eval_batch_size=size))
+        assert other.config.eval_batch == size
+        [got] = other.evaluate(state)
+        for k in ("eval_loss", "eval_accuracy", "repetition_accuracy", "eval_loss_seen"):
+            assert got[k] == pytest.approx(ref[k], rel=1e-5), k

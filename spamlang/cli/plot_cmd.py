@@ -10,10 +10,10 @@ from spamlang.errors import UserError
 _AXES_HELP = (
     "Any column of results.csv can be an axis or a --where key: settings (vocab_size, lr, "
     "tie_embeddings, head, seed, seq_len, d_model, language, extra sweep axes, any config.json "
-    "field) and outcomes (final_eval_loss, sequences_per_symbol, kernel_fraction, ...). "
+    "field) and outcomes (final_eval_loss, updates_per_symbol, kernel_fraction, ...). "
     "Numeric values sort numerically. Runs that differ only in seed are averaged: the mean is "
     "drawn with the min-max range. Without --rows, every other setting that varies gets its own "
-    "row of panels, unless the axes already fix it (seq_len, when x is sequences_per_symbol "
+    "row of panels, unless the axes already fix it (batch_size, when x is updates_per_symbol "
     "and lines are V); "
     "'none' switches an axis off."
 )
@@ -151,11 +151,11 @@ def register(subparsers) -> None:
                     "varies and is not an axis) each point is the best LR's value (lowest; "
                     "highest for metrics named *accuracy*), seeds averaged first; a hollow marker "
                     "says that LR is at the edge of the grid. Example, the coverage figure: "
-                    "spamlang plot lines runs/coverage -o cov.png --x sequences_per_symbol "
+                    "spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol "
                     "--y final_eval_loss --color vocab_size --cols tie_embeddings. " + _AXES_HELP)
     common(lines)
     lines.add_argument("--x", required=True, metavar="COL",
-                       help="numeric column along the horizontal axis, e.g. sequences_per_symbol, "
+                       help="numeric column along the horizontal axis, e.g. updates_per_symbol, "
                             "seq_len, d_model, kernel_fraction")
     lines.add_argument("--y", required=True, metavar="COL",
                        help="numeric outcome along the vertical axis, e.g. final_eval_loss")

@@ -86,9 +86,9 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
 def _known_names(field: str) -> str | None:
     """The values a name-valued field takes, from their registries; None for other fields."""
     if field == "preset":
-        from spamlang.model.config import PRESETS
+        from spamlang.model.config import preset_names
 
-        return ", ".join(PRESETS)
+        return preset_names()
     if field == "language":
         from spamlang import languages
 

@@ -2,12 +2,28 @@
 
 The config is pure Python (no JAX import), so the CLI and the sweep code can build and
 validate one cheaply.
+
+Width family. `<base>-w<D>` (base `tiny`, `small` or `medium`; e.g. `tiny-w64`) is the base
+preset at d_model = D with everything else scaled by one rule (`preset_fields`): head_dim kept
+(n_heads = D / head_dim), the base's query-per-KV-head ratio kept, d_ff = D x (base d_ff / base
+d_model) (4 D for all three), init_std = 1 / sqrt(D), and n_layers, max_seq_len, rope_theta and
+norm_eps kept. Why: a plain `d_model` override keeps the base's init std, d_ff and head count,
+so it also moves the embedding norm (a row of D normals of std s has norm about s sqrt(D):
+tiny's 0.25 gives 1.0, 1.41, 2.0 at D = 16, 32, 64), shrinks the MLP relative to D and widens
+every head. With the rule only the width moves: the expected embedding row norm stays 1 (every
+base already uses 1 / sqrt(its D)), the MLP stays 4 D and a head stays head_dim wide. D must be
+a multiple of head_dim x (query heads per KV head): 16 for tiny, 32 for small, 64 for medium;
+`<base>-w<base D>` is the base itself. The paper's `smollm2-106m` has no family: its d_ff ratio
+(8/3) and 3 query heads per KV head would allow only every third multiple of 64, and it is a
+fixed shape to reproduce, not an axis.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from fractions import Fraction
 from typing import Any
 
 from spamlang.errors import UserError
@@ -22,6 +38,10 @@ KERNELS = ("xla", "cpu")
 
 # Architecture presets. vocab_size, tie_embeddings, head, residual and kernels are run
 # parameters, not part of a preset; vocab_size has no default and must be passed to `preset`.
+# These are the base presets; look names up with `preset_fields`, which also derives the width
+# family `<base>-w<D>` of WIDTH_BASES (module docstring): d_model D, head_dim kept, KV ratio kept,
+# d_ff 4 D, init_std 1/sqrt(D), the rest kept, so that a width axis moves only the width (not
+# the embedding norm, the MLP ratio or the head width).
 PRESETS: dict[str, dict[str, Any]] = {
     # The smallest thing that is still a Transformer: unit tests and CLI smoke runs.
     "tiny": dict(d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64,
@@ -37,6 +57,72 @@ PRESETS: dict[str, dict[str, Any]] = {
                          norm_eps=1e-5, rope_theta=100_000.0, max_seq_len=8192,
                          init_std=1 / math.sqrt(576)),
 }
+
+# Bases of the width family `<base>-w<D>`; smollm2-106m has none (module docstring).
+WIDTH_BASES = ("tiny", "small", "medium")
+# The base takes the last "-w", so that a malformed width ("tiny-w-16") reads as one.
+_WIDTH_NAME = re.compile(r"^(?P<base>.+)-w(?P<width>.*)$")
+
+
+def preset_names() -> str:
+    """The known preset names in words, for help texts and error messages."""
+    steps = ", ".join(str(_width_step(base)) for base in WIDTH_BASES)
+    return (f"{', '.join(PRESETS)}, and <base>-w<D> for base {', '.join(WIDTH_BASES)} "
+            f"(the width family; D a multiple of {steps} respectively)")
+
+
+def preset_fields(name: str) -> dict[str, Any]:
+    """The ModelConfig fields of preset `name`: a base preset as it is, or a width family member.
+
+    Every lookup of a preset by name goes through here, so a name that works in one place
+    (`--preset`, a sweep axis, results.csv) works in all of them.
+    """
+    if isinstance(name, str) and name in PRESETS:
+        return dict(PRESETS[name])
+    match = _WIDTH_NAME.match(name) if isinstance(name, str) else None
+    if match is None or match["base"] not in PRESETS:
+        raise UserError(f"unknown model preset {name!r}; known presets: {preset_names()}")
+    base, width = match["base"], match["width"]
+    if base not in WIDTH_BASES:
+        raise UserError(f"preset {name!r}: {base} has no width family (a fixed shape); "
+                        f"width families: {', '.join(f'{b}-w<D>' for b in WIDTH_BASES)}")
+    if not re.fullmatch(r"[1-9][0-9]*", width):
+        raise UserError(f"preset {name!r}: the width after '-w' must be a positive integer "
+                        f"like 64; {_valid_widths(base)}")
+    return width_fields(base, int(width))
+
+
+def width_fields(base: str, d_model: int) -> dict[str, Any]:
+    """Preset `base` at width `d_model`, by the width-family rule (module docstring)."""
+    fields = dict(PRESETS[base])
+    head_dim = fields["d_model"] // fields["n_heads"]
+    kv_ratio = Fraction(fields["n_kv_heads"], fields["n_heads"])  # KV heads per query head
+    name = f"{base}-w{d_model}"
+    if d_model < 1 or d_model % head_dim:
+        raise UserError(f"preset {name!r}: D={d_model} is not a positive multiple of {base}'s "
+                        f"head_dim {head_dim}; {_valid_widths(base)}")
+    n_heads = d_model // head_dim
+    if n_heads % kv_ratio.denominator:
+        raise UserError(f"preset {name!r}: {n_heads} heads cannot keep {base}'s "
+                        f"{kv_ratio.denominator} query heads per KV head; {_valid_widths(base)}")
+    d_ff = Fraction(d_model * fields["d_ff"], fields["d_model"])
+    if d_ff.denominator != 1:  # no base has such a ratio today; never round it silently
+        raise UserError(f"preset {name!r}: d_ff = {d_ff} is not an integer")
+    fields.update(d_model=d_model, n_heads=n_heads, n_kv_heads=int(n_heads * kv_ratio),
+                  d_ff=int(d_ff), init_std=1 / math.sqrt(d_model))
+    return fields
+
+
+def _width_step(base: str) -> int:
+    """The smallest width of `base`'s family: head_dim x query heads per KV head."""
+    fields = PRESETS[base]
+    ratio = Fraction(fields["n_kv_heads"], fields["n_heads"])
+    return fields["d_model"] // fields["n_heads"] * ratio.denominator
+
+
+def _valid_widths(base: str) -> str:
+    step = _width_step(base)
+    return f"{base}-w<D> takes D = {step}, {2 * step}, {3 * step}, ... (multiples of {step})"
 
 
 def parse_head(head: str) -> tuple[str, int]:
@@ -143,13 +229,13 @@ class ModelConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "ModelConfig":
-        """The preset `name` with `overrides` applied; `vocab_size` is required."""
-        if name not in PRESETS:
-            raise UserError(f"unknown model preset {name!r}; known presets: {', '.join(PRESETS)}")
+        """The preset `name` (a base preset or `<base>-w<D>`, `preset_fields`) with `overrides`
+        applied; `vocab_size` is required."""
+        fields = preset_fields(name)
         _check_fields(overrides)
         if "vocab_size" not in overrides:
             raise UserError(f"preset {name!r} needs vocab_size (it is a run parameter)")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls(**{**fields, **overrides})
 
 
 def _check_fields(values: dict) -> None:

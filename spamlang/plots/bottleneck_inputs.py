@@ -112,9 +112,12 @@ def standalone_point(out_dir: str | Path) -> dict:
 def effective_rank(config: dict) -> int:
     """The head's rank D from a run's config.json: d_model (preset or override), or r for
     lowrank:r when r < d_model."""
-    from spamlang.model import PRESETS
+    from spamlang.model.config import preset_fields
 
-    preset = PRESETS.get(config.get("preset", ""), {})
+    try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
+        preset = preset_fields(config.get("preset", ""))
+    except UserError:  # unknown here: only a d_model override can tell
+        preset = {}
     d_model = int((config.get("model_overrides") or {}).get("d_model", preset.get("d_model", 0)))
     if not d_model:
         raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")

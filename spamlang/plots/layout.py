@@ -8,8 +8,8 @@ and the figure says which settings were pooled.
 
 Panel rows: a figure given no `rows` gets one row per combination of the settings that still
 vary and that the figure's columns do not already determine. "Determine" matters when an axis
-is an outcome: sequences_per_symbol follows from the token budget, seq_len and V, so a sweep
-over seq_len drawn against sequences_per_symbol, one line per V, keeps every length on its
+is an outcome: updates_per_symbol follows from the batch, the steps and V, so a sweep
+over batch_size drawn against updates_per_symbol, one line per V, keeps every batch on its
 line instead of giving each length a row of panels. A setting that varies independently
 (head, language, d_model, ...) still gets rows, so different experiments are never averaged
 silently.

@@ -3,7 +3,7 @@
 The coverage figure is one of these: the best-LR final eval loss against sequences per symbol,
 one line per V, one panel per tying setting:
 
-    spamlang plot lines runs/coverage -o cov.png --x sequences_per_symbol --y final_eval_loss \\
+    spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol --y final_eval_loss \\
         --color vocab_size --cols tie_embeddings
 
 and so is a scatter of one outcome against another (`--x kernel_fraction --points`).

@@ -63,9 +63,9 @@ def _run_tokens(config: Any) -> int:
 
 
 def _per_symbol(config: Any) -> str:
-    """Training sequences per vocabulary id (SpamLang: how often each symbol is seen)."""
+    """Updates per symbol, B x steps / V (SpamLang: how often each symbol is trained on)."""
     try:
-        return f"{config.steps * config.batch_size / config.vocab_size:.1f}"
+        return f"{config.updates_per_symbol:.1f}"
     except (AttributeError, TypeError, ZeroDivisionError):
         return "?"
 
@@ -106,7 +106,7 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) ->
     points = [p for g in mine for p in g]
     width = max((len(run_id) for run_id, _ in points), default=6)
     print(f"{'run id':<{width}}  {'status':<7}  {'group':>5}  {'steps':>8}  {'tokens':>13}  "
-          f"{'seq/symbol':>10}")
+          f"{'upd/symbol':>10}")
     for k, group in enumerate(mine):
         for run_id, config in group:
             steps = getattr(config, "steps", "?")

@@ -27,7 +27,7 @@ RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "op
                   "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
                   "tokens", "tokens_per_s", "wall_seconds",
                   # coverage: how often training showed each id (spamlang.train.exposure)
-                  "sequences_per_symbol", "exposure_min", "exposure_median", "exposure_max",
+                  "updates_per_symbol", "sequences_per_symbol", "exposure_min", "exposure_median", "exposure_max",
                   "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
                   "repetition_accuracy_seen", "repetition_accuracy_unseen",
                   "eval_seen_sequences", "eval_unseen_sequences",
@@ -59,10 +59,14 @@ def _model_value(config: dict, name: str) -> Any:
     overrides = config.get("model_overrides") or {}
     if name in overrides:
         return overrides[name]
-    from spamlang.model.config import PRESETS, ModelConfig
+    from spamlang.errors import UserError
+    from spamlang.model.config import ModelConfig, preset_fields
     import dataclasses
 
-    preset = PRESETS.get(config.get("preset"), {})
+    try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
+        preset = preset_fields(config.get("preset"))
+    except UserError:  # a preset this version does not know: fall back to the defaults
+        preset = {}
     if name in preset:
         return preset[name]
     defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
@@ -115,6 +119,8 @@ def gather(out_dir: str | Path) -> list[dict]:
         row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
         row.update({c: _setting(config, c) for c in extras})
         row.update({c: result.get(c) for c in RESULT_COLUMNS})
+        if row["updates_per_symbol"] is None:  # a run written before the column had its name
+            row["updates_per_symbol"] = row["sequences_per_symbol"]
         rows.append(row)
     return rows
 

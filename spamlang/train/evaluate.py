@@ -56,8 +56,8 @@ _SUMS = ("nll_seen", "nll_unseen", "hits", "rep_seen", "rep_unseen", "n_seen")
 def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size, mesh):
     """A pure function `(model, exposure_V) -> {metric: device scalar}` (see the module doc).
 
-    The set is processed in micro-batches of `batch_size` sequences (the training batch, so
-    peak memory stays that of a training step) inside a `lax.map`; a last partial batch is
+    The set is processed in batches of `batch_size` sequences (`TrainConfig.eval_batch`: no
+    gradients are kept, so it may exceed the training batch) inside a `lax.map`; a last partial batch is
     handled separately with its own static shape. Everything is summed per sequence and
     divided once at the end, so the seen and unseen subsets are exact whatever the batching.
     """

@@ -54,8 +54,14 @@ def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:
 def summary(exposure_V, training_sequences: int) -> dict[str, float]:
     """The coverage fields of result.json from one member's counts (host side)."""
     counts = np.asarray(exposure_V)
+    per_symbol = training_sequences / counts.size
     return {
-        "sequences_per_symbol": training_sequences / counts.size,
+        # B x steps / V: the training rows that show an average symbol. With RoPE a SpamLang
+        # row is one update of its symbol whatever its length, so this, not tokens per symbol,
+        # is the coverage axis. `sequences_per_symbol` is the same number under its old name,
+        # kept so that readers of earlier results.csv files go on working.
+        "updates_per_symbol": per_symbol,
+        "sequences_per_symbol": per_symbol,
         "exposure_min": int(counts.min()),
         "exposure_median": float(np.median(counts)),
         "exposure_max": int(counts.max()),

@@ -219,7 +219,7 @@ class Program:
         step = make_member_step(config, self.graphdef, self.rest, self.lang, mesh, self.tx,
                                 self.schedule, self.n_micro, count_exposure)
         eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
-                                  config.batch_size, config.loss_chunk or None, mesh)
+                                  config.eval_batch, config.loss_chunk or None, mesh)
         self._member_eval = lambda member: eval_model(
             nnx.merge(self.graphdef, member["params"], self.rest), member["exposure"])
         # One member at a time: compiled once per program, not once per group size.
