@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from spamlang.sweep.results import RESULT_COLUMNS
-from spamlang.sweep.spec import fields_of, format_number
+from spamlang.sweep.spec import config_field, fields_of, format_number
 
 MIN_GRID = 3  # with two LRs every best one is at an edge; nothing to warn about
+# A cell whose best LR ends within this many nats of the loss floor is solved: every LR that
+# reaches the floor is optimal, so where the best sits in the grid says nothing.
+SOLVED = 0.01
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,15 @@ class BestLR:
     lr: float  # the LR with the best seed-averaged metric
     grid: tuple[float, ...]  # the group's LRs, ascending (diverged runs count too)
     value: float  # that LR's mean metric over seeds
+    low: float = math.nan  # that LR's smallest value over seeds
+    high: float = math.nan  # and its largest: the seed spread is high - low
+    seeds: int = 1  # finite, non-diverged runs behind `value`
+    above_floor: float = math.nan  # `value` minus the runs' optimal_loss (loss metrics only)
+
+    @property
+    def solved(self) -> bool:
+        """The best LR reached the floor (within SOLVED): any LR that does is as good."""
+        return self.above_floor <= SOLVED
 
     @property
     def edge(self) -> str | None:
@@ -67,15 +79,8 @@ def swept_values(points: list[tuple[str, Any]], axes: Iterable[str]) -> dict[str
     out = {}
     for run_id, config in points:
         data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
-        out[run_id] = {f: _config_field(data, f) for f in fields}
+        out[run_id] = {f: config_field(data, f) for f in fields}
     return out
-
-
-def _config_field(data: dict, field: str) -> Any:
-    for prefix, key in (("param.", "language_params"), ("model.", "model_overrides")):
-        if field.startswith(prefix):
-            return (data.get(key) or {}).get(field[len(prefix):])
-    return data.get(field)
 
 
 def best_lrs(rows: list[dict], metric: str = "final_eval_loss",
@@ -84,6 +89,7 @@ def best_lrs(rows: list[dict], metric: str = "final_eval_loss",
     sharing all settings but lr and seed (with `swept`, also the swept fields of each run id);
     groups without a finite value are left out."""
     groups: dict[tuple, dict[float, list[float]]] = {}
+    floors: dict[tuple, list[float]] = {}
     for row in rows:
         lr = _finite(row.get("lr"))
         if lr is None:
@@ -95,12 +101,17 @@ def best_lrs(rows: list[dict], metric: str = "final_eval_loss",
         v = _finite(row.get(metric))
         if v is not None and not row.get("diverged"):
             values.append(v)
+            floor = _finite(row.get("optimal_loss"))
+            if floor is not None and "loss" in metric:
+                floors.setdefault(key, []).append(0.0 if metric == "loss_above_floor" else floor)
     best = []
     for key, by_lr in groups.items():
         means = {lr: statistics.fmean(vs) for lr, vs in by_lr.items() if vs}
         if means:
             lr = min(means, key=lambda x: (means[x], x))
-            best.append(BestLR(key, lr, tuple(sorted(by_lr)), means[lr]))
+            floor = statistics.fmean(floors[key]) if key in floors else math.nan
+            best.append(BestLR(key, lr, tuple(sorted(by_lr)), means[lr], min(by_lr[lr]),
+                               max(by_lr[lr]), len(by_lr[lr]), means[lr] - floor))
     return best
 
 
@@ -118,27 +129,45 @@ def _text(v: Any) -> str:
     return format_number(v) if isinstance(v, float) else str(v)
 
 
+def labelled(best: list[BestLR]) -> list[tuple[BestLR, str]]:
+    """Each cell with a label naming the settings that differ between cells ("vocab_size=4096,
+    tie_embeddings=True"), numbers in numeric order (V = 256 before 1,024), the rest as the
+    rows come."""
+    names = dict.fromkeys(k for b in best for k, _ in b.group)
+    varying = [k for k in names if len({dict(b.group).get(k) for b in best}) > 1]
+    best = sorted(best, key=lambda b: [_order(dict(b.group).get(k)) for k in varying])
+    return [(b, ", ".join(f"{k}={_text(dict(b.group).get(k))}" for k in varying)) for b in best]
+
+
+def cell_lines(rows: list[dict], metric: str = "final_eval_loss",
+               swept: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """One line per cell (the runs sharing every setting but lr and seed): its best LR, the
+    seed-mean metric there and the seed spread (min .. max, n seeds), and where the best sits
+    in the grid, e.g. "vocab_size=4096, tie_embeddings=True: best lr 1e-1 of 1e-2 .. 3e-1,
+    final_eval_loss 5.741 (5.702 .. 5.780, 2 seeds)". A claim drawn from one seed says so."""
+    lines = []
+    for b, label in labelled(best_lrs(rows, metric, swept)):
+        spread = f"{b.low:.3f} .. {b.high:.3f}, {b.seeds} seeds" if b.seeds > 1 else "1 seed"
+        where = ("solved" if b.solved else f"at the {b.edge} LR" if b.edge else
+                 "interior" if len(b.grid) >= MIN_GRID else f"{len(b.grid)} LRs")
+        lines.append(f"{label or 'all'}: best lr {_text(b.lr)} of {_text(b.grid[0])} .. "
+                     f"{_text(b.grid[-1])} ({where}), {metric} {b.value:.3f} ({spread})")
+    return lines
+
+
 def edge_warnings(rows: list[dict], metric: str = "final_eval_loss",
                   swept: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """One line per group whose best LR is the smallest or largest of a grid of 3 or more LRs,
     e.g. "warning: best lr for vocab_size=4096, tie_embeddings=True is 3e-2, the largest in the
     grid (3e-3 .. 3e-2): the optimum may lie outside it". A group is named by the settings that
-    differ between groups; the grid is the LRs its finished runs used. `swept` (see
+    differ between groups; the grid is the LRs its finished runs used. A solved cell (its best
+    within SOLVED of the floor) gets no warning. `swept` (see
     `swept_values`) adds the sweep's own fields to the settings that define a group.
     """
-    best = best_lrs(rows, metric, swept)
-    if not best:
-        return []
-    names = dict.fromkeys(k for b in best for k, _ in b.group)
-    varying = [k for k in names if len({dict(b.group).get(k) for b in best}) > 1]
-    # Numbers in numeric order (V = 256 before 1,024), the rest as the rows come.
-    best = sorted(best, key=lambda b: [_order(dict(b.group).get(k)) for k in varying])
     lines = []
-    for b in best:
-        if b.edge is None:
+    for b, label in labelled(best_lrs(rows, metric, swept)):
+        if b.edge is None or b.solved:
             continue
-        values = dict(b.group)
-        label = ", ".join(f"{k}={_text(values.get(k))}" for k in varying)
         lines.append(f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
                      f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
                      "the optimum may lie outside it")

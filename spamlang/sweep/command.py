@@ -19,7 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe
-from spamlang.sweep.spec import Sweep, parse_shard, shard_groups
+from spamlang.sweep.bracket import DEFAULT_LIMIT
+from spamlang.sweep.spec import Sweep, check_bracket, parse_shard, shard_groups
+
+
+def _bracket_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
@@ -38,6 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
                         help="train each group of runs differing only in lr/seed as one vmapped "
                              "program (default: on accelerators; off on CPU, where a vmapped "
                              "group measured 0.6-1.0x the throughput of its runs one by one)")
+    parser.add_argument("--bracket-lr", metavar="N", type=_bracket_limit, nargs="?",
+                        const=DEFAULT_LIMIT, default=None,
+                        help="when a cell's best LR (seed-mean final eval loss) is the largest or "
+                             "smallest of its grid, train the next LR beyond it (the grid's own "
+                             "ratio, x3 for one LR) for every seed, until the best is inside the "
+                             f"grid, reaches the loss floor, or N LRs were added on that side "
+                             f"(default N: {DEFAULT_LIMIT}; 0 turns it off; without the flag: as "
+                             "the sweep says, Sweep.bracket_lr)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the points, their status and the token/FLOP budget; run nothing")
@@ -136,11 +155,17 @@ def execute(sweep: Sweep, args: argparse.Namespace) -> int:
 
     shard = parse_shard(args.shard)
     out = Path(args.out) if args.out else Path("runs") / sweep.name
+    limit = check_bracket(sweep.bracket_lr if args.bracket_lr is None else args.bracket_lr,
+                          sweep.axes)
     if args.dry_run:
-        return dry_run(sweep, out, shard, args.group_size)
+        dry_run(sweep, out, shard, args.group_size)
+        if limit:
+            print(f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "
+                  f"to {limit} LRs per side, for every seed (not listed above)")
+        return 0
     try:
         rows = run_sweep(sweep, out, shard, quiet=args.quiet, group_size=args.group_size,
-                         vmap=args.vmap)
+                         vmap=args.vmap, bracket_lr=limit)
     except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
         print(f"interrupted; rerun the same command to resume (finished runs are in "
               f"{out / 'results.csv'})", file=sys.stderr)
@@ -182,7 +207,7 @@ def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool]:
     """Load a sweep from a .py file (defining SWEEP) or a .json file; return (sweep, plots default).
 
     JSON form: {"name": str, "base": {TrainConfig JSON, missing fields take their defaults},
-    "axes": {axis: [values]}}. Any problem is a UserError naming the file, before any run.
+    "axes": {axis: [values]}, "bracket_lr": int (optional, default 0)}. Any problem is a UserError naming the file, before any run.
     """
     path = Path(path)
     if not path.is_file():
@@ -227,17 +252,18 @@ def _load_json(path: Path) -> Sweep:
         raise UserError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
-    unknown = sorted(set(data) - {"name", "base", "axes"})
+    unknown = sorted(set(data) - {"name", "base", "axes", "bracket_lr"})
     missing = sorted({"name", "axes"} - set(data))
     if unknown or missing:
         raise UserError(f"{path}: " + "; ".join(
             ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
             + ([f"missing key(s) {', '.join(missing)}"] if missing else []))
-            + " (expected name, base, axes)")
+            + " (expected name, base, axes, optionally bracket_lr)")
     base = data.get("base", {})
     if not isinstance(base, dict):
         raise UserError(f"{path}: base must be an object of TrainConfig fields")
     try:
-        return Sweep(data["name"], TrainConfig.from_json(base), data["axes"])
+        return Sweep(data["name"], TrainConfig.from_json(base), data["axes"],
+                     bracket_lr=data.get("bracket_lr", 0))
     except (ValueError, TypeError) as e:
         raise UserError(f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None

@@ -22,9 +22,10 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json
-from spamlang.sweep.best_lr import edge_warnings, swept_values
+from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
+from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.results import SWEEP_FILE, write_results
-from spamlang.sweep.spec import Sweep, check_shard, shard_groups
+from spamlang.sweep.spec import Sweep, check_bracket, check_shard, groups, shard_groups
 from spamlang.train.lock import RunDirBusy
 
 
@@ -155,7 +156,8 @@ class _LossWatcher:
 
 
 def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1), *,
-              quiet: bool = False, group_size: int = 0, vmap: bool | None = None) -> list[dict]:
+              quiet: bool = False, group_size: int = 0, vmap: bool | None = None,
+              bracket_lr: int | None = None) -> list[dict]:
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
 
     Points that differ only in lr and seed form a group, trained as one vmapped program by
@@ -170,11 +172,16 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     A run or group whose directory another process holds (another sweep on `out_dir`) is
     skipped with a line on stderr and counted in the summary; a later rerun picks it up if
     that process did not finish it.
+    `bracket_lr` (None: the sweep's own `bracket_lr`) > 0 extends the LR grid of every cell
+    whose best LR sits at an end of it, by up to that many LRs per end
+    (`spamlang.sweep.bracket`); cells that stayed at the limit are listed in the summary.
     Returns the rows of results.csv (every finished run in `out_dir`, all shards). The summary
-    ends with a warning on stderr for each group whose best LR is the smallest or largest of an
-    LR grid of 3 or more (`spamlang.sweep.best_lr.edge_warnings`).
+    gives each cell's best LR with its seed spread (`best_lr.cell_lines`) and ends with a
+    warning on stderr for each group whose best LR is the smallest or largest of an LR grid of
+    3 or more (`spamlang.sweep.best_lr.edge_warnings`).
     """
     shard = check_shard(shard)
+    limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
     my_groups = shard_groups(sweep, shard, group_size)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -194,18 +201,37 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
 
         vmap = jax.default_backend() != "cpu"
     held = 0  # runs skipped because another process is training them
+    added, at_limit = [], []  # bracketing: the points it added, the cells left at its limit
+
+    def train(todo: list) -> bool:
+        """Train `todo` (vmapped or one by one); False if another process holds a run."""
+        nonlocal done, held, total
+        total += sum(not _finished(out / run_id) for run_id, _ in todo if run_id not in known)
+        known.update(run_id for run_id, _ in todo)
+        bar.total = total
+        for part in [todo] if vmap else [[run] for run in todo]:
+            try:
+                done = _run_part(part, out, bar, done, total, quiet, train_run)
+            except RunDirBusy as e:
+                # Even when quiet: these runs are left to another process, not done here.
+                bar.write(skip_line([run_id for run_id, _ in part], e), file=sys.stderr)
+                held += len(part)
+                return False
+            write_results(out)
+        return True
+
+    known = {run_id for g in my_groups for run_id, _ in g}
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
-            for part in ([todo] if vmap else [[run] for run in todo]) if todo else []:
-                try:
-                    done = _run_part(part, out, bar, done, total, quiet, train_run)
-                except RunDirBusy as e:
-                    # Even when quiet: these runs are left to another process, not done here.
-                    bar.write(skip_line([run_id for run_id, _ in part], e), file=sys.stderr)
-                    held += len(part)
-                    continue
-                write_results(out)
+            if todo and not train(todo):
+                continue
+            if limit:
+                status, extra = _bracket(sweep, _whole_cell(sweep, group, group_size), out,
+                                         limit, train)
+                added.extend(extra)
+                if status == "limit":
+                    at_limit.append(group[0][0])
     finally:
         bar.close()
         rows = write_results(out)
@@ -217,10 +243,48 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
               + (f", best eval loss {min(best):.4f}" if best else "") + ")"
               + (f"; {held} skipped, in use by another process" if held else "")
               + f"; table: {out / 'results.csv'}")
+    swept = swept_values(sweep.points() + added, sweep.axes)
+    if not quiet and rows:
+        print("best lr per cell (seed-mean final eval loss, its min .. max over seeds):")
+        for line in cell_lines(rows, swept=swept):
+            print("  " + line)
+    if at_limit:
+        print(f"LR bracketing stopped at its limit ({limit} LRs per side) in {len(at_limit)} "
+              f"cell(s), whose optimum may lie further out: {', '.join(at_limit)}",
+              file=sys.stderr)
     # Even when quiet: a best LR at the edge of the grid questions the sweep's conclusions.
-    for line in edge_warnings(rows, swept=swept_values(sweep.points(), sweep.axes)):
+    for line in edge_warnings(rows, swept=swept):
         print(line, file=sys.stderr)
     return rows
+
+
+def _whole_cell(sweep: Sweep, group: list, group_size: int) -> list:
+    """The cell (every point sharing all but lr and seed) of `group`: a `group_size` cap may
+    have cut the cell into several groups, and bracketing needs all of it."""
+    if not group_size:
+        return group
+    first = group[0][0]
+    return next(g for g in groups(sweep, 0) if any(run_id == first for run_id, _ in g))
+
+
+def _bracket(sweep: Sweep, cell: list, out: Path, limit: int, train) -> tuple[str, list]:
+    """Bracket one cell's LR grid (`spamlang.sweep.bracket`); "busy" when another process
+    holds a run it needs, or when the cell is not finished (a capped group's other part)."""
+    if not all(_finished(out / run_id) for run_id, _ in cell):
+        return "busy", []
+
+    def train_or_stop(todo):
+        if not train(todo):
+            raise _Busy
+
+    try:
+        return bracket_cell(cell, sweep.run_id, out, limit, train_or_stop)
+    except _Busy:
+        return "busy", []
+
+
+class _Busy(Exception):
+    """Another process holds a run that bracketing wanted to train."""
 
 
 def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, train_run) -> int:

@@ -278,6 +278,9 @@ class Sweep:
     name: str  # label; also the default output directory runs/<name>
     base: Any  # the TrainConfig every point starts from
     axes: dict[str, list]  # axis name -> values, in the order the run id lists them
+    # At most this many LRs added beyond each end of a cell's LR grid while its best LR sits
+    # at that end (`spamlang.sweep.bracket`); 0: the grid as written. `--bracket-lr` overrides.
+    bracket_lr: int = 0
     _points: tuple = dataclasses.field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self):
@@ -289,6 +292,7 @@ class Sweep:
                             f"got {type(self.base).__name__}")
         axes = _check_axes(self.base, self.axes)
         object.__setattr__(self, "axes", axes)
+        check_bracket(self.bracket_lr, axes)
         points, seen = [], {}
         for combo in itertools.product(*axes.values()):
             assignment = {}
@@ -309,6 +313,14 @@ class Sweep:
             points.append((run_id, config))
         object.__setattr__(self, "_points", tuple(points))
 
+    def run_id(self, config: Any) -> str:
+        """The run id of any config that differs from the base only in axis fields (a point,
+        or a point at another LR that LR bracketing adds): the same pieces as the points'."""
+        data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
+        pieces = [id_part(name, config_field(data, name))
+                  for axis in self.axes for name in fields_of(axis)]
+        return "-".join(pieces) or "base"
+
     def points(self) -> list[tuple[str, Any]]:
         """Every (run_id, config) in cartesian order, the first axis varying slowest."""
         return list(self._points)
@@ -316,6 +328,23 @@ class Sweep:
     def to_json(self) -> dict:
         """What sweep.json holds: name, the base config's JSON and the axes."""
         return {"name": self.name, "base": self.base.to_json(), "axes": self.axes}
+
+
+def config_field(data: dict, field: str) -> Any:
+    """An axis field's value in a config's JSON (`model.*` and `param.*` read their dicts)."""
+    for prefix, key in ((_PARAM_PREFIX, "language_params"), (_MODEL_PREFIX, "model_overrides")):
+        if field.startswith(prefix):
+            return (data.get(key) or {}).get(field[len(prefix):])
+    return data.get(field)
+
+
+def check_bracket(limit: Any, axes: dict) -> int:
+    """A valid LR-bracketing limit: an integer >= 0, and an `lr` axis to extend when > 0."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise UserError(f"bracket_lr (LRs added per side) must be an integer >= 0, got {limit!r}")
+    if limit and "lr" not in [n for axis in axes for n in fields_of(axis)]:
+        raise UserError("LR bracketing needs an 'lr' axis (the runs it adds are named by it)")
+    return limit
 
 
 def group_key(config: Any) -> str:
