@@ -1,72 +1,62 @@
-"""Coverage or bottleneck? SpamLang at a fixed token budget, cut into sequences of different lengths.
+"""Coverage or bottleneck? SpamLang at V x updates per symbol, with seeds and bracketed LRs.
 
-In SpamLang a sequence carries one symbol, so at a fixed token budget T the number of
-training sequences that show a given symbol is T / (seq_len x V): a sweep over V alone
-changes the head's D / V and the coverage together. Here T and the tokens per step are
-fixed and the sequence length (with the batch, seq_len x batch = 1,024) sets the sequences
-per symbol (sps) at each V:
+In SpamLang a sequence carries one symbol, and with RoPE every position of it has the same
+hidden state (tests/test_position_invariance.py): a training row is one update of its symbol
+whatever its length. How often a symbol is trained on is B x steps / V, the updates per symbol,
+so a sweep over V alone at a fixed batch and step count changes the head's D / V and the
+coverage together. Here the steps are fixed (500) and the batch sets the updates per symbol
+(ups = 500 B / V) at each V, at L = 2 (one prediction per row, the symbol itself):
 
-  sps     V = 256        V = 1,024     V = 4,096     V = 16,384
-   ~4     L 512, B 2     L 128, B 8    L 32, B 32    L 8, B 128
-  ~16     L 128, B 8     L 32, B 32    L 8, B 128    L 2, B 512
-  ~64     L 32, B 32     L 8, B 128    L 2, B 512    (L 0.5: out of reach)
+  ups     V = 256   V = 1,024   V = 4,096   V = 16,384
+  3.9     B 2       B 8         B 32        B 128
+  15.6    B 8       B 32        B 128       B 512
+  62.5    B 32      B 128       B 512       (B 2,048: out of reach on a CPU)
 
-(3.9, 15.6 and 62.5 sequences per symbol exactly.) L = 2 is SpamLang at its shortest: one
-prediction per sequence, the symbol itself. Every cell is trained tied and untied at two
-peak LRs (1e-2 and 3e-2, around the CPU demo's best), on the `tiny` model (D = 16, 2 layers);
-a width control adds D = 32 and 64 at V = 4,096 at ~4 and ~16 sequences per symbol.
-Budget: 512,000 tokens per run, 500 steps of 1,024 tokens, AdamW with 5% warmup then cosine
-to 0.1x, the CPU demo's recipe. Every run ends with a gradient-bottleneck diagnosis of its
-final model (kernel_fraction, projected_cosine in results.csv). The sweep summary warns when
-the best LR of a cell sits at the edge of the LR grid.
+These are the runs of this sweep's earlier version, which held 1,024 tokens per step and cut
+them into sequences of 1,024 / B tokens: by the invariance, the same runs at 1/4 ... 1/512 of
+the tokens. Every cell is trained tied and untied, for 2 seeds, at peak LRs 1e-2, 3e-2 and
+1e-1, and LR bracketing (`spamlang.sweep.bracket`) adds up to 2 more LRs beyond an end of the
+grid where a cell's best sits, so that every best LR is interior or the summary says it is not.
+Model: `tiny` (D = 16, 2 layers); the width control (`coverage_width.py`) varies D alone.
+AdamW with 5% warmup then cosine to 0.1x, the CPU demo's recipe. Every run ends with a
+gradient-bottleneck diagnosis of its final model (kernel_fraction, projected_cosine in
+results.csv).
 
-Out of reach on a CPU: ~64 sequences per symbol at V = 16,384 needs sequences of half a
-token at this budget, or 4x the budget at L = 2 (about 2M tokens, ~4 minutes per run on two
-cores, where this whole sweep must fit in 15 minutes).
+What else moves along an axis: at equal updates per symbol a larger V trains with a larger
+batch (B = 2 ... 512), so its gradient is less noisy per step and each symbol returns every
+V / B = 128 steps in every cell; along the updates axis at one V, the batch (and with it the
+gradient noise) grows with the updates. Whether B and the step count trade one for one is not
+tested here.
 
 Read it with
-  spamlang plot lines runs/coverage -o coverage.png --x sequences_per_symbol \\
-      --y final_eval_loss --color vocab_size --cols tie_embeddings --where d_model=16
+  spamlang plot lines runs/coverage -o coverage.png --x updates_per_symbol \\
+      --y final_eval_loss --color vocab_size --cols tie_embeddings
 If the lines collapse onto one, coverage explains the failure; if they fan out by V at equal
-coverage, the bottleneck does. results.csv also holds eval_loss_seen / eval_loss_unseen:
-a model that learned to copy repeats symbols it never trained on.
+coverage, the bottleneck (or something else that moves with V, above) does.
+results.csv also holds eval_loss_seen / eval_loss_unseen: a model that learned to copy
+repeats symbols it never trained on.
 
-Measured (`time python sweeps/coverage.py` on the project's 2-core Xeon, nothing else
-running): 21 min 33 s wall, 1.5 GB peak RSS, over the 15-minute aim. Per part, summed from
-the runs' wall_seconds: V = 256 3.7 min, V = 1,024 3.1 min, V = 4,096 4.1 min, V = 16,384
-4.2 min, the width control 6.2 min. Best-LR final eval loss, tied / untied:
-  sequences per symbol   V = 256      V = 1,024    V = 4,096    V = 16,384
-   3.9                   3.61 / 4.27  4.90 / 5.70  5.82 / 7.12  6.82 / 8.12
-  15.6                   0.13 / 1.21  0.50 / 1.37  0.73 / 1.73  1.01 / 2.32
-  62.5                   0.00 / 0.00  0.00 / 0.00  0.00 / 0.00  -
-  width control, V = 4,096: D = 32 4.88 / 6.19 (3.9), 0.00 / 0.12 (15.6);
-                            D = 64 2.95 / 4.58 (3.9), 0.00 / 0.01 (15.6).
-What it means is in the README section "What drives the failure".
-
-Run: python sweeps/coverage.py [--out DIR] [--shard i/n] [--dry-run]
+Run: python sweeps/coverage.py [--out DIR] [--shard i/n] [--dry-run] [--vmap]
 """
 
 import spamlang.sweep
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
-TOKENS = 512_000
-TOKENS_PER_STEP = 1_024
-STEPS = TOKENS // TOKENS_PER_STEP
+STEPS = 500
+SEQ_LEN = 2
 
 
-def cut(vocab_size: int, seq_len: int, d_model: int = 16) -> list[int]:
-    """(d_model, V, L, B) of one cell: the batch that keeps TOKENS_PER_STEP tokens per step."""
-    return [d_model, vocab_size, seq_len, TOKENS_PER_STEP // seq_len]
+def cell(vocab_size: int, batch_size: int) -> list[int]:
+    """(V, B, tokens) of one cell: STEPS steps of B rows of SEQ_LEN tokens."""
+    return [vocab_size, batch_size, STEPS * batch_size * SEQ_LEN]
 
 
 CELLS = [
-    cut(256, 512), cut(256, 128), cut(256, 32),
-    cut(1024, 128), cut(1024, 32), cut(1024, 8),
-    cut(4096, 32), cut(4096, 8), cut(4096, 2),
-    cut(16384, 8), cut(16384, 2),
-    # the width control: V = 4,096 at ~4 and ~16 sequences per symbol
-    cut(4096, 32, 32), cut(4096, 8, 32), cut(4096, 32, 64), cut(4096, 8, 64),
+    cell(256, 2), cell(256, 8), cell(256, 32),
+    cell(1024, 8), cell(1024, 32), cell(1024, 128),
+    cell(4096, 32), cell(4096, 128), cell(4096, 512),
+    cell(16384, 128), cell(16384, 512),
 ]
 
 SWEEP = Sweep(
@@ -74,12 +64,13 @@ SWEEP = Sweep(
     base=TrainConfig(
         preset="tiny",
         language="spam",
-        tokens=TOKENS,
+        seq_len=SEQ_LEN,
+        tokens=STEPS * 32 * SEQ_LEN,  # each cell sets its own
         schedule="cosine",
         warmup_frac=0.05,
         final_lr_ratio=0.1,
         log_every=25,
-        eval_sequences=256,
+        eval_sequences=2048,
         # D = 16 makes the head memory-bound: chunks of 64 tokens (64 x 16,384 logits, 4 MiB)
         # stay in cache and measured 1.5x faster per step than the default 256 at V = 16,384.
         loss_chunk=64,
@@ -87,10 +78,12 @@ SWEEP = Sweep(
         checkpoint_every=STEPS,
     ),
     axes={
-        "model.d_model,vocab_size,seq_len,batch_size": CELLS,
+        "vocab_size,batch_size,tokens": CELLS,
         "tie_embeddings": [True, False],
-        "lr": [1e-2, 3e-2],
+        "lr": [1e-2, 3e-2, 1e-1],
+        "seed": [0, 1],
     },
+    bracket_lr=2,
 )
 
 if __name__ == "__main__":

@@ -12,15 +12,27 @@ available): sequence length 256 and batch 64 (16,384 tokens per step, 2,500 step
 (0.9, 0.95, eps 1e-8, weight decay 0.1), 5% linear warmup then cosine decay to 0.1 x the peak,
 gradient clipping at 1.0 (TrainConfig's documented defaults), bfloat16 matmuls with float32
 parameters, softmax and loss. A sequence is one uniform symbol repeated 256 times, so the
-160,000 training sequences give each symbol, on average,
+160,000 training sequences give each symbol, on average, B x steps / V updates:
   V =                      1,024   2,048  4,096  8,192  16,384  32,768  65,536  131,072
-  sequences per symbol       156      78     39   19.5     9.8     4.9     2.4      1.2
+  updates per symbol         156      78     39   19.5     9.8     4.9     2.4      1.2
   tokens per symbol       40,000  20,000 10,000  5,000   2,500   1,250     625      313
 The paper holds tokens per symbol near 300 ("roughly 300 times" at V = 131,072), which is
 1.2 sequences here: ~30% of the symbols (e^-1.22) never appear in training at all, so a
 large-V failure in this grid mixes the bottleneck with unseen symbols. results.csv reports
-both (sequences_per_symbol, unseen_fraction, eval_loss_seen / eval_loss_unseen), and
-paper_fig5_coverage.py runs the same grid at 16 sequences per symbol for every V. The loss is computed in chunks of 4,096
+both (updates_per_symbol, unseen_fraction, eval_loss_seen / eval_loss_unseen), and
+paper_fig5_coverage.py runs the same grid at 16 updates per symbol for every V.
+
+Tokens per symbol is not the quantity that matters. With RoPE a SpamLang sequence has the same
+hidden state at every position, and the loss averages over positions, so a sequence of 256
+tokens is one update of its symbol, like a sequence of 2: the run's result is fixed by V, the
+model, B, the steps, the LR schedule and the seed (tests/test_position_invariance.py). The
+switch `--seq-len 2` runs the equivalent grid (paper_fig5-L2: L = 2, the same batch of 64 and
+2,500 steps, 320,000 tokens per run) at 641 ... 1,090 MFLOP/token (V = 1,024 ... 131,072) and
+1.92e16 FLOP for the grid, 1/137 of the 2.63e18 below. Wall time falls less than FLOPs: a
+step of 128 tokens does not fill an accelerator (vmapped LR groups help). Figure 4's curves and
+Table 1's samples work the same (`spamlang sample` draws 32 tokens from an L = 2 model).
+
+The loss is computed in chunks of 4,096
 tokens so that the logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member)
 never exist for the whole batch at once. The five learning rates of one (V, tying) cell form
 one vmapped program (on accelerators, up to --group-size members; see Memory below).
@@ -48,7 +60,11 @@ for the group on 8 devices). Three real steps of one member at batch 8 on a 2-co
 7.3 GiB peak RSS. Measured by `python benchmarks/paper_shape.py --part all` (7.3 minutes on
 2 cores). Not for CPUs: one run is ~2.6e16 FLOP.
 
-Run: python sweeps/paper_fig5.py [--out DIR] [--shard i/n] [--plots]
+Evaluation: 2,048 fixed sequences (the standard error of a mean loss stays near log V / 45
+even for a model that fails), every 500 steps; at L = 256 it decodes 255 tokens per sequence
+greedily, which the FLOP count above leaves out.
+
+Run: python sweeps/paper_fig5.py [--out DIR] [--shard i/n] [--plots] [--seq-len 2]
   e.g. a SLURM array of 16 tasks (one per (V, tying) cell), each on one 80 GB accelerator:
   python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --group-size 1 --out runs/paper_fig5
 """
@@ -69,8 +85,8 @@ SWEEP = Sweep(
         dtype="bfloat16",
         loss_chunk=4_096,
         log_every=25,
-        eval_every=250,
-        eval_sequences=512,
+        eval_every=500,
+        eval_sequences=2048,
         checkpoint_every=500,
     ),
     axes={

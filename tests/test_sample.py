@@ -189,6 +189,12 @@ def test_length_beyond_training_warns_and_beyond_the_model_is_refused():
         check_length(20, 16, 2048)
     with pytest.raises(UserError, match="length 2049 exceeds the model's max_seq_len 2048"):
         check_length(2049, 16, 2048)
+    # SpamLang is position-invariant: a long sample of an L = 2 run is no extrapolation.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_length(64, 2, 2048, invariant=True)
+    with pytest.raises(UserError, match="max_seq_len"):
+        check_length(2049, 2, 2048, invariant=True)
 
 
 def test_cli_subprocess_missing_run(tmp_path):

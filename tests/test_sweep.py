@@ -208,16 +208,16 @@ def test_malformed_sweep_files_exit_2_before_any_run(tmp_path, capsys, filename)
 def test_valid_sweep_files_load_from_json_and_python(tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(
         {"name": "j", "base": {"preset": "tiny", "seq_len": 16}, "axes": {"vocab_size": [16, 32]}}))
-    sweep, plots = sweep_mod.load_sweep_file(tmp_path / "s.json")
+    sweep, plots, _ = sweep_mod.load_sweep_file(tmp_path / "s.json")
     assert sweep == Sweep("j", TrainConfig(preset="tiny", seq_len=16), {"vocab_size": [16, 32]})
     assert plots is False
     (tmp_path / "s.py").write_text("from spamlang.sweep import Sweep\n"
                                    "from spamlang.train.config import TrainConfig\n"
                                    "PLOTS = True\nSWEEP = Sweep('p', TrainConfig(), {'lr': [1e-3]})\n")
-    sweep, plots = sweep_mod.load_sweep_file(tmp_path / "s.py")
+    sweep, plots, _ = sweep_mod.load_sweep_file(tmp_path / "s.py")
     assert [r for r, _ in sweep.points()] == ["lr1e-3"] and plots is True
     for script in ("cpu_demo", "paper_fig5", "heads", "languages"):  # the shipped sweeps load
-        sweep, _ = sweep_mod.load_sweep_file(REPO / "sweeps" / f"{script}.py")
+        sweep, _, _ = sweep_mod.load_sweep_file(REPO / "sweeps" / f"{script}.py")
         assert sweep.name == script and len(sweep.points()) >= 10
 
 
@@ -353,16 +353,17 @@ def test_sigkilled_sweep_resumes_with_every_run_once(killed_and_resumed):
 
 
 def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path, monkeypatch):
-    """On CPU the default (auto) trains a group's members one by one; each equals its member
-    of the vmapped group that --vmap trained."""
+    """--no-vmap trains a group's members one by one; each equals its member of the vmapped
+    group that --vmap trained."""
     out, _ = killed_and_resumed
     from spamlang.train import run as train_run
 
     def no_group(*args, **kwargs):
-        raise AssertionError("auto must not vmap on CPU")
+        raise AssertionError("vmap=False must not vmap")
 
     monkeypatch.setattr(train_run, "run_group", no_group)
-    rows = run_sweep(Sweep("seq", TINY, {"lr": [3e-3, 1e-2]}), tmp_path, quiet=True)
+    rows = run_sweep(Sweep("seq", TINY, {"lr": [3e-3, 1e-2]}), tmp_path, quiet=True,
+                     vmap=False)
     grouped = {r["run_id"]: r for r in gather(out)}
     assert sorted(r["run_id"] for r in rows) == sorted(grouped) == ["lr1e-2", "lr3e-3"]
     for sequential in rows:
@@ -378,3 +379,28 @@ def test_plots_flag_writes_figures_for_a_finished_sweep(killed_and_resumed, tmp_
                                   "--figures", str(tmp_path / "figs")]) == 0
     for name in ("heatmap.png", "curves.png"):
         assert (tmp_path / "figs" / name).stat().st_size > 1000
+
+
+@pytest.mark.parametrize("seq_len, grouped", [(16, True), (64, False)])
+def test_auto_vmap_on_cpu_only_for_small_steps(seq_len, grouped, tmp_path, monkeypatch):
+    """auto (vmap=None) on CPU: a group of 8 x 16 = 128-token steps trains as one vmapped
+    program, one of 8 x 64 = 512-token steps member by member (CPU_VMAP_TOKENS = 256)."""
+    from spamlang.train import run as train_run
+
+    calls = []
+
+    def fake(configs, out_dirs, **kw):
+        calls.append(len(configs))
+        results = []
+        for config, out_dir in zip(configs, out_dirs):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "config.json").write_text(json.dumps(config.to_json()))
+            (out_dir / "result.json").write_text(json.dumps({"final_eval_loss": 1.0}))
+            results.append({"final_eval_loss": 1.0})
+        return results
+
+    monkeypatch.setattr(train_run, "run_group", fake)
+    monkeypatch.setattr(train_run, "run_training", lambda c, d, **kw: fake([c], [d])[0])
+    base = TINY.replace(seq_len=seq_len, tokens=20 * 8 * seq_len)
+    run_sweep(Sweep("auto", base, {"lr": [3e-3, 1e-2, 3e-2]}), tmp_path, quiet=True)
+    assert calls == ([3] if grouped else [1, 1, 1])

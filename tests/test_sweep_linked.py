@@ -31,7 +31,7 @@ def test_a_linked_axis_in_a_json_sweep_file(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"name": "s", "base": BASE.to_json(),
                                 "axes": {"vocab_size,model.d_model": [[128, 16], [128, 32]]}}))
-    sweep, _ = load_sweep_file(path)
+    sweep, _, _ = load_sweep_file(path)
     assert [rid for rid, _ in sweep.points()] == ["V128-D16", "V128-D32"]
     (tmp_path / "sweep.json").write_text(json.dumps(sweep.to_json()))
     assert extra_axes(tmp_path) == []  # vocab_size and d_model are standard columns

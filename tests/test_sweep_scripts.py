@@ -11,8 +11,9 @@ from spamlang.cli import main as cli_main
 SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 
 # Points per script, from the grids their docstrings describe.
-EXPECTED_RUNS = {"cpu_demo": 24, "paper_fig5": 80, "heads": 18, "languages": 48, "bottleneck": 24,
-                 "coverage": 60, "paper_fig5_coverage": 80}
+# LR bracketing may add runs to cpu_demo, coverage and coverage_width; the dry run lists the grid.
+EXPECTED_RUNS = {"cpu_demo": 48, "paper_fig5": 80, "heads": 18, "languages": 48, "bottleneck": 24,
+                 "coverage": 132, "coverage_width": 72, "paper_fig5_coverage": 80}
 
 
 def test_every_sweep_script_is_covered():
@@ -23,7 +24,7 @@ def test_every_sweep_script_is_covered():
 def test_sweep_script_dry_run(script, tmp_path, capsys):
     out = tmp_path / "out"
     assert cli_main(["sweep", str(script), "--out", str(out), "--dry-run"]) == 0
-    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    summary = [line for line in capsys.readouterr().out.splitlines() if " runs in " in line][-1]
     assert summary.startswith(f"{EXPECTED_RUNS[script.stem]} runs in "), summary
     assert not out.exists() or not any(out.iterdir())  # a dry run writes nothing
 
@@ -31,35 +32,53 @@ def test_sweep_script_dry_run(script, tmp_path, capsys):
 def _points(name: str):
     from spamlang.sweep.command import load_sweep_file
 
-    sweep, _ = load_sweep_file(Path(__file__).resolve().parents[1] / "sweeps" / f"{name}.py")
+    sweep, _, _ = load_sweep_file(Path(__file__).resolve().parents[1] / "sweeps" / f"{name}.py")
     return [c for _, c in sweep.points()]
 
 
-def test_coverage_sweep_holds_the_budget_and_cuts_it_by_coverage(tmp_path, capsys):
+def test_coverage_sweep_sets_updates_per_symbol_by_the_batch(tmp_path, capsys):
     points = _points("coverage")
-    # one budget and one step size for every run: only the cut into sequences differs
-    assert {(c.tokens, c.seq_len * c.batch_size) for c in points} == {(512_000, 1_024)}
-    per_symbol = {(c.vocab_size, c.model_config().d_model): set() for c in points}
+    # L = 2 and 500 steps everywhere: only the batch sets the updates per symbol
+    assert {(c.seq_len, c.steps) for c in points} == {(2, 500)}
+    per_symbol = {c.vocab_size: set() for c in points}
     for c in points:
-        per_symbol[(c.vocab_size, c.model_config().d_model)].add(
-            c.steps * c.batch_size / c.vocab_size)
-    assert per_symbol[(256, 16)] == per_symbol[(1024, 16)] == per_symbol[(4096, 16)] \
-        == {3.90625, 15.625, 62.5}
-    assert per_symbol[(16384, 16)] == {3.90625, 15.625}
-    assert per_symbol[(4096, 32)] == per_symbol[(4096, 64)] == {3.90625, 15.625}  # width control
-    assert {c.lr for c in points} == {1e-2, 3e-2} and {c.tie_embeddings for c in points} == \
-        {True, False}
-    # the dry run lists each run's sequences per symbol
+        per_symbol[c.vocab_size].add(c.updates_per_symbol)
+    assert per_symbol[256] == per_symbol[1024] == per_symbol[4096] == {3.90625, 15.625, 62.5}
+    assert per_symbol[16384] == {3.90625, 15.625}
+    assert {c.lr for c in points} == {1e-2, 3e-2, 1e-1} and {c.seed for c in points} == {0, 1}
+    assert {c.eval_sequences for c in points} == {2048}
+    # the dry run lists each run's updates per symbol
     script = Path(__file__).resolve().parents[1] / "sweeps" / "coverage.py"
     assert cli_main(["sweep", str(script), "--dry-run", "--out", str(tmp_path / "o")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[-1] == "seq/symbol"
-    assert any(l.startswith("D16-V16384-L2-B512-tied-lr1e-2 ") and l.endswith(" 15.6")
+    assert lines[0].split()[-1] == "upd/symbol"
+    assert any(l.startswith("V16384-B512-tok512K-tied-lr1e-2-seed0 ") and l.endswith(" 15.6")
                for l in lines)
 
 
-def test_paper_fig5_coverage_holds_sequences_per_symbol():
+def test_width_control_varies_only_the_width():
+    points = _points("coverage_width")
+    shapes = {c.model_config().d_model: c.model_config() for c in points}
+    assert sorted(shapes) == [16, 32, 64]
+    for d, m in shapes.items():  # the width family's rule: d_ff 4D, head_dim 8, init 1/sqrt(D)
+        assert (m.d_ff, m.d_model // m.n_heads, m.n_layers) == (4 * d, 8, 2)
+        assert m.init_std == pytest.approx(d ** -0.5)
+    assert {c.updates_per_symbol for c in points} == {3.90625, 15.625}
+
+
+def test_paper_fig5_coverage_holds_updates_per_symbol():
     points = _points("paper_fig5_coverage")
-    assert {c.steps * c.batch_size / c.vocab_size for c in points} == {16.0}
-    assert {c.tokens for c in points} == {2**25}
+    assert {c.updates_per_symbol for c in points} == {16.0}
+    assert {(c.seq_len, c.steps) for c in points} == {(2, 2048)}
     assert sorted({c.vocab_size for c in points}) == [2**e for e in range(10, 18)]
+
+
+def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
+    from spamlang.sweep.command import load_sweep_file
+
+    sweep, plots, samples = load_sweep_file(
+        Path(__file__).resolve().parents[1] / "sweeps" / "cpu_demo.py")
+    points = [c for _, c in sweep.points()]
+    assert {(c.seq_len, c.steps, c.batch_size) for c in points} == {(2, 500, 32)}
+    assert {c.seed for c in points} == {0, 1} and sweep.bracket_lr > 0
+    assert plots and samples == ({"vocab_size": 4096, "tie_embeddings": True},)

@@ -24,7 +24,7 @@ def register(subparsers) -> None:
 def handler(args) -> int:
     from spamlang.sweep.command import execute, load_sweep_file
 
-    sweep, plots = load_sweep_file(args.file)
+    sweep, plots, samples = load_sweep_file(args.file)
     if args.plots is None:
         args.plots = plots
-    return execute(sweep, args)
+    return execute(sweep, args, samples)

@@ -43,6 +43,11 @@ class Language:
     name: ClassVar[str] = ""  # registry name, what users type
     summary: ClassVar[str] = ""  # one line: what the language tests
     loss_formula: ClassVar[str] = ""  # optimal_loss(L) in words, for `spamlang languages`
+    # Every sequence is one token repeated, so under RoPE (which rotates only q and k) every
+    # position has the same hidden state and a run's result does not depend on seq_len: L = 2
+    # is the same run as L = 256 at the same batch and steps. False wherever a position's
+    # context matters (cycle, noisy-spam, permutation, branching).
+    position_invariant: ClassVar[bool] = False
 
     def __post_init__(self):
         _coerce_fields(self)

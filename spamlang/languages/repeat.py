@@ -32,6 +32,7 @@ class Spam(Deterministic):
     name: ClassVar[str] = "spam"
     summary: ClassVar[str] = "repeat one uniform symbol: the paper's SpamLang"
     loss_formula: ClassVar[str] = "0"
+    position_invariant: ClassVar[bool] = True  # one symbol repeated (Language's comment)
 
     def sample(self, key, batch_size, seq_len):
         batch_size, seq_len = check_shape(batch_size, seq_len)

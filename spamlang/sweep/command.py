@@ -20,7 +20,7 @@ from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.sweep.bracket import DEFAULT_LIMIT
-from spamlang.sweep.spec import Sweep, check_bracket, parse_shard, shard_groups
+from spamlang.sweep.spec import Sweep, check_bracket, id_part, parse_shard, shard_groups
 
 
 def _bracket_limit(text: str) -> int:
@@ -34,8 +34,8 @@ def _bracket_limit(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
-    """The flags of a sweep run: --out, --shard, --group-size, --vmap, --quiet, --dry-run, --plots,
-    --figures."""
+    """The flags of a sweep run: --out, --shard, --group-size, --vmap, --bracket-lr, --seq-len,
+    --quiet, --dry-run, --plots, --figures."""
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="sweep directory (default: runs/<sweep name>)")
     parser.add_argument("--shard", metavar="i/n", default="0/1",
@@ -57,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
                              f"grid, reaches the loss floor, or N LRs were added on that side "
                              f"(default N: {DEFAULT_LIMIT}; 0 turns it off; without the flag: as "
                              "the sweep says, Sweep.bracket_lr)")
+    parser.add_argument("--seq-len", metavar="L", type=int, default=None,
+                        help="run the equivalent sweep at sequence length L: same batch and "
+                             "steps, token budgets scaled, named <name>-L<L> (default dir "
+                             "runs/<name>-L<L>). SpamLang (spam, zipf-spam) with RoPE gives "
+                             "the same results at any length, so --seq-len 2 costs about 2/L of "
+                             "the original; refused for languages with context")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the points, their status and the token/FLOP budget; run nothing")
@@ -140,20 +146,44 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) ->
     return 0
 
 
-def _plot(out: Path, figures: Path) -> None:
+def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
     from spamlang.plots.sweep import plot_curves, plot_heatmap
 
     figures.mkdir(parents=True, exist_ok=True)
-    plot_heatmap(out, figures / "heatmap.png")
-    plot_curves(out, figures / "curves.png")
-    print(f"figures: {figures / 'heatmap.png'}, {figures / 'curves.png'}")
+    written = [plot_heatmap(out, figures / "heatmap.png"), plot_curves(out, figures / "curves.png")]
+    for where in samples:
+        written.extend(_sample_figure(out, figures, rows, where))
+    print("figures: " + ", ".join(str(p) for p in written))
 
 
-def execute(sweep: Sweep, args: argparse.Namespace) -> int:
-    """Run (or list) the sweep as the parsed flags say. Raises UserError on bad input."""
+def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> list[Path]:
+    """Table 1's analogue for one cell (`where`: settings such as {"vocab_size": 4096,
+    "tie_embeddings": True}): 6 samples of 32 tokens at temperature 0.9, seeded with token 0
+    (`A`), from the cell's best-LR run (seed-mean final eval loss), lowest seed;
+    `samples_V4096_tied.png`. Nothing when the cell has no finished run."""
+    from spamlang.plots.samples import plot_samples
+    from spamlang.sample import sample_run
+    from spamlang.sweep.best_lr import best_lrs
+
+    cell = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+    best = best_lrs(cell)
+    if not best:
+        return []
+    run = min((r for r in cell if r["lr"] == best[0].lr), key=lambda r: r.get("seed") or 0)
+    name = "samples_" + "_".join(id_part(k, v) for k, v in where.items())  # samples_V4096_tied
+    result = sample_run(out / run["run_id"], n=6, length=32, temperature=0.9, prompt=[0], seed=0)
+    return [plot_samples(result, figures / f"{name}.png")]
+
+
+def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
+    """Run (or list) the sweep as the parsed flags say. Raises UserError on bad input.
+    `samples`: the cells whose sample tables --plots also draws (a script's SAMPLES)."""
     from spamlang.sweep.runner import run_sweep
+    from spamlang.sweep.seq_len import at_seq_len
 
     shard = parse_shard(args.shard)
+    if args.seq_len is not None:
+        sweep = at_seq_len(sweep, args.seq_len)
     out = Path(args.out) if args.out else Path("runs") / sweep.name
     limit = check_bracket(sweep.bracket_lr if args.bracket_lr is None else args.bracket_lr,
                           sweep.axes)
@@ -171,7 +201,7 @@ def execute(sweep: Sweep, args: argparse.Namespace) -> int:
               f"{out / 'results.csv'})", file=sys.stderr)
         return int(getattr(e, "exit_status", 130))
     if args.plots and rows:
-        _plot(out, Path(args.figures) if args.figures else out)
+        _plot(out, Path(args.figures) if args.figures else out, rows, samples)
     return 0
 
 
@@ -184,7 +214,8 @@ def guarded(fn, prog: str, *, at_exit: bool = False) -> int:
     return run_guarded(fn, prog, at_exit=at_exit)
 
 
-def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False) -> int:
+def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False,
+         samples: tuple = ()) -> int:
     """Entry point of a sweep script: parse the flags, run, return an exit status.
 
     Bad input (a flag, the sweep, an output directory holding another sweep) is one line on
@@ -200,11 +231,13 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False) ->
                         help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)")
     args = parser.parse_args(argv)
     with debug_mode(args.debug):
-        return guarded(lambda: execute(sweep, args), prog, at_exit=argv is None)
+        return guarded(lambda: execute(sweep, args, samples), prog, at_exit=argv is None)
 
 
-def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool]:
-    """Load a sweep from a .py file (defining SWEEP) or a .json file; return (sweep, plots default).
+def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool, tuple]:
+    """Load a sweep from a .py file (defining SWEEP) or a .json file; return (sweep, plots
+    default, sample cells): a script may set PLOTS = True and SAMPLES = ({setting: value}, ...),
+    the cells whose sample tables --plots draws.
 
     JSON form: {"name": str, "base": {TrainConfig JSON, missing fields take their defaults},
     "axes": {axis: [values]}, "bracket_lr": int (optional, default 0)}. Any problem is a UserError naming the file, before any run.
@@ -215,11 +248,11 @@ def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool]:
     if path.suffix == ".py":
         return _load_py(path)
     if path.suffix == ".json":
-        return _load_json(path), False
+        return _load_json(path), False, ()
     raise UserError(f"{path}: a sweep file must be a .py (defining SWEEP) or a .json file")
 
 
-def _load_py(path: Path) -> tuple[Sweep, bool]:
+def _load_py(path: Path) -> tuple[Sweep, bool, tuple]:
     name = f"_spamlang_sweep_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -238,7 +271,10 @@ def _load_py(path: Path) -> tuple[Sweep, bool]:
         what = "does not define SWEEP" if sweep is None else \
             f"defines SWEEP as a {type(sweep).__name__}, not a spamlang.sweep.Sweep"
         raise UserError(f"{path} {what}")
-    return sweep, bool(getattr(module, "PLOTS", False))
+    samples = getattr(module, "SAMPLES", ())
+    if not isinstance(samples, (list, tuple)) or not all(isinstance(c, dict) for c in samples):
+        raise UserError(f"{path}: SAMPLES must be a list of {{setting: value}} dicts")
+    return sweep, bool(getattr(module, "PLOTS", False)), tuple(samples)
 
 
 def _load_json(path: Path) -> Sweep:
