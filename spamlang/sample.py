@@ -174,7 +174,9 @@ def check_length(length: int, seq_len: int, max_seq_len: int, invariant: bool = 
     longer than it trained on (`seq_len`): RoPE positions past training are extrapolation, so
     errors there say little about how well the run learned the language. Not for a
     position-invariant language (SpamLang): a repeated symbol has the same hidden state at
-    every position, so a long sample is a test of what the run learned, not extrapolation."""
+    every position, so while a sample repeats it tests exactly what the run learned. After a
+    wrong token the sample has context the run never trained on (an L = 2 run's wq and wk
+    get no gradient at all), which is how the repetition fails, the samples' question."""
     if length > max_seq_len:
         raise UserError(f"length {length} exceeds the model's max_seq_len {max_seq_len}")
     if length > seq_len and not invariant:

@@ -219,6 +219,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         bar.total = total
         together = vmap if vmap is not None else \
             not on_cpu or todo[0][1].tokens_per_step <= CPU_VMAP_TOKENS
+        all_done = True
         for part in [todo] if together else [[run] for run in todo]:
             try:
                 done = _run_part(part, out, bar, done, total, quiet, train_run)
@@ -226,9 +227,10 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
                 # Even when quiet: these runs are left to another process, not done here.
                 bar.write(skip_line([run_id for run_id, _ in part], e), file=sys.stderr)
                 held += len(part)
-                return False
+                all_done = False
+                continue
             write_results(out)
-        return True
+        return all_done
 
     known = {run_id for g in my_groups for run_id, _ in g}
     try:
