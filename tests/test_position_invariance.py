@@ -203,9 +203,11 @@ def test_training_at_length_2_is_training_at_length_64(runs, models):
         if path[-1] not in ("wq", "wk"):
             np.testing.assert_allclose(param[...], params64[path][...], rtol=0, atol=PARAM_ATOL,
                                        err_msg=str(path))
+    # One test, not two, so that xdist never trains the pair of runs on two workers.
+    _a_model_trained_at_length_2_repeats_forever_once_it_repeats(models)
 
 
-def test_a_model_trained_at_length_2_repeats_forever_once_it_repeats(models):
+def _a_model_trained_at_length_2_repeats_forever_once_it_repeats(models):
     prompts_Vx1 = jnp.arange(TRAIN_V, dtype=jnp.int32)[:, None]
     decoded_VxT = np.asarray(generate(models[2], prompts_Vx1, 32))  # greedy, 31 new tokens
     repeats_once_V = decoded_VxT[:, 1] == decoded_VxT[:, 0]
