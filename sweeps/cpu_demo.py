@@ -28,6 +28,16 @@ Writes runs/cpu_demo/ (run directories, results.csv) and, by default, runs/cpu_d
 at temperature 0.9 seeded with `A`, from the best-LR tied V = 4,096 run); `--no-plots` skips
 the figures, `--figures DIR` puts them elsewhere.
 
+Measured (`/usr/bin/time -v python sweeps/cpu_demo.py` in a fresh clone, the project's 2-core
+AMD EPYC, nothing else running): 2 min 39 s wall with the figures, 1.29 GB peak RSS; no cell
+needed LR bracketing. Best-LR final eval loss, seed mean (min .. max):
+  V =    64  tied 0.000 (0.000 .. 0.000)   untied 0.000 (0.000 .. 0.000)
+  V =   256  tied 0.000 (0.000 .. 0.000)   untied 0.000 (0.000 .. 0.001)
+  V = 1,024  tied 0.448 (0.415 .. 0.481)   untied 1.328 (1.241 .. 1.414)    best lr 3e-2
+  V = 4,096  tied 5.920 (5.456 .. 6.384)   untied 6.942 (6.888 .. 6.995)    best lr 3e-2
+(The L = 64 version of this demo, one seed, 256 eval sequences, LRs 3e-3 .. 3e-2: 0.499 /
+1.374 and 5.738 / 7.106 at V = 1,024 and 4,096, its best LR 3e-2 at the edge of its grid.)
+
 Run: python sweeps/cpu_demo.py [--out DIR] [--shard i/n] [--no-plots] [--bracket-lr N]
 """
 
