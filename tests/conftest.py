@@ -12,5 +12,8 @@ import tempfile
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="spamlang-xla-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-# Multi-device tests run in subprocesses with their own XLA_FLAGS; the main session uses one device.
-os.environ.pop("XLA_FLAGS", None)
+# LLVM at -O0: the suite's programs are tiny and most of its time is compiling them (-O0
+# measured 10% off two compile-heavy test files); tests compare computations at one level,
+# never against the speed or the bits of an optimised build. Multi-device tests run in
+# subprocesses that add their device count to these flags; the main session uses one device.
+os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0"

@@ -67,7 +67,8 @@ CHILD = textwrap.dedent("""
 
 def run_child(code: str, timeout: int) -> dict:
     """Run `code` in a child with 4 forced CPU devices; the JSON it printed after RESULT."""
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
+               + " --xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout)

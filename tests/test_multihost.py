@@ -39,7 +39,8 @@ class Child:
         self.name = name
         self.stdout_path, self.stderr_path = logs / f"{name}.out", logs / f"{name}.err"
         env = dict(os.environ, JAX_PLATFORMS="cpu", SPAMLANG_PEAK_FLOPS="1e12",
-                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+                   XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
+                             f"--xla_force_host_platform_device_count={devices}")
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
             self.proc = subprocess.Popen([sys.executable, str(CHILD), *args], env=env,
                                          stdout=out, stderr=err, stdin=subprocess.DEVNULL,

@@ -404,3 +404,18 @@ def test_auto_vmap_on_cpu_only_for_small_steps(seq_len, grouped, tmp_path, monke
     base = TINY.replace(seq_len=seq_len, tokens=20 * 8 * seq_len)
     run_sweep(Sweep("auto", base, {"lr": [3e-3, 1e-2, 3e-2]}), tmp_path, quiet=True)
     assert calls == ([3] if grouped else [1, 1, 1])
+
+
+def test_gather_fills_the_coverage_columns_of_older_runs(tmp_path):
+    """A run written before updates_per_symbol and the return-time columns existed gets them
+    from its old sequences_per_symbol and its config.json."""
+    run = tmp_path / "old"
+    run.mkdir()
+    config = TINY.replace(vocab_size=32, b2=0.99)
+    (run / "config.json").write_text(json.dumps(config.to_json()))
+    (run / "result.json").write_text(json.dumps({"final_eval_loss": 1.0,
+                                                 "sequences_per_symbol": 5.0}))
+    [row] = gather(tmp_path)
+    assert row["updates_per_symbol"] == 5.0
+    assert row["symbol_return_steps"] == 32 / 8
+    assert row["adam_memory_steps"] == pytest.approx(100.0)

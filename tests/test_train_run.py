@@ -81,6 +81,9 @@ def test_run_directory_contract(reference):
     assert result["loss_above_floor"] == evals[0]["loss_above_floor"]
     assert {k: result[k] for k in COVERAGE_KEYS} == {k: evals[0][k] for k in COVERAGE_KEYS}
     assert result["updates_per_symbol"] == 60 * 8 / 32 == CFG.updates_per_symbol
+    # A symbol returns every V / B steps; AdamW's second moment remembers 1 / (1 - b2).
+    assert result["symbol_return_steps"] == 32 / 8
+    assert result["adam_memory_steps"] == pytest.approx(1 / (1 - CFG.b2))
     assert result["kernel_fraction"] is None  # no diag_every: not measured
     # final train loss: mean of the last 10% (here 2 of 12) of the logged losses
     assert result["final_train_loss"] == pytest.approx((train[-1]["loss"] + train[-2]["loss"]) / 2)

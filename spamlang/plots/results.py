@@ -35,8 +35,8 @@ from spamlang.errors import UserError
 OUTCOME_COLUMNS = (
     "final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
     "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps", "tokens",
-    "tokens_per_s", "wall_seconds", "updates_per_symbol", "sequences_per_symbol", "exposure_min",
-    "exposure_median",
+    "tokens_per_s", "wall_seconds", "updates_per_symbol", "sequences_per_symbol",
+    "symbol_return_steps", "adam_memory_steps", "exposure_min", "exposure_median",
     "exposure_max", "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
     "repetition_accuracy_seen", "repetition_accuracy_unseen", "eval_seen_sequences",
     "eval_unseen_sequences", "kernel_fraction", "projected_cosine",

@@ -27,7 +27,8 @@ RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "op
                   "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
                   "tokens", "tokens_per_s", "wall_seconds",
                   # coverage: how often training showed each id (spamlang.train.exposure)
-                  "updates_per_symbol", "sequences_per_symbol", "exposure_min", "exposure_median", "exposure_max",
+                  "updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
+                  "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
                   "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
                   "repetition_accuracy_seen", "repetition_accuracy_unseen",
                   "eval_seen_sequences", "eval_unseen_sequences",
@@ -96,6 +97,19 @@ def _setting(config: dict, column: str) -> Any:
     return config.get(column)
 
 
+def _fill_older(row: dict, config: dict) -> None:
+    """The config-derived outcomes of a run written before they were reported."""
+    if row["updates_per_symbol"] is None:  # the column's old name
+        row["updates_per_symbol"] = row["sequences_per_symbol"]
+    try:
+        if row["symbol_return_steps"] is None:
+            row["symbol_return_steps"] = config["vocab_size"] / config["batch_size"]
+        if row["adam_memory_steps"] is None:
+            row["adam_memory_steps"] = 1 / (1 - config.get("b2", 0.95))
+    except (KeyError, TypeError, ZeroDivisionError):
+        pass  # a foreign config: leave the cells empty
+
+
 def gather(out_dir: str | Path) -> list[dict]:
     """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id.
 
@@ -119,8 +133,7 @@ def gather(out_dir: str | Path) -> list[dict]:
         row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
         row.update({c: _setting(config, c) for c in extras})
         row.update({c: result.get(c) for c in RESULT_COLUMNS})
-        if row["updates_per_symbol"] is None:  # a run written before the column had its name
-            row["updates_per_symbol"] = row["sequences_per_symbol"]
+        _fill_older(row, config)
         rows.append(row)
     return rows
 

@@ -25,7 +25,8 @@ from spamlang.train.step import program as get_program
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
 # Evaluation fields that result.json repeats: how much of the vocabulary training covered,
 # and the loss and repetition on the eval sequences it did and did not cover.
-COVERAGE_KEYS = ("updates_per_symbol", "sequences_per_symbol", "exposure_min", "exposure_median", "exposure_max",
+COVERAGE_KEYS = ("updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
+                 "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
                  "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
                  "repetition_accuracy_seen", "repetition_accuracy_unseen",
                  "eval_seen_sequences", "eval_unseen_sequences")
