@@ -148,11 +148,11 @@ def test_cli_flag_errors_exit_2(tmp_path, capsys):
 
 def test_real_runs_bracket_a_grid_below_the_optimum(tmp_path, capsys):
     """Real training: 10 steps at 1e-4 and 3e-4 barely move a tiny model, so the best is the
-    largest LR and bracketing must go up; the runs it adds are ordinary finished runs."""
-    sweep = Sweep("real", BASE.replace(eval_sequences=32), {"lr": [1e-4, 3e-4]}, bracket_lr=2)
+    largest LR and bracketing must go up; the run it adds is an ordinary finished run."""
+    sweep = Sweep("real", BASE.replace(eval_sequences=32), {"lr": [1e-4, 3e-4]}, bracket_lr=1)
     rows = run_sweep(sweep, tmp_path, quiet=True, vmap=False)
-    assert sorted(r["lr"] for r in rows) == pytest.approx([1e-4, 3e-4, 1e-3, 3e-3])
+    assert sorted(r["lr"] for r in rows) == pytest.approx([1e-4, 3e-4, 1e-3])
     losses = {r["lr"]: r["final_eval_loss"] for r in rows}
-    assert losses[3e-3] < losses[1e-3] < losses[3e-4]  # still improving: at the limit
-    assert "stayed" not in capsys.readouterr().out
-    assert {r["run_id"] for r in gather(tmp_path)} == {"lr1e-4", "lr3e-4", "lr1e-3", "lr3e-3"}
+    assert losses[1e-3] < losses[3e-4] < losses[1e-4]  # still improving: at the limit
+    assert "stopped at its limit (1 LRs per side) in 1 cell(s)" in capsys.readouterr().err
+    assert {r["run_id"] for r in gather(tmp_path)} == {"lr1e-4", "lr3e-4", "lr1e-3"}
