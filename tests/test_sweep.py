@@ -375,9 +375,11 @@ def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path, 
 def test_plots_flag_writes_figures_for_a_finished_sweep(killed_and_resumed, tmp_path):
     out, _ = killed_and_resumed
     sweep = Sweep("killme", TINY, {"lr": [3e-3, 1e-2]})
+    # A script's SAMPLES add Table 1's analogue of the cell's best-LR run.
     assert sweep_mod.main(sweep, ["--out", str(out), "--quiet", "--plots",
-                                  "--figures", str(tmp_path / "figs")]) == 0
-    for name in ("heatmap.png", "curves.png"):
+                                  "--figures", str(tmp_path / "figs")],
+                          samples=({"vocab_size": 16, "tie_embeddings": False},)) == 0
+    for name in ("heatmap.png", "curves.png", "samples_V16_untied.png"):
         assert (tmp_path / "figs" / name).stat().st_size > 1000
 
 
