@@ -101,13 +101,15 @@ def _fill_older(row: dict, config: dict) -> None:
     """The config-derived outcomes of a run written before they were reported."""
     if row["updates_per_symbol"] is None:  # the column's old name
         row["updates_per_symbol"] = row["sequences_per_symbol"]
+    missing = [k for k in ("symbol_return_steps", "adam_memory_steps") if row[k] is None]
+    if not missing:
+        return
+    from spamlang.train.config import TrainConfig
+
     try:
-        if row["symbol_return_steps"] is None:
-            row["symbol_return_steps"] = config["vocab_size"] / config["batch_size"]
-        if row["adam_memory_steps"] is None:
-            row["adam_memory_steps"] = 1 / (1 - config.get("b2", 0.95))
-    except (KeyError, TypeError, ZeroDivisionError):
-        pass  # a foreign config: leave the cells empty
+        row.update({k: TrainConfig.from_json(config).return_time[k] for k in missing})
+    except (ValueError, TypeError):  # a foreign config (UserError is a ValueError): leave empty
+        pass
 
 
 def gather(out_dir: str | Path) -> list[dict]:

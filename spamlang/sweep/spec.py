@@ -299,7 +299,7 @@ class Sweep:
             for axis, value in zip(axes, combo):
                 names = fields_of(axis)
                 assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
-            run_id = "-".join(id_part(a, v) for a, v in assignment.items()) or "base"
+            run_id = _join_id(assignment.items())
             if run_id in seen:
                 raise UserError(f"sweep {self.name!r}: points {seen[run_id]} and {assignment} "
                                 f"share the run id {run_id!r}")
@@ -317,9 +317,8 @@ class Sweep:
         """The run id of any config that differs from the base only in axis fields (a point,
         or a point at another LR that LR bracketing adds): the same pieces as the points'."""
         data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
-        pieces = [id_part(name, config_field(data, name))
-                  for axis in self.axes for name in fields_of(axis)]
-        return "-".join(pieces) or "base"
+        return _join_id((name, config_field(data, name))
+                        for axis in self.axes for name in fields_of(axis))
 
     def points(self) -> list[tuple[str, Any]]:
         """Every (run_id, config) in cartesian order, the first axis varying slowest."""
@@ -328,6 +327,11 @@ class Sweep:
     def to_json(self) -> dict:
         """What sweep.json holds: name, the base config's JSON and the axes."""
         return {"name": self.name, "base": self.base.to_json(), "axes": self.axes}
+
+
+def _join_id(pairs) -> str:
+    """A run id from (field, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base"."""
+    return "-".join(id_part(name, value) for name, value in pairs) or "base"
 
 
 def config_field(data: dict, field: str) -> Any:

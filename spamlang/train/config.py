@@ -217,6 +217,14 @@ class TrainConfig:
         """B x steps / V: training rows that show an average symbol (SpamLang's coverage)."""
         return self.batch_size * self.steps / self.vocab_size
 
+    @property
+    def return_time(self) -> dict[str, float]:
+        """How often a symbol comes back against how long AdamW remembers it: a symbol occurs
+        in a step with probability about B / V, so it returns every V / B steps, while the
+        second-moment estimate forgets a gradient's scale in about 1 / (1 - b2) steps."""
+        return {"symbol_return_steps": self.vocab_size / self.batch_size,
+                "adam_memory_steps": 1 / (1 - self.b2)}
+
     def model_config(self):
         """The `spamlang.model.ModelConfig` of this run (preset + overrides + run fields)."""
         from spamlang.model.config import ModelConfig, preset_fields

@@ -313,16 +313,9 @@ class Program:
             row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
             for k in ("eval_seen_sequences", "eval_unseen_sequences"):
                 row[k] = int(row[k])
-            rows.append({**row, **exposure.summary(counts[i], sequences), **self.return_time})
+            rows.append({**row, **exposure.summary(counts[i], sequences),
+                         **self.config.return_time})
         return rows
-
-    @property
-    def return_time(self) -> dict[str, float]:
-        """How often a symbol comes back against how long AdamW remembers it: a symbol occurs
-        in a step with probability about B / V, so it returns every V / B steps, while the
-        second-moment estimate forgets a gradient's scale in about 1 / (1 - b2) steps."""
-        return {"symbol_return_steps": self.config.vocab_size / self.config.batch_size,
-                "adam_memory_steps": 1 / (1 - self.config.b2)}
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
