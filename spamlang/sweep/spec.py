@@ -39,7 +39,9 @@ _SHORT = {
     "model.n_kv_heads": "kv", "model.d_ff": "ff", "model.init_std": "init",
 }
 # Fields whose values are already readable names: the id shows the value alone.
-_VALUE_ONLY = frozenset({"preset", "language", "schedule", "dtype"})
+_VALUE_ONLY = frozenset({"preset", "language", "schedule", "dtype", "optimizer"})
+# Decay rates near 1 read best as decimals (b2_0.9999, not b29.999e-1).
+_DECIMAL = frozenset({"b1", "b2", "momentum"})
 # Booleans with a word for each side.
 _BOOL_WORDS = {"tie_embeddings": ("tied", "untied"), "residual": ("residual", "noresidual")}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -91,6 +93,8 @@ def id_part(axis: str, value: Any) -> str:
         return "init-" + _sanitise(Path(value).name) if value else "scratch"
     if axis in _VALUE_ONLY:
         return _value_text(value)
+    if axis in _DECIMAL and isinstance(value, float):
+        return f"{axis}_{value!r}"
     short = _SHORT.get(axis, axis.split(".", 1)[1] if "." in axis else axis)
     if axis == "tokens" and isinstance(value, int) and value > 0:
         # Budgets read better as 41M than 41000000; only exact multiples take a suffix.

@@ -48,6 +48,10 @@ from typing import Any
 from spamlang.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd")
+# spamlang.train.optim's names, repeated here so that building a config imports no JAX
+# (tests/test_optimizers.py checks that the two agree).
+OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
+ADAM_FAMILY = ("adamw", "lazy_adamw")
 KERNELS = ("auto", "xla", "cpu")
 DTYPES = ("float32", "bfloat16")
 
@@ -117,7 +121,8 @@ class TrainConfig:
     batch_size: int = 32  # global batch (sequences per step), split over the devices
     micro_batch: int = 0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
     tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
-    # --- optimizer (AdamW; see the module docstring for why these defaults) ---
+    # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
+    optimizer: str = "adamw"  # adamw | lazy_adamw | sgd | adafactor (spamlang.train.optim)
     lr: float = 1e-3  # peak learning rate; the sweeps' main axis, so it is a state array
     schedule: str = "cosine"  # constant | cosine | wsd; all start with the linear warmup
     warmup_frac: float = 0.05  # fraction of steps of linear warmup from 0 (common: 1-5%)
@@ -127,6 +132,7 @@ class TrainConfig:
     b1: float = 0.9  # Adam first-moment decay (the near-universal default)
     b2: float = 0.95  # Adam second-moment decay; 0.95 is steadier than 0.999 for LMs
     eps: float = 1e-8  # Adam denominator epsilon
+    momentum: float = 0.9  # sgd only: heavy-ball momentum (the common default)
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
     seed: int = 0  # one seed, split into the parameter-init and data streams
     # --- logging, evaluation, checkpoints ---
@@ -141,6 +147,7 @@ class TrainConfig:
     loss_chunk: int = 256  # tokens per chunk of the fused loss (fastest measured at every V); 0: plain
     diverge_loss: float = 100.0  # a loss above this (or non-finite) stops the run as diverged
     diag_every: int = 0  # steps between gradient-bottleneck diagnostics; 0: never
+    track_symbols: int = 0  # ids whose rows' updates are logged every step (track.jsonl); 0: none
     kernels: str = "auto"  # auto | xla | cpu: cpu-tuned layouts on CPU meshes, plain XLA elsewhere
 
     def __post_init__(self):
@@ -172,7 +179,13 @@ class TrainConfig:
         for name in ("weight_decay", "grad_clip"):
             if getattr(self, name) < 0:
                 raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("b1", "b2"):
+        if self.optimizer not in OPTIMIZERS:
+            raise UserError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, "
+                            f"got {self.optimizer!r}")
+        if not 0 <= self.track_symbols <= self.vocab_size:
+            raise UserError(f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
+                            f"got {self.track_symbols}")
+        for name in ("b1", "b2", "momentum"):
             if not 0 <= getattr(self, name) < 1:
                 raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if not 0 <= self.warmup_frac < 1:
@@ -219,11 +232,23 @@ class TrainConfig:
 
     @property
     def return_time(self) -> dict[str, float]:
-        """How often a symbol comes back against how long AdamW remembers it: a symbol occurs
+        """How often a symbol comes back against how long Adam remembers it: a symbol occurs
         in a step with probability about B / V, so it returns every V / B steps, while the
-        second-moment estimate forgets a gradient's scale in about 1 / (1 - b2) steps."""
+        second-moment estimate forgets a gradient's scale in about 1 / (1 - b2) steps (None
+        for optimizers without Adam's second moment; for lazy_adamw a row's memory is
+        1 / (1 - b2) of its own appearances, not of steps)."""
         return {"symbol_return_steps": self.vocab_size / self.batch_size,
-                "adam_memory_steps": 1 / (1 - self.b2)}
+                "adam_memory_steps": 1 / (1 - self.b2) if self.optimizer in ADAM_FAMILY
+                else None}
+
+    @property
+    def tracked_ids(self) -> list[int]:
+        """The `track_symbols` ids, spread evenly over [0, V) (the first and the last
+        included), so that a Zipf-ranked language tracks frequent and rare symbols alike."""
+        k, v = self.track_symbols, self.vocab_size
+        if k <= 1:
+            return [0] * k
+        return sorted({round(i * (v - 1) / (k - 1)) for i in range(k)})
 
     def model_config(self):
         """The `spamlang.model.ModelConfig` of this run (preset + overrides + run fields)."""

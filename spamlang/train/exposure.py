@@ -46,6 +46,18 @@ def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
     return jax.shard_map(local, mesh=mesh, in_specs=P("data"), out_specs=P())(tokens_BxL)
 
 
+def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
+    """bool[V]: the ids that occur anywhere in the batch (inputs or targets); rows may be
+    split over the mesh's "data" axis (each device marks its own, one psum of V int32)."""
+    def local(tokens_bxL):
+        return jnp.zeros(vocab_size, jnp.int32).at[tokens_bxL.reshape(-1)].max(1, mode="drop")
+
+    if mesh is None or mesh.shape.get("data", 1) == 1:
+        return local(tokens_BxL) > 0
+    return jax.shard_map(lambda t: jax.lax.psum(local(t), "data"), mesh=mesh,
+                         in_specs=P("data"), out_specs=P())(tokens_BxL) > 0
+
+
 def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:
     """bool[B]: every id of the row occurs as an input in some training sequence."""
     return jnp.all(exposure_V[tokens_BxL] > 0, axis=1)

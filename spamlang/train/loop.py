@@ -60,6 +60,7 @@ class _Member:
     step: int = 0  # steps done (where `state` is)
     state: object = None  # this member's state while it is not training in a phase
     log: rundir.MetricsLog | None = None
+    track: rundir.MetricsLog | None = None  # track.jsonl, when the run tracks symbols
     active: bool = True  # False once its result is written
     pending: list = dataclasses.field(default_factory=list)  # [(step, {metric: float})] unlogged
     train_seconds: float = 0.0  # time in train steps over all segments (no compile, eval, saves)
@@ -125,8 +126,9 @@ class Loop:
                 self.progress.close()
             for m in self.ms:
                 m.ckpt.close()
-                if m.log is not None:
-                    m.log.close()
+                for log in (m.log, m.track):
+                    if log is not None:
+                        log.close()
 
     # ----- restore ---------------------------------------------------------------------------
     def _restore_or_init(self) -> None:
@@ -137,6 +139,8 @@ class Loop:
                 m.step, m.state, meta = restored
                 m.load_meta(meta)
             m.log = rundir.MetricsLog(m.dir, m.step, write=self.writer)
+            if self.cfg.track_symbols:
+                m.track = rundir.MetricsLog(m.dir, m.step, write=self.writer, name=rundir.TRACK)
         fresh = [m for m in self.ms if m.state is None]
         # init_from's weights are read once for the group, and never for a restored run.
         pretrained = self.program.pretrained_params() if fresh else None
@@ -249,7 +253,8 @@ class Loop:
         host, extra = jax.device_get(([m for _, m in self.pending_dev], extra))
         for (step, _), values in zip(self.pending_dev, host):
             for j, i in enumerate(self.idx):
-                self.ms[i].pending.append((step, {k: float(v[j]) for k, v in values.items()}))
+                self.ms[i].pending.append((step, {
+                    k: float(v[j]) if v.ndim == 1 else v[j].tolist() for k, v in values.items()}))
         self.pending_dev = []
         return extra
 
@@ -271,6 +276,8 @@ class Loop:
             if bool(flags[0][j]):  # the row ends at the diverging batch, not the frozen steps
                 diverged[i] = int(flags[1][j]) + 1
                 entries = [e for e in entries if e[0] <= diverged[i]] or entries
+            if m.track is not None:
+                self._track(m, entries)
             row = {"kind": "train", "step": step, "tokens": step * self.tokens_per_step}
             for key in _TRAIN_KEYS:
                 row[key] = sum(e[1][key] for e in entries) / len(entries)
@@ -280,6 +287,16 @@ class Loop:
         self.progress.logged(step, losses, tokens_per_s)
         if diverged:
             self._finish(list(diverged), diverged, step)
+
+    def _track(self, m: _Member, entries: list) -> None:
+        """One track.jsonl row per step: the tracked rows' updates along themselves and the
+        sequences that showed each tracked id (`spamlang.train.tracking`)."""
+        ids = self.cfg.tracked_ids
+        for step, values in entries:
+            row = {"step": step, "ids": ids, "seen": [int(x) for x in values["track_seen"]]}
+            row.update({k[len("track_"):]: values[k] for k in ("track_embed", "track_head")
+                        if k in values})
+            m.track.append(row)
 
     def _rows(self, kind: str, step: int, idx: list[int], values: dict) -> None:
         for i in idx:
@@ -315,6 +332,8 @@ class Loop:
         for i in self._active() if idx is None else idx:
             m = self.ms[i]
             m.log.sync()
+            if m.track is not None:
+                m.track.sync()
             member_state = m.state if m.state is not None else \
                 self.program.member(self.state, self.idx.index(i))
             m.ckpt.save(step, member_state, m.meta(wall, final))

@@ -1,11 +1,29 @@
-"""The optimizer: `optax.adamw` with the peak LR injected into its state, times a relative schedule.
+"""The optimizer: one of four step directions, a common decoupled weight decay, the peak LR
+injected into the state, times a relative schedule.
+
+    p <- p - peak_lr * schedule(t) * (direction(clip(g)) + wd * p),   decay on matrices only
+
+`config.optimizer` picks the direction:
+- "adamw": Adam's m / (sqrt(v) + eps) (`optax.scale_by_adam`, b1, b2, eps): the default.
+- "lazy_adamw": the same, except that a row of a row table (the embedding, and the head's
+  V-row matrices) moves -- moments, step count, weight decay and parameters -- only in steps
+  where its symbol occurs in the batch (`spamlang.train.lazy`). Each row is then an Adam run
+  on its own appearances: between them it keeps its moments, so the softmax's push-down on
+  absent symbols neither reaches the row nor erodes its second moment.
+- "sgd": heavy-ball momentum, m <- momentum * m + g (`optax.trace`).
+- "adafactor": a factored second moment for every matrix (a row and a column statistic, as in
+  Shazeer & Stern 2018, which factor all matrices; optax's default threshold of 128 would
+  factor nothing at D = 16), its decay 1 - t^-0.8, update clipping at RMS 1 and steps
+  relative to each parameter's RMS (optax's Adafactor pieces with its defaults). b1, b2 and
+  eps do not apply.
 
 `optax.inject_hyperparams` keeps the peak learning rate as an array in the optimizer state
 instead of a Python constant, so the members of a vmapped group hold K different peak LRs
-under one optimizer definition, and a member computes what its own run computes. The
+under one optimizer definition, and a member computes what its own run computes. Everything
+else (b1, b2, eps, momentum, the weight decay) is a constant of the compiled program: runs
+that differ in them are different programs, and a sweep trains them as separate groups. The
 schedule's shape (warmup, then cosine or WSD decay) is shared by every member and applied
-after AdamW by `optax.scale_by_schedule`, as a multiplier in [0, 1]:
-p <- p - peak_lr * schedule(t) * (adam(clip(g)) + wd * p), decay on matrices only.
+after the direction by `optax.scale_by_schedule`, as a multiplier in [0, 1].
 """
 
 from __future__ import annotations
@@ -14,8 +32,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-# Everything but the learning rate stays a Python constant of the program.
-_STATIC = ("b1", "b2", "eps", "eps_root", "weight_decay", "mask")
+from spamlang.train import lazy
+
+OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
+# The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
+# their memory (for lazy_adamw counted in the row's own appearances, for other leaves in steps).
+ADAM_FAMILY = ("adamw", "lazy_adamw")
 
 
 def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_frac: float,
@@ -48,28 +70,67 @@ def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_fr
         [optax.linear_schedule(0.0, 1.0, transition_steps=warmup), after], boundaries=[warmup])
 
 
+def _path_name(path) -> str:
+    return "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path).lower()
+
+
 def decay_mask(params):
     """True for leaves that get weight decay: matrices (ndim >= 2), never norm scales.
 
     Evaluated on the per-member parameters inside the vmapped step, so the member axis
     never turns a norm vector into a "matrix".
     """
-    def is_matrix(path, leaf):
-        names = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path).lower()
-        return jnp.ndim(leaf) >= 2 and "norm" not in names
-
-    return jax.tree_util.tree_map_with_path(is_matrix, params)
+    return jax.tree_util.tree_map_with_path(
+        lambda path, leaf: jnp.ndim(leaf) >= 2 and "norm" not in _path_name(path), params)
 
 
-def from_config(config) -> tuple[optax.GradientTransformation, optax.Schedule]:
-    """(clipped AdamW with an injected peak LR and the relative schedule, that schedule)."""
+def row_tables(vocab_size: int):
+    """params -> a pytree of bools: True for the per-symbol row tables, the matrices with one
+    row per token id (the embedding E and the head's V-row matrices: softmax and MoS `w`,
+    low-rank `a`). lazy_adamw moves their rows only when the symbol occurs."""
+    def is_rows(path, leaf):
+        name = _path_name(path)
+        return (jnp.ndim(leaf) == 2 and leaf.shape[0] == vocab_size
+                and (name.startswith("embed") or name.startswith("head")))
+
+    return lambda params: jax.tree_util.tree_map_with_path(is_rows, params)
+
+
+def _optimizer(learning_rate, *, name: str, b1: float, b2: float, eps: float, momentum: float,
+               weight_decay: float, vocab_size: int) -> optax.GradientTransformationExtraArgs:
+    """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate."""
+    if name == "adamw":
+        direction = optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
+    elif name == "lazy_adamw":
+        direction = lazy.scale_by_lazy_adam(row_tables(vocab_size), b1=b1, b2=b2, eps=eps)
+    elif name == "sgd":
+        direction = optax.trace(decay=momentum)
+    elif name == "adafactor":
+        direction = optax.chain(
+            optax.scale_by_factored_rms(min_dim_size_to_factor=1),
+            optax.clip_by_block_rms(1.0),
+            optax.scale_by_param_block_rms())
+    else:
+        raise ValueError(f"unknown optimizer {name!r}")
+    parts = [direction, optax.add_decayed_weights(weight_decay, mask=decay_mask)]
+    if name == "lazy_adamw":
+        parts.append(lazy.keep_present_rows(row_tables(vocab_size)))
+    return optax.chain(*parts, optax.scale(-learning_rate))
+
+
+def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Schedule]:
+    """(clip -> the config's optimizer with an injected peak LR -> the relative schedule,
+    that schedule). Its `update` takes `present_V` (bool[V], the ids in this step's batch)
+    as an extra argument; only lazy_adamw reads it."""
     schedule = relative_schedule(config.schedule, config.steps, warmup_frac=config.warmup_frac,
                                  decay_frac=config.decay_frac, final_ratio=config.final_lr_ratio)
-    adamw = optax.inject_hyperparams(optax.adamw, static_args=_STATIC)(
-        learning_rate=config.lr, b1=config.b1, b2=config.b2, eps=config.eps,
-        weight_decay=config.weight_decay, mask=decay_mask)
+    static = dict(name=config.optimizer, b1=config.b1, b2=config.b2, eps=config.eps,
+                  momentum=config.momentum, weight_decay=config.weight_decay,
+                  vocab_size=config.vocab_size)
+    inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
+        learning_rate=config.lr, **static)
     parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []
-    return optax.chain(*parts, adamw, optax.scale_by_schedule(schedule)), schedule
+    return optax.chain(*parts, inner, optax.scale_by_schedule(schedule)), schedule
 
 
 def peak_lr(opt_state) -> jax.Array:

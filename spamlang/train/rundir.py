@@ -25,6 +25,7 @@ from spamlang.fileio import atomic_write_json, atomic_write_text, read_json
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
+TRACK = "track.jsonl"  # per-step updates of the tracked symbols' rows (track_symbols > 0)
 RESULT = "result.json"
 CHECKPOINTS = "checkpoints"
 
@@ -137,8 +138,9 @@ class MetricsLog:
     other than 0 of a multi-host job) reads but never touches the file.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, keep_through_step: int, *, write: bool = True):
-        self.path = Path(out_dir) / METRICS
+    def __init__(self, out_dir: str | os.PathLike, keep_through_step: int, *, write: bool = True,
+                 name: str = METRICS):
+        self.path = Path(out_dir) / name
         self.records: list[dict] = []
         if self.path.exists():
             changed = False

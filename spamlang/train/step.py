@@ -1,7 +1,8 @@
 """The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
 - The state is a dict pytree whose every leaf has a leading axis of K members: params,
-  opt_state (AdamW with each member's peak LR inside, `spamlang.train.optim`), step,
+  opt_state (the config's optimizer with each member's peak LR inside,
+  `spamlang.train.optim`), step,
   data_key, diverged, diverged_step (-1 while healthy), and exposure (int32[V]: in how many
   training sequences each id occurred as an input, `spamlang.train.exposure`). A single run
   is K = 1.
@@ -41,7 +42,7 @@ from spamlang.errors import UserError
 from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
 from spamlang.model.kernels import resolve
-from spamlang.train import exposure, optim
+from spamlang.train import exposure, optim, tracking
 from spamlang.train.config import TrainConfig
 from spamlang.train.evaluate import make_eval_fn, sample_rows, sharded_rows
 
@@ -92,6 +93,8 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
     chunk = config.loss_chunk or None
     shard = mesh.devices.size > 1
     limit = jnp.float32(config.diverge_loss)
+    V, tracked = config.vocab_size, config.tracked_ids
+    needs_present = config.optimizer == "lazy_adamw" or (tracked and not count_exposure)
 
     def loss_fn(params, tokens_BxL):
         model = nnx.merge(graphdef, params, rest)
@@ -125,9 +128,12 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
                 tokens_BxL = jax.lax.with_sharding_constraint(
                     tokens_BxL, NamedSharding(mesh, P("data", None)))
         (loss, aux), grads = loss_and_grads(state["params"], tokens_BxL)
+        present_V = exposure.present_ids(tokens_BxL, V, mesh if shard else None) \
+            if needs_present else None
         with jax.named_scope("optimizer"):
             grad_norm = optax.tree.norm(grads)
-            updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+            updates, opt_state = tx.update(grads, state["opt_state"], state["params"],
+                                           present_V=present_V)
             params = optax.apply_updates(state["params"], updates)
         bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
         frozen = state["diverged"] | bad
@@ -135,14 +141,15 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         def unless_frozen(new, old):
             return jax.tree.map(lambda n, o: jnp.where(frozen, o, n), new, old)
 
-        counts = state["exposure"]
+        counts, added = state["exposure"], None
         if count_exposure:
             with jax.named_scope("exposure"):
                 # A frozen (diverged) member's batch is not trained on, so it is not counted.
                 added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
                 counts = counts + jnp.where(frozen, 0, added)
+        new_params = unless_frozen(params, state["params"])
         new_state = {
-            "params": unless_frozen(params, state["params"]),
+            "params": new_params,
             "opt_state": unless_frozen(opt_state, state["opt_state"]),
             "step": step + 1,
             "data_key": state["data_key"],
@@ -153,6 +160,11 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
         metrics = {"loss": loss, "accuracy": aux["accuracy"], "grad_norm": grad_norm,
                    "lr": jnp.asarray(lr_t, jnp.float32)}
+        if tracked:
+            with jax.named_scope("track"):
+                metrics.update(tracking.row_updates(state["params"], new_params, tracked, V))
+                metrics["track_seen"] = jnp.where(frozen, 0, added)[jnp.asarray(tracked)] \
+                    if count_exposure else present_V[jnp.asarray(tracked)].astype(jnp.int32)
         return new_state, metrics
 
     return member_step

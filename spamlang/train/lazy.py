@@ -1,0 +1,93 @@
+"""Lazy Adam: rows of the per-symbol tables move only in steps where their symbol occurs.
+
+Dense Adam updates every row of the embedding and of the head at every step. In SpamLang a
+symbol occurs in a step with probability about B / V; in the other steps its head row still
+gets the softmax's small push-down gradient, which Adam's second moment -- forgetting the
+large pull-up gradients in about 1 / (1 - b2) steps -- scales back up to full-size updates.
+Lazy Adam (as TensorFlow's LazyAdam and sparse-embedding trainers do) leaves an absent row
+alone: its first and second moments, its step count and its parameters are kept as they were.
+
+The per-row step count makes each row an Adam run on its own appearances: the bias
+correction of a row that has occurred n times is 1 - b^n, whatever the global step. (LazyAdam
+implementations that correct with the global step would shrink a rare row's first updates.)
+Leaves that are not row tables get ordinary (dense) Adam.
+
+Which ids occur comes in as `present_V` (bool[V]), an extra argument of `update`
+(`optax.GradientTransformationExtraArgs`), computed from the step's batch.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+class LazyAdamState(NamedTuple):
+    count: optax.Updates  # per leaf: int32[V] appearances for row tables, int32[] steps otherwise
+    mu: optax.Updates  # first moments, like the params
+    nu: optax.Updates  # second moments, like the params
+
+
+def _need(present_V):
+    if present_V is None:
+        raise ValueError("lazy Adam needs present_V (bool[V], the ids in the step's batch) "
+                         "as an extra argument of update")
+    return present_V
+
+
+def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
+                       eps: float = 1e-8) -> optax.GradientTransformationExtraArgs:
+    """Adam's m_hat / (sqrt(v_hat) + eps), lazy on the leaves where `is_rows(params)` is True.
+
+    On a row table, row s at a step where present_V[s]: count_s += 1, mu_s and nu_s take the
+    Adam update, and the output is the bias-corrected ratio with count_s; elsewhere the row's
+    state is kept and its output is 0.
+    """
+    def init_fn(params):
+        rows = is_rows(params)
+        count = jax.tree.map(
+            lambda p, r: jnp.zeros(p.shape[:1] if r else (), jnp.int32), params, rows)
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return LazyAdamState(count=count, mu=zeros, nu=jax.tree.map(jnp.zeros_like, params))
+
+    def leaf(g, count, mu, nu, rows, present_V):
+        # A dense leaf is a row table whose one "row" is always present.
+        here = present_V[:, None] if rows else jnp.ones((), jnp.bool_)
+        count = count + (present_V.astype(jnp.int32) if rows else 1)
+        mu = jnp.where(here, b1 * mu + (1 - b1) * g, mu)
+        nu = jnp.where(here, b2 * nu + (1 - b2) * jnp.square(g), nu)
+        n = (count[:, None] if rows else count).astype(g.dtype)
+        # A row that never occurred has n = 0 and zero moments: divide by 1, not by 0.
+        safe = lambda b: jnp.where(n > 0, 1 - b ** n, 1)
+        out = (mu / safe(b1)) / (jnp.sqrt(nu / safe(b2)) + eps)
+        return jnp.where(here, out, 0), count, mu, nu
+
+    def update_fn(updates, state, params=None, *, present_V=None, **extra_args):
+        del extra_args
+        present_V = _need(present_V)
+        rows = is_rows(updates)
+        treedef = jax.tree.structure(updates)
+        outs = [leaf(g, c, m, v, r, present_V) for g, c, m, v, r in zip(
+            treedef.flatten_up_to(updates), treedef.flatten_up_to(state.count),
+            treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu),
+            treedef.flatten_up_to(rows))]
+        new = [treedef.unflatten(part) for part in zip(*outs)]
+        return new[0], LazyAdamState(count=new[1], mu=new[2], nu=new[3])
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def keep_present_rows(is_rows: Callable) -> optax.GradientTransformationExtraArgs:
+    """Zero the update of every absent row of the row tables (after the weight decay, so an
+    absent row is not decayed either)."""
+    def update_fn(updates, state, params=None, *, present_V=None, **extra_args):
+        del params, extra_args
+        present_V = _need(present_V)
+        kept = jax.tree.map(lambda u, r: jnp.where(present_V[:, None], u, 0) if r else u,
+                            updates, is_rows(updates))
+        return kept, state
+
+    return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update_fn)

@@ -1,0 +1,71 @@
+"""The mechanism diagnostic: how each step moves a few symbols' rows along themselves.
+
+For a tracked id s and its embedding row e_s (and, when untied, its head row w_s), a step's
+applied update u_s (everything the optimizer did, learning rate, decay and clipping
+included) has the component c = <u_s, e_s> / |e_s| along the row's own direction: to first
+order the change of the row's norm. In SpamLang the row grows when its symbol occurs (the
+pull-up toward predicting itself) and, between its appearances, shrinks or drifts under the
+softmax's push-down on absent symbols and the weight decay -- pushes that Adam's second
+moment rescales to full size once it has forgotten the last pull-up. Summing c over the
+steps with and without the symbol shows which side wins.
+
+The step computes it for `config.tracked_ids` inside the jit (a gather of k rows per table:
+nothing next to the step's matmuls); the loop writes one row per step to track.jsonl
+(`spamlang plot track` draws it).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from spamlang.train.optim import _path_name
+
+
+def _tables(params, vocab_size: int) -> dict[str, jax.Array]:
+    """{"embed": E, "head": the head's first V-row matrix (untied heads only)}."""
+    found = {}
+    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        name = _path_name(path)
+        if jnp.ndim(leaf) != 2 or leaf.shape[0] != vocab_size:
+            continue
+        for table in ("embed", "head"):
+            if name.startswith(table) and table not in found:
+                found[table] = leaf
+    return found
+
+
+def row_updates(old_params, new_params, ids: list[int], vocab_size: int) -> dict[str, jax.Array]:
+    """{"track_embed": f32[k], "track_head": f32[k] (untied only)}: each tracked row's
+    update along the row's own (pre-update) direction."""
+    idx = jnp.asarray(ids)
+    old, new = _tables(old_params, vocab_size), _tables(new_params, vocab_size)
+    out = {}
+    for table, before in old.items():
+        rows_kxD = before[idx].astype(jnp.float32)
+        delta_kxD = new[table][idx].astype(jnp.float32) - rows_kxD
+        norm_k = jnp.linalg.norm(rows_kxD, axis=-1)
+        out[f"track_{table}"] = jnp.sum(delta_kxD * rows_kxD, axis=-1) / jnp.maximum(norm_k, 1e-30)
+    return out
+
+
+def summarise(rows: list[dict]) -> dict[str, dict]:
+    """Per table and tracked id, the sums of the components over the steps where the symbol
+    occurred ("pull") and where it did not ("between"), and the appearance count.
+
+    `rows` are track.jsonl records: {"step", "ids", "seen", "embed", ["head"]}."""
+    if not rows:
+        return {}
+    ids = rows[0]["ids"]
+    out: dict[str, dict] = {}
+    for table in ("embed", "head"):
+        if table not in rows[0]:
+            continue
+        per = {}
+        for j, s in enumerate(ids):
+            pull = sum(r[table][j] for r in rows if r["seen"][j] > 0)
+            between = sum(r[table][j] for r in rows if r["seen"][j] == 0)
+            per[s] = {"appearances": sum(r["seen"][j] > 0 for r in rows), "pull": pull,
+                      "between": between, "net": pull + between}
+        out[table] = per
+    return out

@@ -1,0 +1,75 @@
+"""Is it Adam's memory? SpamLang at V x beta2, at a fixed batch and fixed updates per symbol.
+
+In SpamLang a symbol occurs in a step with probability about B / V, so it returns every V / B
+steps; between its appearances its head row (and, tied, its embedding row) still gets the
+softmax's small push-down gradient. Adam's second moment forgets a gradient's scale in about
+1 / (1 - b2) steps, after which it normalises the push-down to full-size updates while the
+pull-up arrives once per return. If that defeats SpamLang at large V, the final loss moves
+with b2 at a fixed V.
+
+Here the batch is fixed (B = 32) and the steps grow with V so that every symbol gets the same
+B x steps / V = 16 updates; only V (the head's D / V, and with it the return time V / B) and
+b2 vary:
+  V        steps   return time V / B
+  256        128     8 steps
+  1,024      512    32 steps
+  4,096    2,048   128 steps
+  b2       0.9   0.95   0.99   0.999   0.9999
+  memory    10     20    100   1,000   10,000 steps  (1 / (1 - b2))
+so the grid has cells on both sides of return time = memory. Each cell is trained tied and
+untied, 2 seeds, peak LRs 1e-2, 3e-2, 1e-1, and LR bracketing adds up to 2 more LRs beyond an
+end of the grid where a cell's best sits. Model `tiny` (D = 16); AdamW (b1 0.9, eps 1e-8,
+weight decay 0.1 on matrices), 5% warmup then cosine to 0.1x, clipping at 1.0; L = 2
+(position-invariant: the same runs as any longer L). What else moves along V: the steps (and
+so the schedule's length in steps) and the return time; along b2 nothing else.
+
+Read it with
+  spamlang plot lines runs/beta2_vocab -o beta2_vocab.png --x adam_memory_steps \\
+      --y final_eval_loss --color vocab_size --cols tie_embeddings
+results.csv holds symbol_return_steps and adam_memory_steps for each run; `spamlang plot phase`
+draws the loss over the two.
+
+Run: python sweeps/beta2_vocab.py [--out DIR] [--shard i/n] [--dry-run]
+"""
+
+import spamlang.sweep
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+
+BATCH = 32
+UPDATES = 16  # B x steps / V, the same in every cell
+SEQ_LEN = 2
+
+
+def cell(vocab_size: int) -> list[int]:
+    """(V, tokens) of one cell: UPDATES x V / B steps of B rows of SEQ_LEN tokens."""
+    return [vocab_size, UPDATES * vocab_size * SEQ_LEN]
+
+
+SWEEP = Sweep(
+    name="beta2_vocab",
+    base=TrainConfig(
+        preset="tiny",
+        language="spam",
+        seq_len=SEQ_LEN,
+        batch_size=BATCH,
+        tokens=UPDATES * 1024 * SEQ_LEN,  # each cell sets its own
+        schedule="cosine",
+        warmup_frac=0.05,
+        final_lr_ratio=0.1,
+        log_every=16,
+        eval_sequences=2048,
+        checkpoint_every=0,  # one checkpoint, at the end
+    ),
+    axes={
+        "vocab_size,tokens": [cell(256), cell(1024), cell(4096)],
+        "b2": [0.9, 0.95, 0.99, 0.999, 0.9999],
+        "tie_embeddings": [True, False],
+        "lr": [1e-2, 3e-2, 1e-1],
+        "seed": [0, 1],
+    },
+    bracket_lr=2,
+)
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))

@@ -1,0 +1,226 @@
+"""The optimizer axis: lazy Adam by hand, every optimizer in a vmapped group, exact resume,
+the tracked rows' updates. (1 device = 4 for every optimizer: tests/test_multidevice.py.)"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from spamlang.errors import UserError
+from spamlang.train import Interrupted, TrainConfig, config as config_module, optim, run_group
+from spamlang.train import run_training, tracking
+from spamlang.train.step import Program
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_peak_measurement():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPAMLANG_PEAK_FLOPS", "1e11")
+        yield
+
+
+def test_the_config_knows_the_optimizers_of_optim():
+    assert config_module.OPTIMIZERS == optim.OPTIMIZERS
+    assert config_module.ADAM_FAMILY == optim.ADAM_FAMILY
+    with pytest.raises(UserError, match="optimizer must be one of adamw, lazy_adamw, sgd"):
+        TrainConfig(optimizer="adam")
+    with pytest.raises(UserError, match="momentum must be in"):
+        TrainConfig(momentum=1.0)
+    with pytest.raises(UserError, match="track_symbols must be in"):
+        TrainConfig(vocab_size=8, track_symbols=9)
+
+
+def test_return_time_and_adam_memory():
+    config = TrainConfig(vocab_size=4096, batch_size=32, b2=0.999)
+    assert config.return_time == {"symbol_return_steps": 128.0,
+                                  "adam_memory_steps": pytest.approx(1000.0)}
+    assert config.replace(optimizer="lazy_adamw").return_time["adam_memory_steps"] == \
+        pytest.approx(1000.0)
+    for other in ("sgd", "adafactor"):
+        assert config.replace(optimizer=other).return_time["adam_memory_steps"] is None
+
+
+def test_tracked_ids_spread_over_the_vocabulary():
+    assert TrainConfig(vocab_size=64, track_symbols=3).tracked_ids == [0, 32, 63]
+    assert TrainConfig(vocab_size=64, track_symbols=1).tracked_ids == [0]
+    assert TrainConfig(vocab_size=8, track_symbols=8).tracked_ids == list(range(8))
+
+
+# ----- lazy Adam, computed by hand ----------------------------------------------------------
+# b1 = 1/2, b2 = 3/4, eps = 0 keep every number exact. Row table "embed" (V = 3, D = 2) and a
+# dense leaf "norm_scale". Step 1 has ids {0, 2}, step 2 has ids {1, 2}.
+B1, B2 = 0.5, 0.75
+G1 = {"embed": np.array([[1., 1.], [2., 2.], [3., 3.]]), "norm_scale": np.array([1., -2.])}
+G2 = {"embed": np.array([[.5, .5], [1., 1.], [-1., -1.]]), "norm_scale": np.array([1., 1.])}
+PRESENT = [np.array([True, False, True]), np.array([False, True, True])]
+# Each row is Adam on its own appearances, bias-corrected with its own count:
+# row 0 step 1 (n=1): m = .5, v = .25, m/(1-.5) / sqrt(v/(1-.75)) = 1; step 2 absent: 0.
+# row 1 step 1 absent: 0; step 2 (its first, n=1): m = .5, v = .25 -> 1.
+# row 2 step 1: m = 1.5, v = 2.25 -> 3 / 3 = 1; step 2 (n=2): m = .75 - .5 = .25,
+#   v = 1.6875 + .25 = 1.9375; m_hat = .25 / .75 = 1/3, v_hat = 1.9375 / .4375 = 31/7.
+# norm_scale (dense, n = 1, 2): step 1 -> sign = (1, -1); step 2: m = (.75, 0),
+#   v = (.4375, 1), m_hat = (1, 0), v_hat = (1, 16/7) -> (1, 0).
+EXPECTED = [
+    {"embed": [[1, 1], [0, 0], [1, 1]], "norm_scale": [1, -1]},
+    {"embed": [[0, 0], [1, 1], [(1 / 3) / math.sqrt(31 / 7)] * 2], "norm_scale": [1, 0]},
+]
+
+
+def _lazy(**kw):
+    return optim._optimizer(name="lazy_adamw", b1=B1, b2=B2, eps=0.0, momentum=0.0,
+                            vocab_size=3, **kw)
+
+
+def test_lazy_adam_matches_the_hand_computed_two_steps():
+    params = {"embed": jnp.ones((3, 2)), "norm_scale": jnp.ones(2)}
+    # learning_rate -1 and no decay: the updates are the direction itself
+    tx = _lazy(learning_rate=-1.0, weight_decay=0.0)
+    state = tx.init(params)
+    for grads, present, expected in zip((G1, G2), PRESENT, EXPECTED):
+        updates, state = tx.update(jax.tree.map(jnp.asarray, grads), state, params,
+                                   present_V=jnp.asarray(present))
+        for name in expected:
+            np.testing.assert_allclose(updates[name], expected[name], rtol=1e-6, atol=0)
+    assert np.asarray(state[0].count["embed"]).tolist() == [1, 1, 2]
+    assert int(state[0].count["norm_scale"]) == 2
+
+
+def test_lazy_adamw_leaves_absent_rows_alone_and_decays_present_ones():
+    params = {"embed": jnp.arange(6.0).reshape(3, 2) + 1, "norm_scale": jnp.ones(2)}
+    tx = _lazy(learning_rate=0.1, weight_decay=0.5)
+    updates, _ = tx.update(jax.tree.map(jnp.asarray, G1), tx.init(params), params,
+                           present_V=jnp.asarray(PRESENT[0]))
+    new = optax.apply_updates(params, updates)
+    # row 1 is absent: not moved, not decayed; rows 0 and 2: p - lr * (1 + wd * p)
+    np.testing.assert_array_equal(new["embed"][1], params["embed"][1])
+    np.testing.assert_allclose(new["embed"][np.array([0, 2])],
+                               params["embed"][np.array([0, 2])] - 0.1 * (1 + 0.5 * params["embed"][np.array([0, 2])]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(new["norm_scale"], params["norm_scale"] - 0.1 * np.array([1, -1]),
+                               rtol=1e-6)  # norms are never decayed
+
+
+def test_lazy_adamw_with_every_row_present_is_adamw():
+    params = {"embed": jnp.arange(6.0).reshape(3, 2) - 2, "norm_scale": jnp.ones(2)}
+    kw = dict(b1=0.9, b2=0.95, eps=1e-8, momentum=0.0, weight_decay=0.1, vocab_size=3,
+              learning_rate=0.01)
+    lazy, dense = optim._optimizer(name="lazy_adamw", **kw), optim._optimizer(name="adamw", **kw)
+    s_lazy, s_dense = lazy.init(params), dense.init(params)
+    everyone = jnp.ones(3, bool)
+    for grads in (G1, G2, G1):
+        grads = jax.tree.map(jnp.asarray, grads)
+        u_lazy, s_lazy = lazy.update(grads, s_lazy, params, present_V=everyone)
+        u_dense, s_dense = dense.update(grads, s_dense, params)
+        for name in params:
+            np.testing.assert_allclose(u_lazy[name], u_dense[name], rtol=1e-5, atol=1e-9)
+        params = optax.apply_updates(params, u_dense)
+
+
+def test_lazy_adam_needs_the_present_ids():
+    tx = _lazy(learning_rate=0.1, weight_decay=0.0)
+    params = {"embed": jnp.ones((3, 2)), "norm_scale": jnp.ones(2)}
+    with pytest.raises(ValueError, match="present_V"):
+        tx.update(params, tx.init(params), params)
+
+
+def test_row_tables_are_the_embedding_and_the_heads_v_rows():
+    for head, expected in [("softmax", {"embed", "head/w"}), ("lowrank:4", {"embed", "head/a"}),
+                           ("mos:2", {"embed", "head/w"})]:
+        program = Program(TrainConfig(vocab_size=32, seq_len=2, batch_size=4, tokens=64,
+                                      head=head, eval_sequences=4))
+        params = program.abstract_state()["params"]
+        rows = optim.row_tables(32)(params)
+        found = {optim._path_name(p).removesuffix("/value")
+                 for p, r in jax.tree_util.tree_leaves_with_path(rows) if r}
+        assert found == expected, head
+
+
+# ----- every optimizer in the real loop -----------------------------------------------------
+# 30 steps of a vmapped pair (two LRs), logs every 5, checkpoints only when interrupted and at
+# the end (orbax saves are most of a short run's time); 3 tracked ids.
+LRS = {"adamw": (3e-2, 1e-1), "lazy_adamw": (3e-2, 1e-1), "sgd": (0.1, 0.3),
+       "adafactor": (3e-2, 1e-1)}
+
+
+def _configs(name):
+    base = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 30, optimizer=name,
+                       schedule="constant", warmup_frac=0.0, log_every=5, checkpoint_every=0,
+                       eval_sequences=16, track_symbols=3)
+    return [base.replace(lr=lr, seed=i) for i, lr in enumerate(LRS[name])]
+
+
+def _read(run_dir, name):
+    return [json.loads(line) for line in (Path(run_dir) / name).read_text().splitlines()]
+
+
+def _timeless(rows):
+    return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "mfu", "wall_seconds")}
+            for r in rows]
+
+
+@pytest.mark.parametrize("name", optim.OPTIMIZERS)
+def test_every_optimizer_trains_in_a_group_and_resumes_bitwise(name, tmp_path):
+    configs = _configs(name)
+    ref = [tmp_path / f"ref{i}" for i in range(2)]
+    results = run_group(configs, ref, quiet=True)
+    # it trained: the better member ends far below chance (log 16 = 2.77)
+    assert min(r["final_eval_loss"] for r in results) < 1.0, results
+    # the members are the runs of their own LRs: member 1 alone equals member 1 in the group
+    alone = run_training(configs[1], tmp_path / "alone", quiet=True)
+    assert alone["final_eval_loss"] == pytest.approx(results[1]["final_eval_loss"],
+                                                     rel=1e-4, abs=1e-6)
+    # interrupted at step 13 (neither a log nor a checkpoint step) and resumed: bitwise
+    got = [tmp_path / f"got{i}" for i in range(2)]
+    with pytest.raises(Interrupted):
+        run_group(configs, got, quiet=True, stop_after_step=13)
+    resumed = run_group(configs, got, quiet=True)
+    for r, g, a, b in zip(ref, got, results, resumed):
+        assert _timeless(_read(g, "metrics.jsonl")) == _timeless(_read(r, "metrics.jsonl"))
+        assert _read(g, "track.jsonl") == _read(r, "track.jsonl")
+        assert {k: v for k, v in b.items() if k not in ("tokens_per_s", "wall_seconds")} == \
+            {k: v for k, v in a.items() if k not in ("tokens_per_s", "wall_seconds")}
+    track = _read(ref[0], "track.jsonl")
+    assert [r["step"] for r in track] == list(range(1, 31))
+    assert all(r["ids"] == [0, 8, 15] and set(r) == {"step", "ids", "seen", "embed", "head"}
+               for r in track)
+    assert sum(sum(r["seen"]) for r in track) > 0
+    if name == "lazy_adamw":  # an absent row does not move at all
+        between = [r[t][j] for r in track for t in ("embed", "head")
+                   for j in range(3) if r["seen"][j] == 0]
+        assert between and all(v == 0.0 for v in between)
+    elif name == "adamw":  # the push-down between appearances is real
+        assert any(r["head"][j] != 0.0 for r in track for j in range(3) if r["seen"][j] == 0)
+
+
+def test_tracked_component_is_the_update_along_the_row():
+    """The step's track_* metrics equal <p' - p, p> / |p| computed from two states."""
+    config = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 10, lr=3e-2,
+                         eval_sequences=16, track_symbols=4, tie_embeddings=True)
+    program = Program(config)
+    state = program.init([0], [config.lr])
+    for _ in range(3):
+        before = jax.device_get(state["params"])
+        state, metrics = program.step(state)
+        after = jax.device_get(state["params"])
+        ids = config.tracked_ids
+        e0, e1 = before["embed"].value[0][ids], after["embed"].value[0][ids]
+        want = np.sum((e1 - e0) * e0, axis=-1) / np.linalg.norm(e0, axis=-1)
+        np.testing.assert_allclose(np.asarray(metrics["track_embed"][0]), want,
+                                   rtol=1e-4, atol=1e-9)
+        assert "track_head" not in metrics  # tied: the head row is the embedding row
+        assert metrics["track_seen"].shape == (1, 4)
+
+
+def test_summarise_splits_pull_and_between():
+    rows = [{"step": 1, "ids": [0, 5], "seen": [1, 0], "embed": [0.5, -0.1]},
+            {"step": 2, "ids": [0, 5], "seen": [0, 2], "embed": [-0.2, 0.3]}]
+    out = tracking.summarise(rows)["embed"]
+    assert out[0] == {"appearances": 1, "pull": 0.5, "between": -0.2, "net": pytest.approx(0.3)}
+    assert out[5] == {"appearances": 1, "pull": 0.3, "between": -0.1, "net": pytest.approx(0.2)}
