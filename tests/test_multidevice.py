@@ -59,6 +59,20 @@ CHILD = textwrap.dedent("""
         except UserError as e:
             return str(e)
 
+    # Every optimizer, in a vmapped pair of LRs, with tracked rows: 1 device = 4.
+    from spamlang.train import optim
+    for name in optim.OPTIMIZERS:
+        cfg = config.replace(optimizer=name, track_symbols=2, vocab_size=16)
+        for n in (1, 4):
+            mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
+                                 devices=jax.devices()[:n])
+            prog = Program(cfg, mesh)
+            state = prog.init([0, 1], [0.1, 0.3] if name == "sgd" else [1e-2, 3e-2])
+            rows = []
+            for _ in range(3):
+                state, m = prog.step(state)
+                rows.append({k: jax.device_get(v).tolist() for k, v in m.items()})
+            out[f"{name}{n}"] = rows
     out["micro_indivisible"] = refusal(config.replace(micro_batch=2))
     out["indivisible"] = refusal(config.replace(batch_size=18))
     print("RESULT " + json.dumps(out))
@@ -96,6 +110,15 @@ def test_four_devices_equal_one_device():
     np.testing.assert_allclose(out["micro1"], one["loss"][:4], rtol=1e-5)
     assert "micro_batch (2) must be divisible by the number of devices (4)" \
         in out["micro_indivisible"]
+    from spamlang.train import optim
+    for name in optim.OPTIMIZERS:
+        one, four = out[f"{name}1"], out[f"{name}4"]
+        for a, b in zip(one, four):
+            assert a["track_seen"] == b["track_seen"], name
+            for key in ("loss", "grad_norm", "track_embed", "track_head"):
+                np.testing.assert_allclose(b[key], a[key], rtol=2e-4, atol=1e-7,
+                                           err_msg=f"{name} {key}")
+        assert one[-1]["loss"][0] < one[0]["loss"][0], name  # the steps moved the model
 
 
 # The compiled step on 4 devices: no device holds another device's hidden states, and the

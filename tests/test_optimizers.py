@@ -143,14 +143,14 @@ def test_row_tables_are_the_embedding_and_the_heads_v_rows():
 
 
 # ----- every optimizer in the real loop -----------------------------------------------------
-# 30 steps of a vmapped pair (two LRs), logs every 5, checkpoints only when interrupted and at
+# 20 steps of a vmapped pair (two LRs), logs every 5, checkpoints only when interrupted and at
 # the end (orbax saves are most of a short run's time); 3 tracked ids.
 LRS = {"adamw": (3e-2, 1e-1), "lazy_adamw": (3e-2, 1e-1), "sgd": (0.1, 0.3),
        "adafactor": (3e-2, 1e-1)}
 
 
 def _configs(name):
-    base = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 30, optimizer=name,
+    base = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 20, optimizer=name,
                        schedule="constant", warmup_frac=0.0, log_every=5, checkpoint_every=0,
                        eval_sequences=16, track_symbols=3)
     return [base.replace(lr=lr, seed=i) for i, lr in enumerate(LRS[name])]
@@ -172,11 +172,13 @@ def test_every_optimizer_trains_in_a_group_and_resumes_bitwise(name, tmp_path):
     results = run_group(configs, ref, quiet=True)
     # it trained: the better member ends far below chance (log 16 = 2.77)
     assert min(r["final_eval_loss"] for r in results) < 1.0, results
-    # the members are the runs of their own LRs: member 1 alone equals member 1 in the group
-    alone = run_training(configs[1], tmp_path / "alone", quiet=True)
-    assert alone["final_eval_loss"] == pytest.approx(results[1]["final_eval_loss"],
-                                                     rel=1e-4, abs=1e-6)
-    # interrupted at step 13 (neither a log nor a checkpoint step) and resumed: bitwise
+    if name == "lazy_adamw":
+        # Members are the runs of their own LRs (each with its own batch, so its own present
+        # ids): member 1 alone equals member 1 in the group. (For adamw: test_train_run.)
+        alone = run_training(configs[1], tmp_path / "alone", quiet=True)
+        assert alone["final_eval_loss"] == pytest.approx(results[1]["final_eval_loss"],
+                                                         rel=1e-4, abs=1e-6)
+    # interrupted at step 13 (not a log step) and resumed: bitwise
     got = [tmp_path / f"got{i}" for i in range(2)]
     with pytest.raises(Interrupted):
         run_group(configs, got, quiet=True, stop_after_step=13)
@@ -187,7 +189,7 @@ def test_every_optimizer_trains_in_a_group_and_resumes_bitwise(name, tmp_path):
         assert {k: v for k, v in b.items() if k not in ("tokens_per_s", "wall_seconds")} == \
             {k: v for k, v in a.items() if k not in ("tokens_per_s", "wall_seconds")}
     track = _read(ref[0], "track.jsonl")
-    assert [r["step"] for r in track] == list(range(1, 31))
+    assert [r["step"] for r in track] == list(range(1, 21))
     assert all(r["ids"] == [0, 8, 15] and set(r) == {"step", "ids", "seen", "embed", "head"}
                for r in track)
     assert sum(sum(r["seen"]) for r in track) > 0

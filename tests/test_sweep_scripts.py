@@ -13,7 +13,9 @@ SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 # Points per script, from the grids their docstrings describe.
 # LR bracketing may add runs to cpu_demo, coverage and coverage_width; the dry run lists the grid.
 EXPECTED_RUNS = {"cpu_demo": 48, "paper_fig5": 80, "heads": 18, "languages": 48, "bottleneck": 24,
-                 "coverage": 132, "coverage_width": 72, "paper_fig5_coverage": 80}
+                 "coverage": 132, "coverage_width": 72, "paper_fig5_coverage": 80,
+                 "beta2_vocab": 180, "return_time": 120, "optimizers": 96,
+                 "paper_fig5_optimizer": 288}
 
 
 def test_every_sweep_script_is_covered():
@@ -82,3 +84,25 @@ def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
     assert {(c.seq_len, c.steps, c.batch_size) for c in points} == {(2, 500, 32)}
     assert {c.seed for c in points} == {0, 1} and sweep.bracket_lr > 0
     assert plots and samples == ({"vocab_size": 4096, "tie_embeddings": True},)
+
+
+def test_optimizer_sweeps_hold_what_their_docstrings_say():
+    beta2 = _points("beta2_vocab")
+    assert {(c.batch_size, c.updates_per_symbol, c.seq_len) for c in beta2} == {(32, 16.0, 2)}
+    assert {c.b2 for c in beta2} == {0.9, 0.95, 0.99, 0.999, 0.9999}
+    assert sorted({c.return_time["symbol_return_steps"] for c in beta2}) == [8, 32, 128]
+    phase = _points("return_time")
+    assert {(c.vocab_size, c.updates_per_symbol, c.seq_len) for c in phase} == {(4096, 16.0, 2)}
+    assert sorted({c.return_time["symbol_return_steps"] for c in phase}) == [2, 8, 32, 128]
+    assert sorted({round(c.return_time["adam_memory_steps"]) for c in phase}) == \
+        [10, 20, 100, 1000, 10000]
+    family = _points("optimizers")
+    assert {c.optimizer for c in family} == {"adamw", "lazy_adamw", "sgd", "adafactor"}
+    assert {(c.vocab_size, c.batch_size, c.steps) for c in family} == {(4096, 32, 500),
+                                                                       (4096, 32, 2048)}
+    paper = _points("paper_fig5_optimizer")
+    assert {(c.preset, c.seq_len, c.batch_size, c.steps) for c in paper} == \
+        {("smollm2-106m", 2, 64, 2500)}
+    assert {(c.optimizer, c.b2) for c in paper} == {
+        ("adamw", 0.95), ("adamw", 0.999), ("adamw", 0.9999), ("lazy_adamw", 0.95),
+        ("sgd", 0.95), ("adafactor", 0.95)}

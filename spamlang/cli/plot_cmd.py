@@ -1,5 +1,6 @@
 """`spamlang plot heatmap|curves|lines SWEEP_DIR -o FILE`: figures from a sweep directory;
-`spamlang plot bottleneck DIR [DIR ...] -o FILE`: Figure 6 from sweeps and pretrained LMs."""
+`spamlang plot bottleneck DIR [DIR ...] -o FILE`: Figure 6 from sweeps and pretrained LMs;
+`spamlang plot track RUN_DIR [RUN_DIR ...] -o FILE`: the mechanism diagnostic of tracked symbols."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def _heatmap(args: argparse.Namespace) -> int:
     from spamlang.plots.sweep import plot_heatmap
 
     path = plot_heatmap(args.sweep_dir, args.output, metric=args.metric, where=_where(args.where),
-                        x=args.x, y=args.y, cols=args.cols, rows=args.rows)
+                        x=args.x, y=args.y, cols=args.cols, rows=args.rows,
+                        best_over=args.best_over)
     print(f"wrote {path}")
     return 0
 
@@ -78,6 +80,16 @@ def _bottleneck(args: argparse.Namespace) -> int:
     return 0
 
 
+def _track(args: argparse.Namespace) -> int:
+    from spamlang.plots.track import load_track, plot_track, sums_table
+
+    tracks = [load_track(d, args.table) for d in args.run_dirs]
+    path = plot_track(tracks, args.output)
+    print(sums_table(tracks))
+    print(f"wrote {path}")
+    return 0
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "plot", help="figures from a sweep directory (PNG or PDF, by extension)",
@@ -108,7 +120,13 @@ def register(subparsers) -> None:
         description="A final metric on an x by y grid of cells, one panel per --cols value. "
                     "A cell shows the mean over seeds and, below it, their min-max range; the "
                     "best y (LR) of each x (V) is outlined in red; colours span the data's range "
-                    "(log scale only for positive values spanning 10x or more). " + _AXES_HELP)
+                    "(log scale only for positive values spanning 10x or more). With --best-over "
+                    "COL a cell holds only the value of COL with the best seed-mean metric, "
+                    "named in the cell. Example, the return-time phase diagram: spamlang plot "
+                    "heatmap runs/return_time -o phase.png --x symbol_return_steps --y "
+                    "adam_memory_steps --best-over lr --cols none. Runs without a value of --x "
+                    "or --y (adam_memory_steps of sgd runs) are left out, with a note. "
+                    + _AXES_HELP)
     common(heat)
     heat.add_argument("--metric", default="final_eval_loss", metavar="COL",
                       help="the outcome coloured (default final_eval_loss; also loss_above_floor, "
@@ -118,6 +136,11 @@ def register(subparsers) -> None:
     heat.add_argument("--y", default="lr", metavar="COL",
                       help="column along the vertical axis (default lr); the best cell of each "
                            "x is outlined (lowest metric; highest for *accuracy* metrics)")
+    heat.add_argument("--best-over", default=None, metavar="COL",
+                      help="a setting such as lr optimised per cell instead of averaged: the cell "
+                           "shows the value of COL with the best seed-mean metric (lowest; "
+                           "highest for *accuracy* metrics), that mean with its seeds' min-max "
+                           "range, and the value (e.g. 'lr 3e-2'); default: none")
     facets(heat, "tie_embeddings")
     heat.set_defaults(func=_heatmap)
 
@@ -197,3 +220,23 @@ def register(subparsers) -> None:
     bottleneck.add_argument("--labels", action=argparse.BooleanOptionalAction, default=True,
                             help="write each pretrained LM's name beside its point (default on)")
     bottleneck.set_defaults(func=_bottleneck)
+
+    track = kinds.add_parser(
+        "track", help="mechanism diagnostic: tracked symbols' rows, pull-up vs between",
+        description="How each training step moved a few symbols' rows along themselves, from "
+                    "the track.jsonl of runs trained with --track-symbols K (or track_symbols "
+                    "in a sweep's base config). One panel per tracked id (at most "
+                    "6, spread over the tracked ones), one row of panels per run: the "
+                    "cumulative sum of each step's update along the row, <p' - p, p>/|p| (to "
+                    "first order the change of its norm), the per-step updates as bars on the "
+                    "right axis, and triangles at the steps whose batch showed the symbol. Each "
+                    "panel, and a table on stdout, sums the updates of those steps (pull) and "
+                    "of the others (between). Example: spamlang plot track runs/demo -o "
+                    "track.png --table head")
+    track.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                       help="a run directory with track.jsonl (one row of panels each)")
+    track.add_argument("-o", "--output", required=True, metavar="FILE",
+                       help="output .png or .pdf, in an existing folder")
+    track.add_argument("--table", choices=("embed", "head"), default="embed",
+                       help="the rows drawn: the embedding's (default) or the untied head's")
+    track.set_defaults(func=_track)

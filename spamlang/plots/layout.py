@@ -17,6 +17,7 @@ silently.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ _LABELS = {
     "vocab_size": "vocabulary size V", "lr": "learning rate", "tie_embeddings": "tied embeddings",
     "tokens": "training tokens", "step": "step", "seq_len": "sequence length",
     "d_model": "hidden size D", "batch_size": "batch size",
+    "symbol_return_steps": "return time V/B (steps)",
+    "adam_memory_steps": "Adam memory 1/(1-b2) (steps)",
 }
 
 
@@ -62,7 +65,11 @@ def format_value(column: str, v: Any) -> str:
     if column == "lr" and is_number(v) and v > 0:
         return format_lr(float(v))
     if isinstance(v, float):
-        return str(int(v)) if v.is_integer() and abs(v) < 1e6 else f"{v:.3g}"
+        # Whole numbers up to float noise (1 / (1 - 0.999) = 999.9999999999991) read as
+        # such: '1000', not '1e+03'.
+        if abs(v) < 1e6 and math.isclose(v, round(v), rel_tol=1e-9, abs_tol=1e-12):
+            return str(round(v))
+        return f"{v:.3g}"
     return str(v)
 
 
@@ -173,12 +180,14 @@ def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point
     return [Point(members) for members in groups.values()]
 
 
-def best_over(points: list[Point], column: str, metric: str) -> list[Point]:
+def best_over(points: list[Point], column: str, metric: str,
+              keep_failed: bool = False) -> list[Point]:
     """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
     (lowest; highest for accuracy-like metrics); it remembers the chosen value and the grid.
 
     Points are already seed means, so the choice is between seed-averaged values. Groups where no
-    point has a finite metric (all diverged) keep no point.
+    point has a finite metric (all diverged) keep no point, or with `keep_failed` all their runs
+    as one point without a choice (a heatmap draws that cell as diverged rather than blank).
     """
     inner = set(pooled_settings(points)) | {column}
     others = [k for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
@@ -192,6 +201,8 @@ def best_over(points: list[Point], column: str, metric: str) -> list[Point]:
         scored = [(sign * s.mean, order_key(p.value(column)), p) for p in members
                   if (s := p.stats(metric)) is not None]
         if not scored:
+            if keep_failed:
+                chosen.append(merge(members))
             continue
         best = min(scored, key=lambda t: t[:2])[2]
         grid = tuple(sort_values(p.value(column) for p in members))

@@ -9,6 +9,7 @@ are averaged over seeds and split into panels).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,12 +25,13 @@ from spamlang.plots.canvas import (
 )
 from spamlang.plots.curves import CURVE_METRICS, choose_runs, curves_figure, plot_curves
 from spamlang.plots.layout import (
-    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, facet_title, facets,
-    format_lr, format_value, format_vocab, group_points, higher_is_better, ident, is_numeric,
-    merge, pool_note, rows_option, short_name, sort_values,
+    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
+    facets, format_lr, format_value, format_vocab, group_points, higher_is_better, ident,
+    is_numeric, merge, pool_note, rows_option, short_name, sort_values,
 )
-from spamlang.plots.lines import lines_figure, plot_lines
-from spamlang.plots.results import check_column, finished_runs, select
+from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.lines import lines_figure, plot_lines, resolve_best_over
+from spamlang.plots.results import Run, check_column, finite, finished_runs, is_number, select
 
 # Besides the heatmap, the names that callers import from here (this module was once the home
 # of every sweep figure and its helpers).
@@ -98,9 +100,10 @@ def _text_colour(rgba) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def cell_label(point: Point, metric: str) -> str:
-    """A cell's text: the mean; below it the min-max range of several runs; 'k/n div' if some
-    diverged; 'div' when all did."""
+def cell_label(point: Point, metric: str, best: str | None = None) -> str:
+    """A cell's text: the mean; below it the min-max range of several runs; the value of the
+    `best` column chosen for the cell (its runs hold only that value, see `best_over`); 'k/n div'
+    if some diverged; 'div' when all did."""
     s = point.stats(metric)
     n_div = point.diverged
     if s is None:
@@ -108,6 +111,8 @@ def cell_label(point: Point, metric: str) -> str:
     lines = [_cell_text(s.mean)]
     if s.n > 1 and _cell_text(s.lo) != _cell_text(s.hi):
         lines.append(f"{_cell_text(s.lo)}\u2013{_cell_text(s.hi)}")
+    if best:
+        lines.append(f"{short_name(best)} {describe([r.get(best) for r in point.runs], best)}")
     if n_div:
         lines.append(f"{n_div}/{len(point.runs)} div")
     return "\n".join(lines)
@@ -122,7 +127,9 @@ def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: di
     Runs landing in one cell (seeds) are averaged: the cell shows the mean, and below it the
     min-max range. Colours span the data's range (see `color_limits`), shared by all panels.
     Each column's best cell (the best LR of each V) is outlined in red. Diverged runs are hatched
-    and marked "div"; points without a finished run stay blank.
+    and marked "div"; points without a finished run stay blank. With `best_over` (a setting,
+    e.g. lr), each cell holds only the runs of that setting's best value (seed mean, lowest
+    metric; highest for accuracy-like ones), named in the cell, instead of pooling its values.
     """
     check_figure_path(out_file)
     return save_figure(heatmap_figure(sweep_dir, metric, where, **axes), out_file)
@@ -130,9 +137,10 @@ def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: di
 
 def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | None = None,
                    x: str = "vocab_size", y: str = "lr", cols: str | None = "tie_embeddings",
-                   rows: str | list[str] | None = None) -> Figure:
+                   rows: str | list[str] | None = None, best_over: str | None = None) -> Figure:
     """The figure of `plot_heatmap`, unsaved. `cols` None or 'none': one panel column; `rows`
     None: automatic, [] or 'none': no row split (other settings are pooled and the figure says so).
+    `best_over` None or 'none': off. Runs without a value of x or y are left out, with a note.
     """
     runs = select(finished_runs(sweep_dir), where)
     metric = check_column(runs, metric, "--metric")
@@ -145,10 +153,16 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     if not is_numeric(r.get(metric) for r in runs):
         raise UserError(f"--metric {metric} is not numeric; "
                         "pick an outcome such as final_eval_loss")
+    taken = [metric, x, y] + ([cols] if cols else []) + (rows or [])
+    best = resolve_best_over(runs, best_over, taken) if column_or_none(best_over) else None
+    runs, left_out = _with_values(runs, [x, y])
     used = [x, y] + ([cols] if cols else [])
-    pooled = [] if SEED in used + (rows or []) else [SEED]
+    pooled = [] if SEED in used + (rows or []) or best == SEED else [SEED]
     points = group_points(runs, pooled)
-    row_keys = auto_rows(points, used, pooled) if rows is None else rows
+    if best:
+        points = best_points(points, best, metric, keep_failed=True)
+    skip = pooled + ([best] if best else [])
+    row_keys = auto_rows(points, used, skip) if rows is None else rows
     row_groups, col_values = facets(points, row_keys, cols)
     xs = sort_values(p.value(x) for p in points)
     ys = sort_values(p.value(y) for p in points)
@@ -157,16 +171,17 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
     ranged = any(len(c.runs) > 1 for c in drawn)
+    text_lines = 1 + ranged + bool(best)
 
     cell_w = (PAPER_WIDTH_IN - 1.2) / (len(col_values) * len(xs))
     font = float(np.clip(cell_w * 72 / 3.4, 4.5, 8.0))
-    height = len(row_groups) * max(2.1, (0.45 if ranged else 0.3) * len(ys) + 0.9) + 0.4
+    height = len(row_groups) * max(2.1, 0.15 * (text_lines + 1) * len(ys) + 0.9) + 0.4
     fig = Figure(figsize=(PAPER_WIDTH_IN, height), layout="constrained")
     axes = fig.subplots(len(row_groups), len(col_values), squeeze=False)
     image = None
     for (i, j), cells in panels.items():
         ax = axes[i, j]
-        image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font)
+        image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font, best)
         ax.set_xticks(range(len(xs)), [format_value(x, v) for v in xs], fontsize=7)
         ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
         ax.set_xlabel(axis_label(x), fontsize=8)
@@ -182,10 +197,44 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     if log:
         plain_log_ticks(bar.ax.yaxis, vmin, vmax)
     bar.ax.tick_params(which="both", labelsize=7)
-    best = (f"red outline: best {axis_label(y)} of each {short_name(x)}"
-            + (" (highest)" if higher_is_better(metric) else "")) if len(ys) > 1 else ""
-    note(fig, best, pool_note(drawn, "second line"))
+    outline = (f"red outline: best {axis_label(y)} of each {short_name(x)}"
+               + (" (highest)" if higher_is_better(metric) else "")) if len(ys) > 1 else ""
+    # A cell where every value of `best` diverged pools them all, but shows only "div".
+    pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
+    note(fig, outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line"),
+         left_out)
     return fig
+
+
+def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
+    """The runs that have a (finite) value of every column, and a note on the others, also
+    printed: a run without one has no cell (adam_memory_steps is empty for sgd and adafactor)."""
+    def has(r: Run, c: str) -> bool:
+        v = r.get(c)
+        return v is not None and (not is_number(v) or finite(v) is not None)
+
+    notes = []
+    for c in columns:
+        kept = [r for r in runs if has(r, c)]
+        if not kept:
+            raise UserError(f"no finished run has a value of {c}")
+        if len(kept) < len(runs):
+            notes.append(f"left out {len(runs) - len(kept)} runs without a value of {c}")
+        runs = kept
+    text = "; ".join(notes)
+    if text:
+        print(f"note: {text}", file=sys.stderr)
+    return runs, text
+
+
+def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
+    """What a cell shows with --best-over: which of the column's values it picked, and how."""
+    if not best:
+        return ""
+    how = "highest" if higher_is_better(metric) else "lowest"
+    grid = describe([r.get(best) for r in runs], best)
+    return (f"each cell: its best {short_name(best)} of {grid} ({how} seed-mean {metric}), "
+            "named in the cell")
 
 
 Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
@@ -208,7 +257,8 @@ def _place(row_groups: list, col_values: list, cols: str | None, x: tuple[str, l
     return panels
 
 
-def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, font: float):
+def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, font: float,
+                best: str | None = None):
     """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
     grid = np.full(shape, np.nan)
     for (yi, xi), p in cells.items():
@@ -216,7 +266,7 @@ def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, fon
             grid[yi, xi] = s.mean
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
     for (yi, xi), p in cells.items():
-        label = cell_label(p, metric)
+        label = cell_label(p, metric, best)
         if label == "div":
             ax.add_patch(Rectangle((xi - 0.5, yi - 0.5), 1, 1, facecolor="0.85",
                                    edgecolor="0.4", hatch="////", linewidth=0))

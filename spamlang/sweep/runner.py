@@ -25,7 +25,8 @@ from spamlang.fileio import atomic_write_json
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.results import SWEEP_FILE, write_results
-from spamlang.sweep.spec import Sweep, check_bracket, check_shard, groups, shard_groups
+from spamlang.sweep.spec import (Sweep, cell_key, check_bracket, check_shard, groups,
+                                 shard_groups)
 from spamlang.train.lock import RunDirBusy
 
 
@@ -165,7 +166,8 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
               bracket_lr: int | None = None) -> list[dict]:
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
 
-    Points that differ only in lr and seed form a group, trained as one vmapped program by
+    Points that differ only in MEMBER_FIELDS (lr, seed and the optimizer's b1, b2, eps,
+    momentum) form a group, trained as one vmapped program by
     `spamlang.train.run_group` (its members share every matmul launch); a group of one uses
     `run_training`. Shard i of n takes groups i, i+n, ... of the sorted group list (see
     `spec.shard_groups`), so hosts or array jobs split a sweep with no coordination.
@@ -239,11 +241,11 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
             if todo and not train(todo):
                 continue
             if limit:
-                status, extra = _bracket(sweep, _whole_cell(sweep, group, group_size), out,
-                                         limit, train)
-                added.extend(extra)
-                if status == "limit":
-                    at_limit.append(group[0][0])
+                for cell in _cells(_whole_group(sweep, group, group_size)):
+                    status, extra = _bracket(sweep, cell, out, limit, train)
+                    added.extend(extra)
+                    if status == "limit":
+                        at_limit.append(cell[0][0])
     finally:
         bar.close()
         rows = write_results(out)
@@ -270,13 +272,22 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     return rows
 
 
-def _whole_cell(sweep: Sweep, group: list, group_size: int) -> list:
-    """The cell (every point sharing all but lr and seed) of `group`: a `group_size` cap may
-    have cut the cell into several groups, and bracketing needs all of it."""
+def _whole_group(sweep: Sweep, group: list, group_size: int) -> list:
+    """The uncapped group of `group`: a `group_size` cap may have cut it (and a cell in it)
+    into several groups, and bracketing needs whole cells."""
     if not group_size:
         return group
     first = group[0][0]
     return next(g for g in groups(sweep, 0) if any(run_id == first for run_id, _ in g))
+
+
+def _cells(group: list) -> list[list]:
+    """The cells of a group, in order: the points sharing every setting but lr and seed (a
+    group may hold several, e.g. one per b2, since b2 is a member field too)."""
+    cells: dict[str, list] = {}
+    for run_id, config in group:
+        cells.setdefault(cell_key(config), []).append((run_id, config))
+    return list(cells.values())
 
 
 def _bracket(sweep: Sweep, cell: list, out: Path, limit: int, train) -> tuple[str, list]:

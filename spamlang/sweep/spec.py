@@ -355,10 +355,23 @@ def check_bracket(limit: Any, axes: dict) -> int:
     return limit
 
 
-def group_key(config: Any) -> str:
-    """Points with the same key differ only in lr and seed and can share one vmapped program."""
+def _key_without(config: Any, fields) -> str:
     data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
-    return _canonical({k: v for k, v in data.items() if k not in ("lr", "seed")})
+    return _canonical({k: v for k, v in data.items() if k not in fields})
+
+
+def group_key(config: Any) -> str:
+    """Points with the same key differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
+    and can share one vmapped program."""
+    from spamlang.train.config import MEMBER_FIELDS
+
+    return _key_without(config, MEMBER_FIELDS)
+
+
+def cell_key(config: Any) -> str:
+    """Points with the same key differ only in lr and seed: one cell of an LR grid, whose best
+    LR the summary reports and LR bracketing brackets."""
+    return _key_without(config, ("lr", "seed"))
 
 
 def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:

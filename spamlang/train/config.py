@@ -52,6 +52,10 @@ SCHEDULES = ("constant", "cosine", "wsd")
 # (tests/test_optimizers.py checks that the two agree).
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 ADAM_FAMILY = ("adamw", "lazy_adamw")
+# Fields that enter only a run's initial state (its seed, and the optimizer hyperparameters
+# held as arrays in the optimizer state): runs that differ only in these share one compiled
+# program and train together as members of one vmapped group.
+MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
 KERNELS = ("auto", "xla", "cpu")
 DTYPES = ("float32", "bfloat16")
 
@@ -123,7 +127,7 @@ class TrainConfig:
     tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
     optimizer: str = "adamw"  # adamw | lazy_adamw | sgd | adafactor (spamlang.train.optim)
-    lr: float = 1e-3  # peak learning rate; the sweeps' main axis, so it is a state array
+    lr: float = 1e-3  # peak learning rate; the sweeps' main axis, a state array (MEMBER_FIELDS)
     schedule: str = "cosine"  # constant | cosine | wsd; all start with the linear warmup
     warmup_frac: float = 0.05  # fraction of steps of linear warmup from 0 (common: 1-5%)
     decay_frac: float = 0.2  # wsd only: final fraction of steps with linear decay (WSD papers)
@@ -238,8 +242,9 @@ class TrainConfig:
         for optimizers without Adam's second moment; for lazy_adamw a row's memory is
         1 / (1 - b2) of its own appearances, not of steps)."""
         return {"symbol_return_steps": self.vocab_size / self.batch_size,
-                "adam_memory_steps": 1 / (1 - self.b2) if self.optimizer in ADAM_FAMILY
-                else None}
+                # 10 significant digits: 1 / (1 - 0.999) is 1000, not 999.9999999999991
+                "adam_memory_steps": float(f"{1 / (1 - self.b2):.10g}")
+                if self.optimizer in ADAM_FAMILY else None}
 
     @property
     def tracked_ids(self) -> list[int]:

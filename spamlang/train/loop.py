@@ -85,7 +85,7 @@ class Loop:
     """One segment of K members: restore or init, train, log, evaluate, checkpoint, finish."""
 
     def __init__(self, configs, dirs, *, quiet: bool, writer: bool, stop_after_step, peak):
-        self.cfg = configs[0]  # members share everything but lr and seed
+        self.cfg = configs[0]  # members share everything but MEMBER_FIELDS
         self.total, self.tokens_per_step = self.cfg.steps, self.cfg.tokens_per_step
         self.quiet, self.writer, self.stop_after_step = quiet, writer, stop_after_step
         self.peak = peak  # () -> FLOP/s that MFU divides by, or None
@@ -145,7 +145,7 @@ class Loop:
         # init_from's weights are read once for the group, and never for a restored run.
         pretrained = self.program.pretrained_params() if fresh else None
         for m in fresh:
-            m.state = self.program.init_member(m.config.seed, m.config.lr, pretrained)
+            m.state = self.program.init_member(m.config.seed, m.config.lr, pretrained, m.config)
 
     def _diverged_at(self, idx: list[int]) -> dict[int, int]:
         flags = jax.device_get([(self.ms[i].state["diverged"], self.ms[i].state["diverged_step"])
@@ -305,7 +305,8 @@ class Loop:
 
     def _evaluate(self) -> dict[int, dict]:
         self._pause()
-        return dict(zip(self.idx, self.program.evaluate(self.state)))
+        return dict(zip(self.idx, self.program.evaluate(
+            self.state, [self.ms[i].config for i in self.idx])))
 
     def _diag(self, step: int, idx: list[int]) -> dict[int, dict]:
         self._pause()
@@ -355,7 +356,7 @@ class Loop:
             self._save(step, idx, final=True)
         else:
             states = self.program.stack([self.ms[i].state for i in idx])
-            evals = dict(zip(idx, self.program.evaluate(states)))
+            evals = dict(zip(idx, self.program.evaluate(states, [self.ms[i].config for i in idx])))
             diags = {i: self.ms[i].log.last_diag() for i in idx}
         wall = time.perf_counter() - self.t_start
         for i in idx:

@@ -17,11 +17,12 @@ injected into the state, times a relative schedule.
   relative to each parameter's RMS (optax's Adafactor pieces with its defaults). b1, b2 and
   eps do not apply.
 
-`optax.inject_hyperparams` keeps the peak learning rate as an array in the optimizer state
-instead of a Python constant, so the members of a vmapped group hold K different peak LRs
-under one optimizer definition, and a member computes what its own run computes. Everything
-else (b1, b2, eps, momentum, the weight decay) is a constant of the compiled program: runs
-that differ in them are different programs, and a sweep trains them as separate groups. The
+`optax.inject_hyperparams` keeps the peak learning rate, b1, b2, eps and momentum
+(`HYPERPARAMS`, the optimizer part of `TrainConfig.MEMBER_FIELDS`) as arrays in the optimizer
+state instead of Python constants, so the members of a vmapped group hold K different
+values under one optimizer definition -- a sweep over b2 costs what a sweep over the LR
+does -- and a member computes what its own run computes. The weight decay and the optimizer's
+name are constants of the compiled program. The
 schedule's shape (warmup, then cosine or WSD decay) is shared by every member and applied
 after the direction by `optax.scale_by_schedule`, as a multiplier in [0, 1].
 """
@@ -35,6 +36,9 @@ import optax
 from spamlang.train import lazy
 
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
+# Per-member hyperparameters (state arrays): the config field of each, by optax's name.
+HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps",
+               "momentum": "momentum"}
 # The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
 # their memory (for lazy_adamw counted in the row's own appearances, for other leaves in steps).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
@@ -96,8 +100,8 @@ def row_tables(vocab_size: int):
     return lambda params: jax.tree_util.tree_map_with_path(is_rows, params)
 
 
-def _optimizer(learning_rate, *, name: str, b1: float, b2: float, eps: float, momentum: float,
-               weight_decay: float, vocab_size: int) -> optax.GradientTransformationExtraArgs:
+def _optimizer(learning_rate, b1, b2, eps, momentum, *, name: str, weight_decay: float,
+               vocab_size: int) -> optax.GradientTransformationExtraArgs:
     """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate."""
     if name == "adamw":
         direction = optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
@@ -124,11 +128,10 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
     as an extra argument; only lazy_adamw reads it."""
     schedule = relative_schedule(config.schedule, config.steps, warmup_frac=config.warmup_frac,
                                  decay_frac=config.decay_frac, final_ratio=config.final_lr_ratio)
-    static = dict(name=config.optimizer, b1=config.b1, b2=config.b2, eps=config.eps,
-                  momentum=config.momentum, weight_decay=config.weight_decay,
+    static = dict(name=config.optimizer, weight_decay=config.weight_decay,
                   vocab_size=config.vocab_size)
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
-        learning_rate=config.lr, **static)
+        **{name: getattr(config, field) for name, field in HYPERPARAMS.items()}, **static)
     parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []
     return optax.chain(*parts, inner, optax.scale_by_schedule(schedule)), schedule
 
@@ -136,6 +139,13 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
 def peak_lr(opt_state) -> jax.Array:
     """The peak learning rate held in an optimizer state of `from_config`."""
     return optax.tree_utils.tree_get(opt_state, "learning_rate")
+
+
+def with_hyperparams(opt_state, values: dict):
+    """`opt_state` with its hyperparameters replaced by a member's own: `values` maps config
+    field names (lr, b1, b2, eps, momentum) to numbers or float32 arrays."""
+    return optax.tree_utils.tree_set(opt_state, **{
+        name: jnp.asarray(values[field], jnp.float32) for name, field in HYPERPARAMS.items()})
 
 
 def with_peak_lr(opt_state, lr):

@@ -55,6 +55,7 @@ from pathlib import Path
 from spamlang.errors import UserError
 from spamlang.train import rundir
 from spamlang.train.checkpoint import RunCheckpoints
+from spamlang.train.config import MEMBER_FIELDS
 from spamlang.train.lock import RunDirBusy, hold_run_dirs
 from spamlang.train.loop import Interrupted
 
@@ -74,7 +75,8 @@ def run_training(config, out_dir, *, quiet: bool = False,
 
 def run_group(configs, out_dirs, *, quiet: bool = False,
               stop_after_step: int | None = None) -> list[dict]:
-    """Train configs that differ only in lr and seed together (vmapped), one run dir each.
+    """Train configs that differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
+    together (vmapped), one run dir each.
 
     Finished members are skipped; the rest resume from their own newest checkpoints (the
     ones behind catch up on their own first, see `spamlang.train.loop`). Each member's files
@@ -122,19 +124,18 @@ def load_run(run_dir):
     return config, prog.model(prog.stack([restored[1]]))
 
 
-_MAY_DIFFER = ("lr", "seed")
-
-
 def check_groupable(configs) -> None:
-    """UserError unless `configs` is non-empty and differs only in lr and seed."""
+    """UserError unless `configs` is non-empty and differs only in MEMBER_FIELDS (lr, seed and
+    the optimizer's b1, b2, eps, momentum)."""
     if not configs:
         raise UserError("a run group needs at least one config")
     first = configs[0]
     for i, other in enumerate(configs[1:], start=1):
         for f in dataclasses.fields(first):
-            if f.name not in _MAY_DIFFER and getattr(first, f.name) != getattr(other, f.name):
+            if f.name not in MEMBER_FIELDS and getattr(first, f.name) != getattr(other, f.name):
                 raise UserError(
-                    f"configs in a run group may differ only in lr and seed; config {i} differs "
+                    f"configs in a run group may differ only in {', '.join(MEMBER_FIELDS)}; "
+                    f"config {i} differs "
                     f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})")
 
 

@@ -43,7 +43,7 @@ from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
 from spamlang.model.kernels import resolve
 from spamlang.train import exposure, optim, tracking
-from spamlang.train.config import TrainConfig
+from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 from spamlang.train.evaluate import make_eval_fn, sample_rows, sharded_rows
 
 State = dict[str, Any]
@@ -187,9 +187,11 @@ def over_members(member_fn):
 
 
 # Fields that change neither the step nor the evaluation: runs that differ only in these
-# share one Program (lr lives in the optimizer state; seed only enters the initial state).
-_NOT_COMPILED = dict(lr=1e-3, seed=0, log_every=1, eval_every=0, checkpoint_every=0,
-                     keep_checkpoints=1, diag_every=0)
+# share one Program (MEMBER_FIELDS: the seed only enters the initial state, the optimizer's
+# hyperparameters live in it; the rest is the loop's cadence).
+_NOT_COMPILED = dict(lr=1e-3, seed=0, b1=0.9, b2=0.95, eps=1e-8, momentum=0.9, log_every=1,
+                     eval_every=0, checkpoint_every=0, keep_checkpoints=1, diag_every=0)
+assert set(MEMBER_FIELDS) <= set(_NOT_COMPILED)
 
 
 class Program:
@@ -240,13 +242,13 @@ class Program:
                              out_shardings=(self.replicated, self.replicated))
         self._eval = jax.jit(over_members(self._member_eval), out_shardings=self.replicated)
 
-    def _member_init(self, key: jax.Array, lr: jax.Array) -> State:
+    def _member_init(self, key: jax.Array, hyper: dict) -> State:
         param_key, data_key = jax.random.split(key)
         model = Transformer(self.model_config, rngs=nnx.Rngs(params=param_key))
         params = nnx.split(model, nnx.Param, ...)[1]
         return {
             "params": params,
-            "opt_state": optim.with_peak_lr(self.tx.init(params), lr),
+            "opt_state": optim.with_hyperparams(self.tx.init(params), hyper),
             "step": jnp.zeros((), jnp.int32),
             "data_key": data_key,
             "diverged": jnp.zeros((), jnp.bool_),
@@ -260,13 +262,17 @@ class Program:
         pretrained = self.pretrained_params()
         return self.stack([self.init_member(s, lr, pretrained) for s, lr in zip(seeds, lrs)])
 
-    def init_member(self, seed: int, lr: float, pretrained: State | None = None) -> State:
+    def init_member(self, seed: int, lr: float, pretrained: State | None = None,
+                    config: TrainConfig | None = None) -> State:
         """One member's step-0 state, without the member axis.
 
-        With `init_from` its parameters are the checkpoint's: `pretrained` when given (from
-        `pretrained_params`, read once for a group), else read now.
+        Its optimizer hyperparameters (b1, b2, eps, momentum) are `config`'s, default the
+        program's; `lr` is its peak LR. With `init_from` its parameters are the checkpoint's:
+        `pretrained` when given (from `pretrained_params`, read once for a group), else read now.
         """
-        state = self._init(jax.random.PRNGKey(seed), jnp.float32(lr))
+        source = self.config if config is None else config
+        hyper = {f: jnp.float32(getattr(source, f)) for f in optim.HYPERPARAMS.values()}
+        state = self._init(jax.random.PRNGKey(seed), {**hyper, "lr": jnp.float32(lr)})
         if self.config.init_from:
             # The one jitted init stays as it is; the checkpoint's arrays replace its random
             # parameters with the same shapes, dtypes and shardings. The optimizer state
@@ -290,7 +296,8 @@ class Program:
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
-        shapes = jax.eval_shape(self._member_init, jax.random.PRNGKey(0), jnp.float32(0))
+        shapes = jax.eval_shape(self._member_init, jax.random.PRNGKey(0),
+                                {f: jnp.float32(0) for f in optim.HYPERPARAMS.values()})
         lead = () if k is None else (k,)
         return jax.tree.map(lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype,
                                                            sharding=self.replicated), shapes)
@@ -312,9 +319,11 @@ class Program:
         """One step of every member; `state` is donated. Metrics stay on device, shape [K]."""
         return self._step(state)
 
-    def evaluate(self, state: State) -> list[dict[str, float]]:
+    def evaluate(self, state: State, configs: list | None = None) -> list[dict[str, float]]:
         """Each member's evaluation (`spamlang.train.evaluate`: the loss, its floor, accuracies,
-        the seen / unseen split) and its coverage so far (`spamlang.train.exposure.summary`)."""
+        the seen / unseen split), its coverage so far (`spamlang.train.exposure.summary`) and
+        its return time against its Adam memory, from `configs[i]` (default: the program's
+        config, whose b2 is a placeholder when members differ in it)."""
         out, counts = jax.device_get(
             (self._eval({"params": state["params"], "exposure": state["exposure"]}),
              state["exposure"]))
@@ -326,7 +335,7 @@ class Program:
             for k in ("eval_seen_sequences", "eval_unseen_sequences"):
                 row[k] = int(row[k])
             rows.append({**row, **exposure.summary(counts[i], sequences),
-                         **self.config.return_time})
+                         **(self.config if configs is None else configs[i]).return_time})
         return rows
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:

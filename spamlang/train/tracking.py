@@ -16,14 +16,16 @@ nothing next to the step's matmuls); the loop writes one row per step to track.j
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-
-from spamlang.train.optim import _path_name
+# JAX is imported inside the step's functions: `spamlang plot track` reads summarise() only.
 
 
-def _tables(params, vocab_size: int) -> dict[str, jax.Array]:
+def _tables(params, vocab_size: int) -> dict:
     """{"embed": E, "head": the head's first V-row matrix (untied heads only)}."""
+    import jax
+    import jax.numpy as jnp
+
+    from spamlang.train.optim import _path_name
+
     found = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):
         name = _path_name(path)
@@ -35,9 +37,11 @@ def _tables(params, vocab_size: int) -> dict[str, jax.Array]:
     return found
 
 
-def row_updates(old_params, new_params, ids: list[int], vocab_size: int) -> dict[str, jax.Array]:
+def row_updates(old_params, new_params, ids: list[int], vocab_size: int) -> dict:
     """{"track_embed": f32[k], "track_head": f32[k] (untied only)}: each tracked row's
     update along the row's own (pre-update) direction."""
+    import jax.numpy as jnp
+
     idx = jnp.asarray(ids)
     old, new = _tables(old_params, vocab_size), _tables(new_params, vocab_size)
     out = {}

@@ -1,0 +1,259 @@
+"""The mechanism diagnostic (`spamlang plot track`): how each step moved tracked symbols' rows.
+
+A run trained with `track_symbols = k > 0` writes track.jsonl, one row per step (see
+`spamlang.train.tracking`): for each tracked id, how many of the batch's sequences showed it
+("seen") and the component of the step's applied update to its embedding ("embed") and, when
+untied, head ("head") row along the row itself, <p' - p, p>/|p|. In SpamLang a row is pulled up
+when its symbol appears and pushed down between appearances (the softmax on absent symbols,
+weight decay), a push that Adam's second moment can rescale to full size once it has forgotten
+the last pull. One panel per tracked id shows which side wins: the cumulative sum (a line),
+every step's component (bars on the right axis, dark where the symbol appeared), triangles at
+the appearances, and the sums of both sides, taken from `spamlang.train.tracking.summarise`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from spamlang.errors import UserError
+from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
+from spamlang.plots.layout import MAX_FACETS
+
+TRACK_FILE = "track.jsonl"
+TABLES = ("embed", "head")
+MAX_IDS = 6  # panels per run; more would be too narrow to read
+APPEARANCES = "appearances"  # gid of each panel's appearance markers
+PULL_COLOUR, BETWEEN_COLOUR = "0.45", "0.75"  # faint: the bars are the background
+
+
+@dataclass(frozen=True)
+class Track:
+    """One run's track.jsonl rows for one table, with what the figure says about the run."""
+
+    name: str  # the run directory's name
+    config: dict  # its config.json ({} when unreadable)
+    table: str  # "embed" or "head"
+    rows: list[dict]  # complete track.jsonl rows, by step
+
+    @property
+    def ids(self) -> list[int]:
+        return list(self.rows[0]["ids"])
+
+    @cached_property
+    def sums(self) -> dict:
+        """id -> {"appearances", "pull", "between", "net"}, from the trainer's own summary."""
+        # Imported here: spamlang.train.tracking imports JAX (about a second), which the other
+        # plots never load; one definition of the sums is worth that.
+        from spamlang.train.tracking import summarise
+
+        return summarise(self.rows)[self.table]
+
+    def series(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The j-th tracked id's steps_n, per-step components_n and appeared_n (bool)."""
+        steps_n = np.array([r["step"] for r in self.rows], dtype=float)
+        comp_n = np.array([r[self.table][j] for r in self.rows], dtype=float)
+        seen_n = np.array([r["seen"][j] > 0 for r in self.rows], dtype=bool)
+        return steps_n, comp_n, seen_n
+
+
+def load_track(run_dir: str | Path, table: str = "embed") -> Track:
+    """RUN_DIR/track.jsonl's complete rows for `table`. Unparseable lines (the torn last line
+    of a live run) are skipped, and so, with a note, are rows with non-finite updates. A run
+    that did not track symbols, has no rows yet, or is tied when `table` is "head" is a
+    UserError."""
+    if table not in TABLES:
+        raise UserError(f"--table must be one of {', '.join(TABLES)}, got {table!r}")
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise UserError(f"no such directory: {run}")
+    path = run / TRACK_FILE
+    if not path.is_file():
+        raise UserError(f"{run} has no {TRACK_FILE}: the run did not track symbols; train with "
+                        "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
+                        "base config")
+    rows, broken = _read_rows(path)
+    if not rows:
+        raise UserError(f"{path} has no complete rows")
+    if table not in rows[0]:
+        raise UserError(f"{run} is tied (no head rows in {TRACK_FILE}): its head row is its "
+                        "embedding row; use --table embed")
+    usable = [r for r in rows if _complete(r, table, rows[0]["ids"])]
+    if not usable:
+        raise UserError(f"{path} has no rows with finite {table} updates")
+    if broken or len(usable) < len(rows):
+        print(f"note: {run.name}: left out {broken + len(rows) - len(usable)} incomplete or "
+              f"non-finite rows of {TRACK_FILE}", file=sys.stderr)
+    return Track(run.name, _config(run), table, sorted(usable, key=lambda r: r["step"]))
+
+
+def _read_rows(path: Path) -> tuple[list[dict], int]:
+    """JSON object lines, and how many other non-empty lines there were, the torn last line of
+    a live run excepted (it is no loss: the next read has it whole)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows, broken = [], 0
+    for n, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif line.strip() and n < len(lines) - 1:
+            broken += 1
+    return rows, broken
+
+
+def _complete(row: dict, table: str, ids: list) -> bool:
+    """A row with the first row's ids and a finite number per id in "seen" and `table` (the
+    trainer writes null for NaN: a diverged step)."""
+    def numbers(v) -> bool:
+        return (isinstance(v, list) and len(v) == len(ids)
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                        and math.isfinite(x) for x in v))
+
+    return (row.get("ids") == ids and isinstance(row.get("step"), (int, float))
+            and numbers(row.get("seen")) and numbers(row.get(table)))
+
+
+def _config(run: Path) -> dict:
+    try:
+        config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def describe_run(track: Track) -> str:
+    """'NAME: adamw b2=0.999 (memory 1/(1-b2) = 1000 steps), return time V/B = 4096/32 = 128
+    steps': the two time scales whose race the figure shows."""
+    c = track.config
+    optimizer = c.get("optimizer", "adamw")
+    text = f"{track.name}: {optimizer}"
+    b2 = c.get("b2")
+    if isinstance(b2, (int, float)):
+        text += f" b2={b2:g}"
+        if "adam" in optimizer and b2 < 1:
+            text += f" (memory 1/(1-b2) = {1 / (1 - b2):.0f} steps)"
+    v, b = c.get("vocab_size"), c.get("batch_size")
+    if isinstance(v, int) and isinstance(b, int) and b > 0:
+        text += f", return time V/B = {v}/{b} = {v / b:.3g} steps"
+    return text
+
+
+def shown(k: int, cap: int = MAX_IDS) -> list[int]:
+    """Indices of the tracked ids drawn: all of them, or `cap` spread evenly (first and last
+    included), since the trainer spreads the tracked ids from frequent to rare symbols."""
+    if k <= cap:
+        return list(range(k))
+    return sorted({round(i * (k - 1) / (cap - 1)) for i in range(cap)})
+
+
+def _num(v: float) -> str:
+    return f"{v:+.3g}"
+
+
+def sums_text(s: dict) -> str:
+    """A panel's sums: 'pull +0.0312 over 12 appearances\nbetween -0.0044, net +0.0268'."""
+    return (f"pull {_num(s['pull'])} over {s['appearances']} appearances\n"
+            f"between {_num(s['between'])}, net {_num(s['net'])}")
+
+
+def sums_table(tracks: list[Track]) -> str:
+    """The sums of every run and tracked id as a plain-text table (stdout's)."""
+    table = tracks[0].table if tracks else "embed"
+    header = ("run", "id", "appearances", "pull", "between", "net")
+    lines = [[t.name, str(i), str(s["appearances"]), f"{s['pull']:+.6g}",
+              f"{s['between']:+.6g}", f"{s['net']:+.6g}"]
+             for t in tracks for i, s in t.sums.items()]
+    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" if k < 1 else f"{{:>{w}}}" for k, w in enumerate(widths))
+    return "\n".join([f"{table} rows: update along the row, summed over the steps that showed "
+                      "the symbol (pull) and the others (between)",
+                      fmt.format(*header), *(fmt.format(*line) for line in lines)])
+
+
+def plot_track(tracks: list[Track], out_file) -> Path:
+    """Write `track_figure`; returns the written path."""
+    check_figure_path(out_file)
+    return save_figure(track_figure(tracks), out_file)
+
+
+def track_figure(tracks: list[Track]) -> Figure:
+    """One row of panels per run (a subfigure titled with its optimizer and time scales), one
+    panel per shown tracked id."""
+    if not tracks:
+        raise UserError("no run directory given")
+    if len(tracks) > MAX_FACETS:
+        raise UserError(f"{len(tracks)} runs would each get a row of panels; "
+                        f"draw at most {MAX_FACETS} at once")
+    n_cols = max(len(shown(len(t.ids))) for t in tracks)
+    fig = Figure(figsize=(max(PAPER_WIDTH_IN, 2.3 * n_cols), 2.5 * len(tracks) + 0.5),
+                 layout="constrained")
+    subfigs = fig.subfigures(len(tracks), 1, squeeze=False)[:, 0]
+    for sub, track in zip(subfigs, tracks):
+        picked = shown(len(track.ids))
+        title = describe_run(track)
+        if len(picked) < len(track.ids):
+            title += f" ({len(picked)} of {len(track.ids)} tracked ids shown)"
+        sub.suptitle(title, fontsize=9)
+        axes = sub.subplots(1, n_cols, squeeze=False)[0]
+        sums = track.sums
+        for c, ax in enumerate(axes):
+            if c >= len(picked):
+                ax.set_visible(False)
+                continue
+            j = picked[c]
+            _draw_panel(ax, track, j, sums[track.ids[j]], first=c == 0, last=c == len(picked) - 1)
+    what = "embedding" if tracks[0].table == "embed" else "head"
+    note(fig, f"line: cumulative sum over steps of the update to the symbol's {what} row along "
+              "itself, <p'-p, p>/|p|; bars (right axis): each step's, dark when the batch "
+              "showed the symbol", "triangles: steps that showed it; pull/between: sums over "
+              "those steps / the others")
+    return fig
+
+
+def _draw_panel(ax, track: Track, j: int, s: dict, first: bool, last: bool) -> None:
+    """One tracked id: per-step bars behind (right axis), cumulative line with appearance
+    markers in front, the sums in the title."""
+    steps_n, comp_n, seen_n = track.series(j)
+    cum_n = np.cumsum(comp_n)
+    bars = ax.twinx()
+    # The line's axes in front of the bars' (a twin is drawn above its host by default).
+    ax.set_zorder(bars.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    for mask, colour in ((~seen_n, BETWEEN_COLOUR), (seen_n, PULL_COLOUR)):
+        bars.vlines(steps_n[mask], 0, comp_n[mask], color=colour, lw=0.6)
+    bars.tick_params(labelsize=6, colors="0.45")
+    if last:
+        bars.set_ylabel("per step", fontsize=7, color="0.45")
+    colour = line_colour(0, 1)
+    ax.axhline(0, color="0.5", lw=0.5)
+    ax.plot(steps_n, cum_n, color=colour, lw=1.2)
+    ax.plot(steps_n[seen_n], cum_n[seen_n], "^", color=colour, ms=3, ls="none", gid=APPEARANCES)
+    # In the title, not a box inside: a box would hide part of a line that may go anywhere.
+    ax.set_title(f"id {track.ids[j]}: {sums_text(s)}", fontsize=6.5)
+    ax.tick_params(labelsize=6)
+    _align_zero(ax, bars)
+    ax.set_xlabel("step", fontsize=7)
+    if first:
+        ax.set_ylabel("cumulative update along row", fontsize=7)
+
+
+def _align_zero(*axes) -> None:
+    """Put 0 at the same height on twin axes, so that the bars start from the line's zero."""
+    limits = [ax.get_ylim() for ax in axes]
+    limits = [(min(lo, 0.0), max(hi, 0.0)) for lo, hi in limits]
+    # Zero's height (0 bottom, 1 top); at most 0.9, so that an all-negative axis leaves its
+    # twin's positive values some room.
+    below = min(max(-lo / (hi - lo) if hi > lo else 0.5 for lo, hi in limits), 0.9)
+    for ax, (lo, hi) in zip(axes, limits):
+        span = max(hi / (1.0 - below), -lo / below if below > 0 else 0.0) or 1.0
+        ax.set_ylim(-below * span, (1.0 - below) * span)
