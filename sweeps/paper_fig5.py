@@ -16,6 +16,10 @@ parameters, softmax and loss. A sequence is one uniform symbol repeated 256 time
   V =                      1,024   2,048  4,096  8,192  16,384  32,768  65,536  131,072
   updates per symbol         156      78     39   19.5     9.8     4.9     2.4      1.2
   tokens per symbol       40,000  20,000 10,000  5,000   2,500   1,250     625      313
+  return time V / B (steps)  16      32     64    128     256     512   1,024    2,048
+  AdamW memory 1 / (1 - b2)   20 steps in every cell (b2 = 0.95)
+A symbol occurs in a step with probability about B / V and so returns every V / B steps; from
+V = 2,048 on it is gone for longer than Adam's second moment remembers it (PREDICTION, below).
 The paper holds tokens per symbol near 300 ("roughly 300 times" at V = 131,072), which is
 1.2 sequences here: ~30% of the symbols (e^-1.22) never appear in training at all, so a
 large-V failure in this grid mixes the bottleneck with unseen symbols. results.csv reports

@@ -226,3 +226,25 @@ def test_summarise_splits_pull_and_between():
     out = tracking.summarise(rows)["embed"]
     assert out[0] == {"appearances": 1, "pull": 0.5, "between": -0.2, "net": pytest.approx(0.3)}
     assert out[5] == {"appearances": 1, "pull": 0.3, "between": -0.1, "net": pytest.approx(0.2)}
+
+
+def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
+    from spamlang.sweep.spec import cell_key, group_key
+
+    base = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 6, lr=3e-2,
+                       schedule="constant", warmup_frac=0.0, eval_sequences=16)
+    variants = [base.replace(b2=0.9), base.replace(b2=0.999, b1=0.8, eps=1e-6)]
+    assert group_key(variants[0]) == group_key(variants[1])  # one vmapped program
+    assert cell_key(variants[0]) != cell_key(variants[1])  # two cells of the LR grid
+    program = Program(variants[0])
+    state = program.stack([program.init_member(0, base.lr, None, c) for c in variants])
+    for _ in range(6):
+        state, metrics = program.step(state)
+    for j, config in enumerate(variants):
+        alone = Program(config)
+        own = alone.init([0], [config.lr])
+        for _ in range(6):
+            own, own_metrics = alone.step(own)
+        np.testing.assert_allclose(metrics["loss"][j], own_metrics["loss"][0], rtol=1e-5)
+    # each member reports its own Adam memory
+    assert [r["adam_memory_steps"] for r in program.evaluate(state, variants)] == [10.0, 1000.0]
