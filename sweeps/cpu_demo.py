@@ -48,7 +48,8 @@ from spamlang.train.config import TrainConfig
 # `spamlang sweep sweeps/cpu_demo.py` also reads these: write the figures unless --no-plots,
 # and with them Table 1's analogue for the largest V (samples_V4096_tied.png).
 PLOTS = True
-SAMPLES = ({"vocab_size": 4096, "tie_embeddings": True},)
+SAMPLES = ({"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
+           {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999})
 
 SWEEP = Sweep(
     name="cpu_demo",
@@ -69,6 +70,9 @@ SWEEP = Sweep(
         "vocab_size": [64, 256, 1024, 4096],
         "lr": [1e-2, 3e-2, 1e-1],
         "tie_embeddings": [True, False],
+        # AdamW's second-moment decay: 0.95 (the LM default) forgets in ~20 steps, 0.999 in
+        # ~1,000; a member field, so both train in one vmapped group per cell
+        "b2": [0.95, 0.999],
         "seed": [0, 1],
     },
     bracket_lr=3,

@@ -12,7 +12,7 @@ SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 
 # Points per script, from the grids their docstrings describe.
 # LR bracketing may add runs to cpu_demo, coverage and coverage_width; the dry run lists the grid.
-EXPECTED_RUNS = {"cpu_demo": 48, "paper_fig5": 80, "heads": 18, "languages": 48, "bottleneck": 24,
+EXPECTED_RUNS = {"cpu_demo": 96, "paper_fig5": 80, "heads": 18, "languages": 48, "bottleneck": 24,
                  "coverage": 132, "coverage_width": 72, "paper_fig5_coverage": 80,
                  "beta2_vocab": 180, "return_time": 120, "optimizers": 96,
                  "paper_fig5_optimizer": 288}
@@ -83,7 +83,11 @@ def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
     points = [c for _, c in sweep.points()]
     assert {(c.seq_len, c.steps, c.batch_size) for c in points} == {(2, 500, 32)}
     assert {c.seed for c in points} == {0, 1} and sweep.bracket_lr > 0
-    assert plots and samples == ({"vocab_size": 4096, "tie_embeddings": True},)
+    assert plots and samples == ({"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
+                                 {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999})
+    # the two b2 values of a cell are members of one vmapped group: 8 groups, as without b2
+    from spamlang.sweep.spec import groups
+    assert {c.b2 for c in points} == {0.95, 0.999} and len(groups(sweep)) == 8
 
 
 def test_optimizer_sweeps_hold_what_their_docstrings_say():

@@ -50,8 +50,13 @@ class RunCheckpoints:
         self._manager.save(step, args=args, force=True)
         self._manager.wait_until_finished()
 
-    def restore_latest(self, abstract_state: Any) -> tuple[int, Any, dict] | None:
+    def restore_latest(self, abstract_state: Any, legacy: tuple | None = None
+                       ) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
+
+        `legacy` = (abstract state, upgrade): an older layout that a step which does not read
+        back against `abstract_state` is tried with next, and the function that turns such a
+        state into the current layout (checkpoints of earlier versions of the package).
 
         An unreadable step is skipped and, with everything newer, deleted (the resumed run
         writes them again); once an older step reads back, each skipped one is reported by a
@@ -60,19 +65,26 @@ class RunCheckpoints:
         a code or config change than damage, and restarting silently would discard work.
         """
         failures: list[tuple[int, Exception]] = []
+        layouts = [(abstract_state, None)] + ([legacy] if legacy else [])
         for step in reversed(self.steps()):
-            args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state),
-                                      meta=ocp.args.JsonRestore())
-            try:
-                restored = self._manager.restore(step, args=args)
-            except Exception as e:  # orbax raises many types (ValueError, KeyError, OSError, ...)
-                failures.append((step, e))
+            for abstract, upgrade in layouts:
+                args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
+                                          meta=ocp.args.JsonRestore())
+                try:
+                    restored = self._manager.restore(step, args=args)
+                except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
+                    error = e
+                    continue
+                break
+            else:
+                failures.append((step, error))
                 continue
+            state = restored.state if upgrade is None else upgrade(restored.state)
             for bad, e in failures:
                 warnings.warn(f"checkpoint {self.directory / str(bad)} is unreadable "
                               f"({describe(e)}); falling back to the one before", stacklevel=2)
             self._delete_after(step)
-            return step, restored.state, dict(restored.meta or {})
+            return step, state, dict(restored.meta or {})
         if failures:
             step, e = failures[0]
             raise UserError(f"no checkpoint can be restored (newest: {self.directory / str(step)}: "

@@ -133,8 +133,10 @@ class Loop:
     # ----- restore ---------------------------------------------------------------------------
     def _restore_or_init(self) -> None:
         abstract = self.program.abstract_state()
+        legacy = self.program.legacy_abstract_state()
         for m in self.ms:
-            restored = m.ckpt.restore_latest(abstract)
+            restored = m.ckpt.restore_latest(
+                abstract, (legacy, lambda state, c=m.config: self.program.from_legacy(state, c)))
             if restored is not None:
                 m.step, m.state, meta = restored
                 m.load_meta(meta)

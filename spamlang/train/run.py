@@ -116,7 +116,9 @@ def load_run(run_dir):
     prog = program(config.replace(kernels="xla"))
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
     try:
-        restored = ckpt.restore_latest(prog.abstract_state())
+        restored = ckpt.restore_latest(
+            prog.abstract_state(),
+            (prog.legacy_abstract_state(), lambda state: prog.from_legacy(state, config)))
     finally:
         ckpt.close()
     if restored is None:
