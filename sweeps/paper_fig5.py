@@ -36,6 +36,15 @@ switch `--seq-len 2` runs the equivalent grid (paper_fig5-L2: L = 2, the same ba
 step of 128 tokens does not fill an accelerator (vmapped LR groups help). Figure 4's curves and
 Table 1's samples work the same (`spamlang sample` draws 32 tokens from an L = 2 model).
 
+PREDICTION from this package's CPU sweeps (D = 16; README, "What drives the failure"): a run
+fails where its symbols return less often than Adam remembers them and learns where the memory
+is about 3x the return time or more, coverage permitting. With b2 = 0.95 (memory 20 steps)
+that predicts learning at V = 1,024 (return 16), a partial failure at V = 2,048 (32) and
+failure from V = 4,096 (64) on, although V = 4,096 and 8,192 still give each symbol 39 and
+19.5 updates. With b2 = 0.999 (memory 1,000) it predicts learning up to V = 16,384 (9.8
+updates per symbol, return 256), and failure beyond it from coverage (4.9, 2.4, 1.2 updates)
+rather than from the optimizer. `sweeps/paper_fig5_optimizer.py` tests it at D = 576.
+
 The loss is computed in chunks of 4,096
 tokens so that the logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member)
 never exist for the whole batch at once. The five learning rates of one (V, tying) cell form

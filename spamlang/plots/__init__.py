@@ -7,10 +7,14 @@
     Figure 4);
   - `spamlang.plots.lines`: `plot_lines` (an outcome against a numeric column, one line per
     value of another, each point at its best LR; the coverage figure).
+  `plot_heatmap(..., best_over="lr")` draws each cell at its best LR instead (the phase
+  diagram of return time against Adam's memory).
 - `spamlang.plots.layout`: how runs become points (seed means with min-max ranges, best LR) and
   panels; any results.csv column can be an axis.
 - `spamlang.plots.results`: reading a sweep directory (results.csv, run directories, metrics.jsonl).
 - `spamlang.plots.canvas`: figure width, colours, atomic PNG/PDF saving.
+- `spamlang.plots.track`: `plot_track`, the mechanism diagnostic: each step's update to a few
+  tracked symbols' rows along themselves (track.jsonl), with the symbol's appearances marked.
 - `spamlang.plots.samples`: `plot_samples`, the sample table of `spamlang.sample` (Table 1) as a figure.
 - `spamlang.plots.diagnostics`: gradient-bottleneck figures: one diagnostics.json's rank curve,
   coefficient profile and efficiency (Figures 2, 7, 8), and `plot_bottleneck` (Figure 6), whose

@@ -18,6 +18,9 @@
 - `init_from` (a Hugging Face Llama checkpoint): the jitted init runs as always and the
   checkpoint's parameters then replace its random ones, replicated like them
   (`Program.pretrained_params`); nothing compiled changes.
+- The optimizer's update takes `present_V` (the ids in the step's batch, one psum of V int32
+  over "data") when lazy_adamw needs it; with `track_symbols` the metrics also carry the
+  tracked rows' updates along themselves and their appearances (`spamlang.train.tracking`).
 - Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) sets `diverged`
   and `diverged_step` and freezes that member's params and optimizer state on device; the
   other members keep training.
