@@ -29,17 +29,18 @@ Read it with
 results.csv holds symbol_return_steps and adam_memory_steps for each run; `spamlang plot phase`
 draws the loss over the two.
 
-Measured (2 seeds; best-LR final eval loss, seed mean (min .. max), tied / untied; every best
-LR interior after bracketing; the runs are in the README's "What drives the failure"):
-  b2 (memory)    V = 256 (return 8)         V = 1,024 (return 32)       V = 4,096 (return 128)
-  0.9 (10)       0.07 (.06-.08) / 0.67 (.64-.70)   2.77 (2.74-2.81) / 3.51 (3.44-3.58)   6.84 (6.83-6.86) / 7.51 (7.51-7.51)
-  0.95 (20)      0.04 (.03-.04) / 0.53 (.53-.54)   0.36 (0.36-0.36) / 1.21 (1.16-1.26)   5.83 (5.81-5.85) / 6.60 (6.57-6.63)
-  0.99 (100)     0.05 (.04-.05) / 0.44 (.41-.46)   0.01 (0.01-0.01) / 0.26 (0.25-0.27)   0.32 (0.30-0.35) / 1.47 (1.41-1.52)
-  0.999 (1,000)  0.05 (.04-.05) / 0.42 (.39-.45)   0.02 (0.02-0.02) / 0.22 (0.22-0.23)   0.05 (0.04-0.05) / 0.47 (0.43-0.52)
-  0.9999         0.04 (.04-.04) / 0.39 (.39-.39)   0.02 (0.02-0.02) / 0.23 (0.22-0.24)   0.05 (0.04-0.05) / 0.46 (0.41-0.52)
+Measured (`/usr/bin/time -v python sweeps/beta2_vocab.py`: 9 min 12 s wall on the 2-core AMD
+EPYC, 202 runs with bracketing, in one vmapped group of 30 members per (V, tying) cell).
+Best-LR final eval loss, seed mean (min .. max over 2 seeds), tied / untied, every best LR
+interior after bracketing:
+  b2 (memory)    V = 256 (return 8)        V = 1,024 (return 32)       V = 4,096 (return 128)
+  0.9 (10)       0.07 (.06-.08) / 0.67 (.64-.70)   2.78 (2.76-2.80) / 3.50 (3.43-3.57)   6.87 (6.86-6.87) / 7.51 (7.51-7.51)
+  0.95 (20)      0.04 (.03-.04) / 0.53 (.53-.54)   0.41 (0.37-0.45) / 1.21 (1.16-1.26)   5.83 (5.81-5.85) / 6.60 (6.57-6.63)
+  0.99 (100)     0.05 (.04-.05) / 0.44 (.41-.46)   0.01 (0.01-0.01) / 0.26 (0.24-0.27)   0.32 (0.30-0.35) / 1.47 (1.41-1.52)
+  0.999 (1,000)  0.05 (.05-.05) / 0.42 (.39-.45)   0.02 (0.02-0.02) / 0.22 (0.22-0.22)   0.05 (0.04-0.05) / 0.47 (0.43-0.52)
+  0.9999         0.04 (.04-.04) / 0.39 (.39-.39)   0.02 (0.02-0.02) / 0.23 (0.23-0.24)   0.05 (0.04-0.05) / 0.46 (0.41-0.52)
 A run fails where its symbols return less often than Adam remembers them (return time >
 memory); with b2 >= 0.999 no V effect is left between V = 256 and 4,096 at this coverage.
-TIMING
 
 Run: python sweeps/beta2_vocab.py [--out DIR] [--shard i/n] [--dry-run]
 """
