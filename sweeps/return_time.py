@@ -31,7 +31,7 @@ which lists each cell's best LR and seed spread.
 Measured (`/usr/bin/time -v python sweeps/return_time.py`: 10 min 34 s wall on the 2-core
 AMD EPYC, 146 runs with bracketing, 1.4 GB peak RSS). Best-LR final eval loss, seed mean
 (min .. max over 2 seeds), every best LR interior:
-  memory \ return   2 (B 2,048)         8 (B 512)           32 (B 128)          128 (B 32)
+  memory vs return  2 (B 2,048)         8 (B 512)           32 (B 128)          128 (B 32)
   10 (b2 0.9)       2.86 (2.68-3.04)    0.85 (0.83-0.86)    4.75 (4.74-4.75)    7.51 (7.51-7.51)
   20 (b2 0.95)      2.74 (2.56-2.92)    0.52 (0.49-0.54)    1.71 (1.69-1.73)    6.60 (6.57-6.63)
   100 (b2 0.99)     2.63 (2.44-2.82)    0.43 (0.41-0.45)    0.32 (0.32-0.32)    1.47 (1.41-1.52)

@@ -69,7 +69,7 @@ CHILD = textwrap.dedent("""
             prog = Program(cfg, mesh)
             state = prog.init([0, 1], [0.1, 0.3] if name == "sgd" else [1e-2, 3e-2])
             rows = []
-            for _ in range(3):
+            for _ in range(2):
                 state, m = prog.step(state)
                 rows.append({k: jax.device_get(v).tolist() for k, v in m.items()})
             out[f"{name}{n}"] = rows

@@ -67,17 +67,20 @@ class RunCheckpoints:
         failures: list[tuple[int, Exception]] = []
         layouts = [(abstract_state, None)] + ([legacy] if legacy else [])
         for step in reversed(self.steps()):
+            errors = []
             for abstract, upgrade in layouts:
                 args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
                                           meta=ocp.args.JsonRestore())
                 try:
                     restored = self._manager.restore(step, args=args)
                 except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
-                    error = e
+                    errors.append(e)
                     continue
                 break
             else:
-                failures.append((step, error))
+                # The current layout's error says what is wrong; the legacy one's only that
+                # the checkpoint is not of that layout either.
+                failures.append((step, errors[0]))
                 continue
             state = restored.state if upgrade is None else upgrade(restored.state)
             for bad, e in failures:
