@@ -59,9 +59,10 @@ CHILD = textwrap.dedent("""
         except UserError as e:
             return str(e)
 
-    # Every optimizer, in a vmapped pair of LRs, with tracked rows: 1 device = 4.
+    # Every other optimizer (adamw is the config above), in a vmapped pair of LRs, with
+    # tracked rows: 1 device = 4.
     from spamlang.train import optim
-    for name in optim.OPTIMIZERS:
+    for name in [n for n in optim.OPTIMIZERS if n != "adamw"]:
         cfg = config.replace(optimizer=name, track_symbols=2, vocab_size=16)
         for n in (1, 4):
             mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
@@ -111,7 +112,7 @@ def test_four_devices_equal_one_device():
     assert "micro_batch (2) must be divisible by the number of devices (4)" \
         in out["micro_indivisible"]
     from spamlang.train import optim
-    for name in optim.OPTIMIZERS:
+    for name in [n for n in optim.OPTIMIZERS if n != "adamw"]:
         one, four = out[f"{name}1"], out[f"{name}4"]
         for a, b in zip(one, four):
             assert a["track_seen"] == b["track_seen"], name
