@@ -33,9 +33,10 @@ def config():
     from spamlang.train import TrainConfig
 
     # 24 steps of 16 x 16 tokens; logs every 4, checkpoints every 8 (and at the stop step).
+    # One layer: what is tested does not depend on depth, and compiling is most of the time.
     return TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * 24, lr=1e-2,
                        schedule="constant", warmup_frac=0.0, eval_sequences=16, log_every=4,
-                       checkpoint_every=8)
+                       checkpoint_every=8, model_overrides={"n_layers": 1})
 
 
 def watch_writes(out_dir: str) -> list:

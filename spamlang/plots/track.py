@@ -27,7 +27,7 @@ from spamlang.errors import UserError
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import MAX_FACETS
 
-TRACK_FILE = "track.jsonl"
+TRACK_FILE = "track.jsonl"  # spamlang.train.rundir.TRACK, not imported (see Track.sums)
 TABLES = ("embed", "head")
 MAX_IDS = 6  # panels per run; more would be too narrow to read
 APPEARANCES = "appearances"  # gid of each panel's appearance markers
@@ -50,8 +50,8 @@ class Track:
     @cached_property
     def sums(self) -> dict:
         """id -> {"appearances", "pull", "between", "net"}, from the trainer's own summary."""
-        # Imported here: spamlang.train.tracking imports JAX (about a second), which the other
-        # plots never load; one definition of the sums is worth that.
+        # Imported here, not at the top: the plots import nothing of the trainer at import
+        # time (tracking.py loads JAX only inside the step's functions).
         from spamlang.train.tracking import summarise
 
         return summarise(self.rows)[self.table]
