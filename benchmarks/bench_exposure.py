@@ -29,9 +29,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args(argv)
 
-    import jax
-
-    from spamlang.perf import cpu_model, peak_flops, step_timer
+    from spamlang.perf import machine_line, step_timer
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import Program
 
@@ -39,8 +37,7 @@ def main(argv=None) -> int:
     steps = args.steps or (2 if args.quick else 5)
     rounds = args.rounds or (1 if args.quick else 3)
     seq, batch = 64, 32
-    print(f"# {cpu_model()}, {jax.device_count()} {jax.devices()[0].platform} device(s), "
-          f"matmul peak {peak_flops('float32') / 1e9:.0f} GFLOP/s (float32)")
+    print(machine_line())
     print(f"# V {vocab:,}, seq {seq} x batch {batch}, best of {rounds} alternating rounds of "
           f"{steps} steps")
     print(f"{'preset':>8} | {'ms/step counting':>16} | {'ms/step not':>11} | {'overhead':>8} | "

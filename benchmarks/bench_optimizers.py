@@ -33,17 +33,14 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="alternating timing rounds")
     args = parser.parse_args(argv)
 
-    import jax
-
-    from spamlang.perf import cpu_model, peak_flops, step_timer
+    from spamlang.perf import machine_line, step_timer
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import Program
 
     rounds = args.rounds or (1 if args.quick else 5)
     shapes = [("tiny", 4096, 2, args.steps or (5 if args.quick else 200)),
               ("small", 16384, 64, args.steps or (2 if args.quick else 10))]
-    print(f"# {cpu_model()}, {jax.device_count()} {jax.devices()[0].platform} device(s), "
-          f"matmul peak {peak_flops('float32') / 1e9:.0f} GFLOP/s (float32)")
+    print(machine_line())
     print(f"# batch 32, best of {rounds} alternating rounds; ratio: ms/step over adamw's")
     print(f"{'preset':>6} | {'V':>6} | {'L':>3} | {'optimizer':>10} | {'tracked':>7} | "
           f"{'ms/step':>8} | {'ratio':>6}")

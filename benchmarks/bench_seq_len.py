@@ -19,7 +19,6 @@ Target: time(L=2) / time(L=64) <= 1/8 once compiled.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 CASES = (("tiny", 1024), ("tiny", 4096), ("small", 4096))
@@ -35,17 +34,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="alternating timing rounds")
     args = parser.parse_args(argv)
 
-    import jax
-
-    from spamlang.perf import cpu_model, peak_flops, step_timer
+    from spamlang.perf import machine_line, step_timer
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import Program
 
     steps = args.steps or (3 if args.quick else 20)
     rounds = args.rounds or (1 if args.quick else 5)
-    print(f"# {cpu_model()}, {os.cpu_count()} CPU cores, {jax.device_count()} "
-          f"{jax.devices()[0].platform} device(s); measured float32 matmul peak "
-          f"{peak_flops('float32') / 1e9:.1f} GFLOP/s")
+    print(machine_line())
     print(f"# SpamLang train step, tied, batch {BATCH}; ms per step, best of {rounds} alternating "
           f"rounds of {steps} steps")
     lengths = " ".join(f"{f'L={L}':>8}" for L in LENGTHS)

@@ -45,6 +45,18 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> float:
     return 6.0 * matmul_params(config) + 12.0 * config.n_layers * seq_len * config.d_model
 
 
+def machine_line() -> str:
+    """The header line of a benchmark table: the CPU, its cores, the JAX devices and the
+    measured float32 matmul peak (ratios differ from one CPU model to the next)."""
+    import os
+
+    import jax
+
+    return (f"# {cpu_model()}, {os.cpu_count()} CPU cores, {jax.device_count()} "
+            f"{jax.devices()[0].platform} device(s); measured float32 matmul peak "
+            f"{peak_flops('float32') / 1e9:.1f} GFLOP/s")
+
+
 def cpu_model() -> str:
     """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere), printed
     with every benchmark table: speed ratios differ from one CPU model to the next."""
