@@ -51,15 +51,19 @@ def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
         count = jax.tree.map(
             lambda p, r: jnp.zeros(p.shape[:1] if r else (), jnp.int32), params, rows)
         zeros = jax.tree.map(jnp.zeros_like, params)
-        return LazyAdamState(count=count, mu=zeros, nu=jax.tree.map(jnp.zeros_like, params))
+        return LazyAdamState(count=count, mu=zeros, nu=zeros)
 
     def leaf(g, count, mu, nu, rows, present_V):
-        # A dense leaf is a row table whose one "row" is always present.
-        here = present_V[:, None] if rows else jnp.ones((), jnp.bool_)
-        count = count + (present_V.astype(jnp.int32) if rows else 1)
-        mu = jnp.where(here, b1 * mu + (1 - b1) * g, mu)
-        nu = jnp.where(here, b2 * nu + (1 - b2) * jnp.square(g), nu)
-        n = (count[:, None] if rows else count).astype(g.dtype)
+        new_mu, new_nu = b1 * mu + (1 - b1) * g, b2 * nu + (1 - b2) * jnp.square(g)
+        if not rows:  # dense Adam: every step counts
+            count = count + 1
+            n = count.astype(g.dtype)
+            out = (new_mu / (1 - b1 ** n)) / (jnp.sqrt(new_nu / (1 - b2 ** n)) + eps)
+            return out, count, new_mu, new_nu
+        here = present_V[:, None]
+        count = count + present_V.astype(jnp.int32)
+        mu, nu = jnp.where(here, new_mu, mu), jnp.where(here, new_nu, nu)
+        n = count[:, None].astype(g.dtype)
         # A row that never occurred has n = 0 and zero moments: divide by 1, not by 0.
         safe = lambda b: jnp.where(n > 0, 1 - b ** n, 1)
         out = (mu / safe(b1)) / (jnp.sqrt(nu / safe(b2)) + eps)
