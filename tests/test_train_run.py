@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spamlang.train.loop import COVERAGE_KEYS
+from spamlang.train.loop import COVERAGE_KEYS, HOLDOUT_KEYS
+from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
 from spamlang.train.lock import hold_run_dirs
@@ -20,7 +21,7 @@ TIMING = ("tokens_per_s", "mfu", "wall_seconds")
 RESULT_KEYS = {"final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
                "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
                "tokens", "tokens_per_s", "wall_seconds", *COVERAGE_KEYS,
-               "kernel_fraction", "projected_cosine"}
+               "kernel_fraction", "projected_cosine", *HOLDOUT_KEYS, *SYMBOL_KEYS}
 # 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
 # schedule without warmup makes the compiled step independent of the step count, so the
 # longer runs of test_cli_train reuse these executables from the compilation cache.
@@ -238,9 +239,13 @@ def test_group_resume_keeps_every_members_work(tmp_path):
 
 def test_diag_rows(tmp_path):
     out = tmp_path / "run"
+    # A crash before the first checkpoint restarts from scratch: the row at init stays single.
+    with pytest.raises(Interrupted):
+        run_training(CFG.replace(diag_every=30), out, quiet=True, stop_after_step=5)
+    shutil.rmtree(out / "checkpoints")
     run_training(CFG.replace(diag_every=30), out, quiet=True)
     diag = [r for r in rows(out) if r["kind"] == "diag"]
-    assert [r["step"] for r in diag] == [30, 60]
+    assert [r["step"] for r in diag] == [0, 30, 60]  # at init, along training, at the end
     assert 0 <= diag[-1]["kernel_fraction"] <= 1 and "grad_norm/head" in diag[-1]
 
 

@@ -27,21 +27,94 @@ class Spam(Deterministic):
     ((2, 5), True)
     >>> lang.optimal_loss(5)
     0.0
+
+    `holdout` > 0 sets aside round(holdout x V) symbols (`heldout_ids`, a fixed set drawn
+    from V alone) that `sample` never draws; `heldout_view()` is the same language over
+    only those, for evaluating whether a model copies a symbol it never trained on.
     """
+
+    holdout: float = 0.0  # fraction of the symbols training never draws, in [0, 1)
 
     name: ClassVar[str] = "spam"
     summary: ClassVar[str] = "repeat one uniform symbol: the paper's SpamLang"
     loss_formula: ClassVar[str] = "0"
     position_invariant: ClassVar[bool] = True  # one symbol repeated (Language's comment)
 
+    def _check(self):
+        if not 0.0 <= self.holdout < 1.0:
+            raise UserError(f"{self.name}: holdout must be in [0, 1), got {self.holdout}")
+        if self.holdout and not 1 <= self.n_heldout <= self.vocab_size - 2:
+            raise UserError(f"{self.name}: holdout={self.holdout} holds out {self.n_heldout} of "
+                            f"{self.vocab_size} symbols; it must leave at least 1 out and 2 in")
+
+    def params(self):
+        # Without a holdout the parameters (hence the fingerprint, the eval set and the run
+        # ids) are what they were before the field existed.
+        params = super().params()
+        if not params["holdout"]:
+            del params["holdout"]
+        return params
+
+    @property
+    def n_heldout(self) -> int:
+        """How many symbols training never draws: round(holdout x V)."""
+        return int(round(self.holdout * self.vocab_size))
+
+    def _split(self) -> tuple[np.ndarray, np.ndarray]:
+        """(kept ids, held-out ids), each sorted: a fixed permutation of V, so the set depends
+        on V and holdout only (numpy's PCG64 stream is stable across versions and platforms)."""
+        def build():
+            perm = np.random.default_rng(0x5EED_0FF).permutation(self.vocab_size)
+            held = np.sort(perm[:self.n_heldout]).astype(np.int32)
+            kept = np.sort(perm[self.n_heldout:]).astype(np.int32)
+            return kept, held
+
+        return self._table("split", build)
+
+    def heldout_ids(self) -> np.ndarray:
+        """int32[n_heldout]: the symbols training never draws (empty without a holdout)."""
+        return self._split()[1]
+
+    def _symbols(self, key, batch_size: int, ids: np.ndarray | None) -> jax.Array:
+        if ids is None:  # the whole vocabulary: exactly the sampler before holdout existed
+            return jax.random.randint(key, (batch_size, 1), 0, self.vocab_size, dtype=jnp.int32)
+        i_Bx1 = jax.random.randint(key, (batch_size, 1), 0, len(ids), dtype=jnp.int32)
+        return jnp.asarray(ids)[i_Bx1]
+
     def sample(self, key, batch_size, seq_len):
         batch_size, seq_len = check_shape(batch_size, seq_len)
-        w_Bx1 = jax.random.randint(key, (batch_size, 1), 0, self.vocab_size, dtype=jnp.int32)
+        w_Bx1 = self._symbols(key, batch_size, self._split()[0] if self.n_heldout else None)
         return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
+
+    def heldout_view(self) -> "HeldOut":
+        """This language drawing only its held-out symbols (UserError without a holdout)."""
+        if not self.n_heldout:
+            raise UserError(f"{self.name}: no held-out symbols (holdout=0)")
+        return HeldOut(self)
 
     def is_most_likely(self, tokens_BxL):
         tokens_BxL = as_tokens(tokens_BxL)
         return tokens_BxL[:, 1:] == tokens_BxL[:, :1]
+
+
+class HeldOut:
+    """A SpamLang with a holdout, seen through its held-out symbols only: what an evaluation
+    needs (`sample`, `is_most_likely`, `prompt_len`, `fingerprint`), not a registered language."""
+
+    def __init__(self, lang: Spam):
+        self.lang = lang
+        self.vocab_size = lang.vocab_size
+        self.prompt_len = lang.prompt_len
+        self.is_most_likely = lang.is_most_likely
+
+    def fingerprint(self) -> int:
+        # Another eval set than the language's own (whose key is the plain fingerprint).
+        return self.lang.fingerprint() ^ 0x4E1D0
+
+    def sample(self, key, batch_size, seq_len):
+        batch_size, seq_len = check_shape(batch_size, seq_len)
+        w_Bx1 = self.lang._symbols(key, batch_size, self.lang.heldout_ids())
+        return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +147,9 @@ class ZipfSpam(Spam):
     def _check(self):
         if not self.s > 0:
             raise UserError(f"zipf-spam: s must be > 0, got {self.s}")
+        if self.holdout:
+            raise UserError("zipf-spam: holdout is for uniform spam only (held-out symbols of a "
+                            "Zipf law would be picked by frequency); use language spam")
 
     def _counts(self) -> np.ndarray:
         """uint64 weight of each token, summing to exactly 2^64 (float64 law, integer rounding)."""

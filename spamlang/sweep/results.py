@@ -33,7 +33,12 @@ RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "op
                   "repetition_accuracy_seen", "repetition_accuracy_unseen",
                   "eval_seen_sequences", "eval_unseen_sequences",
                   # the gradient bottleneck of the final model (runs with diag_every)
-                  "kernel_fraction", "projected_cosine")
+                  "kernel_fraction", "projected_cosine",
+                  # how many updates a symbol needs (spamlang.train.symbols; spam family)
+                  "updates_to_learn", "updates_to_learn_bound", "symbols_learned",
+                  # symbols training never drew (a spam holdout)
+                  "eval_loss_heldout", "eval_accuracy_heldout", "repetition_accuracy_heldout",
+                  "heldout_symbols", "heldout_exposure_max")
 SWEEP_FILE = "sweep.json"
 RESULTS_FILE = "results.csv"
 RESULTS_LOCK = ".results.lock"

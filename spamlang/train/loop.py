@@ -19,6 +19,8 @@ import numpy as np
 
 from spamlang.train import rundir
 from spamlang.train.checkpoint import RunCheckpoints
+from spamlang.train.evaluate import HELDOUT_KEYS
+from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.train.progress import Progress
 from spamlang.train.step import program as get_program
 
@@ -30,6 +32,10 @@ COVERAGE_KEYS = ("updates_per_symbol", "sequences_per_symbol", "symbol_return_st
                  "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
                  "repetition_accuracy_seen", "repetition_accuracy_unseen",
                  "eval_seen_sequences", "eval_unseen_sequences")
+# Evaluation fields of the isolation experiments: the held-out symbols (a spam holdout) and
+# the per-symbol sample complexity (`spamlang.train.symbols`; "symbol_curve", its bins, goes
+# to result.json only, not to the metrics rows or results.csv).
+HOLDOUT_KEYS = (*HELDOUT_KEYS, "heldout_symbols", "heldout_exposure_max")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -163,6 +169,12 @@ class Loop:
         step = self.ms[idx[0]].step
         self.pending_dev, self.interval_seconds, self.timed_steps = [], 0.0, 0
         self.t_interval, self.paused = None, False
+        if step == 0 and self.cfg.diag_every:
+            # The bottleneck at init, so that the log shows how it moves, not only where it
+            # ends; once, even when a run restarts from scratch.
+            fresh = [i for i in idx if not any(r.get("kind") == "diag" for r in self.ms[i].log.records)]
+            if fresh:
+                self._diag(0, fresh)
         while step < stop and any(self.ms[i].active for i in idx):
             if self.paused:  # evals and saves are not train time
                 self.t_interval, self.paused = time.perf_counter(), False
@@ -303,7 +315,8 @@ class Loop:
     def _rows(self, kind: str, step: int, idx: list[int], values: dict) -> None:
         for i in idx:
             row = {"kind": kind, "step": step, "tokens": step * self.tokens_per_step}
-            self.ms[i].log.append({**row, **values[i]})
+            scalars = {k: v for k, v in values[i].items() if k != "symbol_curve"}
+            self.ms[i].log.append({**row, **scalars})
 
     def _evaluate(self) -> dict[int, dict]:
         self._pause()
@@ -324,6 +337,10 @@ class Loop:
         out = {i: jax.device_get(self._diag_jit(self.program.model(self.state, self.idx.index(i)),
                                                 self._diag_tokens)) for i in idx}
         values = {i: {k: float(v) for k, v in o.items()} for i, o in out.items()}
+        # How many updates a symbol needs, as training goes (a few thousand 2-token sequences).
+        learning = self.program.symbol_stats(self.state)
+        for i in idx if learning else ():
+            values[i].update(learning[self.idx.index(i)])
         self._rows("diag", step, idx, values)
         return values
 
@@ -382,6 +399,7 @@ class Loop:
                 **{k: ev[k] for k in COVERAGE_KEYS},
                 # The bottleneck measured on the final model, when the run logs diagnostics.
                 **{k: (diags.get(i) or {}).get(k) for k in ("kernel_fraction", "projected_cosine")},
+                **{k: ev.get(k) for k in (*HOLDOUT_KEYS, *SYMBOL_KEYS)},
             })
             if self.writer:
                 rundir.write_result(m.dir, result)

@@ -45,9 +45,10 @@ from spamlang.errors import UserError
 from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
 from spamlang.model.kernels import resolve
-from spamlang.train import exposure, optim, tracking
+from spamlang.train import exposure, optim, symbols, tracking
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
-from spamlang.train.evaluate import make_eval_fn, sample_rows, sharded_rows
+from spamlang.train.evaluate import (HELDOUT_KEYS, make_eval_fn, make_heldout_eval_fn,
+                                     sample_rows, sharded_rows)
 
 State = dict[str, Any]
 
@@ -235,10 +236,27 @@ class Program:
         self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
         step = make_member_step(config, self.graphdef, self.rest, self.lang, mesh, self.tx,
                                 self.schedule, self.n_micro, count_exposure)
-        eval_model = make_eval_fn(self.lang, config.seq_len, config.eval_sequences,
-                                  config.eval_batch, config.loss_chunk or None, mesh)
-        self._member_eval = lambda member: eval_model(
-            nnx.merge(self.graphdef, member["params"], self.rest), member["exposure"])
+        eval_args = (config.seq_len, config.eval_sequences, config.eval_batch,
+                     config.loss_chunk or None, mesh)
+        eval_model = make_eval_fn(self.lang, *eval_args)
+        heldout_eval = make_heldout_eval_fn(self.lang, *eval_args)  # None without a holdout
+        symbol_fn = symbols.make_symbol_fn(config.vocab_size, config.eval_batch,
+                                           config.loss_chunk or None) \
+            if symbols.applies(self.lang) else None
+
+        def member_eval(member):
+            model = nnx.merge(self.graphdef, member["params"], self.rest)
+            out = eval_model(model, member["exposure"])
+            if heldout_eval is not None:
+                out.update(heldout_eval(model, member["exposure"]))
+            if symbol_fn is not None:
+                out["symbol_loss"] = symbol_fn(model)
+            return out
+
+        self._member_eval = member_eval
+        self._symbols = None if symbol_fn is None else jax.jit(over_members(
+            lambda member: symbol_fn(nnx.merge(self.graphdef, member["params"], self.rest))),
+            out_shardings=self.replicated)
         # One member at a time: compiled once per program, not once per group size.
         self._init = jax.jit(self._member_init, out_shardings=self.replicated)
         self._step = jax.jit(over_members(step), donate_argnums=0,
@@ -342,15 +360,41 @@ class Program:
             (self._eval({"params": state["params"], "exposure": state["exposure"]}),
              state["exposure"]))
         sequences = self.config.steps * self.config.batch_size
+        symbol_loss = out.pop("symbol_loss", None)
         rows = []
         for i in range(len(counts)):
             row = {k: float(v[i]) for k, v in out.items()}
             row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
             for k in ("eval_seen_sequences", "eval_unseen_sequences"):
                 row[k] = int(row[k])
+            row.update(self._heldout_exposure(counts[i]))
+            row.update(self._learning(symbol_loss, counts, i))
             rows.append({**row, **exposure.summary(counts[i], sequences),
                          **(self.config if configs is None else configs[i]).return_time})
         return rows
+
+    def symbol_stats(self, state: State) -> list[dict]:
+        """Each member's per-symbol learning (`spamlang.train.symbols.learning_curve`) now;
+        [] for languages without per-symbol scores. Cheap: S x 2 tokens per member."""
+        if self._symbols is None:
+            return []
+        losses, counts = jax.device_get((self._symbols({"params": state["params"]}),
+                                         state["exposure"]))
+        return [self._learning(losses, counts, i) for i in range(len(counts))]
+
+    def _learning(self, symbol_loss, counts, i: int) -> dict:
+        if symbol_loss is None:
+            return dict.fromkeys(symbols.RESULT_KEYS)
+        return symbols.learning_curve(symbol_loss[i], counts[i], self.config.vocab_size)
+
+    def _heldout_exposure(self, counts_V) -> dict:
+        """The held-out symbols and the most training sequences any of them occurred in
+        (0 unless training drew one: the check that the holdout held)."""
+        held = getattr(self.lang, "heldout_ids", lambda: ())()
+        if not len(held):
+            return {"heldout_symbols": None, "heldout_exposure_max": None,
+                    **dict.fromkeys(HELDOUT_KEYS)}
+        return {"heldout_symbols": len(held), "heldout_exposure_max": int(counts_V[held].max())}
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
