@@ -128,23 +128,49 @@ def test_symbol_losses_equal_the_models_own_loss_on_s_s():
 # ----- in a run ---------------------------------------------------------------------------
 
 
-def test_run_reports_heldout_and_updates_to_learn(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", "1e11")
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    """A sweep directory holding one finished run with a holdout and diagnostics."""
+    root = tmp_path_factory.mktemp("sweep")
     config = TrainConfig(vocab_size=64, seq_len=2, batch_size=16, tokens=16 * 2 * 40, lr=1e-2,
                          language_params={"holdout": 0.125}, diag_every=20, eval_sequences=16,
                          log_every=10)
-    result = run_training(config, tmp_path / "run", quiet=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPAMLANG_PEAK_FLOPS", "1e11")
+        run_training(config, root / "run", quiet=True)
+    return root
+
+
+def test_run_reports_heldout_and_updates_to_learn(sweep_dir):
+    tmp_path = sweep_dir
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["heldout_symbols"] == 8 and result["heldout_exposure_max"] == 0
     for key in ("eval_loss_heldout", "repetition_accuracy_heldout", "symbols_learned"):
         assert math.isfinite(result[key])
     assert result["updates_to_learn_bound"] in ("", "upper", "not reached")
     curve = result["symbol_curve"]
     assert curve["exposure"][0] == 0 and curve["symbols"][0] == 8  # the held-out bin
-    on_disk = json.loads((tmp_path / "run" / "result.json").read_text())
-    assert on_disk["symbol_curve"] == curve
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     diag_steps = [r["step"] for r in rows if r["kind"] == "diag"]
     assert diag_steps == [0, 20, 40]  # the bottleneck at init, along training, at the end
     assert all("updates_to_learn" in r and "symbol_curve" not in r
                for r in rows if r["kind"] in ("diag", "eval"))
     assert {"updates_to_learn", "eval_loss_heldout", "heldout_exposure_max"} <= set(RESULT_COLUMNS)
+
+
+def test_plot_symbols_draws_a_sweep_and_refuses_one_without_curves(sweep_dir, tmp_path):
+    out = tmp_path / "symbols.png"
+    proc = subprocess.run([sys.executable, "-m", "spamlang", "plot", "symbols", str(sweep_dir),
+                           "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    empty = tmp_path / "empty"
+    (empty / "run").mkdir(parents=True)
+    (empty / "run" / "config.json").write_text((sweep_dir / "run" / "config.json").read_text())
+    result = json.loads((sweep_dir / "run" / "result.json").read_text())
+    del result["symbol_curve"]
+    (empty / "run" / "result.json").write_text(json.dumps(result))
+    proc = subprocess.run([sys.executable, "-m", "spamlang", "plot", "symbols", str(empty),
+                           "-o", str(tmp_path / "x.png")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "symbol_curve" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "x.png").exists()

@@ -1,6 +1,7 @@
 """`spamlang plot heatmap|curves|lines SWEEP_DIR -o FILE`: figures from a sweep directory;
 `spamlang plot bottleneck DIR [DIR ...] -o FILE`: Figure 6 from sweeps and pretrained LMs;
-`spamlang plot track RUN_DIR [RUN_DIR ...] -o FILE`: the mechanism diagnostic of tracked symbols."""
+`spamlang plot track RUN_DIR [RUN_DIR ...] -o FILE`: the mechanism diagnostic of tracked symbols;
+`spamlang plot symbols SWEEP_DIR -o FILE`: symbol loss against exposure (sample complexity)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,16 @@ def _track(args: argparse.Namespace) -> int:
     tracks = [load_track(d, args.table) for d in args.run_dirs]
     path = plot_track(tracks, args.output)
     print(sums_table(tracks))
+    print(f"wrote {path}")
+    return 0
+
+
+def _symbols(args: argparse.Namespace) -> int:
+    from spamlang.plots.layout import rows_option
+    from spamlang.plots.symbols import plot_symbols
+
+    path = plot_symbols(args.sweep_dir, args.output, where=_where(args.where), cols=args.cols,
+                        rows=rows_option(args.rows))
     print(f"wrote {path}")
     return 0
 
@@ -240,3 +251,16 @@ def register(subparsers) -> None:
     track.add_argument("--table", choices=("embed", "head"), default="embed",
                        help="the rows drawn: the embedding's (default) or the untied head's")
     track.set_defaults(func=_track)
+
+    symbols = kinds.add_parser(
+        "symbols", help="per-symbol sample complexity: symbol loss against its exposure",
+        description="How many updates a symbol needs: each SpamLang-family run scores every "
+                    "symbol (up to 4,096) at its end and bins the scores by the symbol's "
+                    "exposure (result.json's symbol_curve). Draws the bins' median loss against "
+                    "exposure, one colour per V, one line per seed at each cell's best LR, "
+                    "the learned threshold 0.1 log V dashed and each run's updates_to_learn "
+                    "as a diamond. Example: spamlang plot symbols runs/equal_batch -o "
+                    "symbols.png --cols weight_decay --rows b2,tie_embeddings")
+    common(symbols)
+    facets(symbols, None)
+    symbols.set_defaults(func=_symbols)

@@ -1,0 +1,99 @@
+"""Per-symbol sample complexity (`spamlang plot symbols`): symbol loss against its exposure.
+
+Each finished run of a SpamLang-family sweep scored every symbol (up to 4,096 of them) on its
+own sequence at the end and binned the scores by how many training sequences showed the
+symbol (`symbol_curve` in result.json, `spamlang.train.symbols`). This draws the bins' median
+loss against their mean exposure, one colour per V, one line per seed (so the seed spread is
+the spread of the lines), at each cell's best LR (lowest seed-mean final eval loss). A dashed
+line marks each V's "learned" threshold, 0.1 log V, and a diamond each run's
+`updates_to_learn` (the exposure where half of the symbols are under it). Under pure coverage
+the curves of every V fall together; under the head's bottleneck the larger V needs more
+updates.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from spamlang.errors import UserError
+from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
+from spamlang.plots.layout import (
+    SEED, auto_rows, column_or_none, facet_title, facets, group_points, ident, sort_values,
+)
+from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.results import _read_json, check_column, finished_runs, select, varying_settings
+
+COLOR = "vocab_size"
+METRIC = "final_eval_loss"  # what the best LR is chosen by
+
+
+def plot_symbols(sweep_dir, out_file, *, where: dict | None = None, cols: str | None = None,
+                 rows: list[str] | None = None) -> Path:
+    """Write `symbols_figure`; returns the written path."""
+    check_figure_path(out_file)
+    return save_figure(symbols_figure(sweep_dir, where=where, cols=cols, rows=rows), out_file)
+
+
+def _curve(run) -> dict | None:
+    result = _read_json(run.path / "result.json") if run.path else None
+    curve = (result or {}).get("symbol_curve")
+    return curve if curve and curve.get("exposure") else None
+
+
+def symbols_figure(sweep_dir, *, where: dict | None = None, cols: str | None = None,
+                   rows: list[str] | None = None) -> Figure:
+    """The figure of the module docstring; `cols` / `rows` facet it like `plot lines`."""
+    runs = [r for r in select(finished_runs(sweep_dir), where) if _curve(r) is not None]
+    if not runs:
+        raise UserError(f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
+                        "(SpamLang-family runs write one since per-symbol scoring exists)")
+    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
+    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    pts = group_points(runs, [SEED])
+    best = "lr" if "lr" in varying_settings(runs) else None
+    if best:
+        pts = best_points(pts, best, METRIC)
+    used = [COLOR] + ([cols] if cols else [])
+    row_keys = auto_rows(pts, used, [SEED] + ([best] if best else [])) if rows is None else rows
+    row_groups, col_values = facets(pts, row_keys, cols)
+    vocabs = sort_values(p.value(COLOR) for p in pts)
+    colours = {ident(v): line_colour(i, len(vocabs)) for i, v in enumerate(vocabs)}
+
+    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.7 * len(row_groups) + 0.5), layout="constrained")
+    grid = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharex=True, sharey=True)
+    for i, (row_label, members) in enumerate(row_groups):
+        for j, cv in enumerate(col_values):
+            ax = grid[i, j]
+            panel = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
+            for p in sorted(panel, key=lambda p: p.value(COLOR)):
+                V = p.value(COLOR)
+                colour = colours[ident(V)]
+                for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
+                    _draw_run(ax, run, colour, f"V = {V:,}" if k == 0 else None)
+                ax.axhline(0.1 * math.log(V), color=colour, lw=0.6, ls="--")
+            ax.set_yscale("log")
+            ax.tick_params(labelsize=7)
+            ax.set_xlabel("exposure: training sequences that showed the symbol", fontsize=8)
+            if j == 0:
+                ax.set_ylabel("symbol loss (bin median, nats)", fontsize=8)
+            title = facet_title(cols, cv) if cols else ""
+            ax.set_title(f"{title} ({row_label})" if title and row_label else title or row_label,
+                         fontsize=9)
+            if panel:
+                ax.legend(fontsize=6, frameon=False)
+    note(fig, "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
+         "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn")
+    return fig
+
+
+def _draw_run(ax, run, colour, label) -> None:
+    curve = _curve(run)
+    ax.plot(curve["exposure"], curve["loss_median"], color=colour, lw=1.0, marker=".", ms=3,
+            label=label)
+    value = run.get("updates_to_learn")
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        threshold = 0.1 * math.log(run.get(COLOR))
+        ax.plot([value], [threshold], marker="D", ms=4, color=colour, mec="black", mew=0.5)
