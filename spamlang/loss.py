@@ -5,12 +5,14 @@ and the reference the chunked forms are tested against.
 
 Chunked (`chunk_size=C`): the N = B (L - 1) hidden states are padded to a multiple of C
 (padding masked out) and scanned over in chunks, so peak memory grows with C x V:
-- linear heads (softmax tied/untied, lowrank) use a fused cross-entropy with a custom VJP:
+- heads with a linear last step (softmax tied/untied, lowrank, mlp) use a fused
+  cross-entropy with a custom VJP:
   the forward scan computes each chunk's logits once, its loss, and right away its gradient
   dlogits = softmax - onehot, accumulating dW = dlogits^T f and emitting df = dlogits W.
   The backward pass only scales those by the incoming cotangent, so the logits are never
   recomputed and training costs the same three V-sized matmuls as the plain form. The
-  lowrank head runs it on its narrow factorisation (features h B^T, matrix A).
+  lowrank head runs it on its narrow factorisation (features h B^T, matrix A), the mlp head
+  on gelu(h B^T) and A.
 - the mos head (nonlinear) scans `jax.checkpoint`-ed chunks: each chunk's K x C x V
   component log-probs are recomputed in the backward pass instead of stored.
 Losses and log-probs are float32 whatever the compute dtype.

@@ -19,19 +19,21 @@ def matmul_params(config: ModelConfig) -> int:
     Backbone: the attention (wq, wk, wv, wo) and SwiGLU matrices; RMSNorm scales are left
     out (elementwise). Head: every matrix the head multiplies by, counted as often as it is
     applied: softmax V D (tied or not: the embedding gather itself is not a matmul and is not
-    counted); lowrank V r + r D; mos:K the projection D K D, the prior D K, and K V D for the
-    K softmaxes that share W.
+    counted); lowrank and mlp V r + r D (mlp's GELU is elementwise, not counted); mos:K the
+    projection D K D, the prior D K, and K V D for the K softmaxes that share W. A narrow
+    embedding (embed_dim e != D) adds its projection, e D.
     """
     D, F, hd = config.d_model, config.d_ff, config.head_dim
     per_layer = D * hd * (2 * config.n_heads + 2 * config.n_kv_heads) + 3 * D * F
     kind, arg, V = config.head_kind, config.head_arg, config.vocab_size
     if kind == "softmax":
         head = V * D
-    elif kind == "lowrank":
+    elif kind in ("lowrank", "mlp"):
         head = V * arg + arg * D
     else:
         head = D * arg * D + D * arg + arg * V * D
-    return config.n_layers * per_layer + head
+    embed = config.embed_width * D if config.embed_projected else 0
+    return config.n_layers * per_layer + head + embed
 
 
 def flops_per_token(config: ModelConfig, seq_len: int) -> float:

@@ -29,7 +29,8 @@ def test_trainer_logs_diag_rows(run_dir):
     assert diag and {r["step"] for r in diag} >= {1, 2}
     assert set(diag[-1]) == {"kind", "step", "tokens", "kernel_fraction", "projected_cosine",
                              "grad_norm/embedding", "grad_norm/block_0", "grad_norm/block_1",
-                             "grad_norm/head"}
+                             "grad_norm/head", "updates_to_learn", "updates_to_learn_bound",
+                             "symbols_learned"}
     assert 0 < diag[-1]["kernel_fraction"] < 1 and 0 < diag[-1]["projected_cosine"] <= 1
 
 

@@ -21,7 +21,8 @@ TIMING = ("tokens_per_s", "mfu", "wall_seconds")
 RESULT_KEYS = {"final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
                "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
                "tokens", "tokens_per_s", "wall_seconds", *COVERAGE_KEYS,
-               "kernel_fraction", "projected_cosine", *HOLDOUT_KEYS, *SYMBOL_KEYS}
+               "kernel_fraction", "projected_cosine", "head_rank", *HOLDOUT_KEYS,
+               *SYMBOL_KEYS}
 # 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
 # schedule without warmup makes the compiled step independent of the step count, so the
 # longer runs of test_cli_train reuse these executables from the compilation cache.

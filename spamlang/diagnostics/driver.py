@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from spamlang.diagnostics.heads import JacobianHead, LinearHead
+from spamlang.diagnostics.heads import JacobianHead, LinearHead, head_inputs
 from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
 from spamlang.diagnostics.logits import (default_ranks, efficiency_sums,
                                          finish_profile, profile_sums)
@@ -51,7 +51,7 @@ class _Heads:
         graphdef, state = nnx.split(model)
         if model.config.head_kind == "mos":
             return cls(state, linear=False, vocab_size=model.config.vocab_size, graphdef=graphdef)
-        return cls(LinearHead.of(model.head_matrix()), linear=True,
+        return cls(LinearHead.of(model.diag_matrix()), linear=True,
                    vocab_size=model.config.vocab_size)
 
     @classmethod
@@ -70,9 +70,15 @@ class _Heads:
 
 
 def _hidden_states(model, tokens_BxL, rows_per_call):
-    """h_NxD and targets_N (host arrays) over the predicted positions, a few rows per call."""
+    """The head's inputs h_NxR (`head_inputs`: the hidden states, or an mlp head's features)
+    and targets_N (host arrays) over the predicted positions, a few rows per call."""
     graphdef, state = nnx.split(model)
-    fwd = jax.jit(lambda s, t: nnx.merge(graphdef, s).hidden(t)[:, :-1])
+
+    def inputs(state, tokens_bxL):
+        m = nnx.merge(graphdef, state)
+        return head_inputs(m, m.hidden(tokens_bxL)[:, :-1])
+
+    fwd = jax.jit(inputs)
     B, L = tokens_BxL.shape
     parts = []
     for start in range(0, B, rows_per_call):
@@ -150,8 +156,11 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
     The logit gradient is taken at every predicted position of tokens_BxL (T = B (L-1)
     tokens, or the first max_tokens of them); `settings` are `diagnose_states`' keywords.
     Linear heads use W = model.head_matrix() (A B for lowrank); mos uses per-token Jacobians
-    of model.log_probs (see spamlang.diagnostics.heads). Returns `diagnose_states`' dict
-    plus the head spec ("head") and "tie_embeddings".
+    of model.log_probs (see spamlang.diagnostics.heads). An mlp head is measured on its
+    linear last step: its features gelu(h B^T) stand in for h and its A for W, so every
+    number is about the gradient w.r.t. those r features. Returns `diagnose_states`' dict
+    plus the head spec ("head"), "tie_embeddings", the model's "d_model" and "feature_dim",
+    the width of what the head matrix multiplies (d_model, or r for mlp:r).
     """
     cfg = model.config
     tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
@@ -170,7 +179,8 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
     clock("head_basis")
     out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
     out["seconds"] = {**clock.laps, **out["seconds"]}
-    return {"head": cfg.head, "tie_embeddings": cfg.tie_embeddings, **out}
+    return {"head": cfg.head, "tie_embeddings": cfg.tie_embeddings, **out,
+            "d_model": cfg.d_model, "feature_dim": out["d_model"]}
 
 
 def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **settings) -> dict:
@@ -216,7 +226,8 @@ def diagnose_states(h_NxD, y_N, heads: _Heads, *, chunk_size: int = 256, rank_to
       `bottleneck_tokens` tokens: all T for linear heads, the first `jacobian_tokens` for
       mos (each needs its own V x D Jacobian: D forward passes of the head and a QR);
       loss: the mean next-token loss over `loss_tokens` tokens (all T for linear heads);
-    - head_rank (numerical rank of W; D, or r for lowrank:r < D) and d_over_v = head_rank / V;
+    - head_rank (numerical rank of W; D, or r for lowrank:r < D, min(r, V) for mlp:r's A) and
+      d_over_v = head_rank / V;
     - rank_curve on the first `rank_tokens` tokens (Figure 2; tol relative to the largest
       singular value, numpy's max(n, V) * eps32 when None) and singular_values (normalised
       by the largest) of that whole subset;

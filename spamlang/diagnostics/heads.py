@@ -5,6 +5,10 @@ Two head shapes share one interface, so the driver and the training hook are hea
 - linear heads (softmax tied/untied, lowrank): logits z = h W^T with W = `head_matrix()`
   (A B for lowrank). The projection is on col(W) through its orthonormal basis Q, and the
   induced logit move of a step on h along -grad_h = -G W is -(G W) W^T (the paper's 3.4).
+  The mlp head (logits = gelu(h B^T) A^T) is measured on its linear last step the same way,
+  with its features f = gelu(h B^T) in place of h and A in place of W
+  (`Transformer.diag_features` / `diag_matrix`): the fraction of the gradient w.r.t. the
+  head's features lost against col(A), and the move induced by a step on f.
 - nonlinear heads (mos): the "logits" are the normalised log-probabilities f(h) = log p,
   whose softmax is p itself, so the logit gradient is again p - onehot and the chain rule is
   exact: grad_h = J_t^T (p_t - e_y) = -J_t^T e_y, because p^T J_t = 0 (the log-probs stay
@@ -128,7 +132,16 @@ class JacobianHead(NamedTuple):
 
 
 def head_of(model) -> LinearHead | JacobianHead:
-    """The diagnostic view of a Transformer's head: linear when it has a matrix, else Jacobian."""
+    """The diagnostic view of a Transformer's head: linear when its last step is linear, else
+    Jacobian. Feed a LinearHead `head_inputs(model, h)`, which is h except for mlp."""
     if model.config.head_kind == "mos":
         return JacobianHead(model.log_probs)
-    return LinearHead.of(model.head_matrix())
+    return LinearHead.of(model.diag_matrix())
+
+
+def head_inputs(model, h_NxD: jax.Array) -> jax.Array:
+    """What `head_of(model)`'s chunk and terms take: the features gelu(h B^T) of an mlp
+    head (its linear part's input), h itself for every other head."""
+    if model.config.head_kind == "mos":
+        return h_NxD
+    return model.diag_features(h_NxD).astype(jnp.float32)

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from spamlang.diagnostics.heads import JacobianHead, LinearHead
+from spamlang.diagnostics.heads import head_inputs, head_of
 from spamlang.diagnostics.linalg import BottleneckStats, total
 
 # A mos head needs one V x D Jacobian (D forward passes of the head) and its QR per token, so
@@ -19,7 +19,7 @@ def _group(path) -> str:
     top = path[0].key
     if top == "blocks":
         return f"block_{path[1].key}"
-    if top == "embed":
+    if top.startswith("embed"):  # E, and the narrow embedding's projection embed_proj
         return "embedding"
     # The final RMSNorm gain acts only on the head's input: it is counted with the head.
     return "head"
@@ -63,8 +63,10 @@ def diag_metrics(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
     under "grad_norm/embedding"; "grad_norm/head" then holds the final-norm gain (plus the
     mos projections). The final RMSNorm always counts with the head.
 
-    Linear heads (softmax, lowrank) measure every predicted token against W = head_matrix();
-    a mos head the first MOS_DIAG_TOKENS tokens against their own Jacobians.
+    Heads with a linear last step measure every predicted token: softmax and lowrank the
+    gradient w.r.t. h against W = head_matrix(); mlp the gradient w.r.t. its features
+    gelu(h B^T) against its output matrix A (`Transformer.diag_features` / `diag_matrix`).
+    A mos head measures the first MOS_DIAG_TOKENS tokens against their own Jacobians.
     chunk_size: tokens per chunk for the loss (spamlang.loss) and the statistics; None = all.
 
     Cost per call, on T = B (L-1) tokens, N parameters, a V x D head:
@@ -86,12 +88,13 @@ def diag_metrics(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
     D = model.config.d_model
     h_NxD = model.hidden(tokens_BxL)[:, :-1].reshape(-1, D).astype(jnp.float32)
     y_N = tokens_BxL[:, 1:].reshape(-1)
+    head = head_of(model)
     if model.config.head_kind == "mos":
         n = min(MOS_DIAG_TOKENS, h_NxD.shape[0])
-        stats = _scan_stats(JacobianHead(model.log_probs), h_NxD[:n], y_N[:n], n)
+        stats = _scan_stats(head, h_NxD[:n], y_N[:n], n)
     else:
         chunk = h_NxD.shape[0] if chunk_size is None else min(chunk_size, h_NxD.shape[0])
-        stats = _scan_stats(LinearHead.of(model.head_matrix()), h_NxD, y_N, chunk)
+        stats = _scan_stats(head, head_inputs(model, h_NxD), y_N, chunk)
     metrics["kernel_fraction"] = stats.kernel_fraction
     metrics["projected_cosine"] = stats.projected_cosine
     return metrics

@@ -1,4 +1,4 @@
-"""The Transformer LM: config and presets, the decoder with three heads, cached generation,
+"""The Transformer LM: config and presets, the decoder with four heads, cached generation,
 Llama-family Hugging Face checkpoints.
 
     from spamlang.model import ModelConfig, Transformer, generate, load_hf

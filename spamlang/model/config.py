@@ -29,8 +29,8 @@ from typing import Any
 from spamlang.errors import UserError
 
 _DTYPES = ("float32", "bfloat16")
-# The head specs (R: rank, K: mixture components), as `--help` lists them.
-HEAD_FORMS = ("softmax", "lowrank:R", "mos:K")
+# The head specs (R: rank or hidden width, K: mixture components), as `--help` lists them.
+HEAD_FORMS = ("softmax", "lowrank:R", "mos:K", "mlp:R")
 _HEAD_KINDS = tuple(form.partition(":")[0] for form in HEAD_FORMS)
 # Implementations of the model's matmuls, attention and argmax (spamlang.model.kernels, which
 # re-exports this tuple; it lives here so that the config needs no JAX import).
@@ -125,23 +125,29 @@ def _valid_widths(base: str) -> str:
     return f"{base}-w<D> takes D = {step}, {2 * step}, {3 * step}, ... (multiples of {step})"
 
 
+# What the integer of each "kind:N" head spec means, for error messages.
+_HEAD_ARGS = {"lowrank": "rank r", "mos": "number of mixture components k",
+              "mlp": "hidden width r"}
+
+
 def parse_head(head: str) -> tuple[str, int]:
     """Split a head spec into (kind, argument): "softmax" -> ("softmax", 0), "mos:4" -> ("mos", 4)."""
     if not isinstance(head, str):
-        raise UserError(f"head must be a string like 'softmax', 'lowrank:64' or 'mos:4', got {head!r}")
+        raise UserError(f"head must be a string like 'softmax', 'lowrank:64', 'mos:4' or "
+                        f"'mlp:256', got {head!r}")
     kind, sep, arg = head.partition(":")
     if kind == "softmax" and not sep:
         return "softmax", 0
-    if kind in ("lowrank", "mos") and sep:
+    if kind in _HEAD_ARGS and sep:
         try:
             value = int(arg)
         except ValueError:
             value = None
         if value is None or value < 1 or str(value) != arg.strip():
-            what = "rank r" if kind == "lowrank" else "number of mixture components k"
-            raise UserError(f"head {head!r}: the {what} must be an integer >= 1")
+            raise UserError(f"head {head!r}: the {_HEAD_ARGS[kind]} must be an integer >= 1")
         return kind, value
-    raise UserError(f"head must be 'softmax', 'lowrank:R' or 'mos:K' (R, K >= 1), got {head!r}")
+    raise UserError(f"head must be 'softmax', 'lowrank:R', 'mos:K' or 'mlp:R' (R, K >= 1), "
+                    f"got {head!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +156,9 @@ class ModelConfig:
 
     vocab_size: int  # V: number of token ids; no default, it is a run parameter
     d_model: int = 64  # D: width of the residual stream and of the hidden states the head sees
+    embed_dim: int | None = None  # e: width of the input embedding; None = d_model. e != d_model
+    #   stores E as V x e and projects it up to d_model by a learned e x d_model matrix
+    #   (`embed_proj`), so input capacity and backbone width can be varied apart
     n_layers: int = 2  # number of Transformer blocks
     n_heads: int = 4  # query heads; head_dim = d_model // n_heads (must be even for RoPE)
     n_kv_heads: int = 2  # key/value heads (grouped-query attention); must divide n_heads
@@ -157,9 +166,12 @@ class ModelConfig:
     rope_theta: float = 10_000.0  # RoPE base frequency (Llama 2 uses 1e4, SmolLM2 1e5)
     norm_eps: float = 1e-5  # RMSNorm epsilon, added to the mean square before the rsqrt
     max_seq_len: int = 2048  # longest sequence (training or decoding) the model accepts
-    init_std: float = 0.02  # std of the normal init of every matrix (embedding and head included)
+    init_std: float = 0.02  # std of the normal init of the backbone, embedding and softmax /
+    #   mos head matrices; the lowrank / mlp factors and embed_proj derive theirs from it, so
+    #   that logits and stream start at the plain model's scale (heads.py, transformer.py)
     tie_embeddings: bool = False  # output matrix W = input embedding E (softmax and mos heads)
-    head: str = "softmax"  # "softmax", "lowrank:R" (W = A B, rank R, untied) or "mos:K"
+    head: str = "softmax"  # "softmax", "lowrank:R" (W = A B, rank R, untied), "mos:K" or
+    #   "mlp:R" (logits = gelu(h B^T) A^T, hidden width R, untied; see spamlang.model.heads)
     residual: bool = True  # False: each sublayer's output replaces the stream (see Transformer)
     dtype: str = "float32"  # compute dtype of the matmuls; norms, softmax and loss stay float32
     param_dtype: str = "float32"  # storage dtype of the parameters
@@ -195,24 +207,58 @@ class ModelConfig:
                 raise UserError(f"{name} must be one of {', '.join(_DTYPES)}, got {getattr(self, name)!r}")
         if self.kernels not in KERNELS:
             raise UserError(f"kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
+        self._check_embed_dim()
         kind, _ = parse_head(self.head)
         if kind == "lowrank" and self.tie_embeddings:
             raise UserError("head 'lowrank:R' is untied by construction (W = A B); "
                             "use tie_embeddings=False")
+        if kind == "mlp" and self.tie_embeddings:
+            raise UserError("head 'mlp:R' is untied by construction (its output matrix A is "
+                            "V x R, not the V x d_model embedding); use tie_embeddings=False")
+
+    def _check_embed_dim(self) -> None:
+        e = self.embed_dim
+        if e is None:
+            return
+        if isinstance(e, bool) or not isinstance(e, int) or e < 1:
+            raise UserError(f"embed_dim must be an integer >= 1 or null (= d_model), got {e!r}")
+        if self.embed_projected and self.tie_embeddings:
+            raise UserError(f"embed_dim {e} differs from d_model {self.d_model}, which a tied "
+                            f"head cannot use (it needs a V x d_model embedding); use "
+                            f"tie_embeddings=False")
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
 
     @property
+    def embed_width(self) -> int:
+        """e: the width of the stored input embedding (d_model unless embed_dim says otherwise)."""
+        return self.d_model if self.embed_dim is None else self.embed_dim
+
+    @property
+    def embed_projected(self) -> bool:
+        """True when the embedding is V x e and a learned e x d_model `embed_proj` follows it."""
+        return self.embed_width != self.d_model
+
+    @property
     def head_kind(self) -> str:
-        """"softmax", "lowrank" or "mos"."""
+        """"softmax", "lowrank", "mos" or "mlp"."""
         return parse_head(self.head)[0]
 
     @property
     def head_arg(self) -> int:
-        """The rank R of "lowrank:R", the K of "mos:K", 0 for "softmax"."""
+        """The rank R of "lowrank:R", the K of "mos:K", the width R of "mlp:R", 0 for "softmax"."""
         return parse_head(self.head)[1]
+
+    @property
+    def head_rank(self) -> int:
+        """The most linearly independent logit vectors the head can produce: min(r, D) for
+        lowrank:r (A B), min(r, V) for mlp:r (its features are r wide and nonlinear in h),
+        min(D, V) for softmax and mos (whose gradient reaches h through D dimensions)."""
+        kind, r = parse_head(self.head)
+        width = {"lowrank": min(r, self.d_model), "mlp": r}.get(kind, self.d_model)
+        return min(width, self.vocab_size)
 
     def replace(self, **changes) -> "ModelConfig":
         """A copy with some fields changed (validated again)."""
@@ -248,9 +294,10 @@ def _check_fields(values: dict) -> None:
 def count_params(config: ModelConfig) -> dict[str, int]:
     """Parameter counts, analytic (equal to the initialised state, which a test checks).
 
-    - "embedding": the input embedding E, V x D.
+    - "embedding": the input embedding E, V x D; with embed_dim e != D, E (V x e) and its
+      projection to the stream (e x D), V e + e D.
     - "head": every parameter of the LM head, whether or not it depends on V:
-      softmax untied: W (V x D); tied: 0. lowrank:R: A (V x R) and B (R x D).
+      softmax untied: W (V x D); tied: 0. lowrank:R and mlp:R: A (V x R) and B (R x D).
       mos:K: the context projection P (D x K D), the prior U (D x K), and W (V x D) if untied.
     - "non_embedding": total - embedding - head, i.e. exactly the backbone (blocks and final
       norm). It is the same for every head and tying choice, so runs that differ only in head
@@ -264,10 +311,11 @@ def count_params(config: ModelConfig) -> dict[str, int]:
     kind, arg = config.head_kind, config.head_arg
     if kind == "softmax":
         head = 0 if config.tie_embeddings else V * D
-    elif kind == "lowrank":
+    elif kind in ("lowrank", "mlp"):
         head = V * arg + arg * D
     else:
         head = D * arg * D + D * arg + (0 if config.tie_embeddings else V * D)
-    embedding = V * D
+    e = config.embed_width
+    embedding = V * e + (e * D if config.embed_projected else 0)
     return {"embedding": embedding, "head": head, "non_embedding": backbone,
             "total": embedding + head + backbone}

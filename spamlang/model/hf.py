@@ -31,8 +31,8 @@ Run choices on top of the checkpoint:
 - tie_embeddings: a tied checkpoint loads tied, or untied with the head starting as a copy
   of the embedding (the same function); an untied one loads only untied, since tying it
   would discard lm_head.
-- head: softmax only (a pretrained LM head is one matrix); dtype, param_dtype, kernels and
-  residual are free.
+- head: softmax only (a pretrained LM head is one matrix), and no narrow embedding
+  (embed_dim unset or d_model); dtype, param_dtype, kernels and residual are free.
 """
 
 from __future__ import annotations
@@ -166,6 +166,9 @@ def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
     if config.head_kind != "softmax":
         raise UserError(f"head {config.head!r} cannot start from {model_dir}: a pretrained LM "
                         f"head is one matrix (use head 'softmax')")
+    if config.embed_projected:
+        raise UserError(f"embed_dim {config.embed_dim} cannot start from {model_dir}, whose "
+                        f"embedding is {checkpoint.d_model} wide (leave embed_dim unset)")
     if config.tie_embeddings and not checkpoint.tie_embeddings:
         raise UserError(f"{model_dir} has an untied lm_head, which a tied model would discard; "
                         f"load it untied (tie_embeddings false)")

@@ -1,9 +1,10 @@
 """The blocks of the decoder: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU.
 
 Weights are stored in param_dtype as input x output matrices (x_BxLxD @ w_DxF) and cast to
-the compute dtype at each matmul. Every matrix is initialised N(0, init_std^2), the
+the compute dtype at each matmul. Every matrix here is initialised N(0, init_std^2), the
 Llama/SmolLM2 convention (`initializer_range`), with no depth-scaled output projections;
-RMSNorm scales start at 1.
+RMSNorm scales start at 1. (The factored heads and the narrow embedding's projection pass
+their own std to `normal_param`: see spamlang.model.heads and Transformer.)
 
 Projections and causal attention go through `spamlang.model.kernels`, whose implementation
 `config.kernels` picks ("xla": plain `x @ w` and `jax.nn.dot_product_attention`; "cpu": the
@@ -20,9 +21,11 @@ from spamlang.model import kernels
 from spamlang.model.config import ModelConfig
 
 
-def normal_param(rngs: nnx.Rngs, shape: tuple[int, ...], config: ModelConfig) -> nnx.Param:
-    """A parameter drawn from N(0, init_std^2), stored in param_dtype."""
-    value = jax.random.normal(rngs.params(), shape, jnp.float32) * config.init_std
+def normal_param(rngs: nnx.Rngs, shape: tuple[int, ...], config: ModelConfig, *,
+                 std: float | None = None) -> nnx.Param:
+    """A parameter drawn from N(0, std^2) (default: config.init_std), stored in param_dtype."""
+    std = config.init_std if std is None else std
+    value = jax.random.normal(rngs.params(), shape, jnp.float32) * std
     return nnx.Param(value.astype(config.param_dtype))
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from spamlang.errors import UserError
+from spamlang.model import kernels
 from spamlang.model.config import ModelConfig
 from spamlang.model.heads import make_head
 from spamlang.model.layers import Block, RMSNorm, normal_param
@@ -16,9 +19,17 @@ class Transformer(nnx.Module):
     """A Llama-style decoder-only LM (pre-norm RMSNorm, RoPE, GQA, SwiGLU, no biases).
 
     Parameters: `embed` (E, V x D), `blocks[i]` (`attn_norm`, `attn.wq/wk/wv/wo`, `mlp_norm`,
-    `mlp.w_gate/w_up/w_down`), `final_norm`, and `head` (softmax: `w` unless tied; lowrank:
-    `a`, `b`; mos: `proj`, `prior`, and `w` unless tied). A tied model has no head matrix:
-    the head reads `embed`.
+    `mlp.w_gate/w_up/w_down`), `final_norm`, and `head` (softmax: `w` unless tied; lowrank
+    and mlp: `a`, `b`; mos: `proj`, `prior`, and `w` unless tied). A tied model has no head
+    matrix: the head reads `embed`.
+
+    Narrow embedding (config.embed_dim = e != D): `embed` is V x e and `embed_proj` (e x D)
+    lifts each gathered row into the stream, so the input embedding has rank <= e whatever
+    D is. Init: E ~ N(0, init_std^2) as always and P ~ N(0, 1/e), so each coordinate of a
+    projected row e_s P has variance e init_std^2 / e = init_std^2: block 0 sees inputs of
+    the plain embedding's scale (row norm ~ init_std sqrt(D)). embed_dim None or = D is the
+    plain model, with no `embed_proj`. (Its name starts with "embed" so that gradient norms
+    group it with the embedding.)
 
     The residual stream is float32; matmuls run in `config.dtype`.
 
@@ -37,7 +48,10 @@ class Transformer(nnx.Module):
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         self.config = config
-        self.embed = normal_param(rngs, (config.vocab_size, config.d_model), config)
+        e = config.embed_width
+        self.embed = normal_param(rngs, (config.vocab_size, e), config)
+        if config.embed_projected:
+            self.embed_proj = normal_param(rngs, (e, config.d_model), config, std=1 / math.sqrt(e))
         self.blocks = nnx.List([Block(config, rngs=rngs) for _ in range(config.n_layers)])
         self.final_norm = RMSNorm(config)
         self.head = make_head(config, rngs=rngs)
@@ -47,7 +61,13 @@ class Transformer(nnx.Module):
             raise UserError(f"sequence length {length} exceeds max_seq_len {self.config.max_seq_len}")
 
     def _embed(self, tokens_BxL: jax.Array) -> jax.Array:
-        return jnp.take(self.embed[...], tokens_BxL, axis=0).astype(jnp.float32)
+        """The stream's input x_BxLxD, float32: E's rows, lifted by embed_proj if E is narrow."""
+        rows_BxLxE = jnp.take(self.embed[...], tokens_BxL, axis=0)
+        if not self.config.embed_projected:
+            return rows_BxLxE.astype(jnp.float32)
+        c = self.config
+        proj_ExD = self.embed_proj[...].astype(c.dtype)
+        return kernels.dense(rows_BxLxE.astype(c.dtype), proj_ExD, c.kernels).astype(jnp.float32)
 
     def hidden(self, tokens_BxL: jax.Array) -> jax.Array:
         """Final-normed hidden states h_BxLxD, float32 (the input of the LM head)."""
@@ -55,7 +75,8 @@ class Transformer(nnx.Module):
         return self.hidden_from_embeddings(self._embed(tokens_BxL))
 
     def hidden_from_embeddings(self, x_BxLxD: jax.Array) -> jax.Array:
-        """The blocks and final norm applied to an embedded sequence (differentiable in x)."""
+        """The blocks and final norm applied to an embedded sequence (differentiable in x):
+        the stream's input, i.e. E's rows, lifted by embed_proj when embed_dim != d_model."""
         x_BxLxD = x_BxLxD.astype(jnp.float32)
         for block in self.blocks:
             x_BxLxD = block(x_BxLxD)
@@ -68,16 +89,28 @@ class Transformer(nnx.Module):
     def linear_head(self, h_NxD: jax.Array):
         """(features_NxR, W_VxR) with logits = features W^T; UserError for a mos head.
 
-        softmax: (h, W or E); lowrank: (h B^T, A), the narrow factorisation.
+        softmax: (h, W or E); lowrank: (h B^T, A), the narrow factorisation; mlp:
+        (gelu(h B^T), A).
         """
         return self.head.linear(h_NxD, self.embed[...])
 
     def head_matrix(self) -> jax.Array:
         """The effective V x D output matrix: E (tied), W (untied) or A B (lowrank).
 
-        Raises UserError for a mos head, which has no single matrix.
+        Raises UserError for a mos or mlp head, which has no single matrix.
         """
         return self.head.matrix(self.embed[...])
+
+    def diag_features(self, h_NxD: jax.Array) -> jax.Array:
+        """The head's input to its last linear map, whose matrix is `diag_matrix()`:
+        logits = diag_features(h) diag_matrix()^T. h itself for softmax and lowrank, the
+        features gelu(h B^T) for mlp; UserError for mos (see spamlang.model.heads)."""
+        return self.head.diag_features(h_NxD, self.embed[...])
+
+    def diag_matrix(self) -> jax.Array:
+        """The matrix the gradient diagnostics project on: head_matrix() for softmax and
+        lowrank (V x D), A for mlp (V x r); UserError for mos."""
+        return self.head.diag_matrix(self.embed[...])
 
     def __call__(self, tokens_BxL: jax.Array) -> jax.Array:
         """log-probabilities logp_BxLxV (float32) of the next token at every position."""

@@ -110,8 +110,8 @@ def standalone_point(out_dir: str | Path) -> dict:
 # --- spamlang runs --------------------------------------------------------------------------
 
 def effective_rank(config: dict) -> int:
-    """The head's rank D from a run's config.json: d_model (preset or override), or r for
-    lowrank:r when r < d_model."""
+    """The head's rank from a run's config.json: d_model (preset or override), r for
+    lowrank:r when r < d_model, r for mlp:r (at most V; `ModelConfig.head_rank`)."""
     from spamlang.model.config import preset_fields
 
     try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
@@ -122,6 +122,8 @@ def effective_rank(config: dict) -> int:
     if not d_model:
         raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")
     kind, _, arg = str(config.get("head", "softmax")).partition(":")
+    if kind == "mlp" and arg.isdigit():
+        return min(int(arg), int(config.get("vocab_size") or int(arg)))
     return min(d_model, int(arg)) if kind == "lowrank" and arg.isdigit() else d_model
 
 

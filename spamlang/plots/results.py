@@ -39,7 +39,7 @@ OUTCOME_COLUMNS = (
     "symbol_return_steps", "adam_memory_steps", "exposure_min", "exposure_median",
     "exposure_max", "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
     "repetition_accuracy_seen", "repetition_accuracy_unseen", "eval_seen_sequences",
-    "eval_unseen_sequences", "kernel_fraction", "projected_cosine", "updates_to_learn",
+    "eval_unseen_sequences", "kernel_fraction", "projected_cosine", "head_rank", "updates_to_learn",
     "updates_to_learn_bound", "symbols_learned", "eval_loss_heldout", "eval_accuracy_heldout",
     "repetition_accuracy_heldout", "heldout_symbols", "heldout_exposure_max",
 )

@@ -33,7 +33,7 @@ RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "op
                   "repetition_accuracy_seen", "repetition_accuracy_unseen",
                   "eval_seen_sequences", "eval_unseen_sequences",
                   # the gradient bottleneck of the final model (runs with diag_every)
-                  "kernel_fraction", "projected_cosine",
+                  "kernel_fraction", "projected_cosine", "head_rank",
                   # how many updates a symbol needs (spamlang.train.symbols; spam family)
                   "updates_to_learn", "updates_to_learn_bound", "symbols_learned",
                   # symbols training never drew (a spam holdout)

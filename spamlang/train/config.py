@@ -116,7 +116,7 @@ class TrainConfig:
     model_overrides: dict = dataclasses.field(default_factory=dict)  # other ModelConfig fields
     vocab_size: int = 1024  # V: the paper's smallest vocabulary, learnable on a CPU
     tie_embeddings: bool = False  # head W = input embedding E; the paper sweeps both
-    head: str = "softmax"  # "softmax", "lowrank:R" or "mos:K"; the paper's standard head
+    head: str = "softmax"  # "softmax", "lowrank:R", "mos:K" or "mlp:R"; the paper's standard head
     residual: bool = True  # False: blocks replace the stream (vanishing-gradient experiments)
     # --- data ---
     language: str = "spam"  # spamlang.languages name; SpamLang is the paper's language

@@ -400,6 +400,8 @@ class Loop:
                 # The bottleneck measured on the final model, when the run logs diagnostics.
                 **{k: (diags.get(i) or {}).get(k) for k in ("kernel_fraction", "projected_cosine")},
                 **{k: ev.get(k) for k in (*HOLDOUT_KEYS, *SYMBOL_KEYS)},
+                # The head's rank, for a (width, rank) grid over heads of different kinds.
+                "head_rank": self.program.model_config.head_rank,
             })
             if self.writer:
                 rundir.write_result(m.dir, result)

@@ -1,0 +1,28 @@
+"""The CPU slice of `paper_width.py`: D = 576, 2 layers, V = 4,096 untied, b2 0.95 and 0.999.
+
+The same runs as `paper_width.py`'s V = 4,096 untied cells (same configs, so the same run ids
+and results): 16 updates per symbol at B = 32 (2,048 steps, return time 128 steps), 2 seeds,
+peak LRs 1e-3, 3e-3, 1e-2 with LR bracketing. Run it with the same --out as the full grid to
+share its finished runs.
+
+Run: python sweeps/paper_width_cpu.py [--out DIR] [--dry-run]
+"""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import spamlang.sweep
+
+# The full grid's file sits next to this one; `spamlang sweep` loads this file by path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paper_width import SWEEP as FULL, cell  # noqa: E402
+
+SWEEP = dataclasses.replace(
+    FULL,
+    name="paper_width_cpu",
+    axes={**FULL.axes, "vocab_size,tokens,diag_every": [cell(4096)], "tie_embeddings": [False]},
+)
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))
