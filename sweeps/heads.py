@@ -16,6 +16,10 @@ work): 7 min 27 s wall; the three runs of a head took 26-40 s in all for softmax
 repetition accuracy at the best of the three LRs:
   softmax    1.37 (0.82)     lowrank:8  1.80 (0.66)     mos:2  3.84 (0.37)
   lowrank:4  4.44 (0.12)     lowrank:2  5.69 (0.02)     mos:4  4.31 (0.20)
+(These numbers are from before the low-rank init was fixed: both factors were N(0, init_std^2),
+so the initial logit std grew as sqrt(r) and the rank comparison was confounded with it. Since
+then A B starts at the softmax head's logit scale for every r; `rank_width.py` repeats the rank
+comparison with it, crossed with the backbone width and Adam's b2.)
 A narrower head is worse, as a tighter bottleneck should be. Mixing softmaxes does not help
 either: MoS raises the rank of the log-probabilities, but its gradient still reaches the
 model through the same D-dimensional features. That fits the paper's point that the failure
