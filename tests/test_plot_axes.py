@@ -216,6 +216,8 @@ def test_lines_coverage_figure_best_lr_seed_mean(tmp_path):
     assert "mean over seed (2 runs)" in caption and "hollow" in caption
     # seq_len, which sequences_per_symbol determines, gets no rows of its own.
     assert len(fig.axes) == 2
+    # A log x of a few values is labelled at them, not at 1-2-5 ticks that name none.
+    assert [t.get_text() for t in tied.get_xticklabels()] == ["4", "16", "64"]
 
 
 def test_lines_best_over_none_and_accuracy_maximised(tmp_path):

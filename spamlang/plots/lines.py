@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from spamlang.errors import UserError
 from spamlang.plots.canvas import (
@@ -21,14 +22,15 @@ from spamlang.plots.canvas import (
 )
 from spamlang.plots.layout import (
     SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
-    facets, group_points, higher_is_better, ident, is_numeric, merge, pool_note, rows_option,
+    facets, format_value, group_points, higher_is_better, ident, is_numeric, merge, pool_note, rows_option,
     short_name, sort_values, split,
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
 
 AUTO = "auto"
-LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
+LOGX_SPAN = 8.0
+MAX_DATA_TICKS = 8  # a log x with at most this many distinct values is labelled at them  # a positive x spanning this factor or more gets a log axis by default
 
 
 def auto_logx(values: list[float]) -> bool:
@@ -52,6 +54,15 @@ def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str
     if not any(best in r.settings for r in runs):
         raise UserError(f"--best-over takes a setting such as lr, and {best} is an outcome")
     return best
+
+
+def _data_ticks(ax, x: str, x_values: list) -> None:
+    """A log x with a few distinct values (V = 256, 1,024, 4,096) is labelled at those values:
+    1-2-5 ticks would name none of them."""
+    values = sorted({float(v) for v in x_values})
+    if len(values) <= MAX_DATA_TICKS:
+        ax.set_xticks(values, [format_value(x, v) for v in values])
+        ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _numeric(runs: list[Run], column: str, flag: str) -> None:
@@ -125,6 +136,7 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
             ax.set_yscale("log" if logy else "linear")
             if logx:
                 plain_log_ticks(ax.xaxis, min(x_values), max(x_values))
+                _data_ticks(ax, x, x_values)
             if logy:
                 plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
             ax.tick_params(labelsize=7)
