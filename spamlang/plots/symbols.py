@@ -6,7 +6,8 @@ symbol (`symbol_curve` in result.json, `spamlang.train.symbols`). This draws the
 loss against their mean exposure, one colour per V, one line per seed (so the seed spread is
 the spread of the lines), at each cell's best LR (lowest seed-mean final eval loss). A dashed
 line marks each V's "learned" threshold, 0.1 log V, and a diamond each run's
-`updates_to_learn` (the exposure where half of the symbols are under it). Under pure coverage
+`updates_to_learn` (the exposure where half of the symbols are under it; hollow where it is
+only an upper bound). Under pure coverage
 the curves of every V fall together; under the head's bottleneck the larger V needs more
 updates.
 """
@@ -85,7 +86,8 @@ def symbols_figure(sweep_dir, *, where: dict | None = None, cols: str | None = N
             if panel:
                 ax.legend(fontsize=6, frameon=False)
     note(fig, "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
-         "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn")
+         "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn (hollow: an "
+         "upper bound, the least-exposed bin was already half learned)")
     return fig
 
 
@@ -96,4 +98,6 @@ def _draw_run(ax, run, colour, label) -> None:
     value = run.get("updates_to_learn")
     if isinstance(value, (int, float)) and math.isfinite(value):
         threshold = 0.1 * math.log(run.get(COLOR))
-        ax.plot([value], [threshold], marker="D", ms=4, color=colour, mec="black", mew=0.5)
+        upper = run.get("updates_to_learn_bound") == "upper"  # only bounded: drawn hollow
+        ax.plot([value], [threshold], marker="D", ms=4, color=colour, mec="black", mew=0.5,
+                mfc="white" if upper else colour)
