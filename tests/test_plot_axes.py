@@ -300,3 +300,26 @@ def test_cli_axes_and_errors(tmp_path, capsys):
         assert main(["plot", args[0], str(root), "-o", str(out), *args[1:]]) == 2, args
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and message in err, (args, err)
+
+
+def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
+    from spamlang.plots.results import finished_runs, select
+
+    runs = finished_runs(write_sweep(tmp_path / "cov", coverage_rows()))
+    vocabs = {r.get("vocab_size") for r in select(runs, {"vocab_size!": ["64"]})}
+    assert vocabs == {256}
+    # A wildcard on text; run_id selects like a column ("V64-lr0.001-tied-s0-L16-softmax").
+    assert {r.run_id for r in select(runs, {"run_id": ["V64-*-tied-s0-L16-*"]})} == {
+        f"V64-lr{lr:g}-tied-s0-L16-softmax" for lr in (1e-3, 3e-3, 1e-2)}
+    kept = select(runs, {"run_id!": ["*-untied-*"], "seq_len": ["16"]})
+    assert len(kept) == 2 * 3 * 2 and all(r.tied for r in kept)
+    with pytest.raises(UserError, match="leaves no run"):
+        select(runs, {"language!": ["sp*"]})
+    # The command line: key!=value, and a bare "!=" is a usage error (status 2, one line).
+    out = tmp_path / "x.png"
+    assert main(["plot", "lines", str(tmp_path / "cov"), "-o", str(out), "--x",
+                 "sequences_per_symbol", "--y", "final_eval_loss", "--where",
+                 "vocab_size!=256"]) == 0
+    assert main(["plot", "lines", str(tmp_path / "cov"), "-o", str(out), "--x",
+                 "sequences_per_symbol", "--y", "final_eval_loss", "--where", "!=3"]) == 2
+    assert "key!=value" in capsys.readouterr().err

@@ -22,12 +22,15 @@ _AXES_HELP = (
 
 
 def _where(items: list[str] | None) -> dict[str, list[str]]:
+    """{"key": [values]} from key=value, and {"key!": [values]} from key!=value (exclusions)."""
     where: dict[str, list[str]] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--where takes key=value, got {item!r}")
-        where.setdefault(key.strip(), []).append(value.strip())
+        if not sep or not key.strip() or key.strip() == "!":
+            raise UserError(f"--where takes key=value or key!=value, got {item!r}")
+        key = key.strip()
+        where.setdefault(key[:-1].strip() + "!" if key.endswith("!") else key, []).append(
+            value.strip())
     return where
 
 
@@ -122,9 +125,11 @@ def register(subparsers) -> None:
                             "every other setting that varies, except seed (averaged); 'none': "
                             "no rows, other settings are averaged and the caption says so")
         p.add_argument("--where", action="append", metavar="KEY=VALUE",
-                       help="keep only runs whose column KEY (setting or outcome) equals VALUE; "
-                            "numbers compare by value (lr=1e-2 matches 0.01); repeatable: "
-                            "different keys must all match, a repeated key matches any value")
+                       help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
+                            "numbers compare by value (lr=1e-2 matches 0.01), text may use * and "
+                            "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
+                            "match instead; repeatable: different keys must all match, a "
+                            "repeated key matches any value")
 
     heat = kinds.add_parser(
         "heatmap", help="final loss on a V x LR grid, tied and untied (Figure 5)",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
@@ -253,18 +254,32 @@ def same(a: str, b: str) -> bool:
     return a == b
 
 
-def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Run]:
-    """Runs matching every `key=value` of `where` (a list of values: any of them).
+def matches(value: Any, wanted: str) -> bool:
+    """Does a run's value match a `--where` value: `same`, or a * / ? pattern on its text?"""
+    return same(text(value), wanted) or (any(c in wanted for c in "*?[")
+                                         and fnmatch.fnmatchcase(text(value), wanted))
 
-    A key is any setting or outcome column; numbers compare by value (lr=1e-2 matches 0.01).
+
+def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Run]:
+    """Runs matching every `key=value` of `where` (a list of values: any of them); a key
+    ending in "!" drops the runs that match instead (`key!=value` on the command line).
+
+    A key is any setting or outcome column, or run_id; numbers compare by value (lr=1e-2
+    matches 0.01), text may be a wildcard pattern (`matches`).
     """
     for key, wanted in (where or {}).items():
-        name = check_column(runs, key, "--where")
+        exclude = key.endswith("!")
+        key = key[:-1] if exclude else key
+        # run_id (the directory's name) is no setting or outcome, but selects like one.
+        name = key if key == "run_id" else check_column(runs, key, "--where")
+        get = (lambda r: r.run_id) if name == "run_id" else (lambda r: r.get(name))
         wanted = [wanted] if isinstance(wanted, str) else list(wanted)
-        kept = [r for r in runs if (v := r.get(name)) is not None
-                and any(same(text(v), str(w)) for w in wanted)]
+        kept = [r for r in runs if (v := get(r)) is not None
+                and any(matches(v, str(w)) for w in wanted) != exclude]
+        if exclude and not kept:
+            raise UserError(f"--where {key}!={'|'.join(map(str, wanted))} leaves no run")
         if not kept:
-            values = {text(v): v for r in runs if (v := r.get(name)) is not None}
+            values = {text(v): v for r in runs if (v := get(r)) is not None}
             order = sorted(values, key=lambda t: (0, values[t], "") if is_number(values[t])
                            else (1, 0, t))
             raise UserError(f"no run has {key}={'|'.join(map(str, wanted))}; "
