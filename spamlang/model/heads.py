@@ -53,7 +53,23 @@ def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.
                       preferred_element_type=jnp.float32)
 
 
-class SoftmaxHead(nnx.Module):
+class _LinearLastStep(nnx.Module):
+    """What the heads whose last step is linear (logits = features W^T) share: log-probs from
+    `linear`, and the diagnostics' view, h against the V x D matrix (an mlp head overrides it:
+    its features against A). Lowrank too is measured against A B on h, not A on h B^T: for
+    r > D, col(A B) is a D-dimensional part of col(A)."""
+
+    def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
+        return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
+
+    def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
+        return h_NxD
+
+    def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
+        return self.matrix(embed_VxD)
+
+
+class SoftmaxHead(_LinearLastStep):
     """logits = h W^T; W is the input embedding when tied, else a V x D parameter."""
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
@@ -68,14 +84,6 @@ class SoftmaxHead(nnx.Module):
     def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
         return h_NxD, self.matrix(embed_VxD)
 
-    def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        return h_NxD
-
-    def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        return self.matrix(embed_VxD)
-
-    def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
 
 
 def _factors(config: ModelConfig, rngs: nnx.Rngs, feature_rms: float):
@@ -94,7 +102,7 @@ def _project(h_NxD: jax.Array, b_RxD: nnx.Param, dtype: str) -> jax.Array:
                       preferred_element_type=jnp.float32)
 
 
-class LowRankHead(nnx.Module):
+class LowRankHead(_LinearLastStep):
     """logits = h (A B)^T = (h B^T) A^T, with A: V x r and B: r x D (the paper's section 3.1).
 
     The product is never formed in the forward pass: h is first projected to r dimensions.
@@ -114,15 +122,6 @@ class LowRankHead(nnx.Module):
     def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
         return _project(h_NxD, self.b, self.dtype), self.a[...]
 
-    def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        # Against A B on h, not A on h B^T: for r > D, col(A B) is a D-dim part of col(A).
-        return h_NxD
-
-    def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        return self.matrix(embed_VxD)
-
-    def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
 
 
 def gelu(x: jax.Array) -> jax.Array:
@@ -130,7 +129,7 @@ def gelu(x: jax.Array) -> jax.Array:
     return jax.nn.gelu(x, approximate=False)
 
 
-class MLPHead(nnx.Module):
+class MLPHead(_LinearLastStep):
     """logits = gelu(h B^T) A^T, with B: r x D and A: V x r; untied.
 
     A wide nonlinear head: r may exceed D, and the logit matrix over many inputs then has
@@ -159,9 +158,6 @@ class MLPHead(nnx.Module):
 
     def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
         return self.a[...]
-
-    def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
 
 
 _MOS_NOT_LINEAR = ("a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
