@@ -21,6 +21,11 @@ Read it with
       --y repetition_accuracy_heldout --color b2 --cols tie_embeddings
 and with the end-of-sweep summary; results.csv has eval_loss_heldout next to final_eval_loss.
 
+Measured (`/usr/bin/time -v python sweeps/holdout.py`: 6 min 05 s wall on the 2-core AMD EPYC,
+60 runs with bracketing): repetition_accuracy_heldout is 0.000 in all 60 runs, at every LR,
+while the best LRs repeat the seen symbols (accuracy >= 0.9995, eval loss <= 0.41); the
+held-out symbols cost 8.7-15.5 nats there (chance: 6.93); heldout_exposure_max is 0 in all.
+
 Run: python sweeps/holdout.py [--out DIR] [--shard i/n] [--dry-run]
 """
 

@@ -4,13 +4,14 @@ The CPU sweeps run at D = 16-64, where V / D reaches 256 at V = 4,096. The paper
 D = 576 wide (SmolLM2-135M's shape) and its V / D runs from 1.8 to 228. This grid keeps that
 width and the paper's block shape (`smollm2-106m`: 9 query / 3 KV heads of 64, d_ff 1,536,
 RoPE base 1e5, init std 1 / sqrt(576)) but only 2 of its 30 layers, so that V / D = 7.1 and
-28.4 run on a CPU, at equal updates per symbol: B = 32 and 16 updates per symbol, so 2,048
-steps at V = 4,096 (return time 128 steps) and 8,192 at V = 16,384 (return time 512).
+28.4 run on a CPU, at equal updates per symbol: B = 128 and 16 updates per symbol, so 512
+steps at V = 4,096 (return time 32 steps, as in `rank_width.py`) and 2,048 at V = 16,384
+(return time 128).
 
 Adam's b2 is 0.95 (the default) and 0.999 (the setting the optimizer sweeps found to learn
-best: its memory of 1,000 steps outlasts both return times). If the D = 16 picture holds at
-the paper's width, b2 = 0.95 fails at V = 4,096 and 16,384 and b2 = 0.999 learns both; if the
-head's rank were what fails, the wide head would learn under both b2. Untied and tied, 2 seeds,
+best: its memory of 1,000 steps outlasts both return times, where the default's 20 steps
+falls short of both). If the D = 16 picture holds at the paper's width, b2 = 0.95 does worse
+than 0.999 at both V; if the head's rank at D = 576 were still too low, neither would learn. Untied and tied, 2 seeds,
 peak LRs 1e-3, 3e-3, 1e-2 with up to 2 more beyond an end of the grid where a cell's best sits.
 AdamW (b1 0.9, weight decay 0.1 on matrices), 5% warmup then cosine to 0.1x, clipping at 1.0;
 L = 2 (position invariant).
@@ -26,7 +27,7 @@ import spamlang.sweep
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
-BATCH = 32
+BATCH = 128
 UPDATES = 16  # B x steps / V, the same in every cell
 SEQ_LEN = 2
 
@@ -50,9 +51,9 @@ SWEEP = Sweep(
         schedule="cosine",
         warmup_frac=0.05,
         final_lr_ratio=0.1,
-        log_every=32,
+        log_every=16,
         eval_sequences=2048,
-        checkpoint_every=512,
+        checkpoint_every=256,
     ),
     axes={
         "vocab_size,tokens,diag_every": [cell(4096), cell(16384)],

@@ -1,7 +1,7 @@
 """The CPU slice of `paper_width.py`: D = 576, 2 layers, V = 4,096 untied, b2 0.95 and 0.999.
 
 The same runs as `paper_width.py`'s V = 4,096 untied cells (same configs, so the same run ids
-and results): 16 updates per symbol at B = 32 (2,048 steps, return time 128 steps), 2 seeds,
+and results): 16 updates per symbol at B = 128 (512 steps, return time 32 steps), 2 seeds,
 peak LRs 1e-3, 3e-3, 1e-2 with LR bracketing. Run it with the same --out as the full grid to
 share its finished runs.
 

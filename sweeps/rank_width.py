@@ -34,6 +34,20 @@ Read it with
   spamlang plot heatmap runs/rank_width -o rank_width.png --x d_model --y head_rank \\
       --best-over lr --cols b2 --where model.embed_dim=16 ... (see figures/README.md)
 
+Measured (`/usr/bin/time -v python sweeps/rank_width.py`: 36 min 05 s wall on the 2-core AMD
+EPYC, 176 runs with bracketing; over the 20 minutes aimed at, the d = 64 groups cost most:
+`--shard 0/2` and `--shard 1/2` split it). Best-LR final eval loss, seed mean, b2 0.95 / 0.999:
+  r \ d        16                        32                 64
+  4 (lowrank)  5.61 / 4.30                                  5.03 / 4.10
+  16           softmax 1.71 / 0.30        lowrank 0.090 / 0.023   lowrank 0.033 / 0.011
+               mlp:16  1.79 / 1.10
+  32                                      softmax 0.12 / 0.018
+  64           mlp:64  0.096 / 0.075                        softmax 0.005 / 0.005
+                                                            (16-wide embedding 0.028 / 0.008)
+  256 (mlp)    0.011 / 0.013              0.0006 / 0.004    0.0002 / 0.002
+Neither prediction above holds alone: rank 4 fails on every backbone, a wide head rescues
+d = 16, and rank 16 learns on the wider backbones (README, "Is it the head?").
+
 Run: python sweeps/rank_width.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
