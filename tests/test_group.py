@@ -9,6 +9,8 @@ from spamlang.train.config import TrainConfig
 from spamlang.train.run import check_groupable
 from spamlang.train.step import program
 
+from _compare import assert_same_eval  # tests/_compare.py
+
 STEPS = 24
 BASE = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * STEPS,
                    schedule="constant", warmup_frac=0.0, eval_sequences=24)
@@ -42,8 +44,7 @@ def test_members_equal_their_own_runs(group_run, i):
     # query/key gradients are pure rounding noise that Adam normalises to +-lr steps.)
     if i == 0:  # one evaluation is enough to check the vmapped eval against the single one
         ours, [theirs] = prog.evaluate(state)[i], prog.evaluate(single)
-        for key in theirs:
-            assert ours[key] == pytest.approx(theirs[key], rel=1e-5, abs=1e-6, nan_ok=True), key
+        assert_same_eval(ours, theirs, rel=1e-5)
 
 
 def test_absurd_lr_member_diverges_alone(group_run):

@@ -13,6 +13,8 @@ import textwrap
 
 import numpy as np
 
+from _compare import assert_same_eval  # tests/_compare.py
+
 CHILD = textwrap.dedent("""
     import json
     import jax
@@ -88,9 +90,7 @@ def test_four_devices_equal_one_device():
     assert one["loss"][-1] < 0.7 * one["loss"][0]  # it trained, so equal curves mean something
     assert four["param_devices"] == 4 and four["replicated"]
     for ev in ("eval", "half"):
-        for key, value in one[ev].items():  # NaN: an empty seen / unseen side on both
-            assert abs(four[ev][key] - value) <= 1e-5 * max(1.0, abs(value)) or \
-                (np.isnan(value) and np.isnan(four[ev][key])), (ev, key)
+        assert_same_eval(four[ev], one[ev], rel=1e-5, where=ev)
     # Each device counts its own rows; the psum of the counts is the one-device count.
     assert four["exposure"] == one["exposure"] and sum(one["exposure"]) == 12 * 16
     assert 0 < one["half"]["eval_unseen_sequences"] < 24

@@ -9,7 +9,8 @@ import numpy as np
 import optax
 import pytest
 
-from spamlang.train.loop import COVERAGE_KEYS
+from spamlang.train.loop import COVERAGE_KEYS, HOLDOUT_KEYS
+from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
 from flax import nnx
 
 from spamlang.errors import UserError
@@ -152,7 +153,8 @@ def test_tiny_spam_run_learns(prog):
     assert int(state["step"][0]) == prog.config.steps and not bool(state["diverged"][0])
     [metrics] = prog.evaluate(state)
     assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy",
-                            *COVERAGE_KEYS}
+                            *COVERAGE_KEYS, *HOLDOUT_KEYS, *SYMBOL_KEYS}
+    assert metrics["heldout_symbols"] is None and metrics["symbols_learned"] > 0.9
     # 300 x 16 sequences over 64 symbols: every symbol is seen, so "seen" is the whole set.
     assert metrics["unseen_fraction"] == 0 and metrics["eval_unseen_sequences"] == 0
     assert metrics["eval_loss_seen"] == pytest.approx(metrics["eval_loss"], rel=1e-5)
