@@ -115,10 +115,11 @@ def test_symbol_ids_cover_or_space_the_vocabulary():
     assert len(ids) == symbols.MAX_SYMBOLS and ids[0] == 0 and len(set(ids.tolist())) == len(ids)
 
 
-def test_symbol_losses_equal_the_models_own_loss_on_s_s():
+@pytest.mark.parametrize("batch_size", [8, 64])  # 37 = 4 x 8 + a partial batch; one batch
+def test_symbol_losses_equal_the_models_own_loss_on_s_s(batch_size):
     config = ModelConfig.preset("tiny", vocab_size=37)
     model = Transformer(config, rngs=nnx.Rngs(0))
-    fn = symbols.make_symbol_fn(37, batch_size=8, chunk_size=None)  # 37 = 4 x 8 + a partial
+    fn = symbols.make_symbol_fn(37, batch_size=batch_size, chunk_size=None)
     got = jax.jit(fn)(model)
     ids = jnp.arange(37)
     logp = model(jnp.stack([ids, ids], axis=1))[:, 0]
