@@ -249,11 +249,12 @@ class Program:
             out = eval_model(model, member["exposure"])
             if heldout_eval is not None:
                 out.update(heldout_eval(model, member["exposure"]))
-            if symbol_fn is not None:
-                out["symbol_loss"] = symbol_fn(model)
             return out
 
         self._member_eval = member_eval
+        # Its own program, not part of the eval's: it depends on the model's shapes alone, so
+        # runs that differ in anything else (LR, optimizer, language parameters) share it
+        # through the compilation cache.
         self._symbols = None if symbol_fn is None else jax.jit(over_members(
             lambda member: symbol_fn(nnx.merge(self.graphdef, member["params"], self.rest))),
             out_shardings=self.replicated)
@@ -360,7 +361,8 @@ class Program:
             (self._eval({"params": state["params"], "exposure": state["exposure"]}),
              state["exposure"]))
         sequences = self.config.steps * self.config.batch_size
-        symbol_loss = out.pop("symbol_loss", None)
+        symbol_loss = None if self._symbols is None else \
+            jax.device_get(self._symbols({"params": state["params"]}))
         rows = []
         for i in range(len(counts)):
             row = {k: float(v[i]) for k, v in out.items()}
