@@ -264,7 +264,8 @@ def test_cached_decoding_equals_full_forward_with_narrow_embedding_and_mlp_head(
 
 
 # Loss and gradients of the chunked loss under a 1- and a 4-device data mesh, for the mlp
-# head and for lowrank with a narrow embedding (embed_proj's gradient is all-reduced too).
+# head fed by a narrow embedding (embed_proj's gradient is all-reduced too); lowrank has the
+# same parameters A and B and the same fused loss on (h B^T, A), without the gelu.
 CHILD = """
 import json
 import jax
@@ -275,7 +276,7 @@ from spamlang.loss import next_token_loss
 from spamlang.model import ModelConfig, Transformer
 
 assert jax.device_count() == 4, jax.devices()
-HEADS = [("mlp:24", None), ("lowrank:8", 8)]
+HEADS = [("mlp:24", 8)]  # the wide head fed by a narrow embedding: both new parts at once
 models = [nnx.split(Transformer(ModelConfig.preset("tiny", vocab_size=64, n_layers=1, head=head,
                                                    embed_dim=e), rngs=nnx.Rngs(0)))
           for head, e in HEADS]
@@ -287,7 +288,7 @@ for n in (1, 4):
     def loss(state, graphdef, t):
         return next_token_loss(nnx.merge(graphdef, state), t, chunk_size=8, mesh=mesh)[0]
 
-    # Both models in one program: one compile per device count.
+    # Every model in one program: one compile per device count.
     step = jax.jit(lambda states, t: [jax.value_and_grad(loss)(s, g, t)
                                       for s, (g, _) in zip(states, models)])
     results = step([s for _, s in models], jax.device_put(t, NamedSharding(mesh, P("data"))))
@@ -300,7 +301,7 @@ print("RESULT " + json.dumps(out))
 
 def test_four_devices_equal_one_device():
     out = run_child(CHILD, timeout=120)
-    for head in ("mlp:24", "lowrank:8"):
+    for head in ("mlp:24",):
         one, four = out[f"{head}/1"], out[f"{head}/4"]
         assert four["loss"] == pytest.approx(one["loss"], rel=1e-5)
         assert len(four["grads"]) == len(one["grads"]) >= 10
