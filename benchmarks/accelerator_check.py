@@ -77,6 +77,7 @@ class Sizes:
     """Every size that differs between the real check and the CPU smoke run."""
 
     preset: str  # stands in for smollm2-106m
+    n_layers: int | None  # the preset's depth if None; the smoke's 1 layer halves its compiles
     vocab_small: int  # stands in for V = 1,024
     vocab_large: int  # stands in for V = 131,072
     seq_len: int
@@ -94,11 +95,11 @@ class Sizes:
     b_every_case: bool  # part (b): all four (V, tying) cases; else V small tied, V large untied
 
 
-GPU_SIZES = Sizes(preset="smollm2-106m", vocab_small=1024, vocab_large=131072, seq_len=256,
+GPU_SIZES = Sizes(preset="smollm2-106m", n_layers=None, vocab_small=1024, vocab_large=131072, seq_len=256,
                   batch_size=64, a_steps=50, b_warmup_steps=2, b_timed_steps=15, c_rounds=2,
                   c_steps=10, e_steps=300, e_probe_steps=20, e_chunk_steps=40,
                   loss_chunk=4096, group_batch_size=16, b_every_case=True)
-SMOKE_SIZES = Sizes(preset="tiny", vocab_small=256, vocab_large=4096, seq_len=32,
+SMOKE_SIZES = Sizes(preset="tiny", n_layers=1, vocab_small=256, vocab_large=4096, seq_len=32,
                     batch_size=8, a_steps=10, b_warmup_steps=2, b_timed_steps=3, c_rounds=1,
                     c_steps=2, e_steps=10, e_probe_steps=5, e_chunk_steps=5,
                     loss_chunk=64, group_batch_size=8, b_every_case=False)
@@ -206,7 +207,8 @@ def paper_config(sizes: Sizes, vocab_size: int, tied: bool, loss_chunk: int):
     return base.replace(preset=sizes.preset, vocab_size=vocab_size, tie_embeddings=tied,
                         seq_len=sizes.seq_len, batch_size=sizes.batch_size,
                         tokens=base.steps * sizes.batch_size * sizes.seq_len,
-                        loss_chunk=loss_chunk)
+                        loss_chunk=loss_chunk,
+                        model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {})
 
 
 def mfu(prog, tokens_per_s: float) -> float:

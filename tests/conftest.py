@@ -17,3 +17,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # never against the speed or the bits of an optimised build. Multi-device tests run in
 # subprocesses that add their device count to these flags; the main session uses one device.
 os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
+# MFU divides by a peak; a process without one measures the CPU's matmul rate first (about
+# 2 s of every training subprocess). Tests of the measurement itself unset these.
+os.environ.setdefault("SPAMLANG_PEAK_FLOPS", "1e11")
+os.environ.setdefault("SPAMLANG_PEAK_FLOPS_BF16", "1e11")

@@ -310,6 +310,7 @@ def test_known_accelerators_use_their_datasheet_peak(monkeypatch):
         device_kind = "NVIDIA H200"
 
     monkeypatch.delenv("SPAMLANG_PEAK_FLOPS", raising=False)
+    monkeypatch.delenv("SPAMLANG_PEAK_FLOPS_BF16", raising=False)
     monkeypatch.setattr(jax, "devices", lambda *a: [Device()])
     assert perf.peak_flops("bfloat16") == perf.KNOWN_PEAKS["H200"]["bfloat16"]
     assert perf.peak_flops("float32") == perf.KNOWN_PEAKS["H200"]["float32"]
