@@ -16,7 +16,7 @@ EXPECTED_RUNS = {"cpu_demo": 96, "paper_fig5": 80, "heads": 18, "languages": 48,
                  "coverage": 132, "coverage_width": 72, "paper_fig5_coverage": 80,
                  "beta2_vocab": 180, "return_time": 120, "optimizers": 96,
                  "paper_fig5_optimizer": 288, "equal_batch": 144, "holdout": 48,
-                 "paper_width": 48, "paper_width_cpu": 12, "rank_width": 156, "sample_complexity": 72}
+                 "paper_width": 48, "paper_width_cpu": 12, "rank_width": 96, "sample_complexity": 72}
 
 
 def test_every_sweep_script_is_covered():
