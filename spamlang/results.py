@@ -23,8 +23,8 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.plots.results import (OUTCOME_COLUMNS, check_dir, flatten_config, parse_cell,
                                     read_metrics)
+from spamlang.schema import CONFIG, RESULT, RESULTS_FILE
 
-RESULTS_FILE = "results.csv"
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
 # A metrics.jsonl field named like an axis (the train rows' `lr`: the LR of that step, not the
@@ -60,8 +60,8 @@ def load_metrics(sweep_dir: str | Path):
     for run_dir in _run_dirs(root):
         settings = known.get(run_dir.name)
         if settings is None:
-            settings = _config_axes(_read_json(run_dir / "config.json"), axes)
-        finished = (run_dir / "result.json").is_file()
+            settings = _config_axes(_read_json(run_dir / CONFIG), axes)
+        finished = (run_dir / RESULT).is_file()
         for row in read_metrics(run_dir, kind=None):
             metrics = {(k + CLASH_SUFFIX if k in settings else k): v for k, v in row.items()}
             records.append({"run_id": run_dir.name, **metrics, **settings, "finished": finished})
@@ -153,8 +153,8 @@ def _built(config: dict) -> tuple[dict, dict]:
 
 
 def _run_dirs(root: Path) -> list[Path]:
-    dirs = [root] if (root / "config.json").is_file() else []
-    return dirs + sorted(p for p in root.iterdir() if (p / "config.json").is_file())
+    dirs = [root] if (root / CONFIG).is_file() else []
+    return dirs + sorted(p for p in root.iterdir() if (p / CONFIG).is_file())
 
 
 def _read_json(path: Path) -> Any:

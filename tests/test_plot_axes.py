@@ -239,6 +239,7 @@ def test_lines_scatter_of_two_outcomes(tmp_path):
                        where={"seq_len": "64", "tied": "True"})
     (ax,) = fig.axes
     assert ax.get_xscale() == "linear"
+    assert len(ax.containers) == 2  # the two runs kept: the loop below must see both
     for c in ax.containers:
         assert c.lines[0].get_linestyle() == "None"
     xs = sorted(x for c in ax.containers for x in c.lines[0].get_xdata())

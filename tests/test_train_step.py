@@ -9,7 +9,7 @@ import numpy as np
 import optax
 import pytest
 
-from spamlang.train.loop import COVERAGE_KEYS, HOLDOUT_KEYS
+from spamlang.train.evaluate import COVERAGE_KEYS, HOLDOUT_KEYS
 from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
 from flax import nnx
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from spamlang.errors import UserError
+from spamlang.schema import DIAGNOSTICS
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
 _DIAG_STREAM = 0xD1A6
@@ -64,7 +65,7 @@ def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_s
                 wall_seconds=round(time.perf_counter() - start, 3))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "diagnostics.json", diag)
+    atomic_write_json(out / DIAGNOSTICS, diag)
     if figures:
         from spamlang.plots.diagnostics import plot_diagnostics
 

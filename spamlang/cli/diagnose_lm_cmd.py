@@ -34,6 +34,7 @@ from pathlib import Path
 
 from spamlang.cli.diagnose_cmd import add_measure_flags, check_measure_flags
 from spamlang.errors import UserError
+from spamlang.schema import DIAGNOSTICS
 
 _MEMORY_HELP = """\
 memory: about 0.5 GiB for torch and JAX themselves, plus the larger of two stages (never
@@ -83,7 +84,7 @@ def handler(args: argparse.Namespace) -> int:
                        dtype=args.dtype, chunk_size=args.chunk_size, rank_tokens=args.rank_tokens)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)  # only once the measurement succeeded
-    atomic_write_json(out / "diagnostics.json", diag)
+    atomic_write_json(out / DIAGNOSTICS, diag)
     paths = []
     if not args.no_figures:
         from spamlang.plots.diagnostics import plot_diagnostics
@@ -95,7 +96,7 @@ def handler(args: argparse.Namespace) -> int:
           f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
           f"{diag['projected_cosine']:.4f}, loss {diag['loss']:.4f} "
           f"[{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]")
-    for path in [out / "diagnostics.json", *paths]:
+    for path in [out / DIAGNOSTICS, *paths]:
         print(f"wrote {path}")
     return 0
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from spamlang.errors import UserError, first_line
 from spamlang.plots.results import check_dir, read_metrics, scan_runs
+from spamlang.schema import CONFIG, DIAGNOSTICS
 
-DIAGNOSTICS = "diagnostics.json"
 LM_SOURCE = "diagnose-lm"
 # transformers' config.model_type -> the family's name in the legend. Qwen2 and Qwen3 are one
 # family here: the paper's point is the range real LMs span, not the version.
@@ -67,7 +67,7 @@ def _points_of(root: Path) -> list[dict]:
     found = runs + [standalone_point(sub) for sub in sorted(root.iterdir()) if _standalone(sub)]
     if found:
         return found
-    if any((p / "config.json").is_file() for p in (root, *root.iterdir())):
+    if any((p / CONFIG).is_file() for p in (root, *root.iterdir())):
         raise UserError(f"no run in {root} has a diagnostics.json or 'diag' rows in metrics.jsonl "
                         "(train with diag_every > 0, or run `spamlang diagnose`)")
     raise UserError(f"nothing to plot in {root}: no run in it (config.json) and no "
@@ -76,7 +76,7 @@ def _points_of(root: Path) -> list[dict]:
 
 def _standalone(path: Path) -> bool:
     """A diagnostics.json outside a run directory (inside one, the run reads it)."""
-    return (path / DIAGNOSTICS).is_file() and not (path / "config.json").is_file()
+    return (path / DIAGNOSTICS).is_file() and not (path / CONFIG).is_file()
 
 
 def standalone_point(out_dir: str | Path) -> dict:
@@ -139,7 +139,7 @@ def sweep_points(sweep_dir: str | Path) -> list[dict]:
     last "diag" row; [] when none has one."""
     points = []
     for run in scan_runs(check_dir(sweep_dir)):
-        config = json.loads((run.path / "config.json").read_text(encoding="utf-8"))
+        config = json.loads((run.path / CONFIG).read_text(encoding="utf-8"))
         V = int(config["vocab_size"])
         rows = [r for r in read_metrics(run.path, "diag") if _finite(r.get("kernel_fraction"))]
         diag_file = run.path / DIAGNOSTICS

@@ -30,20 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE
 
-# Outcome columns of results.csv known when this was written; see the module docstring for
-# how a column that is not listed is classified.
-OUTCOME_COLUMNS = (
-    "final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
-    "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps", "tokens",
-    "tokens_per_s", "wall_seconds", "updates_per_symbol", "sequences_per_symbol",
-    "symbol_return_steps", "adam_memory_steps", "exposure_min", "exposure_median",
-    "exposure_max", "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
-    "repetition_accuracy_seen", "repetition_accuracy_unseen", "eval_seen_sequences",
-    "eval_unseen_sequences", "kernel_fraction", "projected_cosine", "head_rank", "updates_to_learn",
-    "updates_to_learn_bound", "symbols_learned", "eval_loss_heldout", "eval_accuracy_heldout",
-    "repetition_accuracy_heldout", "heldout_symbols", "heldout_exposure_max",
-)
+# Outcome columns of results.csv known to this version; see the module docstring for how a
+# column that is not listed is classified.
+OUTCOME_COLUMNS = RESULT_COLUMNS
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
 _FLATTENED = {"language_params": "param.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
@@ -140,8 +131,8 @@ def check_dir(sweep_dir: str | Path) -> Path:
 
 
 def _run_dirs(root: Path) -> list[Path]:
-    dirs = [root] if (root / "config.json").is_file() else []
-    return dirs + sorted(p for p in root.iterdir() if (p / "config.json").is_file())
+    dirs = [root] if (root / CONFIG).is_file() else []
+    return dirs + sorted(p for p in root.iterdir() if (p / CONFIG).is_file())
 
 
 def _read_json(path: Path) -> Any | None:
@@ -152,13 +143,13 @@ def _read_json(path: Path) -> Any | None:
 
 
 def _config(path: Path) -> dict | None:
-    config = _read_json(path / "config.json")
+    config = _read_json(path / CONFIG)
     return config if isinstance(config, dict) else None
 
 
 def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
     """results.csv as run_id -> (settings, outcomes); {} when there is none."""
-    path = root / "results.csv"
+    path = root / RESULTS_FILE
     if not path.is_file():
         return {}
     with open(path, newline="", encoding="utf-8") as f:
@@ -193,7 +184,7 @@ def _run(run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None,
     if on_disk:
         if config is None:
             return None
-        result = _read_json(path / "result.json") if (path / "result.json").is_file() else None
+        result = _read_json(path / RESULT) if (path / RESULT).is_file() else None
         result = {**(csv_row[1] if csv_row else {}), **result} if isinstance(result, dict) else {}
     else:
         result = csv_row[1] if csv_row else {}
@@ -297,7 +288,7 @@ def varying_settings(runs: list[Run]) -> list[str]:
 def read_metrics(run_dir: str | Path | None, kind: str | None = "train") -> list[dict]:
     """Rows of `metrics.jsonl` with the given kind (None: every row); a torn last line (live
     run) is skipped."""
-    path = Path(run_dir) / "metrics.jsonl" if run_dir else None
+    path = Path(run_dir) / METRICS if run_dir else None
     if path is None or not path.is_file():
         return []
     rows = []

@@ -26,6 +26,7 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.results import _read_json, check_column, finished_runs, select, varying_settings
+from spamlang.schema import RESULT
 
 COLOR = "vocab_size"
 METRIC = "final_eval_loss"  # what the best LR is chosen by
@@ -39,7 +40,7 @@ def plot_symbols(sweep_dir, out_file, *, where: dict | None = None, cols: str | 
 
 
 def _curve(run) -> dict | None:
-    result = _read_json(run.path / "result.json") if run.path else None
+    result = _read_json(run.path / RESULT) if run.path else None
     curve = (result or {}).get("symbol_curve")
     return curve if curve and curve.get("exposure") else None
 

@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from spamlang.errors import UserError
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import MAX_FACETS
+from spamlang.schema import CONFIG
 
 TRACK_FILE = "track.jsonl"  # spamlang.train.rundir.TRACK, not imported (see Track.sums)
 TABLES = ("embed", "head")
@@ -125,7 +126,7 @@ def _complete(row: dict, table: str, ids: list) -> bool:
 
 def _config(run: Path) -> dict:
     try:
-        config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+        config = json.loads((run / CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return config if isinstance(config, dict) else {}

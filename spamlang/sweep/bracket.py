@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.sweep.best_lr import BestLR, best_lrs
+from spamlang.schema import RESULT
 
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
 _HALF_DECADE = (2.9, 3.5)  # ratios of a 1-3-10 grid: 3 and 10/3
@@ -72,7 +73,7 @@ def cell_rows(run_dirs: dict[str, Path], configs: dict[str, Any]) -> list[dict]:
     rows = []
     for run_id, run_dir in run_dirs.items():
         try:
-            result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+            result = json.loads((run_dir / RESULT).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # not finished (or being written): not part of the decision yet
         config = configs[run_id]
@@ -105,6 +106,6 @@ def bracket_cell(cell: list[tuple[str, Any]], run_id_of: Callable[[Any], str], o
             return status, points[len(cell):]
         new = [(run_id_of(c), c) for c in (t.replace(lr=lr) for t in templates.values())]
         points.extend(new)
-        todo = [(run_id, c) for run_id, c in new if not (out / run_id / "result.json").is_file()]
+        todo = [(run_id, c) for run_id, c in new if not (out / run_id / RESULT).is_file()]
         if todo:
             train(todo)

@@ -18,30 +18,8 @@ from typing import Any
 from spamlang.fileio import atomic_write_text
 from spamlang.filelock import locked
 
-# Settings first (the sweep contract), extra axes go between these and the outcomes.
-SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr",
-                   "tie_embeddings", "head", "seed", "seq_len", "batch_size")
-# Empty cells: a value the run did not produce (null in result.json: a seen / unseen side with
-# no eval sequence, the diagnostics of a run without `diag_every`, a run of an older version).
-RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
-                  "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
-                  "tokens", "tokens_per_s", "wall_seconds",
-                  # coverage: how often training showed each id (spamlang.train.exposure)
-                  "updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
-                  "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
-                  "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
-                  "repetition_accuracy_seen", "repetition_accuracy_unseen",
-                  "eval_seen_sequences", "eval_unseen_sequences",
-                  # the gradient bottleneck of the final model (runs with diag_every)
-                  "kernel_fraction", "projected_cosine", "head_rank",
-                  # how many updates a symbol needs (spamlang.train.symbols; spam family)
-                  "updates_to_learn", "updates_to_learn_bound", "symbols_learned",
-                  # symbols training never drew (a spam holdout)
-                  "eval_loss_heldout", "eval_accuracy_heldout", "repetition_accuracy_heldout",
-                  "heldout_symbols", "heldout_exposure_max")
-SWEEP_FILE = "sweep.json"
-RESULTS_FILE = "results.csv"
-RESULTS_LOCK = ".results.lock"
+from spamlang.schema import (CONFIG, RESULT, RESULT_COLUMNS, RESULTS_FILE, RESULTS_LOCK,
+                             SETTING_COLUMNS, SWEEP_FILE)
 
 
 def _read(path: Path) -> Any:
@@ -128,9 +106,9 @@ def gather(out_dir: str | Path) -> list[dict]:
         return []
     extras = extra_axes(root)
     rows = []
-    for run_dir in sorted(p for p in root.iterdir() if (p / "result.json").is_file()):
+    for run_dir in sorted(p for p in root.iterdir() if (p / RESULT).is_file()):
         try:
-            result, config = _read(run_dir / "result.json"), _read(run_dir / "config.json")
+            result, config = _read(run_dir / RESULT), _read(run_dir / CONFIG)
             if not isinstance(result, dict) or not isinstance(config, dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as e:

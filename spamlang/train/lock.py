@@ -20,8 +20,9 @@ from typing import Iterable, Iterator
 
 from spamlang.errors import UserError
 from spamlang.filelock import Holder, Taken, locked
+from spamlang.schema import RUN_LOCK
 
-LOCK = ".lock"
+LOCK = RUN_LOCK
 
 
 class RunDirBusy(UserError):

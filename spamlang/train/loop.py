@@ -17,25 +17,13 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train import rundir
 from spamlang.train.checkpoint import RunCheckpoints
-from spamlang.train.evaluate import HELDOUT_KEYS
-from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.train.progress import Progress
 from spamlang.train.step import program as get_program
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
-# Evaluation fields that result.json repeats: how much of the vocabulary training covered,
-# and the loss and repetition on the eval sequences it did and did not cover.
-COVERAGE_KEYS = ("updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
-                 "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
-                 "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
-                 "repetition_accuracy_seen", "repetition_accuracy_unseen",
-                 "eval_seen_sequences", "eval_unseen_sequences")
-# Evaluation fields of the isolation experiments: the held-out symbols (a spam holdout) and
-# the per-symbol sample complexity (`spamlang.train.symbols`; "symbol_curve", its bins, goes
-# to result.json only, not to the metrics rows or results.csv).
-HOLDOUT_KEYS = (*HELDOUT_KEYS, "heldout_symbols", "heldout_exposure_max")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -168,7 +156,7 @@ class Loop:
             self.ms[i].state = None  # the stacked state owns the buffers now
         step = self.ms[idx[0]].step
         self.pending_dev, self.interval_seconds, self.timed_steps = [], 0.0, 0
-        self.t_interval, self.paused = None, False
+        self.t_interval, self.paused, self.deferred = None, False, None
         if step == 0 and self.cfg.diag_every:
             # The bottleneck at init, so that the log shows how it moves, not only where it
             # ends; once, even when a run restarts from scratch.
@@ -186,14 +174,17 @@ class Loop:
                 self.t_interval = time.perf_counter()
             else:
                 self.timed_steps += 1
+            self._flush_log(in_flight=1)  # the last log step's row, now that this step is queued
             self.progress.advance(step)
             self._boundary(step)
             signum = self._stop_signal(received, step)
             if signum is not None and step < self.total and any(self.ms[i].active for i in idx):
+                self._flush_log()
                 self._fetch()
                 self._bank_time()
                 self._save(step)
                 raise Interrupted(step, signum or None)
+        self._flush_log()
         self._fetch()
         self._bank_time()
         for j, i in enumerate(idx):
@@ -203,7 +194,13 @@ class Loop:
         """Everything after a step: log, then eval, diag, checkpoint, or the finish."""
         cfg, final = self.cfg, step == self.total
         if step % cfg.log_every == 0 or final:
-            self._log(step)
+            busy = final or any(every and step % every == 0 for every in
+                                (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every))
+            if busy:  # the work below reads the state anyway: log now
+                self._log(step)
+            else:  # read this step's metrics only once the next step is queued behind it
+                self.deferred = step
+                return
         active = self._active()
         if final and active:
             self._finish(active, {}, step)
@@ -243,13 +240,16 @@ class Loop:
             self.interval_seconds += time.perf_counter() - self.t_interval
         self.paused = True
 
-    def _take_interval(self) -> tuple[float, int]:
+    def _take_interval(self, in_flight: int = 0) -> tuple[float, int]:
+        """(seconds, steps) timed since the last call. Called once the logged step's metrics
+        are on the host; `in_flight` steps dispatched after it count in the next interval."""
         if self.t_interval is not None and not self.paused:
             now = time.perf_counter()
             self.interval_seconds += now - self.t_interval
             self.t_interval = now
-        taken = (self.interval_seconds, self.timed_steps)
-        self.interval_seconds, self.timed_steps = 0.0, 0
+        in_flight = min(in_flight, self.timed_steps)
+        taken = (self.interval_seconds, self.timed_steps - in_flight)
+        self.interval_seconds, self.timed_steps = 0.0, in_flight
         return taken
 
     def _bank_time(self) -> None:
@@ -261,20 +261,26 @@ class Loop:
             self.ms[i].timed_tokens += steps * self.tokens_per_step
 
     # ----- metrics -----------------------------------------------------------------------------
-    def _fetch(self, extra=None):
-        """Move the pending device metrics to the members' host-side lists and return `extra`
-        (device values) on the host, all in one transfer."""
-        host, extra = jax.device_get(([m for _, m in self.pending_dev], extra))
-        for (step, _), values in zip(self.pending_dev, host):
+    def _fetch(self, upto: int | None = None) -> None:
+        """Move the pending device metrics of steps <= `upto` (all by default) to the members'
+        host-side lists, in one transfer; later steps' stay on the device, unwaited for."""
+        take = [(s, m) for s, m in self.pending_dev if upto is None or s <= upto]
+        self.pending_dev = self.pending_dev[len(take):]
+        host = jax.device_get([m for _, m in take])
+        for (step, _), values in zip(take, host):
             for j, i in enumerate(self.idx):
                 self.ms[i].pending.append((step, {
                     k: float(v[j]) if v.ndim == 1 else v[j].tolist() for k, v in values.items()}))
-        self.pending_dev = []
-        return extra
 
-    def _log(self, step: int) -> None:
-        flags = self._fetch((self.state["diverged"], self.state["diverged_step"]))
-        seconds, timed = self._take_interval()
+    def _flush_log(self, in_flight: int = 0) -> None:
+        """Write the deferred log step's rows, if any (`in_flight` steps dispatched since)."""
+        if self.deferred is not None:
+            step, self.deferred = self.deferred, None
+            self._log(step, in_flight)
+
+    def _log(self, step: int, in_flight: int = 0) -> None:
+        self._fetch(upto=step)
+        seconds, timed = self._take_interval(in_flight)
         tokens_per_s = timed * self.tokens_per_step / seconds if timed and seconds > 0 else None
         peak = self.peak() if tokens_per_s else None
         mfu = tokens_per_s * self.program.flops_per_step / self.tokens_per_step / peak \
@@ -287,8 +293,9 @@ class Loop:
                 continue
             m.train_seconds += seconds
             m.timed_tokens += timed * self.tokens_per_step
-            if bool(flags[0][j]):  # the row ends at the diverging batch, not the frozen steps
-                diverged[i] = int(flags[1][j]) + 1
+            last = entries[-1][1]  # the member's divergence flags as of `step`
+            if last.get("diverged"):  # the row ends at the diverging batch, not the frozen steps
+                diverged[i] = int(last["diverged_step"]) + 1
                 entries = [e for e in entries if e[0] <= diverged[i]] or entries
             if m.track is not None:
                 self._track(m, entries)
@@ -383,26 +390,23 @@ class Loop:
             # A diverged member trained up to its diverging batch; the steps after it, up to
             # the log step that noticed, were frozen and are not counted.
             at = diverged.get(i, m.step if step is None else step)
-            result = rundir.json_safe({
+            values = {
+                **ev,  # coverage, held-out and per-symbol fields under their column names
                 "final_train_loss": rundir.final_train_loss(m.log.train_losses()),
                 "final_eval_loss": ev["eval_loss"],
-                "loss_above_floor": ev["loss_above_floor"],
                 "optimal_loss": self.program.optimal_loss,
-                "repetition_accuracy": ev["repetition_accuracy"],
-                "eval_accuracy": ev["eval_accuracy"],
                 "diverged": i in diverged,
                 "diverged_step": diverged.get(i),
                 "steps": at,
                 "tokens": at * self.tokens_per_step,
                 "tokens_per_s": m.timed_tokens / m.train_seconds if m.train_seconds > 0 else None,
                 "wall_seconds": m.wall_before + wall,
-                **{k: ev[k] for k in COVERAGE_KEYS},
                 # The bottleneck measured on the final model, when the run logs diagnostics.
                 **{k: (diags.get(i) or {}).get(k) for k in ("kernel_fraction", "projected_cosine")},
-                **{k: ev.get(k) for k in (*HOLDOUT_KEYS, *SYMBOL_KEYS)},
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
-            })
+            }
+            result = rundir.json_safe({k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)})
             if self.writer:
                 rundir.write_result(m.dir, result)
             self.results[i] = result

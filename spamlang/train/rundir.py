@@ -27,11 +27,7 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json, atomic_write_text, read_json
 
-CONFIG = "config.json"
-METRICS = "metrics.jsonl"
-TRACK = "track.jsonl"  # per-step updates of the tracked symbols' rows (track_symbols > 0)
-RESULT = "result.json"
-CHECKPOINTS = "checkpoints"
+from spamlang.schema import CHECKPOINTS, CONFIG, METRICS, RESULT, TRACK  # noqa: F401 (re-exported)
 
 
 def json_safe(value: Any) -> Any:

@@ -162,8 +162,11 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
             "exposure": counts,
         }
         lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
+        # The divergence flags ride with the metrics: the loop reads a log step's metrics after
+        # the next step has taken (donated) this state.
         metrics = {"loss": loss, "accuracy": aux["accuracy"], "grad_norm": grad_norm,
-                   "lr": jnp.asarray(lr_t, jnp.float32)}
+                   "lr": jnp.asarray(lr_t, jnp.float32), "diverged": new_state["diverged"],
+                   "diverged_step": new_state["diverged_step"]}
         if tracked:
             with jax.named_scope("track"):
                 metrics.update(tracking.row_updates(state["params"], new_params, tracked, V))

@@ -1,0 +1,54 @@
+"""What a run directory and a sweep directory hold: file names and result columns.
+
+The one definition of the on-disk contract that training writes and the sweep, the results
+loader and the plots read. It sits below every other layer (it imports nothing), because
+`plots` reads runs from disk without importing `train`.
+
+A run directory:
+  config.json      the TrainConfig, written first; a rerun must match it field by field
+  metrics.jsonl    one JSON row per log step (kind train / eval / diag)
+  track.jsonl      per-step updates of tracked symbols' rows (track_symbols > 0)
+  checkpoints/     orbax checkpoints, one folder per step
+  result.json      written last; its presence marks the run finished
+  diagnostics.json what `spamlang diagnose` measured on the final model
+  .lock            held by the process training the run
+A sweep directory: sweep.json (the sweep's definition), results.csv (one row per finished
+run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS) and one run directory per run.
+"""
+
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+TRACK = "track.jsonl"
+CHECKPOINTS = "checkpoints"
+RESULT = "result.json"
+DIAGNOSTICS = "diagnostics.json"
+RUN_LOCK = ".lock"
+
+SWEEP_FILE = "sweep.json"
+RESULTS_FILE = "results.csv"
+RESULTS_LOCK = ".results.lock"
+
+# Settings first (the sweep contract), extra axes go between these and the outcomes.
+SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr",
+                   "tie_embeddings", "head", "seed", "seq_len", "batch_size")
+# The outcomes result.json holds and results.csv repeats. Empty cells: a value the run did not
+# produce (null in result.json: a seen / unseen side with no eval sequence, the diagnostics of
+# a run without `diag_every`, a run of an older version).
+RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
+                  "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
+                  "tokens", "tokens_per_s", "wall_seconds",
+                  # coverage: how often training showed each id (spamlang.train.exposure)
+                  "updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
+                  "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
+                  "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
+                  "repetition_accuracy_seen", "repetition_accuracy_unseen",
+                  "eval_seen_sequences", "eval_unseen_sequences",
+                  # the gradient bottleneck of the final model (runs with diag_every)
+                  "kernel_fraction", "projected_cosine", "head_rank",
+                  # how many updates a symbol needs (spamlang.train.symbols; spam family)
+                  "updates_to_learn", "updates_to_learn_bound", "symbols_learned",
+                  # symbols training never drew (a spam holdout)
+                  "eval_loss_heldout", "eval_accuracy_heldout", "repetition_accuracy_heldout",
+                  "heldout_symbols", "heldout_exposure_max")
+# result.json only, not results.csv: the per-symbol learning curve's bins (too big for a cell).
+RESULT_EXTRAS = ("symbol_curve",)
