@@ -4,7 +4,10 @@ Every member restores from its own newest checkpoint. Members at different steps
 interrupted between checkpoints, an LR added to a sweep afterwards) never throw work away:
 the members furthest behind train on their own until they reach the next member's step,
 then train together with it, until all share a step and train as one group to the end.
-Metrics reach the host only at log steps, one log interval after the device produced them.
+Metrics reach the host only at log steps, in one transfer per interval, and a log step's
+metrics are read only once the next step is dispatched behind it (unless the step also
+evaluates, checkpoints or ends the run, which read the state anyway), so the device is never
+idle while the host writes rows.
 """
 
 from __future__ import annotations
