@@ -71,7 +71,7 @@ def main(argv=None) -> int:
         return 2
     from spamlang.languages import make
     from spamlang.perf import cpu_model, peak_flops
-    from spamlang.token_files import export_tokens
+    from spamlang.data import export_tokens
 
     print(f"# {cpu_model()}, {os.cpu_count()} cores, matmul peak "
           f"{peak_flops('float32') / 1e9:.0f} GFLOP/s (float32); torch {torch.__version__}, "

@@ -11,7 +11,9 @@ slice and index-list lengths compiles O(log n) programs. A dataset holds no comp
 it pickles: with `num_sequences=N` it is a finite map-style dataset (`len`, batched reads) that
 a PyTorch `DataLoader` or Grain's `MapDataset.source` can serve from worker processes.
 
-Token files (`export_tokens`, `load_tokens`) live in `spamlang.token_files`, re-exported here.
+`export_tokens` writes sequences 0..N-1 to a token file. The file format (sidecar, crash-safe
+writing, `load_tokens`) is `spamlang.token_files`, a module below this one that knows nothing of
+datasets; its reading API is re-exported here (`spamlang.data.load_tokens`).
 """
 
 from __future__ import annotations
@@ -23,22 +25,19 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from spamlang.errors import UserError
+from spamlang.token_files import (
+    FORMAT, load_tokens, read_sidecar, sidecar_path, token_dtype, write_tokens,
+)
 
 MAX_INDEX = 2**32  # fold_in data is uint32: sequence indices must be below this
 _CHUNK_TOKENS = 2**20  # tokens generated per device call when serving large requests
 
 
 def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        value = operator.index(value)
-    except TypeError:
-        raise UserError(f"{what} must be an int, got {value!r}") from None
-    if value < low or (high is not None and value >= high):
-        bound = f"in [{low}, {high})" if high is not None else f">= {low}"
-        raise UserError(f"{what} must be {bound}, got {value}")
-    return value
+    """An int in [low, high) (high None: >= low), checked by `spamlang.fields`."""
+    from spamlang import fields
+
+    return fields.in_range(what, fields.as_int(what, value), ge=low, lt=high)
 
 
 def chunk_tokens() -> int:
@@ -264,10 +263,35 @@ class SequenceDataset:
             yield from chunk
 
 
-# The token-file API was defined here first; `spamlang.data.load_tokens` stays valid.
-from spamlang.token_files import (  # noqa: E402
-    FORMAT, export_tokens, load_tokens, read_sidecar, sidecar_path, token_dtype,
-)
+def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path, *, force: bool = False,
+                  progress: bool | None = None) -> dict:
+    """Write sequences 0..num_seqs-1 of `SequenceDataset(lang, seed, seq_len)` to a token file
+    and its sidecar (`spamlang.token_files.write_tokens`); return the sidecar dict.
+
+    Memory stays bounded (chunks of about 1M tokens); `progress` (None: only for >= 16M tokens)
+    shows a tqdm bar on stderr. Before creating any file it refuses a sequence longer than one
+    generation chunk, a file that does not fit on the disk, and replacing a complete export (or
+    any other existing file) unless `force`; an incomplete one is replaced. Whatever stops it
+    (an error, a full disk, Ctrl-C, SIGTERM: `publish.Terminated`) removes its temporaries and
+    leaves the old pair as it was.
+    """
+    seq_len = _as_int("seq_len", seq_len, 1)
+    num_seqs = _as_int("num_seqs", num_seqs, 1, MAX_INDEX + 1)
+    if seq_len > chunk_tokens():
+        raise UserError(f"seq_len must be <= {chunk_tokens()} for an export (one sequence is "
+                        f"generated in one chunk of {chunk_tokens()} tokens), got {seq_len}")
+    ds = SequenceDataset(lang, seed, seq_len, num_seqs)
+    about = {
+        "language": lang.name,
+        "params": lang.params(),
+        "seed": ds.seed,
+        "optimal_loss": lang.optimal_loss(seq_len) if seq_len >= 2 else None,
+        "note": ("flat row-major [num_seqs, seq_len] token ids; row i is sequence i of "
+                 "spamlang.data.SequenceDataset(language, seed, seq_len)"),
+    }
+    return write_tokens(path, ds._generate(range(num_seqs)), vocab_size=lang.vocab_size,
+                        shape=(num_seqs, seq_len), about=about, force=force, progress=progress)
+
 
 __all__ = ["MAX_INDEX", "SequenceDataset", "rows_per_chunk", "chunk_tokens", "FORMAT",
            "export_tokens", "load_tokens", "read_sidecar", "sidecar_path", "token_dtype"]

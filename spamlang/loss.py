@@ -17,6 +17,9 @@ Chunked (`chunk_size=C`): the N = B (L - 1) hidden states are padded to a multip
   component log-probs are recomputed in the backward pass instead of stored.
 Losses and log-probs are float32 whatever the compute dtype.
 
+The loss math (the per-token NLL, its logit gradient softmax - onehot, chunk-and-pad) is
+written once, at the end of this file, and `spamlang.diagnostics` calls the same functions.
+
 Data parallel (`mesh=` with several devices on "data"): the head and loss run under
 `shard_map`, each device over its own rows only, and the two sums meet in one `psum`. XLA's
 sharding propagation on its own flattened the data-sharded batch into N rows and all-gathered
@@ -141,10 +144,9 @@ def _position_stats(model, h_NxD, targets_N, chunk_size):
     N = h_NxD.shape[0]
     if chunk_size is None or chunk_size >= N:
         return stats(h_NxD, targets_N)
-    n_chunks = -(-N // chunk_size)
-    xs = tuple(_chunked(x, chunk_size, n_chunks) for x in (h_NxD, targets_N))
-    nll, hit = jax.lax.map(lambda x: stats(*x), xs)
-    return nll.reshape(-1)[:N], hit.reshape(-1)[:N]
+    xs = (chunk_rows(h_NxD, chunk_size), chunk_rows(targets_N, chunk_size))
+    nll_KxC, hit_KxC = jax.lax.map(lambda x: stats(*x), xs)
+    return unchunk_rows(nll_KxC, N), unchunk_rows(hit_KxC, N)
 
 
 class _HeadView:
@@ -209,8 +211,8 @@ def _target_stats(logp_NxV: jax.Array, targets_N: jax.Array, mask_N: jax.Array, 
 
 def _per_position(logp_NxV: jax.Array, targets_N: jax.Array, kernels: str):
     """(nll_N, hit_N): each position's cross-entropy and whether its argmax is the target."""
-    nll_N = -jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
-    return nll_N, (first_argmax(logp_NxV, kernels) == targets_N).astype(jnp.float32)
+    hit_N = (first_argmax(logp_NxV, kernels) == targets_N).astype(jnp.float32)
+    return target_nll(logp_NxV, targets_N), hit_N
 
 
 def _varying_axes(x: jax.Array) -> tuple:
@@ -227,17 +229,8 @@ def _varying_like(init, ref: jax.Array):
     return jax.tree.map(lambda x: jax.lax.pcast(x, axes, to="varying"), init) if axes else init
 
 
-def _chunked(x_N: jax.Array, chunk: int, n_chunks: int) -> jax.Array:
-    """Pad the leading axis to n_chunks * chunk with zeros and fold it: [n_chunks, chunk, ...]."""
-    pad = n_chunks * chunk - x_N.shape[0]
-    x_N = jnp.pad(x_N, [(0, pad)] + [(0, 0)] * (x_N.ndim - 1))
-    return x_N.reshape(n_chunks, chunk, *x_N.shape[1:])
-
-
 def _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk, kernels):
-    N = h_NxD.shape[0]
-    chunk = min(chunk, N)
-    n_chunks = -(-N // chunk)
+    chunk = min(chunk, h_NxD.shape[0])
 
     @jax.checkpoint
     def chunk_stats(h_CxD, t_C, m_C):
@@ -247,7 +240,7 @@ def _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk, kernels):
         nll, hits = chunk_stats(*xs)
         return (carry[0] + nll, carry[1] + hits), None
 
-    xs = tuple(_chunked(x, chunk, n_chunks) for x in (h_NxD, targets_N, mask_N))
+    xs = tuple(chunk_rows(x, chunk) for x in (h_NxD, targets_N, mask_N))
     init = _varying_like((jnp.float32(0), jnp.float32(0)), h_NxD)
     (nll_sum, correct_sum), _ = jax.lax.scan(body, init, xs)
     return nll_sum, correct_sum
@@ -302,22 +295,20 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, *
     N, R = features_NxR.shape
     V = w_VxR.shape[0]
     chunk = min(chunk, N)
-    n_chunks = -(-N // chunk)
     w_c = w_VxR.astype(dtype)
 
     def body(carry, xs):
         f_CxR, t_C, m_C = xs
         f_c = f_CxR.astype(dtype)
         logits_CxV = jnp.einsum("cr,vr->cv", f_c, w_c, preferred_element_type=jnp.float32)
-        lse_C = jax.nn.logsumexp(logits_CxV, axis=-1)
-        nll, hits = _target_stats(logits_CxV - lse_C[:, None], t_C, m_C, kernels)
+        # logits - lse, not `log_softmax`: the form every run so far was trained with (see
+        # `log_softmax` for how the two round differently).
+        logp_CxV = logits_CxV - jax.nn.logsumexp(logits_CxV, axis=-1)[:, None]
+        nll, hits = _target_stats(logp_CxV, t_C, m_C, kernels)
         nll_sum, hit_sum, dw_RxV = carry
         if not with_grad:
             return (nll_sum + nll, hit_sum + hits, dw_RxV), None
-        # d(-log softmax[t]) / dlogits = softmax - onehot(t), masked rows zeroed.
-        is_target_CxV = jnp.arange(V)[None, :] == t_C[:, None]
-        p_CxV = jnp.exp(logits_CxV - lse_C[:, None])
-        dlogits_CxV = (jnp.where(is_target_CxV, p_CxV - 1.0, p_CxV) * m_C[:, None]).astype(dtype)
+        dlogits_CxV = nll_logit_gradient(logp_CxV, t_C, m_C).astype(dtype)  # masked rows zeroed
         # dW is accumulated transposed (R x V): XLA:CPU runs f^T dlogits (wide output) about
         # 1.7x faster than dlogits^T f (narrow output), measured at V = 32,768, R = 64.
         dw_RxV = dw_RxV + jnp.einsum("cr,cv->rv", f_c, dlogits_CxV,
@@ -325,11 +316,81 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, *
         df_CxR = jnp.einsum("cv,vr->cr", dlogits_CxV, w_c, preferred_element_type=jnp.float32)
         return (nll_sum + nll, hit_sum + hits, dw_RxV), df_CxR
 
-    xs = tuple(_chunked(x, chunk, n_chunks) for x in (features_NxR, targets_N, mask_N))
+    xs = tuple(chunk_rows(x, chunk) for x in (features_NxR, targets_N, mask_N))
     dw0 = jnp.zeros((R, V) if with_grad else (0, 0), jnp.float32)
     init = _varying_like((jnp.float32(0), jnp.float32(0), dw0), features_NxR)
     (nll_sum, hit_sum, dw_RxV), df = jax.lax.scan(body, init, xs)
     if not with_grad:
         return nll_sum, hit_sum, None, None
-    d_features = df.reshape(n_chunks * chunk, R)[:N].astype(features_NxR.dtype)
+    d_features = unchunk_rows(df, N).astype(features_NxR.dtype)
     return nll_sum, hit_sum, d_features, dw_RxV.T.astype(w_VxR.dtype)
+
+
+# --- the loss math: the NLL, its logit gradient, chunk-and-pad --------------------------------
+# One source for the loss above and for `spamlang.diagnostics`: the loss a run minimises and
+# the loss and gradient it is diagnosed with are the same expressions.
+
+
+def log_softmax(logits_NxV: jax.Array) -> jax.Array:
+    """float32 log-probabilities of the last axis: losses are float32 whatever the compute dtype.
+
+    jax's (x - max) - log sum exp(x - max) resolves a near-zero loss to about float32's eps
+    (1e-7 nats); the fused scan's x - logsumexp(x) only to the ulp of the largest logit
+    (2e-6 nats at a logit of 30), which is why the two differ in the last bits.
+    """
+    return jax.nn.log_softmax(logits_NxV.astype(jnp.float32), axis=-1)
+
+
+def target_nll(logp_NxV: jax.Array, targets_N: jax.Array) -> jax.Array:
+    """nll_N = -logp_NxV[n, targets_N[n]]: each row's cross-entropy from normalised log-probs
+    (a head's `log_probs`, or `log_softmax(logits)`). A gather, so no N x V one-hot exists."""
+    return -jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
+
+
+def token_nll(logits_NxV: jax.Array, targets_N: jax.Array) -> jax.Array:
+    """nll_N = -log softmax(logits_NxV)[n, targets_N[n]], float32: each token's loss."""
+    return target_nll(log_softmax(logits_NxV), targets_N)
+
+
+def nll_logit_gradient(logp_NxV: jax.Array, targets_N: jax.Array, weight=None) -> jax.Array:
+    """d(sum_n weight_n nll_n) / d logits = (softmax - onehot(targets_N)) * weight, [N, V].
+
+    It takes the log-probs the NLL is read from (p = exp(logp)), so a caller that needs both
+    pays for one log-softmax. weight: None (each row's own gradient), a scalar (1 / N: the mean
+    loss's) or weight_N (a 0/1 mask: padded rows get 0). An unweighted row sums to zero, hence
+    rank(G) <= V - 1.
+    """
+    is_target_NxV = jnp.arange(logp_NxV.shape[-1])[None, :] == targets_N[:, None]
+    p_NxV = jnp.exp(logp_NxV)
+    grad_NxV = jnp.where(is_target_NxV, p_NxV - 1.0, p_NxV)  # p - onehot without the one-hot
+    if weight is None:
+        return grad_NxV
+    weight = jnp.asarray(weight, jnp.float32)
+    return grad_NxV * (weight[:, None] if weight.ndim else weight)
+
+
+def num_chunks(n: int, chunk: int) -> int:
+    """ceil(n / chunk): the fixed-size chunks that hold n rows, the last one padded."""
+    return -(-n // chunk)
+
+
+def chunk_rows(x_N, chunk: int, fill=0):
+    """x_N's leading axis padded with `fill` to num_chunks(N, chunk) * chunk and folded:
+    [num_chunks, chunk, ...]. One chunk shape is one compiled scan body (or jitted call) for
+    any N, and memory grows with the chunk, not with N. NumPy stays NumPy (host arrays stay on
+    the host); anything else goes through jax.numpy."""
+    xp = np if isinstance(x_N, np.ndarray) else jnp
+    K = num_chunks(x_N.shape[0], chunk)
+    pad = [(0, K * chunk - x_N.shape[0])] + [(0, 0)] * (x_N.ndim - 1)
+    return xp.pad(x_N, pad, constant_values=fill).reshape(K, chunk, *x_N.shape[1:])
+
+
+def unchunk_rows(x_KxC, n: int):
+    """The inverse of `chunk_rows`: the chunks end to end with the padding dropped, [n, ...]."""
+    return x_KxC.reshape(-1, *x_KxC.shape[2:])[:n]
+
+
+def chunk_mask(n: int, chunk: int) -> np.ndarray:
+    """float32 [num_chunks, chunk], 1 on the n real rows of `chunk_rows` and 0 on its padding:
+    what keeps padded rows out of a chunked sum."""
+    return chunk_rows(np.ones(n, np.float32), chunk)

@@ -1,4 +1,4 @@
-"""Token files: flat binaries of a `SequenceDataset` plus a JSON sidecar, exported crash-safely.
+"""Token files: flat binaries of token rows plus a JSON sidecar, written crash-safely.
 
 A token file is little-endian, row-major [N, L], uint16 when V <= 65536 else uint32; its sidecar
 `<file>.json` names the language, seed, shape and byte count. The sidecar is the commit record:
@@ -6,8 +6,11 @@ it is published last (`spamlang.publish`), so a token file without one, or one w
 differs from what its sidecar says, is an incomplete export. `load_tokens` refuses it, and a
 rerun of the export replaces it without --force.
 
-An export checks everything it can before creating a file: one sequence must fit in a
-generation chunk and the whole file on the disk. It never holds more than a chunk in memory.
+This module is the file format only: it knows nothing of languages or datasets, and
+`spamlang.data` (above it) builds on it: `spamlang.data.export_tokens` generates the rows of a
+`SequenceDataset` and hands them to `write_tokens` here. A write checks everything it can before
+creating a file (the target, and that the whole file fits on the disk) and never holds more than
+one chunk of rows in memory.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -118,15 +122,11 @@ def _check_target(path: Path, force: bool) -> None:
         raise UserError(f"{str(taken)!r} already exists; pass --force (force=True) to overwrite")
 
 
-def _check_sizes(path: Path, seq_len: int, num_seqs: int, dtype: np.dtype) -> int:
-    """Refuse, before any file exists, a row that cannot be generated in one chunk or a file
-    that does not fit on the disk (the old pair stays until the new one is complete, so the
-    whole new file must fit beside it). Returns the file's size in bytes."""
-    from spamlang.data import chunk_tokens
-
-    if seq_len > chunk_tokens():
-        raise UserError(f"seq_len must be <= {chunk_tokens()} for an export (one sequence is "
-                        f"generated in one chunk of {chunk_tokens()} tokens), got {seq_len}")
+def _check_space(path: Path, shape: tuple[int, int], dtype: np.dtype) -> int:
+    """Refuse, before any file exists, a file that does not fit on the disk (the old pair stays
+    until the new one is complete, so the whole new file must fit beside it). Returns the
+    file's size in bytes."""
+    num_seqs, seq_len = shape
     need = num_seqs * seq_len * dtype.itemsize
     free = shutil.disk_usage(path.parent).free
     if need + _SIDECAR_SLACK > free:
@@ -135,22 +135,22 @@ def _check_sizes(path: Path, seq_len: int, num_seqs: int, dtype: np.dtype) -> in
     return need
 
 
-def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path: str | os.PathLike, *,
-                  force: bool = False, progress: bool | None = None) -> dict:
-    """Write sequences 0..num_seqs-1 of `SequenceDataset(lang, seed, seq_len)` to a token file.
+def write_tokens(path: str | os.PathLike, chunks: Iterable[np.ndarray], *, vocab_size: int,
+                 shape: tuple[int, int], about: dict, force: bool = False,
+                 progress: bool | None = None) -> dict:
+    """Write the [num_seqs, seq_len] = `shape` token rows that `chunks` yields, in order, to a
+    token file at `path` and its sidecar; return the sidecar dict.
 
-    Memory stays bounded (chunks of about 1M tokens); `progress` (None: only for >= 16M tokens)
-    shows a tqdm bar on stderr. Refuses to replace a complete export (or any other existing file)
-    unless `force`; an incomplete one is replaced. Whatever stops it (an error, a full disk,
-    Ctrl-C, SIGTERM: `publish.Terminated`) removes its temporaries and leaves the old pair as it
-    was. Returns the sidecar dict.
+    `chunks` is iterated only after every check passed; its arrays are cast to the dtype of
+    `vocab_size` (`token_dtype`). The sidecar holds the format fields (format, dtype,
+    byte_order, shape, bytes, vocab_size) and `about` (what the rows are: language, seed, ...).
+    Refuses to replace a complete export (or any other existing file) unless `force`; an
+    incomplete one is replaced. `progress` (None: only for >= 16M tokens) shows a tqdm bar on
+    stderr. Whatever stops it (an error, a full disk, Ctrl-C, SIGTERM: `publish.Terminated`)
+    removes its temporaries and leaves the old pair as it was.
     """
     from tqdm import tqdm
 
-    from spamlang.data import MAX_INDEX, SequenceDataset, _as_int
-
-    seq_len = _as_int("seq_len", seq_len, 1)
-    num_seqs = _as_int("num_seqs", num_seqs, 1, MAX_INDEX + 1)
     path, side = Path(path), sidecar_path(path)
     if not path.parent.is_dir():
         raise UserError(f"output directory {str(path.parent)!r} does not exist")
@@ -159,29 +159,16 @@ def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path: str | os.P
     for target in (path, side):
         clean_stale_temps(target)
     _check_target(path, force)
-    dtype = token_dtype(lang.vocab_size)
-    nbytes = _check_sizes(path, seq_len, num_seqs, dtype)
-    ds = SequenceDataset(lang, seed, seq_len, num_seqs)
-    meta = {
-        "format": FORMAT,
-        "language": lang.name,
-        "params": lang.params(),
-        "vocab_size": lang.vocab_size,
-        "seed": ds.seed,
-        "dtype": dtype.name,
-        "byte_order": "little",
-        "shape": [num_seqs, seq_len],
-        "bytes": nbytes,
-        "optimal_loss": lang.optimal_loss(seq_len) if seq_len >= 2 else None,
-        "note": ("flat row-major [num_seqs, seq_len] token ids; row i is sequence i of "
-                 "spamlang.data.SequenceDataset(language, seed, seq_len)"),
-    }
-    show = num_seqs * seq_len >= 2**24 if progress is None else progress
+    dtype = token_dtype(vocab_size)
+    nbytes = _check_space(path, shape, dtype)
+    meta = {**about, "format": FORMAT, "vocab_size": vocab_size, "dtype": dtype.name,
+            "byte_order": "little", "shape": list(shape), "bytes": nbytes}
+    total = math.prod(shape)
+    show = total >= 2**24 if progress is None else progress
     with signals_raise(), staged(path) as data_tmp, staged(side) as side_tmp:
-        with tqdm(total=num_seqs * seq_len, unit="tok", unit_scale=True, file=sys.stderr,
+        with tqdm(total=total, unit="tok", unit_scale=True, file=sys.stderr,
                   disable=not show) as bar:
-            _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in ds._generate(
-                range(num_seqs))))
+            _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
         _write(side_tmp, side, [_json_bytes(meta)])
         publish_pair(data_tmp, path, side_tmp, side)
     return meta
@@ -214,4 +201,4 @@ def _write(tmp: Path, target: Path, blocks) -> None:
 
 
 __all__ = ["FORMAT", "IncompleteExport", "token_dtype", "sidecar_path", "read_sidecar",
-           "check_complete", "load_tokens", "export_tokens"]
+           "check_complete", "load_tokens", "write_tokens"]

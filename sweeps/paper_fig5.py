@@ -48,7 +48,8 @@ rather than from the optimizer. `sweeps/paper_fig5_optimizer.py` tests it at D =
 The loss is computed in chunks of 4,096
 tokens so that the logits of V = 131,072 (4,096 x 131,072 floats = 2 GiB per chunk and member)
 never exist for the whole batch at once. The five learning rates of one (V, tying) cell form
-one vmapped program (on accelerators, up to --group-size members; see Memory below).
+one vmapped group (on accelerators), cut into programs of as many members as fit the device
+(see Memory below).
 
 Cost, from spamlang.perf.flops_per_token (6 N + 12 n_layers L D per token, N counting the
 V x D head matmul, tied or not), at L = 256:
@@ -65,8 +66,16 @@ moments) is 2.87 GiB, replicated on every device. The vmapped group of 5 needs 5
 device on an 8-device mesh (8 sequences per device: 14.4 GiB state + 39.1 GiB temporaries;
 9.9 GiB for one member), but 194 GiB on ONE device holding the whole batch of 64 (39.0 GiB for
 one member: 36.2 GiB of temporaries, mostly the backbone's activations, so a smaller V saves
-little: 32.5 GiB for one member at V = 1,024 tied). So one 80 GB accelerator takes
---group-size 1, an H200 (141 GB) about 3 members; an 8-device node takes the whole group.
+little: 32.5 GiB for one member at V = 1,024 tied). The sweep fits this itself, with no flag:
+before training a group on a device that reports its memory (or with
+SPAMLANG_DEVICE_MEMORY=80GiB) it compiles the step, reads XLA's memory analysis and caps the
+members per program to fit with a 10% margin, in one line (spamlang/sweep/fit.py). On one
+80 GiB device that is 2 members per program for V = 1,024 ... 65,536 untied (64.3 ... 70.4 GiB
+of the 72.0 usable) and 1 at V = 131,072 (39.0 GiB; 5 would need 194.1): `python
+benchmarks/paper_fit.py --cells untied`, 12.5 min on 2 cores. Undeclared, a GPU's figure is
+JAX's allocator limit, by default 75% of its memory (XLA_PYTHON_CLIENT_MEM_FRACTION), which
+gives 1 member per program on an 80 GB GPU. An H200 (141 GB) takes about 3 members, an
+8-device node the whole group.
 XLA's cost analysis agrees with the FLOP count above (11.8 vs 11.7 TFLOP per device and step
 for the group on 8 devices). Three real steps of one member at batch 8 on a 2-core Xeon
 (1 device, cpu kernels, 8 micro-batches): 53.5 s per step (44 GFLOP/s), 62 s to compile,
@@ -78,8 +87,9 @@ even for a model that fails), every 500 steps; at L = 256 it decodes 255 tokens 
 greedily, which the FLOP count above leaves out.
 
 Run: python sweeps/paper_fig5.py [--out DIR] [--shard i/n] [--plots] [--seq-len 2]
-  e.g. a SLURM array of 16 tasks (one per (V, tying) cell), each on one 80 GB accelerator:
-  python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --group-size 1 --out runs/paper_fig5
+  e.g. a SLURM array of 16 tasks (one per (V, tying) cell), each on one 80 GB accelerator
+  (the sweep caps the LRs per vmapped program to fit its memory; no --group-size needed):
+  python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --out runs/paper_fig5
 """
 
 import spamlang.sweep

@@ -129,7 +129,7 @@ def test_a_solved_cell_is_not_bracketed(tmp_path, monkeypatch):
 def test_bracketing_needs_an_lr_axis_and_a_count():
     with pytest.raises(UserError, match="needs an 'lr' axis"):
         Sweep("b", BASE, {"vocab_size": [16, 32]}, bracket_lr=2)
-    with pytest.raises(UserError, match="integer >= 0"):
+    with pytest.raises(UserError, match="sweep 'b': bracket_lr must be >= 0, got -1"):
         Sweep("b", BASE, {"lr": [1e-2]}, bracket_lr=-1)
 
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from spamlang.cli import main
-from spamlang.cli.guard import debug_enabled, error_line, quiet, run_guarded
 from spamlang.errors import UserError, describe
+from spamlang.guard import debug_enabled, error_line, quiet, run_guarded
 
 
 def _boom(*args, **kwargs):

@@ -302,8 +302,8 @@ def test_a_run_config_outlives_its_checkpoint_directory(saved, tmp_path):
 
 @pytest.mark.parametrize("changes, message", [
     (dict(vocab_size=V + 1), "vocab_size 97 exceeds the 96 token ids"),
-    (dict(head="mos:2"), "init_from needs head 'softmax'"),
-    (dict(head="lowrank:4"), "init_from needs head 'softmax'"),
+    (dict(head="mos:2"), "head 'mos:2' cannot start from init_from"),
+    (dict(head="lowrank:4"), "head 'lowrank:4' cannot start from init_from"),
     (dict(model_overrides={"d_model": 32}), "model_overrides d_model=32 contradicts"),
     (dict(seq_len=256), "exceeds init_from"),
     (dict(tie_embeddings=True, untied=True), "untied lm_head"),
@@ -405,7 +405,7 @@ def _gpt2(hf, path: Path) -> Path:
     ("no-config", "has no config.json"),
     ("gpt2", "model_type 'gpt2' is not supported"),
     ("vocab", "vocab_size 128 exceeds the 96 token ids"),
-    ("mos", "init_from needs head 'softmax'"),
+    ("mos", "head 'mos:2' cannot start from init_from"),
 ])
 def test_train_refuses_early_with_one_line(hf, saved, tmp_path, capsys, case, message):
     source = {"missing": tmp_path / "nowhere", "no-config": tmp_path,

@@ -22,6 +22,7 @@ from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
 from spamlang.diagnostics.logits import (default_ranks, efficiency_sums,
                                          finish_profile, profile_sums)
 from spamlang.errors import UserError
+from spamlang.loss import chunk_mask, chunk_rows, token_nll, unchunk_rows
 
 DEFAULT_FRACTIONS = tuple(float(x) for x in np.geomspace(1e-4, 1.0, 17))
 
@@ -79,43 +80,35 @@ def _hidden_states(model, tokens_BxL, rows_per_call):
         return head_inputs(m, m.hidden(tokens_bxL)[:, :-1])
 
     fwd = jax.jit(inputs)
+    tokens_BxL = np.asarray(tokens_BxL)
     B, L = tokens_BxL.shape
-    parts = []
-    for start in range(0, B, rows_per_call):
-        rows = tokens_BxL[start:start + rows_per_call]
-        n = rows.shape[0]  # one compiled shape: pad the last call, then drop the padding
-        parts.append(np.asarray(fwd(state, jnp.pad(rows, ((0, rows_per_call - n), (0, 0)))))[:n])
-    h_NxD = np.concatenate(parts).reshape(B * (L - 1), -1)
-    return h_NxD, np.asarray(tokens_BxL[:, 1:]).reshape(-1)
+    # One compiled shape: the last call's rows are padded, and the padding dropped after.
+    parts = [np.asarray(fwd(state, rows)) for rows in chunk_rows(tokens_BxL, rows_per_call)]
+    h_NxD = unchunk_rows(np.stack(parts), B).reshape(B * (L - 1), -1)
+    return h_NxD, tokens_BxL[:, 1:].reshape(-1)
 
 
 def _chunks(h_NxD, y_N, n_tokens, size):
-    """Fixed-size (h, y, mask) chunks over the first n_tokens rows; the last one padded."""
+    """Fixed-size (h, y, mask) chunks over the first n_tokens rows; the last one padded.
+    Padded one chunk at a time, so the host holds no padded copy of all of h."""
     size = min(size, n_tokens)
-    for start in range(0, n_tokens, size):
-        stop = min(start + size, n_tokens)
-        pad = size - (stop - start)
-        mask = np.concatenate([np.ones(stop - start, np.float32), np.zeros(pad, np.float32)])
-        yield (np.pad(h_NxD[start:stop], ((0, pad), (0, 0))),
-               np.pad(y_N[start:stop], (0, pad)), mask)
-
-
-def _token_ce(logits_CxV, y_C):
-    logp_CxV = jax.nn.log_softmax(logits_CxV, axis=-1)
-    return -jnp.take_along_axis(logp_CxV, y_C[:, None], axis=-1)[:, 0]
+    mask_KxC = chunk_mask(n_tokens, size)
+    for k, start in enumerate(range(0, n_tokens, size)):
+        rows = slice(start, min(start + size, n_tokens))
+        yield chunk_rows(h_NxD[rows], size)[0], chunk_rows(y_N[rows], size)[0], mask_KxC[k]
 
 
 def _stats_fn(head, h, y, m, **kw):
     """Per-token terms of one chunk (BottleneckStats fields + logit norm^2 + loss) and G."""
     terms, logits, G = head.terms(h, y, m, **kw)
-    return {"stats": terms, "z_sq": jnp.sum(logits**2, axis=-1), "ce": _token_ce(logits, y)}, G
+    return {"stats": terms, "z_sq": jnp.sum(logits**2, axis=-1), "ce": token_nll(logits, y)}, G
 
 
 def _efficiency_fn(head, h, y, m, s_grad_S, s_ind_S):
     c = head.chunk(h, y, m, projected=False)
     ce_grad_S, ce_ind_S = efficiency_sums(c.logits, y, c.G, c.U, s_grad_S, s_ind_S)
     # Padded rows have G = U = 0, so their loss never moves: take it back out.
-    pad_ce = jnp.sum(_token_ce(c.logits, y) * (1 - m))
+    pad_ce = jnp.sum(token_nll(c.logits, y) * (1 - m))
     return ce_grad_S - pad_ce, ce_ind_S - pad_ce
 
 

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from spamlang.diagnostics.linalg import head_basis, linear_row_terms, project, row_terms
+from spamlang.loss import log_softmax, nll_logit_gradient
 
 
 class Chunk(NamedTuple):
@@ -41,9 +42,8 @@ class Chunk(NamedTuple):
 
 
 def _gradient_rows(logits_CxV, y_C, m_C):
-    V = logits_CxV.shape[-1]
-    p_CxV = jax.nn.softmax(logits_CxV, axis=-1)
-    return (p_CxV - jax.nn.one_hot(y_C, V, dtype=jnp.float32)) * m_C[:, None]
+    """G = (softmax(logits) - onehot(y)) * mask: the trainer's loss gradient (spamlang.loss)."""
+    return nll_logit_gradient(log_softmax(logits_CxV), y_C, m_C)
 
 
 class LinearHead(NamedTuple):

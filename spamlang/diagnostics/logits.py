@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spamlang.diagnostics.linalg import head_basis, project
+from spamlang.loss import log_softmax, nll_logit_gradient, token_nll
 
 
 @functools.partial(jax.jit, static_argnames="num_tokens")
@@ -23,17 +24,14 @@ def logit_gradient(logits_TxV: jax.Array, targets_T: jax.Array, *,
     num_tokens: the T of the mean when this is one chunk of a larger batch (default: rows here).
     Row t sums to zero, so rank(G) <= V - 1.
     """
-    T, V = logits_TxV.shape
-    n = T if num_tokens is None else num_tokens
-    p_TxV = jax.nn.softmax(logits_TxV.astype(jnp.float32), axis=-1)
-    return (p_TxV - jax.nn.one_hot(targets_T, V, dtype=jnp.float32)) / n
+    n = logits_TxV.shape[0] if num_tokens is None else num_tokens
+    return nll_logit_gradient(log_softmax(logits_TxV), targets_T, 1.0 / n)
 
 
 @jax.jit
 def cross_entropy_sum(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:
     """sum_t -log softmax(logits_t)[y_t], float32."""
-    logp_TxV = jax.nn.log_softmax(logits_TxV.astype(jnp.float32), axis=-1)
-    return -jnp.sum(jnp.take_along_axis(logp_TxV, targets_T[:, None], axis=-1))
+    return jnp.sum(token_nll(logits_TxV, targets_T))
 
 
 @jax.jit

@@ -8,6 +8,7 @@ from flax import nnx
 
 from spamlang.diagnostics.heads import head_inputs, head_of
 from spamlang.diagnostics.linalg import BottleneckStats, total
+from spamlang.loss import chunk_mask, chunk_rows, next_token_loss
 
 # A mos head needs one V x D Jacobian (D forward passes of the head) and its QR per token, so
 # training-time logging measures it on the first few predicted tokens of the batch only.
@@ -37,17 +38,12 @@ def grad_norms(grads: nnx.State) -> dict[str, jax.Array]:
 
 def _scan_stats(head, h_NxD, y_N, chunk: int) -> BottleneckStats:
     """Sum of BottleneckStats over chunks of `chunk` tokens (the last one zero-padded)."""
-    N = h_NxD.shape[0]
-    n_chunks = -(-N // chunk)
-    pad = n_chunks * chunk - N
-    m_N = jnp.concatenate([jnp.ones(N, jnp.float32), jnp.zeros(pad, jnp.float32)])
-    h_N = jnp.pad(h_NxD, ((0, pad), (0, 0))).reshape(n_chunks, chunk, -1)
-    y_N = jnp.pad(y_N, (0, pad)).reshape(n_chunks, chunk)
+    xs = (chunk_rows(h_NxD, chunk), chunk_rows(y_N, chunk), chunk_mask(h_NxD.shape[0], chunk))
 
     def body(acc, xs):
         return acc + total(head.terms(*xs)[0]), None
 
-    stats, _ = jax.lax.scan(body, BottleneckStats.zeros(), (h_N, y_N, m_N.reshape(n_chunks, chunk)))
+    stats, _ = jax.lax.scan(body, BottleneckStats.zeros(), xs)
     return stats
 
 
@@ -77,8 +73,6 @@ def diag_metrics(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
     adds ~1.5% to training. Memory: the loss's, plus a few
     chunk x V floats and the V x D basis.
     """
-    from spamlang.loss import next_token_loss
-
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 
     def loss_fn(p):

@@ -12,16 +12,13 @@ same JAX code that measures spamlang's own runs.
 - `spamlang.hf.states`: load a causal LM, run it, and read H and W from it;
 - `spamlang.hf.diagnose`: the two joined, with the JSON that `diagnose-lm` writes.
 
-torch, transformers and safetensors are the optional `hf` extra; `require()` turns their
-absence into one line that says what to install.
+torch, transformers and safetensors are the optional `hf` extra; `require()` (from
+`spamlang.hf.extra`) turns their absence into one line that says what to install.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-
-from spamlang.errors import UserError
 
 # torch's OpenMP threads spin-wait between parallel regions by default, and here the JAX
 # stage runs right after torch in the same process. On the 2-core development machine the
@@ -32,19 +29,9 @@ from spamlang.errors import UserError
 # torch; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'
-
-
-def require(*modules: str) -> None:
-    """Import-check the `hf` extra; UserError naming what is missing and how to install it."""
-    missing = []
-    for name in modules or ("torch", "transformers", "safetensors"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise UserError(f"this needs {', '.join(missing)} (the 'hf' extra): {INSTALL_HINT}")
+# Below the package's own names: the submodules import `require` from `spamlang.hf.extra`, not
+# from here, so that this facade (which imports `spamlang.hf.diagnose`) closes no import circle.
+from spamlang.hf.extra import INSTALL_HINT, require  # noqa: E402
 
 
 def diagnose_lm(*args, **kwargs):

@@ -12,15 +12,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import numbers
-import operator
-import typing
 import zlib
 from typing import Any, Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
 
+from spamlang import fields
 from spamlang.errors import UserError
 
 # Tokens are int32 and the branching sampler adds two ids below V, so 2V must fit in int32.
@@ -50,11 +48,10 @@ class Language:
     position_invariant: ClassVar[bool] = False
 
     def __post_init__(self):
-        _coerce_fields(self)
-        if not 2 <= self.vocab_size <= MAX_VOCAB_SIZE:
-            raise UserError(
-                f"{self.name}: vocab_size must be in [2, {MAX_VOCAB_SIZE}], got {self.vocab_size}"
-            )
+        # Each parameter against its annotation (an int for a float parameter is stored as a
+        # float, so `s=1` and `s=1.0` fingerprint the same), named "<language>: <parameter>".
+        fields.check_dataclass(self, owner=self.name,
+                               limits={"vocab_size": dict(ge=2, le=MAX_VOCAB_SIZE)})
         self._check()
 
     def _check(self) -> None:
@@ -107,7 +104,7 @@ class Language:
         return cache[name]
 
     def _check_seq_len(self, seq_len: int) -> int:
-        seq_len = _as_int("seq_len", seq_len)
+        seq_len = fields.as_int("seq_len", seq_len)
         if seq_len < 2:
             raise UserError(f"{self.name}: optimal_loss needs seq_len >= 2 (one predicted "
                             f"position), got {seq_len}")
@@ -131,10 +128,8 @@ class Deterministic(Language):
 
 def check_shape(batch_size: int, seq_len: int) -> tuple[int, int]:
     """Validate the static sample shape; both must be positive Python ints."""
-    batch_size, seq_len = _as_int("batch_size", batch_size), _as_int("seq_len", seq_len)
-    if batch_size < 1 or seq_len < 1:
-        raise UserError(f"batch_size and seq_len must be >= 1, got {batch_size} and {seq_len}")
-    return batch_size, seq_len
+    return tuple(fields.in_range(name, fields.as_int(name, value), ge=1)
+                 for name, value in (("batch_size", batch_size), ("seq_len", seq_len)))
 
 
 def as_tokens(tokens_BxL: Any) -> jax.Array:
@@ -151,40 +146,6 @@ def where_logprob(ok: jax.Array, logp_ok: float, logp_bad: float = -math.inf) ->
     return jnp.where(ok, jnp.float32(logp_ok), jnp.float32(logp_bad))
 
 
-def _as_int(what: str, value: Any) -> int:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return operator.index(value)
-    except TypeError:
-        raise UserError(f"{what} must be an int, got {value!r}") from None
-
-
-def _coerce_fields(lang: Language) -> None:
-    """Check each field against its annotation (int or float) and store the canonical type.
-
-    ints are accepted for float fields (so `s=1` and `s=1.0` fingerprint the same); bools,
-    strings and non-integral numbers for int fields are rejected.
-    """
-    hints = _field_types(type(lang))
-    for f in dataclasses.fields(lang):
-        value, want = getattr(lang, f.name), hints[f.name]
-        if want is int:
-            value = _as_int(f"{lang.name}: parameter {f.name}", value)
-        else:
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise UserError(f"{lang.name}: parameter {f.name} must be a number, got {value!r}")
-            value = float(value)
-            if not math.isfinite(value):
-                raise UserError(f"{lang.name}: parameter {f.name} must be finite, got {value}")
-        object.__setattr__(lang, f.name, value)
-
-
-def _field_types(cls: type) -> dict[str, type]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-
-
 def field_types(cls: type) -> dict[str, type]:
     """{parameter name: int or float} for a language class (vocab_size included)."""
-    return _field_types(cls)
+    return dict(fields.field_types(cls))

@@ -26,6 +26,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from spamlang import fields
 from spamlang.errors import UserError
 
 _DTYPES = ("float32", "bfloat16")
@@ -150,6 +151,18 @@ def parse_head(head: str) -> tuple[str, int]:
                     f"got {head!r}")
 
 
+# Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
+# `fields.check`); the checks that relate fields to each other are in `__post_init__`.
+_LIMITS: dict[str, dict] = {
+    "vocab_size": dict(ge=2),
+    **{name: dict(ge=1) for name in ("d_model", "embed_dim", "n_layers", "n_heads", "n_kv_heads",
+                                     "d_ff", "max_seq_len")},
+    **{name: dict(gt=0) for name in ("rope_theta", "norm_eps", "init_std")},
+    **{name: dict(choices=_DTYPES) for name in ("dtype", "param_dtype")},
+    "kernels": dict(choices=KERNELS),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """A Llama-style decoder: pre-norm RMSNorm, RoPE, grouped-query attention, SwiGLU, no biases."""
@@ -179,15 +192,7 @@ class ModelConfig:
     #   XLA:CPU (spamlang.model.kernels). Same results either way; "auto" is resolved by the caller
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff",
-                     "max_seq_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise UserError(f"{name} must be an integer, got {value!r}")
-            if value < 1:
-                raise UserError(f"{name} must be >= 1, got {value}")
-        if self.vocab_size < 2:
-            raise UserError(f"vocab_size must be >= 2, got {self.vocab_size}")
+        fields.check_dataclass(self, limits=_LIMITS)
         if self.d_model % self.n_heads:
             raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.n_heads % self.n_kv_heads:
@@ -195,18 +200,6 @@ class ModelConfig:
                 f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})")
         if self.head_dim % 2:
             raise UserError(f"head_dim = d_model / n_heads must be even for RoPE, got {self.head_dim}")
-        for name in ("rope_theta", "norm_eps", "init_std"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise UserError(f"{name} must be a number > 0, got {value!r}")
-        for name in ("tie_embeddings", "residual"):
-            if not isinstance(getattr(self, name), bool):
-                raise UserError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        for name in ("dtype", "param_dtype"):
-            if getattr(self, name) not in _DTYPES:
-                raise UserError(f"{name} must be one of {', '.join(_DTYPES)}, got {getattr(self, name)!r}")
-        if self.kernels not in KERNELS:
-            raise UserError(f"kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
         self._check_embed_dim()
         kind, _ = parse_head(self.head)
         if kind == "lowrank" and self.tie_embeddings:
@@ -217,11 +210,9 @@ class ModelConfig:
                             "V x R, not the V x d_model embedding); use tie_embeddings=False")
 
     def _check_embed_dim(self) -> None:
-        e = self.embed_dim
+        e = self.embed_dim  # an integer >= 1 or None (= d_model): checked with the fields
         if e is None:
             return
-        if isinstance(e, bool) or not isinstance(e, int) or e < 1:
-            raise UserError(f"embed_dim must be an integer >= 1 or null (= d_model), got {e!r}")
         if self.embed_projected and self.tie_embeddings:
             raise UserError(f"embed_dim {e} differs from d_model {self.d_model}, which a tied "
                             f"head cannot use (it needs a V x d_model embedding); use "

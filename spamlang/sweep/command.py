@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe
+from spamlang.guard import Parser, add_debug_flag, run_command
 from spamlang.sweep.bracket import DEFAULT_LIMIT
 from spamlang.sweep.spec import Sweep, check_bracket, id_part, parse_shard, shard_groups
 
@@ -44,7 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
                              "with a 0-based array (default 0/1: everything)")
     parser.add_argument("--group-size", metavar="K", type=int, default=0,
                         help="at most K runs (differing in lr/seed) per vmapped program; "
-                             "0: no limit, 1: every run on its own (default 0)")
+                             "1: every run on its own; 0 (default): as many as fit the device "
+                             "when its memory is known (an accelerator's, or "
+                             "SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), from XLA's memory analysis "
+                             "of the compiled step with a 10%% margin, else no limit. An explicit "
+                             "K is kept, with a warning if it does not fit")
     parser.add_argument("--vmap", action=argparse.BooleanOptionalAction, default=None,
                         help="train each group of runs differing only in lr/seed as one vmapped "
                              "program (default: on accelerators, and on CPU for steps of at most "
@@ -206,33 +211,21 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     return 0
 
 
-def guarded(fn, prog: str, *, at_exit: bool = False) -> int:
-    """Call `fn()` under the command line's error policy (`spamlang.cli.guard`): a UserError or
-    OSError is one stderr line and status 2, Ctrl-C status 130, anything else one line and
-    status 1; tracebacks and library messages only in debug mode."""
-    from spamlang.cli.guard import run_guarded
-
-    return run_guarded(fn, prog, at_exit=at_exit)
-
-
 def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False,
          samples: tuple = ()) -> int:
     """Entry point of a sweep script: parse the flags, run, return an exit status.
 
-    Bad input (a flag, the sweep, an output directory holding another sweep) is one line on
-    stderr and status 2; Ctrl-C is status 130 and the same command resumes. `--debug` (or
-    SPAMLANG_DEBUG=1) shows tracebacks instead.
+    The same entry point as `spamlang sweep FILE`: the same flags (`add_arguments`), parsed by
+    the same one-line-error parser and run under the same error policy
+    (`spamlang.guard.run_command`). Bad input (a flag, the sweep, an output directory holding
+    another sweep) is one line on stderr and status 2; Ctrl-C is status 130 and the same
+    command resumes. `--debug` (or SPAMLANG_DEBUG=1) shows tracebacks instead.
     """
-    from spamlang.cli.guard import debug_mode
-
     prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
-    parser = argparse.ArgumentParser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
+    parser = Parser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
     add_arguments(parser, plots=plots)
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)")
-    args = parser.parse_args(argv)
-    with debug_mode(args.debug):
-        return guarded(lambda: execute(sweep, args, samples), prog, at_exit=argv is None)
+    add_debug_flag(parser)
+    return run_command(parser, argv, lambda args: execute(sweep, args, samples))
 
 
 def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool, tuple]:

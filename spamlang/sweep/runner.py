@@ -22,10 +22,11 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json
+from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.results import SWEEP_FILE, write_results
-from spamlang.sweep.spec import (Sweep, cell_key, check_bracket, check_shard, groups,
+from spamlang.sweep.spec import (Sweep, cell_key, check_bracket, check_shard, group_key, groups,
                                  shard_groups)
 from spamlang.train.lock import RunDirBusy
 
@@ -172,6 +173,12 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     `run_training`. Shard i of n takes groups i, i+n, ... of the sorted group list (see
     `spec.shard_groups`), so hosts or array jobs split a sweep with no coordination.
     `group_size` caps the members of one vmapped program (0: no cap, 1: no vmapping).
+    Without it, on a device whose memory is known (SPAMLANG_DEVICE_MEMORY, else the
+    accelerator's `bytes_limit`; never a CPU without the variable), a vmapped group is first
+    compiled, not run, and cut into programs of as many members as fit that memory less
+    `fit.MARGIN`, with one line on stderr (`spamlang.sweep.fit`); with it, a group that does
+    not fit is kept whole and warned about in one line. When not even one member fits, the
+    line says so and the members train one by one (the runtime then says what ran out).
     `vmap` False trains a group's members one after another (same shards, same results up to
     float rounding); None (auto) vmaps on accelerators, and on CPU only groups whose steps
     hold at most CPU_VMAP_TOKENS tokens: at 2,048 tokens per step a vmapped group measured
@@ -191,6 +198,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     3 or more (`spamlang.sweep.best_lr.edge_warnings`).
     """
     shard = check_shard(shard)
+    memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
     my_groups = shard_groups(sweep, shard, group_size)
     out = Path(out_dir)
@@ -221,8 +229,12 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         bar.total = total
         together = vmap if vmap is not None else \
             not on_cpu or todo[0][1].tokens_per_step <= CPU_VMAP_TOKENS
+        parts = [todo] if together else [[run] for run in todo]
+        if together and len(todo) > 1 and memory is not None:
+            parts = _fit_parts(todo, memory, group_size, fits,
+                               lambda line: bar.write(line, file=sys.stderr))
         all_done = True
-        for part in [todo] if together else [[run] for run in todo]:
+        for part in parts:
             try:
                 done = _run_part(part, out, bar, done, total, quiet, train_run)
             except RunDirBusy as e:
@@ -235,6 +247,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         return all_done
 
     known = {run_id for g in my_groups for run_id, _ in g}
+    fits: dict = {}  # (group key, members) -> fit.Fit, so that bracketing does not recompile
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
@@ -270,6 +283,30 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     for line in edge_warnings(rows, swept=swept):
         print(line, file=sys.stderr)
     return rows
+
+
+def _fit_parts(todo: list, memory: fit.DeviceMemory, group_size: int, known: dict,
+               write) -> list[list]:
+    """`todo` (one vmapped group) cut into parts that fit `memory`, or whole when it fits or
+    when the user's --group-size (`group_size` > 0) made it; `write` gets the one line for a group
+    that does not fit. The step is compiled, never run, to read its memory
+    (`fit.members_that_fit`); the answer is kept per program and member count."""
+    config, k = todo[0][1], len(todo)
+    key = group_key(config)
+    if any(kk == key and k <= f.members for (kk, _), f in known.items()):
+        return [todo]  # a larger group of the same program already fitted
+    if (key, k) not in known:
+        known[key, k] = fit.members_that_fit(config, k, memory_bytes=memory.bytes,
+                                             source=memory.source)
+    found = known[key, k]
+    if found.members >= k:
+        return [todo]
+    # Even when quiet: the sweep trains differently from what was asked, or may run out.
+    write(found.line(todo[0][0], group_size))
+    if group_size:
+        return [todo]
+    size = max(found.members, 1)
+    return [todo[i:i + size] for i in range(0, k, size)]
 
 
 def _whole_group(sweep: Sweep, group: list, group_size: int) -> list:

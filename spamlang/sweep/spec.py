@@ -8,9 +8,10 @@ A linked axis sets several fields together: its name joins field names with comm
 value lists one value per field, e.g. `"vocab_size,seq_len": [[256, 64], [4096, 4]]`, for
 grids whose points are not a full product (the coverage sweep cuts a fixed token budget into
 sequences of a length that depends on V). Its run-id pieces are those of its fields.
-Every value is type-checked against its field (an int is accepted for a float field and stored as
-a float, so `lr=[1]` and `lr=[1.0]` are the same point with the same id) and every point is built
-and validated when the `Sweep` is constructed, so a bad sweep fails before any run starts.
+Every value is type-checked against its field by `spamlang.fields`, with the fields' own rules
+and messages (an int is accepted for a float field and stored as a float, so `lr=[1]` and
+`lr=[1.0]` are the same point with the same id), and every point is built and validated when
+the `Sweep` is constructed, so a bad sweep fails before any run starts.
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ import itertools
 import json
 import math
 import re
-import types
-import typing
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.fields import as_int, conform, field_types, in_range, is_int
 
 _MODEL_PREFIX = "model."
 _PARAM_PREFIX = "param."
@@ -53,7 +53,7 @@ def format_number(x: int | float) -> str:
     2.5e-4 -> "2.5e-4", 0.01 -> "1e-2", 0.0005 -> "5e-4", 1.0 -> "1e0". The mantissa comes
     from the shortest round-trip repr, so distinct floats always give distinct strings.
     """
-    if isinstance(x, bool) or isinstance(x, int):
+    if isinstance(x, int):  # bools too: True -> "1"
         return str(int(x))
     if not math.isfinite(x):
         return str(x)
@@ -106,53 +106,14 @@ def id_part(axis: str, value: Any) -> str:
     return short + _value_text(value)
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def _matches(value: Any, tp: Any) -> bool:
-    """Whether `value` is acceptable for a field annotated `tp` (int is fine for float)."""
-    if tp is Any or tp is object:
-        return True
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_matches(value, arg) for arg in typing.get_args(tp))
-    if origin is typing.Literal:
-        return value in typing.get_args(tp)
-    if tp is type(None) or tp is None:
-        return value is None
-    if tp is bool:
-        return isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if tp is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if origin in (dict, typing.Mapping) or tp is dict:
-        return isinstance(value, dict)
-    if origin in (list, tuple) or tp in (list, tuple):
-        return isinstance(value, (list, tuple))
-    return isinstance(value, tp) if isinstance(tp, type) else True
-
-
-def _wants_float(tp: Any) -> bool:
-    """A float field (possibly Optional) that does not also accept int."""
-    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
-    return float in args and int not in args
-
-
-def _field_types(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
-
-
 def _axis_type(base: Any, axis: str) -> Any:
     """The annotated type of `axis` (Any for `param.*`); UserError naming the known axes."""
-    fields = _field_types(type(base))
+    fields = field_types(type(base))
     if axis.startswith(_MODEL_PREFIX):
         from spamlang.model.config import ModelConfig
 
         name = axis[len(_MODEL_PREFIX):]
-        model_fields = _field_types(ModelConfig)
+        model_fields = field_types(ModelConfig)
         if "model_overrides" not in fields:
             raise UserError(f"axis {axis!r}: the base config has no model_overrides field")
         if name in fields:
@@ -176,18 +137,16 @@ def fields_of(axis: str) -> list[str]:
     return [name.strip() for name in axis.split(",")]
 
 
-def _check_value(base: Any, axis: str, value: Any) -> Any:
-    """One value of a one-field axis, type-checked and normalised."""
+def _check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
+    """One value of a one-field axis, checked against its field's annotation and normalised
+    (`spamlang.fields.conform`: an int for a float field becomes a float)."""
     tp = _axis_type(base, axis)
     if axis == "tokens" and isinstance(value, str):
         value = _parse_count(value)  # "2M"-style budgets, stored (and named) as ints
-    if not _matches(value, tp):
-        raise UserError(f"axis {axis!r}: value {value!r} is a {type(value).__name__}, "
-                        f"expected {_type_name(tp)}")
-    return float(value) if _wants_float(tp) and isinstance(value, int) else value
+    return conform(axis, value, tp, owner=owner)
 
 
-def _check_axes(base: Any, axes: Any) -> dict[str, list]:
+def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
     """Validate names, emptiness, duplicates and value types; return normalised axes."""
     if not isinstance(axes, dict):
         raise UserError(f"axes must be a dict of axis name -> list of values, got {type(axes).__name__}")
@@ -207,12 +166,12 @@ def _check_axes(base: Any, axes: Any) -> dict[str, list]:
         clean = []
         for value in values:
             if len(names) == 1:
-                value = _check_value(base, axis, value)
+                value = _check_value(base, axis, value, owner)
             elif not isinstance(value, (list, tuple)) or len(value) != len(names):
                 raise UserError(f"linked axis {axis!r}: each value must list {len(names)} values "
                                 f"({', '.join(names)}), got {value!r}")
             else:
-                value = [_check_value(base, n, v) for n, v in zip(names, value)]
+                value = [_check_value(base, n, v, owner) for n, v in zip(names, value)]
             if any(_canonical(value) == _canonical(v) for v in clean):
                 raise UserError(f"axis {axis!r} lists {value!r} twice")
             clean.append(value)
@@ -294,9 +253,10 @@ class Sweep:
         if not dataclasses.is_dataclass(self.base) or isinstance(self.base, type):
             raise UserError(f"sweep {self.name!r}: base must be a TrainConfig, "
                             f"got {type(self.base).__name__}")
-        axes = _check_axes(self.base, self.axes)
+        owner = f"sweep {self.name!r}"
+        axes = _check_axes(self.base, self.axes, owner)
         object.__setattr__(self, "axes", axes)
-        check_bracket(self.bracket_lr, axes)
+        check_bracket(self.bracket_lr, axes, owner)
         points, seen = [], {}
         for combo in itertools.product(*axes.values()):
             assignment = {}
@@ -346,10 +306,10 @@ def config_field(data: dict, field: str) -> Any:
     return data.get(field)
 
 
-def check_bracket(limit: Any, axes: dict) -> int:
-    """A valid LR-bracketing limit: an integer >= 0, and an `lr` axis to extend when > 0."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise UserError(f"bracket_lr (LRs added per side) must be an integer >= 0, got {limit!r}")
+def check_bracket(limit: Any, axes: dict, owner: str = "") -> int:
+    """A valid LR-bracketing limit (`bracket_lr`, LRs added per side): an integer >= 0, and an
+    `lr` axis to extend when > 0."""
+    limit = in_range("bracket_lr", as_int("bracket_lr", limit, owner=owner), ge=0, owner=owner)
     if limit and "lr" not in [n for axis in axes for n in fields_of(axis)]:
         raise UserError("LR bracketing needs an 'lr' axis (the runs it adds are named by it)")
     return limit
@@ -380,8 +340,7 @@ def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
     Members keep their point order. `group_size` > 0 caps a group's size (a larger group is cut
     into consecutive chunks, each a group of its own); 1 means every run alone; 0 means no cap.
     """
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 0:
-        raise UserError(f"group size must be an integer >= 0, got {group_size!r}")
+    group_size = in_range("group_size", as_int("group_size", group_size), ge=0)
     by_key: dict[str, list] = {}
     for point in sweep.points():
         by_key.setdefault(group_key(point[1]), []).append(point)
@@ -409,9 +368,9 @@ def check_shard(shard: Any) -> tuple[int, int]:
         i, n = shard
     except (TypeError, ValueError):
         raise UserError(f"shard must be a pair (i, n), got {shard!r}") from None
-    if any(isinstance(x, bool) or not isinstance(x, int) for x in (i, n)) or not 0 <= i < n:
+    if not (is_int(i) and is_int(n)) or not 0 <= i < n:
         raise UserError(f"shard (i, n) needs integers with 0 <= i < n, got {shard!r}")
-    return i, n
+    return int(i), int(n)
 
 
 def shard_groups(sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int = 0):

@@ -32,19 +32,20 @@ different shapes leaves it out of the base config (a base built with one checkpo
 that one's architecture in its overrides); `init_from: None` on such a base is a random init
 of the same architecture.
 
-This module imports no JAX at top level (the CLI and the sweep code build configs cheaply); the
-language and model configs it validates against are plain Python too.
+This module imports no JAX at top level, so importing it (the CLI's `--help`, a sweep file) is
+cheap. Building a config is not: `__post_init__` validates the language parameters and the
+model overrides by building both, which imports `spamlang.languages` (JAX) and
+`spamlang.model` (JAX and Flax) the first time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 import re
 from pathlib import Path
 from typing import Any
 
+from spamlang import fields
 from spamlang.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd")
@@ -82,9 +83,7 @@ def parse_count(value: Any) -> int:
     parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500, parse_count("1_048_576") == 1048576.
     The result must be a whole, non-negative number (UserError otherwise).
     """
-    if isinstance(value, bool):
-        raise UserError(f"a token count must be an integer like 1048576 or 2M, got {value!r}")
-    if isinstance(value, numbers.Integral):
+    if fields.is_int(value):
         count = int(value)
     elif isinstance(value, float) and value.is_integer():
         count = int(value)
@@ -103,6 +102,25 @@ def parse_count(value: Any) -> int:
     if count < 0:
         raise UserError(f"a token count must be >= 0, got {value!r}")
     return count
+
+
+# Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
+# `fields.check`); the checks that relate fields to each other are in `__post_init__`.
+_LIMITS: dict[str, dict] = {
+    "seq_len": dict(ge=2, why="one predicted position"),
+    **{name: dict(ge=1) for name in ("batch_size", "log_every", "eval_sequences",
+                                     "keep_checkpoints")},
+    **{name: dict(ge=0) for name in ("micro_batch", "seed", "eval_every", "eval_batch_size",
+                                     "checkpoint_every", "loss_chunk", "diag_every",
+                                     "weight_decay", "grad_clip")},
+    **{name: dict(gt=0) for name in ("lr", "eps", "diverge_loss")},
+    **{name: dict(ge=0, lt=1) for name in ("b1", "b2", "momentum", "warmup_frac")},
+    **{name: dict(ge=0, le=1) for name in ("decay_frac", "final_lr_ratio")},
+    "schedule": dict(choices=SCHEDULES),
+    "optimizer": dict(choices=OPTIMIZERS),
+    "kernels": dict(choices=KERNELS),
+    "dtype": dict(choices=DTYPES),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,59 +166,29 @@ class TrainConfig:
     keep_checkpoints: int = 2  # checkpoints kept; >1 so a corrupt latest has a fallback
     # --- numerics ---
     dtype: str = "float32"  # compute dtype of the matmuls (bfloat16 on accelerators)
-    loss_chunk: int = 256  # tokens per chunk of the fused loss (fastest measured at every V); 0: plain
+    loss_chunk: int = 256  # tokens per chunk of the fused loss (memory grows with it x V; the best
+    # size depends on D and the device: benchmarks/bench_model.py measures it); 0: plain
     diverge_loss: float = 100.0  # a loss above this (or non-finite) stops the run as diverged
     diag_every: int = 0  # steps between gradient-bottleneck diagnostics; 0: never
     track_symbols: int = 0  # ids whose rows' updates are logged every step (track.jsonl); 0: none
     kernels: str = "auto"  # auto | xla | cpu: cpu-tuned layouts on CPU meshes, plain XLA elsewhere
 
     def __post_init__(self):
-        _check_types(self)
-        for name in ("seq_len", "batch_size", "log_every", "eval_sequences", "keep_checkpoints"):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "checkpoint_every", "loss_chunk", "diag_every", "seed",
-                     "micro_batch", "eval_batch_size"):
-            if getattr(self, name) < 0:
-                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.seq_len < 2:
-            raise UserError(f"seq_len must be >= 2 (one predicted position), got {self.seq_len}")
+        object.__setattr__(self, "tokens", parse_count(self.tokens))  # "2M"-style budgets too
+        fields.check_dataclass(self, limits=_LIMITS, whole_floats=True)
+        object.__setattr__(self, "init_from", self.init_from or None)  # "" means none
         if self.tokens < self.batch_size * self.seq_len:
             raise UserError(f"tokens ({self.tokens}) must be at least one batch: "
                             f"batch_size * seq_len = {self.batch_size * self.seq_len}")
         if self.micro_batch and self.batch_size % self.micro_batch:
             raise UserError(f"micro_batch ({self.micro_batch}) must divide batch_size "
                             f"({self.batch_size})")
-        if self.schedule not in SCHEDULES:
-            raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if self.kernels not in KERNELS:
-            raise UserError(f"kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
-        if self.dtype not in DTYPES:
-            raise UserError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        for name in ("lr", "eps", "diverge_loss"):
-            if not getattr(self, name) > 0:
-                raise UserError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("weight_decay", "grad_clip"):
-            if getattr(self, name) < 0:
-                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.optimizer not in OPTIMIZERS:
-            raise UserError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, "
-                            f"got {self.optimizer!r}")
         if not 0 <= self.track_symbols <= self.vocab_size:
             raise UserError(f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
                             f"got {self.track_symbols}")
-        for name in ("b1", "b2", "momentum"):
-            if not 0 <= getattr(self, name) < 1:
-                raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if not 0 <= self.warmup_frac < 1:
-            raise UserError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
-        if not 0 <= self.decay_frac <= 1:
-            raise UserError(f"decay_frac must be in [0, 1], got {self.decay_frac}")
         if self.schedule == "wsd" and self.warmup_frac + self.decay_frac > 1:
             raise UserError(f"wsd: warmup_frac + decay_frac must be <= 1, got "
                             f"{self.warmup_frac} + {self.decay_frac}")
-        if not 0 <= self.final_lr_ratio <= 1:
-            raise UserError(f"final_lr_ratio must be in [0, 1], got {self.final_lr_ratio}")
         if "vocab_size" in self.language_params:
             raise UserError("language_params must not set vocab_size; use the vocab_size field")
         own = sorted(set(self.model_overrides) & set(_OWN_MODEL_FIELDS))
@@ -299,13 +287,12 @@ class TrainConfig:
 def _adopt_checkpoint(config: TrainConfig) -> None:
     """Check the run against `init_from`'s config.json and write the checkpoint's architecture
     into model_overrides (module docstring). A run's own config.json already holds all of it:
-    then a checkpoint directory that is gone is no error (the run restores its own weights)."""
-    from spamlang.model.hf import ARCHITECTURE, CONFIG, hf_config
+    then a checkpoint directory that is gone is no error (the run restores its own weights).
+    The rules a model must meet to start from a checkpoint (head, vocabulary, tying) are
+    `spamlang.model.hf.check_fits`'s; only those about the run's own fields are here."""
+    from spamlang.model.hf import ARCHITECTURE, CONFIG, check_fits, hf_config
 
     where = config.init_from
-    if config.head != "softmax":
-        raise UserError(f"init_from needs head 'softmax' (a pretrained LM head is one matrix), "
-                        f"got {config.head!r}")
     overrides = config.model_overrides
     if set(ARCHITECTURE) <= set(overrides) and not (Path(where) / CONFIG).is_file():
         return
@@ -316,16 +303,11 @@ def _adopt_checkpoint(config: TrainConfig) -> None:
             raise UserError(f"model_overrides {name}={value!r} contradicts {where}/{CONFIG} "
                             f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
                             f"architecture")
-    if config.vocab_size > checkpoint.vocab_size:
-        raise UserError(f"vocab_size {config.vocab_size} exceeds the {checkpoint.vocab_size} "
-                        f"token ids of init_from {where}; the run keeps the first vocab_size ids")
-    if config.tie_embeddings and not checkpoint.tie_embeddings:
-        raise UserError(f"init_from {where} has an untied lm_head, which a tied run would "
-                        f"discard; train it untied (tie_embeddings false)")
     if config.seq_len > checkpoint.max_seq_len:
         raise UserError(f"seq_len {config.seq_len} exceeds init_from {where}'s "
                         f"max_position_embeddings ({checkpoint.max_seq_len})")
     object.__setattr__(config, "model_overrides", {**overrides, **fixed})
+    check_fits(checkpoint, config.model_config(), f"init_from {where}")
 
 
 def _check_names(values: dict) -> None:
@@ -333,43 +315,3 @@ def _check_names(values: dict) -> None:
     unknown = sorted(set(values) - set(known))
     if unknown:
         raise UserError(f"unknown train config field(s) {', '.join(unknown)}; known: {', '.join(known)}")
-
-
-def _check_types(config: TrainConfig) -> None:
-    """Check each field against its default's type; canonicalise ints given for floats.
-
-    `tokens` also accepts "2M"-style strings (see `parse_count`).
-    """
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-        if f.name == "tokens":
-            value = parse_count(value)
-        elif isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise UserError(f"{f.name} must be true or false, got {value!r}")
-        elif isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    raise UserError(f"{f.name} must be an integer, got {value!r}")
-            value = int(value)
-        elif isinstance(default, float):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise UserError(f"{f.name} must be a number, got {value!r}")
-            value = float(value)
-            if not math.isfinite(value):
-                raise UserError(f"{f.name} must be finite, got {value}")
-        elif isinstance(default, str):
-            if not isinstance(value, str):
-                raise UserError(f"{f.name} must be a string, got {value!r}")
-        elif default is None:  # an optional string (init_from); "" means none
-            if value is not None and not isinstance(value, str):
-                raise UserError(f"{f.name} must be a string or null, got {value!r}")
-            value = value or None
-        elif isinstance(default, dict):
-            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-                raise UserError(f"{f.name} must be a mapping of names to values, got {value!r}")
-            value = dict(value)
-        object.__setattr__(config, f.name, value)

@@ -60,14 +60,12 @@ def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size):
     import jax.numpy as jnp
     from jax import lax
 
-    from spamlang.loss import token_stats
+    from spamlang.loss import chunk_rows, token_stats, unchunk_rows
 
     ids_S = symbol_ids(vocab_size)
     S = len(ids_S)
     batch = min(batch_size, S)
-    n_batches = -(-S // batch)
-    padded = np.zeros(n_batches * batch, np.int32)
-    padded[:S] = ids_S
+    ids_KxB = chunk_rows(ids_S, batch)  # NumPy: the last batch padded with id 0
 
     def symbol_fn(model):
         def one(ids_b):
@@ -75,10 +73,9 @@ def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size):
             nll_bx1, _ = token_stats(model, tokens_bx2, chunk_size=chunk_size)
             return nll_bx1.mean(axis=1)
 
-        if n_batches == 1:  # V <= the eval batch: no loop to compile
-            return one(jnp.asarray(padded))[:S]
-        losses = lax.map(one, jnp.asarray(padded).reshape(n_batches, batch))
-        return losses.reshape(-1)[:S]
+        if len(ids_KxB) == 1:  # V <= the eval batch: no loop to compile
+            return one(jnp.asarray(ids_KxB[0]))[:S]
+        return unchunk_rows(lax.map(one, jnp.asarray(ids_KxB)), S)
 
     return symbol_fn
 

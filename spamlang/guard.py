@@ -1,6 +1,12 @@
 """How a command reports trouble: one line each, the whole story only in debug mode.
 
+The one entry point of every command: `spamlang VERB` (`spamlang.cli`) and a sweep script run
+as `python sweeps/NAME.py` (`spamlang.sweep.main`) both parse their flags with a `Parser` and
+run under `run_command`. It sits below every layer that has a command, so that the sweep code
+shares it without importing `spamlang.cli` (nothing imports the CLI).
+
 Outside debug mode:
+- a bad flag is `PROG: error: MESSAGE` (no usage block), exit status 2;
 - a `UserError` (bad input) is `PROG: error: MESSAGE`, exit status 2; so is an OSError (a
   full disk, a permission), whose message already names the problem;
 - Ctrl-C outside the trainer's own handling is `PROG: interrupted`, status 130;
@@ -12,17 +18,19 @@ Outside debug mode:
   (a failed restore leaves TensorStore callbacks firing into a closed event loop, 70 tracebacks
   for one damaged checkpoint).
 
-Debug mode (`spamlang --debug VERB ...`, `spamlang VERB ... --debug`, or SPAMLANG_DEBUG set to
-anything but "", 0, false, no, off) changes none of this: exceptions propagate with their
-tracebacks and every library message is shown.
+Debug mode (`--debug` anywhere a command takes flags, `spamlang --debug VERB ...`, or
+SPAMLANG_DEBUG set to anything but "", 0, false, no, off) changes none of this: exceptions
+propagate with their tracebacks and every library message is shown.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import logging
 import os
+import re
 import sys
 import warnings
 from typing import Callable, Iterator
@@ -32,6 +40,46 @@ from spamlang.errors import UserError, describe, first_line
 DEBUG_ENV = "SPAMLANG_DEBUG"
 HINT = "rerun with --debug or SPAMLANG_DEBUG=1 for the trace"
 _LIBRARY_LOGGERS = ("absl", "orbax", "asyncio", "tensorstore")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse already exits 2 on bad flags; keep its message to one line."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse before Python 3.13 takes "-1e-3" (an exponent) for an option, so `--lr -1e-3`
+        # failed with "expected one argument" instead of reaching the check that lr must be > 0.
+        # Here a dash before a digit (or before ".digit") always starts a value, as in newer
+        # Pythons; no spamlang option looks like a number.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+    def error(self, message: str):  # noqa: D401
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
+    """--debug on `parser` and every subcommand under it, so that it may follow the verb."""
+    parser.add_argument("--debug", action="store_true",
+                        # Only the top level has a default: a subcommand's would overwrite it.
+                        default=False if top else argparse.SUPPRESS,
+                        help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                add_debug_flag(sub, top=False)
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None,
+                run: Callable[[argparse.Namespace], int | None],
+                prog: Callable[[argparse.Namespace], str] | None = None) -> int:
+    """A command's whole life: parse `argv` with `parser` (which has `add_debug_flag`'s
+    --debug), then call `run(args)` under `debug_mode(args.debug)` and `run_guarded`, reporting
+    as `prog(args)` (default: the parser's prog). `argv` None means this is the program
+    (sys.argv): its shutdown is quieted too. Returns the exit status."""
+    args = parser.parse_args(argv)
+    name = parser.prog if prog is None else prog(args)
+    with debug_mode(args.debug):
+        return run_guarded(lambda: run(args), name, at_exit=argv is None)
 
 
 def debug_enabled() -> bool:

@@ -1,0 +1,238 @@
+"""One checker for the fields of every config: `TrainConfig`, `ModelConfig`, the languages and
+`Sweep` (and the plain arguments that take the same kinds of values).
+
+A field is checked against its type annotation and, where it has one, a limit; a value that
+fails is refused with one `UserError` line of one shape everywhere:
+
+    [<owner>: ]<field> must be <what>, got <value!r>
+
+- <owner> is set where the field name alone does not say whose it is: a language's parameters
+  ("spam: vocab_size must be ..."), a sweep's axes ("sweep 'paper': lr must be ..."). Fields of
+  `TrainConfig` and `ModelConfig` are named alone, as their command-line flags are.
+- <what> is the kind when the type is wrong ("an integer", "a number", "true or false",
+  "a string", "an integer or null", "one of a, b"), "finite" for inf or nan, and the limit when
+  the value is out of range (">= 1", "> 0", "in [0, 1)", "in (0, 1]").
+
+The rules, the same for every owner:
+- int: an integer that is not a bool (NumPy integers included), stored as a Python int;
+  with `whole_floats` a whole float (16.0) is accepted too (TrainConfig's JSON does).
+- float: a real number that is not a bool, stored as a finite Python float, so an int is fine
+  (`lr=1` and `lr=1.0` are the same config, fingerprint and run id).
+- bool: True or False, not 0 or 1. str: a string. dict: a mapping with string keys (copied).
+  list: a list or tuple. `X | None`: null or an X. `Literal[...]`: one of its values. `Any`.
+
+Plain Python (no JAX or NumPy import): building a config stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+import operator
+import types
+import typing
+from typing import Any, Collection, NoReturn
+
+from spamlang.errors import UserError
+
+_NONE = type(None)
+
+
+# ----- the message ----------------------------------------------------------------------------
+def label(name: str, owner: str = "") -> str:
+    """How a field is named in a message: `name`, or `owner: name`."""
+    return f"{owner}: {name}" if owner else name
+
+
+def refuse(name: str, what: str, value: Any, owner: str = "") -> NoReturn:
+    """Raise the one message shape: `[owner: ]name must be what, got value!r`."""
+    raise UserError(f"{label(name, owner)} must be {what}, got {value!r}")
+
+
+def limit_text(*, ge: Any = None, gt: Any = None, le: Any = None, lt: Any = None) -> str:
+    """A limit in words: ">= 1", "> 0", "<= 8", "in [0, 1)", "in (0, 1]"."""
+    low = f"[{ge}" if ge is not None else f"({gt}" if gt is not None else None
+    high = f"{le}]" if le is not None else f"{lt})" if lt is not None else None
+    if low and high:
+        return f"in {low}, {high}"
+    if low:
+        return f">= {ge}" if ge is not None else f"> {gt}"
+    if high:
+        return f"<= {le}" if le is not None else f"< {lt}"
+    return "anything"
+
+
+# ----- predicates -----------------------------------------------------------------------------
+def is_int(value: Any) -> bool:
+    """An integer that is not a bool (Python or NumPy)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def is_number(value: Any) -> bool:
+    """A real number that is not a bool (an int counts; inf and nan too: see `as_float`)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+# ----- one value of one kind ------------------------------------------------------------------
+def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
+    """`value` as an int; a bool, a string or a fraction is refused ("must be an integer")."""
+    if is_int(value):
+        return operator.index(value)
+    if whole_floats and isinstance(value, float) and value.is_integer():
+        return int(value)
+    refuse(name, "an integer", value, owner)
+
+
+def as_float(name: str, value: Any, *, owner: str = "") -> float:
+    """`value` as a finite float; an int is fine, a bool or a string is not."""
+    if not is_number(value):
+        refuse(name, "a number", value, owner)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range
+        number = math.inf
+    if not math.isfinite(number):
+        refuse(name, "finite", value, owner)
+    return number
+
+
+def as_bool(name: str, value: Any, *, owner: str = "") -> bool:
+    if not isinstance(value, bool):
+        refuse(name, "true or false", value, owner)
+    return value
+
+
+def as_str(name: str, value: Any, *, owner: str = "") -> str:
+    if not isinstance(value, str):
+        refuse(name, "a string", value, owner)
+    return value
+
+
+def one_of(name: str, value: Any, choices: Collection, *, owner: str = "") -> Any:
+    """`value` if it is one of `choices` ("must be one of a, b, c" otherwise)."""
+    if not _among(value, choices):
+        refuse(name, f"one of {', '.join(map(str, choices))}", value, owner)
+    return value
+
+
+def in_range(name: str, value: Any, *, owner: str = "", ge: Any = None, gt: Any = None,
+             le: Any = None, lt: Any = None, why: str = "") -> Any:
+    """`value` if it lies within the limits (nan never does); the limit named otherwise.
+    `why`, if given, follows the limit in parentheses."""
+    ok = ((ge is None or value >= ge) and (gt is None or value > gt)
+          and (le is None or value <= le) and (lt is None or value < lt))
+    if not ok:
+        what = limit_text(ge=ge, gt=gt, le=le, lt=lt)
+        refuse(name, f"{what} ({why})" if why else what, value, owner)
+    return value
+
+
+def _among(value: Any, choices: Collection) -> bool:
+    """`value in choices`, except that a bool never equals 0 or 1 here."""
+    return any(value == c and isinstance(value, bool) == isinstance(c, bool) for c in choices)
+
+
+# ----- a value against a type annotation ------------------------------------------------------
+def conform(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bool = False) -> Any:
+    """`value` checked against the annotation `tp` and stored canonically (an int for a float
+    field becomes a float; a dict is copied). Refused with the kind in words otherwise."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = typing.get_args(tp)
+        if value is None and _NONE in args:
+            return None
+        for arg in args:
+            if arg is not _NONE and _accepts(value, arg, whole_floats):
+                return conform(name, value, arg, owner=owner, whole_floats=whole_floats)
+        refuse(name, kind_words(tp), value, owner)
+    if not _accepts(value, tp, whole_floats):
+        refuse(name, kind_words(tp), value, owner)
+    if tp is int:
+        return as_int(name, value, owner=owner, whole_floats=whole_floats)
+    if tp is float:
+        return as_float(name, value, owner=owner)
+    if tp is dict or origin is dict:
+        return dict(value)
+    return value
+
+
+def kind_words(tp: Any) -> str:
+    """A type annotation in the words of a message: "an integer", "a string or null", ..."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return " or ".join(kind_words(arg) for arg in typing.get_args(tp))
+    if origin is typing.Literal:
+        return f"one of {', '.join(map(str, typing.get_args(tp)))}"
+    words = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+             dict: "a mapping of names to values", list: "a list", tuple: "a list",
+             _NONE: "null"}
+    base = origin or tp
+    if base in words:
+        return words[base]
+    return f"a {getattr(base, '__name__', str(base))}"
+
+
+def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
+    """Whether `value` has the kind `tp` names (limits and finiteness come after)."""
+    if tp is Any or tp is object:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_accepts(value, arg, whole_floats) for arg in typing.get_args(tp))
+    if origin is typing.Literal:
+        return _among(value, typing.get_args(tp))
+    if tp is _NONE or tp is None:
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return is_int(value) or (whole_floats and isinstance(value, float) and value.is_integer())
+    if tp is float:
+        return is_number(value)
+    if tp is dict or origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
+    if tp in (list, tuple) or origin in (list, tuple):
+        return isinstance(value, (list, tuple))
+    base = origin or tp
+    return isinstance(value, base) if isinstance(base, type) else True
+
+
+# ----- a whole field --------------------------------------------------------------------------
+def check(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bool = False,
+          choices: Collection | None = None, ge: Any = None, gt: Any = None, le: Any = None,
+          lt: Any = None, why: str = "") -> Any:
+    """One field: its kind (`conform`), then its choices and limits (skipped for None)."""
+    value = conform(name, value, tp, owner=owner, whole_floats=whole_floats)
+    if value is None:
+        return None
+    if choices is not None:
+        one_of(name, value, choices, owner=owner)
+    return in_range(name, value, owner=owner, ge=ge, gt=gt, le=le, lt=lt, why=why)
+
+
+def check_dataclass(obj: Any, *, owner: str = "", limits: dict[str, dict] | None = None,
+                    whole_floats: bool = False) -> None:
+    """Check every field of the (frozen) dataclass `obj` against its annotation and
+    `limits[name]` (keyword arguments of `check`: choices, ge, gt, le, lt, why), in field
+    order, and store each canonical value back. Checks that relate fields stay with `obj`."""
+    hints = field_types(type(obj))
+    limits = limits or {}
+    for f in dataclasses.fields(obj):
+        value = check(f.name, getattr(obj, f.name), hints[f.name], owner=owner,
+                      whole_floats=whole_floats, **limits.get(f.name, {}))
+        object.__setattr__(obj, f.name, value)
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """{field name: resolved annotation} of a dataclass, in field order (cached per class)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
