@@ -284,7 +284,8 @@ def part_a(sizes: Sizes, budget: Budget) -> list[Row]:
     if accel.platform == "cpu":
         sides += " (CPU compared with CPU: no accelerator)"
     config = TrainConfig(preset="tiny", vocab_size=256, seq_len=64, batch_size=32,
-                         dtype="float32", kernels="xla")
+                         dtype="float32", kernels="xla",
+                         model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {})
     runs: dict[tuple, tuple] = {}
 
     def losses(device, kernels: str, precision: str | None):

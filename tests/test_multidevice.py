@@ -165,7 +165,8 @@ DP_CHILD = textwrap.dedent("""
         return (cost[0] if isinstance(cost, list) else cost)["flops"]
 
     base = TrainConfig(preset="small", vocab_size=16384, seq_len=128, batch_size=32,
-                       tokens=32 * 128 * 10, kernels="xla", loss_chunk=4096, micro_batch=32)
+                       tokens=32 * 128 * 10, kernels="xla", loss_chunk=4096, micro_batch=32,
+                       model_overrides={"n_layers": 1})  # one layer: every check holds per layer
     out = {"ratio": {}, "gathers": {}}
     # Every factor (K, tying, head) at both levels, in two cells; the benchmark
     # bench_data_parallel.py measures all eight.
