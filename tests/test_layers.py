@@ -60,12 +60,7 @@ RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
 # Edges that break a rule below and cannot be fixed in place yet, each with its reason. An
 # entry that no longer matches an edge fails `test_allowlist_is_current`, so the list only
 # shrinks.
-ALLOWED = {
-    # Track.sums reuses the trainer's own summary of track.jsonl rows. `summarise` is a pure
-    # function of the rows (no JAX, nothing of the trainer), so it belongs below both, in a
-    # module of its own or beside `schema`; moving it means editing spamlang/train/tracking.py.
-    ("spamlang.plots.track", "spamlang.train.tracking"): "plots never imports train",
-}
+ALLOWED: dict = {}
 
 
 def module_name(path: Path) -> str:

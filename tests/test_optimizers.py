@@ -15,7 +15,7 @@ import pytest
 
 from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, config as config_module, optim, run_group
-from spamlang.train import tracking
+from spamlang.plots.track import summarise
 from spamlang.train.step import Program
 
 
@@ -224,7 +224,7 @@ def test_tracked_component_is_the_update_along_the_row():
 def test_summarise_splits_pull_and_between():
     rows = [{"step": 1, "ids": [0, 5], "seen": [1, 0], "embed": [0.5, -0.1]},
             {"step": 2, "ids": [0, 5], "seen": [0, 2], "embed": [-0.2, 0.3]}]
-    out = tracking.summarise(rows)["embed"]
+    out = summarise(rows)["embed"]
     assert out[0] == {"appearances": 1, "pull": 0.5, "between": -0.2, "net": pytest.approx(0.3)}
     assert out[5] == {"appearances": 1, "pull": 0.3, "between": -0.1, "net": pytest.approx(0.2)}
 

@@ -12,7 +12,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.plots.track import APPEARANCES, MAX_IDS, load_track, track_figure
-from spamlang.train.tracking import summarise
+from spamlang.plots.track import summarise
 
 STEPS = 60
 

@@ -8,7 +8,7 @@ when its symbol appears and pushed down between appearances (the softmax on abse
 weight decay), a push that Adam's second moment can rescale to full size once it has forgotten
 the last pull. One panel per tracked id shows which side wins: the cumulative sum (a line),
 every step's component (bars on the right axis, dark where the symbol appeared), triangles at
-the appearances, and the sums of both sides, taken from `spamlang.train.tracking.summarise`.
+the appearances, and the sums of both sides, taken from `summarise` below.
 """
 
 from __future__ import annotations
@@ -35,6 +35,28 @@ APPEARANCES = "appearances"  # gid of each panel's appearance markers
 PULL_COLOUR, BETWEEN_COLOUR = "0.45", "0.75"  # faint: the bars are the background
 
 
+def summarise(rows: list[dict]) -> dict[str, dict]:
+    """Per table and tracked id, the sums of the components over the steps where the symbol
+    occurred ("pull") and where it did not ("between"), and the appearance count.
+
+    `rows` are track.jsonl records: {"step", "ids", "seen", "embed", ["head"]}."""
+    if not rows:
+        return {}
+    ids = rows[0]["ids"]
+    out: dict[str, dict] = {}
+    for table in ("embed", "head"):
+        if table not in rows[0]:
+            continue
+        per = {}
+        for j, s in enumerate(ids):
+            pull = sum(r[table][j] for r in rows if r["seen"][j] > 0)
+            between = sum(r[table][j] for r in rows if r["seen"][j] == 0)
+            per[s] = {"appearances": sum(r["seen"][j] > 0 for r in rows), "pull": pull,
+                      "between": between, "net": pull + between}
+        out[table] = per
+    return out
+
+
 @dataclass(frozen=True)
 class Track:
     """One run's track.jsonl rows for one table, with what the figure says about the run."""
@@ -50,11 +72,7 @@ class Track:
 
     @cached_property
     def sums(self) -> dict:
-        """id -> {"appearances", "pull", "between", "net"}, from the trainer's own summary."""
-        # Imported here, not at the top: the plots import nothing of the trainer at import
-        # time (tracking.py loads JAX only inside the step's functions).
-        from spamlang.train.tracking import summarise
-
+        """id -> {"appearances", "pull", "between", "net"} (`summarise`)."""
         return summarise(self.rows)[self.table]
 
     def series(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

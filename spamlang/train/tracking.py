@@ -16,7 +16,8 @@ nothing next to the step's matmuls); the loop writes one row per step to track.j
 
 from __future__ import annotations
 
-# JAX is imported inside the step's functions: `spamlang plot track` reads summarise() only.
+# JAX is imported inside the step's functions. The summary of a finished track.jsonl (pull and
+# between sums per id) is `spamlang.plots.track.summarise`: it reads the file, not the trainer.
 
 
 def _tables(params, vocab_size: int) -> dict:
@@ -50,26 +51,4 @@ def row_updates(old_params, new_params, ids: list[int], vocab_size: int) -> dict
         delta_kxD = new[table][idx].astype(jnp.float32) - rows_kxD
         norm_k = jnp.linalg.norm(rows_kxD, axis=-1)
         out[f"track_{table}"] = jnp.sum(delta_kxD * rows_kxD, axis=-1) / jnp.maximum(norm_k, 1e-30)
-    return out
-
-
-def summarise(rows: list[dict]) -> dict[str, dict]:
-    """Per table and tracked id, the sums of the components over the steps where the symbol
-    occurred ("pull") and where it did not ("between"), and the appearance count.
-
-    `rows` are track.jsonl records: {"step", "ids", "seen", "embed", ["head"]}."""
-    if not rows:
-        return {}
-    ids = rows[0]["ids"]
-    out: dict[str, dict] = {}
-    for table in ("embed", "head"):
-        if table not in rows[0]:
-            continue
-        per = {}
-        for j, s in enumerate(ids):
-            pull = sum(r[table][j] for r in rows if r["seen"][j] > 0)
-            between = sum(r[table][j] for r in rows if r["seen"][j] == 0)
-            per[s] = {"appearances": sum(r["seen"][j] > 0 for r in rows), "pull": pull,
-                      "between": between, "net": pull + between}
-        out[table] = per
     return out
