@@ -56,6 +56,18 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unrecognised flag is reported by the subcommand that was
+        given (`spamlang train: error: ...`), with its `unknown_hint(extras)` (a default a
+        subparser may set) when that knows what the user meant."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            hint = getattr(parsed, "unknown_hint", None)
+            message = (hint(extras) if hint else None) or \
+                f"unrecognized arguments: {' '.join(extras)}"
+            self.exit(2, f"{getattr(parsed, 'command_prog', self.prog)}: error: {message}\n")
+        return parsed
+
 
 def add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
     """--debug on `parser` and every subcommand under it, so that it may follow the verb."""

@@ -223,3 +223,42 @@ def test_unreadable_checkpoints_are_one_line_the_trace_only_in_debug(finished_ru
     # orbax's own error, then the UserError it caused
     assert "OUT_OF_RANGE" in debug.stderr
     assert "UserError: no checkpoint can be restored" in debug.stderr
+
+
+# ----- no flag means two things (a language parameter is never a bare flag) ------------------
+
+def bad_flags(argv) -> int:
+    """The exit status of a command line that argparse refuses (in process: SystemExit)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    return exit_info.value.code
+
+
+def test_bare_eps_is_refused_naming_both_meanings(capsys):
+    assert bad_flags(["train", "--language", "noisy-spam", "--eps", "0.1", "--out", "unused",
+                      "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("spamlang train: error: --eps is not a flag of spamlang train")
+    assert "--param eps=VALUE" in err and "--adam-eps" in err
+
+
+def test_adam_flags_set_the_optimizer_and_params_set_the_language(capsys):
+    got = dry_run(["train", "--language", "noisy-spam", "--adam-eps", "1e-6", "--adam-b2", "0.99",
+                   "--param", "eps=0.2"], capsys)
+    assert got["eps"] == 1e-6 and got["b2"] == 0.99 and got["language_params"] == {"eps": 0.2}
+    assert dry_run(["train", "--b2", "0.999"], capsys)["b2"] == 0.999  # unambiguous: kept
+
+
+def test_a_language_parameter_as_a_bare_flag_names_param(capsys):
+    assert bad_flags(["train", "--language", "spam", "--holdout", "0.1", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spamlang train: error: --holdout is not a flag of spamlang train")
+    assert "--param holdout=VALUE" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unknown_flag_is_reported_by_its_command(capsys):
+    assert bad_flags(["train", "--tokenz", "5", "--out", "unused"]) == 2
+    assert capsys.readouterr().err == "spamlang train: error: unrecognized arguments: --tokenz 5\n"
+    assert bad_flags(["plot", "heatmap", "d", "-o", "x.png", "--bogus"]) == 2
+    assert capsys.readouterr().err.startswith("spamlang plot heatmap: error: unrecognized")

@@ -44,7 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name in _VERB_MODULES:
         importlib.import_module(name).register(sub)  # an ImportError here is a broken install
     add_debug_flag(parser)
+    _name_commands(parser)
     return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Every (sub)command reports a bad flag under its own name (`spamlang plot heatmap:
+    error: ...`), not the program's: the innermost command given sets `command_prog`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in {id(p): p for p in action.choices.values()}.values():
+                child.set_defaults(command_prog=child.prog)
+                _name_commands(child)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,7 +58,7 @@ def register(subparsers) -> None:
     helps = _field_help(TrainConfig)
     for f in dataclasses.fields(TrainConfig):
         _add_field_flag(group, f, helps.get(f.name, ""))
-    parser.set_defaults(func=handler)
+    parser.set_defaults(func=handler, unknown_hint=_unknown_hint, command_prog=parser.prog)
 
 
 def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
@@ -69,18 +69,52 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
                            help=_DICT_HELP.get(f.name, help_text), **kw)
         return
     flag = "--" + f.name.replace("_", "-")
+    if f.name in RENAMED:  # the optimizer's own name first; the bare one stays where unambiguous
+        flag = (RENAMED[f.name],) + (() if f.name in _AMBIGUOUS else (flag,))
+    else:
+        flag = (flag,)
     shown = f" (default: {default})"
     if f.name == "tokens":
-        group.add_argument(flag, type=_count, metavar="N", help=f"{help_text}; K/M/B suffixes "
+        group.add_argument(*flag, type=_count, metavar="N", help=f"{help_text}; K/M/B suffixes "
                            f"(decimal) allowed{shown}", **kw)
     elif isinstance(default, bool):
-        group.add_argument(flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw)
+        group.add_argument(*flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw)
     elif isinstance(default, (int, float, str)):
         kind = type(default)
-        group.add_argument(flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown, **kw)
+        group.add_argument(*flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown,
+                           **kw)
     elif default is None:  # an optional string (init_from); its help says what none means
-        group.add_argument(flag, type=str, metavar=f.metadata.get("metavar", "STR"),
+        group.add_argument(*flag, type=str, metavar=f.metadata.get("metavar", "STR"),
                            help=help_text, **kw)
+
+
+# Optimizer fields under names that say whose they are. `--eps` alone is not accepted: it would
+# read as a language's eps (noisy-spam's noise level, `--param eps=`) as easily as Adam's.
+RENAMED = {"b1": "--adam-b1", "b2": "--adam-b2", "eps": "--adam-eps"}
+_AMBIGUOUS = {"eps"}
+
+
+def _unknown_hint(extras: list[str]) -> str | None:
+    """The line for an unrecognised flag that names a language parameter (or the old --eps):
+    say how to set it, instead of argparse's bare refusal."""
+    from spamlang import languages  # imports JAX: on this error path only
+
+    owners: dict[str, list[str]] = {}
+    for name in languages.names():
+        for param in languages.param_defaults(name):
+            owners.setdefault(param, []).append(name)
+    for extra in extras:
+        if not extra.startswith("--"):
+            continue
+        flag = extra.split("=", 1)[0]
+        key = flag[2:].replace("-", "_")
+        if key in owners or key in RENAMED:
+            where = [f"a language parameter ({', '.join(owners[key])}) is set with --param "
+                     f"{key}=VALUE"] if key in owners else []
+            if key in RENAMED:
+                where.append(f"the optimizer's {key} is {RENAMED[key]}")
+            return f"{flag} is not a flag of spamlang train: {'; '.join(where)}"
+    return None
 
 
 def _known_names(field: str) -> str | None:
