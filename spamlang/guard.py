@@ -134,6 +134,13 @@ def run_guarded(fn: Callable[[], int | None], prog: str, *, at_exit: bool = Fals
     with quiet(prog, restore=not at_exit):
         try:
             return int(fn() or 0)
+        except BrokenPipeError:
+            # The reader left (`spamlang sweep X --dry-run | head`): nothing is wrong and
+            # nothing more can be shown. Quiet, with the shell's status for SIGPIPE; stdout
+            # goes to devnull so that the interpreter's final flush does not complain.
+            if at_exit:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + 13
         except (Exception, KeyboardInterrupt) as e:
             if debug_enabled():
                 raise

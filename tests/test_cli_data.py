@@ -94,3 +94,14 @@ def test_subprocess_has_no_traceback():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "unknown language 'nope'" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly():
+    """`spamlang preview ... | head`: no error line, the shell's SIGPIPE status (141)."""
+    proc = subprocess.Popen([sys.executable, "-m", "spamlang", "preview", "spam", "--vocab-size",
+                             "64", "--seq-len", "64", "-n", "20000"],  # ~3.6 MB: past any pipe
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()  # as `head` does after its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err

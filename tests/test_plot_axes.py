@@ -324,3 +324,12 @@ def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
     assert main(["plot", "lines", str(tmp_path / "cov"), "-o", str(out), "--x",
                  "sequences_per_symbol", "--y", "final_eval_loss", "--where", "!=3"]) == 2
     assert "key!=value" in capsys.readouterr().err
+
+
+def test_heatmap_cells_never_round_a_small_loss_to_zero():
+    from spamlang.plots.sweep import _cell_text, _range_text
+
+    assert [_cell_text(v) for v in (0.0, 5e-4, 7e-4, 1.3e-6, 0.0123, 0.5, 12.34)] == \
+        ["0", "5e-4", "7e-4", "1.3e-6", "0.012", "0.50", "12.3"]
+    assert _range_text(7.1e-7, 7.6e-7) == "7.1\u20137.6e-7"  # one exponent for both ends
+    assert _range_text(4e-4, 0.0012) == "4e-4\u20130.001"

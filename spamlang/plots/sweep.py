@@ -88,11 +88,24 @@ def best_cells(grid: np.ndarray, higher_is_better: bool = False) -> list[tuple[i
 
 
 def _cell_text(v: float) -> str:
-    if abs(v) < 5e-4:
+    """A loss as a cell shows it: never rounded to a "0" that its colour contradicts (SpamLang's
+    losses run down to 1e-6), so below 1e-3 in two significant digits ("5.0e-4")."""
+    if v == 0:
         return "0"
+    if abs(v) < 1e-3:
+        mantissa, exponent = f"{v:.1e}".split("e")
+        return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
     if abs(v) < 0.1:
         return f"{v:.3f}"
     return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def _range_text(lo: float, hi: float) -> str:
+    """"lo–hi", sharing one exponent where both have the same ("7.1–7.6e-7"): a cell is narrow."""
+    a, b = _cell_text(lo), _cell_text(hi)
+    if "e" in a and "e" in b and a.split("e")[1] == b.split("e")[1]:
+        a = a.split("e")[0]
+    return f"{a}\u2013{b}"
 
 
 def _text_colour(rgba) -> str:
@@ -110,7 +123,7 @@ def cell_label(point: Point, metric: str, best: str | None = None) -> str:
         return "div" if n_div else ""
     lines = [_cell_text(s.mean)]
     if s.n > 1 and _cell_text(s.lo) != _cell_text(s.hi):
-        lines.append(f"{_cell_text(s.lo)}\u2013{_cell_text(s.hi)}")
+        lines.append(_range_text(s.lo, s.hi))
     if best:
         lines.append(f"{short_name(best)} {describe([r.get(best) for r in point.runs], best)}")
     if n_div:
