@@ -20,6 +20,7 @@ from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.guard import Parser, add_debug_flag, run_command
+from spamlang.schema import RESULT
 from spamlang.sweep.bracket import DEFAULT_LIMIT
 from spamlang.sweep.spec import Sweep, check_bracket, id_part, parse_shard, shard_groups
 
@@ -81,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
 
 
 def _status(run_dir: Path) -> str:
-    if (run_dir / "result.json").is_file():
+    if (run_dir / RESULT).is_file():
         return "done"
     return "partial" if run_dir.is_dir() else "new"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json
+from spamlang.schema import METRICS, RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
@@ -110,13 +111,13 @@ def skip_line(run_ids: list[str], busy: RunDirBusy) -> str:
 
 
 def _finished(run_dir: Path) -> bool:
-    return (run_dir / "result.json").is_file()
+    return (run_dir / RESULT).is_file()
 
 
 def _last_loss(run_dir: Path) -> float | None:
     """The latest train loss in a live run's metrics.jsonl (reads only the file's tail)."""
     try:
-        with open(run_dir / "metrics.jsonl", "rb") as f:
+        with open(run_dir / METRICS, "rb") as f:
             f.seek(max(0, f.seek(0, 2) - 8192))
             lines = f.read().decode("utf-8", "replace").splitlines()
     except OSError:
