@@ -76,6 +76,7 @@ def worker_a() -> dict:
     accelerator runs it)."""
     import jax
 
+    from spamlang.sweep.fit import compiled_bytes
     from spamlang.train.step import Program, default_mesh
 
     assert jax.device_count() == DEVICES, f"expected {DEVICES} CPU devices, got {jax.devices()}"
@@ -106,7 +107,7 @@ def worker_a() -> dict:
                 "all_gather": _count("all-gather", hlo),
                 "all_reduce": _count("all-reduce", hlo),
             }
-            row["total"] = row["argument"] + row["output"] + row["temp"] - row["alias"]
+            row["total"] = compiled_bytes(compiled)  # the sweep's own measure (sweep/fit.py)
             out["cols"][f"{n_dev}x{k}"] = row
             del lowered, compiled, hlo
     out["rss_gib"] = _peak_rss_gib()

@@ -24,6 +24,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from spamlang import fields
 from spamlang.errors import UserError
 from spamlang.token_files import (
     FORMAT, load_tokens, read_sidecar, sidecar_path, token_dtype, write_tokens,
@@ -35,8 +36,6 @@ _CHUNK_TOKENS = 2**20  # tokens generated per device call when serving large req
 
 def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:
     """An int in [low, high) (high None: >= low), checked by `spamlang.fields`."""
-    from spamlang import fields
-
     return fields.in_range(what, fields.as_int(what, value), ge=low, lt=high)
 
 

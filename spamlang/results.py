@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.plots.results import (OUTCOME_COLUMNS, check_dir, flatten_config, parse_cell,
-                                    read_metrics)
-from spamlang.schema import CONFIG, RESULT, RESULTS_FILE
+from spamlang.plots.results import check_dir, flatten_config, parse_cell, read_metrics
+from spamlang.schema import CONFIG, RESULT, RESULT_COLUMNS, RESULTS_FILE
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
@@ -113,7 +112,7 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
 
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = _read_csv(root / RESULTS_FILE)
-    first = min((i for i, c in enumerate(header) if c in OUTCOME_COLUMNS), default=len(header))
+    first = min((i for i, c in enumerate(header) if c in RESULT_COLUMNS), default=len(header))
     axes = [c for c in header[:first] if c != "run_id"]
     by_id = {}
     for row in rows:

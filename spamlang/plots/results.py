@@ -32,9 +32,6 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE
 
-# Outcome columns of results.csv known to this version; see the module docstring for how a
-# column that is not listed is classified.
-OUTCOME_COLUMNS = RESULT_COLUMNS
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
 _FLATTENED = {"language_params": "param.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
@@ -156,9 +153,9 @@ def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
         reader = csv.DictReader(f)
         header = [c for c in reader.fieldnames or [] if c]
         rows = list(reader)
-    known = [i for i, c in enumerate(header) if c in OUTCOME_COLUMNS]
+    known = [i for i, c in enumerate(header) if c in RESULT_COLUMNS]
     first = min(known, default=len(header))
-    outcomes = {c for i, c in enumerate(header) if i >= first or c in OUTCOME_COLUMNS}
+    outcomes = {c for i, c in enumerate(header) if i >= first or c in RESULT_COLUMNS}
     table = {}
     for n, row in enumerate(rows):
         run_id = row.get("run_id") or f"row{n + 1}"

@@ -1,7 +1,7 @@
 """How many members of a vmapped group fit one device: XLA's memory analysis of the step.
 
 A sweep vmaps the runs of a group (the LRs and seeds of one cell) into one program. On an
-accelerator the runner first asks how much memory the device has (`device_memory_bytes`:
+accelerator the runner first asks how much memory the device has (`device_memory`:
 the SPAMLANG_DEVICE_MEMORY environment variable, else the device's own `bytes_limit`) and, when
 it knows, compiles the step of the group -- without running it or allocating anything -- and
 reads XLA's memory analysis (`program_bytes`). A group that does not fit is trained in chunks
@@ -105,12 +105,6 @@ def device_memory() -> DeviceMemory | None:
     if not isinstance(limit, int) or limit <= 0:
         return None
     return DeviceMemory(limit, f"{device.platform}:{device.id} bytes_limit")
-
-
-def device_memory_bytes() -> int | None:
-    """`device_memory()`'s bytes, or None (no cap)."""
-    memory = device_memory()
-    return None if memory is None else memory.bytes
 
 
 def compiled_bytes(compiled: Any) -> int:

@@ -22,7 +22,6 @@ from spamlang.errors import UserError
 from spamlang.filelock import Holder, Taken, locked
 from spamlang.schema import RUN_LOCK
 
-LOCK = RUN_LOCK
 
 
 class RunDirBusy(UserError):
@@ -54,7 +53,7 @@ def hold_run_dirs(run_dirs: Iterable[str | os.PathLike]) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         for run_dir in run_dirs:
             try:
-                stack.enter_context(locked(Path(run_dir) / LOCK, wait=False))
+                stack.enter_context(locked(Path(run_dir) / RUN_LOCK, wait=False))
             except Taken as e:
                 raise RunDirBusy(run_dir, e.holder) from None
             except OSError as e:
