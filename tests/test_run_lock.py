@@ -103,26 +103,21 @@ def test_cli_train_on_a_held_dir_exits_2_with_one_line(tmp_path, capsys):
     assert os.listdir(out) == [".lock"]
 
 
-class LockCheckingLoop:
+def lock_checking_loop(configs, run_dirs, **kwargs):
     """Stands in for the training loop (whose training the other tests cover): checks that
     each run's directory is locked while it trains, and writes its result."""
-
-    def __init__(self, configs, run_dirs, **kwargs):
-        self.run_dirs = run_dirs
-
-    def run(self, received):
-        results = []
-        for run_dir in self.run_dirs:
-            with pytest.raises(Taken, match=f"locked by pid {os.getpid()} on host"):
-                with locked(run_dir / ".lock", wait=False):
-                    pass
-            results.append({"final_eval_loss": 1.0, "diverged": False})
-            rundir.write_result(run_dir, results[-1])
-        return results
+    results = []
+    for run_dir in run_dirs:
+        with pytest.raises(Taken, match=f"locked by pid {os.getpid()} on host"):
+            with locked(run_dir / ".lock", wait=False):
+                pass
+        results.append({"final_eval_loss": 1.0, "diverged": False})
+        rundir.write_result(run_dir, results[-1])
+    return results
 
 
 def test_a_sweep_skips_the_runs_another_process_holds(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("spamlang.train.loop.Loop", LockCheckingLoop)
+    monkeypatch.setattr("spamlang.train.loop.train_members", lock_checking_loop)
     sweep = Sweep("held", TINY, {"lr": [3e-3, 1e-2]})
     out = tmp_path / "sweep"
     with held_by_child(out / "lr3e-3") as proc:

@@ -98,13 +98,14 @@ def test_run_directory_contract(reference):
 
 def test_interrupted_run_resumes_exactly(reference, tmp_path):
     out = tmp_path / "run"
-    # 37: neither a log nor a checkpoint step, so unlogged metrics travel in the checkpoint
+    # 37 is not a log step: the loop stops at the next one, 40, with every row written, so
+    # a checkpoint never holds unlogged metrics.
     with pytest.raises(Interrupted) as info:
         run_training(CFG, out, quiet=True, stop_after_step=37)
-    assert info.value.step == 37 and info.value.exit_status == 130
+    assert info.value.step == 40 and info.value.exit_status == 130
     assert not (out / "result.json").exists()
-    assert 37 in [int(p.name) for p in (out / "checkpoints").iterdir()]
-    assert max(r["step"] for r in rows(out)) == 35
+    assert 40 in [int(p.name) for p in (out / "checkpoints").iterdir()]
+    assert max(r["step"] for r in rows(out)) == 40
     result = run_training(CFG, out, quiet=True)
     assert rows(out) == rows(reference[0])
     assert numbers(result) == numbers(reference[1])
@@ -215,9 +216,10 @@ def _assert_rows_match(got_dir, ref_dir):
 def test_group_resume_keeps_every_members_work(tmp_path):
     """Members at different steps and a member added later resume without losing work.
 
-    lr 3e-3 stops at step 23 (checkpoint 23), lr 1e-2 goes on alone to step 30, and lr 5e-3
-    is new: it trains 0 -> 23 alone, then with lr 3e-3 to 30, then all three together. Every
-    member ends equal to an uninterrupted group, and the old members' rows are untouched.
+    lr 3e-3 and 1e-2 stop at the log step 25, lr 1e-2 goes on alone to step 30, and lr 5e-3
+    is new: each of the three starting steps (0, 25, 30) trains as its own subgroup to the
+    end. Every member ends equal to an uninterrupted group, and the old members' rows are
+    untouched.
     """
     lrs = (3e-3, 1e-2, 5e-3)
     configs = [CFG.replace(lr=lr, seed=i) for i, lr in enumerate(lrs)]

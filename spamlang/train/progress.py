@@ -5,6 +5,7 @@ Everything goes to stderr, so stdout stays clean for the result a CLI prints.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -13,17 +14,19 @@ class Progress:
     """Report steps, loss and tokens/s; silent with quiet=True.
 
     On a TTY a tqdm bar with the latest logged loss and tokens/s; elsewhere (logs of batch
-    jobs) one line every `line_every` steps and a line for each event (eval, resume, ...).
+    jobs, nohup) a line at the first log step, then one at most every `every_s` seconds
+    (`SPAMLANG_LOG_SECONDS`, default 30) and at the end, and a line for each event.
     """
 
-    def __init__(self, total: int, start: int, *, label: str, quiet: bool, line_every: int):
+    def __init__(self, total: int, start: int, *, label: str, quiet: bool,
+                 every_s: float | None = None):
         self.quiet = quiet
         self.total = total
         self.label = label
-        self.line_every = max(1, line_every)
+        self.every_s = float(os.environ.get("SPAMLANG_LOG_SECONDS", 30)) if every_s is None \
+            else every_s
         self._bar = None
-        self._last_line = None  # step of the last plain line (the first log always gets one)
-        self._t0 = time.perf_counter()
+        self._last_line = None  # time of the last plain line (the first log always gets one)
         if quiet:
             return
         if sys.stderr.isatty():
@@ -49,8 +52,8 @@ class Progress:
             self._bar.set_postfix_str(f"loss {shown}, {speed} tok/s", refresh=False)
             self.advance(step)
         elif (self._last_line is None or step == self.total
-              or step // self.line_every > self._last_line // self.line_every):
-            self._last_line = step
+              or time.perf_counter() - self._last_line >= self.every_s):
+            self._last_line = time.perf_counter()
             self.message(f"step {step}/{self.total}  loss {shown}  {speed} tok/s")
 
     def message(self, text: str) -> None:

@@ -157,15 +157,14 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
         results = [rundir.read_result(d) for d in dirs]
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
-            from spamlang.train.loop import Loop
+            from spamlang.train.loop import train_members
 
-            # One process's progress is enough: under srun every process prints to one log.
-            loop = Loop([configs[i] for i in todo], [dirs[i] for i in todo],
-                        quiet=quiet or not writer, writer=writer,
-                        stop_after_step=stop_after_step,
-                        peak=functools.partial(matmul_peak, configs[0].dtype))
             with _stop_signals() as received:
-                done = loop.run(received)
+                # One process's progress is enough: under srun every process prints to one log.
+                done = train_members([configs[i] for i in todo], [dirs[i] for i in todo],
+                                     quiet=quiet or not writer, writer=writer,
+                                     stop_after_step=stop_after_step, received=received,
+                                     peak=functools.partial(matmul_peak, configs[0].dtype))
             for i, result in zip(todo, done):
                 results[i] = result
     return results
