@@ -1,7 +1,7 @@
 """The price of exposure accounting: the train step with and without its int32[V] counts.
 
 Every step sorts each row's inputs, marks each id's first occurrence and scatter-adds those
-marks into the member's counts (`spamlang.train.exposure`); with several devices the counts
+marks into the member's counts (`spamlang.coverage.exposure`); with several devices the counts
 also meet in one psum of V int32. Target: at most 3% of the step's time at V = 131,072.
 
 Both programs are the same `spamlang.train.step.Program` except for `count_exposure`; they
@@ -67,7 +67,7 @@ def _count_alone(config, calls: int = 50) -> float:
     import jax
     import jax.numpy as jnp
 
-    from spamlang.train.exposure import count_batch
+    from spamlang.coverage.exposure import count_batch
 
     tokens_BxL = config.make_language().sample(jax.random.PRNGKey(0), config.batch_size,
                                                 config.seq_len)

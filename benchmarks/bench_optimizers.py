@@ -2,7 +2,7 @@
 
 Every optimizer is the same `spamlang.train.step.Program` except for `optimizer` (adamw,
 lazy_adamw, sgd, adafactor), plus adamw with `track_symbols` = 8 (the mechanism diagnostic:
-a gather of 8 rows of each row table per step, `spamlang.train.tracking`). Each program
+a gather of 8 rows of each row table per step, `spamlang.coverage.tracking`). Each program
 trains one member; they are timed in alternating rounds in one process, each keeps its best
 round, and the table gives each as a ratio to adamw measured beside it (this machine is
 shared, so absolute times drift more than the ratios).

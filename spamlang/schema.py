@@ -37,7 +37,7 @@ SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr"
 RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
                   "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
                   "tokens", "tokens_per_s", "wall_seconds",
-                  # coverage: how often training showed each id (spamlang.train.exposure)
+                  # coverage: how often training showed each id (spamlang.coverage.exposure)
                   "updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
                   "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
                   "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
@@ -45,7 +45,7 @@ RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "loss_above_floor", "op
                   "eval_seen_sequences", "eval_unseen_sequences",
                   # the gradient bottleneck of the final model (runs with diag_every)
                   "kernel_fraction", "projected_cosine", "head_rank",
-                  # how many updates a symbol needs (spamlang.train.symbols; spam family)
+                  # how many updates a symbol needs (spamlang.coverage.symbols; spam family)
                   "updates_to_learn", "updates_to_learn_bound", "symbols_learned",
                   # symbols training never drew (a spam holdout)
                   "eval_loss_heldout", "eval_accuracy_heldout", "repetition_accuracy_heldout",

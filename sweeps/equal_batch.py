@@ -13,7 +13,7 @@ b2 is 0.95 (the default) and 0.999 (the setting the optimizer sweeps found to le
 the head's effect is not hidden behind the optimizer's forgetting.
 
 Every run reports the per-symbol sample complexity (`updates_to_learn`, the exposure at which
-half of the symbols reach a loss under 0.1 log V, `spamlang.train.symbols`) and logs the
+half of the symbols reach a loss under 0.1 log V, `spamlang.coverage.symbols`) and logs the
 kernel fraction along training (diag rows at init, every quarter, and at the end). Under pure
 coverage, updates_to_learn is the same at every V; under the head's bottleneck it grows with
 V / D.

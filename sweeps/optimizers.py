@@ -4,7 +4,7 @@ where the default (AdamW, b2 0.95) fails.
 The cells are V = 4,096 at B = 32 (a symbol returns every 128 steps), with 500 steps (the CPU
 demo's cell: 3.9 updates per symbol) and with 2,048 steps (16 updates per symbol, the
 updates of `beta2_vocab.py` and `return_time.py`), tied and untied. The optimizers
-(`spamlang.train.optim`):
+(`spamlang.optim`):
 - adamw: the default, b1 0.9, b2 0.95;
 - lazy_adamw: the same, but a row of the embedding or head moves (moments, count, decay,
   parameters) only in steps where its symbol occurs, so nothing between its appearances

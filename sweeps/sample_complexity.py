@@ -2,7 +2,7 @@
 
 Every SpamLang run scores each symbol on its own and bins the scores by the symbol's exposure
 (training sequences that showed it); `updates_to_learn` is the exposure at which half of the
-symbols reach a loss under 0.1 log V (`spamlang.train.symbols`). At 16 updates per symbol
+symbols reach a loss under 0.1 log V (`spamlang.coverage.symbols`). At 16 updates per symbol
 almost every exposure bin is learned, so the number is only bounded from above; here the
 coverage is 8 updates per symbol, so the exposures (Poisson around 8: about 2 to 15) straddle
 the point where symbols start to be learned, and the crossing is measured.

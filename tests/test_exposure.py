@@ -1,4 +1,4 @@
-"""Exposure accounting and the seen / unseen evaluation (spamlang.train.exposure)."""
+"""Exposure accounting and the seen / unseen evaluation (spamlang.coverage.exposure)."""
 
 import math
 
@@ -10,11 +10,11 @@ import pytest
 from spamlang import languages
 from spamlang.loss import next_token_loss, token_stats
 from spamlang.model import ModelConfig, Transformer
-from spamlang.train import rundir
-from spamlang.train.checkpoint import RunCheckpoints
+from spamlang import rundir
+from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.train.config import TrainConfig
 from spamlang.train.evaluate import make_eval_fn, sample_rows
-from spamlang.train.exposure import seen_rows, sequence_counts, summary
+from spamlang.coverage.exposure import seen_rows, sequence_counts, summary
 from spamlang.train.loop import Interrupted
 from spamlang.train.run import run_training
 from spamlang.train.step import default_mesh, program

@@ -225,7 +225,7 @@ def test_diag_metrics_of_mlp_head_is_against_its_output_matrix():
 
 
 def test_lazy_row_tables_are_the_v_row_matrices_only():
-    from spamlang.train.optim import row_tables
+    from spamlang.optim import row_tables
 
     model = nnx.eval_shape(lambda: Transformer(config("mlp:24", embed_dim=8), rngs=nnx.Rngs(0)))
     rows = row_tables(V)(nnx.state(model, nnx.Param))

@@ -34,14 +34,18 @@ LAYERS = (
     # shared by `spamlang VERB` and `python sweeps/X.py`, so that sweep needs nothing of cli).
     ("spamlang", "errors", "fields", "fileio", "publish", "filelock", "glyphs", "schema",
      "guard"),
+    # The run-directory contract: its files, its lock and its orbax checkpoints.
+    ("rundir",),
     ("languages",),  # the generators
     ("token_files",),  # the token-file format, knowing nothing of datasets
     ("data",),  # SequenceDataset and its export into a token file
     ("model",),  # the Transformer, presets, heads, kernels
-    ("loss", "perf"),  # the (chunked) loss on model.kernels; FLOP counts of a ModelConfig
+    # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig; the optimizers.
+    ("loss", "perf", "optim"),
     # DESIGN lists diagnostics with the readers at the end, but the trainer logs its
     # measurements every `diag_every` steps (train.loop), so it sits below train.
-    ("diagnostics",),
+    # coverage: exposure counts and per-symbol scores, which training and evaluation record.
+    ("diagnostics", "coverage"),
     ("train",),  # config, state and step, loop, runs
     # Readers of a trained run or of a model: sample loads a run (train.load_run); hf measures
     # a Hugging Face LM with diagnostics.

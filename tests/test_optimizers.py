@@ -14,7 +14,8 @@ import optax
 import pytest
 
 from spamlang.errors import UserError
-from spamlang.train import Interrupted, TrainConfig, config as config_module, optim, run_group
+from spamlang import optim
+from spamlang.train import Interrupted, TrainConfig, config as config_module, run_group
 from spamlang.plots.track import summarise
 from spamlang.train.step import Program
 
@@ -257,7 +258,7 @@ def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
 def test_checkpoints_written_before_the_member_hyperparameters_still_restore(tmp_path):
     """Earlier versions injected only the learning rate; their checkpoints (a finished run's
     final one, read by `spamlang sample`) restore, b2 and the rest taken from the config."""
-    from spamlang.train.checkpoint import RunCheckpoints
+    from spamlang.rundir.checkpoint import RunCheckpoints
 
     config = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 6, b2=0.99)
     program = Program(config)

@@ -20,15 +20,15 @@ from spamlang.errors import UserError
 from spamlang.filelock import Taken, locked
 from spamlang.sweep import Sweep, run_sweep
 from spamlang.train import TrainConfig, run_group, run_training
-from spamlang.train import rundir
-from spamlang.train.lock import RunDirBusy, hold_run_dirs
+from spamlang import rundir
+from spamlang.rundir.lock import RunDirBusy, hold_run_dirs
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,
                    log_every=5, eval_sequences=16, checkpoint_every=10)
 HOLD = """
 import sys, time
-from spamlang.train.lock import hold_run_dirs
+from spamlang.rundir.lock import hold_run_dirs
 with hold_run_dirs(sys.argv[1:]):
     print("held", flush=True)
     time.sleep(300)

@@ -18,7 +18,7 @@ from spamlang.errors import UserError
 from spamlang.model import ModelConfig, Transformer
 from spamlang.sweep.results import RESULT_COLUMNS
 from spamlang.train import TrainConfig, run_training
-from spamlang.train import symbols
+from spamlang.coverage import symbols
 
 
 # ----- the holdout ------------------------------------------------------------------------

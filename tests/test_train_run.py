@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from spamlang.train.evaluate import COVERAGE_KEYS, HOLDOUT_KEYS
-from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
+from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
-from spamlang.train.lock import hold_run_dirs
+from spamlang.rundir.lock import hold_run_dirs
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
@@ -160,7 +160,7 @@ def test_unwritable_out_is_a_user_error(tmp_path, monkeypatch):
     def read_only(*args, **kwargs):  # chmod cannot stop root, who runs these tests in CI
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("spamlang.train.rundir.tempfile.mkstemp", read_only)
+    monkeypatch.setattr("spamlang.rundir.tempfile.mkstemp", read_only)
     with pytest.raises(UserError, match="cannot write to run directory .*Permission denied"):
         run_training(CFG, tmp_path / "ro", quiet=True)
 

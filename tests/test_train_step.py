@@ -10,11 +10,11 @@ import optax
 import pytest
 
 from spamlang.train.evaluate import COVERAGE_KEYS, HOLDOUT_KEYS
-from spamlang.train.symbols import RESULT_KEYS as SYMBOL_KEYS
+from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from flax import nnx
 
 from spamlang.errors import UserError
-from spamlang.train import optim
+from spamlang import optim
 from spamlang.train.config import TrainConfig, parse_count
 from spamlang.train.step import Program, micro_batches, program
 

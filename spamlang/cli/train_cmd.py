@@ -235,7 +235,7 @@ def handler(args) -> int:
         jax.distributed.initialize()  # before any other JAX call touches a backend
     enable_compile_cache()
     from spamlang.train.run import Interrupted, run_training
-    from spamlang.train.rundir import RESULT
+    from spamlang.rundir import RESULT
 
     finished = os.path.exists(os.path.join(args.out, RESULT))
     try:

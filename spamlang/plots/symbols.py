@@ -2,7 +2,7 @@
 
 Each finished run of a SpamLang-family sweep scored every symbol (up to 4,096 of them) on its
 own sequence at the end and binned the scores by how many training sequences showed the
-symbol (`symbol_curve` in result.json, `spamlang.train.symbols`). This draws the bins' median
+symbol (`symbol_curve` in result.json, `spamlang.coverage.symbols`). This draws the bins' median
 loss against their mean exposure, one colour per V, one line per seed (so the seed spread is
 the spread of the lines), at each cell's best LR (lowest seed-mean final eval loss). A dashed
 line marks each V's "learned" threshold, 0.1 log V, and a diamond each run's

@@ -1,7 +1,7 @@
 """The mechanism diagnostic (`spamlang plot track`): how each step moved tracked symbols' rows.
 
 A run trained with `track_symbols = k > 0` writes track.jsonl, one row per step (see
-`spamlang.train.tracking`): for each tracked id, how many of the batch's sequences showed it
+`spamlang.coverage.tracking`): for each tracked id, how many of the batch's sequences showed it
 ("seen") and the component of the step's applied update to its embedding ("embed") and, when
 untied, head ("head") row along the row itself, <p' - p, p>/|p|. In SpamLang a row is pulled up
 when its symbol appears and pushed down between appearances (the softmax on absent symbols,
@@ -28,7 +28,7 @@ from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.schema import CONFIG
 
-TRACK_FILE = "track.jsonl"  # spamlang.train.rundir.TRACK, not imported (see Track.sums)
+TRACK_FILE = "track.jsonl"  # spamlang.rundir.TRACK, not imported (see Track.sums)
 TABLES = ("embed", "head")
 MAX_IDS = 6  # panels per run; more would be too narrow to read
 APPEARANCES = "appearances"  # gid of each panel's appearance markers

@@ -6,7 +6,7 @@ safe: finished runs (result.json present) are skipped, interrupted ones resume f
 checkpoint, and results.csv is rebuilt from the run directories after every run or group.
 
 Sweeps at the same time on one directory (shards of a SLURM array, or the same command started
-twice) cooperate: each run directory has one owner (`spamlang.train.lock`), so a sweep skips
+twice) cooperate: each run directory has one owner (`spamlang.rundir.lock`), so a sweep skips
 the runs or groups another process is training, with a line `skip <run id>: in use by pid ...`
 on stderr, and goes on with the rest; results.csv is written by one process at a time.
 """
@@ -29,7 +29,7 @@ from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.results import SWEEP_FILE, write_results
 from spamlang.sweep.spec import (Sweep, cell_key, check_bracket, check_shard, group_key, groups,
                                  shard_groups)
-from spamlang.train.lock import RunDirBusy
+from spamlang.rundir.lock import RunDirBusy
 
 
 # On CPU, groups whose steps hold at most this many tokens train vmapped by default: between

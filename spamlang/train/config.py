@@ -49,7 +49,7 @@ from spamlang import fields
 from spamlang.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd")
-# spamlang.train.optim's names, repeated here so that building a config imports no JAX
+# spamlang.optim's names, repeated here so that building a config imports no JAX
 # (tests/test_optimizers.py checks that the two agree).
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 ADAM_FAMILY = ("adamw", "lazy_adamw")
@@ -144,7 +144,7 @@ class TrainConfig:
     micro_batch: int = 0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
     tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
-    optimizer: str = "adamw"  # adamw | lazy_adamw | sgd | adafactor (spamlang.train.optim)
+    optimizer: str = "adamw"  # adamw | lazy_adamw | sgd | adafactor (spamlang.optim)
     lr: float = 1e-3  # peak learning rate; the sweeps' main axis, a state array (MEMBER_FIELDS)
     schedule: str = "cosine"  # constant | cosine | wsd; all start with the linear warmup
     warmup_frac: float = 0.05  # fraction of steps of linear warmup from 0 (common: 1-5%)
@@ -249,10 +249,13 @@ class TrainConfig:
 
         fields = {**preset_fields(self.preset), **self.model_overrides}
         max_len = fields.get("max_seq_len", ModelConfig.__dataclass_fields__["max_seq_len"].default)
-        if "max_seq_len" in self.model_overrides and max_len < self.seq_len:
-            raise UserError(f"model_overrides max_seq_len ({max_len}) must be >= seq_len ({self.seq_len})")
+        if max_len < self.seq_len:  # never raised silently: attention and eval cost grow with it
+            where = "model_overrides max_seq_len" if "max_seq_len" in self.model_overrides \
+                else f"preset {self.preset}'s max_seq_len"
+            raise UserError(f"seq_len {self.seq_len} exceeds {where} ({max_len}); raise it with "
+                            f"--model max_seq_len={self.seq_len}")
         return ModelConfig.preset(
-            self.preset, **{**self.model_overrides, "max_seq_len": max(max_len, self.seq_len)},
+            self.preset, **self.model_overrides,
             vocab_size=self.vocab_size, tie_embeddings=self.tie_embeddings, head=self.head,
             residual=self.residual, dtype=self.dtype)
 

@@ -15,7 +15,7 @@ Metrics (device scalars; `Program.evaluate` adds the floor and the coverage, as 
   "the model keeps repeating the seed symbol".
 - eval_loss_seen / eval_loss_unseen, repetition_accuracy_seen / repetition_accuracy_unseen:
   the same over the eval sequences whose ids training has all seen as inputs, and over the
-  others (`spamlang.train.exposure`), with eval_seen_sequences / eval_unseen_sequences
+  others (`spamlang.coverage.exposure`), with eval_seen_sequences / eval_unseen_sequences
   counting them; NaN on a side with no sequence. A model that learned a copy mechanism
   repeats unseen symbols too; one that learned per-symbol maps repeats only the seen ones.
 """
@@ -28,7 +28,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from spamlang.loss import token_stats
 from spamlang.model import generate
-from spamlang.train.exposure import seen_rows
+from spamlang.coverage.exposure import seen_rows
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:

@@ -23,8 +23,8 @@ import jax
 import numpy as np
 
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
-from spamlang.train import rundir
-from spamlang.train.checkpoint import RunCheckpoints
+from spamlang import rundir
+from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.train.progress import Progress
 from spamlang.train.step import program as get_program
 
@@ -218,7 +218,7 @@ class _Group:
 
     def _track(self, m: _Member, entries: list) -> None:
         """One track.jsonl row per step: the tracked rows' updates along themselves and the
-        sequences that showed each tracked id (`spamlang.train.tracking`)."""
+        sequences that showed each tracked id (`spamlang.coverage.tracking`)."""
         for step, values in entries:
             row = {"step": step, "ids": self.cfg.tracked_ids,
                    "seen": [int(x) for x in values["track_seen"]]}

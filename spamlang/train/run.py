@@ -2,7 +2,7 @@
 
 `run_training(config, out_dir)` and `run_group(configs, out_dirs)` are the same loop over K
 members (`spamlang.train.loop`; a single run is K = 1). Each member's directory follows the
-run-directory contract (see `spamlang.train.rundir`): config.json first, metrics.jsonl
+run-directory contract (see `spamlang.rundir`): config.json first, metrics.jsonl
 appended as the run goes, checkpoints/ every `checkpoint_every` steps and at the end,
 result.json last. A directory with result.json is returned as is; one without resumes from
 its newest readable checkpoint and ends with the same metrics.jsonl (timing fields aside) and
@@ -22,7 +22,7 @@ Failures: a diverged run (non-finite loss, or loss above `diverge_loss`) is a re
 SIGTERM finish the current step, save a checkpoint and raise `Interrupted` (exit status 130
 or 143 in the CLI); a second signal acts as usual. Rerunning the same command resumes.
 
-One owner per run directory: training holds the directory's lock (`spamlang.train.lock`),
+One owner per run directory: training holds the directory's lock (`spamlang.rundir.lock`),
 taken before anything there is written and let go when the run returns or its process dies.
 Training a directory another process holds raises `RunDirBusy`, a UserError naming the
 holder's pid, host and start time, and touches nothing. A finished run is returned without
@@ -53,10 +53,10 @@ import threading
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.train import rundir
-from spamlang.train.checkpoint import RunCheckpoints
+from spamlang import rundir
+from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.train.config import MEMBER_FIELDS
-from spamlang.train.lock import RunDirBusy, hold_run_dirs
+from spamlang.rundir.lock import RunDirBusy, hold_run_dirs
 from spamlang.train.loop import Interrupted
 
 __all__ = ["Interrupted", "load_run", "matmul_peak", "run_group", "run_training"]
@@ -186,7 +186,7 @@ def _check_init_from(configs, out_dirs) -> None:
 
 @contextlib.contextmanager
 def _owned(run_dirs: list[Path], writer: bool):
-    """Hold the run directories' locks (`spamlang.train.lock`) for the body, or raise.
+    """Hold the run directories' locks (`spamlang.rundir.lock`) for the body, or raise.
 
     Only process 0 of a multi-host job locks: it is the one that writes the run files, and
     the processes of one job, sharing the directory on purpose, must not exclude each other

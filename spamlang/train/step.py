@@ -2,9 +2,9 @@
 
 - The state is a dict pytree whose every leaf has a leading axis of K members: params,
   opt_state (the config's optimizer with each member's peak LR inside,
-  `spamlang.train.optim`), step,
+  `spamlang.optim`), step,
   data_key, diverged, diverged_step (-1 while healthy), and exposure (int32[V]: in how many
-  training sequences each id occurred as an input, `spamlang.train.exposure`). A single run
+  training sequences each id occurred as an input, `spamlang.coverage.exposure`). A single run
   is K = 1.
 - `member_step(state) -> (state, metrics)` is one member's pure step; the program jits it
   mapped over the member axis (`over_members`: vmap) once, with the state donated, for every K. Each member draws its
@@ -20,7 +20,7 @@
   (`Program.pretrained_params`); nothing compiled changes.
 - The optimizer's update takes `present_V` (the ids in the step's batch, one psum of V int32
   over "data") when lazy_adamw needs it; with `track_symbols` the metrics also carry the
-  tracked rows' updates along themselves and their appearances (`spamlang.train.tracking`).
+  tracked rows' updates along themselves and their appearances (`spamlang.coverage.tracking`).
 - Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) sets `diverged`
   and `diverged_step` and freezes that member's params and optimizer state on device; the
   other members keep training.
@@ -45,7 +45,8 @@ from spamlang.errors import UserError
 from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
 from spamlang.model.kernels import resolve
-from spamlang.train import exposure, optim, symbols, tracking
+from spamlang import optim
+from spamlang.coverage import exposure, symbols, tracking
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 from spamlang.train.evaluate import (HELDOUT_KEYS, make_eval_fn, make_heldout_eval_fn,
                                      sample_rows, sharded_rows)
@@ -357,7 +358,7 @@ class Program:
 
     def evaluate(self, state: State, configs: list | None = None) -> list[dict[str, float]]:
         """Each member's evaluation (`spamlang.train.evaluate`: the loss, its floor, accuracies,
-        the seen / unseen split), its coverage so far (`spamlang.train.exposure.summary`) and
+        the seen / unseen split), its coverage so far (`spamlang.coverage.exposure.summary`) and
         its return time against its Adam memory, from `configs[i]` (default: the program's
         config, whose b2 is a placeholder when members differ in it)."""
         out, counts = jax.device_get(
@@ -379,7 +380,7 @@ class Program:
         return rows
 
     def symbol_stats(self, state: State) -> list[dict]:
-        """Each member's per-symbol learning (`spamlang.train.symbols.learning_curve`) now;
+        """Each member's per-symbol learning (`spamlang.coverage.symbols.learning_curve`) now;
         [] for languages without per-symbol scores. Cheap: S x 2 tokens per member."""
         if self._symbols is None:
             return []

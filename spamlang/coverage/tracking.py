@@ -25,7 +25,7 @@ def _tables(params, vocab_size: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from spamlang.train.optim import _path_name
+    from spamlang.optim import _path_name
 
     found = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):

@@ -3,7 +3,7 @@
 A run's mean loss mixes symbols that training showed often with symbols it showed rarely.
 Here every symbol (or an evenly spaced 4,096 of them when V is larger) is scored on its own
 sequence `s s ... s`, and the scores are binned by the symbol's exposure (training sequences
-that showed it, `spamlang.train.exposure`). A symbol counts as learned when its loss is under
+that showed it, `spamlang.coverage.exposure`). A symbol counts as learned when its loss is under
 `LEARNED_FRACTION` x log V (a tenth of the uniform guess's loss).
 
 `updates_to_learn` is the exposure at which half of the symbols are learned: the first bin,

@@ -7,7 +7,7 @@ injected into the state, times a relative schedule.
 - "adamw": Adam's m / (sqrt(v) + eps) (`optax.scale_by_adam`, b1, b2, eps): the default.
 - "lazy_adamw": the same, except that a row of a row table (the embedding, and the head's
   V-row matrices) moves -- moments, step count, weight decay and parameters -- only in steps
-  where its symbol occurs in the batch (`spamlang.train.lazy`). Each row is then an Adam run
+  where its symbol occurs in the batch (`spamlang.optim.lazy`). Each row is then an Adam run
   on its own appearances: between them it keeps its moments, so the softmax's push-down on
   absent symbols neither reaches the row nor erodes its second moment.
 - "sgd": heavy-ball momentum, m <- momentum * m + g (`optax.trace`).
@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from spamlang.train import lazy
+from spamlang.optim import lazy
 
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # Per-member hyperparameters (state arrays): the config field of each, by optax's name.

@@ -6,10 +6,10 @@ track.jsonl, result.json.
 - metrics.jsonl gets one JSON object per line, flushed as written. A resume first cuts it back
   to the restored checkpoint's step, so the finished file equals an uninterrupted run's.
 - track.jsonl (runs with track_symbols > 0): one row per step with the tracked rows' updates
-  (`spamlang.train.tracking`), kept like metrics.jsonl: cut back on resume, synced before
+  (`spamlang.coverage.tracking`), kept like metrics.jsonl: cut back on resume, synced before
   each checkpoint.
 - result.json is written last (atomically); its presence marks the run finished.
-- .lock is the lock of the process training the run (`spamlang.train.lock`), deleted when
+- .lock is the lock of the process training the run (`spamlang.rundir.lock`), deleted when
   it ends; one left by a killed process is harmless (the lock died with it).
 
 Non-finite floats are written as null (strict JSON, readable by every tool).
