@@ -43,3 +43,30 @@ def _speaker(e: BaseException) -> BaseException:
     while "See full TensorStore details" in str(e) and getattr(e, "__cause__", None) is not None:
         e = e.__cause__
     return e
+
+
+def no_space(path, e: BaseException) -> UserError | None:
+    """A UserError naming `path` and the free space of its filesystem when `e` (or an exception
+    it was raised from) is a full disk; None for any other error. Orbax reports a full disk as a
+    RESOURCE_EXHAUSTED message of TensorStore's, not as an OSError, hence the text test."""
+    import errno
+    import os
+    import shutil
+
+    seen = e
+    while seen is not None:
+        if (isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT)) or \
+                "No space left on device" in str(seen) or "RESOURCE_EXHAUSTED" in str(seen):
+            break
+        seen = seen.__cause__ or seen.__context__
+    else:
+        return None
+    folder = os.fspath(path)
+    while folder and not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    try:
+        free = f"{shutil.disk_usage(folder or '.').free / 2**20:,.1f} MiB free there"
+    except OSError:
+        free = "free space unknown"
+    return UserError(f"no space left on device writing {path} ({free}); free some space and "
+                     f"rerun the same command to resume")

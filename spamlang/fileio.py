@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, no_space
 
 
 def _default_mode() -> int:
@@ -49,12 +49,15 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         # Any failure (including KeyboardInterrupt) must not leave the temporary behind.
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        full = no_space(path, e)
+        if full is not None:
+            raise full from e
         raise
 
 

@@ -331,3 +331,20 @@ def test_a_run_written_before_a_config_field_existed_is_still_the_same_run(refer
     assert run_training(CFG, out, quiet=True) == reference[1]
     with pytest.raises(UserError, match="different config"):
         run_training(CFG.replace(kernels="xla"), out, quiet=True)
+
+
+def test_bit_flipped_checkpoint_fails_its_checksum_and_falls_back(reference, tmp_path):
+    """64 bytes XORed inside the largest file of the newest checkpoint's state: the values
+    read back differ, the checksums saved beside them say so, and the run resumes from the
+    checkpoint before, ending as the uninterrupted run does."""
+    out = copy_unfinished(reference[0], tmp_path / "run")
+    largest = max((f for f in (out / "checkpoints" / "60" / "state").rglob("*") if f.is_file()),
+                  key=lambda f: f.stat().st_size)
+    data = bytearray(largest.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(b ^ 0xFF for b in data[middle:middle + 64])
+    largest.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match=r"checkpoints/60 is unreadable .*fail their checksum"):
+        result = run_training(CFG, out, quiet=True)
+    assert rows(out) == rows(reference[0])
+    assert numbers(result) == numbers(reference[1])

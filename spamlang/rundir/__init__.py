@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, no_space
 from spamlang.fileio import atomic_write_json, atomic_write_text, read_json
 
 from spamlang.schema import CHECKPOINTS, CONFIG, METRICS, RESULT, TRACK  # noqa: F401 (re-exported)
@@ -162,8 +162,11 @@ class MetricsLog:
         record = json_safe(record)
         self.records.append(record)
         if self._file is not None:
-            self._file.write(_line(record))
-            self._file.flush()
+            try:
+                self._file.write(_line(record))
+                self._file.flush()
+            except OSError as e:
+                raise (no_space(self.path, e) or e) from e
 
     def sync(self) -> None:
         """Make the lines durable before a checkpoint claims the steps they describe."""

@@ -9,6 +9,10 @@ own, so the members of a vmapped group resume from their own steps.
 
 Saves are synchronous: the next step donates the state's buffers, and a checkpoint is
 written every few hundred steps, so the simplicity is worth more than the overlap.
+
+Every array's checksum (`checksums`, computed on the device, so only 4 bytes per array reach
+the host) is saved in `meta`; a restored state is checked against it, and a mismatch (a bit
+flipped on disk or in transfer) counts as a damaged checkpoint like an unreadable one.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import orbax.checkpoint as ocp
 
-from spamlang.errors import UserError, describe
+from spamlang.errors import UserError, describe, no_space
 
 
 class RunCheckpoints:
@@ -44,11 +50,18 @@ class RunCheckpoints:
         """Write the checkpoint for `step`; a no-op when that step is already saved."""
         if step in self._manager.all_steps():
             return
+        meta = {**meta, "checksums": checksums(state)}
         args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
         # force: we decide when to save; orbax's own policy would refuse a step below an
         # existing one, which happens after falling back past a damaged checkpoint.
-        self._manager.save(step, args=args, force=True)
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(step, args=args, force=True)
+            self._manager.wait_until_finished()
+        except Exception as e:
+            full = no_space(self.directory / str(step), e)
+            if full is not None:
+                raise full from e
+            raise
 
     def restore_latest(self, abstract_state: Any, legacy: tuple | None = None
                        ) -> tuple[int, Any, dict] | None:
@@ -75,6 +88,11 @@ class RunCheckpoints:
                     restored = self._manager.restore(step, args=args)
                 except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
                     errors.append(e)
+                    continue
+                bad = _mismatches(restored.state, dict(restored.meta or {}).get("checksums"))
+                if bad:
+                    errors.append(ValueError(f"{len(bad)} array(s) fail their checksum "
+                                             f"({', '.join(bad[:3])})"))
                     continue
                 break
             else:
@@ -109,3 +127,40 @@ class RunCheckpoints:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
+
+
+def checksums(state: Any) -> dict[str, str]:
+    """{array path: 8 hex digits} of every array of `state`, computed where the arrays live."""
+    leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+    sums = jax.device_get(_fingerprints([x for _, x in leaves]))
+    return {jax.tree_util.keystr(path): f"{int(s):08x}" for (path, _), s in zip(leaves, sums)}
+
+
+@jax.jit
+def _fingerprints(arrays: list) -> list:
+    return [_fingerprint(x) for x in arrays]
+
+
+def _fingerprint(x: jax.Array) -> jax.Array:
+    """sum(word_i * odd_i) mod 2^32 over the array's 32-bit words, with a distinct odd weight
+    per position: a flipped bit changes the sum (2^k times an odd number is never 0 mod 2^32),
+    a swap of two words does too, and integer sums are exact in any reduction order."""
+    x = jnp.asarray(x)
+    if x.dtype == jnp.bool_:
+        words = x.astype(jnp.uint32)
+    elif x.dtype.itemsize == 4:
+        words = jax.lax.bitcast_convert_type(x, jnp.uint32)
+    else:  # 8- and 16-bit types (bfloat16, int8): their bits, widened
+        unsigned = {1: jnp.uint8, 2: jnp.uint16}[x.dtype.itemsize]
+        words = jax.lax.bitcast_convert_type(x, unsigned).astype(jnp.uint32)
+    flat = words.ravel()
+    odd = jnp.arange(flat.size, dtype=jnp.uint32) * jnp.uint32(2654435761) + jnp.uint32(1) | 1
+    return jnp.sum(flat * odd, dtype=jnp.uint32)
+
+
+def _mismatches(state: Any, saved: dict | None) -> list[str]:
+    """Paths whose checksum differs from `saved` (none for checkpoints saved without them)."""
+    if not saved:
+        return []
+    now = checksums(state)
+    return [path for path, value in now.items() if saved.get(path, value) != value]
