@@ -58,26 +58,42 @@ def next_token_loss(model, tokens_BxL: jax.Array, *, chunk_size: int | None = No
     _check_chunk_size(chunk_size)
     if tokens_BxL.ndim != 2 or tokens_BxL.shape[1] < 2:
         raise UserError(f"next_token_loss needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
-    h_BxLxD = model.hidden(tokens_BxL)
     if mesh is not None and mesh.shape.get("data", 1) > 1:
-        return _data_parallel_loss(model, h_BxLxD, tokens_BxL, chunk_size, fused, mesh)
+        return _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh)
+    h_BxLxD = model.hidden(tokens_BxL)
     D = h_BxLxD.shape[-1]
     h_NxD = h_BxLxD[:, :-1].reshape(-1, D)
     targets_N = tokens_BxL[:, 1:].reshape(-1)
     return loss_from_hidden(model, h_NxD, targets_N, chunk_size=chunk_size, fused=fused)
 
 
-def _data_parallel_loss(model, h_BxLxD, tokens_BxL, chunk_size, fused, mesh):
-    """The head and loss of each device's own rows, summed over "data" with one psum."""
+def _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh):
+    """The whole forward and loss of each device's own rows under one shard_map over "data",
+    the sums meeting in one psum.
 
-    def local(head, h_nxD, targets_n):
-        nll, hits = _sums(head, h_nxD, targets_n, jnp.ones(targets_n.shape, jnp.float32),
-                          chunk_size, fused)
-        return jax.lax.psum(nll, "data"), jax.lax.psum(hits, "data")
-
+    Every parameter enters replicated and is cast to varying once, on entry, so that every
+    use of it inside works on this device's copy and its gradient is all-reduced once, by the
+    transpose of that one cast: a tied embedding's two uses (the lookup and the head) add up
+    on each device before one all-reduce, where a lookup outside the shard_map (or an implicit
+    cast at each use) would reduce the two apart. Custom VJPs inside (the cpu kernels, the
+    fused loss) then see varying weights and return local gradients."""
+    from flax import nnx
     from jax.sharding import PartitionSpec as P
 
-    nll_sum, hit_sum = _on_own_rows(model, h_BxLxD, tokens_BxL, mesh, local, (P(), P()))
+    graph, state = nnx.split(model)
+
+    def local(state, tokens_bxL):
+        replica = nnx.merge(graph, jax.tree.map(
+            lambda x: jax.lax.pcast(x, ("data",), to="varying"), state))
+        h_bxLxD = replica.hidden(tokens_bxL)
+        D = h_bxLxD.shape[-1]
+        targets_n = tokens_bxL[:, 1:].reshape(-1)
+        nll, hits = _sums(replica, h_bxLxD[:, :-1].reshape(-1, D), targets_n,
+                          jnp.ones(targets_n.shape, jnp.float32), chunk_size, fused)
+        return jax.lax.psum(nll, "data"), jax.lax.psum(hits, "data")
+
+    nll_sum, hit_sum = jax.shard_map(local, mesh=mesh, in_specs=(P(), P("data")),
+                                     out_specs=(P(), P()))(state, tokens_BxL)
     count = jnp.float32(tokens_BxL.shape[0] * (tokens_BxL.shape[1] - 1))
     return nll_sum / count, {"accuracy": hit_sum / count}
 

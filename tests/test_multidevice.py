@@ -180,6 +180,13 @@ DP_CHILD = textwrap.dedent("""
         out["gathers"][kernels] = [l.strip()[:160] for l in hlo.splitlines()
                                    if re.search(r"all-gather(-start)?\\(", l)]
         out["psum"] = out.get("psum", 0) + len(re.findall(r"all-reduce(-start)?\\(", hlo))
+    # V x D gradient buffers all-reduced: E and W untied, the one tied matrix once.
+    out["vd_reduced"] = {}
+    for tied in (False, True):
+        hlo = compiled(base.replace(tie_embeddings=tied, loss_chunk=256), 4, 1).as_text()
+        out["vd_reduced"]["tied" if tied else "untied"] = sum(
+            l.split(" all-reduce")[0].count("f32[16384,64]") for l in hlo.splitlines()
+            if re.search(r"\\sall-reduce(-start)?\\(", l))
     print("RESULT " + json.dumps(out))
 """)
 
@@ -190,3 +197,5 @@ def test_step_is_data_parallel_in_the_compiled_program():
         assert 0.2 <= ratio <= 0.3, (cell, ratio)
     assert out["gathers"] == {"xla": [], "cpu": []}
     assert out["psum"] > 0  # the gradients (and loss sums) are still reduced
+    # A tied embedding's two gradient contributions meet before one all-reduce.
+    assert out["vd_reduced"] == {"untied": 2, "tied": 1}
