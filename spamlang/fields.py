@@ -15,11 +15,21 @@ fails is refused with one `UserError` line of one shape everywhere:
 
 The rules, the same for every owner:
 - int: an integer that is not a bool (NumPy integers included), stored as a Python int;
-  with `whole_floats` a whole float (16.0) is accepted too (TrainConfig's JSON does).
+  with `whole_floats` a whole float (16.0) is accepted too (TrainConfig's JSON does). A string
+  is read by `parse_int` ("4096", "4K", "1.5M"), so a JSON config, a sweep file and a flag
+  take the same text.
 - float: a real number that is not a bool, stored as a finite Python float, so an int is fine
-  (`lr=1` and `lr=1.0` are the same config, fingerprint and run id).
+  (`lr=1` and `lr=1.0` are the same config, fingerprint and run id); a string holding a
+  number ("3e-3") is read as that number.
 - bool: True or False, not 0 or 1. str: a string. dict: a mapping with string keys (copied).
   list: a list or tuple. `X | None`: null or an X. `Literal[...]`: one of its values. `Any`.
+
+How counts are written, read and printed is decided here too, once for every place a user
+types or reads one (flags, JSON configs, sweep files, `plot --where`, figures, samples):
+K, M and B are decimal (1K = 1,000, 2M = 2,000,000, as in "41M tokens"); `format_count`
+prints a suffix only where it is exact with at most one decimal (100K, 1.5K, 2M) and the
+digits otherwise (1024, 131072), so that every count a figure shows can be typed back.
+Learning rates print as `format_lr` does (3e-2, 2.5e-4).
 
 Plain Python (no JAX or NumPy import): building a config stays cheap.
 """
@@ -31,13 +41,70 @@ import functools
 import math
 import numbers
 import operator
+import re
 import types
 import typing
+from decimal import Decimal
 from typing import Any, Collection, NoReturn
 
 from spamlang.errors import UserError
 
 _NONE = type(None)
+SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}  # decimal, as in "41M tokens"
+INT_TEXT = "an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)"  # parse_int's text, in words
+_INT_RE = re.compile(r"\s*([+-]?[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*")
+_MAX_DIGITS = 30  # no count has more; "1e999999" would build a million-digit int
+
+
+# ----- numbers as text ------------------------------------------------------------------------
+def parse_int(text: str) -> int:
+    """An integer from text: digits (with "_" between them), optionally a decimal part or an
+    exponent, and a K / M / B suffix; the value must be whole. "4096", "4K" (4,000), "1.5M",
+    "1_048_576", "1e6", "-3". ValueError otherwise (`INT_TEXT` says what is expected)."""
+    m = _INT_RE.fullmatch(text) if isinstance(text, str) else None
+    if m is None or "__" in m.group(1) or m.group(1).endswith("_"):
+        raise ValueError(f"expected {INT_TEXT}, got {text!r}")
+    number = Decimal(m.group(1).replace("_", "")) * SUFFIXES.get(m.group(2).upper(), 1)
+    if number.adjusted() > _MAX_DIGITS:
+        raise ValueError(f"{text!r} is too large")
+    if number != number.to_integral_value():
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(number)
+
+
+def parse_float(text: str) -> float:
+    """A float from text ("3e-3", "0.1", "1_000.5"); ValueError otherwise. Finiteness is the
+    caller's check (`as_float` names it)."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected a number, got {text!r}")
+    return float(text)
+
+
+def format_count(value: Any, decimals: int = 1) -> str:
+    """A count as figures and summaries print it (module docstring): 1000 -> '1K', 1500 ->
+    '1.5K', 100000 -> '100K', 2000000 -> '2M', 1024 -> '1024', 64 -> '64'; a number that is
+    not whole as '%g'. A suffix is used where it is exact with at most `decimals` decimals
+    (tick labels of a tokens axis allow more: 1250 -> '1.25K' beside 1K and 1.5K).
+    `parse_int` reads every result back to the same value."""
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:g}"
+    n = int(value)
+    sign, n = ("-" if n < 0 else ""), abs(n)
+    scale = 10**decimals
+    for suffix, unit in sorted(SUFFIXES.items(), key=lambda item: -item[1]):
+        scaled, rest = divmod(scale * n, unit)
+        if n >= unit and rest == 0:
+            whole, fraction = divmod(scaled, scale)
+            fraction = f".{fraction:0{decimals}d}".rstrip("0") if fraction else ""
+            return f"{sign}{whole}{fraction}{suffix}"
+    return f"{sign}{n}"
+
+
+def format_lr(lr: float) -> str:
+    """A learning rate as every figure, legend and caption prints it: 5e-4 -> '5e-4',
+    0.00025 -> '2.5e-4', 0.01 -> '1e-2' (3 significant digits)."""
+    mantissa, exponent = f"{float(lr):.3e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
 
 
 # ----- the message ----------------------------------------------------------------------------
@@ -83,7 +150,13 @@ def is_number(value: Any) -> bool:
 
 # ----- one value of one kind ------------------------------------------------------------------
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
-    """`value` as an int; a bool, a string or a fraction is refused ("must be an integer")."""
+    """`value` as an int, a string read by `parse_int` ("4K"); a bool, other text or a
+    fraction is refused ("must be an integer")."""
+    if isinstance(value, str):
+        try:
+            return parse_int(value)
+        except ValueError:
+            refuse(name, "an integer", value, owner)
     if is_int(value):
         return operator.index(value)
     if whole_floats and isinstance(value, float) and value.is_integer():
@@ -92,15 +165,22 @@ def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False
 
 
 def as_float(name: str, value: Any, *, owner: str = "") -> float:
-    """`value` as a finite float; an int is fine, a bool or a string is not."""
+    """`value` as a finite float; an int or a string holding a number ("3e-3") is fine, a bool
+    or other text is not."""
+    given = value  # what the message quotes: the text as written, not its number
+    if isinstance(value, str):
+        try:
+            value = parse_float(value)
+        except ValueError:
+            refuse(name, "a number", given, owner)
     if not is_number(value):
-        refuse(name, "a number", value, owner)
+        refuse(name, "a number", given, owner)
     try:
         number = float(value)
     except OverflowError:  # an int beyond the float range
         number = math.inf
     if not math.isfinite(number):
-        refuse(name, "finite", value, owner)
+        refuse(name, "finite", given, owner)
     return number
 
 
@@ -194,15 +274,24 @@ def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
     if tp is bool:
         return isinstance(value, bool)
     if tp is int:
-        return is_int(value) or (whole_floats and isinstance(value, float) and value.is_integer())
+        return (is_int(value) or (whole_floats and isinstance(value, float) and value.is_integer())
+                or (isinstance(value, str) and _reads(parse_int, value)))
     if tp is float:
-        return is_number(value)
+        return is_number(value) or (isinstance(value, str) and _reads(parse_float, value))
     if tp is dict or origin is dict:
         return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     if tp in (list, tuple) or origin in (list, tuple):
         return isinstance(value, (list, tuple))
     base = origin or tp
     return isinstance(value, base) if isinstance(base, type) else True
+
+
+def _reads(parse, text: str) -> bool:
+    try:
+        parse(text)
+    except ValueError:
+        return False
+    return True
 
 
 # ----- a whole field --------------------------------------------------------------------------

@@ -4,17 +4,24 @@ Ids 0..25 are 'A'..'Z' and 26..51 are 'a'..'z' on every machine. After them come
 order and by ascending code point within each tier:
 
 1. the other Unicode letters (`str.isalpha()`), single-width ones first, then the double-width
-   (East Asian wide/fullwidth) ones: about 131,700 letters, enough for the paper's largest
-   vocabulary (131,072) to be written in letters only;
-2. other printable, non-space symbols (Unicode categories N*, P*, S*; ASCII excluded, so that
-   digits, commas and spaces stay free for writing token ids);
+   (East Asian wide/fullwidth) ones, except those that look like another glyph (`_look_alike`):
+   about 124,700 letters;
+2. other printable, non-space symbols (Unicode categories Nl, No, P*, S*; ASCII and every
+   script's digits excluded, so that digits, commas and spaces stay free for writing token ids);
 3. private-use code points (rendered as boxes by most fonts, but unique);
 4. unassigned code points, noncharacters excluded.
 
 Combining marks, controls, format characters, separators and surrogates are never used, so
-every glyph is exactly one code point that stands on its own. Tiers 1-2 have about 142,000
-characters and tiers 3-4 about 967,000, so at least 2**20 = 1,048,576 ids (`NUM_GLYPHS` in
-all) have a glyph. The order past 'z' follows the running Python's Unicode database
+every glyph is exactly one code point that stands on its own, nor are letters and symbols
+written right to left (Hebrew, Arabic, ...), around which a terminal reorders a line. Nor are letters a reader would
+take for another glyph (`_look_alike`): a letter with a mark or in another form of a letter
+(NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), the letters of Greek, Cyrillic, Armenian and Latin's IPA extensions that
+copy another script's letter or a digit (Greek Α, Cyrillic а and З, Armenian օ, ɑ, ı), small
+capitals, modifier letters and turned or reversed forms, and the scripts whose letters copy
+Latin capitals (Cherokee, Lisu, Coptic). That list is drawn from Unicode's confusables and
+cannot be complete; `spamlang sample --ids` prints ids instead of glyphs. Tiers 1-2 have about
+132,500 characters and tiers 3-4 about 967,000, so at least 2**20 = 1,048,576 ids
+(`NUM_GLYPHS` in all) have a glyph. The order past 'z' follows the running Python's Unicode database
 (`unicodedata.unidata_version`), so glyphs for ids >= 52 may differ between Python versions;
 within one interpreter the mapping is a bijection, and `token_of(glyph(i)) == i`.
 
@@ -34,6 +41,20 @@ from spamlang.errors import UserError
 _ASCII_LETTERS = string.ascii_uppercase + string.ascii_lowercase
 _NUM_CODE_POINTS = 0x110000
 _SYMBOL_CATEGORIES = frozenset("Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So".split())
+# Letters that copy a Latin letter, a digit or a letter of another script here (from Unicode's
+# confusables.txt); the first of each look-alike pair (a Latin letter, a Greek one) stays.
+_COPIES = frozenset(map(ord,
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧϒαγικνορυχϲϳϹͿ"  # Greek: Latin look-alikes
+    "АВЕКМНОРСТХЅІЈҮԀԚԜҺӀЗаеорсухѕіјԁһԛԝүӏзѴѵ"  # Cyrillic: Latin look-alikes, З like 3
+    "ГПФѰѡѲѳӘәӠӡћ"  # Cyrillic: copies of Greek or IPA letters
+    "ՕօոսՍՏհզԼցՅ"  # Armenian: Latin look-alikes, Յ like 3
+    "ıȷɑɡɩɛƐƩɸɣꭓſǀǃƖƟɵʔƻƼƽ"  # Latin (IPA): of Latin or Greek letters; ʔ like ?, ƽ like 5
+    "‚„"))  # punctuation like the comma between ids
+# Whole blocks whose letters copy Latin capitals: Cherokee, its supplement, Lisu, Coptic.
+_COPYING_BLOCKS = ((0x13A0, 0x13FF), (0xAB70, 0xABBF), (0xA4D0, 0xA4FF), (0x2C80, 0x2CFF),
+                   (0x03E2, 0x03EF))
+# Names of letters that are another letter drawn differently.
+_VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
 # Filled by _table(): id -> code point, and code point -> id (-1 when not a glyph).
 _CODE_POINTS: np.ndarray | None = None
@@ -44,6 +65,29 @@ def _is_noncharacter(cp: int) -> bool:
     return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE
 
 
+def _right_to_left(ch: str) -> bool:
+    """Written right to left (Hebrew, Arabic, ...): a terminal would reorder the sample around
+    it, so that a token no longer stands at its position."""
+    return unicodedata.bidirectional(ch) in ("R", "AL")
+
+
+def _look_alike(ch: str) -> bool:
+    """A letter or symbol a reader would take for another glyph or for a digit (the module
+    docstring's list)."""
+    cp = ord(ch)
+    category = unicodedata.category(ch)
+    if cp in _COPIES or any(lo <= cp <= hi for lo, hi in _COPYING_BLOCKS):
+        return True
+    if category in ("Lm", "Nd"):  # modifier letters (raised copies, marks); other scripts' digits
+        return True
+    if 0xAC00 <= cp <= 0xD7A3:  # Hangul syllables: NFKD spells them in jamo, they stand alone
+        return False
+    if unicodedata.normalize("NFKD", ch) != ch:  # ȳ, Ӯ, ﬁ, Ａ, 𝐀, ①, ½, …
+        return True
+    name = unicodedata.name(ch, "")
+    return category[0] == "L" and any(word in name for word in _VARIANT_WORDS)
+
+
 def _build() -> list[int]:
     """All glyph code points in id order (see the module docstring for the tiers)."""
     narrow_letters, wide_letters, narrow_symbols, wide_symbols = [], [], [], []
@@ -51,6 +95,8 @@ def _build() -> list[int]:
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)
         cat = unicodedata.category(ch)
+        if cat[0] in "LNPS" and (_right_to_left(ch) or _look_alike(ch)):
+            continue
         if cat[0] == "L":
             wide = unicodedata.east_asian_width(ch) in ("W", "F")
             (wide_letters if wide else narrow_letters).append(cp)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import logging
 import os
@@ -36,6 +37,7 @@ import warnings
 from typing import Callable, Iterator
 
 from spamlang.errors import UserError, describe, first_line
+from spamlang.fields import INT_TEXT, parse_int
 
 DEBUG_ENV = "SPAMLANG_DEBUG"
 HINT = "rerun with --debug or SPAMLANG_DEBUG=1 for the trace"
@@ -52,6 +54,8 @@ class Parser(argparse.ArgumentParser):
         # Here a dash before a digit (or before ".digit") always starts a value, as in newer
         # Pythons; no spamlang option looks like a number.
         self._negative_number_matcher = re.compile(r"^-\.?\d")
+        # Every integer flag reads counts as configs do: --vocab-size 4K, --num-seqs 1_000.
+        self.register("type", int, _int_flag)
 
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -64,9 +68,38 @@ class Parser(argparse.ArgumentParser):
         if extras:
             hint = getattr(parsed, "unknown_hint", None)
             message = (hint(extras) if hint else None) or \
-                f"unrecognized arguments: {' '.join(extras)}"
+                f"unrecognized arguments: {' '.join(extras)}{_suggestion(self, parsed, extras)}"
             self.exit(2, f"{getattr(parsed, 'command_prog', self.prog)}: error: {message}\n")
         return parsed
+
+
+def _int_flag(text: str) -> int:
+    try:
+        return parse_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}; expected {INT_TEXT}") \
+            from None
+
+
+def _suggestion(parser: argparse.ArgumentParser, parsed: argparse.Namespace,
+                extras: list[str]) -> str:
+    """' (did you mean --tokens?)' for the first unknown flag close to one of the given
+    (sub)command's flags; '' when none is."""
+    command = parser
+    while True:  # down to the subcommand given (spamlang plot heatmap), whose flags count
+        sub = next((a for a in command._actions if isinstance(a, argparse._SubParsersAction)),
+                   None)
+        name = getattr(parsed, sub.dest, None) if sub else None
+        if name not in (sub.choices if sub else {}):
+            break
+        command = sub.choices[name]
+    flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], flags, n=1)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
 
 
 def add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = True) -> None:

@@ -2,26 +2,30 @@
 
 `sample_run(run_dir, ...)` restores the run's latest checkpoint, seeds every sample with a prompt
 (by default the single token 0, shown as `A`, as in the paper; for a language that needs a longer
-seed, such as `cycle`, its first `prompt_len` tokens drawn from the language), continues it with
-KV-cached temperature sampling (greedy at temperature 0) and labels every generated token
+seed, such as `cycle`, and for greedy decoding of several samples, which would otherwise be n
+copies of one, each sample's own first `prompt_len` tokens drawn from the language), continues
+it with KV-cached temperature sampling (greedy at temperature 0) and labels every generated token
 *correct* when it is one of the language's most likely next tokens given the tokens before it
-(`Language.is_most_likely`), *incorrect* otherwise.
+(`Language.is_most_likely`; in SpamLang: the seed symbol again), *incorrect* otherwise.
 
 Per sample, counted over the generated tokens only (the prompt is not predicted):
 - `fraction_correct`: correct generated tokens / generated tokens;
 - `first_error`: index of the first incorrect generated token, 0 being the first token after the
   prompt; -1 when there is none;
-- `longest_run`: the longest stretch of consecutive correct generated tokens.
+- `longest_run`: the longest stretch of consecutive correct generated tokens;
+- `longest_repeat`: the longest stretch of one symbol, correct or not, so that a sample that
+  repeats the wrong symbol (`A` then nine `ξ`: longest run 0) shows what it learned (9).
 `Summary` averages them; its mean first error is over the samples that have an error
 (None when none has), and `error_free` counts the others.
 
 Renderers: `render_text` (ANSI colours on a terminal; without colour a marker line under each
-sample: `s` seed, `.` correct, `x` incorrect), `render_html` (a Table-1-like table, one coloured
+sample: `s` seed, `.` correct, `x` incorrect; glyphs or, with `ids`, token ids), `render_html` (a Table-1-like table, one coloured
 cell per token) and `spamlang.plots.samples.plot_samples` (the same table as PNG or PDF).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import re
@@ -33,6 +37,7 @@ import numpy as np
 
 from spamlang import glyphs
 from spamlang.errors import UserError
+from spamlang.fields import format_count, format_lr
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
 _ANSI = {SEED: "\x1b[1;34m", CORRECT: "\x1b[32m", INCORRECT: "\x1b[1;4;31m"}  # underline: not colour alone
@@ -48,6 +53,8 @@ class SampleStats:
     fraction_correct: float  # correct generated tokens / generated tokens
     first_error: int  # index (0 = first generated token) of the first incorrect one; -1 if none
     longest_run: int  # longest run of consecutive correct generated tokens
+    longest_repeat: int = 0  # longest run of one symbol among them, correct or not; 0: not measured
+    repeat_token: int = -1  # that run's symbol (the first such run's); -1: not measured
 
 
 @dataclass(frozen=True)
@@ -59,21 +66,32 @@ class Summary:
     mean_first_error: float | None  # mean first_error over samples with an error; None if none has
     error_free: int  # samples without any incorrect token
     mean_longest_run: float  # mean of longest_run
+    mean_longest_repeat: float = 0.0  # mean of longest_repeat
 
 
-def sample_stats(correct_Lm1: Sequence[bool], prompt_len: int = 1) -> SampleStats:
-    """Statistics of one sample from its `is_most_likely` flags (`bool[L-1]`, flag t judges token t+1)."""
+def sample_stats(correct_Lm1: Sequence[bool], prompt_len: int = 1,
+                 tokens_L: Sequence[int] | None = None) -> SampleStats:
+    """Statistics of one sample from its `is_most_likely` flags (`bool[L-1]`, flag t judges token
+    t+1); with its tokens (`int[L]`), also its longest repeat of one symbol."""
     flags = np.asarray(correct_Lm1, dtype=bool).reshape(-1)[max(prompt_len, 1) - 1:]
     if prompt_len < 1 or flags.size == 0:
         raise UserError(f"a sample needs at least one token after its {prompt_len}-token prompt")
     errors = np.flatnonzero(~flags)
     # Run lengths: distances between consecutive errors (with sentinels at both ends), minus one.
     bounds = np.concatenate([[-1], errors, [flags.size]])
-    return SampleStats(
+    stats = SampleStats(
         fraction_correct=float(flags.mean()),
         first_error=int(errors[0]) if errors.size else -1,
         longest_run=int(np.max(np.diff(bounds) - 1)),
     )
+    if tokens_L is None:
+        return stats
+    generated = np.asarray(tokens_L).reshape(-1)[max(prompt_len, 1):]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(generated)) + 1])
+    lengths = np.diff(np.concatenate([starts, [generated.size]]))
+    k = int(np.argmax(lengths))
+    return dataclasses.replace(stats, longest_repeat=int(lengths[k]),
+                               repeat_token=int(generated[starts[k]]))
 
 
 def summarize(stats: Sequence[SampleStats]) -> Summary:
@@ -87,6 +105,7 @@ def summarize(stats: Sequence[SampleStats]) -> Summary:
         mean_first_error=float(np.mean(firsts)) if firsts else None,
         error_free=len(stats) - len(firsts),
         mean_longest_run=float(np.mean([s.longest_run for s in stats])),
+        mean_longest_repeat=float(np.mean([s.longest_repeat for s in stats])),
     )
 
 
@@ -106,7 +125,7 @@ class SampleResult:
         tokens, correct = np.asarray(tokens_NxL), np.asarray(correct_NxLm1, dtype=bool)
         if tokens.ndim != 2 or correct.shape != (tokens.shape[0], tokens.shape[1] - 1):
             raise UserError(f"flags of shape {correct.shape} do not fit tokens of shape {tokens.shape}")
-        stats = [sample_stats(c, prompt_len) for c in correct]
+        stats = [sample_stats(c, prompt_len, t) for c, t in zip(correct, tokens)]
         return cls(tokens, correct, prompt_len, stats, summarize(stats), dict(info or {}))
 
     def kinds(self) -> np.ndarray:
@@ -130,18 +149,38 @@ def parse_prompt(text: str) -> list[int]:
         raise UserError(f"bad prompt {text!r}: {e}") from None
 
 
-def _prompt_NxP(lang, prompt: str | Sequence[int] | None, n: int, key) -> np.ndarray:
+DRAWN = "drawn from the language"  # info["prompt"] of prompts drawn per sample
+
+
+def _prompt_NxP(lang, prompt: str | Sequence[int] | None, n: int, key,
+                greedy: bool = False) -> np.ndarray:
+    """Every sample's prompt: the given one; or token 0 ("A", as in the paper); or, for a
+    language that needs a longer seed and for greedy decoding of several samples (n copies of
+    one sample otherwise), each sample's own, drawn from the language."""
     if prompt is None:
-        if lang.prompt_len == 1:
+        if lang.prompt_len == 1 and not (greedy and n > 1):
             return np.zeros((n, 1), dtype=np.int32)  # token 0, the glyph "A", as in the paper
-        return np.asarray(lang.sample(key, n, lang.prompt_len), dtype=np.int32)
+        return _drawn(lang, n, key)
     ids = parse_prompt(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
     if not ids:
         raise UserError("the prompt is empty")
     bad = [t for t in ids if not 0 <= t < lang.vocab_size]
     if bad:
         raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={lang.vocab_size})")
+    if greedy and n > 1:
+        raise UserError(f"greedy decoding of one prompt gives {n} identical samples; use -n 1, "
+                        "or leave out the prompt to seed each sample with its own symbol drawn "
+                        "from the language")
     return np.tile(np.asarray(ids, dtype=np.int32), (n, 1))
+
+
+def _drawn(lang, n: int, key) -> np.ndarray:
+    """n prompts of `lang.prompt_len` tokens drawn from the language, distinct ones first (as
+    far as the language has them among 8 n draws), in the order drawn."""
+    rows = np.asarray(lang.sample(key, 8 * n, lang.prompt_len), dtype=np.int32)
+    first = np.sort(np.unique(rows, axis=0, return_index=True)[1])
+    again = np.setdiff1d(np.arange(len(rows)), first)
+    return rows[np.concatenate([first, again])[:n]]
 
 
 def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, temperature: float = 0.9,
@@ -159,13 +198,17 @@ def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, te
     if not temperature >= 0:
         raise UserError(f"temperature must be >= 0, got {temperature}")
     prompt_key, sample_key = jax.random.split(jax.random.key(seed))
-    prompt_NxP = _prompt_NxP(lang, prompt, n, prompt_key)
+    prompt_NxP = _prompt_NxP(lang, prompt, n, prompt_key, greedy=temperature == 0)
     if length <= prompt_NxP.shape[1]:
         raise UserError(f"length ({length}) must exceed the prompt length ({prompt_NxP.shape[1]})")
     tokens_NxL = np.asarray(generate_fn(jnp.asarray(prompt_NxP), length, sample_key, float(temperature)))
     correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens_NxL, jnp.int32)))
+    given = prompt is not None or (lang.prompt_len == 1 and not (temperature == 0 and n > 1))
     info = {"language": lang.name, "vocab_size": lang.vocab_size, "temperature": float(temperature),
-            "seed": seed, **(info or {})}
+            "seed": seed, "prompt": glyphs.render(prompt_NxP[0]) if given else DRAWN,
+            "correct": ("the seed symbol again" if getattr(lang, "position_invariant", False)
+                        else getattr(lang, "summary", "")),
+            **(info or {})}
     return SampleResult.from_flags(tokens_NxL, correct, prompt_NxP.shape[1], info)
 
 
@@ -225,53 +268,80 @@ def describe(result: SampleResult) -> str:
     i = result.info
     t = i.get("temperature", 0.0)
     parts = [str(i["run_dir"])] if "run_dir" in i else []
-    parts.append(f"{i.get('language', '?')} V={i.get('vocab_size', '?')}")
+    v = i.get("vocab_size")
+    parts.append(f"{i.get('language', '?')} V={format_count(v) if isinstance(v, int) else '?'}")
     if "lr" in i:
-        parts.append(f"lr {i['lr']:g}, {'tied' if i.get('tie_embeddings') else 'untied'}, head {i.get('head')}")
+        parts.append(f"lr {format_lr(i['lr'])}, {'tied' if i.get('tie_embeddings') else 'untied'}, "
+                     f"head {i.get('head')}")
     n, length = result.tokens.shape
     parts.append(f"{n} samples of {length} tokens, " + ("greedy" if t == 0 else f"temperature {t:g}")
                  + f", seed {i.get('seed', 0)}")
+    if "prompt" in i:
+        parts.append(f"prompt {i['prompt']}")
     return "; ".join(parts)
 
 
-def _cells(s: SampleStats) -> tuple[str, str, str]:
-    return f"{100 * s.fraction_correct:.1f}%", "-" if s.first_error < 0 else str(s.first_error), str(s.longest_run)
+def definitions(result: SampleResult) -> str:
+    """What the statistics count, for the header of every renderer."""
+    rule = result.info.get("correct")
+    return ("correct: a token the language most likely emits next, given the tokens before it"
+            + (f" ({rule})" if rule else "") + "; run: the longest stretch of correct tokens; "
+            "repeat: the longest stretch of one symbol, correct or not")
 
 
-def _summary_cells(m: Summary) -> tuple[str, str, str]:
+def _cells(s: SampleStats) -> tuple[str, str, str, str]:
+    return (f"{100 * s.fraction_correct:.1f}%", "-" if s.first_error < 0 else str(s.first_error),
+            str(s.longest_run), str(s.longest_repeat))
+
+
+def _summary_cells(m: Summary) -> tuple[str, str, str, str]:
     first = "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}"
-    return f"{100 * m.mean_fraction_correct:.1f}%", first, f"{m.mean_longest_run:.1f}"
+    return (f"{100 * m.mean_fraction_correct:.1f}%", first, f"{m.mean_longest_run:.1f}",
+            f"{m.mean_longest_repeat:.1f}")
 
 
-def _ansi(text: str, kinds) -> str:
-    """Colour runs of same-kind glyphs with one escape sequence each."""
+def _ansi(cells: Sequence[str], kinds) -> str:
+    """Colour runs of same-kind cells (glyphs, or ids with their separators) with one escape
+    sequence each."""
     out, start = [], 0
-    for j in range(1, len(text) + 1):
-        if j == len(text) or kinds[j] != kinds[start]:
-            out.append(f"{_ANSI[kinds[start]]}{text[start:j]}\x1b[0m")
+    for j in range(1, len(cells) + 1):
+        if j == len(cells) or kinds[j] != kinds[start]:
+            out.append(f"{_ANSI[kinds[start]]}{''.join(cells[start:j])}\x1b[0m")
             start = j
     return "".join(out)
 
 
-def render_text(result: SampleResult, colour: bool = False) -> str:
-    """The samples as terminal text: statistics first (so columns align), then the glyphs."""
+def _token_cells(tokens, ids: bool, width: int) -> list[str]:
+    """One cell per token: its glyph, or its id right-aligned in `width` digits (a space
+    between ids, so that a marker line can sit under each)."""
+    if not ids:
+        return list(glyphs.render(tokens))
+    return [f"{t:>{width}}" + (" " if j < len(tokens) - 1 else "")
+            for j, t in enumerate(np.asarray(tokens).tolist())]
+
+
+def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -> str:
+    """The samples as terminal text: statistics first (so columns align), then the glyphs, or
+    with `ids` the token ids (no glyph to mistake for another)."""
     kinds = result.kinds()
     if colour:
         legend = " ".join(f"{_ANSI[k]}{k}\x1b[0m" for k in (SEED, CORRECT, INCORRECT))
     else:
         legend = "s seed, . correct, x incorrect"
-    lines = [describe(result), f"legend: {legend}", f"{'#':>3}  {'correct':>7}  {'1st err':>7}  {'run':>4}  sample"]
+    width = len(str(int(result.tokens.max()))) if result.tokens.size else 1
+    row = "{:>3}  {:>7}  {:>7}  {:>4}  {:>6}  "
+    lines = [describe(result), definitions(result), f"legend: {legend}",
+             row.format("#", "correct", "1st err", "run", "repeat") + "sample"]
     for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
-        text = glyphs.render(tokens)
-        stats = "{:>7}  {:>7}  {:>4}".format(*_cells(s))
-        if colour:
-            text = _ansi(text, kinds[i])
-        lines.append(f"{i:>3}  {stats}  {text}")
+        cells = _token_cells(tokens, ids, width)
+        head = row.format(i, *_cells(s))
+        lines.append(head + (_ansi(cells, kinds[i]) if colour else "".join(cells)))
         if not colour:
-            lines.append(" " * 29 + "".join(_MARK[k] for k in kinds[i]))
+            marks = [_MARK[k].rjust(len(c.rstrip())).ljust(len(c)) for c, k in zip(cells, kinds[i])]
+            lines.append(" " * len(head) + "".join(marks).rstrip())
     m = result.summary
-    lines.append("{:>3}  {:>7}  {:>7}  {:>4}  ({} of {} samples without an error)".format(
-        "avg", *_summary_cells(m), m.error_free, m.n))
+    lines.append(row.format("avg", *_summary_cells(m))
+                 + f"({m.error_free} of {m.n} samples without an error)")
     return "\n".join(lines) + "\n"
 
 
@@ -286,17 +356,19 @@ td.stat, th.stat {{ padding-left: 10px; text-align: right; font-size: 13px; }}
 tr.mean td {{ border-top: 1px solid #444; }}"""
 
 
-def render_html(result: SampleResult) -> str:
-    """A self-contained HTML page: one table row per sample, one coloured cell per token."""
+def render_html(result: SampleResult, ids: bool = False) -> str:
+    """A self-contained HTML page: one table row per sample, one coloured cell per token (its
+    glyph, or with `ids` its id)."""
     e = html.escape
     kinds = result.kinds()
     length = result.tokens.shape[1]
     legend = " ".join(f'<span class="tok {k}">{k}</span>' for k in (SEED, CORRECT, INCORRECT))
     rows = [f'<tr><th>#</th><th colspan="{length}">sample</th><th class="stat">correct</th>'
-            '<th class="stat">first error</th><th class="stat">longest run</th></tr>']
+            '<th class="stat">first error</th><th class="stat">longest run</th>'
+            '<th class="stat">longest repeat</th></tr>']
     for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
-        cells = "".join(f'<td class="tok {k}" title="token {t}">{e(g)}</td>'
-                        for g, t, k in zip(glyphs.render(tokens), tokens.tolist(), kinds[i]))
+        cells = "".join(f'<td class="tok {k}" title="token {t}">{e(g.strip())}</td>'
+                        for g, t, k in zip(_token_cells(tokens, ids, 1), tokens.tolist(), kinds[i]))
         stats = "".join(f'<td class="stat">{c}</td>' for c in _cells(s))
         rows.append(f"<tr><td>{i}</td>{cells}{stats}</tr>")
     mean = "".join(f'<td class="stat">{c}</td>' for c in _summary_cells(result.summary))
@@ -304,5 +376,5 @@ def render_html(result: SampleResult) -> str:
                 f'({result.summary.error_free} of {result.summary.n} without an error)</td>{mean}</tr>')
     body = "\n".join(rows)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>spamlang samples</title>\n"
-            f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result))}</p>\n<p>{legend}</p>\n"
+            f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result))}</p>\n<p>{e(definitions(result))}</p>\n<p>{legend}</p>\n"
             f"<table class=\"samples\">\n{body}\n</table>\n</body></html>\n")

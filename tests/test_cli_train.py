@@ -259,6 +259,7 @@ def test_a_language_parameter_as_a_bare_flag_names_param(capsys):
 
 def test_an_unknown_flag_is_reported_by_its_command(capsys):
     assert bad_flags(["train", "--tokenz", "5", "--out", "unused"]) == 2
-    assert capsys.readouterr().err == "spamlang train: error: unrecognized arguments: --tokenz 5\n"
+    assert capsys.readouterr().err == ("spamlang train: error: unrecognized arguments: --tokenz 5 "
+                                       "(did you mean --tokens?)\n")
     assert bad_flags(["plot", "heatmap", "d", "-o", "x.png", "--bogus"]) == 2
     assert capsys.readouterr().err.startswith("spamlang plot heatmap: error: unrecognized")

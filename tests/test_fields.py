@@ -127,9 +127,10 @@ def test_ranges_are_refused_with_the_limit_named(build, message):
 
 def test_the_checker_itself():
     assert fields.as_int("n", np.int64(3)) == 3 and type(fields.as_int("n", np.int64(3))) is int
-    for bad in (True, 2.5, 16.0, "16", None):
+    for bad in (True, 2.5, 16.0, "sixteen", "1.5", "4Ki", None):
         with pytest.raises(UserError, match=r"^n must be an integer, got "):
             fields.as_int("n", bad)
+    assert fields.as_int("n", "16") == 16  # text is read as flags read it (parse_int)
     assert fields.as_int("n", 16.0, whole_floats=True) == 16
     assert BASE.replace(vocab_size=16.0).vocab_size == 16  # TrainConfig's JSON: whole floats
     assert fields.in_range("p", 1, gt=0, le=1) == 1
@@ -139,8 +140,9 @@ def test_the_checker_itself():
         fields.in_range("p", math.nan, lt=1)
     optional = typing.Optional[int]
     assert fields.check("e", None, optional, ge=1) is None
-    with pytest.raises(UserError, match=r"^e must be an integer or null, got '8'$"):
-        fields.check("e", "8", optional, ge=1)
+    with pytest.raises(UserError, match=r"^e must be an integer or null, got 'eight'$"):
+        fields.check("e", "eight", optional, ge=1)
+    assert fields.check("e", "8", optional, ge=1) == 8
     with pytest.raises(UserError, match=r"^o: c must be one of 0, 1, got True$"):
         fields.one_of("c", True, (0, 1), owner="o")
     assert fields.conform("d", {"a": 1}, dict) == {"a": 1}

@@ -51,7 +51,7 @@ def unit_rms(key, N, D):
     (dict(head="mlp"), "'mlp:R'"),
     (dict(embed_dim=8, tie_embeddings=True), "tied head cannot use"),
     (dict(embed_dim=0), "embed_dim must be >= 1, got 0"),
-    (dict(embed_dim="8"), "embed_dim must be an integer or null, got '8'"),
+    (dict(embed_dim="eight"), "embed_dim must be an integer or null, got 'eight'"),
     (dict(embed_dim=True), "embed_dim must be an integer or null, got True"),
 ])
 def test_invalid_configs_raise_user_error(kw, match):

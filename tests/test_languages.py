@@ -62,7 +62,7 @@ def test_registry():
     ("spam", {"vocab_size": True}, "vocab_size must be an int"),
     ("noisy-spam", {"vocab_size": 8, "eps": 1.0}, r"eps must be in \[0, 1\)"),
     ("noisy-spam", {"vocab_size": 8, "eps": -0.1}, r"eps must be in \[0, 1\)"),
-    ("noisy-spam", {"vocab_size": 8, "eps": "0.1"}, "eps must be a number"),
+    ("noisy-spam", {"vocab_size": 8, "eps": "high"}, "eps must be a number"),
     ("zipf-spam", {"vocab_size": 8, "s": 0.0}, "s must be > 0"),
     ("zipf-spam", {"vocab_size": 8, "s": math.inf}, "s must be finite"),
     ("cycle", {"vocab_size": 8, "k": 0}, "k must be >= 1"),

@@ -268,7 +268,7 @@ def test_curves_average_seeds_with_a_band(tmp_path):
     fig = curves_figure(root, x="step")
     (ax,) = fig.axes  # one tying, seeds averaged: one panel
     v64, v1k = ax.get_lines()[:2]
-    assert (v64.get_label(), v1k.get_label()) == ("V=64", "V=1K")
+    assert (v64.get_label(), v1k.get_label()) == ("V=64", "V=1024")
     assert list(v64.get_xdata()) == [10, 20, 30] and list(v64.get_ydata()) == [5.0, 2.5, 1.5]
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert min(band) == 1.0 and max(band) == 6.0

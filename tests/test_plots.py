@@ -90,8 +90,10 @@ def _assert_figure(path, magic):
 
 
 def test_formatters():
+    # Counts in the notation flags parse (K = 1,000): a suffix only where it is exact.
     assert [format_vocab(v) for v in (64, 1024, 1536, 4096, 131072, 1 << 20)] == [
-        "64", "1K", "1.5K", "4K", "128K", "1M"]
+        "64", "1024", "1536", "4096", "131072", "1048576"]
+    assert [format_vocab(v) for v in (1000, 1500, 100_000, 2_000_000)] == ["1K", "1.5K", "100K", "2M"]
     assert [format_lr(x) for x in (5e-4, 2.5e-4, 0.01, 3e-2)] == ["5e-4", "2.5e-4", "1e-2", "3e-2"]
 
 
@@ -127,7 +129,7 @@ def test_heatmap_cells(sweep_dir):
     fig = heatmap_figure(sweep_dir)
     tied, untied = fig.axes[:2]
     assert (tied.get_title(), untied.get_title()) == ("tied", "untied")
-    assert [t.get_text() for t in tied.get_xticklabels()] == ["64", "1K", "4K"]
+    assert [t.get_text() for t in tied.get_xticklabels()] == ["64", "1024", "4096"]
     assert [t.get_text() for t in tied.get_yticklabels()] == ["1e-3", "1e-2"]
     # (x = V index, y = LR index) -> annotation; the missing tied cell (4K, 1e-2) has none.
     assert _panel_texts(tied) == {(0, 0): "0", (1, 0): "0.50", (2, 0): "6.00",
@@ -144,9 +146,11 @@ def test_curves_lines(sweep_dir):
     tied = fig.axes[0]
     labels = [line.get_label() for line in tied.get_lines()]
     # A zero floor cannot be drawn on a log axis, so the legend says so in an empty entry.
-    assert labels == ["V=64", "V=1K", "V=4K (running)", "floor: 0 nats (off the log axis)"]
+    # Each line at its cell's best LR, named in the legend.
+    assert labels == ["V=64, lr=1e-3", "V=1024, lr=1e-3", "V=4096, lr=1e-3 (running)",
+                      "floor: 0 nats (off the log axis)"]
     assert len(tied.get_lines()[3].get_xdata()) == 0
-    assert tied.get_yscale() == "log" and tied.get_title() == "tied, lr 1e-3"
+    assert tied.get_yscale() == "log" and tied.get_title() == "tied"
     # The zero loss of V=64's last step cannot sit on a log axis and is dropped.
     assert list(tied.get_lines()[0].get_ydata()) == [4.0, 1.0, 0.01]
 
@@ -178,8 +182,8 @@ def test_curves(sweep_dir, tmp_path):
     _assert_figure(plot_curves(sweep_dir, tmp_path / "c.png"), b"\x89PNG")
     _assert_figure(plot_curves(sweep_dir, tmp_path / "c.pdf", lr="best", metric="eval_loss"), b"%PDF")
     scanned = results.scan_runs(sweep_dir)
-    # Default: the lower middle of the grid {1e-3, 1e-2}, the same LR for every V.
-    assert {r.lr for r in choose_runs(scanned, None)} == {1e-3}
+    # Default: each cell's best LR, as "best" picks it.
+    assert choose_runs(scanned, None) == choose_runs(scanned, "best")
     best = choose_runs(scanned, "best")
     assert {(r.vocab_size, r.tied): r.lr for r in best}[(1024, False)] == 1e-2
     with pytest.raises(UserError, match="no run has lr=3e-1"):

@@ -42,7 +42,7 @@ def test_a_linked_axis_in_a_json_sweep_file(tmp_path):
     ({"vocab_size,seq_len": [[256, 8]], "seq_len": [4]}, "seq_len set by more than one axis"),
     ({"vocab_size,vocab_size": [[256, 256]]}, "names a field twice"),
     ({"vocab_size,nope": [[256, 8]]}, "unknown axis 'nope'"),
-    ({"vocab_size,seq_len": [[256, "8"]]}, "sweep 'bad': seq_len must be an integer, got '8'"),
+    ({"vocab_size,seq_len": [[256, "eight"]]}, "sweep 'bad': seq_len must be an integer, got 'eight'"),
     ({"vocab_size,seq_len": [[256, 8], [256, 8]]}, "twice"),
 ])
 def test_bad_linked_axes_are_user_errors(axes, message):

@@ -126,7 +126,8 @@ def register(subparsers) -> None:
                             "no rows, other settings are averaged and the caption says so")
         p.add_argument("--where", action="append", metavar="KEY=VALUE",
                        help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
-                            "numbers compare by value (lr=1e-2 matches 0.01), text may use * and "
+                            "numbers compare by value (lr=1e-2 matches 0.01; counts as figures "
+                            "write them, K = 1,000: tokens=100K, vocab_size=1024), text may use * and "
                             "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
                             "match instead; repeatable: different keys must all match, a "
                             "repeated key matches any value")
@@ -163,8 +164,10 @@ def register(subparsers) -> None:
     curves = kinds.add_parser(
         "curves", help="loss against tokens, one line per V (Figure 4)",
         description="A metrics.jsonl value against training tokens, one line per --color value "
-                    "(seeds averaged: mean line, min-max band), one panel per --cols value. "
-                    "Runs still in progress are drawn dotted. " + _AXES_HELP)
+                    "(seeds averaged: mean line, min-max band), one panel per --cols value, each "
+                    "line at its cell's best LR (lowest seed-mean final eval loss, the heatmap's "
+                    "red outline), named in the legend. Runs still in progress are drawn dotted. "
+                    + _AXES_HELP)
     common(curves)
     curves.add_argument("--y", "--metric", dest="y", default="loss", metavar="FIELD",
                         help="metrics.jsonl field drawn: loss (train, every log step; default), "
@@ -174,9 +177,10 @@ def register(subparsers) -> None:
     curves.add_argument("--color", default="vocab_size", metavar="COL",
                         help="one line per value of this column (default vocab_size)")
     curves.add_argument("--lr", default=None, metavar="LR|best",
-                        help="learning rate to draw (default: the middle of the sweep's LR grid, "
-                             "or every LR when lr is --color, --cols or --rows); 'best' draws "
-                             "each line at its own best LR (final eval loss, seed-averaged)")
+                        help="learning rate to draw, the same for every line; default (or 'best'): "
+                             "each line at its own best LR (lowest seed-mean final eval loss; a "
+                             "cell with no finished run: lowest latest train loss), or every LR "
+                             "when lr is --color, --cols or --rows")
     curves.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
                         help="log y axis (default: on for losses)")
     facets(curves, "tie_embeddings")

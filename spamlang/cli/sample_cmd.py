@@ -35,20 +35,25 @@ def handler(args: argparse.Namespace) -> int:
         from spamlang.sample import parse_prompt
 
         parse_prompt(args.prompt)  # a bad glyph is reported before the model is loaded
+        if temperature == 0 and args.n > 1:
+            raise UserError(f"--greedy with --prompt gives {args.n} identical samples; use -n 1, "
+                            "or leave out --prompt to seed each sample with its own symbol drawn "
+                            "from the language")
 
     from spamlang.sample import render_html, render_text, sample_run, use_colour
 
     result = sample_run(args.run_dir, n=args.n, length=args.length, temperature=temperature,
                         prompt=args.prompt, seed=args.seed)
     colour = {"always": True, "never": False}.get(args.color, None)
-    sys.stdout.write(render_text(result, colour=use_colour(sys.stdout) if colour is None else colour))
+    sys.stdout.write(render_text(result, colour=use_colour(sys.stdout) if colour is None else colour,
+                                 ids=args.ids))
     if args.html:
-        atomic_write_text(args.html, render_html(result))
+        atomic_write_text(args.html, render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
     if args.png:
         from spamlang.plots.samples import plot_samples
 
-        print(f"wrote {plot_samples(result, args.png)}")
+        print(f"wrote {plot_samples(result, args.png, ids=args.ids)}")
     return 0
 
 
@@ -57,8 +62,12 @@ def register(subparsers) -> None:
         "sample", help="generate from a trained run and mark correct/incorrect tokens (Table 1)",
         description="Sample from a run's latest checkpoint, seeded with token 0 (shown as A) or "
                     "--prompt, and colour each generated token: correct when it is one of the "
-                    "language's most likely next tokens. Prints per-sample fraction correct, first "
-                    "error (0 = first generated token) and longest correct run, with their means.")
+                    "language's most likely next tokens given the tokens before it (in SpamLang: "
+                    "the seed symbol again). Prints per-sample fraction correct, first error (0 = "
+                    "first generated token), longest run of correct tokens and longest repeat of "
+                    "any one symbol (a model that repeats the wrong symbol: run 0, repeat > 0), "
+                    "with their means. Tokens show as one glyph each (A-Z, a-z, then letters of "
+                    "other scripts, look-alikes left out) or, with --ids, as token ids.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (config.json + checkpoints/)")
     p.add_argument("-n", type=int, default=8, help="number of samples (default 8)")
     p.add_argument("--length", type=int, default=None,
@@ -66,7 +75,10 @@ def register(subparsers) -> None:
                         "shorter); beyond the run's seq_len a warning (untrained positions), "
                         "beyond the model's max_seq_len an error")
     p.add_argument("--temperature", type=float, default=0.9, help="sampling temperature (default 0.9, as in the paper)")
-    p.add_argument("--greedy", action="store_true", help="argmax decoding (temperature 0)")
+    p.add_argument("--greedy", action="store_true",
+                   help="argmax decoding (temperature 0); with -n > 1 and no --prompt each "
+                        "sample is seeded with its own symbol drawn from the language, since "
+                        "one seed would give n identical samples")
     p.add_argument("--prompt", metavar="GLYPHS_OR_IDS",
                    help="seed tokens: glyphs ('AAb') or ids ('0,5,7'); default: token 0 (A), or the "
                         "language's own first tokens when it needs a longer seed (cycle)")
@@ -75,6 +87,8 @@ def register(subparsers) -> None:
                    help="also write the table as a self-contained .html page (folder must exist)")
     p.add_argument("--png", metavar="FILE",
                    help="also draw the table as a .png (or .pdf) figure (folder must exist)")
+    p.add_argument("--ids", action="store_true",
+                   help="show token ids instead of glyphs (in the terminal, --html and --png)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="ANSI colours: auto = only on a terminal and when NO_COLOR is unset")
     p.set_defaults(func=handler)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,7 +63,11 @@ def bottleneck_points(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -
 def _points_of(root: Path) -> list[dict]:
     if _standalone(root):
         return [standalone_point(root)]
-    runs = sweep_points(root)
+    runs, missing = _sweep_points(root)
+    if runs and missing:  # a figure of 1 run out of 8 must say why the other 7 are absent
+        print(f"note: {missing} of {missing + len(runs)} runs in {root} have no diagnostics.json "
+              f"(run `spamlang diagnose` on them, or train with diag_every > 0); drawing "
+              f"{len(runs)}", file=sys.stderr)
     # A sweep's run directories hold their own diagnostics.json; they are read as runs above.
     found = runs + [standalone_point(sub) for sub in sorted(root.iterdir()) if _standalone(sub)]
     if found:
@@ -137,7 +142,12 @@ def _series(config: dict) -> str:
 def sweep_points(sweep_dir: str | Path) -> list[dict]:
     """One point per run with a kernel fraction: diagnostics.json if present, else the run's
     last "diag" row; [] when none has one."""
-    points = []
+    return _sweep_points(sweep_dir)[0]
+
+
+def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
+    """`sweep_points`, and how many runs had no kernel fraction."""
+    points, missing = [], 0
     for run in scan_runs(check_dir(sweep_dir)):
         config = json.loads((run.path / CONFIG).read_text(encoding="utf-8"))
         V = int(config["vocab_size"])
@@ -152,13 +162,14 @@ def sweep_points(sweep_dir: str | Path) -> list[dict]:
         if kf is None and rows:
             kf = float(rows[-1]["kernel_fraction"])
         if kf is None or not math.isfinite(kf):
+            missing += 1
             continue
         points.append({"run_id": run.run_id, "series": _series(config), "source": "spamlang",
                        "d_over_v": effective_rank(config) / V, "kernel_fraction": kf,
                        "curve": ([r["tokens"] / V for r in rows if r.get("tokens", 0) > 0],
                                  [float(r["kernel_fraction"]) for r in rows
                                   if r.get("tokens", 0) > 0])})
-    return points
+    return points, missing
 
 
 def _finite(v) -> float | None:

@@ -7,11 +7,12 @@ the caller's pyplot backend, and are written atomically as PNG or PDF, chosen by
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_bytes, check_output_file
@@ -19,6 +20,7 @@ from spamlang.fileio import atomic_write_bytes, check_output_file
 FIGURE_SUFFIXES = (".png", ".pdf")
 CMAP = "viridis"  # perceptually uniform and colour-blind safe
 PAPER_WIDTH_IN = 7.0
+MAX_DATA_TICKS = 8  # an axis labelled at its data's values names at most this many
 BEST_EDGE = "#ff3b30"  # a red that stands out against every viridis colour
 
 
@@ -55,13 +57,31 @@ def note(fig: Figure, *parts: str) -> None:
         fig.supxlabel(text, fontsize=7, color="0.3")
 
 
-def plain_log_ticks(axis, lo: float, hi: float) -> None:
-    """Label a log axis spanning less than 3 decades at 1, 2 and 5 x 10^k as plain numbers:
-    matplotlib's default labels every minor tick in large scientific notation there."""
+def plain_log_ticks(axis, lo: float, hi: float, fmt: Callable[[float], str] | None = None) -> None:
+    """Label a log axis spanning less than 3 decades with plain numbers (`fmt`, default '%g'),
+    never crowded: at 1, 2 and 5 x 10^k over a decade or more, and at 3 to 5 round values
+    within one (a log locator finds at most one tick there and then labels every minor one:
+    "0.0220.024"). Wider axes keep matplotlib's 10^k labels."""
     if lo <= 0 or hi / lo >= 1000:
         return
-    plain = FuncFormatter(lambda x, _: f"{x:g}")
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_minor_locator(LogLocator(subs="auto"))
-    axis.set_major_formatter(plain)
+    label = FuncFormatter(lambda x, _: fmt(x) if fmt else f"{x:g}")
+    if hi / lo < 10:
+        axis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
+        axis.set_minor_locator(NullLocator())
+    else:
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_minor_locator(LogLocator(subs="auto"))
+    axis.set_major_formatter(label)
+    axis.set_minor_formatter(NullFormatter())
+
+
+def data_ticks(axis, values: Iterable[float], fmt: Callable[[float], str]) -> None:
+    """Label an axis at the data's own values (V = 64, 1024, 4096; lr = 1e-3, 3e-3), written
+    by `fmt`: 1-2-5 ticks would name none of them. Of more than MAX_DATA_TICKS values, every
+    k-th is labelled, the first and the last included."""
+    values = sorted({float(v) for v in values})
+    if len(values) > MAX_DATA_TICKS:
+        step = -(-(len(values) - 1) // (MAX_DATA_TICKS - 1))
+        values = values[::step] + ([values[-1]] if (len(values) - 1) % step else [])
+    axis.set_ticks(values, [fmt(v) for v in values])
     axis.set_minor_formatter(NullFormatter())

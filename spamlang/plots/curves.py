@@ -11,50 +11,50 @@ import sys
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
+from spamlang.fields import format_count
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import (
     SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, facet_title, facets,
     format_lr, group_points, ident, merge, pool_note, rows_option, sort_values, split,
 )
+from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.results import Run, check_column, read_metrics, scan_runs, select
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")
-
-
-def _lower_median(values: list[float]) -> float:
-    values = sorted(set(values))
-    return values[(len(values) - 1) // 2]
+BEST_METRIC = "final_eval_loss"  # what a line's best LR is chosen by: the heatmap's metric
 
 
 def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
-    """The runs drawn by `plot_curves`.
+    """The runs drawn by `plot_curves`; every seed of a chosen LR is kept.
 
-    lr=None: the middle LR of the sweep's grid (the lower middle one for an even grid size), the
-    same for every V as in the paper's Figure 4; a float: that LR (relative tolerance 1e-6);
-    "best": for each combination of the other settings, the LR with the lowest final eval loss,
-    averaged over seeds (runs still going compete with their latest train loss, after every
-    finished one). Every seed of the chosen LR is kept.
+    lr=None or "best": for each cell (the runs that share every setting but lr and seed), its
+    best LR: the lowest seed-mean final eval loss, diverged runs left out, a tie going to the
+    smaller LR. That is `spamlang.plots.layout.best_over`, the choice behind the heatmap's red
+    outlines and `plot lines`, and the rule of the sweep summary's "best lr"
+    (`spamlang.sweep.best_lr`). A cell without a finished run yet takes the LR whose runs have
+    the lowest latest train loss. A float: that LR (relative tolerance 1e-6), for every cell.
     """
     if lr is None:
-        lr = _lower_median([r.lr for r in runs])
+        lr = "best"
     if isinstance(lr, str) and lr != "best":
         try:
             lr = float(lr)
         except ValueError:
             raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
     if lr == "best":
-        groups: dict[tuple, dict[float, list[Run]]] = {}
+        chosen = [r for p in best_points(group_points(runs, [SEED]), "lr", BEST_METRIC)
+                  for r in p.runs]
+        done = {_cell(r) for r in chosen}
+        going: dict[tuple, dict[float, list[Run]]] = {}
         for r in runs:
-            key = tuple(sorted((k, ident(v)) for k, v in r.settings.items()
-                               if k not in ("lr", SEED)))
-            groups.setdefault(key, {}).setdefault(r.lr, []).append(r)
-        chosen = []
-        for by_lr in groups.values():
-            chosen += min(by_lr.values(), key=_best_score)
+            if _cell(r) not in done:
+                going.setdefault(_cell(r), {}).setdefault(r.lr, []).append(r)
+        for by_lr in going.values():
+            chosen += min(by_lr.values(), key=_latest_loss)
         return chosen
     chosen = [r for r in runs if math.isclose(r.lr, float(lr), rel_tol=1e-6)]
     if not chosen:
@@ -63,18 +63,19 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
     return chosen
 
 
-def _best_score(runs: list[Run]) -> tuple:
-    scores = [_run_score(r) for r in runs]
-    return (max(s[0] for s in scores), statistics.fmean(s[1] for s in scores))
+def _cell(r: Run) -> tuple:
+    """The run's settings but lr and seed: which cell of the heatmap it belongs to."""
+    return tuple(sorted((k, ident(v)) for k, v in r.settings.items() if k not in ("lr", SEED)))
 
 
-def _run_score(r: Run) -> tuple:
-    v = r.value("final_eval_loss")
-    if r.finished and not r.diverged and v is not None:
-        return (0, v)
-    last = [row.get("loss") for row in read_metrics(r.path)]
-    last = [x for x in last if isinstance(x, (int, float)) and math.isfinite(x)]
-    return (1, last[-1] if last else math.inf)
+def _latest_loss(runs: list[Run]) -> float:
+    """The runs' mean latest finite train loss (inf when none has one yet)."""
+    lasts = []
+    for r in runs:
+        losses = [row.get("loss") for row in read_metrics(r.path)]
+        losses = [x for x in losses if isinstance(x, (int, float)) and math.isfinite(x)]
+        lasts.append(losses[-1] if losses else math.inf)
+    return statistics.fmean(lasts)
 
 
 def _floor(r: Run) -> float | None:
@@ -131,13 +132,15 @@ class _Metrics:
 def plot_curves(sweep_dir, out_file, lr: float | str | None = None, metric: str = "loss",
                 where: dict | None = None, **axes) -> Path:
     """A metrics.jsonl value (default: the train loss) against training tokens, one line per
-    value of `color` (default V), at one LR (see `choose_runs`); one panel per value of `cols`
+    value of `color` (default V), each at its cell's best LR or at the one LR given (see
+    `choose_runs`; the legend names each line's LR); one panel per value of `cols`
     (default: tied, untied), one row of panels per combination of the other varying settings.
 
     Seeds of one line are averaged: the mean is drawn with a band from their min to their max.
     Runs still in progress are drawn dotted and labelled "running", diverged runs "diverged";
     the language's Bayes floor is a dashed line (a floor of 0, SpamLang's, cannot sit on a log
-    axis and is stated in the legend instead). Loss metrics get a log y axis by default.
+    axis and is stated in the legend instead), named in the first panel's legend only. Loss
+    metrics get a log y axis by default.
     When every line is a single point (eval_loss of runs that evaluate only at the end,
     `eval_every=0`), the end points are drawn and a note on stderr and in the caption says why.
     """
@@ -160,12 +163,16 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     rows = rows_option(rows)
     rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
     check_distinct([("--color", color), ("--cols", cols)] + [("--rows", r) for r in rows or []])
-    best = lr == "best"
     lr_axis = "lr" in (color, cols, *(rows or []))
-    if lr_axis and best:
+    if lr_axis and lr == "best":
         raise UserError("--lr best picks one lr per line; it cannot be combined with lr as an axis")
+    grid = {ident(r.lr) for r in runs}
     if not lr_axis or lr is not None:
         runs = choose_runs(runs, lr)
+    # Lines at their own best LRs, when there was a choice and it differs between them: each
+    # legend entry names its LR; a single LR is named once, in the titles.
+    best = lr in (None, "best") and not lr_axis and len(grid) > 1
+    best = best and len({ident(r.lr) for r in runs}) > 1
     metrics = _Metrics()
     kind, ylabel = metrics.kind_of(runs, metric, x)
     logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
@@ -181,7 +188,7 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     fig = Figure(figsize=(PAPER_WIDTH_IN, 2.8 * len(row_groups) + 0.4), layout="constrained")
     axes = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharey=True)
     drawn: list[Point] = []
-    any_x, most_points = False, 0
+    any_x, most_points, floor_named = False, 0, False
     for i, (row_label, members) in enumerate(row_groups):
         for j, cv in enumerate(col_values):
             ax = axes[i, j]
@@ -201,9 +208,10 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
                     ax.fill_between(xs, lo, hi, color=colours[k], alpha=0.2, linewidth=0)
             panel_runs = [r for p in panel for r in p.runs]
             if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
-                _draw_floors(ax, panel_runs, logy)
+                floor_named |= _draw_floors(ax, panel_runs, logy, name=not floor_named)
             ax.set_yscale("log" if logy else "linear")
-            ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+            ax.xaxis.set_major_formatter(FuncFormatter(  # tokens as counts: 750K, 1M, 1.25M
+                lambda v, _: format_count(v, decimals=3)))
             ax.tick_params(labelsize=7)
             ax.set_xlabel(axis_label(x), fontsize=8)
             if j == 0:
@@ -222,7 +230,9 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     single = _single_point_note(runs, kind) if drawn and most_points == 1 else ""
     if single:
         print(f"note: {single}", file=sys.stderr)
-    note(fig, pool_note(drawn, "bands"), single)
+    chosen = (f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})"
+              if lr in (None, "best") and not lr_axis and len(grid) > 1 and drawn else "")
+    note(fig, chosen, pool_note(drawn, "bands"), single)
     return fig
 
 
@@ -236,8 +246,8 @@ def _single_point_note(runs: list[Run], kind: str) -> str:
 def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:
     name = facet_title(color, values[0]) if color else "runs"
     lrs = sort_values(r.lr for r in line.runs)
-    if best and len(lrs) == 1:
-        name += f" lr={format_lr(lrs[0])}"
+    if best:  # one LR, or several when the line pools cells (--rows none)
+        name += f", lr={'/'.join(format_lr(x) for x in lrs)}"
     if any(not r.finished for r in line.runs):
         name += " (running)"
     diverged = sum(r.diverged for r in line.runs)
@@ -247,13 +257,16 @@ def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> st
     return name
 
 
-def _draw_floors(ax, runs: list[Run], logy: bool) -> None:
+def _draw_floors(ax, runs: list[Run], logy: bool, name: bool) -> bool:
+    """The panel's Bayes floors, dashed; with `name`, their legend entry. Returns whether it
+    named them: one entry per figure says what every panel's dashed line is."""
     floors = sorted({round(f, 6) for r in runs if (f := _floor(r)) is not None})
-    for k, f in enumerate(floors):
-        if f > 0 or not logy:
-            ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if k == 0 else None)
-    if logy and floors and min(floors) <= 0:
+    drawn = [f for f in floors if f > 0 or not logy]
+    for k, f in enumerate(drawn):
+        ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if name and k == 0 else None)
+    if name and logy and floors and min(floors) <= 0:
         # An empty legend entry rather than free text: the legend's placement then keeps the
         # note clear of the curves.
         ax.plot([], [], " ", label="floor: 0 nats (off the log axis)")
+    return name and bool(floors)
 

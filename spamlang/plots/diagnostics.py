@@ -19,12 +19,11 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from spamlang.plots.bottleneck_inputs import (  # noqa: F401  (re-exported: effective_rank)
     LM_SOURCE, bottleneck_points, effective_rank,
 )
-from spamlang.plots.sweep import check_figure_path, save_figure
+from spamlang.plots.canvas import check_figure_path, plain_log_ticks, save_figure
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -149,8 +148,7 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
     ax.set(xscale="log", xlabel="D / V", ylabel="kernel fraction ||P_ker G|| / ||G||",
            title="logit-gradient norm destroyed by the head")
     ax.legend(fontsize=7)
-    # Real LMs (D/V ~ 0.003-0.03) with runs (up to ~0.5) span decades: 2 and 5 x 10^k would crowd.
-    _plain_log_ticks(ax.xaxis, minor_labels=grid[-1] / grid[0] < 100)
+    plain_log_ticks(ax.xaxis, grid[0], grid[-1])
     if with_curves:
         ax = axes[1]
         ratios = [p["d_over_v"] for p in with_curves]
@@ -159,22 +157,12 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
         for p in with_curves:
             ax.plot(*p["curve"], color=cmap(norm(p["d_over_v"])), lw=1.2)
         bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V (runs)")
-        _plain_log_ticks(bar.ax.yaxis)
+        plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
         ax.set(xscale="log", xlabel="training tokens / V", ylabel="kernel fraction",
                title="along training")
-        _plain_log_ticks(ax.xaxis)
+        xs = [x for p in with_curves for x in p["curve"][0] if x > 0]
+        plain_log_ticks(ax.xaxis, min(xs), max(xs))
     return fig
-
-
-def _plain_log_ticks(axis, minor_labels: bool = True) -> None:
-    """Label a log axis at 1, 2 and 5 x 10^k (only 10^k without `minor_labels`) as plain
-    numbers: readable over a narrow range, where matplotlib's default labels every minor tick
-    in scientific notation."""
-    plain = FuncFormatter(lambda x, _: f"{x:g}")
-    axis.set_major_locator(LogLocator(subs=(1.0,)))
-    axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-    axis.set_major_formatter(plain)
-    axis.set_minor_formatter(plain if minor_labels else NullFormatter())
 
 
 def plot_bottleneck(inputs: str | Path | Iterable[str | Path], out_file: str | Path,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.fields import format_count, format_lr
 from spamlang.plots.results import Run, finite, is_number, varying_settings
 
 SEED = "seed"
@@ -42,28 +43,21 @@ def higher_is_better(metric: str) -> bool:
     return "accuracy" in metric
 
 
-def format_vocab(v: int) -> str:
-    """1024 -> '1K', 131072 -> '128K', 1536 -> '1.5K', 100 -> '100'."""
-    for unit, suffix in ((1 << 20, "M"), (1 << 10, "K")):
-        if v >= unit and (v * 2) % unit == 0:
-            return f"{v / unit:g}{suffix}"
-    return str(v)
-
-
-def format_lr(lr: float) -> str:
-    """5e-4 -> '5e-4', 0.00025 -> '2.5e-4', 0.01 -> '1e-2'."""
-    mantissa, exponent = f"{lr:.3e}".split("e")
-    return f"{float(mantissa):g}e{int(exponent)}"
+# Counts (V, tokens) and LRs print as everywhere else: `spamlang.fields.format_count` (1024,
+# 100K) and `format_lr` (3e-2), so that `--where` takes back what a figure shows.
+format_vocab = format_count  # the name figures used before counts had one notation
 
 
 def format_value(column: str, v: Any) -> str:
-    """A value as tick labels and legends show it."""
+    """A value as tick labels and legends show it: ints and V as counts (1024, 100K), LRs as
+    3e-2, other floats in 3 significant digits."""
     if v is None:
         return "n/a"
-    if column == "vocab_size" and is_number(v) and float(v).is_integer():
-        return format_vocab(int(v))
     if column == "lr" and is_number(v) and v > 0:
         return format_lr(float(v))
+    if (isinstance(v, int) and not isinstance(v, bool)) or (
+            column == "vocab_size" and is_number(v) and float(v).is_integer()):
+        return format_count(int(v))
     if isinstance(v, float):
         # Whole numbers up to float noise (1 / (1 - 0.999) = 999.9999999999991) read as
         # such: '1000', not '1e+03'.

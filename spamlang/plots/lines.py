@@ -14,11 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.plots.canvas import (
-    PAPER_WIDTH_IN, check_figure_path, line_colour, note, plain_log_ticks, save_figure,
+    MAX_DATA_TICKS, PAPER_WIDTH_IN, check_figure_path, data_ticks, line_colour, note,
+    plain_log_ticks, save_figure,
 )
 from spamlang.plots.layout import (
     SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
@@ -29,8 +30,7 @@ from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
 
 AUTO = "auto"
-LOGX_SPAN = 8.0
-MAX_DATA_TICKS = 8  # a log x with at most this many distinct values is labelled at them  # a positive x spanning this factor or more gets a log axis by default
+LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
 
 
 def auto_logx(values: list[float]) -> bool:
@@ -56,13 +56,24 @@ def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str
     return best
 
 
-def _data_ticks(ax, x: str, x_values: list) -> None:
-    """A log x with a few distinct values (V = 256, 1,024, 4,096) is labelled at those values:
-    1-2-5 ticks would name none of them."""
-    values = sorted({float(v) for v in x_values})
-    if len(values) <= MAX_DATA_TICKS:
-        ax.set_xticks(values, [format_value(x, v) for v in values])
-        ax.xaxis.set_minor_formatter(NullFormatter())
+def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
+    """Ticks in the figures' notation (`format_value`: V as 1024, lr as 3e-2). At the data's
+    own values where the data are few or a grid (`grid`: `column` is a setting, such as V or
+    lr): on a log axis of V = 64 .. 4096, 1-2-5 ticks (100, 200, 500) would name none of them;
+    elsewhere the usual ticks."""
+    values = [float(v) for v in values]
+    if not values:
+        return
+    few = len(set(values)) <= MAX_DATA_TICKS
+    if (log and (few or grid)) or (grid and few):
+        data_ticks(axis, values, lambda v: format_value(column, v))
+    elif log:
+        plain_log_ticks(axis, min(values), max(values), lambda v: format_value(column, v))
+    elif column == "lr":
+        axis.set_major_formatter(FuncFormatter(lambda v, _: format_value(column, v)))
+    elif all(v.is_integer() for v in values):  # counts: 2K, not 2000
+        axis.set_major_formatter(FuncFormatter(
+            lambda v, _: format_value(column, int(v) if float(v).is_integer() else v)))
 
 
 def _numeric(runs: list[Run], column: str, flag: str) -> None:
@@ -134,9 +145,7 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
                            facet_title(color, values[0]) if color else None)
             ax.set_xscale("log" if logx else "linear")
             ax.set_yscale("log" if logy else "linear")
-            if logx:
-                plain_log_ticks(ax.xaxis, min(x_values), max(x_values))
-                _data_ticks(ax, x, x_values)
+            label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
             if logy:
                 plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
             ax.tick_params(labelsize=7)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.fields import format_count, format_lr, parse_int
 from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE
 
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
@@ -231,12 +232,33 @@ def text(v: Any) -> str:
     return repr(v) if isinstance(v, float) else str(v)
 
 
+def shown(column: str, v: Any) -> str:
+    """A value as messages list it, in the figures' notation: counts as `format_count` writes
+    them (4096, 100K), learning rates as `format_lr` (3e-2), other floats by repr."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return format_count(v)
+    if column == "lr" and isinstance(v, float) and v > 0:
+        return format_lr(v)
+    return text(v)
+
+
+def _number(s: str) -> float | None:
+    """A text's number: a count in the notation of every integer flag and figure (4096, 4K =
+    4,000, 1.5M: `spamlang.fields.parse_int`), else a float (1e-2); None for other text."""
+    for read in (parse_int, float):
+        try:
+            return float(read(s))
+        except (ValueError, OverflowError):
+            pass
+    return None
+
+
 def same(a: str, b: str) -> bool:
-    """Do two texts name the same value? Numbers by value, booleans case-insensitively."""
-    try:
-        return math.isclose(float(a), float(b), rel_tol=1e-9)
-    except ValueError:
-        pass
+    """Do two texts name the same value? Numbers by value (1K is 1000, the figures' notation;
+    1e-2 is 0.01), booleans case-insensitively."""
+    x, y = _number(a), _number(b)
+    if x is not None and y is not None:
+        return math.isclose(x, y, rel_tol=1e-9)
     if {a.lower(), b.lower()} <= {"true", "false"}:
         return a.lower() == b.lower()
     return a == b
@@ -253,7 +275,8 @@ def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Ru
     ending in "!" drops the runs that match instead (`key!=value` on the command line).
 
     A key is any setting or outcome column, or run_id; numbers compare by value (lr=1e-2
-    matches 0.01), text may be a wildcard pattern (`matches`).
+    matches 0.01, tokens=100K matches 100000, as figures write it), text may be a wildcard
+    pattern (`matches`).
     """
     for key, wanted in (where or {}).items():
         exclude = key.endswith("!")
@@ -267,7 +290,7 @@ def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Ru
         if exclude and not kept:
             raise UserError(f"--where {key}!={'|'.join(map(str, wanted))} leaves no run")
         if not kept:
-            values = {text(v): v for r in runs if (v := get(r)) is not None}
+            values = {shown(name, v): v for r in runs if (v := get(r)) is not None}
             order = sorted(values, key=lambda t: (0, values[t], "") if is_number(values[t])
                            else (1, 0, t))
             raise UserError(f"no run has {key}={'|'.join(map(str, wanted))}; "

@@ -11,30 +11,31 @@ from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
 from spamlang.plots.sweep import PAPER_WIDTH_IN, check_figure_path, save_figure
-from spamlang.sample import COLOURS, CORRECT, INCORRECT, SEED, SampleResult, describe
+from spamlang.sample import COLOURS, CORRECT, INCORRECT, SEED, SampleResult, definitions, describe
 
 _CELL_IN = 0.2  # side of one token cell, inches
 _FONT = "DejaVu Sans"  # ships with matplotlib, so every machine draws the same table
-_STATS_IN = 2.1  # room for the three statistic columns
+_STATS_IN = 2.8  # room for the four statistic columns
 
 
-def plot_samples(result: SampleResult, out_file) -> Path:
+def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
     """Draw `result` as a coloured token table with per-sample statistics; PNG or PDF by extension.
 
-    A token whose glyph the figure font lacks (11 of the first 1,024 ids, 2,285 of the first
-    4,096: scripts such as Syriac, the Indic ones or Ethiopic) shows its token id in small
-    digits instead of an empty box, so that every cell still says which token it is.
+    A token whose glyph the figure font lacks (scripts such as the Indic ones or Ethiopic)
+    shows its token id in small digits instead of an empty box, so that every cell still says
+    which token it is; with `ids` every cell does. A line under the title says what the
+    statistics count (`spamlang.sample.definitions`).
     """
     check_figure_path(out_file)
     n, length = result.tokens.shape
     kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
-    fig = Figure(figsize=(width, (n + 3.2) * _CELL_IN * 1.25 + 0.3))
-    ax = fig.add_axes((0.01, 0.02, 0.98, 0.8))
+    fig = Figure(figsize=(width, (n + 4.2) * _CELL_IN * 1.25 + 0.3))
+    ax = fig.add_axes((0.01, 0.1, 0.98, 0.72))  # room below for the definitions
     ax.set_axis_off()
     x_stats = length + 0.8
-    step = _STATS_IN / _CELL_IN / 3  # stat columns, in cell units
-    for j, head in enumerate(("correct", "1st err", "longest")):
+    step = _STATS_IN / _CELL_IN / 4  # stat columns, in cell units
+    for j, head in enumerate(("correct", "1st err", "run", "repeat")):
         ax.text(x_stats + (j + 1) * step, 0.9, head, ha="right", va="center", fontsize=7, weight="bold")
     rows = [(t, kinds[i], result.stats[i]) for i, t in enumerate(result.tokens)]
     for i, (tokens, row_kinds, s) in enumerate(rows):
@@ -42,7 +43,7 @@ def plot_samples(result: SampleResult, out_file) -> Path:
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
         for x, (token, k) in enumerate(zip(tokens.tolist(), row_kinds)):
             ax.add_patch(Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=COLOURS[k], linewidth=0))
-            label, is_glyph = cell_label(token)
+            label, is_glyph = (str(int(token)), False) if ids else cell_label(token)
             if is_glyph:
                 ax.text(x, y, label, ha="center", va="center", fontsize=8, family=_FONT,
                         weight="bold" if k == INCORRECT else "normal")
@@ -50,18 +51,21 @@ def plot_samples(result: SampleResult, out_file) -> Path:
                 ax.text(x, y, label, ha="center", va="center", family=_FONT,
                         fontsize=min(4.5, 15 / len(label)))
         values = (f"{100 * s.fraction_correct:.0f}%", "-" if s.first_error < 0 else str(s.first_error),
-                  str(s.longest_run))
+                  str(s.longest_run), str(s.longest_repeat))
         for j, v in enumerate(values):
             ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7)
     m = result.summary
     mean = (f"{100 * m.mean_fraction_correct:.0f}%",
-            "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}", f"{m.mean_longest_run:.1f}")
+            "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}", f"{m.mean_longest_run:.1f}",
+            f"{m.mean_longest_repeat:.1f}")
     ax.text(x_stats, -n, "mean", ha="right", va="center", fontsize=7, style="italic")
     for j, v in enumerate(mean):
         ax.text(x_stats + (j + 1) * step, -n, v, ha="right", va="center", fontsize=7, style="italic")
-    ax.set_xlim(-1.5, x_stats + 3 * step + 0.3)
+    ax.set_xlim(-1.5, x_stats + 4 * step + 0.3)
     ax.set_ylim(-n - 0.6, 1.4)
     fig.suptitle(describe(result), fontsize=7, x=0.01, ha="left", y=0.97)
+    fig.text(0.01, 0.005, definitions(result), fontsize=6, color="0.3", ha="left", va="bottom",
+             wrap=True)
     fig.legend(handles=[Patch(facecolor=COLOURS[k], label=k) for k in (SEED, CORRECT, INCORRECT)],
                loc="upper right", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.99, 0.93))
     with warnings.catch_warnings():

@@ -191,11 +191,15 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     height = len(row_groups) * max(2.1, 0.15 * (text_lines + 1) * len(ys) + 0.9) + 0.4
     fig = Figure(figsize=(PAPER_WIDTH_IN, height), layout="constrained")
     axes = fig.subplots(len(row_groups), len(col_values), squeeze=False)
+    x_labels = [format_value(x, v) for v in xs]
+    # Labels wider than a cell (131072 beside 65536: about 0.6 em per digit at 7 pt) are tilted.
+    tilted = max(map(len, x_labels)) * 7 * 0.6 / 72 > 0.9 * cell_w
+    x_tilt = dict(rotation=30, ha="right", rotation_mode="anchor") if tilted else {}
     image = None
     for (i, j), cells in panels.items():
         ax = axes[i, j]
         image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font, best)
-        ax.set_xticks(range(len(xs)), [format_value(x, v) for v in xs], fontsize=7)
+        ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
         ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
         ax.set_xlabel(axis_label(x), fontsize=8)
         if j == 0:

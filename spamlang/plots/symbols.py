@@ -74,7 +74,7 @@ def symbols_figure(sweep_dir, *, where: dict | None = None, cols: str | None = N
                 V = p.value(COLOR)
                 colour = colours[ident(V)]
                 for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
-                    _draw_run(ax, run, colour, f"V = {V:,}" if k == 0 else None)
+                    _draw_run(ax, run, colour, facet_title(COLOR, V) if k == 0 else None)
                 ax.axhline(0.1 * math.log(V), color=colour, lw=0.6, ls="--")
             ax.set_yscale("log")
             ax.tick_params(labelsize=7)
