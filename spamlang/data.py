@@ -269,13 +269,15 @@ def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path, *, force: 
 
     Memory stays bounded (chunks of about 1M tokens); `progress` (None: only for >= 16M tokens)
     shows a tqdm bar on stderr. Before creating any file it refuses a sequence longer than one
-    generation chunk, a file that does not fit on the disk, and replacing a complete export (or
-    any other existing file) unless `force`; an incomplete one is replaced. Whatever stops it
+    generation chunk, a file that does not fit on the disk, a .npy or .npz name, and replacing
+    a complete export, or any file it did not write, unless `force` (`token_files.NeedsForce`,
+    naming what is there); an export of its own cut short is replaced. Whatever stops it
     (an error, a full disk, Ctrl-C, SIGTERM: `publish.Terminated`) removes its temporaries and
     leaves the old pair as it was.
     """
     seq_len = _as_int("seq_len", seq_len, 1)
-    num_seqs = _as_int("num_seqs", num_seqs, 1, MAX_INDEX + 1)
+    num_seqs = fields.in_range("num_seqs", fields.as_int("num_seqs", num_seqs), ge=1,
+                               le=MAX_INDEX, why="2^32, the sequences a dataset indexes")
     if seq_len > chunk_tokens():
         raise UserError(f"seq_len must be <= {chunk_tokens()} for an export (one sequence is "
                         f"generated in one chunk of {chunk_tokens()} tokens), got {seq_len}")

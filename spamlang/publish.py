@@ -1,11 +1,12 @@
 """Crash-safe output of a file pair: temporaries named after their target, published together.
 
 A large output (a token file) and its description (a JSON sidecar) are written to temporaries
-beside their targets, `.<name>.tmp-<host>-<pid>`, fsynced, and only then renamed into place:
-the old sidecar is removed, the data renamed over the old data, the new sidecar renamed last.
-So a sidecar, when present, always describes the data beside it, and the only half-published
-state, data without a sidecar, is recognisable (see `spamlang.token_files`). Until the renames
-the old pair is untouched.
+beside their targets, `.<name>.tmp-<host>-<pid>`, fsynced, and only then renamed into place in
+three renames: a "publishing" sidecar (one that says the pair is being replaced) over the old
+sidecar, the data over the old data, the final sidecar last. So a final sidecar always
+describes the data beside it, and a pair cut between the renames still carries a sidecar of
+the writer's own, which says so: a file with no sidecar at all was never written here (see
+`spamlang.token_files`). Until the renames the old pair is untouched.
 
 SIGINT already raises KeyboardInterrupt; inside `signals_raise()` SIGTERM raises `Terminated`,
 so the `staged()` cleanup runs for both. Temporaries that a SIGKILL or a power cut left behind
@@ -111,11 +112,15 @@ def open_temp(tmp: Path):
     return os.fdopen(os.open(tmp, flags, 0o666), "wb")
 
 
-def publish_pair(data_tmp: Path, data: Path, side_tmp: Path, side: Path) -> None:
-    """Rename two complete, fsynced temporaries into place, the sidecar last (see module doc).
+def publish_pair(data_tmp: Path, data: Path, side_tmp: Path, side: Path,
+                 publishing_tmp: Path) -> None:
+    """Rename complete, fsynced temporaries into place (see the module doc): `publishing_tmp`
+    (a sidecar marking the pair as being replaced) over `side`, then the data, then `side_tmp`.
     Ctrl-C and SIGTERM wait until the renames are done, so they never split the pair."""
     with _signals_deferred():
-        side.unlink(missing_ok=True)  # an old sidecar must never describe the new data
+        # Atomically: an old sidecar must never describe the new data, and the pair must
+        # never be left without a sidecar of ours (that would look like someone else's file).
+        os.replace(publishing_tmp, side)
         os.replace(data_tmp, data)
         os.replace(side_tmp, side)
     _fsync_dir(data.parent)

@@ -4,10 +4,16 @@
     runs = spamlang.results.load("runs/paper_fig5")  # results.csv: one row per finished run
     curves = spamlang.results.load_metrics("runs/paper_fig5")  # every metrics.jsonl row
 
-Both read only files, so they work on a sweep still running elsewhere. Columns are typed from
-their cells: a column of whole numbers is int64 (float64 when some cells are empty), other
-numbers float64, True/False bool (object when some cells are empty), anything else text;
-an empty cell, or a null in metrics.jsonl (a non-finite value), is NaN.
+Both read only files, so they work on a sweep still running elsewhere (or on a read-only
+copy), and both also take a single run directory. Columns are typed from their cells: a column
+of whole numbers is int64 (float64 when some cells are empty), other numbers float64,
+True/False bool (object when some cells are empty), anything else text; an empty cell, or a
+null in metrics.jsonl (a non-finite value), is NaN.
+
+What they cannot read they leave out and say so, one `RunWarning` per run: a finished run
+missing from results.csv (its config.json deleted or garbled), a run whose settings cannot be
+read (NaN), metrics.jsonl lines that do not parse (a finished run's torn last line among them;
+a live run's last line may be a row being written, and is skipped quietly).
 
 pandas is an optional dependency: `pip install "spamlang[analysis]"`.
 """
@@ -17,12 +23,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
-from spamlang.plots.results import check_dir, flatten_config, parse_cell, read_metrics
-from spamlang.schema import CONFIG, RESULT, RESULT_COLUMNS, RESULTS_FILE
+from spamlang.errors import UserError, describe
+from spamlang.plots.results import check_dir, flatten_config, parse_cell
+from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE, SETTING_COLUMNS
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
@@ -31,12 +38,24 @@ ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
 CLASH_SUFFIX = "_at_step"
 
 
+class RunWarning(UserWarning):
+    """A run that `load` or `load_metrics` left out, or read only in part."""
+
+
 def load(sweep_dir: str | Path):
     """results.csv of `sweep_dir` as a DataFrame: one row per finished run, settings then
-    outcomes, in the file's column order, typed as the module docstring says."""
+    outcomes, in the file's column order, typed as the module docstring says. A finished run
+    directory missing from the table gets a RunWarning saying why (its config.json is gone or
+    garbled, or the table predates it). A single finished run directory gives its one row, in
+    results.csv's columns."""
     pd = _pandas()
-    path = check_dir(sweep_dir) / RESULTS_FILE
-    header, rows = _read_csv(path)
+    root = check_dir(sweep_dir)
+    if not (root / RESULTS_FILE).is_file() and _is_run(root):
+        header, rows = _one_run(root)
+    else:
+        header, rows = _read_csv(root / RESULTS_FILE)
+        if "run_id" in header:
+            _warn_unlisted(root, {row[header.index("run_id")] for row in rows})
     return pd.DataFrame({c: _column(pd, [row[i] for row in rows]) for i, c in enumerate(header)},
                         columns=header)
 
@@ -50,18 +69,27 @@ def load_metrics(sweep_dir: str | Path):
     columns of results.csv (taken from config.json for runs not in results.csv yet), and
     `finished` (the run has its result.json). A metric named like an axis is renamed with
     the suffix "_at_step" (the train rows' `lr`, the LR of that step, is `lr_at_step`; `lr` is
-    the run's peak LR). A torn last line of a live run is skipped.
+    the run's peak LR). A torn last line of a live run is skipped; anything else it cannot
+    read is skipped with one RunWarning per run (module docstring).
     """
     pd = _pandas()
     root = check_dir(sweep_dir)
     axes, known = _axes(root)
     records: list[dict[str, Any]] = []
     for run_dir in _run_dirs(root):
+        problems = []
+        finished = (run_dir / RESULT).is_file()
         settings = known.get(run_dir.name)
         if settings is None:
-            settings = _config_axes(_read_json(run_dir / CONFIG), axes)
-        finished = (run_dir / RESULT).is_file()
-        for row in read_metrics(run_dir, kind=None):
+            config, why = _read_config(run_dir)
+            if why:
+                problems.append(f"{why}, so its settings are NaN")
+            settings = _config_axes(config, axes)
+        rows, dropped = _read_metrics(run_dir, finished)
+        problems += dropped
+        if problems:
+            warnings.warn(f"{run_dir}: " + "; ".join(problems), RunWarning, stacklevel=2)
+        for row in rows:
             metrics = {(k + CLASH_SUFFIX if k in settings else k): v for k, v in row.items()}
             records.append({"run_id": run_dir.name, **metrics, **settings, "finished": finished})
     names = dict.fromkeys([*ROW_COLUMNS, *(k for r in records for k in r)])
@@ -101,6 +129,41 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
             rows.append([cell if name == "run_id" else parse_cell(cell)
                          for name, cell in zip(header, cells)])
     return header, rows
+
+
+def _one_run(run_dir: Path) -> tuple[list[str], list[list[Any]]]:
+    """A single run directory as results.csv would list it: (header, [its row])."""
+    from spamlang.sweep.results import read_run
+
+    if not (run_dir / RESULT).is_file():
+        raise UserError(f"{run_dir} is a run that has not finished (no {RESULT}); "
+                        "load_metrics reads its curves so far")
+    try:
+        row = read_run(run_dir)
+    except ValueError as e:
+        raise UserError(f"{run_dir} cannot be read: {e}") from None
+    header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
+    # As results.csv would hold it: containers as JSON text, the rest as the values are.
+    return header, [[json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+                     for v in (row.get(c) for c in header)]]
+
+
+def _warn_unlisted(root: Path, listed: set) -> None:
+    """A RunWarning per finished run directory that results.csv does not list, saying why."""
+    from spamlang.sweep.results import read_run
+
+    for run_dir in sorted(p for p in root.iterdir() if (p / RESULT).is_file()):
+        if run_dir.name in listed:
+            continue
+        try:
+            read_run(run_dir)
+        except ValueError as e:
+            why = f"{e}, so no table can list it"
+        else:
+            why = (f"{RESULTS_FILE} predates it (a rerun of the sweep, or "
+                   "spamlang.sweep.write_results, adds it)")
+        warnings.warn(f"{run_dir}: finished but not in {RESULTS_FILE}: {why}", RunWarning,
+                      stacklevel=3)
 
 
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -151,16 +214,69 @@ def _built(config: dict) -> tuple[dict, dict]:
         return {}, {}
 
 
+def _is_run(path: Path) -> bool:
+    """Does `path` hold a run (any of the files a run writes), damaged or not?"""
+    return any((path / name).is_file() for name in (CONFIG, METRICS, RESULT))
+
+
 def _run_dirs(root: Path) -> list[Path]:
-    dirs = [root] if (root / CONFIG).is_file() else []
-    return dirs + sorted(p for p in root.iterdir() if (p / CONFIG).is_file())
+    dirs = [root] if _is_run(root) else []
+    return dirs + sorted(p for p in root.iterdir() if p.is_dir() and _is_run(p))
 
 
-def _read_json(path: Path) -> Any:
+def _read_config(run_dir: Path) -> tuple[dict | None, str | None]:
+    """(config.json as a dict, None), or (None, why it cannot be read, in words). config.json
+    is written atomically before anything else, so a run's own writes never tear it."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # being written by a live run
+        config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"it has no {CONFIG}"
+    except (OSError, ValueError) as e:
+        return None, f"its {CONFIG} cannot be parsed ({describe(e)})"
+    if not isinstance(config, dict):
+        return None, f"its {CONFIG} is not a JSON object"
+    return config, None
+
+
+def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:
+    """(the rows of metrics.jsonl, what was dropped, in words). A live run's torn last line
+    is a row being written, dropped without a word; every other line that is not a JSON
+    object is counted."""
+    path = run_dir / METRICS
+    if not path.is_file():
+        return [], ([f"it finished but has no {METRICS}"] if finished else [])
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    tail = lines.pop()  # after the last newline: b"" unless the last row is cut
+    rows, bad = [], []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        row = _row(line)
+        if row is None:
+            bad.append(number)
+        else:
+            rows.append(row)
+    dropped = []
+    if bad:
+        where = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
+        dropped.append(f"dropped {len(bad)} unreadable line(s) of {METRICS} (line {where})")
+    if tail.strip():
+        row = _row(tail)
+        if row is not None:
+            rows.append(row)
+        elif finished:
+            dropped.append(f"dropped the torn last line of {METRICS} ({len(tail)} bytes cut "
+                           "mid-row; the next `spamlang sweep` on it cuts it away)")
+    return rows, dropped
+
+
+def _row(line: bytes) -> dict | None:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
 
 
 # ----- typing ----------------------------------------------------------------------------------

@@ -1,10 +1,20 @@
 """Token files: flat binaries of token rows plus a JSON sidecar, written crash-safely.
 
-A token file is little-endian, row-major [N, L], uint16 when V <= 65536 else uint32; its sidecar
-`<file>.json` names the language, seed, shape and byte count. The sidecar is the commit record:
-it is published last (`spamlang.publish`), so a token file without one, or one whose size
-differs from what its sidecar says, is an incomplete export. `load_tokens` refuses it, and a
-rerun of the export replaces it without --force.
+A token file is little-endian, row-major [N, L], uint16 when V <= 65536 else uint32, with no
+header (so any framework reads it with a plain memory map); its sidecar `<file>.json` names the
+format (`FORMAT`), language, seed, shape and byte count. The sidecar is how an export knows its
+own files: the pair is published by renames that never leave it without a sidecar of ours
+(`spamlang.publish`), the first of them a sidecar marked "publishing". So:
+- a sidecar of ours that is final and matches the token file's size: a complete export, which
+  a new export replaces only with force;
+- a sidecar of ours marked "publishing", without its token file, or whose size disagrees: an
+  export cut short (a crash or kill mid-publication, a file damaged since), refused by
+  `load_tokens` and replaced by a new export without force, with a note;
+- anything else (a file with no sidecar, a sidecar of another format): not ours, refused by
+  `load_tokens` and replaced only with force, with a note naming its size.
+(Before the "publishing" sidecar, an export cut between its renames left a token file with no
+sidecar; such a leftover now counts as not ours and needs force. The sidecar's format, and so
+reading any export, is unchanged.)
 
 This module is the file format only: it knows nothing of languages or datasets, and
 `spamlang.data` (above it) builds on it: `spamlang.data.export_tokens` generates the rows of a
@@ -32,10 +42,29 @@ from spamlang.publish import (
 
 FORMAT = "spamlang-tokens-v1"  # the sidecar's "format" field
 _SIDECAR_SLACK = 64 * 1024  # room the sidecar and directory entries need beside the data
+# np.load would read a file with these suffixes as NumPy's own format and fail (or unpickle).
+_NUMPY_SUFFIXES = (".npy", ".npz")
+
+
+class NotAnExport(UserError):
+    """A file that this module did not write: no sidecar, or a sidecar of another format."""
 
 
 class IncompleteExport(UserError):
-    """A token file without its sidecar (or the reverse), or one of the wrong size."""
+    """An export of ours cut short: a "publishing" sidecar, a sidecar without its token
+    file, or a token file whose size differs from what its sidecar says."""
+
+
+class NeedsForce(UserError):
+    """An existing file that only `force` replaces. The message names the flag that caller's
+    users type: `force=True` from Python, `message("--force")` for the CLI."""
+
+    def __init__(self, taken: Path, detail: str):
+        self.taken, self.detail = taken, detail
+        super().__init__(self.message("force=True"))
+
+    def message(self, flag: str) -> str:
+        return f"{str(self.taken)!r} already exists; pass {flag} to replace it ({self.detail})"
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
@@ -48,17 +77,29 @@ def sidecar_path(path: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(path)}.json")
 
 
-def read_sidecar(path: str | os.PathLike) -> dict:
-    """The sidecar dict of a token file (IncompleteExport if missing, UserError if not ours)."""
-    side = sidecar_path(path)
-    if not side.exists():
-        raise IncompleteExport(f"{os.fspath(path)!r} has no sidecar {str(side)!r}")
+def _publishing_path(side: Path) -> Path:
+    # Only names the temporary of the "publishing" sidecar; no file of this name is published.
+    return side.with_name(side.name + ".publishing")
+
+
+def _ours(side: Path) -> dict | None:
+    """The sidecar dict at `side` if this module wrote it (its format field), else None."""
     try:
         meta = read_json(side)
-    except (ValueError, UnicodeDecodeError):
-        meta = None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise UserError(f"{str(side)!r} is not a {FORMAT} sidecar")
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == FORMAT else None
+
+
+def read_sidecar(path: str | os.PathLike) -> dict:
+    """The sidecar dict of a token file (NotAnExport if it has none, or one not ours)."""
+    side = sidecar_path(path)
+    if not side.exists():
+        raise NotAnExport(f"{os.fspath(path)!r} has no sidecar {str(side)!r}: not a spamlang "
+                          "export, or one whose sidecar was lost")
+    meta = _ours(side)
+    if meta is None:
+        raise NotAnExport(f"{str(side)!r} is not a {FORMAT} sidecar")
     return meta
 
 
@@ -69,19 +110,32 @@ def _layout(meta: dict) -> tuple[np.dtype, tuple[int, ...], int]:
     return dtype, shape, math.prod(shape) * dtype.itemsize
 
 
-def check_complete(path: str | os.PathLike) -> dict:
-    """The sidecar of a complete export at `path`; IncompleteExport naming what is missing."""
-    path = Path(path)
+def _check_pair(path: Path, meta: dict) -> None:
+    """IncompleteExport unless our sidecar `meta` is final and describes the file at `path`."""
+    side = sidecar_path(path)
+    if meta.get("publishing"):
+        raise IncompleteExport(f"{str(side)!r} says its export was being replaced when it "
+                               "stopped")
     if not path.exists():
-        if sidecar_path(path).exists():
-            raise IncompleteExport(f"{str(sidecar_path(path))!r} has no token file "
-                                   f"{str(path)!r}")
-        raise UserError(f"{str(path)!r} does not exist")
-    meta = read_sidecar(path)
-    expected, actual = _layout(meta)[2], os.path.getsize(path)
+        raise IncompleteExport(f"{str(side)!r} has no token file {str(path)!r}")
+    try:
+        expected = _layout(meta)[2]
+    except (KeyError, TypeError, ValueError):
+        raise IncompleteExport(f"{str(side)!r} lacks a valid dtype or shape") from None
+    actual = os.path.getsize(path)
     if actual != expected:
         raise IncompleteExport(f"{str(path)!r} has {actual} bytes but its sidecar says "
                                f"{expected}")
+
+
+def check_complete(path: str | os.PathLike) -> dict:
+    """The sidecar of a complete export at `path`; IncompleteExport for one of ours cut short,
+    NotAnExport for files this module did not write."""
+    path = Path(path)
+    if not path.exists() and not sidecar_path(path).exists():
+        raise UserError(f"{str(path)!r} does not exist")
+    meta = read_sidecar(path)
+    _check_pair(path, meta)
     return meta
 
 
@@ -90,8 +144,8 @@ def load_tokens(path: str | os.PathLike) -> np.memmap:
     try:
         meta = check_complete(path)
     except IncompleteExport as e:
-        raise IncompleteExport(f"{e}: an incomplete export (or not a token file); rerun "
-                               "`spamlang export` to replace it, no --force needed") from None
+        raise IncompleteExport(f"{e}: an incomplete export; export it again to replace it "
+                               "(no force needed)") from None
     dtype, shape, _ = _layout(meta)
     return np.memmap(path, dtype=dtype, mode="r", shape=shape)
 
@@ -104,22 +158,40 @@ def _human(n: int) -> str:
     raise AssertionError
 
 
+def _size(path: Path) -> str:
+    try:
+        return _human(os.path.getsize(path))
+    except OSError:
+        return "size unknown"
+
+
 def _check_target(path: Path, force: bool) -> None:
-    """Refuse to replace a complete export (or a file we did not write) unless `force`; a
-    half-published one is replaced with a note on stderr."""
+    """Refuse to replace what is at `path` (a complete export, or files this module did not
+    write) unless `force`, naming what is there; an export of ours cut short is replaced with
+    a note on stderr, as is, under `force`, a file we did not write."""
     side = sidecar_path(path)
-    if not (path.exists() or side.exists()):
+    has_data, has_side = path.exists(), side.exists()
+    if not (has_data or has_side):
+        return
+    meta = _ours(side) if has_side else None
+    if meta is None:  # not ours: a user's file that happens to have this name
+        taken = path if has_data else side
+        why = (f"it has no sidecar {str(side)!r}" if not has_side else
+               f"{str(side)!r} ({_size(side)}) is not a {FORMAT} sidecar" if has_data else
+               f"not a {FORMAT} sidecar")
+        detail = f"{_size(taken)}, not a spamlang export: {why}"
+        if not force:
+            raise NeedsForce(taken, detail)
+        print(f"note: replacing {str(taken)!r} ({detail})", file=sys.stderr)
         return
     try:
-        check_complete(path)
+        _check_pair(path, meta)
     except IncompleteExport as e:
         print(f"note: replacing an incomplete export ({e})", file=sys.stderr)
         return
-    except UserError:
-        pass  # a sidecar that is not ours: an existing file like any other
     if not force:
-        taken = path if path.exists() else side
-        raise UserError(f"{str(taken)!r} already exists; pass --force (force=True) to overwrite")
+        _, (n, length), _ = _layout(meta)
+        raise NeedsForce(path, f"a spamlang export of {n} x {length} {meta['dtype']} tokens")
 
 
 def _check_space(path: Path, shape: tuple[int, int], dtype: np.dtype) -> int:
@@ -144,19 +216,25 @@ def write_tokens(path: str | os.PathLike, chunks: Iterable[np.ndarray], *, vocab
     `chunks` is iterated only after every check passed; its arrays are cast to the dtype of
     `vocab_size` (`token_dtype`). The sidecar holds the format fields (format, dtype,
     byte_order, shape, bytes, vocab_size) and `about` (what the rows are: language, seed, ...).
-    Refuses to replace a complete export (or any other existing file) unless `force`; an
-    incomplete one is replaced. `progress` (None: only for >= 16M tokens) shows a tqdm bar on
+    Refuses (NeedsForce) to replace a complete export, or any file it did not write, unless
+    `force`; an export of its own cut short is replaced. Refuses a .npy or .npz name (the file
+    is not NumPy's format). `progress` (None: only for >= 16M tokens) shows a tqdm bar on
     stderr. Whatever stops it (an error, a full disk, Ctrl-C, SIGTERM: `publish.Terminated`)
     removes its temporaries and leaves the old pair as it was.
     """
     from tqdm import tqdm
 
     path, side = Path(path), sidecar_path(path)
+    if path.suffix.lower() in _NUMPY_SUFFIXES:
+        raise UserError(f"{str(path)!r}: an export is a raw token file with a JSON sidecar, not "
+                        f"NumPy's {path.suffix} format (np.load cannot read it); name it e.g. "
+                        f"{path.with_suffix('.bin').name!r}, read it with "
+                        "spamlang.data.load_tokens or numpy.memmap")
     if not path.parent.is_dir():
         raise UserError(f"output directory {str(path.parent)!r} does not exist")
     if path.is_dir():
         raise UserError(f"output path {str(path)!r} is a directory")
-    for target in (path, side):
+    for target in (path, side, _publishing_path(side)):
         clean_stale_temps(target)
     _check_target(path, force)
     dtype = token_dtype(vocab_size)
@@ -165,12 +243,14 @@ def write_tokens(path: str | os.PathLike, chunks: Iterable[np.ndarray], *, vocab
             "byte_order": "little", "shape": list(shape), "bytes": nbytes}
     total = math.prod(shape)
     show = total >= 2**24 if progress is None else progress
-    with signals_raise(), staged(path) as data_tmp, staged(side) as side_tmp:
+    with signals_raise(), staged(path) as data_tmp, staged(side) as side_tmp, \
+            staged(_publishing_path(side)) as publishing_tmp:
         with tqdm(total=total, unit="tok", unit_scale=True, file=sys.stderr,
                   disable=not show) as bar:
             _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
         _write(side_tmp, side, [_json_bytes(meta)])
-        publish_pair(data_tmp, path, side_tmp, side)
+        _write(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
+        publish_pair(data_tmp, path, side_tmp, side, publishing_tmp)
     return meta
 
 
@@ -200,5 +280,5 @@ def _write(tmp: Path, target: Path, blocks) -> None:
         raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(target)) from e
 
 
-__all__ = ["FORMAT", "IncompleteExport", "token_dtype", "sidecar_path", "read_sidecar",
-           "check_complete", "load_tokens", "write_tokens"]
+__all__ = ["FORMAT", "IncompleteExport", "NeedsForce", "NotAnExport", "token_dtype",
+           "sidecar_path", "read_sidecar", "check_complete", "load_tokens", "write_tokens"]

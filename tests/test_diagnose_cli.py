@@ -44,7 +44,15 @@ def test_diagnose_writes_json_and_figures(run_dir, tmp_path, capsys):
     assert diag["rank_curve"]["tokens"][-1] == 40
     for name in ("rank_curve", "coefficient_profile", "efficiency"):
         assert (out / f"{name}.png").stat().st_size > 1000
-    assert "kernel fraction" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "kernel fraction" in printed
+    # Its loss is on other sequences than the run's final_eval_loss, and it says so.
+    run_loss = json.loads((run_dir / "result.json").read_text())["final_eval_loss"]
+    assert diag["run_final_eval_loss"] == run_loss
+    assert diag["loss_sequences"] == ("50 predicted positions of 4 fresh sequences of spam "
+                                      "(L=16, diagnose seed 0), not the run's eval set")
+    assert (f"loss {diag['loss']:.4f} on {diag['loss_sequences']} (the run's final_eval_loss, "
+            f"on that set: {run_loss:.4f})") in printed
 
 
 def test_plot_bottleneck_reads_diag_rows_and_diagnostics(run_dir, tmp_path):
@@ -87,6 +95,22 @@ def test_diagnose_errors(tmp_path, run_dir, capsys):
     assert main(["diagnose", str(no_ckpt)]) == 2
     err = capsys.readouterr().err
     assert "no such run directory" in err and "--tokens must be >= 1" in err and "checkpoint" in err
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--tokens", "100000000000", "--tokens must be >= 1 and <= 16777216 (2^24)"),
+    ("--chunk-size", "100000000000", "--chunk-size must be >= 1 and <= 16777216 (2^24)"),
+    ("--rank-tokens", "100000000000", "--rank-tokens must be >= 1 and <= 16777216 (2^24)"),
+    ("--seed", "100000000000", "--seed must be in [0, 4294967296)"),
+    ("--seed", "-1", "--seed must be in [0, 4294967296)"),
+])
+def test_diagnose_counts_past_their_limit_exit_2_naming_it(tmp_path, run_dir, capsys, flag,
+                                                           value, message):
+    """--tokens 1e11 aborted the process (status 134) when memory ran out."""
+    assert main(["diagnose", str(run_dir), "-o", str(tmp_path / "d"), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and message in err
+    assert not (tmp_path / "d").exists()
 
 
 def test_diagnose_subprocess_exit_status(tmp_path):

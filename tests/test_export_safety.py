@@ -73,24 +73,32 @@ def test_full_disk_mid_write_keeps_the_old_pair(capsys, tmp_path, monkeypatch):
     assert_pair(path, 0, 4)
 
 
+@pytest.mark.parametrize("renames_done", [1, 2])
 def test_half_published_pair_is_incomplete_and_replaced_without_force(capsys, tmp_path,
-                                                                      monkeypatch):
+                                                                      monkeypatch, renames_done):
+    """Cut between the publishing renames (after the "publishing" sidecar, or after the data
+    too), the pair still carries a sidecar of ours that says so: load_tokens refuses it and the
+    next export replaces it without --force."""
     path = tmp_path / "y.bin"
     data.export_tokens(LANG, 0, L, 4, path)
+    real_replace, calls = os.replace, []
 
-    def crash_between_renames(data_tmp, data_path, side_tmp, side):
-        side.unlink()
-        os.replace(data_tmp, data_path)
-        raise OSError(errno.EIO, "Input/output error")
+    def crash_after(src, dst):
+        if len(calls) == renames_done:
+            raise OSError(errno.EIO, "Input/output error")
+        calls.append(dst)
+        real_replace(src, dst)
 
-    monkeypatch.setattr(token_files, "publish_pair", crash_between_renames)
+    monkeypatch.setattr(publish.os, "replace", crash_after)
     with pytest.raises(OSError):
         data.export_tokens(LANG, 1, L, 6, path, force=True)
-    assert sorted(os.listdir(tmp_path)) == ["y.bin"]  # new data, no sidecar, no temporary
-    with pytest.raises(token_files.IncompleteExport,
-                       match=r"has no sidecar .*: an incomplete export .* no --force needed"):
-        data.load_tokens(path)
     monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == ["y.bin", "y.bin.json"]  # no temporary
+    assert json.loads((tmp_path / "y.bin.json").read_text())["publishing"] is True
+    with pytest.raises(token_files.IncompleteExport,
+                       match=r"was being replaced .*: an incomplete export; export it again .*"
+                             r"\(no force needed\)"):
+        data.load_tokens(path)
     status, out, err = export_cli(capsys, path, seed=2, num_seqs=5)  # no --force
     assert status == 0 and "note: replacing an incomplete export" in err
     assert_pair(path, 2, 5)

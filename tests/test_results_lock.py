@@ -33,8 +33,8 @@ def test_two_shards_writing_at_once_keep_every_finished_run(tmp_path, monkeypatc
     gathered, written = threading.Event(), threading.Event()
     real_gather = results.gather
 
-    def slow_gather(root):
-        rows = real_gather(root)
+    def slow_gather(root, *args):
+        rows = real_gather(root, *args)
         if threading.current_thread().name == "shard0":
             gathered.set()
             written.wait(SLOW_GATHER_S)  # unlocked, shard 1 writes in this gap

@@ -108,14 +108,63 @@ def test_groups_share_everything_but_lr_and_seed_and_shards_partition_them():
     ({"vocab_size": [16.0]}, "sweep 'bad': vocab_size must be an integer, got 16.0"),
     ({"vocab_size": [True]}, "sweep 'bad': vocab_size must be an integer, got True"),
     ({"tie_embeddings": [1]}, "sweep 'bad': tie_embeddings must be true or false, got 1"),
-    ({"lr": ["1e-3"]}, "sweep 'bad': lr must be a number, got '1e-3'"),
+    ({"lr": ["fast"]}, "sweep 'bad': lr must be a number, got 'fast'"),
     ({"lr": [1e-3, 0.001]}, "twice"),
     ({"vocab_size": [16, 1]}, "run V1:"),  # every point is built: the bad one is named
     ({"head": ["lowrank:4"], "tie_embeddings": [True]}, "run head-lowrank4-tied"),
+    # A member field (checked once per value, not per point) is still checked on every point.
+    ({"vocab_size": [16, 32], "lr": [1e-3, -1.0]}, "run V16-lr-1e0: lr must be"),
 ])
 def test_bad_axes_are_user_errors(axes, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(")):
         Sweep("bad", TINY, axes)
+
+
+HUGE_SWEEP = """from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+SWEEP = Sweep("huge", TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8,
+                                  tokens=2560),
+              {"lr": [1e-4 * (1 + i) for i in range(1000)], "seed": list(range(1000))})
+"""
+
+
+def test_a_huge_grid_is_refused_at_once_naming_the_limit(tmp_path):
+    """1,000 LRs x 1,000 seeds printed nothing for a minute; now one line, before expanding."""
+    path = tmp_path / "huge.py"
+    path.write_text(HUGE_SWEEP)
+    argv = [sys.executable, "-m", "spamlang", "sweep", str(path), "--dry-run",
+            "--out", str(tmp_path / "out")]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1
+    assert ("sweep 'huge' has 1,000,000 points (1,000 lr x 1,000 seed), more than the limit "
+            "of 100,000; pass --max-points 1000000") in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_max_points_flag_sets_the_limit(tmp_path, capsys):
+    s = Sweep("twelve", TINY, {"vocab_size": [16, 32, 64], "lr": [1e-3, 3e-3, 1e-2, 3e-2]})
+    out = str(tmp_path / "o")
+    assert sweep_mod.main(s, ["--out", out, "--dry-run", "--max-points", "11"]) == 2
+    err = capsys.readouterr().err
+    assert "has 12 points (3 vocab_size x 4 lr), more than the limit of 11" in err
+    assert sweep_mod.main(s, ["--out", out, "--dry-run", "--max-points", "12"]) == 0
+    assert "12 runs in 3 group(s)" in capsys.readouterr().out
+    with pytest.raises(UserError, match="limit of 5"):
+        run_sweep(s, tmp_path / "o", max_points=5)
+
+
+def test_a_large_grid_says_it_is_expanding_and_builds_every_point(capsys):
+    """20,000 points (the progress threshold), built by sharing each group's checked config
+    (the speed is benchmarks/bench_sweep_expand.py's): every point still equals a config built
+    whole."""
+    lrs = [1e-4 * (1 + i) for i in range(800)]
+    s = Sweep("wide", TINY, {"vocab_size": [16, 32], "lr": lrs, "seed": list(range(25))})
+    points = s.points()
+    assert "sweep wide: expanding 40,000 points" in capsys.readouterr().err
+    assert len(points) == 40_000 and len(groups(s)) == 2
+    for run_id, config in points[::3999]:
+        v, lr, seed = run_id.split("-lr")[0], *run_id.split("-lr")[1].split("-seed")
+        assert config == TINY.replace(vocab_size=int(v[1:]), lr=float(lr), seed=int(seed))
 
 
 def test_sweep_json_refuses_another_sweep_but_lets_axes_grow(tmp_path):
@@ -191,6 +240,11 @@ BAD_FILES = {
     "wrongtype.json": '{"name": "x", "axes": {"vocab_size": [0.5]}}',
     "keys.json": '{"name": "x", "axis": {"lr": [0.001]}}',
     "sweep.txt": "hello",
+    # A file that exits while being loaded ran nothing; status 0 would read as success.
+    "exit0.py": "import sys\nsys.exit(0)\n",
+    "exit_after.py": "import sys\nfrom spamlang.sweep import Sweep\n"
+                     "from spamlang.train.config import TrainConfig\n"
+                     "SWEEP = Sweep('x', TrainConfig(), {'lr': [1e-3]})\nsys.exit()\n",
 }
 
 
@@ -203,6 +257,16 @@ def test_malformed_sweep_files_exit_2_before_any_run(tmp_path, capsys, filename)
     err = capsys.readouterr().err.strip()
     assert err.startswith("spamlang sweep: error:") and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("code", ["0", "None", "'bye'"])
+def test_a_sweep_file_that_exits_is_an_error_even_in_a_dry_run(tmp_path, capsys, code):
+    path = tmp_path / "exits.py"
+    path.write_text(f"import sys\nsys.exit({code})\n")
+    assert cli_main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert f"{path} called sys.exit({code}) while being loaded" in captured.err
 
 
 def test_valid_sweep_files_load_from_json_and_python(tmp_path):

@@ -34,8 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--num-seqs", type=int, required=True, help="number of sequences")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="token file to write")
     p.add_argument("--force", action="store_true",
-                   help="overwrite an existing export (kept until the new one is complete); "
-                        "an incomplete one, a FILE without FILE.json, is replaced without it")
+                   help="replace an existing export (kept until the new one is complete), or a "
+                        "FILE (or FILE.json) that is not a spamlang export; an export cut short "
+                        "(a crash or kill while it was written) is replaced without it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=export_handler)
 
@@ -82,12 +83,18 @@ def languages_handler(args) -> int:
 
 
 def preview_handler(args) -> int:
-    from spamlang.data import SequenceDataset
+    from spamlang.data import MAX_INDEX, SequenceDataset, chunk_tokens
 
-    if args.num_seqs < 1 or args.seq_len < 1:
-        raise UserError(f"-n and --seq-len must be >= 1, got {args.num_seqs} and {args.seq_len}")
+    # The dataset's limits, named here in the flags' words before anything is generated.
+    if not 1 <= args.num_seqs <= MAX_INDEX:
+        raise UserError(f"-n must be >= 1 and <= {MAX_INDEX} (2^32, the number of sequences "
+                        f"a dataset indexes), got {args.num_seqs}")
+    if not 1 <= args.seq_len <= chunk_tokens():
+        raise UserError(f"--seq-len must be >= 1 and <= {chunk_tokens()} (one sequence is "
+                        f"generated in one chunk), got {args.seq_len}")
     lang = _make_language(args)
-    rows = SequenceDataset(lang, args.seed, args.seq_len)[0:args.num_seqs]
+    # Finite, so that iterating generates chunk by chunk: a large -n streams, never held whole.
+    rows = SequenceDataset(lang, args.seed, args.seq_len, num_sequences=args.num_seqs)
     floor = f"{lang.optimal_loss(args.seq_len):.4f}" if args.seq_len >= 2 else "n/a"
     print(f"# {_describe(lang)}, dataset seed {args.seed}, seq_len {args.seq_len}, "
           f"optimal loss {floor} nats")
@@ -100,11 +107,14 @@ def export_handler(args) -> int:
     """Export; Ctrl-C exits 130 and SIGTERM 143, each with one line and no partial file."""
     from spamlang.data import export_tokens
     from spamlang.publish import Terminated
+    from spamlang.token_files import NeedsForce
 
     try:
         lang = _make_language(args)
         meta = export_tokens(lang, args.seed, args.seq_len, args.num_seqs, args.output,
                              force=args.force, progress=False if args.quiet else None)
+    except NeedsForce as e:
+        raise UserError(e.message("--force")) from None
     except KeyboardInterrupt:
         print("spamlang export: interrupted; no partial file left behind", file=sys.stderr)
         return 130

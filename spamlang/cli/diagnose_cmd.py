@@ -3,31 +3,76 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import tempfile
 import time
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.schema import DIAGNOSTICS
+from spamlang.schema import DIAGNOSTICS, RESULT
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
 _DIAG_STREAM = 0xD1A6
+# The most tokens a count flag takes: the sequences are generated at once and every token's
+# terms are kept, so a count far beyond this (a slip of a few digits) only ends in an abort
+# when memory runs out.
+MAX_TOKENS = 2**24
+
+
+def _check_count(flag: str, value: int) -> None:
+    if not 1 <= value <= MAX_TOKENS:
+        raise UserError(f"{flag} must be >= 1 and <= {MAX_TOKENS} (2^24), got {value}")
 
 
 def _check_args(args: argparse.Namespace) -> None:
     if not os.path.isdir(args.run_dir):
         raise UserError(f"no such run directory: {args.run_dir}")
-    if args.tokens < 1:
-        raise UserError(f"--tokens must be >= 1, got {args.tokens}")
+    _check_count("--tokens", args.tokens)
+    if not 0 <= args.seed < 2**32:
+        raise UserError(f"--seed must be in [0, 4294967296), got {args.seed}")
     check_measure_flags(args)
+
+
+def check_writable(out_dir: str | os.PathLike) -> None:
+    """UserError unless files can be created in `out_dir` (or, while it does not exist, in
+    the folder that would hold it), so that minutes of measuring never end in a refused write.
+    Tried by creating a file: permission bits do not tell (root, read-only mounts, ACLs)."""
+    out = Path(out_dir)
+    where = out
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise UserError(f"cannot write {out / DIAGNOSTICS}: {where} is not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=where, prefix=".spamlang-write-check-"):
+            pass
+    except OSError as e:
+        raise UserError(f"cannot write {out / DIAGNOSTICS}: {where} takes no new files "
+                        f"({e.strerror or e}); choose another -o DIR") from None
+
+
+def _sequences_note(config, diag: dict, n_seq: int, seed: int) -> str:
+    """Which sequences the loss was measured on, for a reader comparing it with the run's."""
+    positions = diag.get("loss_tokens")
+    return ((f"{positions} predicted positions of " if positions else "")
+            + f"{n_seq} fresh sequences of {config.language} (L={config.seq_len}, diagnose "
+            f"seed {seed}), not the run's eval set")
+
+
+def _run_eval_loss(run_dir) -> float | None:
+    try:
+        loss = json.loads((Path(run_dir) / RESULT).read_text(encoding="utf-8"))["final_eval_loss"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return loss if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None
 
 
 def check_measure_flags(args: argparse.Namespace) -> None:
     """The checks of `add_measure_flags`' flags (shared with `diagnose-lm`)."""
     for name in ("chunk_size", "rank_tokens"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+        _check_count(f"--{name.replace('_', '-')}", getattr(args, name))
     if args.format not in ("png", "pdf"):
         raise UserError(f"--format must be png or pdf, got {args.format!r}")
 
@@ -46,13 +91,19 @@ def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_s
                  rank_tokens: int = 1024, figures: str | None = "png") -> dict:
     """Load a run's latest checkpoint, diagnose it on `tokens` fresh predicted positions of its
     language, write out_dir/diagnostics.json (atomically) and, unless figures is None, the
-    rank_curve / coefficient_profile / efficiency figures. Returns the diagnostics dict."""
+    rank_curve / coefficient_profile / efficiency figures. Returns the diagnostics dict.
+
+    The sequences are drawn afresh (seed `seed`, a stream of their own), not the run's
+    training or eval sequences, so `loss` differs from the run's final_eval_loss by sampling;
+    `loss_sequences` in the dict says so. An `out_dir` that takes no files is refused
+    (`check_writable`) before anything is loaded or measured."""
     import jax
 
     from spamlang.diagnostics import diagnose_model
     from spamlang.fileio import atomic_write_json
     from spamlang.train import load_run
 
+    check_writable(out_dir)
     start = time.perf_counter()
     config, model = load_run(run_dir)
     L = config.seq_len
@@ -62,6 +113,8 @@ def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_s
     diag = diagnose_model(model, tokens_BxL, chunk_size=chunk_size, rank_tokens=rank_tokens,
                           max_tokens=tokens)
     diag.update(run_dir=str(run_dir), language=config.language, seed=seed, seq_len=L,
+                loss_sequences=_sequences_note(config, diag, n_seq, seed),
+                run_final_eval_loss=_run_eval_loss(run_dir),
                 wall_seconds=round(time.perf_counter() - start, 3))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -76,13 +129,18 @@ def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_s
 def handler(args: argparse.Namespace) -> int:
     _check_args(args)
     out_dir = args.output or args.run_dir
+    check_writable(out_dir)
     diag = diagnose_run(args.run_dir, out_dir, tokens=args.tokens, seed=args.seed,
                         chunk_size=args.chunk_size, rank_tokens=args.rank_tokens,
                         figures=None if args.no_figures else args.format)
     print(f"{diag['head']} V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: "
           f"kernel fraction {diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
           f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
-          f"{diag['projected_cosine']:.4f}, loss {diag['loss']:.4f}")
+          f"{diag['projected_cosine']:.4f}")
+    run_loss = diag.get("run_final_eval_loss")
+    print(f"loss {diag['loss']:.4f} on {diag['loss_sequences']}"
+          + (f" (the run's final_eval_loss, on that set: {run_loss:.4f})"
+             if run_loss is not None else ""))
     print(f"wrote {Path(out_dir) / 'diagnostics.json'}")
     for path in diag.get("figures", []):
         print(f"wrote {path}")

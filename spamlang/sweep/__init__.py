@@ -7,8 +7,9 @@
                   {"vocab_size": [64, 1024], "lr": [3e-3, 1e-2], "tie_embeddings": [True, False]})
     rows = run_sweep(SWEEP, "runs/demo")          # or shard=(i, n) on host i of n
 
-Modules: `spec` (axes, points, run ids, groups, shards), `runner` (run_sweep, sweep.json),
-`results` (gather, results.csv), `command` (the flags of sweep scripts and `spamlang sweep`).
+Modules: `spec` (axes, points, run ids, groups, shards, the size limit), `expand` (building the
+points' configs quickly), `runner` (run_sweep, sweep.json), `results` (gather, results.csv),
+`command` (the flags of sweep scripts and `spamlang sweep`).
 """
 
 from spamlang.sweep.command import load_sweep_file, main

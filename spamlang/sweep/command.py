@@ -22,7 +22,18 @@ from spamlang.errors import UserError, describe
 from spamlang.guard import Parser, add_debug_flag, run_command
 from spamlang.schema import RESULT
 from spamlang.sweep.bracket import DEFAULT_LIMIT
-from spamlang.sweep.spec import Sweep, check_bracket, id_part, parse_shard, shard_groups
+from spamlang.sweep.spec import (MAX_POINTS, Sweep, check_bracket, check_size, id_part,
+                                 parse_shard, shard_groups)
+
+
+def _max_points(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
 
 
 def _bracket_limit(text: str) -> int:
@@ -37,7 +48,7 @@ def _bracket_limit(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
     """The flags of a sweep run: --out, --shard, --group-size, --vmap, --bracket-lr, --seq-len,
-    --quiet, --dry-run, --plots, --figures."""
+    --max-points, --quiet, --dry-run, --plots, --figures."""
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="sweep directory (default: runs/<sweep name>)")
     parser.add_argument("--shard", metavar="i/n", default="0/1",
@@ -70,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
                              "runs/<name>-L<L>). SpamLang (spam, zipf-spam) with RoPE gives "
                              "the same results at any length, so --seq-len 2 costs about 2/L of "
                              "the original; refused for languages with context")
+    parser.add_argument("--max-points", metavar="N", type=_max_points, default=MAX_POINTS,
+                        help=f"refuse a sweep of more than N points, before expanding it "
+                             f"(default {MAX_POINTS:,}: a larger grid is usually a slip)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the points, their status and the token/FLOP budget; run nothing")
@@ -102,12 +116,16 @@ def _per_symbol(config: Any) -> str:
         return "?"
 
 
-def _flops(config: Any) -> float | None:
+def _flops(config: Any, per_token: dict, key: str) -> float | None:
+    """Training FLOPs of one run; `per_token` caches the model's FLOPs per token by group key
+    (a group's runs share the model), so that a large grid is not rebuilt point by point."""
     try:
         from spamlang.perf import flops_per_token
     except ImportError:
         return None
-    return flops_per_token(config.model_config(), config.seq_len) * _run_tokens(config)
+    if key not in per_token:
+        per_token[key] = flops_per_token(config.model_config(), config.seq_len)
+    return per_token[key] * _run_tokens(config)
 
 
 def check_out_dir(sweep: Sweep, out: Path) -> None:
@@ -145,7 +163,8 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) ->
             print(f"{run_id:<{width}}  {_status(out / run_id):<7}  {k:>5}  {steps:>8}  "
                   f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}")
     tokens = sum(_run_tokens(c) for _, c in points)
-    flops = [_flops(c) for _, c in points]
+    per_token: dict = {}
+    flops = [_flops(c, per_token, sweep.group_key_of(r, c)) for r, c in points]
     where = f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
     print(f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
           + (f"; about {sum(flops):.3g} training FLOPs" if flops and None not in flops else "")
@@ -154,13 +173,36 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) ->
 
 
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
+    """Draw the sweep's figures into `figures`. A figure that storage refuses (a read-only
+    copy of a finished sweep) is skipped with one line on stderr; the others are drawn."""
     from spamlang.plots.sweep import plot_curves, plot_heatmap
+    from spamlang.sweep.results import is_read_only
 
-    figures.mkdir(parents=True, exist_ok=True)
-    written = [plot_heatmap(out, figures / "heatmap.png"), plot_curves(out, figures / "curves.png")]
-    for where in samples:
-        written.extend(_sample_figure(out, figures, rows, where))
-    print("figures: " + ", ".join(str(p) for p in written))
+    def skipped(what: str, e: OSError) -> None:
+        print(f"note: skipped {what}: {figures} cannot be written "
+              f"({e.strerror or describe(e)}); --figures DIR draws them elsewhere",
+              file=sys.stderr)
+
+    try:
+        figures.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if not is_read_only(e):
+            raise
+        return skipped("the figures", e)
+    drawers = [("heatmap.png", lambda: [plot_heatmap(out, figures / "heatmap.png")]),
+               ("curves.png", lambda: [plot_curves(out, figures / "curves.png")])]
+    drawers += [(f"the samples of {where}", lambda where=where:
+                 _sample_figure(out, figures, rows, where)) for where in samples]
+    written = []
+    for what, draw in drawers:
+        try:
+            written.extend(draw())
+        except OSError as e:
+            if not is_read_only(e):
+                raise
+            skipped(what, e)
+    if written:
+        print("figures: " + ", ".join(str(p) for p in written))
 
 
 def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> list[Path]:
@@ -189,6 +231,7 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     from spamlang.sweep.seq_len import at_seq_len
 
     shard = parse_shard(args.shard)
+    check_size(sweep, args.max_points)  # before anything expands the points
     if args.seq_len is not None:
         sweep = at_seq_len(sweep, args.seq_len)
     out = Path(args.out) if args.out else Path("runs") / sweep.name
@@ -202,7 +245,7 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
         return 0
     try:
         rows = run_sweep(sweep, out, shard, quiet=args.quiet, group_size=args.group_size,
-                         vmap=args.vmap, bracket_lr=limit)
+                         vmap=args.vmap, bracket_lr=limit, max_points=args.max_points)
     except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
         print(f"interrupted; rerun the same command to resume (finished runs are in "
               f"{out / 'results.csv'})", file=sys.stderr)
@@ -261,6 +304,11 @@ def _load_py(path: Path) -> tuple[Sweep, bool, tuple]:
         raise UserError(f"{path}:{e.lineno}: SyntaxError: {e.msg}") from None
     except Exception as e:  # the file's own bug: report it in one line, like any bad input
         raise UserError(f"{path}: {describe(e)}") from None
+    except SystemExit as e:
+        # Whatever the status, nothing was swept: a quiet exit 0 would read as success.
+        raise UserError(f"{path} called sys.exit({e.code!r}) while being loaded; a sweep file "
+                        "defines SWEEP and runs nothing on import (put `main(SWEEP)` under "
+                        "`if __name__ == \"__main__\":`)") from None
     sweep = getattr(module, "SWEEP", None)
     if not isinstance(sweep, Sweep):
         what = "does not define SWEEP" if sweep is None else \

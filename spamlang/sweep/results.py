@@ -4,27 +4,89 @@ Gathering reads only what is on disk (each run's config.json and result.json, an
 sweep.json for the extra axis columns), never any in-memory state, so however a sweep was
 interrupted (even SIGKILL), the next gather lists every finished run exactly once. Shards
 running at the same time take turns at results.csv (`write_results` holds a lock).
+
+A finished run that cannot be read (config.json or result.json deleted or garbled by hand) is
+left out of the table and reported, one line per run, to a `Report` (a sweep says each once,
+beside its count of finished runs) or else on stderr. A finished run's metrics.jsonl whose last
+line was cut mid-JSON (a kill mid-write; nothing writes it once result.json exists) has that
+line cut away when it is gathered, with one line saying so.
+
+On storage it cannot write (a read-only copy of a finished sweep), `write_results` still
+gathers and returns the rows, and reports that it left results.csv as it was.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from spamlang.fileio import atomic_write_text
+from spamlang.errors import describe
+from spamlang.fileio import atomic_write_bytes, atomic_write_text
 from spamlang.filelock import locked
 
-from spamlang.schema import (CONFIG, RESULT, RESULT_COLUMNS, RESULTS_FILE, RESULTS_LOCK,
-                             SETTING_COLUMNS, SWEEP_FILE)
+from spamlang.schema import (CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE,
+                             RESULTS_LOCK, SETTING_COLUMNS, SWEEP_FILE)
+
+# errno values that mean "this storage will not take a write" rather than a bug or a full disk.
+READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_TAIL_BYTES = 1 << 16  # a torn metrics row is looked for in this much of the file's end
+
+
+def is_read_only(e: BaseException) -> bool:
+    """Is `e` the refusal of storage that takes no writes (permission, read-only mount)?"""
+    return isinstance(e, OSError) and e.errno in READ_ONLY_ERRNOS
+
+
+class Report:
+    """What gathering left out or repaired, kept so that a sweep says each thing once.
+
+    `unreadable` holds the latest gather's finished runs it could not read (a later gather
+    that reads one drops it); `notes` keeps every repair and every write left undone.
+    """
+
+    def __init__(self):
+        self.unreadable: dict[str, str] = {}  # run directory -> why it was left out
+        self.notes: dict[str, None] = {}  # lines, in order, each once
+
+    def note(self, line: str) -> None:
+        self.notes[line] = None
+
+    def lines(self) -> list[str]:
+        """One line per unreadable run, then the notes."""
+        return [*(f"warning: {run}: finished but left out of {RESULTS_FILE}: {why}"
+                  for run, why in self.unreadable.items()), *self.notes]
+
+
+class _Printer(Report):
+    """A Report that prints each line at once on stderr (gathers outside a sweep)."""
+
+    def note(self, line: str) -> None:
+        print(line, file=sys.stderr)
 
 
 def _read(path: Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def _read_object(run_dir: Path, name: str) -> dict:
+    """A run's JSON file as a dict; ValueError saying, in words, why it cannot be."""
+    try:
+        data = _read(run_dir / name)
+    except FileNotFoundError:
+        raise ValueError(f"its {name} is missing") from None
+    except OSError as e:
+        raise ValueError(f"its {name} cannot be read ({describe(e)})") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"its {name} cannot be parsed ({describe(e)})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"its {name} is not a JSON object")
+    return data
 
 
 def extra_axes(out_dir: str | Path) -> list[str]:
@@ -95,31 +157,79 @@ def _fill_older(row: dict, config: dict) -> None:
         pass
 
 
-def gather(out_dir: str | Path) -> list[dict]:
+def read_run(run_dir: str | Path, extras: list[str] | tuple = ()) -> dict:
+    """The results.csv row of one finished run directory (`extras`: the sweep's extra axis
+    columns); ValueError saying why it cannot be read."""
+    run_dir = Path(run_dir)
+    result, config = _read_object(run_dir, RESULT), _read_object(run_dir, CONFIG)
+    row = {"run_id": run_dir.name}
+    row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
+    row.update({c: _setting(config, c) for c in extras})
+    row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    _fill_older(row, config)
+    return row
+
+
+def repair_metrics(run_dir: str | Path) -> str | None:
+    """Cut a torn last line (a row cut mid-JSON) from a finished run's metrics.jsonl; the line
+    that says what was done (or could not be), or None when there was nothing to cut.
+
+    Only for finished runs: a live run's last line may be a row being written."""
+    path = Path(run_dir) / METRICS
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - _TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return None
+    if not tail or tail.endswith(b"\n"):
+        return None
+    cut = tail.rfind(b"\n")
+    if cut < 0 and size > len(tail):
+        return None  # one line longer than the tail: not a row this writer makes
+    last = tail[cut + 1:]
+    try:
+        json.loads(last)
+        return None  # a whole row without its newline: nothing lost, nothing to cut
+    except ValueError:
+        pass
+    keep = size - len(last)
+    try:
+        with open(path, "rb") as f:
+            kept = f.read(keep)
+        atomic_write_bytes(path, kept)
+    except OSError as e:
+        return (f"warning: {path}: its last line is torn ({len(last)} bytes cut mid-row); "
+                f"could not cut it away ({e.strerror or describe(e)})")
+    return f"repaired {path}: cut its torn last line ({len(last)} bytes cut mid-row)"
+
+
+def gather(out_dir: str | Path, report: Report | None = None) -> list[dict]:
     """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id.
 
-    A run directory whose result.json or config.json cannot be read is skipped with a warning
-    on stderr (it will be picked up once it is whole).
+    A finished run whose result.json or config.json cannot be read is left out and recorded
+    in `report` (None: a warning on stderr); it is picked up once it is whole. A torn last
+    line of a finished run's metrics.jsonl is cut away (`repair_metrics`), noted there too.
     """
+    report = _Printer() if report is None else report
+    report.unreadable = {}
     root = Path(out_dir)
     if not root.is_dir():
         return []
     extras = extra_axes(root)
     rows = []
     for run_dir in sorted(p for p in root.iterdir() if (p / RESULT).is_file()):
+        fixed = repair_metrics(run_dir)
+        if fixed:
+            report.note(fixed)
         try:
-            result, config = _read(run_dir / RESULT), _read(run_dir / CONFIG)
-            if not isinstance(result, dict) or not isinstance(config, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as e:
-            print(f"warning: skipping {run_dir}: {e}", file=sys.stderr)
-            continue
-        row = {"run_id": run_dir.name}
-        row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
-        row.update({c: _setting(config, c) for c in extras})
-        row.update({c: result.get(c) for c in RESULT_COLUMNS})
-        _fill_older(row, config)
-        rows.append(row)
+            rows.append(read_run(run_dir, extras))
+        except ValueError as e:
+            report.unreadable[str(run_dir)] = str(e)
+    if isinstance(report, _Printer):
+        for line in report.lines():
+            print(line, file=sys.stderr)
     return rows
 
 
@@ -130,23 +240,39 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def write_results(out_dir: str | Path) -> list[dict]:
+def write_results(out_dir: str | Path, report: Report | None = None) -> list[dict]:
     """Gather `out_dir` and rewrite its results.csv atomically; return the rows.
 
     Gather and write happen under a lock (`.results.lock` in `out_dir`, waited for), so that
     concurrent writers (the shards of one sweep) take turns: a gather that began before
     another shard's run finished can no longer overwrite that shard's newer table, and the
     last table written lists every run finished before its writer took the lock.
+    Where `out_dir` takes no writes (read-only storage: no lock, no results.csv can be
+    written), the rows are still gathered and returned, and a line in `report` (None: on
+    stderr) says that results.csv was left as it was.
     """
     root = Path(out_dir)
-    with locked(root / RESULTS_LOCK):
-        rows = gather(root)
-        columns = [*SETTING_COLUMNS, *extra_axes(root), *RESULT_COLUMNS]
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n",
-                                extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _cell(v) for k, v in row.items()})
-        atomic_write_text(root / RESULTS_FILE, buf.getvalue())
+    report = _Printer() if report is None else report
+    rows = None
+    try:
+        with locked(root / RESULTS_LOCK):
+            rows = gather(root, report)
+            _write_table(root, rows)
+    except OSError as e:
+        if not is_read_only(e):
+            raise
+        # Nothing else can write here either, so there is nothing to take turns with.
+        rows = gather(root, report) if rows is None else rows
+        report.note(f"note: left {root / RESULTS_FILE} as it was: {root} cannot be written "
+                    f"({e.strerror or describe(e)})")
     return rows
+
+
+def _write_table(root: Path, rows: list[dict]) -> None:
+    columns = [*SETTING_COLUMNS, *extra_axes(root), *RESULT_COLUMNS]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+    atomic_write_text(root / RESULTS_FILE, buf.getvalue())

@@ -26,9 +26,9 @@ from spamlang.schema import METRICS, RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
-from spamlang.sweep.results import SWEEP_FILE, write_results
-from spamlang.sweep.spec import (Sweep, cell_key, check_bracket, check_shard, group_key, groups,
-                                 shard_groups)
+from spamlang.sweep.results import SWEEP_FILE, Report, is_read_only, write_results
+from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_shard,
+                                 check_size, group_key, groups, shard_groups)
 from spamlang.rundir.lock import RunDirBusy
 
 
@@ -86,7 +86,15 @@ def check_sweep_file(sweep: Sweep, out_dir: Path) -> None:
                                 "axes may only grow; use another --out")
         if old == new:
             return
-    atomic_write_json(path, new)
+    try:
+        atomic_write_json(path, new)
+    except OSError as e:
+        if not (is_read_only(e) and path.is_file() and old["axes"] == new["axes"]):
+            raise
+        # Same sweep, stored in an older spelling: nothing to record on storage that takes
+        # no writes (a finished sweep read from a read-only copy).
+        print(f"note: left {path} as it was: {out_dir} cannot be written "
+              f"({e.strerror or e})", file=sys.stderr)
 
 
 def _fmt(x: Any, spec: str = ".4f") -> str:
@@ -165,7 +173,7 @@ class _LossWatcher:
 
 def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1), *,
               quiet: bool = False, group_size: int = 0, vmap: bool | None = None,
-              bracket_lr: int | None = None) -> list[dict]:
+              bracket_lr: int | None = None, max_points: int = MAX_POINTS) -> list[dict]:
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
 
     Points that differ only in MEMBER_FIELDS (lr, seed and the optimizer's b1, b2, eps,
@@ -189,7 +197,8 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     two cores, so the ratio is rough).
     A run or group whose directory another process holds (another sweep on `out_dir`) is
     skipped with a line on stderr and counted in the summary; a later rerun picks it up if
-    that process did not finish it.
+    that process did not finish it. A sweep of more than `max_points` points is refused
+    before anything is expanded or written (`spec.check_size`).
     `bracket_lr` (None: the sweep's own `bracket_lr`) > 0 extends the LR grid of every cell
     whose best LR sits at an end of it, by up to that many LRs per end
     (`spamlang.sweep.bracket`); cells that stayed at the limit are listed in the summary.
@@ -199,6 +208,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     3 or more (`spamlang.sweep.best_lr.edge_warnings`).
     """
     shard = check_shard(shard)
+    check_size(sweep, max_points)
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
     my_groups = shard_groups(sweep, shard, group_size)
@@ -220,6 +230,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
 
         on_cpu = jax.default_backend() == "cpu"
     held = 0  # runs skipped because another process is training them
+    report = Report()  # finished runs results.csv cannot list, repairs: said once, at the end
     added, at_limit = [], []  # bracketing: the points it added, the cells left at its limit
 
     def train(todo: list) -> bool:
@@ -244,7 +255,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
                 held += len(part)
                 all_done = False
                 continue
-            write_results(out)
+            write_results(out, report)
         return all_done
 
     known = {run_id for g in my_groups for run_id, _ in g}
@@ -262,15 +273,21 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
                         at_limit.append(cell[0][0])
     finally:
         bar.close()
-        rows = write_results(out)
+        rows = write_results(out, report)
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
         best = [r["final_eval_loss"] for r in rows if isinstance(r.get("final_eval_loss"), float)
                 and math.isfinite(r["final_eval_loss"])]
+        unreadable = len(report.unreadable)
         print(f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
               + (f", best eval loss {min(best):.4f}" if best else "") + ")"
+              + (f", and {unreadable} more finished run(s) it could not read (left out of the "
+                 "table; see below)" if unreadable else "")
               + (f"; {held} skipped, in use by another process" if held else "")
               + f"; table: {out / 'results.csv'}")
+    # Even when quiet, once each: results it cannot list, and what it repaired or left alone.
+    for line in report.lines():
+        print(line, file=sys.stderr)
     swept = swept_values(sweep.points() + added, sweep.axes)
     if not quiet and rows:
         print("best lr per cell (seed-mean final eval loss, its min .. max over seeds):")

@@ -11,7 +11,9 @@ sequences of a length that depends on V). Its run-id pieces are those of its fie
 Every value is type-checked against its field by `spamlang.fields`, with the fields' own rules
 and messages (an int is accepted for a float field and stored as a float, so `lr=[1]` and
 `lr=[1.0]` are the same point with the same id), and every point is built and validated when
-the `Sweep` is constructed, so a bad sweep fails before any run starts.
+the `Sweep` is constructed, so a bad sweep fails before any run starts. A grid of more than
+MAX_POINTS points is refused by `check_size` (the CLI's `--max-points` raises the limit)
+before it is expanded: its size comes from the axes alone.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import as_int, conform, field_types, in_range, is_int
+# Building, checking and keying one point (re-exported: group_key and cell_key are the
+# sweep's notion of a vmapped group and an LR cell).
+from spamlang.sweep.expand import (_MODEL_PREFIX, _PARAM_PREFIX, Builder, Progress,  # noqa: F401
+                                   _canonical, build_point, cell_key, group_key)
 
-_MODEL_PREFIX = "model."
-_PARAM_PREFIX = "param."
 # Abbreviations used in run ids; a field not listed here appears under its own name.
 _SHORT = {
     "vocab_size": "V", "lr": "lr", "seed": "seed", "seq_len": "L", "batch_size": "B",
@@ -45,6 +49,10 @@ _DECIMAL = frozenset({"b1", "b2", "momentum"})
 # Booleans with a word for each side.
 _BOOL_WORDS = {"tie_embeddings": ("tied", "untied"), "residual": ("residual", "noresidual")}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# The most points a sweep runs unless told otherwise (`--max-points`, `check_size`): a grid
+# beyond it is far more likely a slip (1,000 LRs x 1,000 seeds) than a plan. A Sweep this
+# large is not expanded when constructed, so that the refusal comes at once.
+MAX_POINTS = 100_000
 
 
 def format_number(x: int | float) -> str:
@@ -163,7 +171,7 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
             raise UserError(f"axis {axis!r} must be a list of values, got {values!r}")
         if not values:
             raise UserError(f"axis {axis!r} is empty")
-        clean = []
+        clean, seen = [], set()
         for value in values:
             if len(names) == 1:
                 value = _check_value(base, axis, value, owner)
@@ -172,8 +180,9 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
                                 f"({', '.join(names)}), got {value!r}")
             else:
                 value = [_check_value(base, n, v, owner) for n, v in zip(names, value)]
-            if any(_canonical(value) == _canonical(v) for v in clean):
+            if _canonical(value) in seen:
                 raise UserError(f"axis {axis!r} lists {value!r} twice")
+            seen.add(_canonical(value))
             clean.append(value)
         normalised[axis] = clean
     every = [n for axis in normalised for n in fields_of(axis)]
@@ -194,48 +203,17 @@ def _parse_count(text: str) -> int:
     return parse_count(text)
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-def _replace(base: Any, changes: dict[str, Any]) -> Any:
-    replace = getattr(base, "replace", None)
-    return replace(**changes) if callable(replace) else dataclasses.replace(base, **changes)
-
-
-def build_point(base: Any, assignment: dict[str, Any]) -> Any:
-    """The config at one point: `base` with each axis set (dotted axes merged into their dicts)."""
-    changes: dict[str, Any] = {}
-    overrides = dict(getattr(base, "model_overrides", None) or {})
-    params = dict(getattr(base, "language_params", None) or {})
-    for axis, value in assignment.items():
-        if axis.startswith(_MODEL_PREFIX):
-            overrides[axis[len(_MODEL_PREFIX):]] = value
-            changes["model_overrides"] = overrides
-        elif axis.startswith(_PARAM_PREFIX):
-            params[axis[len(_PARAM_PREFIX):]] = value
-            changes["language_params"] = params
-        else:
-            changes[axis] = value
-    return _replace(base, changes)
-
-
-def _deep_check(config: Any) -> None:
-    """Build the model config and language a run would build (cheap, nothing compiled)."""
-    for method in ("model_config", "make_language"):
-        fn = getattr(config, method, None)
-        if callable(fn):
-            fn()
-
-
 @dataclasses.dataclass(frozen=True)
 class Sweep:
     """A named grid of runs: `base` with every combination of `axes` (cartesian, in axis order).
 
-    The first axis varies slowest. Each point's run id joins one readable piece per axis with
-    '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in order) and that point's
-    values, so it is the same in every process and host and does not move when values are added
-    to an axis. An empty `axes` is one point, id "base". Axis names: see the module docstring.
+    Every point is built and checked when the Sweep is constructed (a sweep larger than
+    MAX_POINTS: when its points are first asked for, after `check_size`), so a bad sweep fails
+    before any run starts. The first axis varies slowest. Each point's run id joins one readable
+    piece per axis with '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in
+    order) and that point's values, so it is the same in every process and host and does not
+    move when values are added to an axis. An empty `axes` is one point, id "base". Axis names:
+    see the module docstring.
     """
 
     name: str  # label; also the default output directory runs/<name>
@@ -244,7 +222,10 @@ class Sweep:
     # At most this many LRs added beyond each end of a cell's LR grid while its best LR sits
     # at that end (`spamlang.sweep.bracket`); 0: the grid as written. `--bracket-lr` overrides.
     bracket_lr: int = 0
-    _points: tuple = dataclasses.field(init=False, repr=False, compare=False, default=())
+    _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False,
+                                              default=None)  # None until expanded
+    _group_keys: dict | None = dataclasses.field(init=False, repr=False, compare=False,
+                                                 default=None)  # run id -> group_key
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
@@ -257,25 +238,42 @@ class Sweep:
         axes = _check_axes(self.base, self.axes, owner)
         object.__setattr__(self, "axes", axes)
         check_bracket(self.bracket_lr, axes, owner)
+        object.__setattr__(self, "_points", None)
+        if self.size <= MAX_POINTS:
+            self._expand()
+
+    @property
+    def size(self) -> int:
+        """The number of points, from the axes alone (nothing is expanded)."""
+        return math.prod(len(values) for values in self.axes.values())
+
+    def _expand(self) -> tuple:
+        """Build and check every point once (see the class doc); kept for `points()`."""
+        if self._points is not None:
+            return self._points
+        owner = f"sweep {self.name!r}"
+        build = Builder(self.base, owner)  # spamlang.sweep.expand
         points, seen = [], {}
-        for combo in itertools.product(*axes.values()):
-            assignment = {}
-            for axis, value in zip(axes, combo):
-                names = fields_of(axis)
-                assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
-            run_id = _join_id(assignment.items())
-            if run_id in seen:
-                raise UserError(f"sweep {self.name!r}: points {seen[run_id]} and {assignment} "
-                                f"share the run id {run_id!r}")
-            seen[run_id] = assignment
-            try:
-                config = build_point(self.base, assignment)
-                _deep_check(config)
-            except (ValueError, TypeError) as e:
-                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-                raise UserError(f"sweep {self.name!r}, run {run_id}: {msg}") from None
-            points.append((run_id, config))
+        with Progress(self.name, self.size) as tick:
+            for combo in itertools.product(*self.axes.values()):
+                assignment = {}
+                for axis, value in zip(self.axes, combo):
+                    names = fields_of(axis)
+                    assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
+                run_id = _join_id(assignment.items())
+                if run_id in seen:
+                    raise UserError(f"{owner}: points {seen[run_id]} and {assignment} "
+                                    f"share the run id {run_id!r}")
+                seen[run_id] = assignment
+                points.append((run_id, build(run_id, assignment)))
+                tick()
         object.__setattr__(self, "_points", tuple(points))
+        object.__setattr__(self, "_group_keys", build.group_keys)
+        return self._points
+
+    def group_key_of(self, run_id: str, config: Any) -> str:
+        """`group_key(config)` of the point `run_id`, computed once per group when expanding."""
+        return (self._group_keys or {}).get(run_id) or group_key(config)
 
     def run_id(self, config: Any) -> str:
         """The run id of any config that differs from the base only in axis fields (a point,
@@ -285,8 +283,10 @@ class Sweep:
                         for axis in self.axes for name in fields_of(axis))
 
     def points(self) -> list[tuple[str, Any]]:
-        """Every (run_id, config) in cartesian order, the first axis varying slowest."""
-        return list(self._points)
+        """Every (run_id, config) in cartesian order, the first axis varying slowest. A sweep
+        larger than MAX_POINTS is expanded here, on first use (`check_size` refuses it first
+        where a limit applies)."""
+        return list(self._expand())
 
     def to_json(self) -> dict:
         """What sweep.json holds: name, the base config's JSON and the axes."""
@@ -296,6 +296,19 @@ class Sweep:
 def _join_id(pairs) -> str:
     """A run id from (field, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base"."""
     return "-".join(id_part(name, value) for name, value in pairs) or "base"
+
+
+def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
+    """`sweep.size`, or a UserError naming the size, the axes and the limit when it is larger
+    than `limit` (the flag `--max-points` raises it). Nothing is expanded."""
+    limit = in_range("max_points", as_int("max_points", limit), ge=1)
+    size = sweep.size
+    if size > limit:
+        shape = " x ".join(f"{len(v):,} {a}" for a, v in sweep.axes.items())
+        raise UserError(f"sweep {sweep.name!r} has {size:,} points ({shape}), more than the "
+                        f"limit of {limit:,}; pass --max-points {size} (max_points={size} from "
+                        "Python) to run it anyway")
+    return size
 
 
 def config_field(data: dict, field: str) -> Any:
@@ -315,25 +328,6 @@ def check_bracket(limit: Any, axes: dict, owner: str = "") -> int:
     return limit
 
 
-def _key_without(config: Any, fields) -> str:
-    data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
-    return _canonical({k: v for k, v in data.items() if k not in fields})
-
-
-def group_key(config: Any) -> str:
-    """Points with the same key differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
-    and can share one vmapped program."""
-    from spamlang.train.config import MEMBER_FIELDS
-
-    return _key_without(config, MEMBER_FIELDS)
-
-
-def cell_key(config: Any) -> str:
-    """Points with the same key differ only in lr and seed: one cell of an LR grid, whose best
-    LR the summary reports and LR bracketing brackets."""
-    return _key_without(config, ("lr", "seed"))
-
-
 def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
     """The points split into groups trainable together, sorted by the first member's run id.
 
@@ -343,7 +337,7 @@ def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
     group_size = in_range("group_size", as_int("group_size", group_size), ge=0)
     by_key: dict[str, list] = {}
     for point in sweep.points():
-        by_key.setdefault(group_key(point[1]), []).append(point)
+        by_key.setdefault(sweep.group_key_of(*point), []).append(point)
     out = []
     for members in by_key.values():
         size = group_size or len(members)
