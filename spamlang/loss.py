@@ -131,7 +131,7 @@ def token_stats(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
     whether the argmax is the target. For evaluation (no custom VJP: not for training).
 
     Per row, so a caller can split an eval set into subsets after the fact (the seen /
-    unseen split of `spamlang.train.evaluate`). Chunked over rows of the flattened positions
+    unseen split of `spamlang.evaluate.sets`). Chunked over rows of the flattened positions
     like the loss, so memory grows with chunk_size x V; under a multi-device `mesh` each
     device scores its own rows (`tokens_BxL` must be split over "data").
     """

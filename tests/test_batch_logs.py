@@ -4,7 +4,7 @@ most every SPAMLANG_LOG_SECONDS seconds and at the end, and a line when a run re
 import pytest
 
 from spamlang.train import Interrupted, TrainConfig, run_training
-from spamlang.train.progress import Progress
+from spamlang.train.progress import Progress, wait_for
 
 CFG = TrainConfig(vocab_size=32, seq_len=8, batch_size=8, tokens=8 * 8 * 40, log_every=4,
                   checkpoint_every=0, eval_sequences=8, model_overrides={"n_layers": 1})
@@ -34,3 +34,29 @@ def test_a_run_says_where_it_resumed(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "resumed 1 run(s) from the checkpoint at step 20" in err
     assert _steps(err) == [24, 28, 32, 36, 40]
+
+
+class _Slow:
+    """An array that is ready after `polls` checks."""
+
+    def __init__(self, polls):
+        self.polls = polls
+
+    def is_ready(self):
+        self.polls -= 1
+        return self.polls < 0
+
+
+def test_a_long_evaluation_says_so(capsys):
+    clock = iter(range(0, 10_000))  # each call 1 s later
+    progress = Progress(10, 0, label="run", quiet=False)
+    wait_for([_Slow(30)], progress, "evaluating 8 sequences", clock=lambda: next(clock),
+             sleep=lambda s: None)
+    lines = capsys.readouterr().err.splitlines()
+    # first after 3 s, then every 10 s, then once done
+    assert lines[:3] == ["[run] evaluating 8 sequences: 3 s so far",
+                         "[run] evaluating 8 sequences: 13 s so far",
+                         "[run] evaluating 8 sequences: 23 s so far"]
+    assert lines[3].startswith("[run] evaluating 8 sequences: done in ") and len(lines) == 4
+    wait_for([_Slow(1)], progress, "quick", clock=lambda: next(clock), sleep=lambda s: None)
+    assert capsys.readouterr().err == ""  # a quick evaluation is not mentioned

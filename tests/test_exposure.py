@@ -13,7 +13,7 @@ from spamlang.model import ModelConfig, Transformer
 from spamlang import rundir
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.train.config import TrainConfig
-from spamlang.train.evaluate import make_eval_fn, sample_rows
+from spamlang.evaluate.sets import make_eval_fn, sample_rows
 from spamlang.coverage.exposure import seen_rows, sequence_counts, summary
 from spamlang.train.loop import Interrupted
 from spamlang.train.run import run_training

@@ -41,11 +41,12 @@ LAYERS = (
     ("data",),  # SequenceDataset and its export into a token file
     ("model",),  # the Transformer, presets, heads, kernels
     # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig; the optimizers.
-    ("loss", "perf", "optim"),
+    ("loss", "perf", "optim", "members"),
     # DESIGN lists diagnostics with the readers at the end, but the trainer logs its
     # measurements every `diag_every` steps (train.loop), so it sits below train.
     # coverage: exposure counts and per-symbol scores, which training and evaluation record.
     ("diagnostics", "coverage"),
+    ("evaluate",),  # the eval set's metrics, coverage and per-symbol rows of a run's models
     ("train",),  # config, state and step, loop, runs
     # Readers of a trained run or of a model: sample loads a run (train.load_run); hf measures
     # a Hugging Face LM with diagnostics.

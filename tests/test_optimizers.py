@@ -273,7 +273,7 @@ def test_checkpoints_written_before_the_member_hyperparameters_still_restore(tmp
         program.abstract_state(),
         (program.legacy_abstract_state(), lambda s: program.from_legacy(s, config)))
     ckpt.close()
-    assert step == 5 and meta == {"final": True}
+    assert step == 5 and meta["final"] is True and set(meta) == {"final", "checksums"}
     assert jax.tree.structure(restored) == jax.tree.structure(state)
     for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state)):
         np.testing.assert_array_equal(a, b)

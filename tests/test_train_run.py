@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spamlang.train.evaluate import COVERAGE_KEYS, HOLDOUT_KEYS
+from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS, HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training

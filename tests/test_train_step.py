@@ -9,14 +9,15 @@ import numpy as np
 import optax
 import pytest
 
-from spamlang.train.evaluate import COVERAGE_KEYS, HOLDOUT_KEYS
+from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS, HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from flax import nnx
 
 from spamlang.errors import UserError
 from spamlang import optim
 from spamlang.train.config import TrainConfig, parse_count
-from spamlang.train.step import Program, micro_batches, program
+from spamlang.model.kernels import micro_batches
+from spamlang.train.step import Program, program
 
 TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
 
@@ -62,7 +63,7 @@ def test_parse_count_rejects(text):
     (dict(model_overrides={"nope": 1}), "nope"),
     (dict(model_overrides={"vocab_size": 8}), "vocab_size"),
     (dict(language_params={"k": 0}, language="cycle"), "k"),  # validated by the language
-    (dict(seq_len="64"), "seq_len must be an integer"),
+    (dict(seq_len="sixty-four"), "seq_len must be an integer"),
     (dict(tie_embeddings=1), "tie_embeddings"),
     (dict(dtype="float16"), "dtype"),
     (dict(batch_size=16, micro_batch=5), "micro_batch"),

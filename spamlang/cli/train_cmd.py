@@ -33,6 +33,36 @@ _DICT_HELP = {
     "language_params": "a language parameter, e.g. --param s=1.1 (repeatable)",
     "model_overrides": "a ModelConfig field beyond the preset, e.g. --model d_model=32 (repeatable)",
 }
+# Help that says what a flag means to a user, where the field's source comment speaks of the
+# trainer's internals (state arrays, device syncs) or runs over several lines.
+_HELP = {
+    "language": "the language trained on (`spamlang languages` lists them); spam is the paper's "
+                "SpamLang",
+    "residual": "--no-residual: each block replaces the residual stream instead of adding to it "
+                "(vanishing-gradient experiments)",
+    "micro_batch": "split each batch into micro-batches of this many sequences, averaging their "
+                   "gradients: the same update in less memory; 0: automatic (on CPUs only)",
+    "optimizer": "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | "
+                 "adafactor",
+    "lr": "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
+    "log_every": "steps between logged training metrics (metrics.jsonl rows and the progress "
+                 "line); logging more often slows training a little",
+    "eval_sequences": "sequences in the eval set, the same for every run of the language; fewer "
+                      "make the eval loss noisy (256 left a standard error of ~0.2 nats)",
+    "eval_batch_size": "sequences per eval batch (no gradients, so it may exceed batch_size); "
+                       "0: max(batch_size, 256)",
+    "loss_chunk": "tokens per chunk of the cross-entropy, which never holds all logits at once: "
+                  "memory grows with chunk x V, the fastest size depends on D and the device "
+                  "(benchmarks/bench_model.py); 0: no chunks",
+    "track_symbols": "follow this many symbol ids (spread over V): each step's update to their "
+                     "rows goes to track.jsonl, for `spamlang plot track`; 0: none",
+    "kernels": "auto: kernels tuned for CPUs on CPU devices, plain XLA on GPUs and TPUs; xla or "
+               "cpu forces one",
+}
+# How every integer flag reads a count (`spamlang.fields.parse_int`), in the help's words.
+COUNTS_HELP = ("Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
+               "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12). "
+               "Figures and `plot --where` write counts the same way: 1024, 100K.")
 
 
 def register(subparsers) -> None:
@@ -44,7 +74,8 @@ def register(subparsers) -> None:
         description="Train one model on a language into --out DIR (config.json, metrics.jsonl, "
                     "checkpoints/, result.json). Rerun the same command to resume an interrupted "
                     "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
-                    "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out runs/x")
+                    "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out "
+                    "runs/x. " + COUNTS_HELP)
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory (created if needed)")
     parser.add_argument("--config", metavar="FILE.json", default=None,
                         help="start from this TrainConfig JSON; explicit flags override it")
@@ -55,7 +86,7 @@ def register(subparsers) -> None:
                         help="call jax.distributed.initialize() first (multi-host, e.g. under SLURM: "
                              "one process per host, the same command on each)")
     group = parser.add_argument_group("TrainConfig fields")
-    helps = _field_help(TrainConfig)
+    helps = {**_field_help(TrainConfig), **_HELP}
     for f in dataclasses.fields(TrainConfig):
         _add_field_flag(group, f, helps.get(f.name, ""))
     parser.set_defaults(func=handler, unknown_hint=_unknown_hint, command_prog=parser.prog)
@@ -73,10 +104,10 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
         flag = (RENAMED[f.name],) + (() if f.name in _AMBIGUOUS else (flag,))
     else:
         flag = (flag,)
-    shown = f" (default: {default})"
+    shown = f" (default: {_default_text(f.name, default)})"
     if f.name == "tokens":
-        group.add_argument(*flag, type=_count, metavar="N", help=f"{help_text}; K/M/B suffixes "
-                           f"(decimal) allowed{shown}", **kw)
+        group.add_argument(*flag, type=_count, metavar="N", help=f"{help_text}; e.g. 100K or "
+                           f"2M{shown}", **kw)
     elif isinstance(default, bool):
         group.add_argument(*flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw)
     elif isinstance(default, (int, float, str)):
@@ -117,12 +148,43 @@ def _unknown_hint(extras: list[str]) -> str | None:
     return None
 
 
+def _default_text(name: str, default) -> str:
+    """A default as the user would type it: counts and LRs in the figures' notation."""
+    from spamlang.fields import format_count, format_lr
+
+    if name == "lr":
+        return format_lr(default)
+    if isinstance(default, int) and not isinstance(default, bool) and name != "seed":
+        return format_count(default)
+    return f"{default:g}" if isinstance(default, float) else str(default)
+
+
+def _approx(n: int) -> str:
+    """A parameter count to 2-3 significant digits: 7.8K, 123K, 106M."""
+    for unit, suffix in ((10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if n >= unit:
+            return f"{n / unit:.3g}{suffix}"
+    return str(n)
+
+
+def _preset_sizes() -> str:
+    """Each base preset's shape and size, the backbone's parameters (the same for every V)."""
+    from spamlang.model.config import PRESETS, ModelConfig, count_params
+
+    sizes = []
+    for name in PRESETS:
+        config = ModelConfig.preset(name, vocab_size=2)
+        sizes.append(f"{name} (d_model {config.d_model}, {config.n_layers} layers, "
+                     f"{_approx(count_params(config)['non_embedding'])} non-embedding params)")
+    return "; ".join(sizes) + "; embedding and head add V x d_model each (untied)"
+
+
 def _known_names(field: str) -> str | None:
     """The values a name-valued field takes, from their registries; None for other fields."""
     if field == "preset":
         from spamlang.model.config import preset_names
 
-        return preset_names()
+        return f"{preset_names()}. Sizes: {_preset_sizes()}"
     if field == "language":
         from spamlang import languages
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from spamlang.loss import token_stats
+from spamlang.schema import HELDOUT_COLUMNS
 from spamlang.model import generate
 from spamlang.coverage.exposure import seen_rows
 
@@ -115,16 +116,7 @@ def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_si
 
 # A held-out evaluation scores at least this many sequences (the eval set's size if larger).
 HELDOUT_SEQUENCES = 1024
-HELDOUT_KEYS = ("eval_loss_heldout", "eval_accuracy_heldout", "repetition_accuracy_heldout")
-# Evaluation fields beside the loss and accuracies (result.json repeats them): how much of the
-# vocabulary training covered, and the loss and repetition on the eval sequences it did and
-# did not cover; then the held-out symbols (a spam holdout).
-COVERAGE_KEYS = ("updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
-                 "adam_memory_steps", "exposure_min", "exposure_median", "exposure_max",
-                 "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
-                 "repetition_accuracy_seen", "repetition_accuracy_unseen",
-                 "eval_seen_sequences", "eval_unseen_sequences")
-HOLDOUT_KEYS = (*HELDOUT_KEYS, "heldout_symbols", "heldout_exposure_max")
+HELDOUT_KEYS = HELDOUT_COLUMNS[:3]  # the held-out eval's own metrics
 
 
 def make_heldout_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size,

@@ -23,7 +23,6 @@ from spamlang.filelock import Holder, Taken, locked
 from spamlang.schema import RUN_LOCK
 
 
-
 class RunDirBusy(UserError):
     """The run directory is being trained by another process (a `spamlang train` or sweep).
 
@@ -60,3 +59,43 @@ def hold_run_dirs(run_dirs: Iterable[str | os.PathLike]) -> Iterator[None]:
                 raise UserError(f"cannot write to run directory {run_dir}: "
                                 f"{e.strerror or e}") from None
         yield
+
+
+@contextlib.contextmanager
+def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
+    """`hold_run_dirs` for a job of one process or several: the body holds the locks, or raise.
+
+    Only process 0 of a multi-host job locks: it is the one that writes the run files, and
+    the processes of one job, sharing the directory on purpose, must not exclude each other
+    (flock on a shared filesystem is seen by every host). The job's processes then agree on
+    the outcome (one allgather), so that all raise `RunDirBusy` together rather than the
+    others waiting in the first collective of a loop that process 0 never enters.
+    """
+    import jax
+
+    busy: UserError | None = None
+    with contextlib.ExitStack() as stack:
+        if writer:
+            try:
+                stack.enter_context(hold_run_dirs(run_dirs))
+            except UserError as e:
+                busy = e
+        if jax.process_count() > 1:
+            # 0: all locked; i: run_dirs[i - 1] is busy; len + 1: another error.
+            code = 0 if busy is None else len(run_dirs) + 1 if not isinstance(busy, RunDirBusy) \
+                else run_dirs.index(busy.run_dir) + 1
+            code = _max_over_processes(code)
+            if busy is None and code:
+                busy = RunDirBusy(run_dirs[code - 1], None) if code <= len(run_dirs) else \
+                    UserError("process 0 could not lock the run directories (see its error)")
+        if busy is not None:
+            raise busy
+        yield
+
+
+def _max_over_processes(value: int) -> int:
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return int(np.max(multihost_utils.process_allgather(np.int32(value))))
+

@@ -6,43 +6,14 @@ nanoGPT style): AdamW with betas (0.9, 0.95), eps 1e-8, decoupled weight decay 0
 only, linear warmup over the first 5% of steps then cosine decay to 0.1 x the peak LR, and
 gradient clipping at global norm 1.0. Every one of them is a field and can be changed.
 
-Kernels (`kernels`): "xla" runs the model's plain path (`x @ w`, `jax.nn.dot_product_attention`,
-`jnp.argmax`), which XLA fuses and dispatches best on GPUs and TPUs; "cpu" swaps in layouts
-tuned for XLA:CPU (`spamlang.model.kernels`) and automatic micro-batches; "auto" (default)
-picks "cpu" exactly when the mesh's devices are CPUs, in one place (`spamlang.train.step`).
-
-Micro-batches (`micro_batch`): the step can split its batch into micro-batches scanned one
-after another, averaging their gradients; the update is the same up to float rounding. The
-default (0, auto) uses them with the cpu kernels only, sized so that a micro-batch's widest
-activation stays cache-sized (`spamlang.train.step.micro_batches`): at the `small` shape a
-whole 4,096-token batch streams every [tokens, d_ff] activation through memory, and
-512-token micro-batches measured 1.4x the throughput on the 2-core development machine.
-
-Starting from a checkpoint (`init_from`, a local Hugging Face Llama checkpoint directory,
-`spamlang.model.hf`): its config.json fixes the architecture, which is written into
-`model_overrides` (so config.json records it, results.csv shows the real d_model, and a run
-rereads only its own checkpoints: a resumed run, or `load_run`, works after the directory is
-gone); `preset` then has no effect, and a model override that contradicts the checkpoint is
-an error. The run's own fields keep their meaning: the first `vocab_size` token ids of the
-checkpoint are kept (at most its vocabulary), a tied checkpoint may train tied or untied (the
-untied head starting as a copy of the embedding), an untied one only untied, `head` must be
-softmax, `seq_len` at most its max_position_embeddings. Its weights replace the random init
-at step 0 only; `seed` still picks the data. A sweep over `init_from` with checkpoints of
-different shapes leaves it out of the base config (a base built with one checkpoint carries
-that one's architecture in its overrides); `init_from: None` on such a base is a random init
-of the same architecture.
-
-This module imports no JAX at top level, so importing it (the CLI's `--help`, a sweep file) is
-cheap. Building a config is not: `__post_init__` validates the language parameters and the
-model overrides by building both, which imports `spamlang.languages` (JAX) and
-`spamlang.model` (JAX and Flax) the first time.
+How the kernels, micro-batches and `init_from` behave: README, "Training one run" and
+"Pretrained language models". This module imports no JAX; building a config does (it
+validates the language parameters and model overrides by building both).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from pathlib import Path
 from typing import Any
 
 from spamlang import fields
@@ -72,14 +43,11 @@ _INIT_FROM_HELP = (
     "(head = a copy of the embedding), an untied one untied only; head softmax only; '' for none "
     "(default: none)")
 
-_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9}
-_COUNT_RE = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*$")
-
-
 def parse_count(value: Any) -> int:
     """A token count from an int or a string with an optional K / M / B suffix.
 
-    Suffixes are decimal (K = 1e3, M = 1e6, B = 1e9), as in "41M tokens" in papers:
+    Suffixes are decimal (K = 1e3, M = 1e6, B = 1e9), as in "41M tokens" in papers, and the
+    text is read by `spamlang.fields.parse_int`, the one reader of every integer flag and field:
     parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500, parse_count("1_048_576") == 1048576.
     The result must be a whole, non-negative number (UserError otherwise).
     """
@@ -87,18 +55,13 @@ def parse_count(value: Any) -> int:
         count = int(value)
     elif isinstance(value, float) and value.is_integer():
         count = int(value)
-    elif isinstance(value, str) and (m := _COUNT_RE.match(value)):
-        number, suffix = m.group(1).replace("_", ""), m.group(2).upper()
-        scaled = float(number) * _SUFFIXES[suffix] if ("." in number or "e" in number.lower()) \
-            else int(number) * _SUFFIXES[suffix]
-        if isinstance(scaled, float):
-            if not scaled.is_integer():
-                raise UserError(f"token count {value!r} is not a whole number")
-            scaled = int(scaled)
-        count = scaled
+    elif isinstance(value, str):
+        try:
+            count = fields.parse_int(value)
+        except ValueError:
+            raise UserError(f"a token count must be {fields.INT_TEXT}, got {value!r}") from None
     else:
-        raise UserError(f"a token count must be an integer like 1048576 or 2M (K/M/B = 1e3/1e6/1e9), "
-                        f"got {value!r}")
+        raise UserError(f"a token count must be {fields.INT_TEXT}, got {value!r}")
     if count < 0:
         raise UserError(f"a token count must be >= 0, got {value!r}")
     return count
@@ -195,8 +158,13 @@ class TrainConfig:
         if own:
             raise UserError(f"model_overrides must not set {', '.join(own)}; "
                             f"use the TrainConfig field(s) of the same name")
-        if self.init_from is not None:
-            _adopt_checkpoint(self)
+        if self.init_from is not None:  # its architecture, written into model_overrides
+            from spamlang.model.hf import adopt_checkpoint, check_fits
+
+            overrides, checkpoint = adopt_checkpoint(self)
+            object.__setattr__(self, "model_overrides", overrides)
+            if checkpoint is not None:
+                check_fits(checkpoint, self.model_config(), f"init_from {self.init_from}")
         # Building both validates the language parameters and the model overrides now, with
         # their own messages, instead of failing later inside a run.
         self.make_language()
@@ -285,32 +253,6 @@ class TrainConfig:
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
         _check_names(data)
         return cls(**data)
-
-
-def _adopt_checkpoint(config: TrainConfig) -> None:
-    """Check the run against `init_from`'s config.json and write the checkpoint's architecture
-    into model_overrides (module docstring). A run's own config.json already holds all of it:
-    then a checkpoint directory that is gone is no error (the run restores its own weights).
-    The rules a model must meet to start from a checkpoint (head, vocabulary, tying) are
-    `spamlang.model.hf.check_fits`'s; only those about the run's own fields are here."""
-    from spamlang.model.hf import ARCHITECTURE, CONFIG, check_fits, hf_config
-
-    where = config.init_from
-    overrides = config.model_overrides
-    if set(ARCHITECTURE) <= set(overrides) and not (Path(where) / CONFIG).is_file():
-        return
-    checkpoint = hf_config(where)
-    fixed = {name: getattr(checkpoint, name) for name in ARCHITECTURE}
-    for name, value in overrides.items():
-        if name in fixed and value != fixed[name]:
-            raise UserError(f"model_overrides {name}={value!r} contradicts {where}/{CONFIG} "
-                            f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
-                            f"architecture")
-    if config.seq_len > checkpoint.max_seq_len:
-        raise UserError(f"seq_len {config.seq_len} exceeds init_from {where}'s "
-                        f"max_position_embeddings ({checkpoint.max_seq_len})")
-    object.__setattr__(config, "model_overrides", {**overrides, **fixed})
-    check_fits(checkpoint, config.model_config(), f"init_from {where}")
 
 
 def _check_names(values: dict) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang import rundir
 from spamlang.rundir.checkpoint import RunCheckpoints
-from spamlang.train.progress import Progress
+from spamlang.train.progress import Progress, wait_for
 from spamlang.train.step import program as get_program
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
@@ -233,7 +233,11 @@ class _Group:
 
     def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
         """{id(member): its evaluation} (the whole group is evaluated: one program)."""
-        out = self.program.evaluate(self.state, [m.config for m in self.ms])
+        cfg = self.cfg
+        what = (f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
+                f"{cfg.seq_len:,} tokens) in batches of {cfg.eval_batch:,}")
+        out = self.program.evaluate(self.state, [m.config for m in self.ms],
+                                    wait=lambda arrays: wait_for(arrays, self.progress, what))
         return {id(m): out[self.ms.index(m)] for m in members}
 
     def _diag(self, step: int, members: list[_Member]) -> dict[int, dict]:

@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+import jax
+
 
 class Progress:
     """Report steps, loss and tokens/s; silent with quiet=True.
@@ -69,3 +71,22 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def wait_for(arrays, progress: Progress, what: str, *, notice_s: float = 3.0,
+             every_s: float = 10.0, clock=time.perf_counter, sleep=time.sleep) -> None:
+    """Wait until every array of `arrays` (dispatched, not yet computed) is ready; once that
+    has taken `notice_s` seconds, say what is being waited for, then again every `every_s`
+    seconds and when it is done. A long evaluation (thousands of sequences decoded token by
+    token) is otherwise a silent pause."""
+    leaves = [x for x in jax.tree.leaves(arrays) if hasattr(x, "is_ready")]
+    began, shown, pause = clock(), None, 0.001
+    while not all(x.is_ready() for x in leaves):
+        waited = clock() - began
+        if waited >= notice_s and (shown is None or waited - shown >= every_s):
+            progress.message(f"{what}: {waited:.0f} s so far")
+            shown = waited
+        sleep(pause)
+        pause = min(2 * pause, 0.1)
+    if shown is not None:
+        progress.message(f"{what}: done in {clock() - began:.0f} s")

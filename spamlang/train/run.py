@@ -1,46 +1,15 @@
-"""The run loop: train one run (or a vmapped group of runs) into run directories, resumably.
+"""Train one run (or a vmapped group of runs) into run directories, resumably.
 
 `run_training(config, out_dir)` and `run_group(configs, out_dirs)` are the same loop over K
-members (`spamlang.train.loop`; a single run is K = 1). Each member's directory follows the
-run-directory contract (see `spamlang.rundir`): config.json first, metrics.jsonl
-appended as the run goes, checkpoints/ every `checkpoint_every` steps and at the end,
-result.json last. A directory with result.json is returned as is; one without resumes from
-its newest readable checkpoint and ends with the same metrics.jsonl (timing fields aside) and
-result as an uninterrupted run: the batches come from `fold_in(data_key, step)`, and the
-checkpoint also holds the train metrics of the steps not yet logged.
-
-Metrics reach the host only every `log_every` steps; a logged train row holds the means of
-loss, accuracy and gradient norm over the steps since the previous row, the LR of its step,
-and the interval's tokens/s and MFU (tokens/s x FLOPs per token / the matmul peak of the
-run's dtype, `spamlang.perf.peak_flops`; in a group each member is credited with its own
-tokens, so members' rates sum to the group's).
-`step` in metrics.jsonl and `diverged_step` in result.json count optimizer steps done: the
-row for step n describes the n-th batch.
-
-Failures: a diverged run (non-finite loss, or loss above `diverge_loss`) is a result
-(`diverged: true`), not an error; in a group the other members keep training. SIGINT and
-SIGTERM finish the current step, save a checkpoint and raise `Interrupted` (exit status 130
-or 143 in the CLI); a second signal acts as usual. Rerunning the same command resumes.
-
-One owner per run directory: training holds the directory's lock (`spamlang.rundir.lock`),
-taken before anything there is written and let go when the run returns or its process dies.
-Training a directory another process holds raises `RunDirBusy`, a UserError naming the
-holder's pid, host and start time, and touches nothing. A finished run is returned without
-the lock.
-
-Several hosts (e.g. SLURM, one process per host, the same command on each):
-
-    srun --nodes=4 --ntasks-per-node=1 spamlang train --distributed ... --out /shared/runs/x
-
-`--distributed` calls `jax.distributed.initialize()` first, which reads the coordinator
-address, process count and index from SLURM's (or the TPU / Kubernetes) environment; in
-Python call it yourself before any other JAX call. The default mesh then spans every device
-of every host, each process generates its own rows of each batch, and the loop runs the same
-on all processes. Only process 0 writes config.json, metrics.jsonl and result.json, and only
-it holds the lock; orbax writes the checkpoints cooperatively from all processes. `out_dir`
-must be on a filesystem every host sees. A signal (scancel / preemption sends SIGTERM to
-every task) is acted on at the next log step, once the processes have agreed on it (a
-one-scalar allgather per log step), so that they all save the same step.
+members (`spamlang.train.loop`). Each directory follows the run-directory contract
+(`spamlang.rundir`): config.json first, metrics.jsonl as the run goes, checkpoints/ and
+result.json last; a finished one is returned as it is, an unfinished one resumes from its
+newest good checkpoint to the numbers of an uninterrupted run. A diverged run is a result;
+SIGINT / SIGTERM checkpoint at the next log step and raise `Interrupted` (exit 130 / 143);
+a directory another process trains raises `RunDirBusy`. Several hosts: call
+`jax.distributed.initialize()` first (`--distributed`); process 0 writes the run files, all
+write the checkpoints, and a signal is acted on once the processes agree. README: "Training
+one run", "Several hosts (SLURM)" and "Concurrent runs, and when something goes wrong".
 """
 
 from __future__ import annotations
@@ -56,7 +25,7 @@ from spamlang.errors import UserError
 from spamlang import rundir
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.train.config import MEMBER_FIELDS
-from spamlang.rundir.lock import RunDirBusy, hold_run_dirs
+from spamlang.rundir.lock import hold_for_job
 from spamlang.train.loop import Interrupted
 
 __all__ = ["Interrupted", "load_run", "matmul_peak", "run_group", "run_training"]
@@ -152,7 +121,7 @@ def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
     # it needs no lock; the others are locked before config.json is written and before the
     # loop cuts back metrics.jsonl. One that finishes meanwhile is read as finished below.
     pending = [rundir.make_dir(d) for d in out_dirs if not (Path(d) / rundir.RESULT).exists()]
-    with _owned(pending, writer):
+    with hold_for_job(pending, writer):
         dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
         results = [rundir.read_result(d) for d in dirs]
         todo = [i for i, r in enumerate(results) if r is None]
@@ -182,45 +151,6 @@ def _check_init_from(configs, out_dirs) -> None:
         if config.init_from and not started and config.init_from not in checked:
             check_weights(config.init_from, config.model_config())
             checked.add(config.init_from)
-
-
-@contextlib.contextmanager
-def _owned(run_dirs: list[Path], writer: bool):
-    """Hold the run directories' locks (`spamlang.rundir.lock`) for the body, or raise.
-
-    Only process 0 of a multi-host job locks: it is the one that writes the run files, and
-    the processes of one job, sharing the directory on purpose, must not exclude each other
-    (flock on a shared filesystem is seen by every host). The job's processes then agree on
-    the outcome (one allgather), so that all raise `RunDirBusy` together rather than the
-    others waiting in the first collective of a loop that process 0 never enters.
-    """
-    import jax
-
-    busy: UserError | None = None
-    with contextlib.ExitStack() as stack:
-        if writer:
-            try:
-                stack.enter_context(hold_run_dirs(run_dirs))
-            except UserError as e:
-                busy = e
-        if jax.process_count() > 1:
-            # 0: all locked; i: run_dirs[i - 1] is busy; len + 1: another error.
-            code = 0 if busy is None else len(run_dirs) + 1 if not isinstance(busy, RunDirBusy) \
-                else run_dirs.index(busy.run_dir) + 1
-            code = _max_over_processes(code)
-            if busy is None and code:
-                busy = RunDirBusy(run_dirs[code - 1], None) if code <= len(run_dirs) else \
-                    UserError("process 0 could not lock the run directories (see its error)")
-        if busy is not None:
-            raise busy
-        yield
-
-
-def _max_over_processes(value: int) -> int:
-    import numpy as np
-    from jax.experimental import multihost_utils
-
-    return int(np.max(multihost_utils.process_allgather(np.int32(value))))
 
 
 @contextlib.contextmanager

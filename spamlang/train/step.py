@@ -1,32 +1,16 @@
 """The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
-- The state is a dict pytree whose every leaf has a leading axis of K members: params,
-  opt_state (the config's optimizer with each member's peak LR inside,
-  `spamlang.optim`), step,
-  data_key, diverged, diverged_step (-1 while healthy), and exposure (int32[V]: in how many
-  training sequences each id occurred as an input, `spamlang.coverage.exposure`). A single run
-  is K = 1.
-- `member_step(state) -> (state, metrics)` is one member's pure step; the program jits it
-  mapped over the member axis (`over_members`: vmap) once, with the state donated, for every K. Each member draws its
-  batch from `fold_in(data_key, step)`: there is no host data pipeline, and a resumed run
-  sees exactly the batches it would have seen.
-- Data parallel over the mesh's "data" axis: row r of step s is
-  `lang.sample(fold_in(fold_in(data_key, s), r), 1, L)` generated from a row-index vector
-  split over "data", the head and loss run under shard_map over "data" (spamlang.loss),
-  parameters and optimizer state are replicated, and XLA all-reduces the gradients. The
-  batch is the same for any number of devices or hosts.
-- `init_from` (a Hugging Face Llama checkpoint): the jitted init runs as always and the
-  checkpoint's parameters then replace its random ones, replicated like them
-  (`Program.pretrained_params`); nothing compiled changes.
-- The optimizer's update takes `present_V` (the ids in the step's batch, one psum of V int32
-  over "data") when lazy_adamw needs it; with `track_symbols` the metrics also carry the
-  tracked rows' updates along themselves and their appearances (`spamlang.coverage.tracking`).
-- Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) sets `diverged`
-  and `diverged_step` and freezes that member's params and optimizer state on device; the
-  other members keep training.
-
-Several hosts: after `jax.distributed.initialize()` the default mesh spans every device of
-every host and each process generates only the rows that live on its devices.
+- The state: params, opt_state (each member's peak LR and optimizer hyperparameters inside,
+  `spamlang.optim`), step, data_key, diverged, diverged_step (-1 while healthy) and exposure
+  (int32[V], `spamlang.coverage.exposure`), every leaf with a leading axis of K members.
+- One member's pure step `state -> (state, metrics)`, jitted once mapped over the members
+  (`over_members`), state donated. Its batch is `fold_in(data_key, step)`'s: no host data
+  pipeline, and a resumed run sees the batches it would have seen.
+- Data parallel over the mesh's "data" axis: each device generates its own rows, the forward
+  and loss run under shard_map (`spamlang.loss`), parameters and optimizer state are
+  replicated; the batch is the same on any number of devices or hosts.
+- Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) freezes that
+  member on device; the others train on.
 """
 
 from __future__ import annotations
@@ -44,48 +28,19 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from spamlang.errors import UserError
 from spamlang.loss import next_token_loss
 from spamlang.model import Transformer
-from spamlang.model.kernels import resolve
+from spamlang.model.kernels import micro_batches, resolve
 from spamlang import optim
-from spamlang.coverage import exposure, symbols, tracking
+from spamlang.coverage import exposure, tracking
+from spamlang.evaluate import Evaluation
+from spamlang.evaluate.sets import sample_rows, sharded_rows
+from spamlang.members import over_members
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
-from spamlang.train.evaluate import (HELDOUT_KEYS, make_eval_fn, make_heldout_eval_fn,
-                                     sample_rows, sharded_rows)
 
 State = dict[str, Any]
-
-# Auto micro-batches (cpu kernels only) keep a micro-batch's widest activation -- [tokens,
-# d_ff] in the MLP or [tokens, n_heads * seq_len] attention probabilities, float32 -- within
-# 1 MiB, half of a 2 MiB L2 cache. Measured on the 2-core development machine: `small` at
-# seq 128 (512 tokens per micro-batch) 1.4x the whole-batch throughput; `tiny` at seq 64
-# (the whole 2,048-token batch fits) would lose 12% at V = 4,096 if it were split.
-_CPU_MICRO_FLOATS = 2**18
-
 
 def default_mesh() -> jax.sharding.Mesh:
     """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
     return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-
-
-def micro_batches(config: TrainConfig, mesh: jax.sharding.Mesh, kernels: str) -> int:
-    """How many micro-batches the step scans over (1: the whole batch).
-
-    An explicit `micro_batch` holds on every backend; auto (0) splits only with the cpu
-    kernels, since accelerators want the biggest matmuls they can get.
-    """
-    n_dev = mesh.devices.size
-    rows = config.batch_size // n_dev  # per device
-    if config.micro_batch:
-        if config.micro_batch % n_dev:
-            raise UserError(f"micro_batch ({config.micro_batch}) must be divisible by the number "
-                            f"of devices ({n_dev})")
-        return config.batch_size // config.micro_batch
-    if kernels != "cpu":
-        return 1
-    model = config.model_config()
-    width = max(model.d_ff, model.n_heads * config.seq_len)
-    want = max(1, _CPU_MICRO_FLOATS // (width * config.seq_len))  # rows per micro-batch
-    micro_rows = max(r for r in range(1, min(want, rows) + 1) if rows % r == 0)
-    return rows // micro_rows
 
 
 def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedule, n_micro: int,
@@ -178,22 +133,6 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
     return member_step
 
 
-def over_members(member_fn):
-    """`member_fn` mapped over the leading member axis of its one argument: `jax.vmap`, except
-    that one member is squeezed rather than batched. The two are the same function, but
-    XLA:CPU keeps vmap's degenerate batch dimension in every dot: a single `small` run at
-    V = 1,024 measured 1.24x slower vmapped than squeezed (11.3 vs 9.2 ms per step)."""
-    batched = jax.vmap(member_fn)
-
-    def fn(tree):
-        if jax.tree.leaves(tree)[0].shape[0] != 1:
-            return batched(tree)
-        out = member_fn(jax.tree.map(lambda x: x[0], tree))
-        return jax.tree.map(lambda x: x[None], out)
-
-    return fn
-
-
 # Fields that change neither the step nor the evaluation: runs that differ only in these
 # share one Program (MEMBER_FIELDS: the seed only enters the initial state, the optimizer's
 # hyperparameters live in it; the rest is the loop's cadence).
@@ -240,33 +179,12 @@ class Program:
         self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
         step = make_member_step(config, self.graphdef, self.rest, self.lang, mesh, self.tx,
                                 self.schedule, self.n_micro, count_exposure)
-        eval_args = (config.seq_len, config.eval_sequences, config.eval_batch,
-                     config.loss_chunk or None, mesh)
-        eval_model = make_eval_fn(self.lang, *eval_args)
-        heldout_eval = make_heldout_eval_fn(self.lang, *eval_args)  # None without a holdout
-        symbol_fn = symbols.make_symbol_fn(config.vocab_size, config.eval_batch,
-                                           config.loss_chunk or None) \
-            if symbols.applies(self.lang) else None
-
-        def member_eval(member):
-            model = nnx.merge(self.graphdef, member["params"], self.rest)
-            out = eval_model(model, member["exposure"])
-            if heldout_eval is not None:
-                out.update(heldout_eval(model, member["exposure"]))
-            return out
-
-        self._member_eval = member_eval
-        # Its own program, not part of the eval's: it depends on the model's shapes alone, so
-        # runs that differ in anything else (LR, optimizer, language parameters) share it
-        # through the compilation cache.
-        self._symbols = None if symbol_fn is None else jax.jit(over_members(
-            lambda member: symbol_fn(nnx.merge(self.graphdef, member["params"], self.rest))),
-            out_shardings=self.replicated)
+        self.evaluation = Evaluation(config, self.lang, self.graphdef, self.rest, mesh,
+                                     self.optimal_loss)
         # One member at a time: compiled once per program, not once per group size.
         self._init = jax.jit(self._member_init, out_shardings=self.replicated)
         self._step = jax.jit(over_members(step), donate_argnums=0,
                              out_shardings=(self.replicated, self.replicated))
-        self._eval = jax.jit(over_members(self._member_eval), out_shardings=self.replicated)
 
     def _member_init(self, key: jax.Array, hyper: dict) -> State:
         param_key, data_key = jax.random.split(key)
@@ -356,51 +274,14 @@ class Program:
         """One step of every member; `state` is donated. Metrics stay on device, shape [K]."""
         return self._step(state)
 
-    def evaluate(self, state: State, configs: list | None = None) -> list[dict[str, float]]:
-        """Each member's evaluation (`spamlang.train.evaluate`: the loss, its floor, accuracies,
-        the seen / unseen split), its coverage so far (`spamlang.coverage.exposure.summary`) and
-        its return time against its Adam memory, from `configs[i]` (default: the program's
-        config, whose b2 is a placeholder when members differ in it)."""
-        out, counts = jax.device_get(
-            (self._eval({"params": state["params"], "exposure": state["exposure"]}),
-             state["exposure"]))
-        sequences = self.config.steps * self.config.batch_size
-        symbol_loss = None if self._symbols is None else \
-            jax.device_get(self._symbols({"params": state["params"]}))
-        rows = []
-        for i in range(len(counts)):
-            row = {k: float(v[i]) for k, v in out.items()}
-            row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
-            for k in ("eval_seen_sequences", "eval_unseen_sequences"):
-                row[k] = int(row[k])
-            row.update(self._heldout_exposure(counts[i]))
-            row.update(self._learning(symbol_loss, counts, i))
-            rows.append({**row, **exposure.summary(counts[i], sequences),
-                         **(self.config if configs is None else configs[i]).return_time})
-        return rows
+    def evaluate(self, state: State, configs: list | None = None,
+                 wait=None) -> list[dict[str, float]]:
+        """Each member's evaluation (`spamlang.evaluate.Evaluation.evaluate`)."""
+        return self.evaluation.evaluate(state, configs, wait)
 
     def symbol_stats(self, state: State) -> list[dict]:
-        """Each member's per-symbol learning (`spamlang.coverage.symbols.learning_curve`) now;
-        [] for languages without per-symbol scores. Cheap: S x 2 tokens per member."""
-        if self._symbols is None:
-            return []
-        losses, counts = jax.device_get((self._symbols({"params": state["params"]}),
-                                         state["exposure"]))
-        return [self._learning(losses, counts, i) for i in range(len(counts))]
-
-    def _learning(self, symbol_loss, counts, i: int) -> dict:
-        if symbol_loss is None:
-            return dict.fromkeys(symbols.RESULT_KEYS)
-        return symbols.learning_curve(symbol_loss[i], counts[i], self.config.vocab_size)
-
-    def _heldout_exposure(self, counts_V) -> dict:
-        """The held-out symbols and the most training sequences any of them occurred in
-        (0 unless training drew one: the check that the holdout held)."""
-        held = getattr(self.lang, "heldout_ids", lambda: ())()
-        if not len(held):
-            return {"heldout_symbols": None, "heldout_exposure_max": None,
-                    **dict.fromkeys(HELDOUT_KEYS)}
-        return {"heldout_symbols": len(held), "heldout_exposure_max": int(counts_V[held].max())}
+        """Each member's per-symbol learning now (`Evaluation.symbol_stats`)."""
+        return self.evaluation.symbol_stats(state)
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
