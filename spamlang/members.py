@@ -9,8 +9,8 @@ import jax
 def over_members(member_fn):
     """`member_fn` mapped over the leading member axis of its one argument: `jax.vmap`, except
     that one member is squeezed rather than batched. The two are the same function, but
-    XLA:CPU keeps vmap's degenerate batch dimension in every dot: a single `small` run at
-    V = 1,024 measured 1.24x slower vmapped than squeezed (11.3 vs 9.2 ms per step)."""
+    XLA:CPU keeps vmap's degenerate batch dimension in every dot, which slows a single run
+    (benchmarks/README.md)."""
     batched = jax.vmap(member_fn)
 
     def fn(tree):

@@ -2,28 +2,8 @@
 
 The work is `spamlang.hf.diagnose_lm`; this module is the command line around it.
 
-Measured on the development machine (Intel Xeon, 2 cores, matmul peak 197 GFLOP/s float32,
-torch 2.13.0+cpu) by `python benchmarks/bench_diagnose_lm.py`: one `spamlang diagnose-lm`
-process per model on 64 x 128 SpamLang tokens (8,128 predicted positions), figures included;
-peak = the process's peak resident memory.
-
-| model (random weights)           |      V |   D | wall s | torch s | JAX s | peak MiB |
-|----------------------------------|--------|-----|--------|---------|-------|----------|
-| GPT-2 (tiny test model)          |     96 |  16 |    5.5 |     3.5 |   2.0 |      654 |
-| GPT-NeoX (tiny test model)       |     96 |  16 |    5.4 |     3.6 |   1.9 |      658 |
-| Llama untied (tiny test model)   |     96 |  16 |    5.7 |     3.6 |   2.1 |      658 |
-| Llama tied (tiny test model)     |     96 |  16 |    6.1 |     4.0 |   2.1 |      658 |
-| SmolLM2-135M shape (30 layers)   | 49,152 | 576 |   52.3 |    14.2 |  38.1 |    2,024 |
-| the same, 4x the rows (32,512)   | 49,152 | 576 |  141.0 |    55.2 |  85.8 |    2,083 |
-
-- The tiny models cost imports and compilation: ~0.5 GiB and ~5 s whatever the model.
-- SmolLM2 shape: 6.4 s per 1,000 tokens all included at 8,128 tokens, and 3.6 s per 1,000
-  more tokens (the two runs' difference), on top of ~23 s fixed. The marginal cost is the
-  torch forward (1.6 s per 1,000 tokens) and the bottleneck pass through the head (1.8 s).
-  The fixed cost is the coefficient profile's sort of 512 x V (11-13 s), the efficiency
-  subset (6 s), the rank curve's QR (3 s) and the QR of W (2.5 s).
-- Memory, SmolLM2 shape: 1,210 MiB when the torch stage ended and 2,120 MiB at the end
-  (a rerun of the first row), so the JAX stage sets the peak for a model this small.
+What it costs in time and memory, by model size: benchmarks/README.md
+(`python benchmarks/bench_diagnose_lm.py`).
 """
 
 from __future__ import annotations

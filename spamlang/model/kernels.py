@@ -6,18 +6,16 @@
 ("auto" included) into one of `KERNELS` for a platform; the model itself never looks at the
 backend.
 
-Measured on the 2-core CPU this package is developed on (jax 0.10, XLA:CPU routes dots to
-YNNPACK): a dot that contracts the LHS's *leading* axis -- every autodiff weight gradient
-dW = x^T g, x [N, Din], g [N, Dout] -- runs 1.3-3x below the speed of a plain [a, N] @ [N, b]
-matmul, and XLA folds a plain `.T` back into the dot. So the "cpu" weight gradients
-materialise the transpose of the narrower operand (behind `lax.optimization_barrier`) and
-run a plain matmul (N = 4096, GFLOP/s: 64x256 80 -> 114; 256x64 62 -> 112; head 1024x64
-29 -> 79). Forward (x @ w) and input-gradient (g @ w^T) dots are fast as they are.
+On XLA:CPU (dots routed to YNNPACK) a dot that contracts the LHS's *leading* axis -- every
+autodiff weight gradient dW = x^T g, x [N, Din], g [N, Dout] -- runs well below a plain
+[a, N] @ [N, b] matmul, and XLA folds a plain `.T` back into the dot. So the "cpu" weight
+gradients materialise the transpose of the narrower operand (behind
+`lax.optimization_barrier`) and run a plain matmul. Forward (x @ w) and input-gradient
+(g @ w^T) dots are fast as they are.
 
 The "cpu" attention stacks the G query heads of each KV head along the row axis
-([B, K, G*L, H]) so every score / output product is one batched matmul; fwd+bwd of one
-`small` layer (B 32, L 128) took 8.0 ms against 20.9 ms for jax.nn.dot_product_attention's
-XLA implementation.
+([B, K, G*L, H]) so every score / output product is one batched matmul. The measurements
+behind both, and the argmax and micro-batch choices below: benchmarks/README.md.
 
 The "cpu" dense and attention are custom VJPs: reverse mode only (jax.grad / vjp). Forward-
 mode code (spamlang.diagnostics' Jacobians of the head) must use "xla" or plain einsums.
@@ -63,7 +61,7 @@ def first_argmax(x: jax.Array, kernels: str, axis: int = -1) -> jax.Array:
     """int32 index of the first maximum along `axis` (ties go to the lowest index).
 
     "cpu" spells it as a min-reduce over the indices that attain the max, which XLA:CPU runs
-    ~4x faster than argmax's variadic reduce. The two differ only on slices containing NaN:
+    several times faster than argmax's variadic reduce. The two differ only on slices containing NaN:
     jnp.argmax returns the first NaN's index, the min-reduce returns x.shape[axis] (no entry
     equals a NaN max).
     """
@@ -165,9 +163,8 @@ def causal_gqa_attention(q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array,
 
 # Auto micro-batches (cpu kernels only) keep a micro-batch's widest activation -- [tokens,
 # d_ff] in the MLP or [tokens, n_heads * seq_len] attention probabilities, float32 -- within
-# 1 MiB, half of a 2 MiB L2 cache. Measured on the 2-core development machine: `small` at
-# seq 128 (512 tokens per micro-batch) 1.4x the whole-batch throughput; `tiny` at seq 64
-# (the whole 2,048-token batch fits) would lose 12% at V = 4,096 if it were split.
+# 1 MiB, half of a 2 MiB L2 cache: cache-sized pieces beat one streamed batch at `small`,
+# and a batch that already fits is not split (benchmarks/README.md).
 _CPU_MICRO_FLOATS = 2**18
 
 

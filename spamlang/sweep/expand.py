@@ -80,13 +80,12 @@ def cell_key(config: Any) -> str:
 class Builder:
     """Builds the points' configs, each group's checks once.
 
-    A config built from scratch is checked whole (`build_point`, then `_deep_check`: about
-    0.5 ms). Points that differ only in MEMBER_FIELDS (lr, seed, the optimizer's scalars) share
+    A config built from scratch is checked whole (`build_point`, then `_deep_check`). Points that differ only in MEMBER_FIELDS (lr, seed, the optimizer's scalars) share
     everything else, so each such shell is built and checked once, and each member value once
     (on the first shell that meets it); a point is then its shell with the member fields set.
     That is sound because a member field is a per-run scalar whose checks involve no other
-    field (it is a state array of the vmapped step: `spamlang.train.step`), and it takes a
-    point from about 0.5 ms to 20 us (measured on 2 CPU cores). Also records each point's
+    field (it is a state array of the vmapped step: `spamlang.train.step`); it makes a point
+    some 25x cheaper (`benchmarks/bench_sweep_expand.py`). Also records each point's
     `group_key`, once per shell.
     """
 

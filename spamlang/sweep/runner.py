@@ -33,7 +33,7 @@ from spamlang.rundir.lock import RunDirBusy
 
 
 # On CPU, groups whose steps hold at most this many tokens train vmapped by default: between
-# the measured 64 (vmapped faster) and 2,048 (one by one faster); see run_sweep.
+# 64 (vmapped faster) and 2,048 (one by one faster), benchmarks/README.md; see run_sweep.
 CPU_VMAP_TOKENS = 256
 
 
@@ -190,11 +190,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     line says so and the members train one by one (the runtime then says what ran out).
     `vmap` False trains a group's members one after another (same shards, same results up to
     float rounding); None (auto) vmaps on accelerators, and on CPU only groups whose steps
-    hold at most CPU_VMAP_TOKENS tokens: at 2,048 tokens per step a vmapped group measured
-    0.6-1.0x the throughput of its runs one by one (`benchmarks/bench_group.py`), since one
-    run already keeps the cores busy, while the CPU demo's 64-token steps (L = 2) ran its 48
-    runs in 3 min 04 s vmapped against 4 min 46 s one by one (each beside other jobs on the
-    two cores, so the ratio is rough).
+    hold at most CPU_VMAP_TOKENS tokens: at 2,048 tokens per step one run already keeps the
+    cores busy and a vmapped group is no faster, while tiny steps gain from it
+    (benchmarks/README.md).
     A run or group whose directory another process holds (another sweep on `out_dir`) is
     skipped with a line on stderr and counted in the summary; a later rerun picks it up if
     that process did not finish it. A sweep of more than `max_points` points is refused
