@@ -274,6 +274,14 @@ def _place(row_groups: list, col_values: list, cols: str | None, x: tuple[str, l
     return panels
 
 
+def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
+    """`font`, or smaller where the label's longest line would overflow its cell (a min-max
+    range across scales, "3.3e-7–1.1e-6"); a character is taken as 0.62 em wide."""
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72 / max(shape[1], 1)
+    longest = max((len(line) for line in label.splitlines()), default=1)
+    return min(font, 0.9 * width_pt / (0.62 * max(longest, 1)))
+
+
 def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, font: float,
                 best: str | None = None):
     """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
@@ -282,8 +290,11 @@ def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, fon
         if (s := p.stats(metric)) is not None:
             grid[yi, xi] = s.mean
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
+    labels = {at: cell_label(p, metric, best) for at, p in cells.items()}
+    # One size for the panel, the largest at which every label fits its cell.
+    font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
     for (yi, xi), p in cells.items():
-        label = cell_label(p, metric, best)
+        label = labels[yi, xi]
         if label == "div":
             ax.add_patch(Rectangle((xi - 0.5, yi - 0.5), 1, 1, facecolor="0.85",
                                    edgecolor="0.4", hatch="////", linewidth=0))
