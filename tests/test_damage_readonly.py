@@ -16,9 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spamlang.schema import RESULT_COLUMNS
+from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 from spamlang.sweep import Sweep, write_results
-from spamlang.sweep.runner import check_sweep_file
 from spamlang.train.config import TrainConfig
 
 TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=2560)
@@ -54,17 +53,9 @@ def spamlang(*argv: str, home: Path) -> subprocess.CompletedProcess:
 def finished_sweep(out: Path) -> Path:
     """A finished sweep of 2 runs with its results.csv; returns its JSON sweep file."""
     sweep = Sweep("ro", TINY, {"lr": [1e-3, 1e-2]})
-    out.mkdir()
-    check_sweep_file(sweep, out)
-    for run_id, config in sweep.points():
-        d = out / run_id
-        d.mkdir()
-        (d / "config.json").write_text(json.dumps(config.to_json()))
-        (d / "metrics.jsonl").write_text("".join(
-            json.dumps({"kind": "train", "step": s, "tokens": 128 * s, "loss": 3.0 - s}) + "\n"
-            for s in (1, 2)))
-        (d / "result.json").write_text(json.dumps({**{k: 1.0 for k in RESULT_COLUMNS},
-                                                   "diverged": False, "diverged_step": None}))
+    write_finished_sweep(sweep, out, lambda run_id: "".join(
+        json.dumps({"kind": "train", "step": s, "tokens": 128 * s, "loss": 3.0 - s}) + "\n"
+        for s in (1, 2)))
     write_results(out)
     path = out.parent / "ro.json"
     path.write_text(json.dumps({"name": "ro", "base": TINY.to_json(), "axes": sweep.axes}))

@@ -12,7 +12,7 @@ import pytest
 import spamlang.sweep as sweep_mod
 from spamlang.schema import RESULT_COLUMNS
 from spamlang.sweep import Sweep
-from spamlang.sweep.runner import check_sweep_file
+from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 from spamlang.train.config import TrainConfig
 
 TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=2560)
@@ -25,16 +25,7 @@ def finished_sweep(root, torn: tuple = ()):
     """A sweep of 6 finished runs (3 LRs x 2 seeds), as a finished `spamlang sweep` leaves it;
     the runs in `torn` end their metrics.jsonl with a row cut mid-JSON."""
     sweep = Sweep("dmg", TINY, {"lr": [1e-3, 3e-3, 1e-2], "seed": [0, 1]})
-    root.mkdir()
-    check_sweep_file(sweep, root)
-    for run_id, config in sweep.points():
-        d = root / run_id
-        d.mkdir()
-        (d / "config.json").write_text(json.dumps(config.to_json()))
-        (d / "metrics.jsonl").write_text(GOOD + (TORN if run_id in torn else ""))
-        result = {k: 1.0 for k in RESULT_COLUMNS}
-        result.update(diverged=False, diverged_step=None)
-        (d / "result.json").write_text(json.dumps(result))
+    write_finished_sweep(sweep, root, lambda run_id: GOOD + (TORN if run_id in torn else ""))
     return sweep
 
 
