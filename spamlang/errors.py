@@ -1,4 +1,5 @@
-"""The one exception type that means "the user asked for something invalid", and how any
+"""The exception types a command maps to its exit status -- `UserError` (the user asked for
+something invalid, 2) and `Interrupted` (a run stopped on request, 130 / 143) -- and how any
 exception is told in one line.
 
 The CLI turns a UserError into a single line on stderr and exit status 2; library callers catch
@@ -8,6 +9,7 @@ it (it is a ValueError) like any other bad-argument error.
 from __future__ import annotations
 
 import re
+import signal
 
 # pybind11 objects (TensorStore's) put their bound methods' reprs, many lines long, into
 # exception messages; the message says the same without them.
@@ -18,6 +20,24 @@ _MAX_CHARS = 300
 
 class UserError(ValueError):
     """Bad input from a user: a flag, a config, a sweep file or a path."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run stopped early on request (SIGINT / SIGTERM / `stop_after_step`), checkpointed.
+
+    A KeyboardInterrupt, so that a broad `except Exception` in a sweep does not swallow it.
+    `exit_status` is what a CLI should return (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, step: int, signum: int | None = None):
+        self.step, self.signum = step, signum
+        what = signal.Signals(signum).name if signum else "stop requested"
+        super().__init__(f"{what}: stopped at step {step} with a checkpoint saved; "
+                         f"rerun the same command to resume")
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + int(self.signum or signal.SIGINT)
 
 
 def first_line(e: BaseException) -> str:

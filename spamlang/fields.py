@@ -107,6 +107,30 @@ def format_lr(lr: float) -> str:
     return f"{float(mantissa):g}e{int(exponent)}"
 
 
+def parse_count(value: Any) -> int:
+    """A token count from an int or a string with an optional K / M / B suffix.
+
+    Suffixes are decimal (K = 1e3, M = 1e6, B = 1e9), as in "41M tokens" in papers, and the
+    text is read by `parse_int`, the one reader of every integer flag and field:
+    parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500, parse_count("1_048_576") == 1048576.
+    The result must be a whole, non-negative number (UserError otherwise).
+    """
+    if is_int(value):
+        count = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        count = int(value)
+    elif isinstance(value, str):
+        try:
+            count = parse_int(value)
+        except ValueError:
+            raise UserError(f"a token count must be {INT_TEXT}, got {value!r}") from None
+    else:
+        raise UserError(f"a token count must be {INT_TEXT}, got {value!r}")
+    if count < 0:
+        raise UserError(f"a token count must be >= 0, got {value!r}")
+    return count
+
+
 # ----- the message ----------------------------------------------------------------------------
 def label(name: str, owner: str = "") -> str:
     """How a field is named in a message: `name`, or `owner: name`."""

@@ -4,7 +4,7 @@ most every SPAMLANG_LOG_SECONDS seconds and at the end, and a line when a run re
 import pytest
 
 from spamlang.train import Interrupted, TrainConfig, run_training
-from spamlang.train.progress import Progress, wait_for
+from spamlang.progress import Progress, wait_for
 
 CFG = TrainConfig(vocab_size=32, seq_len=8, batch_size=8, tokens=8 * 8 * 40, log_every=4,
                   checkpoint_every=0, eval_sequences=8, model_overrides={"n_layers": 1})
@@ -17,7 +17,7 @@ def _steps(err: str) -> list[int]:
 
 def test_lines_follow_the_clock_not_the_step_count(capsys, monkeypatch):
     clock = iter(range(0, 1000, 10))  # each call 10 s later
-    monkeypatch.setattr("spamlang.train.progress.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("spamlang.progress.time.perf_counter", lambda: next(clock))
     progress = Progress(100, 0, label="run", quiet=False, every_s=25)
     for step in range(10, 101, 10):
         progress.logged(step, [1.0], 5.0)

@@ -15,7 +15,7 @@ from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.train.config import TrainConfig
 from spamlang.evaluate.sets import make_eval_fn, sample_rows
 from spamlang.coverage.exposure import seen_rows, sequence_counts, summary
-from spamlang.train.loop import Interrupted
+from spamlang.errors import Interrupted
 from spamlang.train.run import run_training
 from spamlang.train.step import default_mesh, program
 from flax import nnx

@@ -41,7 +41,7 @@ LAYERS = (
     ("data",),  # SequenceDataset and its export into a token file
     ("model",),  # the Transformer, presets, heads, kernels
     # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig; the optimizers.
-    ("loss", "perf", "optim", "members"),
+    ("loss", "perf", "optim", "members", "progress", "signals"),
     # DESIGN lists diagnostics with the readers at the end, but the trainer logs its
     # measurements every `diag_every` steps (train.loop), so it sits below train.
     # coverage: exposure counts and per-symbol scores, which training and evaluation record.

@@ -277,10 +277,10 @@ def test_load_run(reference, tmp_path):
 
 
 def test_signals_become_a_flag_then_act_as_usual():
-    from spamlang.train.run import _stop_signals
+    from spamlang.signals import stop_requests
 
     before = signal.getsignal(signal.SIGTERM)
-    with _stop_signals() as received:
+    with stop_requests() as received:
         os.kill(os.getpid(), signal.SIGTERM)
         assert received == [signal.SIGTERM]
         assert signal.getsignal(signal.SIGTERM) is before  # a second one is not caught

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -92,3 +94,13 @@ def diag_metrics(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
     metrics["kernel_fraction"] = stats.kernel_fraction
     metrics["projected_cosine"] = stats.projected_cosine
     return metrics
+
+
+@functools.lru_cache(maxsize=4)
+def logged_diagnostics(lang, batch_size: int, seq_len: int, chunk_size: int | None):
+    """(jitted `diag_metrics(model, tokens)`, its fixed batch) for a training run: the batch
+    is keyed by the language, like the eval set, so every diag row of every run of a sweep
+    is measured on the same tokens."""
+    key = jax.random.fold_in(jax.random.PRNGKey(lang.fingerprint()), 0x0D1A6)
+    tokens = lang.sample(key, min(batch_size, 32), seq_len)
+    return jax.jit(lambda model, t: diag_metrics(model, t, chunk_size=chunk_size)), tokens

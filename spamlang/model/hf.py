@@ -196,6 +196,21 @@ def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
     return {**overrides, **fixed}, checkpoint
 
 
+def check_unstarted_weights(configs, out_dirs) -> None:
+    """UserError before anything is written when a run that will start from `init_from`'s
+    weights cannot read them (its config may come from a config.json that already records
+    the architecture, so validating the config did not need the checkpoint). A run that has
+    started restores its own weights and needs none."""
+    from spamlang.schema import CHECKPOINTS, RESULT
+
+    checked = set()
+    for config, d in zip(configs, out_dirs):
+        started = (Path(d) / RESULT).exists() or (Path(d) / CHECKPOINTS).is_dir()
+        if config.init_from and not started and config.init_from not in checked:
+            check_weights(config.init_from, config.model_config())
+            checked.add(config.init_from)
+
+
 def _read_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))

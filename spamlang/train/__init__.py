@@ -3,8 +3,7 @@
     from spamlang.train import TrainConfig, run_training
     result = run_training(TrainConfig(vocab_size=64, tokens="200K"), "runs/v64")
 
-Names are imported lazily (PEP 562), so `import spamlang.train.config` (used by the CLI and
-sweep definitions) does not pull in JAX, Flax or Orbax.
+Names are imported lazily (PEP 562): `spamlang.train.config` alone pulls in no JAX.
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ import importlib
 
 _EXPORTS = {
     "TrainConfig": "spamlang.train.config",
-    "parse_count": "spamlang.train.config",
+    "parse_count": "spamlang.fields",
     "Program": "spamlang.train.step",
     "program": "spamlang.train.step",
     "run_training": "spamlang.train.run",
     "run_group": "spamlang.train.run",
     "load_run": "spamlang.train.run",
-    "Interrupted": "spamlang.train.run",
+    "Interrupted": "spamlang.errors",
 }
 
 __all__ = sorted(_EXPORTS)

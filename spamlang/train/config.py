@@ -1,22 +1,17 @@
 """`TrainConfig`: everything needed to rerun one training run, JSON round-trippable.
 
-The paper's appendix with its optimizer, batch and schedule settings was not available, so the
-optimizer defaults are a common, documented AdamW recipe for small decoder LMs (GPT-3 / Llama /
-nanoGPT style): AdamW with betas (0.9, 0.95), eps 1e-8, decoupled weight decay 0.1 on matrices
-only, linear warmup over the first 5% of steps then cosine decay to 0.1 x the peak LR, and
-gradient clipping at global norm 1.0. Every one of them is a field and can be changed.
-
-How the kernels, micro-batches and `init_from` behave: README, "Training one run" and
-"Pretrained language models". This module imports no JAX; building a config does (it
-validates the language parameters and model overrides by building both).
-"""
+The optimizer defaults are a common AdamW recipe for small decoder LMs (the paper's appendix
+was not available): betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only, 5% linear
+warmup then cosine decay to 0.1 x the peak LR, clipping at global norm 1.0; every one is a
+field. Importing this module imports no JAX; building a config does (it builds the language
+and the model config to validate them). Kernels, micro-batches, `init_from`: README."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from spamlang import fields
+from spamlang.fields import parse_count  # noqa: F401  (spamlang.train.parse_count)
 from spamlang.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd")
@@ -42,29 +37,6 @@ _INIT_FROM_HELP = (
     "--vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied or untied "
     "(head = a copy of the embedding), an untied one untied only; head softmax only; '' for none "
     "(default: none)")
-
-def parse_count(value: Any) -> int:
-    """A token count from an int or a string with an optional K / M / B suffix.
-
-    Suffixes are decimal (K = 1e3, M = 1e6, B = 1e9), as in "41M tokens" in papers, and the
-    text is read by `spamlang.fields.parse_int`, the one reader of every integer flag and field:
-    parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500, parse_count("1_048_576") == 1048576.
-    The result must be a whole, non-negative number (UserError otherwise).
-    """
-    if fields.is_int(value):
-        count = int(value)
-    elif isinstance(value, float) and value.is_integer():
-        count = int(value)
-    elif isinstance(value, str):
-        try:
-            count = fields.parse_int(value)
-        except ValueError:
-            raise UserError(f"a token count must be {fields.INT_TEXT}, got {value!r}") from None
-    else:
-        raise UserError(f"a token count must be {fields.INT_TEXT}, got {value!r}")
-    if count < 0:
-        raise UserError(f"a token count must be >= 0, got {value!r}")
-    return count
 
 
 # Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of

@@ -1,52 +1,29 @@
 """The one training loop, in nanodo's shape, for K >= 1 run directories sharing one Program.
 
-Between log steps the loop only dispatches steps. A log step is every `log_every`-th step,
-each eval, diag and checkpoint step, and the last step; there it reads the metrics of the
-steps since the last one in one transfer, writes each member's row, then evaluates,
-checkpoints and acts on a signal. When nothing but the row is due, step n's metrics are read
-after step n + 1 is dispatched, so the device never idles while the host writes. Since
-checkpoints are only taken at log steps, none holds unlogged metrics, and a resumed run writes
-the rows of an uninterrupted one. Members restored at different steps train as separate
-subgroups (by step), each to the end.
-"""
+Between log steps (every `log_every`-th, each eval, diag and checkpoint step, the last) the
+loop only dispatches steps. At one it reads the interval's metrics in one transfer (after
+dispatching the next step when only the row is due, so the device never idles), writes each
+member's row, then evaluates, checkpoints and acts on a signal: no checkpoint holds unlogged
+metrics. Members restored at different steps train as subgroups by step, each to the end."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import signal
 import statistics
 import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
+from spamlang.errors import Interrupted
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang import rundir
 from spamlang.rundir.checkpoint import RunCheckpoints
-from spamlang.train.progress import Progress, wait_for
+from spamlang.progress import Progress, wait_for
+from spamlang.signals import stop_signal
 from spamlang.train.step import program as get_program
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
-
-
-class Interrupted(KeyboardInterrupt):
-    """The run stopped early on request (SIGINT / SIGTERM / `stop_after_step`), checkpointed.
-
-    A KeyboardInterrupt, so that a broad `except Exception` in a sweep does not swallow it.
-    `exit_status` is what a CLI should return (130 for SIGINT, 143 for SIGTERM).
-    """
-
-    def __init__(self, step: int, signum: int | None = None):
-        self.step, self.signum = step, signum
-        what = signal.Signals(signum).name if signum else "stop requested"
-        super().__init__(f"{what}: stopped at step {step} with a checkpoint saved; "
-                         f"rerun the same command to resume")
-
-    @property
-    def exit_status(self) -> int:
-        return 128 + int(self.signum or signal.SIGINT)
 
 
 @dataclasses.dataclass(eq=False)  # members are told apart by identity
@@ -154,7 +131,7 @@ class _Group:
                    (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every)]
             if step % cfg.log_every and not any(due) and step < cfg.steps:
                 continue
-            signum = _stop_signal(received, step, stop_after_step)
+            signum = stop_signal(received, step, stop_after_step)
             if not any(due) and signum is None and step < cfg.steps:
                 deferred = step
                 continue
@@ -243,7 +220,11 @@ class _Group:
     def _diag(self, step: int, members: list[_Member]) -> dict[int, dict]:
         if not members:
             return {}
-        fn, tokens = _diag_program(self.program)
+        from spamlang.diagnostics.training import logged_diagnostics
+
+        cfg = self.program.config  # its compiled fields: the language, shapes and chunk
+        fn, tokens = logged_diagnostics(self.program.lang, cfg.batch_size, cfg.seq_len,
+                                        cfg.loss_chunk or None)
         values = {id(m): {k: float(v) for k, v in jax.device_get(
             fn(self.program.model(self.state, self.ms.index(m)), tokens)).items()}
             for m in members}
@@ -314,33 +295,6 @@ class _Group:
                 f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "
                 f"eval loss {_fmt(m.result['final_eval_loss'])}, "
                 f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}")
-
-
-def _stop_signal(received: list, step: int, stop_after_step: int | None) -> int | None:
-    """The signal to stop on at this log step (0: `stop_after_step`), or None to go on. With
-    several processes all must agree, or their saves would deadlock: one allgather per log
-    step, and all exit with the same status."""
-    if stop_after_step is not None and step >= stop_after_step:
-        return 0
-    if jax.process_count() == 1:
-        return received[0] if received else None
-    from jax.experimental import multihost_utils
-
-    signum = int(np.max(multihost_utils.process_allgather(np.int32(received[0] if received
-                                                                     else 0))))
-    return signum or None
-
-
-@functools.lru_cache(maxsize=4)
-def _diag_program(program):
-    """The jitted diagnostics and their fixed batch, keyed by the language like the eval set:
-    every diag row of every run of a sweep is measured on the same tokens."""
-    from spamlang.diagnostics import diag_metrics
-
-    cfg, chunk = program.config, program.config.loss_chunk or None  # compiled fields only
-    key = jax.random.fold_in(jax.random.PRNGKey(program.lang.fingerprint()), 0x0D1A6)
-    tokens = program.lang.sample(key, min(cfg.batch_size, 32), cfg.seq_len)
-    return jax.jit(lambda model, t: diag_metrics(model, t, chunk_size=chunk)), tokens
 
 
 def _fmt(value) -> str:

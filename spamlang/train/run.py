@@ -14,21 +14,19 @@ one run", "Several hosts (SLURM)" and "Concurrent runs, and when something goes 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import signal
-import threading
 from pathlib import Path
 
-from spamlang.errors import UserError
 from spamlang import rundir
+from spamlang.errors import Interrupted, UserError
+from spamlang.perf import peak_flops
 from spamlang.rundir.checkpoint import RunCheckpoints
-from spamlang.train.config import MEMBER_FIELDS
 from spamlang.rundir.lock import hold_for_job
-from spamlang.train.loop import Interrupted
+from spamlang.signals import stop_requests
+from spamlang.train.config import MEMBER_FIELDS
 
-__all__ = ["Interrupted", "load_run", "matmul_peak", "run_group", "run_training"]
+__all__ = ["Interrupted", "load_run", "run_group", "run_training"]
 
 
 def run_training(config, out_dir, *, quiet: bool = False,
@@ -36,10 +34,11 @@ def run_training(config, out_dir, *, quiet: bool = False,
     """Train `config` into `out_dir` (or resume it, or return its result if finished).
 
     Returns the result dict (the contents of result.json). `stop_after_step` checkpoints and
-    raises `Interrupted` after that many steps, as a signal would (for time-sliced jobs and
-    tests). Raises UserError for an unusable `out_dir` or one holding a different config.
+    raises `Interrupted` at the first log step from that step on, as a signal would (for
+    time-sliced jobs and tests). UserError for an unusable `out_dir` or one holding a different
+    config.
     """
-    return _run([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
+    return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
 def run_group(configs, out_dirs, *, quiet: bool = False,
@@ -47,8 +46,8 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
     """Train configs that differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
     together (vmapped), one run dir each.
 
-    Finished members are skipped; the rest resume from their own newest checkpoints (the
-    ones behind catch up on their own first, see `spamlang.train.loop`). Each member's files
+    Finished members are skipped; the rest resume from their own newest checkpoints (members
+    at different steps train as subgroups, `spamlang.train.loop`). Each member's files
     are those of its own `run_training`; its numbers equal a sequential run's up to float
     rounding of the batched matmuls. Returns the results in member order.
     """
@@ -58,7 +57,32 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
     if len({d.resolve() for d in out_dirs}) != len(out_dirs):
         raise UserError("run_group: out dirs must be distinct")
     check_groupable(configs)
-    return _run(configs, out_dirs, quiet=quiet, stop_after_step=stop_after_step)
+    import jax
+
+    from spamlang.model.hf import check_unstarted_weights
+
+    writer = jax.process_index() == 0
+    check_unstarted_weights(configs, out_dirs)
+    # A finished member is only read (prepare() writes nothing when result.json exists), so
+    # it needs no lock; the others are locked before config.json is written and before the
+    # loop cuts back metrics.jsonl. One that finishes meanwhile is read as finished below.
+    pending = [rundir.make_dir(d) for d in out_dirs if not (Path(d) / rundir.RESULT).exists()]
+    with hold_for_job(pending, writer):
+        dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
+        results = [rundir.read_result(d) for d in dirs]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            from spamlang.train.loop import train_members
+
+            with stop_requests() as received:
+                # One process's progress is enough: under srun every process prints to one log.
+                done = train_members([configs[i] for i in todo], [dirs[i] for i in todo],
+                                     quiet=quiet or not writer, writer=writer,
+                                     stop_after_step=stop_after_step, received=received,
+                                     peak=functools.partial(peak_flops, configs[0].dtype))
+            for i, result in zip(todo, done):
+                results[i] = result
+    return results
 
 
 def load_run(run_dir):
@@ -108,80 +132,3 @@ def check_groupable(configs) -> None:
                     f"configs in a run group may differ only in {', '.join(MEMBER_FIELDS)}; "
                     f"config {i} differs "
                     f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})")
-
-
-# ----- internals ------------------------------------------------------------------------------
-
-def _run(configs, out_dirs, *, quiet, stop_after_step) -> list[dict]:
-    import jax
-
-    writer = jax.process_index() == 0
-    _check_init_from(configs, out_dirs)
-    # A finished member is only read (prepare() writes nothing when result.json exists), so
-    # it needs no lock; the others are locked before config.json is written and before the
-    # loop cuts back metrics.jsonl. One that finishes meanwhile is read as finished below.
-    pending = [rundir.make_dir(d) for d in out_dirs if not (Path(d) / rundir.RESULT).exists()]
-    with hold_for_job(pending, writer):
-        dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
-        results = [rundir.read_result(d) for d in dirs]
-        todo = [i for i, r in enumerate(results) if r is None]
-        if todo:
-            from spamlang.train.loop import train_members
-
-            with _stop_signals() as received:
-                # One process's progress is enough: under srun every process prints to one log.
-                done = train_members([configs[i] for i in todo], [dirs[i] for i in todo],
-                                     quiet=quiet or not writer, writer=writer,
-                                     stop_after_step=stop_after_step, received=received,
-                                     peak=functools.partial(matmul_peak, configs[0].dtype))
-            for i, result in zip(todo, done):
-                results[i] = result
-    return results
-
-
-def _check_init_from(configs, out_dirs) -> None:
-    """UserError before anything is written when a run that will start from `init_from`'s
-    weights cannot read them (its config may come from a config.json that already records
-    the architecture, so validating the config did not need the checkpoint)."""
-    from spamlang.model.hf import check_weights
-
-    checked = set()
-    for config, d in zip(configs, out_dirs):
-        started = (Path(d) / rundir.RESULT).exists() or (Path(d) / rundir.CHECKPOINTS).is_dir()
-        if config.init_from and not started and config.init_from not in checked:
-            check_weights(config.init_from, config.model_config())
-            checked.add(config.init_from)
-
-
-@contextlib.contextmanager
-def _stop_signals():
-    """Turn the first SIGINT / SIGTERM into a flag the loop polls at step boundaries.
-
-    Yields the list the received signal numbers are appended to. The handlers restore the
-    previous ones on the first signal, so a second Ctrl-C interrupts at once.
-    """
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received  # signals are only delivered to the main thread
-        return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def handler(signum, frame):
-        received.append(signum)
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-    for s in previous:
-        signal.signal(s, handler)
-    try:
-        yield received
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
-def matmul_peak(dtype: str = "float32") -> float | None:
-    """The matmul FLOP/s that MFU divides by, for `dtype` (see `spamlang.perf.peak_flops`)."""
-    from spamlang.perf import peak_flops
-
-    return peak_flops(dtype)

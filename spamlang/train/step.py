@@ -1,17 +1,12 @@
 """The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
-- The state: params, opt_state (each member's peak LR and optimizer hyperparameters inside,
-  `spamlang.optim`), step, data_key, diverged, diverged_step (-1 while healthy) and exposure
-  (int32[V], `spamlang.coverage.exposure`), every leaf with a leading axis of K members.
-- One member's pure step `state -> (state, metrics)`, jitted once mapped over the members
-  (`over_members`), state donated. Its batch is `fold_in(data_key, step)`'s: no host data
-  pipeline, and a resumed run sees the batches it would have seen.
+- State: params, opt_state (each member's peak LR and optimizer scalars inside), step,
+  data_key, diverged, diverged_step (-1 while healthy), exposure (int32[V]).
+- One member's pure step, jitted once mapped over the members (`over_members`), state
+  donated; its batch is `fold_in(data_key, step)`'s, so a resumed run sees the same batches.
 - Data parallel over the mesh's "data" axis: each device generates its own rows, the forward
-  and loss run under shard_map (`spamlang.loss`), parameters and optimizer state are
-  replicated; the batch is the same on any number of devices or hosts.
-- Divergence (a non-finite loss or gradient norm, or loss > diverge_loss) freezes that
-  member on device; the others train on.
-"""
+  and loss run under shard_map (`spamlang.loss`); the batch is the same on any device count.
+- A non-finite loss or gradient norm, or loss > diverge_loss, freezes that member on device."""
 
 from __future__ import annotations
 

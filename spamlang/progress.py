@@ -1,4 +1,5 @@
-"""Progress reporting for a training loop: a tqdm bar on a terminal, plain lines otherwise.
+"""Progress of long work (training, a long evaluation): a tqdm bar on a terminal, plain lines
+otherwise.
 
 Everything goes to stderr, so stdout stays clean for the result a CLI prints.
 """
