@@ -46,7 +46,8 @@ _HELP = {
                  "adafactor",
     "lr": "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
     "log_every": "steps between logged training metrics (metrics.jsonl rows and the progress "
-                 "line); logging more often slows training a little",
+                 "line); Ctrl-C / SIGTERM also stop at the next of these steps, with a "
+                 "checkpoint; logging more often slows training a little",
     "eval_sequences": "sequences in the eval set, the same for every run of the language; fewer "
                       "make the eval loss noisy (256 left a standard error of ~0.2 nats)",
     "eval_batch_size": "sequences per eval batch (no gradients, so it may exceed batch_size); "

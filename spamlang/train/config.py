@@ -93,7 +93,7 @@ class TrainConfig:
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
     seed: int = 0  # one seed, split into the parameter-init and data streams
     # --- logging, evaluation, checkpoints ---
-    log_every: int = 10  # steps between metric fetches (the only device->host syncs)
+    log_every: int = 10  # steps between log steps: rows, signals, and the only device reads
     eval_every: int = 0  # steps between evaluations; 0 evaluates only at the end
     eval_sequences: int = 2048  # fixed eval set (keyed by the language); 256 left SE ~0.2 nats
     eval_batch_size: int = 0  # eval batch (no gradients, may exceed batch_size); 0: max(B, 256)
