@@ -177,8 +177,9 @@ def test_sweep_json_refuses_another_sweep_but_lets_axes_grow(tmp_path):
         check_sweep_file(Sweep("a", TINY.replace(seq_len=32), {"lr": [1e-3]}), tmp_path)
     with pytest.raises(UserError, match="axes may only grow"):
         check_sweep_file(Sweep("a", TINY, {"lr": [3e-3]}), tmp_path)
+    # A new axis must list the value the existing runs have (seed 0: tests/test_sweep_grow.py).
     with pytest.raises(UserError, match="axes"):
-        check_sweep_file(Sweep("a", TINY, {"lr": [1e-3, 3e-3], "seed": [0]}), tmp_path)
+        check_sweep_file(Sweep("a", TINY, {"lr": [1e-3, 3e-3], "seed": [1]}), tmp_path)
 
 
 # ----- results.csv from hand-made run directories -------------------------------------------
@@ -422,8 +423,12 @@ def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path, 
     out, _ = killed_and_resumed
     from spamlang.train import run as train_run
 
-    def no_group(*args, **kwargs):
-        raise AssertionError("vmap=False must not vmap")
+    real_group = train_run.run_group
+
+    def no_group(configs, out_dirs, **kwargs):  # run_training is run_group of one
+        if len(configs) > 1:
+            raise AssertionError("vmap=False must not vmap")
+        return real_group(configs, out_dirs, **kwargs)
 
     monkeypatch.setattr(train_run, "run_group", no_group)
     rows = run_sweep(Sweep("seq", TINY, {"lr": [3e-3, 1e-2]}), tmp_path, quiet=True,

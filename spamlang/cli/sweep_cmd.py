@@ -1,8 +1,9 @@
 """`spamlang sweep FILE`: run a sweep described by a sweeps/*.py script or a JSON file.
 
 Same flags as running the script itself (`python sweeps/NAME.py ...`): --out, --shard i/n,
---group-size, --quiet, --dry-run, --plots/--no-plots, --figures. The file is loaded and the
-whole sweep validated before anything runs; any problem is one line on stderr and status 2.
+--group-size, --set FIELD=VALUE, --quiet, --dry-run, --plots/--no-plots, --figures, and the
+rest of `spamlang.sweep.command.add_arguments`. The file is loaded and the whole sweep validated
+before anything runs; any problem is one line on stderr and status 2.
 """
 
 from __future__ import annotations

@@ -50,6 +50,15 @@ def config_differences(old: dict, new: dict) -> list[str]:
 
 _MISSING = object()
 
+# Why a started run's token budget is fixed; said by `prepare` and by a sweep directory whose
+# base differs only in tokens (`spamlang.sweep.sweep_file`).
+BUDGET_FIXED = ("a run's token budget cannot change: the LR schedule's warmup and decay are "
+                "fractions of its total steps, so another budget would change the LR of every "
+                "step already trained")
+# What to do instead, for `spamlang train` and sweeps alike.
+BUDGET_INSTEAD = ("train the new budget in another directory (another --out; a sweep: "
+                  "--set tokens=N, which writes runs/<name>-tok<N>)")
+
 
 def make_dir(out_dir: str | os.PathLike) -> Path:
     """Create run directory `out_dir` (and its parents) if missing; UserError if impossible."""
@@ -86,6 +95,9 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
         except (UserError, TypeError, ValueError):
             pass  # compared as written, and refused below if it differs
         diff = config_differences(old, new)
+        if diff == ["tokens"]:  # "continue with more tokens": say why not, and what instead
+            raise UserError(f"{out} holds a run with tokens: {old.get('tokens')!r} -> "
+                            f"{new.get('tokens')!r}; {BUDGET_FIXED}; {BUDGET_INSTEAD}")
         if diff:
             # Values for the first few, every other field by name: one line, nothing hidden.
             shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])

@@ -8,8 +8,9 @@
     rows = run_sweep(SWEEP, "runs/demo")          # or shard=(i, n) on host i of n
 
 Modules: `spec` (axes, points, run ids, groups, shards, the size limit), `expand` (building the
-points' configs quickly), `runner` (run_sweep, sweep.json), `results` (gather, results.csv),
-`command` (the flags of sweep scripts and `spamlang sweep`).
+points' configs quickly), `runner` (run_sweep), `sweep_file` (sweep.json: what a directory may
+hold next, axes it grew), `logs` (progress and resume lines), `results` (gather, results.csv),
+`command` (the flags of sweep scripts and `spamlang sweep`), `overrides` (`--set`), `dry_run`.
 """
 
 from spamlang.sweep.command import load_sweep_file, main

@@ -12,18 +12,15 @@ import argparse
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.guard import Parser, add_debug_flag, run_command
-from spamlang.schema import RESULT
 from spamlang.sweep.bracket import DEFAULT_LIMIT
-from spamlang.sweep.spec import (MAX_POINTS, Sweep, check_bracket, check_size, id_part,
-                                 parse_shard, shard_groups)
+from spamlang.sweep.dry_run import dry_run
+from spamlang.sweep.overrides import SET_HELP, with_overrides
+from spamlang.sweep.spec import MAX_POINTS, Sweep, check_bracket, check_size, id_part, parse_shard
 
 
 def _max_points(text: str) -> int:
@@ -48,7 +45,7 @@ def _bracket_limit(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
     """The flags of a sweep run: --out, --shard, --group-size, --vmap, --bracket-lr, --seq-len,
-    --max-points, --quiet, --dry-run, --plots, --figures."""
+    --max-points, --set, --quiet, --dry-run, --plots, --figures."""
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="sweep directory (default: runs/<sweep name>)")
     parser.add_argument("--shard", metavar="i/n", default="0/1",
@@ -84,92 +81,24 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
     parser.add_argument("--max-points", metavar="N", type=_max_points, default=MAX_POINTS,
                         help=f"refuse a sweep of more than N points, before expanding it "
                              f"(default {MAX_POINTS:,}: a larger grid is usually a slip)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
+    parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[],
+                        help=SET_HELP)
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar, progress lines or per-run lines (without it: "
+                             "a line when a run resumes from a checkpoint and, when stderr is "
+                             "not a terminal, one per running run or group every "
+                             "SPAMLANG_LOG_SECONDS seconds, default 30)")
     parser.add_argument("--dry-run", action="store_true",
-                        help="list the points, their status and the token/FLOP budget; run nothing")
+                        help="list the points, their status (partial: the checkpointed step), "
+                             "the token/FLOP budget and a time estimate (at the tokens/s of "
+                             "finished runs of the same group; else a lower bound at the matmul "
+                             "peak where it is known); run nothing")
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=plots,
                         help="after the runs, write heatmap.png and curves.png (default: "
                              + ("as the sweep file says (PLOTS)" if plots is None
                                 else "on" if plots else "off") + ")")
     parser.add_argument("--figures", metavar="DIR", default=None,
                         help="where --plots writes (default: the sweep directory)")
-
-
-def _status(run_dir: Path) -> str:
-    if (run_dir / RESULT).is_file():
-        return "done"
-    return "partial" if run_dir.is_dir() else "new"
-
-
-def _run_tokens(config: Any) -> int:
-    steps = getattr(config, "steps", None)
-    if isinstance(steps, int):
-        return steps * config.batch_size * config.seq_len
-    return int(getattr(config, "tokens", 0))
-
-
-def _per_symbol(config: Any) -> str:
-    """Updates per symbol, B x steps / V (SpamLang: how often each symbol is trained on)."""
-    try:
-        return f"{config.updates_per_symbol:.1f}"
-    except (AttributeError, TypeError, ZeroDivisionError):
-        return "?"
-
-
-def _flops(config: Any, per_token: dict, key: str) -> float | None:
-    """Training FLOPs of one run; `per_token` caches the model's FLOPs per token by group key
-    (a group's runs share the model), so that a large grid is not rebuilt point by point."""
-    try:
-        from spamlang.perf import flops_per_token
-    except ImportError:
-        return None
-    if key not in per_token:
-        per_token[key] = flops_per_token(config.model_config(), config.seq_len)
-    return per_token[key] * _run_tokens(config)
-
-
-def check_out_dir(sweep: Sweep, out: Path) -> None:
-    """The UserError the real run would raise for an `out` holding a different sweep (another
-    base config, other axes, lost axis values), without writing anything."""
-    from spamlang.sweep.results import SWEEP_FILE
-    from spamlang.sweep.runner import check_sweep_file
-
-    existing = out / SWEEP_FILE
-    if not existing.is_file():
-        return  # a new directory: nothing to clash with
-    # check_sweep_file writes sweep.json once it has compared it, which a dry run must not do:
-    # it compares a copy instead, and its message is given back with the real directory.
-    with tempfile.TemporaryDirectory(prefix="spamlang-dry-run-") as tmp:
-        shutil.copyfile(existing, Path(tmp) / SWEEP_FILE)
-        try:
-            check_sweep_file(sweep, Path(tmp))
-        except UserError as e:
-            raise UserError(str(e).replace(tmp, str(out))) from None
-
-
-def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int) -> int:
-    """Print the points of this shard with their group, status and budget; run nothing.
-
-    UserError, as the real run would raise, when `out` holds a different sweep."""
-    mine = shard_groups(sweep, shard, group_size)
-    check_out_dir(sweep, out)
-    points = [p for g in mine for p in g]
-    width = max((len(run_id) for run_id, _ in points), default=6)
-    print(f"{'run id':<{width}}  {'status':<7}  {'group':>5}  {'steps':>8}  {'tokens':>13}  "
-          f"{'upd/symbol':>10}")
-    for k, group in enumerate(mine):
-        for run_id, config in group:
-            steps = getattr(config, "steps", "?")
-            print(f"{run_id:<{width}}  {_status(out / run_id):<7}  {k:>5}  {steps:>8}  "
-                  f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}")
-    tokens = sum(_run_tokens(c) for _, c in points)
-    per_token: dict = {}
-    flops = [_flops(c, per_token, sweep.group_key_of(r, c)) for r, c in points]
-    where = f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
-    print(f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
-          + (f"; about {sum(flops):.3g} training FLOPs" if flops and None not in flops else "")
-          + f"; out: {out}")
-    return 0
 
 
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
@@ -232,13 +161,14 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
 
     shard = parse_shard(args.shard)
     check_size(sweep, args.max_points)  # before anything expands the points
+    sweep = with_overrides(sweep, args.set)  # before --seq-len scales the budgets it may set
     if args.seq_len is not None:
         sweep = at_seq_len(sweep, args.seq_len)
     out = Path(args.out) if args.out else Path("runs") / sweep.name
     limit = check_bracket(sweep.bracket_lr if args.bracket_lr is None else args.bracket_lr,
                           sweep.axes)
     if args.dry_run:
-        dry_run(sweep, out, shard, args.group_size)
+        dry_run(sweep, out, shard, args.group_size, args.vmap)
         if limit:
             print(f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "
                   f"to {limit} LRs per side, for every seed (not listed above)")
@@ -278,7 +208,9 @@ def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool, tuple]:
     the cells whose sample tables --plots draws.
 
     JSON form: {"name": str, "base": {TrainConfig JSON, missing fields take their defaults},
-    "axes": {axis: [values]}, "bracket_lr": int (optional, default 0)}. Any problem is a UserError naming the file, before any run.
+    "axes": {axis: [values]}, "bracket_lr": int (optional, default 0)}, and optionally what a
+    sweep directory's sweep.json adds ("grown", "set"), so that one loads as it was run. Any
+    problem is a UserError naming the file, before any run.
     """
     path = Path(path)
     if not path.is_file():
@@ -331,7 +263,8 @@ def _load_json(path: Path) -> Sweep:
         raise UserError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
-    unknown = sorted(set(data) - {"name", "base", "axes", "bracket_lr"})
+    # grown and set: what a sweep directory's own sweep.json adds, so that it loads too.
+    unknown = sorted(set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set"})
     missing = sorted({"name", "axes"} - set(data))
     if unknown or missing:
         raise UserError(f"{path}: " + "; ".join(
@@ -343,6 +276,7 @@ def _load_json(path: Path) -> Sweep:
         raise UserError(f"{path}: base must be an object of TrainConfig fields")
     try:
         return Sweep(data["name"], TrainConfig.from_json(base), data["axes"],
-                     bracket_lr=data.get("bracket_lr", 0))
+                     bracket_lr=data.get("bracket_lr", 0), grown=data.get("grown") or {},
+                     overrides=data.get("set") or {})
     except (ValueError, TypeError) as e:
         raise UserError(f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None

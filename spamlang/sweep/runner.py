@@ -1,9 +1,11 @@
 """Run a sweep (or one shard of it): skip finished runs, resume the others, gather results.csv.
 
-Layout of `out_dir`: `sweep.json` (name, base config, axes), one run directory per point named
-by its run id, and `results.csv`. Re-running the same sweep into the same directory is always
-safe: finished runs (result.json present) are skipped, interrupted ones resume from their last
-checkpoint, and results.csv is rebuilt from the run directories after every run or group.
+Layout of `out_dir`: `sweep.json` (name, base config, axes; what a directory may hold next:
+`spamlang.sweep.sweep_file`), one run directory per point named by its run id, and
+`results.csv`. Re-running the same sweep into the same directory is always safe: finished runs
+(result.json present) are skipped, interrupted ones resume from their last checkpoint (said in
+a line), and results.csv is rebuilt from the run directories after every run or group. Progress
+between finished runs: a bar on a terminal, lines in a log (`spamlang.sweep.logs`).
 
 Sweeps at the same time on one directory (shards of a SLURM array, or the same command started
 twice) cooperate: each run directory has one owner (`spamlang.rundir.lock`), so a sweep skips
@@ -13,22 +15,20 @@ on stderr, and goes on with the rest; results.csv is written by one process at a
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_json
-from spamlang.schema import METRICS, RESULT
+from spamlang.schema import RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
-from spamlang.sweep.results import SWEEP_FILE, Report, is_read_only, write_results
+from spamlang.sweep.logs import Watcher, announce_resumes
+from spamlang.sweep.results import Report, write_results
 from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_shard,
                                  check_size, group_key, groups, shard_groups)
+from spamlang.sweep.sweep_file import check_sweep_file  # noqa: F401 (re-exported)
 from spamlang.rundir.lock import RunDirBusy
 
 
@@ -37,74 +37,17 @@ from spamlang.rundir.lock import RunDirBusy
 CPU_VMAP_TOKENS = 256
 
 
-def _normal(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, sort_keys=True))
-
-
-def _normal_base(sweep: Sweep, stored: Any) -> Any:
-    """The stored base as the current config class would write it (new fields get defaults)."""
-    from_json = getattr(type(sweep.base), "from_json", None)
-    if not callable(from_json) or not isinstance(stored, dict):
-        return _normal(stored)
-    try:
-        return _normal(from_json(stored).to_json())
-    except (ValueError, TypeError):
-        return _normal(stored)
-
-
-def check_sweep_file(sweep: Sweep, out_dir: Path) -> None:
-    """Write `<out_dir>/sweep.json`, refusing a directory that holds a different sweep.
-
-    An existing sweep.json must have the same base config and the same axis names in the same
-    order. Its axes may only grow: every value it lists must still be listed (new values are
-    new points, old runs keep their ids). The sweep's name is a label and may change.
-    """
-    path = out_dir / SWEEP_FILE
-    new = _normal(sweep.to_json())
-    if path.is_file():
-        try:
-            with open(path, encoding="utf-8") as f:
-                old = json.load(f)
-            if not isinstance(old, dict) or not isinstance(old.get("axes"), dict):
-                raise ValueError("not a sweep description")
-        except (OSError, ValueError) as e:
-            raise UserError(f"{path} is unreadable ({e}); move it away or use another --out") from None
-        base = _normal_base(sweep, old.get("base"))
-        if base != new["base"]:
-            keys = sorted(set(base or {}) | set(new["base"]))
-            diff = [k for k in keys if (base or {}).get(k) != new["base"].get(k)]
-            raise UserError(f"{out_dir} holds a sweep with a different base config "
-                            f"(fields: {', '.join(diff)}); use another --out")
-        old_axes = old["axes"]
-        if list(old_axes) != list(new["axes"]):
-            raise UserError(f"{out_dir} holds a sweep with axes {list(old_axes)}, "
-                            f"not {list(new['axes'])}; use another --out")
-        for axis, values in old_axes.items():
-            lost = [v for v in values if v not in new["axes"][axis]]
-            if lost:
-                raise UserError(f"{out_dir} holds a sweep whose axis {axis!r} also lists {lost}; "
-                                "axes may only grow; use another --out")
-        if old == new:
-            return
-    try:
-        atomic_write_json(path, new)
-    except OSError as e:
-        if not (is_read_only(e) and path.is_file() and old["axes"] == new["axes"]):
-            raise
-        # Same sweep, stored in an older spelling: nothing to record on storage that takes
-        # no writes (a finished sweep read from a read-only copy).
-        print(f"note: left {path} as it was: {out_dir} cannot be written "
-              f"({e.strerror or e})", file=sys.stderr)
-
-
 def _fmt(x: Any, spec: str = ".4f") -> str:
     return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "-"
 
 
 def summary_line(run_id: str, result: dict) -> str:
-    """One line per finished run: id, final loss, loss above floor, repetition acc, divergence."""
-    line = (f"{run_id}: loss {_fmt(result.get('final_eval_loss'))} "
-            f"(above floor {_fmt(result.get('loss_above_floor'))}), "
+    """One line per finished run: id, final loss, loss above the floor (only where the language
+    has one: above a floor of 0 it would repeat the loss), repetition acc, divergence."""
+    floor = result.get("optimal_loss")
+    above = f" (above floor {_fmt(result.get('loss_above_floor'))})" \
+        if isinstance(floor, (int, float)) and floor else ""
+    line = (f"{run_id}: loss {_fmt(result.get('final_eval_loss'))}{above}, "
             f"repetition acc {_fmt(result.get('repetition_accuracy'), '.3f')}")
     if result.get("diverged"):
         line += f", DIVERGED at step {result.get('diverged_step')}"
@@ -122,53 +65,14 @@ def _finished(run_dir: Path) -> bool:
     return (run_dir / RESULT).is_file()
 
 
-def _last_loss(run_dir: Path) -> float | None:
-    """The latest train loss in a live run's metrics.jsonl (reads only the file's tail)."""
-    try:
-        with open(run_dir / METRICS, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - 8192))
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # the torn first line of the tail, or a line being written
-        if isinstance(row, dict) and row.get("kind") == "train" and "loss" in row:
-            return row["loss"]
-    return None
+def trains_together(vmap: bool | None, config: Any) -> bool:
+    """Whether a group of `config`'s trains as one vmapped program: `vmap`, or when None
+    (auto) on accelerators, and on CPU for steps of at most CPU_VMAP_TOKENS tokens."""
+    if vmap is not None:
+        return vmap
+    import jax
 
-
-class _LossWatcher:
-    """Shows the running members' latest train loss on the bar, read from their metrics.jsonl.
-
-    Reading the files keeps the trainer unaware of the sweep; a daemon thread polls them.
-    """
-
-    def __init__(self, bar, label: str, run_dirs: list[Path], every_s: float = 2.0):
-        self.bar, self.label, self.run_dirs, self.every_s = bar, label, run_dirs, every_s
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        while not self.stop.wait(self.every_s):
-            losses = [x for x in map(_last_loss, self.run_dirs) if isinstance(x, (int, float))]
-            if losses:
-                loss = f"loss {losses[0]:.3f}" if len(losses) == 1 else \
-                    f"loss {min(losses):.3f}..{max(losses):.3f}"
-                self.bar.set_postfix_str(f"{self.label} {loss}")
-
-    def __enter__(self):
-        self.bar.set_postfix_str(self.label)
-        if not self.bar.disable:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join()
+    return jax.default_backend() != "cpu" or config.tokens_per_step <= CPU_VMAP_TOKENS
 
 
 def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1), *,
@@ -212,7 +116,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     my_groups = shard_groups(sweep, shard, group_size)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    check_sweep_file(sweep, out)
+    grown = check_sweep_file(sweep, out)  # the sweep as this directory names its runs
+    if grown is not sweep:
+        sweep, my_groups = grown, shard_groups(grown, shard, group_size)
     from tqdm.auto import tqdm
 
     from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
@@ -223,10 +129,6 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     bar = tqdm(total=total, initial=done, unit="run", dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty(),
                desc=f"{sweep.name}" + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else ""))
-    if vmap is None:
-        import jax
-
-        on_cpu = jax.default_backend() == "cpu"
     held = 0  # runs skipped because another process is training them
     report = Report()  # finished runs results.csv cannot list, repairs: said once, at the end
     added, at_limit = [], []  # bracketing: the points it added, the cells left at its limit
@@ -237,8 +139,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         total += sum(not _finished(out / run_id) for run_id, _ in todo if run_id not in known)
         known.update(run_id for run_id, _ in todo)
         bar.total = total
-        together = vmap if vmap is not None else \
-            not on_cpu or todo[0][1].tokens_per_step <= CPU_VMAP_TOKENS
+        together = trains_together(vmap, todo[0][1])
         parts = [todo] if together else [[run] for run in todo]
         if together and len(todo) > 1 and memory is not None:
             parts = _fit_parts(todo, memory, group_size, fits,
@@ -367,12 +268,15 @@ def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, tr
     """Train `todo` (run id, config) pairs: one run, or a vmapped group; returns runs done."""
     ids = [run_id for run_id, _ in todo]
     label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
-    with _LossWatcher(bar, label, [out / i for i in ids]):
+    dirs = [out / i for i in ids]
+    if not quiet:
+        announce_resumes(bar, ids, dirs, done, total)
+    with Watcher(bar, label, dirs, steps=todo[0][1].steps, first=done + 1, total=total,
+                 quiet=quiet):
         if len(todo) == 1:
-            results = [train_run.run_training(todo[0][1], out / ids[0], quiet=True)]
+            results = [train_run.run_training(todo[0][1], dirs[0], quiet=True)]
         else:
-            results = train_run.run_group([c for _, c in todo], [out / i for i in ids],
-                                          quiet=True)
+            results = train_run.run_group([c for _, c in todo], dirs, quiet=True)
     for run_id, result in zip(ids, results):
         done += 1
         if not quiet:

@@ -53,7 +53,7 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
                   base.replace(seq_len=seq_len,
                                tokens=_budget(base.tokens, base.batch_size, old, seq_len)),
                   {axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
-                  bracket_lr=sweep.bracket_lr)
+                  bracket_lr=sweep.bracket_lr, overrides=sweep.overrides)
     for (run_id, a), (_, b) in zip(sweep.points(), short.points()):
         if (a.steps, a.batch_size) != (b.steps, b.batch_size):
             # One budget over several batch sizes that do not divide it evenly.

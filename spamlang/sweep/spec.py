@@ -211,9 +211,9 @@ class Sweep:
     MAX_POINTS: when its points are first asked for, after `check_size`), so a bad sweep fails
     before any run starts. The first axis varies slowest. Each point's run id joins one readable
     piece per axis with '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in
-    order) and that point's values, so it is the same in every process and host and does not
-    move when values are added to an axis. An empty `axes` is one point, id "base". Axis names:
-    see the module docstring.
+    order), that point's values and `grown`, so it is the same in every process and host and
+    does not move when values are added to an axis, or an axis to a directory (`grown`). An
+    empty `axes` is one point, id "base". Axis names: see the module docstring.
     """
 
     name: str  # label; also the default output directory runs/<name>
@@ -222,6 +222,13 @@ class Sweep:
     # At most this many LRs added beyond each end of a cell's LR grid while its best LR sits
     # at that end (`spamlang.sweep.bracket`); 0: the grid as written. `--bracket-lr` overrides.
     bracket_lr: int = 0
+    # Axes added to a sweep directory after it had runs: axis -> the value those runs have (the
+    # base's). A point at that value leaves the axis out of its id, so the earlier runs keep
+    # theirs. Set from the directory's sweep.json (`spamlang.sweep.sweep_file`), not by hand.
+    grown: dict = dataclasses.field(default_factory=dict)
+    # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.overrides`):
+    # already in `base`; kept so that sweep.json says where its base came from.
+    overrides: dict = dataclasses.field(default_factory=dict)
     _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False,
                                               default=None)  # None until expanded
     _group_keys: dict | None = dataclasses.field(init=False, repr=False, compare=False,
@@ -238,6 +245,11 @@ class Sweep:
         axes = _check_axes(self.base, self.axes, owner)
         object.__setattr__(self, "axes", axes)
         check_bracket(self.bracket_lr, axes, owner)
+        if not isinstance(self.grown, dict) or set(self.grown) - set(axes):
+            raise UserError(f"{owner}: grown must map axes of the sweep to a value, "
+                            f"got {self.grown!r}")
+        object.__setattr__(self, "grown", _normal(self.grown))
+        object.__setattr__(self, "overrides", _normal(dict(self.overrides or {})))
         object.__setattr__(self, "_points", None)
         if self.size <= MAX_POINTS:
             self._expand()
@@ -260,7 +272,7 @@ class Sweep:
                 for axis, value in zip(self.axes, combo):
                     names = fields_of(axis)
                     assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
-                run_id = _join_id(assignment.items())
+                run_id = self._join_id(zip(self.axes, combo))
                 if run_id in seen:
                     raise UserError(f"{owner}: points {seen[run_id]} and {assignment} "
                                     f"share the run id {run_id!r}")
@@ -279,8 +291,20 @@ class Sweep:
         """The run id of any config that differs from the base only in axis fields (a point,
         or a point at another LR that LR bracketing adds): the same pieces as the points'."""
         data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
-        return _join_id((name, config_field(data, name))
-                        for axis in self.axes for name in fields_of(axis))
+        values = [[config_field(data, name) for name in fields_of(axis)] for axis in self.axes]
+        return self._join_id((axis, v if len(v) > 1 else v[0])
+                             for axis, v in zip(self.axes, values))
+
+    def _join_id(self, axis_values) -> str:
+        """A run id from (axis, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base".
+        A grown axis at the value of the runs made before it existed adds nothing."""
+        pairs = []
+        for axis, value in axis_values:
+            if axis in self.grown and _canonical(value) == _canonical(self.grown[axis]):
+                continue
+            names = fields_of(axis)
+            pairs.extend(zip(names, value) if len(names) > 1 else [(axis, value)])
+        return _join_id(pairs)
 
     def points(self) -> list[tuple[str, Any]]:
         """Every (run_id, config) in cartesian order, the first axis varying slowest. A sweep
@@ -289,8 +313,18 @@ class Sweep:
         return list(self._expand())
 
     def to_json(self) -> dict:
-        """What sweep.json holds: name, the base config's JSON and the axes."""
-        return {"name": self.name, "base": self.base.to_json(), "axes": self.axes}
+        """What sweep.json holds: name, the base config's JSON and the axes; `grown` and `set`
+        (the fields --set changed) only when there are any."""
+        data = {"name": self.name, "base": self.base.to_json(), "axes": self.axes}
+        if self.grown:
+            data["grown"] = self.grown
+        if self.overrides:
+            data["set"] = self.overrides
+        return data
+
+
+def _normal(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, sort_keys=True))
 
 
 def _join_id(pairs) -> str:

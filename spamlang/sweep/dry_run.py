@@ -1,0 +1,200 @@
+"""`--dry-run`: the points of a shard with their status and budget, and how long the rest
+should take, from the files alone: nothing is trained or compiled, so it stays fast on any
+grid the size limit lets through.
+
+The time estimate says where it comes from. Runs whose group has finished runs are timed at
+those runs' median tokens/s (a vmapped group's members train at once, so a group costs its
+slowest member; runs trained one by one add up); the others get a lower bound, their FLOPs at
+the matmul peak, only where that peak is known without measuring it (SPAMLANG_PEAK_FLOPS, or
+a known accelerator's datasheet: `spamlang.perf.KNOWN_PEAKS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from spamlang.errors import UserError
+from spamlang.schema import RESULT, SWEEP_FILE
+from spamlang.sweep.logs import checkpoint_step
+from spamlang.sweep.spec import Sweep, shard_groups
+
+
+def _status(run_dir: Path, steps: Any) -> str:
+    if (run_dir / RESULT).is_file():
+        return "done"
+    if not run_dir.is_dir():
+        return "new"
+    return f"partial (step {checkpoint_step(run_dir) or 0}/{steps})"
+
+
+def _run_tokens(config: Any) -> int:
+    steps = getattr(config, "steps", None)
+    if isinstance(steps, int):
+        return steps * config.batch_size * config.seq_len
+    return int(getattr(config, "tokens", 0))
+
+
+def _left_tokens(config: Any, run_dir: Path) -> int:
+    """Tokens a run has still to train: all of them, less its newest checkpoint's."""
+    if (run_dir / RESULT).is_file():
+        return 0
+    step = checkpoint_step(run_dir) if run_dir.is_dir() else None
+    return _run_tokens(config) - (step or 0) * config.batch_size * config.seq_len
+
+
+def _per_symbol(config: Any) -> str:
+    """Updates per symbol, B x steps / V (SpamLang: how often each symbol is trained on)."""
+    try:
+        return f"{config.updates_per_symbol:.1f}"
+    except (AttributeError, TypeError, ZeroDivisionError):
+        return "?"
+
+
+def _flops_per_token(config: Any, per_token: dict, key: str) -> float | None:
+    """The model's training FLOPs per token, cached by group key (a group's runs share the
+    model), so that a large grid is not rebuilt point by point."""
+    try:
+        from spamlang.perf import flops_per_token
+    except ImportError:
+        return None
+    if key not in per_token:
+        per_token[key] = flops_per_token(config.model_config(), config.seq_len)
+    return per_token[key]
+
+
+def check_out_dir(sweep: Sweep, out: Path) -> Sweep:
+    """The UserError the real run would raise for an `out` holding a different sweep (another
+    base config, other axes, lost axis values), without writing anything; else the sweep as
+    `out` names its runs (the axes it grew: `spamlang.sweep.sweep_file`)."""
+    from spamlang.sweep.sweep_file import check_sweep_file
+
+    existing = out / SWEEP_FILE
+    if not existing.is_file():
+        return sweep  # a new directory: nothing to clash with
+    # check_sweep_file writes sweep.json once it has compared it, which a dry run must not do:
+    # it compares a copy instead, and its message is given back with the real directory.
+    with tempfile.TemporaryDirectory(prefix="spamlang-dry-run-") as tmp:
+        shutil.copyfile(existing, Path(tmp) / SWEEP_FILE)
+        try:
+            return check_sweep_file(sweep, Path(tmp))
+        except UserError as e:
+            raise UserError(str(e).replace(tmp, str(out))) from None
+
+
+def _rate(run_dir: Path) -> float | None:
+    """A finished run's tokens/s from its result.json (None when it has none)."""
+    try:
+        with open(run_dir / RESULT, encoding="utf-8") as f:
+            rate = json.load(f).get("tokens_per_s")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
+
+
+def _known_peak(dtype: str) -> float | None:
+    """The matmul peak `spamlang.perf.peak_flops` gives, where it needs no measuring."""
+    from spamlang.perf import KNOWN_PEAKS, peak_flops
+
+    if not os.environ.get("SPAMLANG_PEAK_FLOPS" + ("_BF16" if dtype == "bfloat16" else "")):
+        import jax
+
+        kind = jax.devices()[0].device_kind.lower()
+        if not any(name.lower() in kind and dtype in peaks for name, peaks in KNOWN_PEAKS.items()):
+            return None
+    return peak_flops(dtype)
+
+
+def duration(seconds: float) -> str:
+    """45 s, 12 min, 3.2 h, 2.5 days."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
+    """The time line of a dry run (module doc); `flops[k]`: the FLOPs per token of the k-th
+    point of `mine` (groups flattened), or None."""
+    from spamlang.sweep.runner import trains_together
+
+    timed, seconds, bound, floor_s, unknown = 0, 0.0, 0, 0.0, 0
+    peak: dict = {}  # dtype -> its known peak or None, looked up once
+    k = 0
+    for group in mine:
+        left = [(_left_tokens(c, out / r), c, flops[k + j]) for j, (r, c) in enumerate(group)]
+        k += len(group)
+        rates = [x for x in (_rate(out / r) for r, _ in group) if x is not None]
+        todo = [item for item in left if item[0] > 0]
+        if not todo:
+            continue
+        if rates:
+            each = [tokens / statistics.median(rates) for tokens, _, _ in todo]
+            seconds += max(each) if trains_together(vmap, group[0][1]) else sum(each)
+            timed += len(todo)
+            continue
+        for _, c, _ in todo:
+            if c.dtype not in peak:
+                peak[c.dtype] = _known_peak(c.dtype)
+        peaks = [(peak[c.dtype], tokens * f) for tokens, c, f in todo if f is not None]
+        if len(peaks) < len(todo) or any(p is None for p, _ in peaks):
+            unknown += len(todo)
+            continue
+        floor_s += sum(work / rate for rate, work in peaks)
+        bound += len(todo)
+    if not (timed or bound or unknown):
+        return "time: nothing left to train"
+    parts = []
+    if timed:
+        parts.append(f"about {duration(seconds)} for {timed} run(s), at the tokens/s of finished "
+                     "runs of their groups")
+    if bound:
+        parts.append(f"at least {duration(floor_s)} for {bound} run(s) with no finished run in "
+                     "their group (their FLOPs at the matmul peak: a lower bound)")
+    if unknown:
+        parts.append(f"no estimate for {unknown} run(s) with no finished run in their group "
+                     "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives a lower bound)")
+    return "time: " + "; ".join(parts)
+
+
+def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int,
+            vmap: bool | None = None) -> int:
+    """Print the points of this shard with their group, status and budget, and the time the
+    rest should take; run nothing.
+
+    UserError, as the real run would raise, when `out` holds a different sweep."""
+    shard_groups(sweep, shard, group_size)  # bad arguments first, as the real run
+    sweep = check_out_dir(sweep, out)
+    mine = shard_groups(sweep, shard, group_size)
+    points = [p for g in mine for p in g]
+    status = {run_id: _status(out / run_id, getattr(config, "steps", "?"))
+              for run_id, config in points}
+    width = max((len(run_id) for run_id, _ in points), default=6)
+    wide = max((len(s) for s in status.values()), default=7)
+    print(f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
+          f"{'tokens':>13}  {'upd/symbol':>10}")
+    for k, group in enumerate(mine):
+        for run_id, config in group:
+            steps = getattr(config, "steps", "?")
+            print(f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {steps:>8}  "
+                  f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}")
+    tokens = sum(_run_tokens(c) for _, c in points)
+    per_token: dict = {}
+    flops = [_flops_per_token(c, per_token, sweep.group_key_of(r, c)) for r, c in points]
+    total = sum(f * _run_tokens(c) for f, (_, c) in zip(flops, points)) \
+        if flops and None not in flops else None
+    where = f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" \
+        if shard[1] > 1 else ""
+    print(f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
+          + (f"; about {total:.3g} training FLOPs" if total is not None else "")
+          + f"; out: {out}")
+    print(estimate(mine, out, vmap, flops))
+    return 0

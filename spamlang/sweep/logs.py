@@ -1,0 +1,138 @@
+"""What a sweep says while its runs train, read from their run directories: the sweep trains
+with quiet=True, and reading the files keeps the trainer unaware of the sweep.
+
+- On a terminal, the bar shows the running run's (or group's) latest train loss.
+- Elsewhere (a SLURM log, nohup), unless --quiet, a line for each running run or group every
+  SPAMLANG_LOG_SECONDS seconds (default 30, the variable the trainer's own progress reads)
+  when it has logged a step since its last line: `[3/12] V4096-lr3e-3: step 150/600, loss
+  2.314`; a group `[3-6/12] V4096-lr3e-3 +3 vmapped: step 150/600, loss 2.290..2.514` (its
+  slowest member's step). Without it a log showed one line per finished run and nothing
+  between, which for the paper's model is hours.
+- Unless --quiet, `[3/12] V4096-lr3e-3: resuming from step 150` when a run starts from a
+  checkpoint, so that a log says which work was kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import threading
+from pathlib import Path
+
+from spamlang.errors import UserError
+from spamlang.schema import CHECKPOINTS, METRICS
+
+_TAIL_BYTES = 8192  # the newest train row is in the file's last few lines
+_BAR_SECONDS = 2.0  # how often the bar's loss is refreshed
+
+
+def log_seconds() -> float:
+    """SPAMLANG_LOG_SECONDS (default 30): seconds between a running run's lines in a log."""
+    text = os.environ.get("SPAMLANG_LOG_SECONDS", "").strip()
+    if not text:
+        return 30.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or not math.isfinite(value):
+        raise UserError(f"SPAMLANG_LOG_SECONDS must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def checkpoint_step(run_dir: Path) -> int | None:
+    """The newest checkpoint's step (the largest integer subfolder of checkpoints/), or None.
+    A damaged newest one makes the trainer fall back to an older one, and say so itself."""
+    try:
+        steps = [int(p.name) for p in (run_dir / CHECKPOINTS).iterdir()
+                 if p.name.isdigit() and p.is_dir()]
+    except OSError:
+        return None
+    return max(steps, default=None)
+
+
+def last_train_row(run_dir: Path) -> dict | None:
+    """The newest train row of a live run's metrics.jsonl (reads only the file's tail)."""
+    try:
+        with open(run_dir / METRICS, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - _TAIL_BYTES))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # the torn first line of the tail, or a line being written
+        if isinstance(row, dict) and row.get("kind") == "train" and "loss" in row:
+            return row
+    return None
+
+
+def _losses(rows: list[dict]) -> str:
+    values = [r["loss"] for r in rows]
+    finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not finite:
+        return "nan"
+    low, high = min(finite), max(finite)
+    text = f"{low:.3f}" if len(finite) == 1 else f"{low:.3f}..{high:.3f}"
+    return text + (" (and nan)" if len(finite) < len(values) else "")
+
+
+def position(first: int, count: int, total: int) -> str:
+    """`[3/12]` for one run, `[3-6/12]` for a group of four."""
+    return f"[{first}/{total}]" if count == 1 else f"[{first}-{first + count - 1}/{total}]"
+
+
+def announce_resumes(bar, run_ids: list[str], run_dirs: list[Path], done: int,
+                     total: int) -> None:
+    """A line on stderr for each run about to resume from a checkpoint."""
+    for k, (run_id, run_dir) in enumerate(zip(run_ids, run_dirs)):
+        step = checkpoint_step(run_dir)
+        if step:
+            bar.write(f"{position(done + 1 + k, 1, total)} {run_id}: resuming from step {step}",
+                      file=sys.stderr)
+
+
+class Watcher:
+    """While a run or group trains: its latest loss on the bar (a terminal), or a line every
+    `log_seconds()` in a log (module doc). A daemon thread polls the run directories."""
+
+    def __init__(self, bar, label: str, run_dirs: list[Path], *, steps: int, first: int,
+                 total: int, quiet: bool):
+        self.bar, self.label, self.run_dirs, self.steps = bar, label, run_dirs, steps
+        self.prefix = position(first, len(run_dirs), total)
+        self.on_bar = not bar.disable
+        self.in_log = not self.on_bar and not quiet
+        self.every_s = _BAR_SECONDS if self.on_bar else log_seconds() if self.in_log else 0.0
+        self.said = 0  # the step of the last log line
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        while not self.stop.wait(self.every_s):
+            rows = [r for r in map(last_train_row, self.run_dirs) if r is not None]
+            if not rows:
+                continue
+            if self.on_bar:
+                self.bar.set_postfix_str(f"{self.label} loss {_losses(rows)}")
+                continue
+            step = min(r.get("step", 0) for r in rows)
+            if step > self.said:
+                self.said = step
+                print(f"{self.prefix} {self.label}: step {step}/{self.steps}, loss "
+                      f"{_losses(rows)}", file=sys.stderr, flush=True)
+
+    def __enter__(self):
+        if self.on_bar:
+            self.bar.set_postfix_str(self.label)
+        if self.on_bar or self.in_log:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()

@@ -1,0 +1,124 @@
+"""What a sweep says in a log (stderr not a terminal: SLURM, nohup) and in a dry run: progress
+lines between finished runs, the step a run resumes from, partial runs' steps, a time
+estimate, and result lines without a floor of 0. Nothing trains: the trainer is replaced by
+one that writes a run's files."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import spamlang.sweep as sweep_mod
+from spamlang import rundir
+from spamlang.sweep import Sweep
+from spamlang.sweep.runner import check_sweep_file, summary_line
+from spamlang.train.config import TrainConfig
+
+TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,
+                   log_every=5, eval_sequences=16, checkpoint_every=10)
+SWEEP = Sweep("logs", TINY, {"lr": [3e-3, 1e-2]})
+RESULT = {"final_eval_loss": 0.3041, "loss_above_floor": 0.3041, "optimal_loss": 0.0,
+          "repetition_accuracy": 0.5, "diverged": False, "tokens_per_s": 256.0}
+
+
+def _fake_trainer(monkeypatch, during=lambda out_dir: None):
+    """Replace the trainer: write config.json, a train row at step 5, call `during`, finish."""
+    from spamlang.train import run as train_run
+
+    def fake(config, out_dir, **kw):
+        out_dir = Path(out_dir)
+        rundir.prepare(out_dir, config)
+        with open(out_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({"kind": "train", "step": 5, "loss": 2.3141}) + "\n")
+        during(out_dir)
+        rundir.write_result(out_dir, RESULT)
+        return RESULT
+
+    monkeypatch.setattr(train_run, "run_training", fake)
+
+
+def test_a_log_gets_progress_lines_between_finished_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "0.05")
+    out, err = [], []
+
+    def wait_for_line(out_dir):  # until the sweep has said where this run is (or 60 s)
+        deadline = time.monotonic() + 60
+        while f"{out_dir.name}: step 5/20" not in "".join(err) and time.monotonic() < deadline:
+            captured = capsys.readouterr()
+            out.append(captured.out)
+            err.append(captured.err)
+            time.sleep(0.01)
+
+    _fake_trainer(monkeypatch, wait_for_line)
+    assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 0
+    captured = capsys.readouterr()
+    out, err = "".join(out) + captured.out, "".join(err) + captured.err
+    assert "[1/2] lr3e-3: step 5/20, loss 2.314\n" in err
+    assert "[2/2] lr1e-2: step 5/20, loss 2.314\n" in err
+    # A floor of 0 is not repeated as "above floor".
+    assert "[1/2] lr3e-3: loss 0.3041, repetition acc 0.500\n" in out
+    # --quiet: no progress lines.
+    _fake_trainer(monkeypatch, lambda out_dir: time.sleep(0.2))
+    assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "q"), "--no-vmap", "--quiet"]) == 0
+    assert "step 5/20" not in capsys.readouterr().err
+
+
+def test_a_bad_log_interval_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "often")
+    _fake_trainer(monkeypatch)
+    assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 2
+    assert capsys.readouterr().err == ("sweep logs: error: SPAMLANG_LOG_SECONDS must be a "
+                                       "number of seconds > 0, got 'often'\n")
+
+
+def _partial(out: Path, run_id: str, config: TrainConfig, step: int) -> None:
+    """A run interrupted after its checkpoint at `step` (orbax names its folders by step)."""
+    rundir.prepare(out / run_id, config)
+    (out / run_id / "checkpoints" / str(step)).mkdir(parents=True)
+    (out / run_id / "checkpoints" / f"{step + 10}.orbax-checkpoint-tmp-1").mkdir()  # unfinished
+
+
+def test_a_resumed_run_says_its_step_and_the_dry_run_shows_it(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "o"
+    out.mkdir()
+    check_sweep_file(SWEEP, out)
+    points = dict(SWEEP.points())
+    _partial(out, "lr3e-3", points["lr3e-3"], 10)
+    assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[1].split(None, 1) == ["lr3e-3", "partial (step 10/20)      0        20"
+                                        "          2,560        10.0"]
+    assert listed[2].split()[:2] == ["lr1e-2", "new"]
+    _fake_trainer(monkeypatch)
+    assert sweep_mod.main(SWEEP, ["--out", str(out), "--no-vmap"]) == 0
+    assert "[1/2] lr3e-3: resuming from step 10\n" in capsys.readouterr().err
+
+
+def test_dry_run_estimates_the_time_left_saying_from_what(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "o"
+    out.mkdir()
+    check_sweep_file(SWEEP, out)
+    points = dict(SWEEP.points())
+    # Nothing finished: a lower bound from the FLOPs at the matmul peak, labelled as one.
+    monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", "1e3")
+    assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
+    time_line = capsys.readouterr().out.splitlines()[-1]
+    assert time_line.startswith("time: at least ") and time_line.endswith(
+        "days for 2 run(s) with no finished run in their group (their FLOPs at the matmul "
+        "peak: a lower bound)")
+    # One run finished at 256 tokens/s; the other is at step 10 of 20: 1,280 tokens, 5 s.
+    rundir.prepare(out / "lr1e-2", points["lr1e-2"])
+    rundir.write_result(out / "lr1e-2", RESULT)
+    _partial(out, "lr3e-3", points["lr3e-3"], 10)
+    assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "time: about 5 s for 1 run(s), at the tokens/s of finished runs of their groups")
+
+
+def test_summary_line_shows_the_floor_only_where_there_is_one():
+    for floor, shown in [(0.0, "V16: loss 0.3041, repetition"),
+                         (None, "V16: loss 0.3041, repetition"),
+                         (0.5, "V16: loss 0.8041 (above floor 0.3041), repetition")]:
+        result = {**RESULT, "optimal_loss": floor, "final_eval_loss": 0.3041 + (floor or 0.0)}
+        assert summary_line("V16", result).startswith(shown), floor
