@@ -170,7 +170,8 @@ def test_a_large_grid_says_it_is_expanding_and_builds_every_point(capsys):
 def test_sweep_json_refuses_another_sweep_but_lets_axes_grow(tmp_path):
     check_sweep_file(Sweep("a", TINY, {"lr": [1e-3]}), tmp_path)
     stored = json.loads((tmp_path / "sweep.json").read_text())
-    assert stored == {"name": "a", "base": TINY.to_json(), "axes": {"lr": [1e-3]}}
+    assert stored == {"name": "a", "base": TINY.to_json(), "axes": {"lr": [1e-3]},
+                      "axis_order": ["lr"]}
     check_sweep_file(Sweep("renamed", TINY, {"lr": [1e-3, 3e-3]}), tmp_path)  # grows: fine
     assert json.loads((tmp_path / "sweep.json").read_text())["axes"] == {"lr": [1e-3, 3e-3]}
     with pytest.raises(UserError, match="different base config .*seq_len"):

@@ -164,3 +164,19 @@ def test_more_tokens_on_a_finished_run_says_why_not_and_what_instead(tmp_path):
     check_sweep_file(Sweep("g", TINY, dict(AXES)), tmp_path)
     with pytest.raises(UserError, match="fractions of its total steps.*--set tokens=N"):
         check_sweep_file(Sweep("g", TINY.replace(tokens=2 * TINY.tokens), dict(AXES)), tmp_path)
+
+
+def test_axes_in_another_order_are_refused_and_sweep_json_keeps_the_order(tmp_path):
+    """Run ids list the axes in order: a reordered sweep would rename, and retrain, every run.
+    sweep.json keeps its keys sorted, so it records the order, and loads back in it."""
+    from spamlang.sweep.command import load_sweep_file
+
+    sweep = Sweep("o", TINY, {"vocab_size": [16, 32], "lr": [1e-3, 3e-3]})
+    check_sweep_file(sweep, tmp_path)
+    with pytest.raises(UserError, match=r"in another order would rename every run .*keep the "
+                                        r"order \['vocab_size', 'lr'\]"):
+        check_sweep_file(Sweep("o", TINY, {"lr": [1e-3, 3e-3], "vocab_size": [16, 32]}),
+                         tmp_path)
+    loaded = load_sweep_file(tmp_path / "sweep.json")[0]
+    assert list(loaded.axes) == ["vocab_size", "lr"]
+    assert [run_id for run_id, _ in loaded.points()] == [run_id for run_id, _ in sweep.points()]

@@ -264,7 +264,8 @@ def _load_json(path: Path) -> Sweep:
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
     # grown and set: what a sweep directory's own sweep.json adds, so that it loads too.
-    unknown = sorted(set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set"})
+    unknown = sorted(set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set",
+                                  "axis_order"})
     missing = sorted({"name", "axes"} - set(data))
     if unknown or missing:
         raise UserError(f"{path}: " + "; ".join(
@@ -274,6 +275,11 @@ def _load_json(path: Path) -> Sweep:
     base = data.get("base", {})
     if not isinstance(base, dict):
         raise UserError(f"{path}: base must be an object of TrainConfig fields")
+    order = data.get("axis_order")
+    if isinstance(data["axes"], dict) and isinstance(order, list) \
+            and sorted(map(str, order)) == sorted(data["axes"]):
+        # A sweep directory's sweep.json (sorted keys): the axes in the order its runs use.
+        data["axes"] = {axis: data["axes"][axis] for axis in order}
     try:
         return Sweep(data["name"], TrainConfig.from_json(base), data["axes"],
                      bracket_lr=data.get("bracket_lr", 0), grown=data.get("grown") or {},

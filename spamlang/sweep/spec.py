@@ -313,9 +313,11 @@ class Sweep:
         return list(self._expand())
 
     def to_json(self) -> dict:
-        """What sweep.json holds: name, the base config's JSON and the axes; `grown` and `set`
-        (the fields --set changed) only when there are any."""
-        data = {"name": self.name, "base": self.base.to_json(), "axes": self.axes}
+        """What sweep.json holds: name, the base config's JSON, the axes and their order (run ids
+        list the axes in it; sweep.json's keys are sorted); `grown` and `set` (the fields
+        --set changed) only when there are any."""
+        data = {"name": self.name, "base": self.base.to_json(), "axes": self.axes,
+                "axis_order": list(self.axes)}
         if self.grown:
             data["grown"] = self.grown
         if self.overrides:

@@ -12,8 +12,8 @@ The same base config, and the same axes, which may only grow:
 Anything else (another base, a lost value or axis, a new axis without the old runs' value) is
 refused with one line saying why and what to do: a base that differs only in tokens says why a
 run's budget is fixed (`spamlang.rundir.BUDGET_FIXED`), one changed by --set where its own
-directory is, one made with --set which --set to pass. sweep.json keeps its keys sorted, so the
-order of the axes is not compared.
+directory is, one made with --set which --set to pass. The axes keep their order (`axis_order`; a
+sweep.json written before it had none, and its order is not compared).
 """
 
 from __future__ import annotations
@@ -79,8 +79,15 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
     # Shown in the sweep's order: sweep.json keeps its keys sorted.
     old_axes = [a for a in new_axes if a in old["axes"]] + \
         [a for a in old["axes"] if a not in new_axes]
+    stored = old.get("axis_order")
+    if isinstance(stored, list) and set(stored) == set(old["axes"]):
+        old_axes = list(stored)  # sweep.json records the order its runs' ids use
     head = f"{out_dir} holds a sweep with axes {old_axes}, not {new_axes}"
-    # Only the names can be compared, not their order.
+    if isinstance(stored, list) and [a for a in new_axes if a in old_axes] != \
+            [a for a in old_axes if a in new_axes]:
+        raise UserError(f"{head}; the axes in another order would rename every run (a run id "
+                        f"lists the axes in order) and retrain them all: keep the order "
+                        f"{old_axes}, adding new axes anywhere, or use another --out")
     if set(old_axes) - set(new_axes):
         raise UserError(f"{head}; axes may be added (listing the value the existing runs "
                         "have) but not removed or renamed; use another --out")
