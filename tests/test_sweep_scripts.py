@@ -87,7 +87,7 @@ def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
     assert plots and samples == ({"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
                                  {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999})
     # the two b2 values of a cell are members of one vmapped group: 8 groups, as without b2
-    from spamlang.sweep.spec import groups
+    from spamlang.sweep.groups import groups
     assert {c.b2 for c in points} == {0.95, 0.999} and len(groups(sweep)) == 8
 
 

@@ -16,7 +16,8 @@ hold next, axes it grew), `logs` (progress and resume lines), `results` (gather,
 from spamlang.sweep.command import load_sweep_file, main
 from spamlang.sweep.results import RESULT_COLUMNS, SETTING_COLUMNS, gather, write_results
 from spamlang.sweep.runner import run_sweep
-from spamlang.sweep.spec import Sweep, format_number, groups, parse_shard, shard_groups
+from spamlang.sweep.groups import groups, parse_shard, shard_groups
+from spamlang.sweep.spec import Sweep, format_number
 
 __all__ = ["RESULT_COLUMNS", "SETTING_COLUMNS", "Sweep", "format_number", "gather", "groups",
            "load_sweep_file", "main", "parse_shard", "run_sweep", "shard_groups", "write_results"]

@@ -20,7 +20,8 @@ from spamlang.guard import Parser, add_debug_flag, run_command
 from spamlang.sweep.bracket import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
 from spamlang.sweep.overrides import SET_HELP, with_overrides
-from spamlang.sweep.spec import MAX_POINTS, Sweep, check_bracket, check_size, id_part, parse_shard
+from spamlang.sweep.groups import parse_shard
+from spamlang.sweep.spec import MAX_POINTS, Sweep, check_bracket, check_size, id_part
 
 
 def _max_points(text: str) -> int:

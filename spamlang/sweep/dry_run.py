@@ -22,7 +22,8 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.schema import RESULT, SWEEP_FILE
 from spamlang.sweep.logs import checkpoint_step
-from spamlang.sweep.spec import Sweep, shard_groups
+from spamlang.sweep.groups import shard_groups
+from spamlang.sweep.spec import Sweep
 
 
 def _status(run_dir: Path, steps: Any) -> str:

@@ -26,8 +26,9 @@ from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.logs import Watcher, announce_resumes
 from spamlang.sweep.results import Report, write_results
-from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_shard,
-                                 check_size, group_key, groups, shard_groups)
+from spamlang.sweep.groups import check_shard, groups, shard_groups
+from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_size,
+                                 group_key)
 from spamlang.sweep.sweep_file import check_sweep_file  # noqa: F401 (re-exported)
 from spamlang.rundir.lock import RunDirBusy
 
@@ -84,7 +85,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     momentum) form a group, trained as one vmapped program by
     `spamlang.train.run_group` (its members share every matmul launch); a group of one uses
     `run_training`. Shard i of n takes groups i, i+n, ... of the sorted group list (see
-    `spec.shard_groups`), so hosts or array jobs split a sweep with no coordination.
+    `groups.shard_groups`), so hosts or array jobs split a sweep with no coordination.
     `group_size` caps the members of one vmapped program (0: no cap, 1: no vmapping).
     Without it, on a device whose memory is known (SPAMLANG_DEVICE_MEMORY, else the
     accelerator's `bytes_limit`; never a CPU without the variable), a vmapped group is first
