@@ -6,11 +6,28 @@ Everything goes to stderr, so stdout stays clean for the result a CLI prints.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
 
 import jax
+
+from spamlang.errors import UserError
+
+
+def log_seconds() -> float:
+    """SPAMLANG_LOG_SECONDS (default 30): seconds between a running run's lines in a log."""
+    text = os.environ.get("SPAMLANG_LOG_SECONDS", "").strip()
+    if not text:
+        return 30.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or not math.isfinite(value):
+        raise UserError(f"SPAMLANG_LOG_SECONDS must be a number of seconds > 0, got {text!r}")
+    return value
 
 
 class Progress:
@@ -26,8 +43,7 @@ class Progress:
         self.quiet = quiet
         self.total = total
         self.label = label
-        self.every_s = float(os.environ.get("SPAMLANG_LOG_SECONDS", 30)) if every_s is None \
-            else every_s
+        self.every_s = log_seconds() if every_s is None else every_s
         self._bar = None
         self._last_line = None  # time of the last plain line (the first log always gets one)
         if quiet:

@@ -3,6 +3,7 @@ most every SPAMLANG_LOG_SECONDS seconds and at the end, and a line when a run re
 
 import pytest
 
+from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, run_training
 from spamlang.progress import Progress, wait_for
 
@@ -26,7 +27,7 @@ def test_lines_follow_the_clock_not_the_step_count(capsys, monkeypatch):
 
 
 def test_a_run_says_where_it_resumed(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "0")  # every log step
+    monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "1e-9")  # every log step
     with pytest.raises(Interrupted):
         run_training(CFG, tmp_path / "run", stop_after_step=20)
     assert _steps(capsys.readouterr().err) == [4, 8, 12, 16, 20]
@@ -34,6 +35,12 @@ def test_a_run_says_where_it_resumed(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "resumed 1 run(s) from the checkpoint at step 20" in err
     assert _steps(err) == [24, 28, 32, 36, 40]
+
+
+def test_a_bad_log_interval_is_a_user_error(monkeypatch):
+    monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "often")
+    with pytest.raises(UserError, match="SPAMLANG_LOG_SECONDS must be a number of seconds > 0"):
+        Progress(10, 0, label="run", quiet=False)
 
 
 class _Slow:

@@ -16,30 +16,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import threading
 from pathlib import Path
 
-from spamlang.errors import UserError
+from spamlang.progress import log_seconds
 from spamlang.schema import CHECKPOINTS, METRICS
 
 _TAIL_BYTES = 8192  # the newest train row is in the file's last few lines
 _BAR_SECONDS = 2.0  # how often the bar's loss is refreshed
-
-
-def log_seconds() -> float:
-    """SPAMLANG_LOG_SECONDS (default 30): seconds between a running run's lines in a log."""
-    text = os.environ.get("SPAMLANG_LOG_SECONDS", "").strip()
-    if not text:
-        return 30.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value > 0 or not math.isfinite(value):
-        raise UserError(f"SPAMLANG_LOG_SECONDS must be a number of seconds > 0, got {text!r}")
-    return value
 
 
 def checkpoint_step(run_dir: Path) -> int | None:
