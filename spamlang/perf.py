@@ -106,14 +106,15 @@ KNOWN_PEAKS = {
 }
 
 
-def peak_flops(dtype: str = "float32") -> float:
+def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
     """The matmul FLOP/s that MFU divides by for `dtype`, on the default device.
 
     In order: SPAMLANG_PEAK_FLOPS (float32) or SPAMLANG_PEAK_FLOPS_BF16 (bfloat16) if set;
     the datasheet peak of a known accelerator (`KNOWN_PEAKS`); else measured once per
-    process and dtype (`matmul_peak_flops`), which is what a CPU gets. A bfloat16 run never
-    divides by the float32 peak: on CPUs without bfloat16 units the measured bfloat16 peak
-    is the lower one, on accelerators the higher one.
+    process and dtype (`matmul_peak_flops`), which is what a CPU gets, or None with
+    measure=False (a dry run that must stay instant). A bfloat16 run never divides by the
+    float32 peak: on CPUs without bfloat16 units the measured bfloat16 peak is the lower one,
+    on accelerators the higher one.
     """
     import jax
 
@@ -129,7 +130,7 @@ def peak_flops(dtype: str = "float32") -> float:
     for name, peaks in KNOWN_PEAKS.items():
         if name.lower() in kind.lower() and dtype in peaks:
             return peaks[dtype]
-    return _measured_peak(dtype)
+    return _measured_peak(dtype) if measure else None
 
 
 @functools.cache

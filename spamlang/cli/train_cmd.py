@@ -223,7 +223,7 @@ def _field_help(cls) -> dict[str, str]:
 
 
 def _count(text: str) -> int:
-    from spamlang.train.config import parse_count
+    from spamlang.fields import parse_count
 
     try:
         return parse_count(text)

@@ -12,7 +12,6 @@ a known accelerator's datasheet: `spamlang.perf.KNOWN_PEAKS`).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
 import tempfile
@@ -98,19 +97,6 @@ def _rate(run_dir: Path) -> float | None:
     return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
 
 
-def _known_peak(dtype: str) -> float | None:
-    """The matmul peak `spamlang.perf.peak_flops` gives, where it needs no measuring."""
-    from spamlang.perf import KNOWN_PEAKS, peak_flops
-
-    if not os.environ.get("SPAMLANG_PEAK_FLOPS" + ("_BF16" if dtype == "bfloat16" else "")):
-        import jax
-
-        kind = jax.devices()[0].device_kind.lower()
-        if not any(name.lower() in kind and dtype in peaks for name, peaks in KNOWN_PEAKS.items()):
-            return None
-    return peak_flops(dtype)
-
-
 def duration(seconds: float) -> str:
     """45 s, 12 min, 3.2 h, 2.5 days."""
     if seconds < 90:
@@ -144,7 +130,9 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
             continue
         for _, c, _ in todo:
             if c.dtype not in peak:
-                peak[c.dtype] = _known_peak(c.dtype)
+                from spamlang.perf import peak_flops
+
+                peak[c.dtype] = peak_flops(c.dtype, measure=False)
         peaks = [(peak[c.dtype], tokens * f) for tokens, c, f in todo if f is not None]
         if len(peaks) < len(todo) or any(p is None for p, _ in peaks):
             unknown += len(todo)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.fields import as_int, conform, field_types, in_range
+from spamlang.fields import as_int, conform, field_types, in_range, parse_count
 # Building, checking and keying one point (re-exported: group_key and cell_key are the
 # sweep's notion of a vmapped group and an LR cell).
 from spamlang.sweep.expand import (_MODEL_PREFIX, _PARAM_PREFIX, Builder, Progress,  # noqa: F401
@@ -150,7 +150,7 @@ def _check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
     (`spamlang.fields.conform`: an int for a float field becomes a float)."""
     tp = _axis_type(base, axis)
     if axis == "tokens" and isinstance(value, str):
-        value = _parse_count(value)  # "2M"-style budgets, stored (and named) as ints
+        value = parse_count(value)  # "2M"-style budgets, stored (and named) as ints
     return conform(axis, value, tp, owner=owner)
 
 
@@ -193,14 +193,6 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
         if whole in every and any(a.startswith(prefix) for a in every):
             raise UserError(f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other")
     return normalised
-
-
-def _parse_count(text: str) -> int:
-    try:
-        from spamlang.train.config import parse_count
-    except ImportError:
-        return text  # the type check then reports it
-    return parse_count(text)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -170,8 +170,8 @@ class _Group:
         now, (began, first) = time.perf_counter(), self.clock
         timed = step - first
         tokens_per_s = timed * self.cfg.tokens_per_step / (now - began) if timed > 0 else None
-        mfu = tokens_per_s * self.program.flops_per_step / self.cfg.tokens_per_step / self.peak() \
-            if tokens_per_s and self.peak() else None
+        peak = self.peak() if tokens_per_s else None
+        mfu = timed * self.program.flops_per_step / (now - began) / peak if peak else None
         self.clock = (now, step)
         losses, diverged = [], {}
         for j, m in enumerate(self.ms):
