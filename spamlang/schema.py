@@ -11,6 +11,8 @@ A run directory:
   checkpoints/     orbax checkpoints, one folder per step
   result.json      written last; its presence marks the run finished
   diagnostics.json what `spamlang diagnose` measured on the final model
+  symbols.npz      position-invariant languages: every symbol's final loss, probability,
+                   appearances and last-appearance step (SYMBOL_ARRAYS)
   .lock            held by the process training the run
 A sweep directory: sweep.json (the sweep's definition), results.csv (one row per finished
 run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS) and one run directory per run.
@@ -23,6 +25,12 @@ CHECKPOINTS = "checkpoints"
 RESULT = "result.json"
 DIAGNOSTICS = "diagnostics.json"
 RUN_LOCK = ".lock"
+SYMBOLS = "symbols.npz"
+# symbols.npz's arrays, each of length V: the final loss of the sequence `s s` (float32), the
+# symbol's probability under the training distribution (float64), the training sequences that
+# showed it (int32), and the step count right after the last step whose batch showed it
+# (int32, 1 .. steps; -1: never shown); plus the scalar `steps` trained.
+SYMBOL_ARRAYS = ("loss", "probability", "appearances", "last_step")
 
 SWEEP_FILE = "sweep.json"
 RESULTS_FILE = "results.csv"

@@ -44,6 +44,12 @@ _HELP = {
                    "gradients: the same update in less memory; 0: automatic (on CPUs only)",
     "optimizer": "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | "
                  "adafactor",
+    "sampling": "iid: each sequence's symbol drawn independently (a symbol returns every V / B "
+                "steps on average, with a long tail); permuted: each epoch deals a seeded "
+                "permutation of the symbols into batches, so every symbol returns every V / B "
+                "steps exactly, and batch_size = V is full-batch training (spam only)",
+    "lazy_rows": "lazy_adamw only: which row tables move only in steps that show their symbol: "
+                 "all (the embedding and the head), embed, or head",
     "lr": "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
     "log_every": "steps between logged training metrics (metrics.jsonl rows and the progress "
                  "line); Ctrl-C / SIGTERM also stop at the next of these steps, with a "

@@ -15,6 +15,8 @@ from spamlang.fields import parse_count  # noqa: F401  (spamlang.train.parse_cou
 from spamlang.errors import UserError
 
 SCHEDULES = ("constant", "cosine", "wsd")
+SAMPLINGS = ("iid", "permuted")
+LAZY_ROWS = ("all", "embed", "head")
 # spamlang.optim's names, repeated here so that building a config imports no JAX
 # (tests/test_optimizers.py checks that the two agree).
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
@@ -52,6 +54,8 @@ _LIMITS: dict[str, dict] = {
     **{name: dict(ge=0, lt=1) for name in ("b1", "b2", "momentum", "warmup_frac")},
     **{name: dict(ge=0, le=1) for name in ("decay_frac", "final_lr_ratio")},
     "schedule": dict(choices=SCHEDULES),
+    "sampling": dict(choices=SAMPLINGS),
+    "lazy_rows": dict(choices=LAZY_ROWS),
     "optimizer": dict(choices=OPTIMIZERS),
     "kernels": dict(choices=KERNELS),
     "dtype": dict(choices=DTYPES),
@@ -78,6 +82,7 @@ class TrainConfig:
     batch_size: int = 32  # global batch (sequences per step), split over the devices
     micro_batch: int = 0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
     tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
+    sampling: str = "iid"  # iid | permuted: epochs of shuffled symbols, exact return times
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
     optimizer: str = "adamw"  # adamw | lazy_adamw | sgd | adafactor (spamlang.optim)
     lr: float = 1e-3  # peak learning rate; the sweeps' main axis, a state array (MEMBER_FIELDS)
@@ -90,6 +95,7 @@ class TrainConfig:
     b2: float = 0.95  # Adam second-moment decay; 0.95 is steadier than 0.999 for LMs
     eps: float = 1e-8  # Adam denominator epsilon
     momentum: float = 0.9  # sgd only: heavy-ball momentum (the common default)
+    lazy_rows: str = "all"  # lazy_adamw only: all | embed | head, the row tables moved lazily
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
     seed: int = 0  # one seed, split into the parameter-init and data streams
     # --- logging, evaluation, checkpoints ---
