@@ -106,6 +106,35 @@ KNOWN_PEAKS = {
 }
 
 
+# The variables that override the peak MFU divides by, per dtype.
+PEAK_VARS = {"float32": "SPAMLANG_PEAK_FLOPS", "bfloat16": "SPAMLANG_PEAK_FLOPS_BF16"}
+
+
+def _peak_from(var: str) -> float:
+    """The value of `var`: a positive finite number of FLOP/s, else a UserError (a negative
+    peak would write a negative MFU, 0 or nan none at all)."""
+    import math
+
+    from spamlang.errors import UserError
+
+    text = os.environ[var]
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise UserError(f"{var} must be a positive number of FLOP/s (e.g. 989e12), got {text!r}")
+    return value
+
+
+def check_peak_env() -> None:
+    """UserError unless every set peak variable (`PEAK_VARS`) is a positive finite number:
+    called before a run or sweep creates a directory, so a bad value leaves nothing behind."""
+    for var in PEAK_VARS.values():
+        if os.environ.get(var):
+            _peak_from(var)
+
+
 def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
     """The matmul FLOP/s that MFU divides by for `dtype`, on the default device.
 
@@ -118,14 +147,9 @@ def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
     """
     import jax
 
-    from spamlang.errors import UserError
-
-    var = "SPAMLANG_PEAK_FLOPS" + ("_BF16" if dtype == "bfloat16" else "")
+    var = PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"]
     if os.environ.get(var):
-        try:
-            return float(os.environ[var])
-        except ValueError:
-            raise UserError(f"{var} must be a number, got {os.environ[var]!r}") from None
+        return _peak_from(var)
     kind = jax.devices()[0].device_kind
     for name, peaks in KNOWN_PEAKS.items():
         if name.lower() in kind.lower() and dtype in peaks:

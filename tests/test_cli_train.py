@@ -263,3 +263,29 @@ def test_an_unknown_flag_is_reported_by_its_command(capsys):
                                        "(did you mean --tokens?)\n")
     assert bad_flags(["plot", "heatmap", "d", "-o", "x.png", "--bogus"]) == 2
     assert capsys.readouterr().err.startswith("spamlang plot heatmap: error: unrecognized")
+
+
+# ----- inputs refused before any directory exists ------------------------------------------------
+
+SMALL = ["train", "--vocab-size", "64", "--seq-len", "2", "--batch-size", "4", "--tokens", "16",
+         "--eval-sequences", "8"]
+
+
+@pytest.mark.parametrize("seed", [2**32, 2**63, 2**64])
+def test_a_seed_beyond_prngkey_is_one_line_exit_2_and_no_directory(tmp_path, capsys, seed):
+    out = tmp_path / "run"
+    assert main([*SMALL, "--seed", str(seed), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "seed must be in [0, 4294967296)" in err[0], err
+    assert not out.exists()
+    assert main([*SMALL, "--seed", str(seed), "--out", str(out), "--dry-run"]) == 2
+    assert TrainConfig(seed=2**32 - 1).seed == 2**32 - 1
+
+
+def test_an_out_path_that_is_not_utf8_is_one_line_exit_2_and_no_directory(tmp_path, capsys):
+    parent = tmp_path / "new"
+    out = os.fsdecode(os.fsencode(str(parent)) + b"/r\xffun")  # a surrogate escape
+    assert main([*SMALL, "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not valid UTF-8" in err[0], err
+    assert not parent.exists()

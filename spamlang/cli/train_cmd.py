@@ -302,9 +302,13 @@ def handler(args) -> int:
         import jax
 
         jax.distributed.initialize()  # before any other JAX call touches a backend
+    from spamlang.perf import check_peak_env
+    from spamlang.rundir import RESULT, check_path
+
+    check_path(args.out)  # both before any directory exists
+    check_peak_env()
     enable_compile_cache()
     from spamlang.train.run import Interrupted, run_training
-    from spamlang.rundir import RESULT
 
     finished = os.path.exists(os.path.join(args.out, RESULT))
     try:

@@ -60,9 +60,25 @@ BUDGET_INSTEAD = ("train the new budget in another directory (another --out; a s
                   "--set tokens=N, which writes runs/<name>-tok<N>)")
 
 
+def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
+    """`path` as a Path, or a UserError when it is not valid UTF-8 (a name decoded with
+    surrogate escapes): orbax and TensorStore take UTF-8 paths only, and would fail only after
+    the run directory exists."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{what} {ascii(text)} is not valid UTF-8 (checkpoints need UTF-8 "
+                        f"paths); choose another name") from None
+    return Path(text)
+
+
 def make_dir(out_dir: str | os.PathLike) -> Path:
-    """Create run directory `out_dir` (and its parents) if missing; UserError if impossible."""
-    out = Path(out_dir)
+    """Create run directory `out_dir` (and its parents) if missing; UserError if impossible
+    (a path that is not UTF-8 included, before anything is created)."""
+    out = check_path(out_dir, "run directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -115,7 +115,11 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
     my_groups = shard_groups(sweep, shard, group_size)
-    out = Path(out_dir)
+    from spamlang.perf import check_peak_env
+    from spamlang.rundir import check_path
+
+    out = check_path(out_dir)  # both before any directory exists
+    check_peak_env()
     out.mkdir(parents=True, exist_ok=True)
     grown = check_sweep_file(sweep, out)  # the sweep as this directory names its runs
     if grown is not sweep:

@@ -47,7 +47,11 @@ _LIMITS: dict[str, dict] = {
     "seq_len": dict(ge=2, why="one predicted position"),
     **{name: dict(ge=1) for name in ("batch_size", "log_every", "eval_sequences",
                                      "keep_checkpoints")},
-    **{name: dict(ge=0) for name in ("micro_batch", "seed", "eval_every", "eval_batch_size",
+    # jax.random.PRNGKey (threefry, 32-bit ints) keeps a seed's low 32 bits: 2^32 would be
+    # seed 0 again, and 2^63 overflows.
+    "seed": dict(ge=0, lt=2**32, why="jax.random.PRNGKey keeps 32 bits; larger seeds repeat "
+                 "smaller ones"),
+    **{name: dict(ge=0) for name in ("micro_batch", "eval_every", "eval_batch_size",
                                      "checkpoint_every", "loss_chunk", "diag_every",
                                      "weight_decay", "grad_clip")},
     **{name: dict(gt=0) for name in ("lr", "eps", "diverge_loss")},
