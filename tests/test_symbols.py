@@ -87,7 +87,7 @@ def _curve(learned_from: int, *, never_seen: int = 0, copies: bool = False, V: i
     exposure[:never_seen] = 0
     learned = (exposure >= learned_from) | (copies & (exposure == 0))
     losses = np.where(learned, 0.01, 5.0)
-    return symbols.learning_curve(losses, exposure, V)
+    return symbols.learning_curve(losses, exposure)
 
 
 def test_updates_to_learn_finds_the_threshold():
@@ -107,23 +107,6 @@ def test_updates_to_learn_says_when_the_data_cannot_pin_it():
     assert none["updates_to_learn"] is None and none["updates_to_learn_bound"] == "not reached"
     copying = _curve(0, never_seen=40, copies=True)
     assert copying["updates_to_learn"] == 0.0 and copying["updates_to_learn_bound"] == ""
-
-
-def test_symbol_ids_cover_or_space_the_vocabulary():
-    np.testing.assert_array_equal(symbols.symbol_ids(100), np.arange(100))
-    ids = symbols.symbol_ids(131_072)
-    assert len(ids) == symbols.MAX_SYMBOLS and ids[0] == 0 and len(set(ids.tolist())) == len(ids)
-
-
-@pytest.mark.parametrize("batch_size", [8, 64])  # 37 = 4 x 8 + a partial batch; one batch
-def test_symbol_losses_equal_the_models_own_loss_on_s_s(batch_size):
-    config = ModelConfig.preset("tiny", vocab_size=37)
-    model = Transformer(config, rngs=nnx.Rngs(0))
-    fn = symbols.make_symbol_fn(37, batch_size=batch_size, chunk_size=None)
-    got = jax.jit(fn)(model)
-    ids = jnp.arange(37)
-    logp = model(jnp.stack([ids, ids], axis=1))[:, 0]
-    np.testing.assert_allclose(got, -logp[ids, ids], rtol=1e-5, atol=1e-6)
 
 
 # ----- in a run ---------------------------------------------------------------------------

@@ -1,5 +1,9 @@
-"""A run's evaluation: the fixed eval set's metrics (`sets`), the coverage so far, the
-held-out symbols and the per-symbol learning, one row per member.
+"""A run's evaluation, one row per member: the eval metrics, the coverage so far, the
+held-out symbols and the per-symbol learning.
+
+Position-invariant languages (spam, zipf-spam) are scored exactly: every symbol once, weighted
+by its probability (`exact`: the population loss, `eval_method` "exact"). Languages with context
+are scored on a fixed sample of sequences (`sets`, `eval_method` "sampled").
 
 `Evaluation(config, lang, graphdef, rest, mesh, optimal_loss)` compiles the eval once for a
 program; `evaluate(state)` and `symbol_stats(state)` take a state with a member axis (the
@@ -9,10 +13,12 @@ train state's params and exposure counts) and return a list of dicts, member by 
 from __future__ import annotations
 
 import jax
+import numpy as np
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from spamlang.coverage import exposure, symbols
+from spamlang.evaluate import exact
 from spamlang.evaluate.sets import HELDOUT_KEYS, make_eval_fn, make_heldout_eval_fn
 from spamlang.members import over_members
 
@@ -24,6 +30,15 @@ class Evaluation:
                  optimal_loss: float):
         self.config, self.lang, self.optimal_loss = config, lang, optimal_loss
         replicated = NamedSharding(mesh, P())
+        self.exact = exact.applies(lang)
+        if self.exact:
+            self.probability_V = np.asarray(lang.symbol_probabilities(), np.float64)
+            symbol_fn = exact.make_symbol_fn(config.vocab_size, config.eval_batch,
+                                             config.loss_chunk or None, mesh)
+            self._symbols = jax.jit(over_members(
+                lambda member: symbol_fn(nnx.merge(graphdef, member["params"], rest))),
+                out_shardings=replicated)
+            return
         args = (config.seq_len, config.eval_sequences, config.eval_batch,
                 config.loss_chunk or None, mesh)
         eval_model = make_eval_fn(lang, *args)
@@ -37,60 +52,55 @@ class Evaluation:
             return out
 
         self._eval = jax.jit(over_members(member_eval), out_shardings=replicated)
-        # Its own program, not part of the eval's: it depends on the model's shapes alone, so
-        # runs that differ in anything else (LR, optimizer, language parameters) share it
-        # through the compilation cache.
-        self._symbols = None
-        if symbols.applies(lang):
-            symbol_fn = symbols.make_symbol_fn(config.vocab_size, config.eval_batch,
-                                               config.loss_chunk or None)
-            self._symbols = jax.jit(over_members(
-                lambda member: symbol_fn(nnx.merge(graphdef, member["params"], rest))),
-                out_shardings=replicated)
 
-    def evaluate(self, state, configs: list | None = None, wait=None) -> list[dict[str, float]]:
-        """Each member's evaluation (`spamlang.evaluate.sets`: the loss, its floor, accuracies,
-        the seen / unseen split), its coverage so far (`spamlang.coverage.exposure.summary`) and
-        its return time against its Adam memory, from `configs[i]` (default: the program's
-        config, whose b2 is a placeholder when members differ in it). `wait(arrays)` is called
-        on the dispatched evaluation before it is read (the loop shows progress there)."""
-        dispatched = self._eval({"params": state["params"], "exposure": state["exposure"]})
+    def evaluate(self, state, configs: list | None = None, wait=None) -> list[dict]:
+        """Each member's evaluation (`exact.metrics` or `sets`: the loss, its floor,
+        accuracies, the seen / unseen split), its coverage so far
+        (`spamlang.coverage.exposure.summary`) and its return time against its Adam memory,
+        from `configs[i]` (default: the program's config, whose b2 is a placeholder when
+        members differ in it). An exact evaluation's rows also hold "symbol_loss", float32[V]
+        (for symbols.npz; not a result column). `wait(arrays)` is called on the dispatched
+        evaluation before it is read (the loop shows progress there)."""
+        if self.exact:
+            dispatched = self._symbols({"params": state["params"]})
+        else:
+            dispatched = self._eval({"params": state["params"], "exposure": state["exposure"]})
         if wait is not None:
             wait(dispatched)
         out, counts = jax.device_get((dispatched, state["exposure"]))
         sequences = self.config.steps * self.config.batch_size
-        symbol_loss = None if self._symbols is None else \
-            jax.device_get(self._symbols({"params": state["params"]}))
+        held = getattr(self.lang, "heldout_ids", lambda: ())()
         rows = []
         for i in range(len(counts)):
-            row = {k: float(v[i]) for k, v in out.items()}
+            if self.exact:
+                loss_V, hit_V = out[0][i], out[1][i]
+                row = exact.metrics(loss_V, hit_V, self.probability_V, counts[i], held)
+                row.update(symbols.learning_curve(loss_V, counts[i]), symbol_loss=loss_V,
+                           eval_method="exact")
+            else:
+                row = {k: float(v[i]) for k, v in out.items()}
+                for k in ("eval_seen_sequences", "eval_unseen_sequences"):
+                    row[k] = int(row[k])
+                row.update(dict.fromkeys(symbols.RESULT_KEYS), eval_method="sampled")
             row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
-            for k in ("eval_seen_sequences", "eval_unseen_sequences"):
-                row[k] = int(row[k])
-            row.update(self._heldout_exposure(counts[i]))
-            row.update(self._learning(symbol_loss, counts, i))
+            row.update(self._heldout_exposure(counts[i], held))
             rows.append({**row, **exposure.summary(counts[i], sequences),
                          **(self.config if configs is None else configs[i]).return_time})
         return rows
 
     def symbol_stats(self, state) -> list[dict]:
         """Each member's per-symbol learning (`spamlang.coverage.symbols.learning_curve`) now;
-        [] for languages without per-symbol scores. Cheap: S x 2 tokens per member."""
-        if self._symbols is None:
+        [] for languages without per-symbol scores. Cheap: V x 2 tokens per member."""
+        if not self.exact:
             return []
-        losses, counts = jax.device_get((self._symbols({"params": state["params"]}),
-                                         state["exposure"]))
-        return [self._learning(losses, counts, i) for i in range(len(counts))]
+        (losses, _), counts = jax.device_get((self._symbols({"params": state["params"]}),
+                                              state["exposure"]))
+        return [symbols.learning_curve(losses[i], counts[i]) for i in range(len(counts))]
 
-    def _learning(self, symbol_loss, counts, i: int) -> dict:
-        if symbol_loss is None:
-            return dict.fromkeys(symbols.RESULT_KEYS)
-        return symbols.learning_curve(symbol_loss[i], counts[i], self.config.vocab_size)
-
-    def _heldout_exposure(self, counts_V) -> dict:
+    @staticmethod
+    def _heldout_exposure(counts_V, held) -> dict:
         """The held-out symbols and the most training sequences any of them occurred in
         (0 unless training drew one: the check that the holdout held)."""
-        held = getattr(self.lang, "heldout_ids", lambda: ())()
         if not len(held):
             return {"heldout_symbols": None, "heldout_exposure_max": None,
                     **dict.fromkeys(HELDOUT_KEYS)}

@@ -39,6 +39,9 @@ class Spam(Deterministic):
     summary: ClassVar[str] = "repeat one uniform symbol: the paper's SpamLang"
     loss_formula: ClassVar[str] = "0"
     position_invariant: ClassVar[bool] = True  # one symbol repeated (Language's comment)
+    # Uniform over its drawn symbols, so an epoch that deals each of them once is a faithful
+    # reordering of the iid stream (TrainConfig.sampling = "permuted").
+    permutable: ClassVar[bool] = True
 
     def _check(self):
         if not 0.0 <= self.holdout < 1.0:
@@ -70,6 +73,16 @@ class Spam(Deterministic):
             return kept, held
 
         return self._table("split", build)
+
+    def drawn_ids(self) -> np.ndarray:
+        """int32[n]: the symbols training draws (every id, or those not held out), sorted."""
+        return self._split()[0]
+
+    def symbol_probabilities(self) -> np.ndarray:
+        """float64[V]: each symbol's probability under the training distribution."""
+        p = np.zeros(self.vocab_size)
+        p[self.drawn_ids()] = 1.0 / (self.vocab_size - self.n_heldout)
+        return p
 
     def heldout_ids(self) -> np.ndarray:
         """int32[n_heldout]: the symbols training never draws (empty without a holdout)."""
@@ -143,6 +156,7 @@ class ZipfSpam(Spam):
     name: ClassVar[str] = "zipf-spam"
     summary: ClassVar[str] = "repeat one Zipf(s)-distributed symbol: rare tokens, few updates"
     loss_formula: ClassVar[str] = "0"
+    permutable: ClassVar[bool] = False  # its symbols are drawn by frequency, not dealt
 
     def _check(self):
         if not self.s > 0:
@@ -169,6 +183,9 @@ class ZipfSpam(Spam):
     def probabilities(self) -> np.ndarray:
         """float64[V]: the exact (quantised) probability of each symbol."""
         return self._counts() / 2.0**64
+
+    def symbol_probabilities(self) -> np.ndarray:
+        return self.probabilities()
 
     def _thresholds(self) -> tuple[jax.Array, jax.Array]:
         """Cumulative counts without the last (== 2^64), as (high, low) uint32 words."""

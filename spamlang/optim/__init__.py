@@ -88,25 +88,29 @@ def decay_mask(params):
         lambda path, leaf: jnp.ndim(leaf) >= 2 and "norm" not in _path_name(path), params)
 
 
-def row_tables(vocab_size: int):
+def row_tables(vocab_size: int, which: str = "all"):
     """params -> a pytree of bools: True for the per-symbol row tables, the matrices with one
     row per token id (the embedding E and the head's V-row matrices: softmax and MoS `w`,
-    low-rank `a`). lazy_adamw moves their rows only when the symbol occurs."""
+    low-rank `a`), or only the embedding's or the head's (`which`: TrainConfig.lazy_rows).
+    lazy_adamw moves their rows only when the symbol occurs."""
+    prefixes = ("embed", "head") if which == "all" else (which,)
+
     def is_rows(path, leaf):
         name = _path_name(path)
         return (jnp.ndim(leaf) == 2 and leaf.shape[0] == vocab_size
-                and (name.startswith("embed") or name.startswith("head")))
+                and name.startswith(prefixes))
 
     return lambda params: jax.tree_util.tree_map_with_path(is_rows, params)
 
 
 def _optimizer(learning_rate, b1, b2, eps, momentum, *, name: str, weight_decay: float,
-               vocab_size: int) -> optax.GradientTransformationExtraArgs:
+               vocab_size: int, lazy_rows: str = "all") -> optax.GradientTransformationExtraArgs:
     """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate."""
     if name == "adamw":
         direction = optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
     elif name == "lazy_adamw":
-        direction = lazy.scale_by_lazy_adam(row_tables(vocab_size), b1=b1, b2=b2, eps=eps)
+        direction = lazy.scale_by_lazy_adam(row_tables(vocab_size, lazy_rows), b1=b1, b2=b2,
+                                            eps=eps)
     elif name == "sgd":
         direction = optax.trace(decay=momentum)
     elif name == "adafactor":
@@ -118,7 +122,7 @@ def _optimizer(learning_rate, b1, b2, eps, momentum, *, name: str, weight_decay:
         raise ValueError(f"unknown optimizer {name!r}")
     parts = [direction, optax.add_decayed_weights(weight_decay, mask=decay_mask)]
     if name == "lazy_adamw":
-        parts.append(lazy.keep_present_rows(row_tables(vocab_size)))
+        parts.append(lazy.keep_present_rows(row_tables(vocab_size, lazy_rows)))
     return optax.chain(*parts, optax.scale(-learning_rate))
 
 
@@ -129,7 +133,7 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
     schedule = relative_schedule(config.schedule, config.steps, warmup_frac=config.warmup_frac,
                                  decay_frac=config.decay_frac, final_ratio=config.final_lr_ratio)
     static = dict(name=config.optimizer, weight_decay=config.weight_decay,
-                  vocab_size=config.vocab_size)
+                  vocab_size=config.vocab_size, lazy_rows=config.lazy_rows)
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
         **{name: getattr(config, field) for name, field in HYPERPARAMS.items()}, **static)
     parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []

@@ -8,6 +8,7 @@ track.jsonl, result.json.
 - track.jsonl (runs with track_symbols > 0): one row per step with the tracked rows' updates
   (`spamlang.coverage.tracking`), kept like metrics.jsonl: cut back on resume, synced before
   each checkpoint.
+- symbols.npz (position-invariant languages) is written just before result.json, atomically.
 - result.json is written last (atomically); its presence marks the run finished.
 - .lock is the lock of the process training the run (`spamlang.rundir.lock`), deleted when
   it ends; one left by a killed process is harmless (the lock died with it).
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, no_space
-from spamlang.fileio import atomic_write_json, atomic_write_text, read_json
+from spamlang.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
 
-from spamlang.schema import CHECKPOINTS, CONFIG, METRICS, RESULT, TRACK  # noqa: F401 (re-exported)
+from spamlang.schema import (CHECKPOINTS, CONFIG, METRICS, RESULT, SYMBOL_ARRAYS,  # noqa: F401
+                             SYMBOLS, TRACK)
 
 
 def json_safe(value: Any) -> Any:
@@ -159,6 +161,38 @@ def write_result(out_dir: str | os.PathLike, result: dict) -> None:
     atomic_write_json(Path(out_dir) / RESULT, json_safe(result))
 
 
+def write_symbols(out_dir: str | os.PathLike, *, steps: int, **arrays) -> None:
+    """symbols.npz (`SYMBOL_ARRAYS`, each of length V, and the scalar `steps`), atomically."""
+    import io
+
+    import numpy as np
+
+    dtypes = dict(loss=np.float32, probability=np.float64, appearances=np.int32,
+                  last_step=np.int32)
+    if sorted(arrays) != sorted(SYMBOL_ARRAYS):
+        raise ValueError(f"symbols.npz holds {SYMBOL_ARRAYS}, got {sorted(arrays)}")
+    buf = io.BytesIO()
+    np.savez(buf, steps=np.int64(steps),
+             **{k: np.asarray(v, dtypes[k]) for k, v in arrays.items()})
+    atomic_write_bytes(Path(out_dir) / SYMBOLS, buf.getvalue())
+
+
+def read_symbols(out_dir: str | os.PathLike) -> dict | None:
+    """symbols.npz as {name: array} (`steps` an int), or None if the run has none."""
+    import numpy as np
+
+    path = Path(out_dir) / SYMBOLS
+    if not path.exists():
+        return None
+    try:
+        with np.load(path) as data:
+            out = {k: data[k] for k in (*SYMBOL_ARRAYS, "steps")}
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"cannot read {path}: {e}") from None
+    out["steps"] = int(out["steps"])
+    return out
+
+
 class MetricsLog:
     """Append-only metrics.jsonl, cut back to a step on open.
 
@@ -172,11 +206,22 @@ class MetricsLog:
         self.records: list[dict] = []
         if self.path.exists():
             changed = False
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                lines = self.path.read_text(encoding="utf-8").splitlines()
+            except UnicodeDecodeError as e:
+                raise UserError(f"{self.path} is not UTF-8 text ({e.reason} at byte "
+                                f"{e.start}); nothing was changed: repair or move it") from None
+            for number, line in enumerate(lines, start=1):
                 try:
                     record = json.loads(line)
-                except ValueError:  # a line cut short by a crash
-                    changed = True
+                    if not isinstance(record, dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as e:
+                    if number < len(lines):  # only a crash's torn last write may be cut
+                        raise UserError(f"{self.path} line {number} is not a metrics row "
+                                        f"({e}); nothing was changed: repair or delete that "
+                                        f"line") from None
+                    changed = True  # a last line cut short by a crash
                     continue
                 if record.get("step", 0) <= keep_through_step:
                     self.records.append(record)
@@ -210,9 +255,13 @@ class MetricsLog:
         return next((r for r in reversed(self.records) if r.get("kind") == "diag"), None)
 
     def close(self) -> None:
+        """Close the file (once); a full disk while flushing it is `no_space`'s UserError."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError as e:
+                raise (no_space(self.path, e) or e) from e
 
 
 def _line(record: dict) -> str:

@@ -134,6 +134,10 @@ class TrainConfig:
         if self.schedule == "wsd" and self.warmup_frac + self.decay_frac > 1:
             raise UserError(f"wsd: warmup_frac + decay_frac must be <= 1, got "
                             f"{self.warmup_frac} + {self.decay_frac}")
+        if self.lazy_rows != "all" and self.tie_embeddings:
+            raise UserError(f"lazy_rows {self.lazy_rows!r} splits the embedding from the head, "
+                            f"which a tied model shares: use lazy_rows 'all' or "
+                            f"--no-tie-embeddings")
         if "vocab_size" in self.language_params:
             raise UserError("language_params must not set vocab_size; use the vocab_size field")
         own = sorted(set(self.model_overrides) & set(_OWN_MODEL_FIELDS))
@@ -149,8 +153,16 @@ class TrainConfig:
                 check_fits(checkpoint, self.model_config(), f"init_from {self.init_from}")
         # Building both validates the language parameters and the model overrides now, with
         # their own messages, instead of failing later inside a run.
-        self.make_language()
+        lang = self.make_language()
         self.model_config()
+        if self.sampling == "permuted":
+            if not getattr(lang, "permutable", False):
+                raise UserError(f"sampling 'permuted' deals every symbol once per epoch, which "
+                                f"needs a uniform one-symbol language (spam); {self.language} "
+                                f"has none to deal: use sampling 'iid'")
+            if self.steps * self.batch_size >= 2**32:
+                raise UserError(f"sampling 'permuted' counts rows in 32 bits: steps x batch_size "
+                                f"= {self.steps * self.batch_size:,} must stay below 2^32")
 
     # ----- derived -------------------------------------------------------------------------
     @property
@@ -178,11 +190,16 @@ class TrainConfig:
         in a step with probability about B / V, so it returns every V / B steps, while the
         second-moment estimate forgets a gradient's scale in about 1 / (1 - b2) steps (None
         for optimizers without Adam's second moment; for lazy_adamw a row's memory is
-        1 / (1 - b2) of its own appearances, not of steps)."""
+        1 / (1 - b2) of its own appearances, not of steps), or in the run's steps if fewer
+        (`adam_memory_steps_effective`, what to compare with the return time)."""
+        adam = self.optimizer in ADAM_FAMILY
+        # 10 significant digits: 1 / (1 - 0.999) is 1000, not 999.9999999999991
+        memory = float(f"{1 / (1 - self.b2):.10g}") if adam else None
         return {"symbol_return_steps": self.vocab_size / self.batch_size,
-                # 10 significant digits: 1 / (1 - 0.999) is 1000, not 999.9999999999991
-                "adam_memory_steps": float(f"{1 / (1 - self.b2):.10g}")
-                if self.optimizer in ADAM_FAMILY else None}
+                "adam_memory_steps": memory,
+                # Bias correction makes the second moment a running mean since step 0 in a run
+                # shorter than 1 / (1 - b2): its memory is then the run's length.
+                "adam_memory_steps_effective": min(memory, self.steps) if adam else None}
 
     @property
     def tracked_ids(self) -> list[int]:

@@ -24,6 +24,9 @@ from spamlang.signals import stop_signal
 from spamlang.train.step import program as get_program
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
+# Evaluation outputs too big for a metrics row: the curve goes to result.json, the per-symbol
+# losses to symbols.npz.
+_NOT_LOGGED = ("symbol_curve", "symbol_loss")
 
 
 @dataclasses.dataclass(eq=False)  # members are told apart by identity
@@ -48,7 +51,7 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step, 
     cfg, t_start = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
     members = [_Member(c, d, RunCheckpoints(d / rundir.CHECKPOINTS, c.keep_checkpoints))
                for c, d in zip(configs, dirs)]
-    progress = None
+    progress, raised = None, True
     try:
         program = get_program(cfg)
         _restore(program, members, writer)
@@ -62,23 +65,62 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step, 
             _Group(program, group, progress, writer, peak, t_start).run(received, stop_after_step)
         if received:  # finished anyway, but a sweep calling us must still stop
             raise Interrupted(cfg.steps, received[0])
-        return [m.result for m in members]
+        results, raised = [m.result for m in members], False
+        return results
     finally:
-        if progress is not None:
-            progress.close()
+        # Every log and manager is closed, whatever fails; an error on the way out (a full
+        # disk flushing a log) is raised only when nothing else is: the first error wins.
+        closers = [progress.close] if progress is not None else []
         for m in members:
-            m.ckpt.close()
-            for log in (m.log, m.track):
-                if log is not None:
-                    log.close()
+            closers += [m.ckpt.close] + [log.close for log in (m.log, m.track) if log is not None]
+        failed = None
+        for close in closers:
+            try:
+                close()
+            except Exception as e:  # noqa: BLE001 (kept, and raised below if it is the first)
+                failed = failed or e
+        if failed is not None and not raised:
+            raise failed
+
+
+def _common_steps(members: list[_Member]) -> dict[int, int | None]:
+    """{id(member): the newest step it may resume from} (None: any). A vmapped group saves its
+    members one after another; a kill between two saves leaves some members a step ahead of
+    their partners. Such a member goes back, with the partners of that save, to the newest step
+    all of them have (none: a fresh start), so that the group trains at its original size and
+    reproduces an uninterrupted run bitwise. Members trained apart on purpose (a save of one
+    run alone, or of another group that every partner completed) keep their own steps."""
+    by_name = {m.dir.name: m for m in members}
+    steps = {id(m): set(m.ckpt.steps()) for m in members}
+    cap: dict[int, int | None] = {id(m): None for m in members}
+    changed = True
+    while changed:
+        changed = False
+        for m in members:
+            mine = sorted(s for s in steps[id(m)] if cap[id(m)] is None or s <= cap[id(m)])
+            if not mine:
+                continue
+            partners = [by_name[n] for n in m.ckpt.meta(mine[-1]).get("group") or ()
+                        if n in by_name and by_name[n] is not m]
+            if all(mine[-1] in steps[id(p)] for p in partners):
+                continue
+            shared = set(mine).intersection(*(steps[id(p)] for p in partners))
+            common = max(shared, default=-1)  # -1: no step in common, a fresh start
+            for x in (m, *partners):
+                if cap[id(x)] is None or common < cap[id(x)]:
+                    cap[id(x)], changed = common, True
+    return cap
 
 
 def _restore(program, members: list[_Member], writer: bool) -> None:
-    """Each member from its newest readable checkpoint, or a fresh state."""
+    """Each member from its newest readable checkpoint (no newer than its group's newest
+    common step, `_common_steps`), or a fresh state."""
     abstract, legacy = program.abstract_state(), program.legacy_abstract_state()
+    caps = _common_steps(members) if len(members) > 1 else {}
     for m in members:
         restored = m.ckpt.restore_latest(
-            abstract, (legacy, lambda state, c=m.config: program.from_legacy(state, c)))
+            abstract, (legacy, lambda state, c=m.config: program.from_legacy(state, c)),
+            at_most=caps.get(id(m)))
         if restored is not None:
             m.step, m.state, meta = restored
             m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))
@@ -206,7 +248,8 @@ class _Group:
     def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
         for m in members:
             row = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
-            m.log.append({**row, **{k: v for k, v in values[id(m)].items() if k != "symbol_curve"}})
+            m.log.append({**row, **{k: v for k, v in values[id(m)].items()
+                                    if k not in _NOT_LOGGED}})
 
     def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
         """{id(member): its evaluation} (the whole group is evaluated: one program)."""
@@ -239,12 +282,19 @@ class _Group:
     def _save(self, step: int, members: list[_Member], final: bool = False) -> None:
         """Checkpoint `members` at `step`, after their rows are durable."""
         wall = time.perf_counter() - self.t_start
+        # The members saved together, so that a resume can tell a save that a kill cut short
+        # between two members (`_restore`); older checkpoints are pruned only once every member
+        # has this one, so that a step they all have always remains.
+        together = sorted(m.dir.name for m in members)
         for m in members:
             for log in (m.log, m.track):
                 if log is not None:
                     log.sync()
             m.ckpt.save(step, self.program.member(self.state, self.ms.index(m)),
-                        {"wall_seconds": m.wall_before + wall, "final": final})
+                        {"wall_seconds": m.wall_before + wall, "final": final,
+                         **({"group": together} if len(members) > 1 else {})})
+        for m in members:
+            m.ckpt.prune()
 
     def _finish(self, members: list[_Member], diverged: dict[int, int], step: int,
                 write_rows: bool = True) -> None:
@@ -289,12 +339,21 @@ class _Group:
             m.result = rundir.json_safe({k: values.get(k) for k in (*RESULT_COLUMNS,
                                                                     *RESULT_EXTRAS)})
             if self.writer:
+                if "symbol_loss" in ev:  # before result.json, which marks the run finished
+                    self._write_symbols(m, j, ev["symbol_loss"], at)
                 rundir.write_result(m.dir, m.result)
             status = f"diverged at step {at}" if j in diverged else f"finished after {at} steps"
             self.progress.message(
                 f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "
                 f"eval loss {_fmt(m.result['final_eval_loss'])}, "
                 f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}")
+
+
+    def _write_symbols(self, m: _Member, j: int, loss_V, steps: int) -> None:
+        """symbols.npz: each symbol's final loss, probability, appearances and last step."""
+        counts_V, last_V = jax.device_get((self.state["exposure"][j], self.state["last_seen"][j]))
+        rundir.write_symbols(m.dir, loss=loss_V, probability=self.program.evaluation.probability_V,
+                             appearances=counts_V, last_step=last_V, steps=steps)
 
 
 def _fmt(value) -> str:

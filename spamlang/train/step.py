@@ -1,9 +1,12 @@
 """The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
 - State: params, opt_state (each member's peak LR and optimizer scalars inside), step,
-  data_key, diverged, diverged_step (-1 while healthy), exposure (int32[V]).
+  data_key, diverged, diverged_step (-1 while healthy), exposure (int32[V]: the training
+  sequences that showed each id) and last_seen (int32[V]: the step count right after the last
+  step that showed it, -1 never).
 - One member's pure step, jitted once mapped over the members (`over_members`), state
-  donated; its batch is `fold_in(data_key, step)`'s, so a resumed run sees the same batches.
+  donated; its batch is a function of (data_key, step) (`spamlang.train.order`), so a resumed
+  run sees the same batches.
 - Data parallel over the mesh's "data" axis: each device generates its own rows, the forward
   and loss run under shard_map (`spamlang.loss`); the batch is the same on any device count.
 - A non-finite loss or gradient norm, or loss > diverge_loss, freezes that member on device."""
@@ -27,9 +30,10 @@ from spamlang.model.kernels import micro_batches, resolve
 from spamlang import optim
 from spamlang.coverage import exposure, tracking
 from spamlang.evaluate import Evaluation
-from spamlang.evaluate.sets import sample_rows, sharded_rows
+from spamlang.evaluate.sets import sharded_rows
 from spamlang.members import over_members
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
+from spamlang.train.order import batch_rows
 
 State = dict[str, Any]
 
@@ -77,8 +81,8 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
     def member_step(state: State) -> tuple[State, dict]:
         step = state["step"]
         with jax.named_scope("data"):
-            key = jax.random.fold_in(state["data_key"], step)
-            tokens_BxL = sample_rows(lang, key, sharded_rows(B, mesh, shard), L)
+            tokens_BxL = batch_rows(config.sampling, lang, state["data_key"], step,
+                                    sharded_rows(B, mesh, shard), B, L)
             if shard:
                 tokens_BxL = jax.lax.with_sharding_constraint(
                     tokens_BxL, NamedSharding(mesh, P("data", None)))
@@ -96,12 +100,14 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         def unless_frozen(new, old):
             return jax.tree.map(lambda n, o: jnp.where(frozen, o, n), new, old)
 
-        counts, added = state["exposure"], None
+        counts, added, last_seen = state["exposure"], None, state["last_seen"]
         if count_exposure:
             with jax.named_scope("exposure"):
                 # A frozen (diverged) member's batch is not trained on, so it is not counted.
                 added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
-                counts = counts + jnp.where(frozen, 0, added)
+                added = jnp.where(frozen, 0, added)
+                counts = counts + added
+                last_seen = jnp.where(added > 0, step + 1, last_seen)
         new_params = unless_frozen(params, state["params"])
         new_state = {
             "params": new_params,
@@ -111,6 +117,7 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
             "diverged": frozen,
             "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
             "exposure": counts,
+            "last_seen": last_seen,
         }
         lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
         # The divergence flags ride with the metrics: the loop reads a log step's metrics after
@@ -121,7 +128,7 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         if tracked:
             with jax.named_scope("track"):
                 metrics.update(tracking.row_updates(state["params"], new_params, tracked, V))
-                metrics["track_seen"] = jnp.where(frozen, 0, added)[jnp.asarray(tracked)] \
+                metrics["track_seen"] = added[jnp.asarray(tracked)] \
                     if count_exposure else present_V[jnp.asarray(tracked)].astype(jnp.int32)
         return new_state, metrics
 
@@ -193,6 +200,7 @@ class Program:
             "diverged": jnp.zeros((), jnp.bool_),
             "diverged_step": jnp.full((), -1, jnp.int32),
             "exposure": jnp.zeros(self.config.vocab_size, jnp.int32),
+            "last_seen": jnp.full(self.config.vocab_size, -1, jnp.int32),
         }
 
     # ----- state ---------------------------------------------------------------------------
