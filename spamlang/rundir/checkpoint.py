@@ -13,6 +13,13 @@ written every few hundred steps, so the simplicity is worth more than the overla
 Every array's checksum (`checksums`, computed on the device, so only 4 bytes per array reach
 the host) is saved in `meta`; a restored state is checked against it, and a mismatch (a bit
 flipped on disk or in transfer) counts as a damaged checkpoint like an unreadable one.
+Verification fails closed: a meta without a checksum record, or with one that does not name
+exactly the state's arrays (a flipped bit in a key), is damaged too, unless the meta says
+explicitly that the checkpoint is of the older, unchecked layout (`OLDER_LAYOUT`).
+
+Old checkpoints are deleted only by `prune`, never by a save, so that the caller decides when
+(the training loop prunes a vmapped group's members after all of them saved a step: a kill
+between two members' saves then leaves a step every member still has).
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ import orbax.checkpoint as ocp
 
 from spamlang.errors import UserError, describe, no_space
 
+# A checkpoint's meta that states it was written without checksums (before they existed):
+# `meta["layout"] == OLDER_LAYOUT`. Any other meta must carry a whole checksum record.
+OLDER_LAYOUT = "unchecked"
+
 
 class RunCheckpoints:
     """The `checkpoints/` folder of one run directory: orbax's CheckpointManager as it is."""
@@ -35,9 +46,9 @@ class RunCheckpoints:
     def __init__(self, directory: str | Path, keep: int, *, read_only: bool = False):
         """read_only: never delete or clean up anything (for readers such as `load_run`)."""
         self.directory = Path(directory).absolute()
-        self.read_only = read_only
+        self.read_only, self.keep = read_only, keep
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, enable_async_checkpointing=False,
+            max_to_keep=None, enable_async_checkpointing=False,  # `prune` keeps `keep`
             # Leftovers of a save killed half-way are invisible to orbax; clean them up.
             cleanup_tmp_directories=not read_only, create=not read_only)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
@@ -63,9 +74,31 @@ class RunCheckpoints:
                 raise full from e
             raise
 
-    def restore_latest(self, abstract_state: Any, legacy: tuple | None = None
-                       ) -> tuple[int, Any, dict] | None:
+    def prune(self) -> None:
+        """Delete all but the newest `keep` checkpoints."""
+        if self.read_only:
+            return
+        for s in self.steps()[:-self.keep or None]:
+            try:
+                self._manager.delete(s)
+            except Exception:  # a damaged step may not even read its own metadata
+                shutil.rmtree(self.directory / str(s), ignore_errors=True)
+        self._manager.reload()
+
+    def meta(self, step: int) -> dict:
+        """The meta of checkpoint `step` alone ({} when it does not read back)."""
+        try:
+            meta = self._manager.restore(step, args=ocp.args.Composite(
+                meta=ocp.args.JsonRestore())).meta
+        except Exception:  # damaged: restore_latest says so when it gets there
+            return {}
+        return dict(meta) if isinstance(meta, dict) else {}
+
+    def restore_latest(self, abstract_state: Any, legacy: tuple | None = None,
+                       at_most: int | None = None) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
+        `at_most`: only steps up to it count; newer ones are deleted like unreadable ones (a
+        vmapped group's member ahead of its partners, `spamlang.train.loop`).
 
         `legacy` = (abstract state, upgrade): an older layout that a step which does not read
         back against `abstract_state` is tried with next, and the function that turns such a
@@ -78,8 +111,12 @@ class RunCheckpoints:
         a code or config change than damage, and restarting silently would discard work.
         """
         failures: list[tuple[int, Exception]] = []
+        if at_most is not None:
+            self._delete_after(at_most)  # retrained from there, so saved again
         layouts = [(abstract_state, None)] + ([legacy] if legacy else [])
         for step in reversed(self.steps()):
+            if at_most is not None and step > at_most:
+                continue
             errors = []
             for abstract, upgrade in layouts:
                 args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
@@ -89,10 +126,9 @@ class RunCheckpoints:
                 except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
                     errors.append(e)
                     continue
-                bad = _mismatches(restored.state, dict(restored.meta or {}).get("checksums"))
+                bad = _verify(restored.state, restored.meta)
                 if bad:
-                    errors.append(ValueError(f"{len(bad)} array(s) fail their checksum "
-                                             f"({', '.join(bad[:3])})"))
+                    errors.append(ValueError(bad))
                     continue
                 break
             else:
@@ -158,9 +194,25 @@ def _fingerprint(x: jax.Array) -> jax.Array:
     return jnp.sum(flat * odd, dtype=jnp.uint32)
 
 
-def _mismatches(state: Any, saved: dict | None) -> list[str]:
-    """Paths whose checksum differs from `saved` (none for checkpoints saved without them)."""
-    if not saved:
-        return []
+def _verify(state: Any, meta: Any) -> str | None:
+    """Why `state` does not match the checksum record of its `meta`, or None when it does (or
+    when the meta states the older, unchecked layout explicitly). Fails closed: no record, a
+    record that is not {path: 8 hex digits}, or one naming other arrays is damage."""
+    meta = meta if isinstance(meta, dict) else {}
+    saved = meta.get("checksums")
+    if "checksums" not in meta and meta.get("layout") == OLDER_LAYOUT:
+        return None
+    if saved is None:
+        return ("it has no checksum record (a checkpoint written without one must say "
+                f'"layout": "{OLDER_LAYOUT}" in its meta)')
+    if not isinstance(saved, dict) or not all(
+            isinstance(v, str) and len(v) == 8 for v in saved.values()):
+        return "its checksum record is damaged"
     now = checksums(state)
-    return [path for path, value in now.items() if saved.get(path, value) != value]
+    if set(saved) != set(now):
+        odd = sorted(set(saved) ^ set(now))
+        return f"its checksum record names other arrays ({', '.join(odd[:3])})"
+    bad = [path for path, value in now.items() if saved[path] != value]
+    if bad:
+        return f"{len(bad)} array(s) fail their checksum ({', '.join(bad[:3])})"
+    return None
