@@ -13,6 +13,7 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from spamlang.cli import main
+from spamlang.plots.diagonal import GID
 from spamlang.plots.sweep import heatmap_figure
 
 V = 4096
@@ -67,9 +68,9 @@ PHASE = dict(x="symbol_return_steps", y="adam_memory_steps", cols="none", best_o
 
 
 def cells(ax) -> dict:
-    """(x index, y index) -> the cell's text."""
+    """(x index, y index) -> the cell's text (the diagonal's label is no cell's)."""
     return {(round(t.get_position()[0]), round(t.get_position()[1])): t.get_text()
-            for t in ax.texts}
+            for t in ax.texts if t.get_gid() != GID}
 
 
 def test_cells_show_the_best_lr_seed_mean_range_and_name(sweep, capsys):

@@ -1,7 +1,8 @@
 """`spamlang plot heatmap|curves|lines SWEEP_DIR -o FILE`: figures from a sweep directory;
 `spamlang plot bottleneck DIR [DIR ...] -o FILE`: Figure 6 from sweeps and pretrained LMs;
 `spamlang plot track RUN_DIR [RUN_DIR ...] -o FILE`: the mechanism diagnostic of tracked symbols;
-`spamlang plot symbols SWEEP_DIR -o FILE`: symbol loss against exposure (sample complexity)."""
+`spamlang plot symbols SWEEP_DIR -o FILE`: symbol loss against exposure (sample complexity);
+`spamlang plot recency DIR [DIR ...] -o FILE`: symbol loss against steps since it was last shown."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ _AXES_HELP = (
     "Any column of results.csv can be an axis or a --where key: settings (vocab_size, lr, "
     "tie_embeddings, head, seed, seq_len, d_model, language, extra sweep axes, any config.json "
     "field) and outcomes (final_eval_loss, updates_per_symbol, kernel_fraction, ...). "
-    "Numeric values sort numerically. Runs that differ only in seed are averaged: the mean is "
+    "1-COL is one minus a numeric column (1-kernel_fraction). Numeric values sort numerically. Runs that differ only in seed are averaged: the mean is "
     "drawn with the min-max range. Without --rows, every other setting that varies gets its own "
     "row of panels, unless the axes already fix it (batch_size, when x is updates_per_symbol "
     "and lines are V); "
@@ -48,7 +49,7 @@ def _heatmap(args: argparse.Namespace) -> int:
 
     path = plot_heatmap(args.sweep_dir, args.output, metric=args.metric, where=_where(args.where),
                         x=args.x, y=args.y, cols=args.cols, rows=args.rows,
-                        best_over=args.best_over)
+                        best_over=args.best_over, diagonal=args.diagonal)
     print(f"wrote {path}")
     return 0
 
@@ -69,7 +70,7 @@ def _lines(args: argparse.Namespace) -> int:
     path = plot_lines(args.sweep_dir, args.output, args.x, args.y, color=args.color,
                       cols=args.cols, rows=args.rows, where=_where(args.where),
                       best_over=args.best_over, points=args.points, logx=args.logx,
-                      logy=bool(args.logy))
+                      logy=args.logy)
     print(f"wrote {path}")
     return 0
 
@@ -100,6 +101,15 @@ def _symbols(args: argparse.Namespace) -> int:
 
     path = plot_symbols(args.sweep_dir, args.output, where=_where(args.where), cols=args.cols,
                         rows=rows_option(args.rows))
+    print(f"wrote {path}")
+    return 0
+
+
+def _recency(args: argparse.Namespace) -> int:
+    from spamlang.plots.recency import plot_recency
+
+    path = plot_recency(args.dirs, args.output, where=_where(args.where), cols=args.cols,
+                        rows=args.rows)
     print(f"wrote {path}")
     return 0
 
@@ -142,7 +152,9 @@ def register(subparsers) -> None:
                     "named in the cell. Example, the return-time phase diagram: spamlang plot "
                     "heatmap runs/return_time -o phase.png --x symbol_return_steps --y "
                     "adam_memory_steps --best-over lr --cols none. Runs without a value of --x "
-                    "or --y (adam_memory_steps of sgd runs) are left out, with a note. "
+                    "or --y (adam_memory_steps of sgd runs) are left out, with a note. A head "
+                    "kind that differs between cells (a rank axis from lowrank:r to mlp:r) is "
+                    "named in each cell. "
                     + _AXES_HELP)
     common(heat)
     heat.add_argument("--metric", default="final_eval_loss", metavar="COL",
@@ -158,6 +170,11 @@ def register(subparsers) -> None:
                            "shows the value of COL with the best seed-mean metric (lowest; "
                            "highest for *accuracy* metrics), that mean with its seeds' min-max "
                            "range, and the value (e.g. 'lr 3e-2'); default: none")
+    heat.add_argument("--diagonal", action=argparse.BooleanOptionalAction, default=None,
+                      help="draw x = y across the cells, interpolated in log space between the "
+                           "ticks, labelled 'memory = return time' (default: on when one axis "
+                           "is symbol_return_steps and the other adam_memory_steps or "
+                           "adam_memory_steps_effective)")
     facets(heat, "tie_embeddings")
     heat.set_defaults(func=_heatmap)
 
@@ -212,8 +229,9 @@ def register(subparsers) -> None:
                        help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)")
     lines.add_argument("--logx", action=argparse.BooleanOptionalAction, default=None,
                        help="log x axis (default: on when a positive x spans 8x or more)")
-    lines.add_argument("--logy", action=argparse.BooleanOptionalAction, default=False,
-                       help="log y axis (default off)")
+    lines.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                       help="log y axis (default: on when the positive y values, error bars "
+                            "included, span more than 100x)")
     facets(lines, None)
     lines.set_defaults(func=_lines)
 
@@ -273,3 +291,21 @@ def register(subparsers) -> None:
     common(symbols)
     facets(symbols, None)
     symbols.set_defaults(func=_symbols)
+
+    recency = kinds.add_parser(
+        "recency", help="per-symbol loss against steps since the symbol was last shown",
+        description="Does a symbol's loss jump once Adam has forgotten it? For each cell's "
+                    "best-LR seed-0 run (lowest seed-mean final eval loss), the final loss of "
+                    "every symbol on 's s' (log scale; dashed: chance, log V) against the steps "
+                    "since its last appearance in a training batch (steps - last_step), "
+                    "coloured by its appearances; symbols never shown are crosses at x = steps. "
+                    "A red line marks Adam's memory min(1/(1-b2), steps) (adamw, lazy_adamw). "
+                    "Reads symbols.npz, which finished runs of a position-invariant language "
+                    "write; runs without one are skipped with a warning. Example: spamlang plot "
+                    "recency runs/return_time -o recency.png --where batch_size=32 --cols b2")
+    recency.add_argument("dirs", nargs="+", metavar="DIR",
+                         help="a run directory, or a sweep directory of them")
+    recency.add_argument("-o", "--output", required=True, metavar="FILE",
+                         help="output .png or .pdf, in an existing folder")
+    facets(recency, None)
+    recency.set_defaults(func=_recency)

@@ -9,6 +9,11 @@
     value of another, each point at its best LR; the coverage figure).
   `plot_heatmap(..., best_over="lr")` draws each cell at its best LR instead (the phase
   diagram of return time against Adam's memory).
+  `plot_heatmap` draws the diagonal memory = return time (`spamlang.plots.diagonal`) on the
+  phase diagram, and names each cell's head kind where the cells mix them.
+- `spamlang.plots.recency`: `plot_recency`, each symbol's final loss against the steps since
+  it was last shown (symbols.npz), with Adam's memory marked.
+- `spamlang.plots.panels`: the panel loop the faceted figures share.
 - `spamlang.plots.layout`: how runs become points (seed means with min-max ranges, best LR) and
   panels; any results.csv column can be an axis.
 - `spamlang.plots.results`: reading a sweep directory (results.csv, run directories, metrics.jsonl).

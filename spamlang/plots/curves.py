@@ -212,7 +212,8 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
             ax.set_yscale("log" if logy else "linear")
             ax.xaxis.set_major_formatter(FuncFormatter(  # tokens as counts: 750K, 1M, 1.25M
                 lambda v, _: format_count(v, decimals=3)))
-            ax.tick_params(labelsize=7)
+            # "both": a log axis within a decade labels its minor ticks, at the default size.
+            ax.tick_params(which="both", labelsize=7)
             ax.set_xlabel(axis_label(x), fontsize=8)
             if j == 0:
                 ax.set_ylabel(ylabel, fontsize=8)

@@ -25,7 +25,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import format_count, format_lr
-from spamlang.plots.results import Run, finite, is_number, varying_settings
+from spamlang.plots.results import Run, complement_of, finite, is_number, varying_settings
 
 SEED = "seed"
 MAX_FACETS = 8
@@ -79,6 +79,8 @@ def facet_title(column: str, v: Any) -> str:
 
 
 def axis_label(column: str) -> str:
+    if column not in _LABELS and (base := complement_of(column)):
+        return f"1 \u2212 {axis_label(base)}"
     return _LABELS.get(column, column.replace("_", " "))
 
 

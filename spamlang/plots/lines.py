@@ -27,10 +27,19 @@ from spamlang.plots.layout import (
     short_name, sort_values, split,
 )
 from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.panels import panel_grid
 from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
 
 AUTO = "auto"
 LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
+# y is an outcome (a loss from 7.5 down to 1e-4): a log axis only when a linear one would
+# flatten the small values, beyond two decades.
+LOGY_SPAN = 100.0
+
+
+def auto_logy(values: list[float]) -> bool:
+    """Log y when every y is positive and the largest is more than LOGY_SPAN times the smallest."""
+    return bool(values) and min(values) > 0 and max(values) > LOGY_SPAN * min(values)
 
 
 def auto_logx(values: list[float]) -> bool:
@@ -92,7 +101,8 @@ def plot_lines(sweep_dir, out_file, x: str, y: str, **kwargs) -> Path:
 def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
                  cols: str | None = None, rows: str | list[str] | None = None,
                  where: dict | None = None, best_over: str | None = AUTO,
-                 points: bool = False, logx: bool | None = None, logy: bool = False) -> Figure:
+                 points: bool = False, logx: bool | None = None,
+                 logy: bool | None = None) -> Figure:
     """Outcome `y` of the finished runs against the numeric column `x` (a setting or another
     outcome), one line per value of `color`, one panel per value of `cols` and of `rows`.
 
@@ -100,7 +110,8 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
     default lr, when it varies and is not an axis), each point is the best of that column's
     values for its group (lowest y; highest for accuracy-like metrics), after the seed mean; a
     hollow marker says the best value sits at the edge of a grid of 3 or more. `points` draws
-    markers only (a scatter). Log x is chosen when a positive x spans a factor of 8 or more.
+    markers only (a scatter). Log x is chosen when a positive x spans a factor of 8 or more,
+    log y when the positive y values (error bars included) span more than LOGY_SPAN.
     """
     runs = select(finished_runs(sweep_dir), where)
     x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
@@ -126,37 +137,36 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
     colour_values = sort_values(p.value(color) for p in pts) if color else [None]
     colours = [line_colour(i, len(colour_values)) for i in range(len(colour_values))]
     x_values = [v for p in pts if (v := p.value(x)) is not None]
-    y_values = [s.mean for p in pts if (s := p.stats(y))]
+    y_values = [v for p in pts if (s := p.stats(y)) for v in (s.lo, s.mean, s.hi)]
     logx = auto_logx(x_values) if logx is None else logx
+    logy = auto_logy(y_values) if logy is None else logy
 
     fig = Figure(figsize=(PAPER_WIDTH_IN, 2.9 * len(row_groups) + 0.4), layout="constrained")
-    grid = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharex=True, sharey=True)
+    _, panels = panel_grid(fig, row_groups, col_values, cols, sharex=True, sharey=True)
     drawn: list[Point] = []
-    for i, (row_label, members) in enumerate(row_groups):
-        for j, cv in enumerate(col_values):
-            ax = grid[i, j]
-            panel = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
-            for values, line_pts in split(panel, [color] if color else []):
-                k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
-                marks = [merge(at) for _, at in split(line_pts, [x])]
-                marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
-                drawn += marks
-                _draw_line(ax, marks, x, y, colours[k], points,
-                           facet_title(color, values[0]) if color else None)
-            ax.set_xscale("log" if logx else "linear")
-            ax.set_yscale("log" if logy else "linear")
-            label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
-            if logy:
-                plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
-            ax.tick_params(labelsize=7)
-            ax.set_xlabel(axis_label(x), fontsize=8)
-            if j == 0:
-                ax.set_ylabel(axis_label(y), fontsize=8)
-            title = facet_title(cols, cv) if cols else ""
-            ax.set_title(f"{title} ({row_label})" if title and row_label else title or row_label,
-                         fontsize=9)
-            if color and panel:
-                ax.legend(fontsize=6, frameon=False)
+    for panel in panels:
+        ax = panel.ax
+        for values, line_pts in split(panel.points, [color] if color else []):
+            k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
+            marks = [merge(at) for _, at in split(line_pts, [x])]
+            marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
+            drawn += marks
+            _draw_line(ax, marks, x, y, colours[k], points,
+                       facet_title(color, values[0]) if color else None)
+        ax.set_xscale("log" if logx else "linear")
+        ax.set_yscale("log" if logy else "linear")
+        label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
+        if logy:
+            plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
+        # "both": a log axis labels its minor ticks when it spans little, and those labels
+        # must not come out at the default size, larger than the major ones.
+        ax.tick_params(which="both", labelsize=7)
+        ax.set_xlabel(axis_label(x), fontsize=8)
+        if panel.col == 0:
+            ax.set_ylabel(axis_label(y), fontsize=8)
+        ax.set_title(panel.title, fontsize=9)
+        if color and panel.points:
+            ax.legend(fontsize=6, frameon=False)
     note(fig, _best_note(best, y, drawn), pool_note(drawn, "bars"))
     return fig
 

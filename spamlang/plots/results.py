@@ -12,8 +12,8 @@ A run is a set of named columns, split in two:
   `param.NAME` and `model.NAME`, the names results.csv uses for sweep axes over them).
 - outcomes: what it measured (result.json, or the outcome columns of results.csv).
 
-Any column name works as a plot axis or in `--where`; nothing here lists the columns a plot may
-use. In results.csv the outcomes are the known outcome columns and every column after the first
+Any column name works as a plot axis or in `--where`, and so does `1-COL` (one minus a numeric
+column: 1-kernel_fraction); nothing here lists the columns a plot may use. In results.csv the outcomes are the known outcome columns and every column after the first
 of them (results.csv puts settings first, then extra sweep axes, then outcomes), so a column
 added to the table later is classified without a change here.
 """
@@ -37,6 +37,8 @@ from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FIL
 _FLATTENED = {"language_params": "param.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
 _INT = re.compile(r"[+-]?\d+")
+# '1-COL' names 1 - COL of any numeric column (1-kernel_fraction), an outcome of its own.
+COMPLEMENT = "1-"
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,20 @@ class Run:
         column = ALIASES.get(column, column)
         if column in self.settings:
             return self.settings[column]
+        if column not in self.result and (base := complement_of(column)):
+            v = self.get(base)
+            return 1.0 - v if is_number(v) else None
         return self.result.get(column)
 
     def value(self, column: str) -> float | None:
         """A finite float, or None when missing, not a number or not finite."""
         return finite(self.get(column))
+
+
+def complement_of(column: str) -> str | None:
+    """'kernel_fraction' for the derived column '1-kernel_fraction' (whose differences near 1
+    a log axis shows), else None."""
+    return column[len(COMPLEMENT):] or None if column.startswith(COMPLEMENT) else None
 
 
 def finite(v: Any) -> float | None:
@@ -222,6 +233,8 @@ def check_column(runs: list[Run], column: str, flag: str) -> str:
     """`column` (aliases resolved) if some run has it, else a UserError naming the known ones."""
     name = ALIASES.get(column, column)
     known = known_columns(runs)
+    if name not in known and (base := complement_of(name)):
+        return COMPLEMENT + check_column(runs, base, flag)
     if name not in known:
         raise UserError(f"unknown column {column!r} for {flag}; known columns: {', '.join(known)}")
     return name

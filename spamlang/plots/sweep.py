@@ -23,6 +23,7 @@ from spamlang.plots.canvas import (
     BEST_EDGE, CMAP, FIGURE_SUFFIXES, PAPER_WIDTH_IN, check_figure_path, line_colour, note,
     plain_log_ticks, save_figure,
 )
+from spamlang.plots.diagonal import check_axis, crossable, default_diagonal, draw_diagonal
 from spamlang.plots.curves import CURVE_METRICS, choose_runs, curves_figure, plot_curves
 from spamlang.plots.layout import (
     SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
@@ -42,6 +43,9 @@ __all__ = [
     "plot_heatmap", "plot_lines", "save_figure",
 ]
 
+# Settings named in each cell when they are no axis yet differ between cells: the head kind
+# of rank_width.png, whose rank axis crosses from lowrank:r through softmax to mlp:r.
+CELL_TAGS = ("head",)
 HEATMAP_METRICS = {
     "final_eval_loss": "final eval loss (nats)",
     "loss_above_floor": "eval loss above floor (nats)",
@@ -113,10 +117,12 @@ def _text_colour(rgba) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def cell_label(point: Point, metric: str, best: str | None = None) -> str:
+def cell_label(point: Point, metric: str, best: str | None = None,
+               tags: Iterable[str] = ()) -> str:
     """A cell's text: the mean; below it the min-max range of several runs; the value of the
-    `best` column chosen for the cell (its runs hold only that value, see `best_over`); 'k/n div'
-    if some diverged; 'div' when all did."""
+    `best` column chosen for the cell (its runs hold only that value, see `best_over`); the
+    cell's value of each `tags` column (head: 'lowrank:16'); 'k/n div' if some diverged; 'div'
+    when all did."""
     s = point.stats(metric)
     n_div = point.diverged
     if s is None:
@@ -126,6 +132,7 @@ def cell_label(point: Point, metric: str, best: str | None = None) -> str:
         lines.append(_range_text(s.lo, s.hi))
     if best:
         lines.append(f"{short_name(best)} {describe([r.get(best) for r in point.runs], best)}")
+    lines += [describe([r.get(t) for r in point.runs], t) for t in tags]
     if n_div:
         lines.append(f"{n_div}/{len(point.runs)} div")
     return "\n".join(lines)
@@ -150,10 +157,14 @@ def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: di
 
 def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | None = None,
                    x: str = "vocab_size", y: str = "lr", cols: str | None = "tie_embeddings",
-                   rows: str | list[str] | None = None, best_over: str | None = None) -> Figure:
+                   rows: str | list[str] | None = None, best_over: str | None = None,
+                   diagonal: bool | None = None) -> Figure:
     """The figure of `plot_heatmap`, unsaved. `cols` None or 'none': one panel column; `rows`
     None: automatic, [] or 'none': no row split (other settings are pooled and the figure says so).
     `best_over` None or 'none': off. Runs without a value of x or y are left out, with a note.
+    `diagonal` draws x = y across the cells (`spamlang.plots.diagonal`); None: on for return
+    time against Adam's memory. A setting of CELL_TAGS (head) that is no axis but differs
+    between cells is named in each cell (a rank axis mixing lowrank:16, softmax and mlp:64).
     """
     runs = select(finished_runs(sweep_dir), where)
     metric = check_column(runs, metric, "--metric")
@@ -179,12 +190,17 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     row_groups, col_values = facets(points, row_keys, cols)
     xs = sort_values(p.value(x) for p in points)
     ys = sort_values(p.value(y) for p in points)
+    if diagonal is None:  # by default only where it can be drawn: no error for one b2
+        diagonal = default_diagonal(x, y) and crossable(xs) and crossable(ys)
+    if diagonal:
+        diagonal_axes = check_axis(x, xs), check_axis(y, ys)
     panels = _place(row_groups, col_values, cols, (x, xs), (y, ys))
     drawn = [c for cells in panels.values() for c in cells.values()]
     vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
     ranged = any(len(c.runs) > 1 for c in drawn)
-    text_lines = 1 + ranged + bool(best)
+    tags = [c for c in CELL_TAGS if c not in taken and len({ident(p.value(c)) for p in drawn}) > 1]
+    text_lines = 1 + ranged + bool(best) + len(tags)
 
     cell_w = (PAPER_WIDTH_IN - 1.2) / (len(col_values) * len(xs))
     font = float(np.clip(cell_w * 72 / 3.4, 4.5, 8.0))
@@ -198,7 +214,9 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     image = None
     for (i, j), cells in panels.items():
         ax = axes[i, j]
-        image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font, best)
+        image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font, best, tags)
+        if diagonal:
+            draw_diagonal(ax, *diagonal_axes)
         ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
         ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
         ax.set_xlabel(axis_label(x), fontsize=8)
@@ -283,14 +301,14 @@ def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
 
 
 def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, font: float,
-                best: str | None = None):
+                best: str | None = None, tags: Iterable[str] = ()):
     """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
     grid = np.full(shape, np.nan)
     for (yi, xi), p in cells.items():
         if (s := p.stats(metric)) is not None:
             grid[yi, xi] = s.mean
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
-    labels = {at: cell_label(p, metric, best) for at, p in cells.items()}
+    labels = {at: cell_label(p, metric, best, tags) for at, p in cells.items()}
     # One size for the panel, the largest at which every label fits its cell.
     font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
     for (yi, xi), p in cells.items():

@@ -25,6 +25,7 @@ from spamlang.plots.layout import (
     SEED, auto_rows, column_or_none, facet_title, facets, group_points, ident, sort_values,
 )
 from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.panels import panel_grid
 from spamlang.plots.results import _read_json, check_column, finished_runs, select, varying_settings
 from spamlang.schema import RESULT
 
@@ -65,27 +66,23 @@ def symbols_figure(sweep_dir, *, where: dict | None = None, cols: str | None = N
     colours = {ident(v): line_colour(i, len(vocabs)) for i, v in enumerate(vocabs)}
 
     fig = Figure(figsize=(PAPER_WIDTH_IN, 2.7 * len(row_groups) + 0.5), layout="constrained")
-    grid = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharex=True, sharey=True)
-    for i, (row_label, members) in enumerate(row_groups):
-        for j, cv in enumerate(col_values):
-            ax = grid[i, j]
-            panel = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
-            for p in sorted(panel, key=lambda p: p.value(COLOR)):
-                V = p.value(COLOR)
-                colour = colours[ident(V)]
-                for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
-                    _draw_run(ax, run, colour, facet_title(COLOR, V) if k == 0 else None)
-                ax.axhline(0.1 * math.log(V), color=colour, lw=0.6, ls="--")
-            ax.set_yscale("log")
-            ax.tick_params(labelsize=7)
-            ax.set_xlabel("exposure: training sequences that showed the symbol", fontsize=8)
-            if j == 0:
-                ax.set_ylabel("symbol loss (bin median, nats)", fontsize=8)
-            title = facet_title(cols, cv) if cols else ""
-            ax.set_title(f"{title} ({row_label})" if title and row_label else title or row_label,
-                         fontsize=9)
-            if panel:
-                ax.legend(fontsize=6, frameon=False)
+    _, panels = panel_grid(fig, row_groups, col_values, cols, sharex=True, sharey=True)
+    for panel in panels:
+        ax = panel.ax
+        for p in sorted(panel.points, key=lambda p: p.value(COLOR)):
+            V = p.value(COLOR)
+            colour = colours[ident(V)]
+            for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
+                _draw_run(ax, run, colour, facet_title(COLOR, V) if k == 0 else None)
+            ax.axhline(0.1 * math.log(V), color=colour, lw=0.6, ls="--")
+        ax.set_yscale("log")
+        ax.tick_params(which="both", labelsize=7)
+        ax.set_xlabel("exposure: training sequences that showed the symbol", fontsize=8)
+        if panel.col == 0:
+            ax.set_ylabel("symbol loss (bin median, nats)", fontsize=8)
+        ax.set_title(panel.title, fontsize=9)
+        if panel.points:
+            ax.legend(fontsize=6, frameon=False)
     note(fig, "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
          "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn (hollow: an "
          "upper bound, the least-exposed bin was already half learned)")

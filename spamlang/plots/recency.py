@@ -1,0 +1,205 @@
+"""`spamlang plot recency DIR... -o FILE`: does a symbol's loss jump once Adam forgot it?
+
+Each finished run of a position-invariant language writes `symbols.npz` (`spamlang.schema`):
+every symbol's final loss on `s s`, how many training sequences showed it and the step right
+after the last one that did. A panel scatters, for one run, that loss (log y) against the
+steps since the symbol's last appearance, steps - last_step, coloured by its appearances.
+The hypothesis under test: a symbol's loss jumps once it has gone about c x 1/(1 - b2) steps
+without an appearance, whatever its count; so Adam's memory min(1/(1 - b2), steps) is a
+vertical line, and chance, log V, a dashed horizontal one. Symbols never shown have no last
+appearance: they are drawn apart, at x = steps, as crosses.
+
+One panel per cell (runs that differ only in lr and seed), faceted by `--cols` / `--rows` as
+`plot symbols` is; of a cell's LRs the best (lowest seed-mean final eval loss,
+`spamlang.plots.layout.best_over`), of its seeds the smallest (0).
+"""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import LogNorm, Normalize
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from spamlang.errors import UserError
+from spamlang.plots.canvas import (
+    BEST_EDGE, CMAP, PAPER_WIDTH_IN, check_figure_path, note, plain_log_ticks, save_figure,
+)
+from spamlang.plots.layout import (
+    SEED, Point, auto_rows, column_or_none, facet_title, facets, group_points, rows_option,
+)
+from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.panels import panel_grid
+from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
+from spamlang.rundir import read_symbols
+from spamlang.schema import SYMBOLS
+
+METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
+# What tells the panels of this figure apart, always named in each title.
+TITLED = ("vocab_size", "batch_size", "b2", "sampling", "tie_embeddings", "lr")
+_SHORT = {"batch_size": "B"}
+
+
+@dataclass(frozen=True)
+class Symbols:
+    """One run's symbols.npz: arrays of length V, and the steps trained."""
+
+    loss: np.ndarray  # float32[V]
+    appearances: np.ndarray  # int32[V]
+    last_step: np.ndarray  # int32[V], 1 .. steps; -1: never shown
+    steps: int
+
+    @property
+    def shown(self) -> np.ndarray:
+        return self.last_step >= 0
+
+    @property
+    def since_last(self) -> np.ndarray:
+        """Steps since each shown symbol's last appearance, in symbol order."""
+        return self.steps - self.last_step[self.shown]
+
+
+def load_symbols(run_dir: Path | None) -> Symbols | None:
+    """The run's symbols.npz (`spamlang.rundir.read_symbols`), or None when it is missing or
+    unreadable: such a run is skipped and named, not the end of the figure."""
+    try:
+        arrays = read_symbols(run_dir) if run_dir else None
+    except (UserError, zipfile.BadZipFile):
+        return None
+    if arrays is None:
+        return None
+    return Symbols(np.asarray(arrays["loss"]), np.asarray(arrays["appearances"]),
+                   np.asarray(arrays["last_step"]), int(arrays["steps"]))
+
+
+def chosen_runs(runs: list[Run]) -> list[Run]:
+    """One run per cell: its best LR (when lr varies), then its smallest seed."""
+    points = group_points(runs, [SEED])
+    if "lr" in varying_settings(runs):
+        points = best_points(points, "lr", METRIC)
+    return [min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0)) for p in points]
+
+
+def plot_recency(dirs: list, out_file, **kwargs) -> Path:
+    """Write `recency_figure`; returns the written path."""
+    check_figure_path(out_file)
+    return save_figure(recency_figure(dirs, **kwargs), out_file)
+
+
+def recency_figure(dirs: list, *, where: dict | None = None, cols: str | None = None,
+                   rows: str | list[str] | None = None) -> Figure:
+    """The figure of the module docstring. `dirs`: run or sweep directories; runs without a
+    symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
+    runs = select([r for d in dirs for r in finished_runs(d)], where)
+    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
+    rows = rows_option(rows)
+    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    symbols = {}
+    for run in chosen_runs(runs):
+        symbols[run.run_id, str(run.path)] = (run, load_symbols(run.path))
+    missing = [run.run_id for run, s in symbols.values() if s is None]
+    kept = [(run, s) for run, s in symbols.values() if s is not None]
+    if not kept:
+        raise UserError(f"no run in {', '.join(map(str, dirs))} has a {SYMBOLS} (runs of a "
+                        "position-invariant language write one when they finish)")
+    if missing:
+        print(f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
+              file=sys.stderr)
+    arrays = {id(run): s for run, s in kept}
+    points = [Point([run]) for run, _ in kept]
+    used = [cols] if cols else []
+    row_keys = auto_rows(points, used, [SEED, "lr"]) if rows is None else rows
+    row_groups, col_values = facets(points, row_keys, cols)
+    norm = _appearance_norm([s for _, s in kept])
+
+    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.6 * len(row_groups) + 0.8), layout="constrained")
+    grid, panels = panel_grid(fig, row_groups, col_values, cols, sharey=True)
+    image = None
+    for panel in panels:
+        ax = panel.ax
+        if len(panel.points) > 1:
+            raise UserError(f"{len(panel.points)} runs would share the panel '{panel.title}': "
+                            "give --rows / --cols the settings that tell them apart")
+        if not panel.points:
+            ax.set_axis_off()
+            continue
+        run = panel.points[0].runs[0]
+        image = _draw_run(ax, run, arrays[id(run)], norm)
+        ax.set_title(_title(run, row_keys + used), fontsize=7)
+        ax.set_xlabel("steps since last appearance (steps \u2212 last_step)", fontsize=7)
+        if panel.col == 0:
+            ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
+        ax.tick_params(which="both", labelsize=6)
+        # Upper left: under the hypothesis recently shown symbols sit low, so it stays empty.
+        ax.legend(fontsize=5, loc="upper left", framealpha=0.7, edgecolor="none")
+    bar = fig.colorbar(image, ax=grid, shrink=0.9)
+    bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
+    if isinstance(norm, LogNorm):
+        plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
+    bar.ax.tick_params(which="both", labelsize=6)
+    note(fig, "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
+         "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
+         "own appearances)", "dashed: chance, log V")
+    return fig
+
+
+def _appearance_norm(all_symbols: list[Symbols]):
+    """One colour scale for every panel: log when the shown symbols' counts span 10x or more."""
+    counts = np.concatenate([s.appearances[s.shown] for s in all_symbols])
+    lo, hi = (float(counts.min()), float(counts.max())) if counts.size else (1.0, 1.0)
+    if lo > 0 and hi >= 10 * lo:
+        return LogNorm(lo, hi)
+    return Normalize(lo - 0.5, hi + 0.5) if lo == hi else Normalize(lo, hi)
+
+
+def _draw_run(ax, run: Run, s: Symbols, norm):
+    vocab = len(s.loss)
+    image = ax.scatter(s.since_last, s.loss[s.shown], c=s.appearances[s.shown], cmap=CMAP,
+                       norm=norm, s=4, linewidths=0, rasterized=True, gid="shown",
+                       label=f"shown ({int(s.shown.sum())})")
+    never = ~s.shown
+    if never.any():
+        ax.scatter(np.full(int(never.sum()), s.steps), s.loss[never], marker="x", s=10,
+                   color="0.35", linewidths=0.6, gid="never",
+                   label=f"never shown ({int(never.sum())}), at x = steps")
+    ax.axhline(np.log(vocab), color="0.3", lw=0.8, ls="--", label=f"chance log V = {np.log(vocab):.2f}")
+    memory = run.get("adam_memory_steps")  # None for optimizers without a second moment
+    if isinstance(memory, (int, float)) and memory > 0:
+        # min(memory, steps): a shorter run's bias-corrected second moment averages all of it.
+        effective = min(float(memory), s.steps)
+        capped = f", capped at {s.steps} steps" if memory > s.steps else ""
+        ax.axvline(effective, color=BEST_EDGE, lw=1.0,
+                   label=f"Adam memory 1/(1\u2212b2) = {memory:g}{capped}")
+    # Symlog: a symbol shown in the very last batch is 0 steps ago.
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlim(left=0)
+    ax.set_yscale("log", nonpositive="clip")
+    return image
+
+
+def _title(run: Run, faceted: list[str]) -> str:
+    """What tells this panel apart: TITLED, then any other setting the panels are split by."""
+    names = list(TITLED) + [k for k in faceted if k not in TITLED]
+    optimizer = run.get("optimizer")
+    parts = [] if optimizer in (None, "adamw") else [str(optimizer)]
+    for k in names:
+        v = run.get(k)
+        if v is None or (k == "b2" and optimizer is not None
+                         and run.get("adam_memory_steps") is None):  # sgd, adafactor: no b2
+            continue
+        if k == "sampling":
+            parts.append(str(v))
+        elif k == "lr":
+            parts.append(f"lr {facet_title(k, v).split('=', 1)[1]}")
+        else:
+            text = facet_title(k, v)
+            parts.append(text.replace(k + "=", _SHORT[k] + "=", 1) if k in _SHORT else text)
+    half = (len(parts) + 1) // 2
+    return ", ".join(parts[:half]) + "\n" + ", ".join(parts[half:]) if len(parts) > 3 else \
+        ", ".join(parts)
