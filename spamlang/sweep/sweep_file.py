@@ -26,9 +26,13 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json
+from spamlang.filelock import locked
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.schema import SWEEP_FILE
 from spamlang.sweep.spec import Sweep, _canonical, config_field, fields_of
+
+# The lock that sweep.json's read-check-write holds (`check_sweep_file`).
+SWEEP_LOCK = ".sweep.lock"
 
 
 def _normal(obj: Any) -> Any:
@@ -116,8 +120,27 @@ def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
 
     An existing sweep.json must have the same base config. Its axes may only grow: every
     value it lists must still be listed, and new axes must list the old runs' value. The
-    sweep's name is a label and may change.
+    sweep's name is a label and may change. The read, the checks and the write hold the
+    directory's sweep lock (`SWEEP_LOCK`, waited for): of two growths at the same time, the
+    second sees the first's sweep.json, so no axis is lost (the second is refused when it
+    lacks the first's new axis).
     """
+    try:
+        lock = locked(out_dir / SWEEP_LOCK)
+        lock.__enter__()
+    except OSError as e:
+        from spamlang.sweep.results import is_read_only
+
+        if not is_read_only(e):
+            raise
+        return _check_sweep_file(sweep, out_dir)  # read-only: nothing can write it meanwhile
+    try:
+        return _check_sweep_file(sweep, out_dir)
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
     path = out_dir / SWEEP_FILE
     old = None
     if path.is_file():
