@@ -31,6 +31,7 @@ _VERB_MODULES = (
     "spamlang.cli.sample_cmd",  # sample
     "spamlang.cli.diagnose_cmd",  # diagnose
     "spamlang.cli.diagnose_lm_cmd",  # diagnose-lm
+    "spamlang.cli.law_cmd",  # law fit|predict|validate
 )
 
 

@@ -168,13 +168,18 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int,
               for run_id, config in points}
     width = max((len(run_id) for run_id, _ in points), default=6)
     wide = max((len(s) for s in status.values()), default=7)
+    # The shipped law's prediction of each point's cell ({} while the package ships none).
+    from spamlang.law.show import dry_run_notes
+
+    law = dry_run_notes(points)
     print(f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
-          f"{'tokens':>13}  {'upd/symbol':>10}")
+          f"{'tokens':>13}  {'upd/symbol':>10}" + ("  law loss" if law else ""))
     for k, group in enumerate(mine):
         for run_id, config in group:
             steps = getattr(config, "steps", "?")
             print(f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {steps:>8}  "
-                  f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}")
+                  f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}"
+                  + (f"  {law[run_id]}" if law else ""))
     tokens = sum(_run_tokens(c) for _, c in points)
     per_token: dict = {}
     flops = [_flops_per_token(c, per_token, sweep.group_key_of(r, c)) for r, c in points]

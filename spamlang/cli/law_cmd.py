@@ -1,0 +1,154 @@
+"""`spamlang law fit|predict|validate`: the law of issue #31 (`spamlang.law`) from the
+command line: fit it on sweeps, predict a sweep file's cells, test it sweep by sweep."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+_FORMULA_HELP = (
+    "The law predicts a SpamLang cell's best-LR seed-mean final eval loss from its return time "
+    "R = V / B, Adam's memory M = min(1 / (1 - b2), steps) and its updates per symbol "
+    "n = B x steps / V: L = p log V + (1 - p) a n^-k with p = exp(-c M / R), c and a "
+    "log-linear in tying, width and weight decay (`python -c 'import spamlang.law.formula as "
+    "f; print(f.FORMULA)'`).")
+
+
+def _frames(dirs: list[str]) -> dict[str, object]:
+    """{name: results.csv of each sweep or run directory, with the settings it leaves out read
+    from the runs' config.json}; a directory's name, or its path where two names clash."""
+    import spamlang.results
+    from spamlang.law import fill_from_configs
+
+    from spamlang.errors import UserError
+
+    names = [Path(d).resolve().name for d in dirs]
+    frames = {}
+    for name, d in zip(names, dirs):
+        frame = spamlang.results.load(d)
+        if len(frame) == 0:  # said with its directory, which the law's own message cannot
+            raise UserError(f"{d}: no finished run in its results.csv: nothing to fit")
+        frames[name if names.count(name) == 1 else str(d)] = fill_from_configs(frame, d)
+    return frames
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from spamlang.law import fit
+
+    if args.output:  # a bad output path fails before the fit, not after
+        from spamlang.fileio import check_output_file
+
+        check_output_file(args.output)
+    frames = _frames(args.dirs)
+    law = fit(list(frames.values()), sources=list(frames))
+    print(law)
+    if args.output:
+        print(f"wrote {law.save(args.output)}")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from spamlang.law import load
+    from spamlang.law.show import cell_lines
+    from spamlang.sweep.command import load_sweep_file
+
+    law = load(args.law)
+    sweep, _, _ = load_sweep_file(args.file)
+    print("\n".join(cell_lines(law, _cells(sweep))))
+    return 0
+
+
+def _cells(sweep) -> dict[str, object]:
+    """{label: the first config} per cell of a sweep: its points with lr and seed collapsed,
+    labelled by their other axis fields (`vocab_size=4096 b2=0.999`; "base" with none)."""
+    import json
+
+    from spamlang.sweep.spec import config_field, fields_of
+
+    names = [n for axis in sweep.axes for n in fields_of(axis) if n not in ("lr", "seed")]
+    cells: dict[str, object] = {}
+    for _, config in sweep.points():
+        data = config.to_json()
+        values = [config_field(data, n) for n in names]
+        label = " ".join(f"{n}={v if isinstance(v, str) else json.dumps(v)}"
+                         for n, v in zip(names, values)) or "base"
+        cells.setdefault(label, config)
+    return cells
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from spamlang.law import leave_one_out, summary
+
+    if args.output:
+        from spamlang.plots.canvas import check_figure_path
+
+        check_figure_path(args.output)
+    table = leave_one_out(_frames(args.dirs))
+    shown = table[["sweep", "vocab_size", "batch_size", "steps", "d_model", "tie_embeddings",
+                   "weight_decay", "M", "measured", "predicted", "error", "class_measured",
+                   "class_predicted", "extrapolation"]]
+    with _wide():
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print()
+        print(summary(table).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if args.output:
+        from spamlang.law.figure import plot_validation
+
+        print(f"wrote {plot_validation(table, args.output)}")
+    return 0
+
+
+def _wide():
+    import pandas as pd
+
+    return pd.option_context("display.width", 250, "display.max_colwidth", 80,
+                             "display.max_rows", None)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "law", help="fit, apply and test the law of a cell's loss (return time vs Adam's memory)",
+        description=_FORMULA_HELP)
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND")
+    kinds.required = True
+
+    fit = kinds.add_parser(
+        "fit", help="fit the law on finished sweeps and print it",
+        description="Fit the law on the best-LR seed-mean final eval loss of every cell of the "
+                    "given sweeps (SpamLang, Adam-family optimizers, softmax head; other runs "
+                    "are left out with a warning) and print it: each constant with its "
+                    "standard error, the range it was fitted on. " + _FORMULA_HELP)
+    fit.add_argument("dirs", nargs="+", metavar="RUN_OR_SWEEP_DIR",
+                     help="sweep output directories (or single runs) holding finished runs")
+    fit.add_argument("-o", "--output", metavar="LAW_JSON",
+                     help="also write the law to this JSON file, in an existing folder")
+    fit.set_defaults(func=_fit)
+
+    predict = kinds.add_parser(
+        "predict", help="predict every cell of a sweep file before running it",
+        description="Print one line per cell of a sweep file (its runs' lr and seed collapsed): "
+                    "the predicted best-LR seed-mean loss, the return time R, Adam's memory M "
+                    "and the updates per symbol n, and 'extrapolation: reasons' where the cell "
+                    "is outside the range the law was fitted on (another language, optimizer "
+                    "or head, a width more than 2x beyond the fitted ones, V, R, M or n beyond "
+                    "theirs). Nothing is trained.")
+    predict.add_argument("file", metavar="SWEEP_FILE",
+                         help="sweeps/NAME.py or a .json sweep description")
+    predict.add_argument("--law", metavar="LAW_JSON",
+                         help="a law written by `spamlang law fit -o` (default: the law the "
+                              "package ships)")
+    predict.set_defaults(func=_predict)
+
+    validate = kinds.add_parser(
+        "validate", help="leave-one-sweep-out test of the law",
+        description="Fit the law on all sweeps but one and predict that one's cells, for each "
+                    "sweep in turn; print every cell (measured, predicted, error in "
+                    "log(L + 0.01), class learned / partial / failed at 0.1 and 0.5 log V, "
+                    "extrapolation) and per sweep the RMS error and the fraction classified "
+                    "correctly.")
+    validate.add_argument("dirs", nargs="+", metavar="SWEEP_DIR",
+                          help="at least two sweep output directories")
+    validate.add_argument("-o", "--output", metavar="FIGURE",
+                          help="also draw predicted against measured (log axes, one colour per "
+                               "sweep) to this .png or .pdf")
+    validate.set_defaults(func=_validate)

@@ -1,0 +1,159 @@
+"""From runs to cells: the law's inputs of a run, and a sweep's runs reduced to one loss a cell.
+
+A cell is every setting but the LR and the seed. Its loss is the best LR's seed mean: the mean
+over seeds of final_eval_loss at each LR, then the least of those means (a seed that diverged
+makes its LR's mean missing, so a diverged LR never wins). A run's settings are the columns of
+results.csv before its first outcome (`spamlang.schema.RESULT_COLUMNS`), as `spamlang.results`
+reads them, so a sweep's extra axes split cells too.
+
+Columns that older sweeps lack (weight_decay, b2, optimizer, sampling: results.csv lists them
+only when they are axes) take the TrainConfig default, except Adam's memory, which every
+result reports (adam_memory_steps); `spamlang.law.frames.fill_from_configs` reads them from
+the runs' config.json first where a sweep directory is at hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Any, Mapping
+
+from spamlang.errors import UserError
+from spamlang.schema import RESULT_COLUMNS
+
+# What the law is a law of: SpamLang (one symbol repeated, position-invariant) trained by an
+# Adam-family optimizer (the formula's memory is Adam's second moment) with the softmax head
+# (the formula has no term for a head's rank). Runs outside are left out of a fit.
+SCOPE = {"language": ("spam",), "optimizer": ("adamw", "lazy_adamw"), "head": ("softmax",)}
+# Columns a fit cannot do without (results.csv always has them).
+REQUIRED = ("vocab_size", "batch_size", "d_model", "steps", "lr", "seed", "final_eval_loss")
+# Columns a prediction cannot do without; the rest default to TrainConfig's defaults.
+PREDICT_REQUIRED = ("vocab_size", "batch_size", "d_model", "steps")
+# TrainConfig fields the law reads, defaulted where a row lacks them.
+DEFAULTED = ("tie_embeddings", "weight_decay", "b2", "language", "optimizer", "head", "sampling")
+# The memory columns of results.csv, most direct first: the capped memory (newer sweeps), then
+# 1 / (1 - b2) as every result reports it.
+MEMORY_COLUMNS = ("adam_memory_steps_effective", "adam_memory_steps")
+# Columns a cell adds to its settings: the formula's R, M, n, then the outcome and its origin.
+CELL_COLUMNS = ("R", "M", "n", "loss", "best_lr", "seeds")
+
+
+def defaults() -> dict[str, Any]:
+    """TrainConfig's defaults of the fields in DEFAULTED (its module imports no JAX)."""
+    from spamlang.train.config import TrainConfig
+
+    return {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name in DEFAULTED}
+
+
+def missing(value: Any) -> bool:
+    """An empty cell: None, NaN, or pandas' NA."""
+    try:
+        return value is None or bool(value != value)
+    except (TypeError, ValueError):  # pandas.NA refuses bool()
+        return True
+
+
+def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, Any]:
+    """The law's inputs of one run or config (`Mapping` of results.csv columns): the
+    DEFAULTED fields, defaulted; the memory 1 / (1 - b2) read as MEMORY_COLUMNS says; and the
+    formula's R, M (memory capped at the run's steps) and n. UserError naming what is absent."""
+    absent = [c for c in PREDICT_REQUIRED if missing(row.get(c))]
+    if absent:
+        raise UserError(f"missing column(s) {', '.join(absent)}: the law needs "
+                        f"{', '.join(PREDICT_REQUIRED)}")
+    fill = defaults() if fill is None else fill
+    out = {c: (fill[c] if missing(row.get(c)) else row[c]) for c in DEFAULTED}
+    try:
+        V, B, D, steps = (float(row[c]) for c in PREDICT_REQUIRED)
+        memory = _memory(row, out)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"a run's settings are not numbers ({e})") from None
+    if min(V, B, D, steps) <= 0:
+        raise UserError(f"vocab_size, batch_size, d_model and steps must be > 0, got "
+                        f"{V:g}, {B:g}, {D:g}, {steps:g}")
+    out.update(vocab_size=int(V), batch_size=int(B), d_model=int(D), steps=int(steps),
+               tie_embeddings=bool(out["tie_embeddings"]), weight_decay=float(out["weight_decay"]),
+               R=V / B, M=min(memory, steps), n=B * steps / V)
+    return out
+
+
+def _memory(row: Mapping[str, Any], values: dict) -> float:
+    """1 / (1 - b2) in steps: from b2 where the row names it, else from the memory the result
+    reports (capped or not), else from the default b2."""
+    if not missing(row.get("b2")):
+        return _steps(float(row["b2"]))
+    for column in MEMORY_COLUMNS:
+        if not missing(row.get(column)):
+            return float(row[column])
+    return _steps(float(values["b2"]))
+
+
+def _steps(b2: float) -> float:
+    """1 / (1 - b2) to 10 significant digits, as TrainConfig.return_time reports it (1000 for
+    b2 = 0.999, not 999.9999999999991)."""
+    return float(f"{1 / (1 - b2):.10g}")
+
+
+def cells(frame) -> Any:
+    """The cells of one sweep's runs (module docstring): a DataFrame of each cell's settings,
+    the law's inputs filled in, and CELL_COLUMNS. Runs outside SCOPE are left out with a
+    warning; UserError for an empty frame, a missing column, or no run in scope."""
+    import pandas as pd
+
+    if frame is None or len(frame) == 0:
+        raise UserError("no runs to fit: the frame is empty")
+    absent = [c for c in REQUIRED if c not in frame.columns]
+    if absent:
+        raise UserError(f"missing column(s) {', '.join(absent)}: the law needs a results.csv "
+                        f"table ({', '.join(REQUIRED)})")
+    settings = _settings(list(frame.columns))
+    fill = defaults()
+    groups: dict[tuple, dict] = {}
+    outside = 0
+    for row in frame.to_dict("records"):
+        inputs = row_inputs(row, fill)
+        if any(inputs[k] not in allowed for k, allowed in SCOPE.items()):
+            outside += 1
+            continue
+        cell = {**{c: _plain(row.get(c)) for c in settings}, **inputs}
+        key = tuple(cell.items())
+        diverged = row.get("diverged")
+        lost = missing(row["final_eval_loss"]) or (not missing(diverged) and bool(diverged))
+        loss = math.nan if lost else float(row["final_eval_loss"])
+        groups.setdefault(key, {}).setdefault(float(row["lr"]), []).append(loss)
+    scope = "; ".join(f"{k} {', '.join(v)}" for k, v in SCOPE.items())
+    if not groups:
+        raise UserError(f"no run the law covers: all {outside} are outside its scope ({scope})")
+    records = [_cell(dict(key), by_lr) for key, by_lr in groups.items()]
+    records = [r for r in records if r is not None]
+    if not records:
+        raise UserError("no cell to fit: every run in the law's scope has no final_eval_loss "
+                        "(or diverged)")
+    if outside:  # said once the rest can be fitted, so that an error stays one line
+        warnings.warn(f"{outside} run(s) outside the law's scope left out ({scope})",
+                      stacklevel=2)
+    return pd.DataFrame.from_records(records)
+
+
+def _settings(columns: list[str]) -> list[str]:
+    """The columns before the first outcome, less run_id, lr and seed (module docstring)."""
+    first = next((i for i, c in enumerate(columns) if c in RESULT_COLUMNS), len(columns))
+    return [c for c in columns[:first] if c not in ("run_id", "lr", "seed")]
+
+
+def _plain(value: Any) -> Any:
+    """A hashable cell value: None for an empty cell, Python scalars for numpy's."""
+    if missing(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _cell(settings: dict, by_lr: dict[float, list[float]]) -> dict | None:
+    """One cell's record: its settings, the best LR's seed mean and seed count; None when
+    every LR has a missing loss."""
+    means = {lr: sum(v) / len(v) for lr, v in by_lr.items() if not any(map(math.isnan, v))}
+    if not means:
+        return None
+    best = min(means, key=means.get)
+    return {**settings, "loss": means[best], "best_lr": best, "seeds": len(by_lr[best])}

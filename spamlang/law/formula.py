@@ -1,0 +1,60 @@
+"""The law's formula: a cell's best-LR seed-mean final eval loss from its settings.
+
+    R = V / B                        steps between a symbol's returns
+    M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
+    n = B x steps / V                updates per symbol
+    c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0])
+    l(n) = exp(log_a + a_tied*tied) * n^-k        the loss a symbol reaches with n updates
+    p = exp(-c M / R)                the share of symbols Adam has forgotten between returns
+    L = p * log V + (1 - p) * l(n)
+
+The exponential term is the reviewer's sketch (issue #31): a symbol Adam remembers (M >> R)
+reaches l(n); one it forgets is pushed back to chance, log V. c is log-linear because the
+sketch's known misses are multiplicative: c ~ 2.5 untied and ~4.2 tied, ~7 and ~12 at D = 32
+and 64, and it moves with weight decay. l(n) gets a tied term too, because at equal n the
+tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999).
+
+Numpy only: this module is the math, shared by the fit, the prediction and the tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# The constants, in the order of the fit's parameter vector.
+NAMES = ("log_a", "a_tied", "k", "c0", "c_tied", "c_D", "c_wd")
+# The width c0 refers to: the `tiny` preset's, that of most CPU sweeps.
+D_REF = 16
+# What a constant multiplies, for the constants that vanish when the fit's cells do not vary
+# it (every cell untied, one width, one sign of weight decay): they are held at 0, unfitted.
+FEATURE_OF = {"a_tied": "tied", "c_tied": "tied", "c_D": "log_width", "c_wd": "decayed"}
+# Those features in words, for a constant held at 0 ("every cell had the same width").
+FEATURE_WORDS = {"tied": "tying", "log_width": "width", "decayed": "sign of weight decay"}
+# The offset of the fitted loss's log: log(L + 0.01), so that a learned cell at 0.001 and one
+# at 0.01 do not count as far apart as a learned and a failed one.
+LOG_OFFSET = 0.01
+FORMULA = __doc__.split("\n\n")[1]
+
+
+def features(V, B, steps, memory, D, tied, decayed) -> dict[str, np.ndarray]:
+    """The formula's inputs as float arrays: V, R, M, n and the terms of log c.
+    `memory`: 1 / (1 - b2) (uncapped); the run's length caps it here."""
+    V, B, steps = (np.asarray(x, dtype=float) for x in (V, B, steps))
+    return {"V": V, "R": V / B, "M": np.minimum(np.asarray(memory, dtype=float), steps),
+            "n": B * steps / V, "tied": np.asarray(tied, dtype=float),
+            "log_width": np.log(np.asarray(D, dtype=float) / D_REF),
+            "decayed": np.asarray(decayed, dtype=float)}
+
+
+def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """L of the module docstring for the constants `theta` (by name) at the features `x`."""
+    c = np.exp(theta["c0"] + theta["c_tied"] * x["tied"] + theta["c_D"] * x["log_width"]
+               + theta["c_wd"] * x["decayed"])
+    floor = np.exp(theta["log_a"] + theta["a_tied"] * x["tied"]) * x["n"] ** -theta["k"]
+    forgotten = np.exp(-c * x["M"] / x["R"])
+    return forgotten * np.log(x["V"]) + (1 - forgotten) * floor
+
+
+def log_loss(values) -> np.ndarray:
+    """log(L + 0.01): the scale the fit's residuals and the law's errors are measured on."""
+    return np.log(np.asarray(values, dtype=float) + LOG_OFFSET)

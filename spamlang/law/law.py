@@ -1,0 +1,168 @@
+"""`Law`: fitted constants with their standard errors and the range they were fitted on, and
+the predictions it makes, each flagged when it leaves that range; saved and loaded as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from spamlang.errors import UserError, describe
+from spamlang.law import formula
+from spamlang.law.cells import row_inputs
+
+# Bumped when the file's meaning changes; a file of another format is refused, not misread.
+FORMAT = 1
+SHIPPED = "fitted.json"  # the package's own law, next to this module
+# How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
+# only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
+# (a law fitted at one width has no slope: any other width is flagged).
+WIDTH_FACTOR = 2.0
+# Numeric inputs a prediction must stay within (inclusive, at the fit's min and max).
+RANGED = ("V", "R", "M", "n")
+# Settings the law knows only at the values its cells had.
+COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed")
+# A relative slack on the range's ends, so a cell of the fit is never flagged for rounding.
+_SLACK = 1e-9
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """One predicted cell: the loss and why it should not be trusted."""
+
+    loss: float  # the best-LR seed-mean final eval loss the law predicts
+    extrapolation: tuple[str, ...]  # why the cell is outside the fitted range; () inside
+    R: float  # return time V / B, in steps
+    M: float  # Adam's memory min(1 / (1 - b2), steps), in steps
+    n: float  # updates per symbol B x steps / V
+
+
+@dataclasses.dataclass(frozen=True)
+class Law:
+    """The fitted formula (`spamlang.law.formula`) and what it was fitted on."""
+
+    constants: dict[str, float]  # formula.NAMES -> value
+    errors: dict[str, float | None]  # standard error of each; None: held at 0 (not fitted)
+    cells: int  # cells (best-LR seed means) the fit used
+    rms: float  # RMS residual of the fit in log(L + 0.01)
+    ranges: dict[str, list[float]]  # "D" and RANGED -> [min, max] seen in the fit
+    covered: dict[str, list]  # COVERED -> the values seen in the fit
+    sources: list[str] = dataclasses.field(default_factory=list)  # what it was fitted on
+
+    # ----- predictions --------------------------------------------------------------------
+    def predict_row(self, row: Mapping[str, Any]) -> Prediction:
+        """The prediction for a results.csv row or any mapping of its columns (vocab_size,
+        batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
+        x = row_inputs(row)
+        feats = formula.features(x["vocab_size"], x["batch_size"], x["steps"], x["M"],
+                                 x["d_model"], x["tie_embeddings"], x["weight_decay"] > 0)
+        loss = float(formula.loss(self.constants, feats))
+        return Prediction(loss, self.outside(x), x["R"], x["M"], x["n"])
+
+    def predict(self, config) -> Prediction:
+        """The prediction for a `spamlang.train.config.TrainConfig` (its lr and seed do not
+        matter: the law predicts the best LR's seed mean). Builds the model config for D."""
+        row = {f: getattr(config, f) for f in
+               ("vocab_size", "batch_size", "steps", "tie_embeddings", "weight_decay", "b2",
+                "language", "optimizer", "head", "sampling")}
+        return self.predict_row({**row, "d_model": config.model_config().d_model})
+
+    def outside(self, x: Mapping[str, Any]) -> tuple[str, ...]:
+        """Why the inputs `x` (`row_inputs`) leave the fitted range, in words; () inside."""
+        values = {**x, "decayed": x["weight_decay"] > 0}
+        reasons = [f"{name} {_show(values[name])} (fitted: "
+                   f"{', '.join(map(_show, self.covered[name]))})"
+                   for name in COVERED if values[name] not in self.covered[name]]
+        lo, hi = self.ranges["D"]
+        if lo == hi != x["d_model"]:  # one width: c_D is not fitted, D is not in the law
+            reasons.append(f"D {x['d_model']} (fitted: {lo:g} alone)")
+        elif not lo / WIDTH_FACTOR <= x["d_model"] <= hi * WIDTH_FACTOR:
+            reasons.append(f"D {x['d_model']} more than {WIDTH_FACTOR:g}x beyond the fitted "
+                           f"widths {lo:g}-{hi:g}")
+        named = {"V": x["vocab_size"], "R": x["R"], "M": x["M"], "n": x["n"]}
+        for name in RANGED:
+            lo, hi = self.ranges[name]
+            if not lo * (1 - _SLACK) <= named[name] <= hi * (1 + _SLACK):
+                reasons.append(f"{name} {named[name]:.5g} outside the fitted {lo:.5g}-{hi:.5g}")
+        return tuple(reasons)
+
+    # ----- files --------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"format": FORMAT, **dataclasses.asdict(self)}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the law as JSON (atomically) to `path`, in an existing folder."""
+        from spamlang.fileio import atomic_write_text, check_output_file
+
+        path = check_output_file(path)
+        atomic_write_text(path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        return path
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "law") -> "Law":
+        """Inverse of `to_json`; UserError naming `where` for anything else."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise UserError(f"{where}: not a spamlang law file of format {FORMAT}")
+        absent = sorted(set(names) - set(data))
+        if absent or not isinstance(data["constants"], dict) \
+                or set(data["constants"]) != set(formula.NAMES):
+            raise UserError(f"{where}: not a complete law (missing {', '.join(absent) or 'constants'})")
+        return cls(**{n: data[n] for n in names})
+
+    # ----- text ---------------------------------------------------------------------------
+    def __str__(self) -> str:
+        lines = [formula.FORMULA, "", f"fitted on {self.cells} cells"
+                 + (f" of {', '.join(self.sources)}" if self.sources else "")
+                 + f"; RMS error {self.rms:.3f} in log(L + {formula.LOG_OFFSET:g})"]
+        for name in formula.NAMES:
+            value, error = self.constants[name], self.errors[name]
+            lines.append(f"  {name:<7} = {value:+.4g}" + (
+                f" ± {error:.2g}" if error is not None else
+                f"  (not fitted: every cell had the same "
+                f"{formula.FEATURE_WORDS[formula.FEATURE_OF[name]]})"))
+        c = math.exp(self.constants["c0"])
+        at = [f"D = {formula.D_REF}" if self.errors["c_D"] is not None else "the fitted width",
+              "no weight decay" if self.errors["c_wd"] is not None else "the fitted weight decay"]
+        lines.append(f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
+                     f"at {' and '.join(at)}")
+        lines.append("range: " + "; ".join(
+            [f"{n} {self.ranges[n][0]:.5g}-{self.ranges[n][1]:.5g}" for n in ("D", *RANGED)]
+            + [f"{n} {', '.join(map(_show, self.covered[n]))}" for n in COVERED])
+            + f" (D flagged beyond {WIDTH_FACTOR:g}x its range)")
+        return "\n".join(lines)
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def shipped_path():
+    """Where the package's own law lives (an importlib.resources Traversable)."""
+    return resources.files(__package__).joinpath(SHIPPED)  # spamlang.law
+
+
+def load(path: str | Path | None = None) -> Law:
+    """The law saved at `path`; without one, the law the package ships. UserError when the
+    file is absent or unreadable, or when the package ships none yet."""
+    source = shipped_path() if path is None else Path(path)
+    if path is None and not source.is_file():
+        raise UserError("spamlang ships no fitted law yet: fit one with `spamlang law fit "
+                        "SWEEP_DIR... -o law.json` and pass it with --law law.json")
+    if path is not None and not source.is_file():
+        raise UserError(f"no such law file: {path}")
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{source}: {describe(e)}") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{source}:{e.lineno}: bad JSON: {e.msg}") from None
+    return Law.from_json(data, str(source))
+
+
+def shipped() -> Law | None:
+    """The package's own law, or None while it ships none (a dry run then shows nothing)."""
+    return load() if shipped_path().is_file() else None

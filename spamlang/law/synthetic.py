@@ -1,0 +1,50 @@
+"""Runs drawn from a known law: what the fit is tested on until the sweeps of issue #31 land.
+
+A grid of cells over V, B, steps, b2, width, tying and weight decay; every LR and seed of a
+cell gets the law's loss times log-normal noise, and the LRs off the best one a fixed penalty
+on top, so that the best LR's seed mean is the law's loss (with the noise) and the reduction to
+cells is exercised as on real sweeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from spamlang.law import formula
+
+# A law like the sketch's (c ~ 2.5 untied, ~4.2 tied at D = 16; floors 0.4 and 0.05 at n = 16).
+CONSTANTS = {"log_a": math.log(1.6), "a_tied": math.log(0.12), "k": 0.5, "c0": math.log(2.5),
+             "c_tied": math.log(4.2 / 2.5), "c_D": 0.8, "c_wd": -0.3}
+# The grid: the README's sweeps in miniature (steps = n x V / B for these n).
+GRID = {"vocab_size": (256, 1024, 4096), "batch_size": (32, 128, 512), "n": (4, 16, 64),
+        "b2": (0.9, 0.95, 0.99, 0.999), "d_model": (16, 32, 64),
+        "tie_embeddings": (False, True), "weight_decay": (0.0, 0.1)}
+LRS = (1e-3, 3e-3, 1e-2)  # the middle one is each cell's best
+OFF_BEST = 1.5  # loss factor of the LRs off the best
+
+
+def frame(constants: dict | None = None, noise: float = 0.02, seeds: int = 2, seed: int = 0,
+          grid: dict | None = None):
+    """A results.csv-shaped DataFrame of the runs (module docstring); `noise`: the standard
+    deviation of the log-normal factor on each run's loss."""
+    import pandas as pd
+
+    constants, grid = constants or CONSTANTS, {**GRID, **(grid or {})}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for V, B, n, b2, D, tied, wd in itertools.product(*grid.values()):
+        steps = max(1, round(n * V / B))
+        x = formula.features(V, B, steps, 1 / (1 - b2), D, tied, wd > 0)
+        loss = float(formula.loss(constants, x))
+        for lr, s in itertools.product(LRS, range(seeds)):
+            factor = 1.0 if lr == LRS[1] else OFF_BEST
+            rows.append({"run_id": f"r{len(rows)}", "language": "spam", "preset": "tiny",
+                         "d_model": D, "vocab_size": V, "lr": lr, "tie_embeddings": tied,
+                         "head": "softmax", "seed": s, "seq_len": 2, "batch_size": B,
+                         "b2": b2, "weight_decay": wd,
+                         "final_eval_loss": loss * factor * math.exp(rng.normal(0, noise)),
+                         "steps": steps, "adam_memory_steps": 1 / (1 - b2)})
+    return pd.DataFrame.from_records(rows)

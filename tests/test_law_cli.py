@@ -1,0 +1,165 @@
+"""`spamlang law fit|predict|validate` and the dry run's law column, on synthetic sweeps; every
+bad input is one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from spamlang.cli import main
+from spamlang.law import load, synthetic
+from spamlang.law import law as law_module
+
+# Small grids: each sweep holds one value of b2 or two, 2 widths, both tyings.
+GRID = {"vocab_size": (256, 1024), "batch_size": (32, 128), "n": (4, 16, 64),
+        "d_model": (16, 32), "weight_decay": (0.1,)}
+SWEEP_FILE = """
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+SWEEP = Sweep("lawcells", TrainConfig(preset="tiny", seq_len=2, batch_size=32, tokens=32768,
+                                      tie_embeddings=True),
+              {{"language": {languages}, "vocab_size": [256, 1024], "b2": [0.95, 0.999],
+               "lr": [1e-3, 3e-3], "seed": [0, 1]}})
+"""
+
+
+def _sweep_dir(root, name, b2s, seed=0, **columns):
+    frame = synthetic.frame(noise=0.02, seed=seed, grid={**GRID, "b2": b2s}).assign(**columns)
+    (root / name).mkdir()
+    frame.to_csv(root / name / "results.csv", index=False)
+    return str(root / name)
+
+
+@pytest.fixture
+def sweeps(tmp_path):
+    return [_sweep_dir(tmp_path, "low", (0.9, 0.95)), _sweep_dir(tmp_path, "high", (0.99, 0.999), 1)]
+
+
+@pytest.fixture
+def law_file(tmp_path, sweeps, capsys):
+    assert main(["law", "fit", *sweeps, "-o", str(tmp_path / "law.json")]) == 0
+    capsys.readouterr()
+    return tmp_path / "law.json"
+
+
+def _sweep_file(tmp_path, languages=("spam",)):
+    path = tmp_path / "cells.py"
+    path.write_text(SWEEP_FILE.format(languages=list(languages)))
+    return str(path)
+
+
+def test_fit_prints_the_law_and_writes_it(tmp_path, sweeps, capsys):
+    out = tmp_path / "law.json"
+    assert main(["law", "fit", *sweeps, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    law = load(out)
+    assert str(law) in text and f"wrote {out}" in text
+    assert law.sources == ["low", "high"] and law.ranges["M"][1] == 1000  # b2 = 0.999
+
+
+def test_predict_prints_every_cell_once(tmp_path, law_file, capsys):
+    assert main(["law", "predict", _sweep_file(tmp_path), "--law", str(law_file)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    cells = [f"language=spam vocab_size={v} b2={b2}" for v in (256, 1024) for b2 in (0.95, 0.999)]
+    assert len(lines) == 1 + len(cells)  # a header, then one line per cell: lr and seed collapsed
+    for cell in cells:
+        (line,) = [x for x in lines if x.startswith(cell + " ")]
+        assert "extrapolation" not in line
+
+
+def test_predict_marks_cells_outside_the_law(tmp_path, law_file, capsys):
+    path = _sweep_file(tmp_path, languages=("spam", "cycle"))
+    assert main(["law", "predict", path, "--law", str(law_file)]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert len(lines) == 8
+    for line in lines:
+        assert ("extrapolation: language cycle" in line) == line.startswith("language=cycle")
+
+
+def test_validate_prints_the_table_and_draws_it(tmp_path, sweeps, capsys):
+    figure = tmp_path / "validate.png"
+    assert main(["law", "validate", *sweeps, "-o", str(figure)]) == 0
+    out = capsys.readouterr().out
+    assert figure.stat().st_size > 0 and f"wrote {figure}" in out
+    assert "classified" in out and all(f"{name} " in out for name in ("low", "high"))
+
+
+@pytest.mark.parametrize("case", ["empty", "missing column", "language", "no such dir",
+                                  "no such sweep file", "no such law", "no shipped law",
+                                  "bad flag", "bad figure", "one sweep"])
+def test_bad_input_is_one_line_and_status_2(tmp_path, case, capsys, monkeypatch):
+    good = _sweep_dir(tmp_path, "good", (0.95, 0.999))
+    monkeypatch.setattr(law_module, "shipped_path", lambda: tmp_path / "absent.json")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "results.csv").write_text(
+        (tmp_path / "good" / "results.csv").read_text().splitlines()[0] + "\n")
+    argv = {
+        "empty": ["law", "fit", str(tmp_path / "empty")],
+        "missing column": ["law", "fit", _sweep_dir(tmp_path, "cut", (0.95,))],
+        "language": ["law", "fit", _sweep_dir(tmp_path, "cycle", (0.95,), language="cycle")],
+        "no such dir": ["law", "fit", str(tmp_path / "absent")],
+        "no such sweep file": ["law", "predict", str(tmp_path / "absent.py"), "--law", "x"],
+        "no such law": ["law", "predict", _sweep_file(tmp_path), "--law",
+                        str(tmp_path / "absent.json")],
+        "no shipped law": ["law", "predict", _sweep_file(tmp_path)],
+        "bad flag": ["law", "fit", good, "--bogus"],
+        "bad figure": ["law", "validate", good, good, "-o", str(tmp_path / "fig.txt")],
+        "one sweep": ["law", "validate", good],
+    }[case]
+    if case == "missing column":
+        path = tmp_path / "cut" / "results.csv"
+        frame = __import__("pandas").read_csv(path)
+        frame.drop(columns="final_eval_loss").to_csv(path, index=False)
+    try:
+        status = main(argv)
+    except SystemExit as e:  # a bad flag: argparse exits (with the one-line message)
+        status = e.code
+    assert status == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1, captured.err
+
+
+def test_every_law_command_explains_itself(capsys):
+    for kind in ("fit", "predict", "validate"):
+        with pytest.raises(SystemExit) as done:
+            main(["law", kind, "--help"])
+        assert done.value.code == 0
+        assert "law" in capsys.readouterr().out
+
+
+def test_dry_run_shows_the_shipped_law_beside_each_run(tmp_path, law_file, capsys, monkeypatch):
+    argv = ["sweep", _sweep_file(tmp_path, languages=("spam", "cycle")), "--dry-run",
+            "--out", str(tmp_path / "out")]
+    monkeypatch.setattr(law_module, "shipped_path", lambda: tmp_path / "absent.json")
+    assert main(argv) == 0
+    silent = capsys.readouterr().out
+    assert "law" not in silent.splitlines()[0]
+    monkeypatch.setattr(law_module, "shipped_path", lambda: law_file)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("law loss")
+    law = load(law_file)
+    runs = [x for x in lines[1:] if x.startswith(("spam-", "cycle-"))]
+    assert len(runs) == 32  # 2 languages x 2 V x 2 b2 x 2 LRs x 2 seeds
+    for line in runs:
+        assert ("extrapolation: language cycle" in line) == line.startswith("cycle-")
+    spam = [x for x in runs if x.startswith("spam-V256-b2_0.95-")]
+    from spamlang.train.config import TrainConfig
+
+    expected = law.predict(TrainConfig(preset="tiny", seq_len=2, batch_size=32, tokens=32768,
+                                       tie_embeddings=True, vocab_size=256, b2=0.95)).loss
+    assert all(x.endswith(f"  {expected:.3g}") for x in spam) and len(spam) == 4
+
+
+def test_settings_results_csv_leaves_out_come_from_the_runs_configs(tmp_path):
+    import json
+
+    from spamlang.law import fill_from_configs
+
+    frame = synthetic.frame(grid={**GRID, "b2": (0.95,)}).drop(columns=["weight_decay", "b2"])
+    for k, run_id in enumerate(frame["run_id"][:2]):
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "config.json").write_text(json.dumps({"weight_decay": 0.0,
+                                                                   "b2": 0.9 + k / 100}))
+    filled = fill_from_configs(frame, tmp_path)
+    assert list(filled["weight_decay"][:2]) == [0.0, 0.0] and list(filled["b2"][:2]) == [0.9, 0.91]
+    assert filled["weight_decay"][2:].isna().all()  # no config.json: the default, later

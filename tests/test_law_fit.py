@@ -1,0 +1,116 @@
+"""spamlang.law's fit: the constants of runs drawn from a known law come back, each within its
+standard error's reach; what the runs cannot tell is held, not guessed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from spamlang.errors import UserError
+from spamlang.law import cells, classify, fit, leave_one_out, summary, synthetic
+from spamlang.law.formula import NAMES
+
+# How many standard errors a recovered constant may sit from the truth (a 4-sigma miss in 7
+# constants happens by chance about once in 2,000 fits).
+SIGMAS = 4
+
+
+def test_noiseless_runs_give_back_the_law_exactly():
+    law = fit(synthetic.frame(noise=0.0, seeds=1))
+    for name in NAMES:
+        assert law.constants[name] == pytest.approx(synthetic.CONSTANTS[name], abs=1e-6)
+    assert law.rms < 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_noisy_runs_give_back_the_law_within_its_standard_errors(seed):
+    law = fit(synthetic.frame(noise=0.05, seed=seed))
+    for name in NAMES:
+        error = law.errors[name]
+        assert 0 < error < 0.1  # a measured, useful error on every constant
+        assert abs(law.constants[name] - synthetic.CONSTANTS[name]) < SIGMAS * error, name
+    # The residual is the noise of a seed mean, on the log(L + 0.01) scale (a bit below it).
+    assert 0.3 * 0.05 / np.sqrt(2) < law.rms < 0.05
+
+
+def test_a_term_the_cells_do_not_vary_is_held_at_zero_and_flagged():
+    law = fit(synthetic.frame(noise=0.01, grid={"d_model": (32,), "weight_decay": (0.1,)}))
+    assert law.errors["c_D"] is None and law.constants["c_D"] == 0
+    assert law.errors["c_wd"] is None and law.constants["c_wd"] == 0
+    assert law.ranges["D"] == [32, 32] and law.covered["decayed"] == [True]
+    assert "not fitted" in str(law)
+
+
+def test_cells_are_the_best_lr_of_the_seed_means():
+    frame = synthetic.frame(noise=0.1, seeds=3, grid={"vocab_size": (256,), "batch_size": (32,),
+                                                      "n": (16,), "b2": (0.99,),
+                                                      "d_model": (16,), "weight_decay": (0.1,)})
+    table = cells(frame)
+    assert len(table) == 2  # tied and untied; lr and seed collapsed
+    for tied, cell in zip(table["tie_embeddings"], table.to_dict("records")):
+        runs = frame[frame["tie_embeddings"] == tied]
+        means = runs.groupby("lr")["final_eval_loss"].mean()
+        assert cell["loss"] == pytest.approx(means.min()) and cell["best_lr"] == means.idxmin()
+        assert cell["seeds"] == 3
+
+
+def test_a_diverged_seed_takes_its_lr_out_of_the_running():
+    frame = synthetic.frame(noise=0.0, grid={"vocab_size": (256,), "batch_size": (32,),
+                                             "n": (16,), "b2": (0.99,), "d_model": (16,),
+                                             "tie_embeddings": (True,), "weight_decay": (0.1,)})
+    best = cells(frame)["best_lr"].item()
+    frame.loc[(frame["lr"] == best) & (frame["seed"] == 0), "final_eval_loss"] = float("nan")
+    assert cells(frame)["best_lr"].item() != best
+
+
+def test_bad_frames_are_user_errors():
+    frame = synthetic.frame(grid={"vocab_size": (256,), "n": (16,)})
+    with pytest.raises(UserError, match="empty"):
+        fit(frame.iloc[:0])
+    with pytest.raises(UserError, match="final_eval_loss"):
+        fit(frame.drop(columns="final_eval_loss"))
+    with pytest.raises(UserError, match="scope"):
+        fit(frame.assign(language="cycle"))
+    with pytest.raises(UserError, match="more cells than constants"):
+        fit(frame.iloc[:12])
+
+
+def test_runs_outside_the_scope_are_left_out_with_a_warning():
+    frame = synthetic.frame(noise=0.0, seeds=1)
+    other = frame.assign(language="cycle", final_eval_loss=0.0)
+    with pytest.warns(UserWarning, match="outside the law's scope"):
+        table = cells(__import__("pandas").concat([frame, other], ignore_index=True))
+    assert len(table) == len(cells(frame))
+
+
+def test_classify_splits_at_a_tenth_and_half_of_chance():
+    V = 1024
+    chance = np.log(V)
+    assert classify(0.05 * chance, V) == "learned"
+    assert classify(0.3 * chance, V) == "partial"
+    assert classify(0.9 * chance, V) == "failed"
+
+
+def test_leave_one_sweep_out_predicts_each_sweep_from_the_others():
+    frame = synthetic.frame(noise=0.02, grid={"d_model": (16,), "weight_decay": (0.1,)})
+    sweeps = {"low_b2": frame[frame["b2"] < 0.99], "high_b2": frame[frame["b2"] >= 0.99]}
+    table = leave_one_out(sweeps)
+    assert set(table["sweep"]) == set(sweeps)
+    assert len(table) == sum(len(cells(f)) for f in sweeps.values())
+    per_sweep = summary(table).set_index("sweep")
+    # The law is the truth here: every sweep is predicted to about the noise, and classified.
+    assert (per_sweep["rms"] < 0.1).all() and (per_sweep["classified"] > 0.9).all()
+    # M of the held-out sweep lies outside what the other saw, and the table says so.
+    assert (table["extrapolation"].str.contains("M ")).any()
+    with pytest.raises(UserError, match="at least 2"):
+        leave_one_out({"one": frame})
+
+
+def test_importing_the_law_imports_no_jax():
+    code = ("import sys, spamlang.law, spamlang.law.figure, spamlang.law.show; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'jax'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

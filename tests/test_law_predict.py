@@ -1,0 +1,114 @@
+"""Law.predict and its range: a prediction outside what the fit saw says why; a law saved is
+the law loaded; a missing or broken law file is one UserError."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spamlang.errors import UserError
+from spamlang.law import Law, fit, load, synthetic
+from spamlang.law import law as law_module
+from spamlang.law.formula import NAMES
+
+
+@pytest.fixture(scope="module")
+def law() -> Law:
+    return fit(synthetic.frame(noise=0.01, grid={"d_model": (16, 32), "weight_decay": (0.1,)}))
+
+
+def _row(**changes) -> dict:
+    """A cell inside the synthetic grid."""
+    return {"vocab_size": 1024, "batch_size": 32, "d_model": 16, "steps": 512,
+            "tie_embeddings": True, "b2": 0.99, "weight_decay": 0.1, **changes}
+
+
+def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
+    inside = law.predict_row(_row())
+    assert inside.extrapolation == ()
+    truth = fit(synthetic.frame(noise=0.0, seeds=1)).predict_row(_row())
+    assert inside.loss == pytest.approx(truth.loss, rel=0.05)
+    assert (inside.R, inside.M, inside.n) == (1024 / 32, 100, 32 * 512 / 1024)
+
+
+@pytest.mark.parametrize("changes, word", [
+    ({"language": "cycle"}, "language"),
+    ({"optimizer": "sgd"}, "optimizer"),
+    ({"head": "lowrank:4"}, "head"),
+    ({"sampling": "permuted"}, "sampling"),
+    ({"weight_decay": 0.0}, "decayed"),
+    ({"d_model": 128}, "D 128"),  # more than 2x the widest fitted (32)
+    ({"vocab_size": 131072, "steps": 65536}, "V "),
+    ({"b2": 0.99999, "steps": 100_000}, "M "),
+    ({"steps": 8}, "n "),
+])
+def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word):
+    p = law.predict_row(_row(**changes))
+    assert p.loss > 0 and any(word in reason for reason in p.extrapolation), p.extrapolation
+
+
+def test_a_width_within_twice_the_fitted_ones_is_not_flagged(law):
+    assert law.predict_row(_row(d_model=64)).extrapolation == ()
+    assert law.predict_row(_row(d_model=8)).extrapolation == ()
+
+
+def test_a_law_of_one_width_flags_every_other_width():
+    one = fit(synthetic.frame(noise=0.01, grid={"d_model": (16,), "weight_decay": (0.1,)}))
+    assert one.predict_row(_row(d_model=16)).extrapolation == ()
+    assert any("D 24" in r for r in one.predict_row(_row(d_model=24)).extrapolation)
+
+
+def test_predict_reads_a_train_config_as_its_row(law):
+    from spamlang.train.config import TrainConfig
+
+    config = TrainConfig(preset="tiny", vocab_size=1024, batch_size=32, seq_len=2,
+                         tokens=512 * 32 * 2, tie_embeddings=True, b2=0.99, lr=3e-3, seed=4)
+    by_config = law.predict(config)
+    assert by_config == law.predict_row(_row(d_model=config.model_config().d_model))
+    assert law.predict(config.replace(lr=1e-2, seed=0)) == by_config  # lr, seed ignored
+
+
+def test_a_missing_setting_is_a_user_error(law):
+    with pytest.raises(UserError, match="d_model"):
+        law.predict_row({k: v for k, v in _row().items() if k != "d_model"})
+
+
+def test_save_and_load_round_trip(law, tmp_path):
+    path = law.save(tmp_path / "law.json")
+    back = load(path)
+    assert back == law and str(back) == str(law)
+    assert back.predict_row(_row()) == law.predict_row(_row())
+
+
+def test_str_names_every_constant_with_its_error(law):
+    text = str(law)
+    assert "L = p * log V + (1 - p) * l(n)" in text
+    for name in NAMES:
+        line = next(x for x in text.splitlines() if x.strip().startswith(name + " "))
+        assert "±" in line or "not fitted" in line
+
+
+def test_load_without_a_path_says_no_law_is_shipped(monkeypatch, tmp_path):
+    monkeypatch.setattr(law_module, "shipped_path", lambda: tmp_path / "absent.json")
+    with pytest.raises(UserError, match="ships no fitted law yet.*spamlang law fit"):
+        load()
+    assert law_module.shipped() is None
+
+
+def test_load_without_a_path_reads_the_shipped_law(monkeypatch, tmp_path, law):
+    monkeypatch.setattr(law_module, "shipped_path", lambda: law.save(tmp_path / "fitted.json"))
+    assert load() == law
+
+
+@pytest.mark.parametrize("text, match", [
+    ("{not json", "bad JSON"),
+    (json.dumps({"format": 99}), "format"),
+    (json.dumps({"format": 1, "constants": {}}), "not a complete law"),
+])
+def test_a_broken_law_file_is_a_user_error(tmp_path, text, match):
+    (tmp_path / "law.json").write_text(text)
+    with pytest.raises(UserError, match=match):
+        load(tmp_path / "law.json")
+    with pytest.raises(UserError, match="no such law file"):
+        load(tmp_path / "absent.json")
