@@ -50,3 +50,32 @@ def test_two_growths_at_once_never_lose_an_axis(tmp_path, monkeypatch):
     axes = json.loads((tmp_path / "sweep.json").read_text())["axes"]
     assert outcome["A"] == "ok" and "weight_decay" in axes
     assert "axes may be added" in outcome["B"] and "b1" not in axes, (outcome, axes)
+
+
+def _old_directory(tmp_path, sweep):
+    """A sweep directory as versions before `axis_order` left it: sweep.json without the
+    order, and a run directory (config.json) per point."""
+    sweep_file.check_sweep_file(sweep, tmp_path)
+    path = tmp_path / "sweep.json"
+    data = json.loads(path.read_text())
+    del data["axis_order"]
+    path.write_text(json.dumps(data, sort_keys=True))
+    for run_id, config in sweep.points():
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "config.json").write_text(json.dumps(config.to_json()))
+
+
+def test_an_old_directory_takes_its_axis_order_from_its_run_ids(tmp_path):
+    import pytest
+
+    sweep = Sweep("o", TINY, {"vocab_size": [64, 128], "lr": [1e-3, 3e-3]})
+    _old_directory(tmp_path, sweep)
+    reordered = Sweep("o", TINY, {"lr": [1e-3, 3e-3], "vocab_size": [64, 128]})
+    with pytest.raises(UserError, match=r"in another order would rename every run .*keep the "
+                                        r"order \['vocab_size', 'lr'\]"):
+        sweep_file.check_sweep_file(reordered, tmp_path)
+    # The same order (grown by a value and an axis) is accepted, and sweep.json records it.
+    grown = Sweep("o", TINY, {"vocab_size": [64, 128, 256], "seed": [0, 1], "lr": [1e-3, 3e-3]})
+    assert sweep_file.check_sweep_file(grown, tmp_path).grown == {"seed": 0}
+    stored = json.loads((tmp_path / "sweep.json").read_text())
+    assert stored["axis_order"] == ["vocab_size", "seed", "lr"]

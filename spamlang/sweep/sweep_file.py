@@ -28,8 +28,8 @@ from spamlang.errors import UserError
 from spamlang.fileio import atomic_write_json
 from spamlang.filelock import locked
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
-from spamlang.schema import SWEEP_FILE
-from spamlang.sweep.spec import Sweep, _canonical, config_field, fields_of
+from spamlang.schema import CONFIG, SWEEP_FILE
+from spamlang.sweep.spec import Sweep, _canonical, config_field, fields_of, id_part
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
@@ -86,6 +86,10 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
     stored = old.get("axis_order")
     if isinstance(stored, list) and set(stored) == set(old["axes"]):
         old_axes = list(stored)  # sweep.json records the order its runs' ids use
+    else:  # written before it recorded the order: its runs' ids tell it
+        stored = _order_of_runs(sweep, old, out_dir)
+        if stored is not None:
+            old_axes = stored + [a for a in old_axes if a not in stored]
     head = f"{out_dir} holds a sweep with axes {old_axes}, not {new_axes}"
     if isinstance(stored, list) and [a for a in new_axes if a in old_axes] != \
             [a for a in old_axes if a in new_axes]:
@@ -112,6 +116,60 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
                             "directory (those runs keep their ids), or use another --out")
         grown[axis] = value
     return grown
+
+
+def _order_of_runs(sweep: Sweep, old: dict, out_dir: Path) -> list | None:
+    """The order of the stored axes that the existing run ids use, when they show one the
+    sweep's order contradicts (None: no run, or every run id reads in the sweep's order).
+    For a sweep.json written before it recorded `axis_order`."""
+    axes = [a for a in sweep.axes if a in old["axes"]]
+    grown = old.get("grown") if isinstance(old.get("grown"), dict) else {}
+    pieces = {}
+    for axis in axes:
+        names = fields_of(axis)
+        pieces[axis] = {"-".join(id_part(n, v) for n, v in
+                                 (zip(names, value) if len(names) > 1 else [(axis, value)]))
+                        for value in sweep.axes[axis]
+                        if not (axis in grown and _canonical(value) == _canonical(grown[axis]))}
+    try:
+        names = sorted(p.name for p in out_dir.iterdir() if (p / CONFIG).is_file())
+    except OSError:
+        return None
+    for name in names:
+        orders = _parses(name, pieces, optional=set(grown))
+        if orders and not any(axes_in(axes, o) == o for o in orders):
+            return orders[0]
+    return None
+
+
+def axes_in(order: list, present: list) -> list:
+    """`order` restricted to the axes in `present`."""
+    return [a for a in order if a in present]
+
+
+def _parses(name: str, pieces: dict[str, set], optional: set, limit: int = 8) -> list[list]:
+    """The axis orders in which `name` is a run id: one piece of each axis joined by '-'
+    (an axis in `optional` may be absent: a grown axis at its old value); at most `limit`."""
+    found: list[list] = []
+
+    def walk(pos: int, seq: list) -> None:
+        if len(found) >= limit:
+            return
+        if pos == len(name) + 1:
+            if all(a in seq or a in optional for a in pieces):
+                found.append(list(seq))
+            return
+        for axis, options in pieces.items():
+            if axis in seq:
+                continue
+            for piece in options:
+                end = pos + len(piece)
+                if piece and name.startswith(piece, pos) and (end == len(name) or
+                                                               name[end] == "-"):
+                    walk(end + 1, seq + [axis])
+
+    walk(0, [])
+    return found
 
 
 def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
