@@ -157,11 +157,15 @@ def _fill_older(row: dict, config: dict) -> None:
         pass
 
 
-def read_run(run_dir: str | Path, extras: list[str] | tuple = ()) -> dict:
+def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) -> dict:
     """The results.csv row of one finished run directory (`extras`: the sweep's extra axis
-    columns); ValueError saying why it cannot be read."""
+    columns); ValueError saying why it cannot be read. `check(run id, config dict)`: why the
+    config is not that of the run id's point of the sweep (None when it is), a ValueError too."""
     run_dir = Path(run_dir)
     result, config = _read_object(run_dir, RESULT), _read_object(run_dir, CONFIG)
+    wrong = check(run_dir.name, config) if check is not None else None
+    if wrong:
+        raise ValueError(wrong)
     row = {"run_id": run_dir.name}
     row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
     row.update({c: _setting(config, c) for c in extras})
@@ -205,12 +209,24 @@ def repair_metrics(run_dir: str | Path) -> str | None:
     return f"repaired {path}: cut its torn last line ({len(last)} bytes cut mid-row)"
 
 
-def gather(out_dir: str | Path, report: Report | None = None) -> list[dict]:
+def run_dirs(root: Path) -> list[Path]:
+    """The finished run directories under `root`, sorted by name, each once: a symbolic link
+    to a run listed already (under its own name, or by another link) is left out."""
+    found = [p for p in root.iterdir() if (p / RESULT).is_file()]
+    seen: dict[Path, Path] = {}
+    for p in sorted(found, key=lambda p: (p.is_symlink(), p.name)):  # real directories first
+        seen.setdefault(p.resolve(), p)
+    return sorted(seen.values())
+
+
+def gather(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
     """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id.
 
     A finished run whose result.json or config.json cannot be read is left out and recorded
-    in `report` (None: a warning on stderr); it is picked up once it is whole. A torn last
+    in `report` (None: a warning on stderr); it is picked up once it is whole. So is one
+    whose config.json `check` (see `read_run`) finds is not its run id's point. A torn last
     line of a finished run's metrics.jsonl is cut away (`repair_metrics`), noted there too.
+    A run that links reach is listed once (`run_dirs`).
     """
     report = _Printer() if report is None else report
     report.unreadable = {}
@@ -219,12 +235,12 @@ def gather(out_dir: str | Path, report: Report | None = None) -> list[dict]:
         return []
     extras = extra_axes(root)
     rows = []
-    for run_dir in sorted(p for p in root.iterdir() if (p / RESULT).is_file()):
+    for run_dir in run_dirs(root):
         fixed = repair_metrics(run_dir)
         if fixed:
             report.note(fixed)
         try:
-            rows.append(read_run(run_dir, extras))
+            rows.append(read_run(run_dir, extras, check))
         except ValueError as e:
             report.unreadable[str(run_dir)] = str(e)
     if isinstance(report, _Printer):
@@ -240,13 +256,14 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def write_results(out_dir: str | Path, report: Report | None = None) -> list[dict]:
+def write_results(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
     """Gather `out_dir` and rewrite its results.csv atomically; return the rows.
 
     Gather and write happen under a lock (`.results.lock` in `out_dir`, waited for), so that
     concurrent writers (the shards of one sweep) take turns: a gather that began before
     another shard's run finished can no longer overwrite that shard's newer table, and the
     last table written lists every run finished before its writer took the lock.
+    `check`: see `read_run` (a sweep's `runner.point_check`).
     Where `out_dir` takes no writes (read-only storage: no lock, no results.csv can be
     written), the rows are still gathered and returned, and a line in `report` (None: on
     stderr) says that results.csv was left as it was.
@@ -256,13 +273,13 @@ def write_results(out_dir: str | Path, report: Report | None = None) -> list[dic
     rows = None
     try:
         with locked(root / RESULTS_LOCK):
-            rows = gather(root, report)
+            rows = gather(root, report, check)
             _write_table(root, rows)
     except OSError as e:
         if not is_read_only(e):
             raise
         # Nothing else can write here either, so there is nothing to take turns with.
-        rows = gather(root, report) if rows is None else rows
+        rows = gather(root, report, check) if rows is None else rows
         report.note(f"note: left {root / RESULTS_FILE} as it was: {root} cannot be written "
                     f"({e.strerror or describe(e)})")
     return rows

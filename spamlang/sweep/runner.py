@@ -28,7 +28,7 @@ from spamlang.sweep.logs import Watcher, announce_resumes
 from spamlang.sweep.results import Report, write_results
 from spamlang.sweep.groups import check_shard, groups, shard_groups
 from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_size,
-                                 group_key)
+                                 fields_of, group_key)
 from spamlang.sweep.sweep_file import check_sweep_file  # noqa: F401 (re-exported)
 from spamlang.rundir.lock import RunDirBusy
 
@@ -124,6 +124,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     grown = check_sweep_file(sweep, out)  # the sweep as this directory names its runs
     if grown is not sweep:
         sweep, my_groups = grown, shard_groups(grown, shard, group_size)
+    check = point_check(sweep)  # results.csv lists a run only with its own point's settings
     from tqdm.auto import tqdm
 
     from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
@@ -159,7 +160,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
                 held += len(part)
                 all_done = False
                 continue
-            write_results(out, report)
+            write_results(out, report, check)
         return all_done
 
     known = {run_id for g in my_groups for run_id, _ in g}
@@ -177,7 +178,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
                         at_limit.append(cell[0][0])
     finally:
         bar.close()
-        rows = write_results(out, report)
+        rows = write_results(out, report, check)
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
         best = [r["final_eval_loss"] for r in rows if isinstance(r.get("final_eval_loss"), float)
@@ -205,6 +206,67 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     for line in edge_warnings(rows, swept=swept):
         print(line, file=sys.stderr)
     return rows
+
+
+def point_check(sweep: Sweep):
+    """`check(run id, config dict)` for `write_results`: None when a finished run's config.json
+    is the point its run id names (a point of the sweep, or one LR bracketing added), else
+    one line saying what differs (a config.json edited by hand must not put its settings
+    under another run's name)."""
+    import json
+
+    points = dict(sweep.points())
+    axis_fields = {n for axis in sweep.axes for n in fields_of(axis)}
+    axis_fields |= {whole for whole, prefix in (("model_overrides", "model."),
+                                                ("language_params", "param."))
+                    if any(n.startswith(prefix) for n in axis_fields)}
+    base = _normal(sweep.base.to_json())
+    verdicts: dict[str, str | None] = {}
+
+    def differences(data: dict, want: dict) -> list[str]:
+        return [k for k in sorted(set(data) | set(want)) if data.get(k) != want.get(k)]
+
+    def verdict(run_id: str, data: dict) -> str | None:
+        cls = type(sweep.base)
+        point = points.get(run_id)
+        data = _normal(data)
+        if point is not None and data == _normal(point.to_json()):
+            return None
+        try:  # a config.json of an older version: its missing fields take their defaults
+            config = cls.from_json(data)
+        except (ValueError, TypeError) as e:
+            return f"its config.json is not a valid config ({str(e).splitlines()[0]})"
+        data = _normal(config.to_json())
+        if point is not None:
+            diff = differences(data, _normal(point.to_json()))
+            if not diff:
+                return None
+            want = _normal(point.to_json())
+            shown = ", ".join(f"{k}={json.dumps(data.get(k))}" for k in diff[:4])
+            wanted = ", ".join(f"{k}={json.dumps(want.get(k))}" for k in diff[:4])
+            return (f"its config.json has {shown}, but its run id {run_id} is the sweep's point "
+                    f"with {wanted} (config.json edited?)")
+        diff = [k for k in differences(data, base) if k not in axis_fields]
+        named = sweep.run_id(config)
+        if diff or named != run_id:
+            return (f"its config.json is not the sweep's point {run_id} (it "
+                    + (f"differs from the base in {', '.join(diff[:4])}" if diff else
+                       f"names the point {named}") + ")")
+        return None
+
+    def check(run_id: str, data: dict) -> str | None:
+        key = run_id + "\0" + json.dumps(data, sort_keys=True, default=str)
+        if key not in verdicts:
+            verdicts[key] = verdict(run_id, data)
+        return verdicts[key]
+
+    return check
+
+
+def _normal(obj: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(obj, sort_keys=True))
 
 
 def _fit_parts(todo: list, memory: fit.DeviceMemory, group_size: int, known: dict,
