@@ -55,6 +55,7 @@ LAYERS = (
     # --plots draws its figures, so plots sits below sweep. DESIGN's "sweep -> plots" is the
     # direction of the data (files on disk), which the import goes against.
     ("plots",),
+    ("law",),  # a fitted formula of a sweep's cells; the sweep's dry run shows its predictions
     ("sweep",),  # grids of runs: train, then plots and sample tables for --plots
     ("results",),  # a sweep's tables as DataFrames: sweep's and plots' readers
     ("cli",),  # `spamlang VERB`: may import anything, imported by nothing
