@@ -107,7 +107,8 @@ def test_floats_are_finite():
 @pytest.mark.parametrize("build, message", [
     (lambda: BASE.replace(lr=0.0), "lr must be > 0, got 0.0"),
     (lambda: BASE.replace(batch_size=0), "batch_size must be >= 1, got 0"),
-    (lambda: BASE.replace(seed=-1), "seed must be >= 0, got -1"),
+    (lambda: BASE.replace(seed=-1), "seed must be in [0, 4294967296) (jax.random.PRNGKey keeps "
+                                    "32 bits; larger seeds repeat smaller ones), got -1"),
     (lambda: BASE.replace(b2=1.0), "b2 must be in [0, 1), got 1.0"),
     (lambda: BASE.replace(decay_frac=1.5), "decay_frac must be in [0, 1], got 1.5"),
     (lambda: BASE.replace(seq_len=1), "seq_len must be >= 2 (one predicted position), got 1"),

@@ -48,9 +48,10 @@ _HELP = {
                 "steps on average, with a long tail); permuted: each epoch deals a seeded "
                 "permutation of the symbols into batches, so every symbol returns every V / B "
                 "steps exactly, and batch_size = V is full-batch training (spam only)",
-    "lazy_rows": "lazy_adamw only: which row tables move only in steps that show their symbol: "
+    "lazy_rows": "which row tables move only in steps that show their symbol: "
                  "all (the embedding and the head), embed, or head",
     "lr": "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
+    "momentum": "heavy-ball momentum (the common default)",
     "log_every": "steps between logged training metrics (metrics.jsonl rows and the progress "
                  "line); Ctrl-C / SIGTERM also stop at the next of these steps, with a "
                  "checkpoint; logging more often slows training a little",
@@ -73,7 +74,7 @@ COUNTS_HELP = ("Integer flags take K, M and B suffixes, decimal as in papers' to
 
 
 def register(subparsers) -> None:
-    from spamlang.train.config import TrainConfig
+    from spamlang.train.config import OPTIMIZER_FIELDS, TrainConfig
 
     parser = subparsers.add_parser(
         "train", help="train one model into a run directory (resumes; skips if finished)",
@@ -94,6 +95,9 @@ def register(subparsers) -> None:
                              "one process per host, the same command on each)")
     group = parser.add_argument_group("TrainConfig fields")
     helps = {**_field_help(TrainConfig), **_HELP}
+    for name, readers in OPTIMIZER_FIELDS.items():  # the one table of who reads what
+        helps[name] = (f"{helps.get(name, '')}; read only by {', '.join(readers)} (another "
+                       "--optimizer refuses a value other than the default)")
     for f in dataclasses.fields(TrainConfig):
         _add_field_flag(group, f, helps.get(f.name, ""))
     parser.set_defaults(func=handler, unknown_hint=_unknown_hint, command_prog=parser.prog)

@@ -25,6 +25,17 @@ ADAM_FAMILY = ("adamw", "lazy_adamw")
 # held as arrays in the optimizer state): runs that differ only in these share one compiled
 # program and train together as members of one vmapped group.
 MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
+# Which optimizer reads which of the optimizer-specific fields: the one table behind the
+# check in `TrainConfig.__post_init__` (a field set away from its default for an optimizer
+# that ignores it is refused), `spamlang train --help` and README's table (tested equal).
+# Every other optimizer field (lr, schedule, weight_decay, grad_clip) applies to all four.
+OPTIMIZER_FIELDS = {
+    "b1": ("adamw", "lazy_adamw"),
+    "b2": ("adamw", "lazy_adamw"),
+    "eps": ("adamw", "lazy_adamw"),
+    "momentum": ("sgd",),
+    "lazy_rows": ("lazy_adamw",),
+}
 KERNELS = ("auto", "xla", "cpu")
 DTYPES = ("float32", "bfloat16")
 
@@ -125,6 +136,7 @@ class TrainConfig:
         if self.tokens < self.batch_size * self.seq_len:
             raise UserError(f"tokens ({self.tokens}) must be at least one batch: "
                             f"batch_size * seq_len = {self.batch_size * self.seq_len}")
+        _check_optimizer_fields(self)
         if self.micro_batch and self.batch_size % self.micro_batch:
             raise UserError(f"micro_batch ({self.micro_batch}) must divide batch_size "
                             f"({self.batch_size})")
@@ -252,6 +264,28 @@ class TrainConfig:
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
         _check_names(data)
         return cls(**data)
+
+
+def _check_optimizer_fields(config: TrainConfig) -> None:
+    """UserError for a field that `config.optimizer` does not read (`OPTIMIZER_FIELDS`) set to
+    anything but its default: a sweep over it would train the same run under several names."""
+    for name, readers in OPTIMIZER_FIELDS.items():
+        value, default = getattr(config, name), TrainConfig.__dataclass_fields__[name].default
+        if config.optimizer not in readers and value != default:
+            raise UserError(f"optimizer {config.optimizer} ignores {name} (only "
+                            f"{' and '.join(readers)} read it), so {name}={value!r} would change "
+                            f"nothing; leave it at its default ({default!r}) or choose "
+                            f"{' or '.join(readers)}")
+
+
+def optimizer_fields_table() -> list[str]:
+    """README's table of `OPTIMIZER_FIELDS`: one Markdown row per field, an x per reader."""
+    lines = ["| field | " + " | ".join(OPTIMIZERS) + " |",
+             "|---|" + "---|" * len(OPTIMIZERS)]
+    for name, readers in OPTIMIZER_FIELDS.items():
+        lines.append(f"| `{name}` | " + " | ".join("x" if o in readers else ""
+                                                     for o in OPTIMIZERS) + " |")
+    return lines
 
 
 def _check_names(values: dict) -> None:

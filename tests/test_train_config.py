@@ -1,0 +1,67 @@
+"""`spamlang.train.config`: which optimizer reads which field, from one table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import spamlang.sweep as sweep_mod
+from spamlang.cli import main
+from spamlang.errors import UserError
+from spamlang.sweep import Sweep
+from spamlang.train.config import (OPTIMIZER_FIELDS, OPTIMIZERS, TrainConfig,
+                                   optimizer_fields_table)
+
+TINY = TrainConfig(vocab_size=64, seq_len=2, batch_size=4, tokens=64, eval_sequences=8)
+OTHER = {"b1": 0.8, "b2": 0.999, "eps": 1e-6, "momentum": 0.5, "lazy_rows": "embed"}
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_each_optimizer_takes_its_fields_and_refuses_the_others(optimizer):
+    TINY.replace(optimizer=optimizer)  # the defaults are always valid
+    for name, readers in OPTIMIZER_FIELDS.items():
+        if optimizer in readers:
+            assert getattr(TINY.replace(optimizer=optimizer, **{name: OTHER[name]}), name) == \
+                OTHER[name]
+        else:
+            with pytest.raises(UserError, match=rf"optimizer {optimizer} ignores {name} "):
+                TINY.replace(optimizer=optimizer, **{name: OTHER[name]})
+
+
+def test_a_sweep_axis_or_set_of_an_ignored_field_is_refused(tmp_path, capsys):
+    with pytest.raises(UserError, match="optimizer sgd ignores b2"):
+        Sweep("s", TINY.replace(optimizer="sgd"), {"b2": [0.95, 0.999]})
+    with pytest.raises(UserError, match="optimizer adamw ignores momentum"):
+        Sweep("s", TINY, {"optimizer,momentum": [["adamw", 0.9], ["adamw", 0.5]]})
+    out = tmp_path / "out"
+    argv = ["--out", str(out), "--set", "momentum=0.5", "--dry-run"]
+    assert sweep_mod.main(Sweep("s", TINY, {"lr": [1e-3]}), argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "optimizer adamw ignores momentum" in err[0], err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--optimizer", "sgd", "--adam-b2", "0.999"], "optimizer sgd ignores b2"),
+    (["--optimizer", "adafactor", "--adam-eps", "1e-6"], "optimizer adafactor ignores eps"),
+    (["--momentum", "0.5"], "optimizer adamw ignores momentum"),
+    (["--lazy-rows", "head"], "optimizer adamw ignores lazy_rows"),
+])
+def test_a_train_flag_of_an_ignored_field_is_one_line_exit_2(tmp_path, capsys, flags, message):
+    out = tmp_path / "run"
+    assert main(["train", *flags, "--out", str(out), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not out.exists()
+
+
+def test_readme_and_help_show_the_table():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert "\n".join(optimizer_fields_table()) in readme
+    from spamlang.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
+    helps = {a.dest: a.help for a in sub.choices["train"]._actions}
+    for name, readers in OPTIMIZER_FIELDS.items():
+        assert f"read only by {', '.join(readers)}" in helps[name]
