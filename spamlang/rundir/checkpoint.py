@@ -5,7 +5,8 @@ Each checkpoint step holds `state` (one member's state, restored against
 `Program.abstract_state()` so every array lands with its sharding) and `meta` (JSON: time
 spent so far and the train metrics of steps not yet logged, so that a resumed run writes
 exactly the metrics.jsonl of an uninterrupted one). Every run directory checkpoints on its
-own, so the members of a vmapped group resume from their own steps.
+own; the members of a vmapped group resume from their own steps, never beyond the newest one
+they all saved together (`spamlang.train.loop`).
 
 Saves are synchronous: the next step donates the state's buffers, and a checkpoint is
 written every few hundred steps, so the simplicity is worth more than the overlap.
