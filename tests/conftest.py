@@ -26,14 +26,16 @@ os.environ.setdefault("SPAMLANG_PEAK_FLOPS_BF16", "1e11")
 
 
 # A skip must have a reason the suite expects: the machine (a GPU present, a runner that owns
-# SIGTERM) or, outside CI, a module of the optional `hf` / `loaders` extras.
+# SIGTERM) or, outside CI, a module of the optional `hf` / `loaders` / `tensorboard` / `wandb`
+# extras.
 # Any other skip (pandas, which `.[dev]` brings, or a new one) fails the run, naming the test;
 # SPAMLANG_ALLOW_SKIPS=1 accepts every skip.
 # In CI (CI set), which installs every extra, a missing module is unexpected too.
 EXPECTED_SKIPS = ("this machine has a GPU", "the test runner handles SIGTERM itself",
                   *(() if os.environ.get("CI") else
                     (f"could not import '{m}'" for m in ("torch", "transformers", "safetensors",
-                                                          "tokenizers", "grain"))))
+                                                          "tokenizers", "grain", "tensorboard",
+                                                          "wandb"))))
 
 
 def _skip_reason(report) -> str:

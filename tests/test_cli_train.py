@@ -143,7 +143,7 @@ def test_sigint_saves_then_rerun_resumes_and_finishes(tmp_path, env):
     assert len(saved) == 1 and 0 < saved[0] < 1000
     assert not (out / "result.json").exists()
 
-    again = subprocess.run(cmd + ["--quiet"], capture_output=True, text=True, env=env,
+    again = subprocess.run(cmd + ["--quiet", "--json"], capture_output=True, text=True, env=env,
                            timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
     result = json.loads(again.stdout)
@@ -187,7 +187,7 @@ def finished_run(tmp_path_factory):
 
 def test_rerunning_a_finished_run_says_so(finished_run, capsys):
     capsys.readouterr()
-    assert main(["train", *SIXTY, "--out", str(finished_run)]) == 0
+    assert main(["train", *SIXTY, "--out", str(finished_run), "--json"]) == 0
     out, err = capsys.readouterr()
     assert err == f"{finished_run} is already finished (result.json); nothing to train\n"
     assert json.loads(out) == json.loads((finished_run / "result.json").read_text())
@@ -289,3 +289,18 @@ def test_an_out_path_that_is_not_utf8_is_one_line_exit_2_and_no_directory(tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not valid UTF-8" in err[0], err
     assert not parent.exists()
+
+
+def test_train_prints_a_summary_and_json_on_request(tmp_path, capsys):
+    # --tokens 1000 at 2 x 32 tokens per step: 15 whole steps, 960 tokens, said in one line.
+    args = ["train", "--preset", "tiny", "--vocab-size", "64", "--seq-len", "2", "--batch-size",
+            "32", "--tokens", "1000", "--eval-sequences", "8", "--out", str(tmp_path / "r")]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if line.startswith("note: --tokens")]
+    assert len(notes) == 1 and "960 tokens" in notes[0]
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert len(captured.out.splitlines()) <= 4  # a summary, not result.json's ~40 lines
+    assert f"{result['final_eval_loss']:.4f}" in captured.out and "--json" in captured.out
+    assert main([*args, "--json"]) == 0  # finished: prints the result again, as JSON
+    assert json.loads(capsys.readouterr().out) == result

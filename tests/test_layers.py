@@ -36,6 +36,8 @@ LAYERS = (
      "guard"),
     # The run-directory contract: its files, its lock and its orbax checkpoints.
     ("rundir",),
+    # Experiment trackers: a run's rows, config and result mirrored (imported by train.loop).
+    ("tracking",),
     ("languages",),  # the generators
     ("token_files",),  # the token-file format, knowing nothing of datasets
     ("data",),  # SequenceDataset and its export into a token file

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 from spamlang.errors import UserError
 
@@ -90,6 +91,14 @@ def register(subparsers) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the resolved config as JSON and exit without training")
+    parser.add_argument("--json", action="store_true",
+                        help="print the whole result (result.json) as JSON on stdout instead of "
+                             "the short summary")
+    parser.add_argument("--tracker", choices=("tensorboard", "wandb", "none"), default=None,
+                        help="mirror the run's metrics rows, config and result to TensorBoard "
+                             "(DIR/tensorboard/) or W&B (WANDB_MODE=offline: DIR/wandb/, no "
+                             "network); needs the extra of that name; one that cannot start is "
+                             "an error before training")
     parser.add_argument("--distributed", action="store_true",
                         help="call jax.distributed.initialize() first (multi-host, e.g. under SLURM: "
                              "one process per host, the same command on each)")
@@ -314,13 +323,50 @@ def handler(args) -> int:
     enable_compile_cache()
     from spamlang.train.run import Interrupted, run_training
 
+    from spamlang import tracking
+
+    kind = tracking.parse_kind(args.tracker)
+    spec = tracking.TrackerSpec(kind, explicit=True, root=Path(args.out)) if kind else None
     finished = os.path.exists(os.path.join(args.out, RESULT))
     try:
-        result = run_training(config, args.out, quiet=args.quiet)
+        with tracking.session(spec):  # an explicit tracker that cannot start: exit 2 here
+            if not finished and not args.quiet and (note := budget_note(config)):
+                print(note, file=sys.stderr)
+            result = run_training(config, args.out, quiet=args.quiet)
     except Interrupted as e:
         print(f"spamlang train: {e}", file=sys.stderr)
         return e.exit_status
     if finished:  # said after run_training, which refuses a finished run of another config
         print(f"{args.out} is already finished ({RESULT}); nothing to train", file=sys.stderr)
-    print(json.dumps(result, indent=2, sort_keys=True))
+    print(json.dumps(result, indent=2, sort_keys=True) if args.json
+          else summary(args.out, result))
     return 0
+
+
+def budget_note(config) -> str | None:
+    """One line when --tokens is not a whole number of steps: the run trains fewer tokens."""
+    trained = config.steps * config.tokens_per_step
+    if trained == config.tokens:
+        return None
+    return (f"note: --tokens {config.tokens:,} is not a whole number of steps of "
+            f"{config.tokens_per_step:,} tokens (batch {config.batch_size} x seq_len "
+            f"{config.seq_len}): training {config.steps:,} steps = {trained:,} tokens")
+
+
+def summary(out: str, result: dict) -> str:
+    """What a person reads after a run (--json: the whole result.json)."""
+    def num(key: str, spec: str = ".4f") -> str:
+        value = result.get(key)
+        return "-" if value is None else format(value, spec)
+
+    status = (f"DIVERGED at step {result.get('diverged_step')}" if result.get("diverged")
+              else f"{result.get('steps', 0):,} steps, {result.get('tokens', 0):,} tokens")
+    floor = result.get("optimal_loss")
+    return "\n".join([
+        f"{out}: {status}",
+        f"  eval loss {num('final_eval_loss')}"
+        + (f" (floor {num('optimal_loss')})" if floor else "")
+        + f", train loss {num('final_train_loss')}, repetition accuracy "
+          f"{num('repetition_accuracy', '.3f')}",
+        f"  {num('tokens_per_s', ',.0f')} tokens/s, {num('wall_seconds', '.1f')} s; every "
+        f"column: {os.path.join(out, 'result.json')} (or --json)"])

@@ -46,7 +46,7 @@ def _bracket_limit(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
     """The flags of a sweep run: --out, --shard, --group-size, --vmap, --bracket-lr, --seq-len,
-    --max-points, --set, --quiet, --dry-run, --plots, --figures."""
+    --max-points, --set, --quiet, --dry-run, --plots, --figures, --tracker."""
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="sweep directory (default: runs/<sweep name>)")
     parser.add_argument("--shard", metavar="i/n", default="0/1",
@@ -100,6 +100,13 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
                                 else "on" if plots else "off") + ")")
     parser.add_argument("--figures", metavar="DIR", default=None,
                         help="where --plots writes (default: the sweep directory)")
+    parser.add_argument("--tracker", choices=("tensorboard", "wandb", "none"), default=None,
+                        help="mirror every run's metrics rows, config and result to one "
+                             "experiment: TensorBoard (<sweep dir>/tensorboard/<run id>, with "
+                             "the HParams dashboard) or W&B (group <sweep name>; "
+                             "WANDB_MODE=offline: <sweep dir>/wandb/); needs the extra of that "
+                             "name; one that cannot start is an error before any training "
+                             "(default: the sweep's own Sweep(tracker=...), which only warns)")
 
 
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
@@ -157,9 +164,12 @@ def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> l
 def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     """Run (or list) the sweep as the parsed flags say. Raises UserError on bad input.
     `samples`: the cells whose sample tables --plots also draws (a script's SAMPLES)."""
+    from spamlang import tracking
     from spamlang.sweep.runner import run_sweep
     from spamlang.sweep.seq_len import at_seq_len
 
+    explicit = getattr(args, "tracker", None) is not None
+    kind = tracking.parse_kind(args.tracker if explicit else sweep.tracker)
     shard = parse_shard(args.shard)
     check_size(sweep, args.max_points)  # before anything expands the points
     sweep = with_overrides(sweep, args.set)  # before --seq-len scales the budgets it may set
@@ -174,9 +184,11 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
             print(f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "
                   f"to {limit} LRs per side, for every seed (not listed above)")
         return 0
+    spec = tracking.TrackerSpec(kind, explicit, out, group=sweep.name) if kind else None
     try:
-        rows = run_sweep(sweep, out, shard, quiet=args.quiet, group_size=args.group_size,
-                         vmap=args.vmap, bracket_lr=limit, max_points=args.max_points)
+        with tracking.session(spec):  # an explicit tracker that cannot start: exit 2 here
+            rows = run_sweep(sweep, out, shard, quiet=args.quiet, group_size=args.group_size,
+                             vmap=args.vmap, bracket_lr=limit, max_points=args.max_points)
     except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
         print(f"interrupted; rerun the same command to resume (finished runs are in "
               f"{out / 'results.csv'})", file=sys.stderr)

@@ -221,6 +221,10 @@ class Sweep:
     # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.overrides`):
     # already in `base`; kept so that sweep.json says where its base came from.
     overrides: dict = dataclasses.field(default_factory=dict)
+    # The experiment tracker its runs use by default ("tensorboard", "wandb" or None;
+    # `spamlang.tracking`): one that cannot start is a warning, the runs train without it.
+    # `--tracker` overrides it. Not part of sweep.json: it changes no run.
+    tracker: str | None = dataclasses.field(default=None, compare=False)
     _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False,
                                               default=None)  # None until expanded
     _group_keys: dict | None = dataclasses.field(init=False, repr=False, compare=False,
@@ -242,6 +246,9 @@ class Sweep:
                             f"got {self.grown!r}")
         object.__setattr__(self, "grown", _normal(self.grown))
         object.__setattr__(self, "overrides", _normal(dict(self.overrides or {})))
+        if self.tracker not in (None, "tensorboard", "wandb"):
+            raise UserError(f"{owner}: tracker must be 'tensorboard', 'wandb' or None, "
+                            f"got {self.tracker!r}")
         object.__setattr__(self, "_points", None)
         if self.size <= MAX_POINTS:
             self._expand()

@@ -17,7 +17,7 @@ import jax
 
 from spamlang.errors import Interrupted
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
-from spamlang import rundir
+from spamlang import rundir, tracking
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.progress import Progress, wait_for
 from spamlang.signals import stop_signal
@@ -125,6 +125,8 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
             m.step, m.state, meta = restored
             m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))
         m.log = rundir.MetricsLog(m.dir, m.step, write=writer)
+        if writer:  # the rows also go to the command's tracker, when it has one
+            m.log = tracking.attach(m.log, m.dir, m.config, m.step)
         if m.config.track_symbols:
             m.track = rundir.MetricsLog(m.dir, m.step, write=writer, name=rundir.TRACK)
     fresh = [m for m in members if m.state is None]
@@ -342,6 +344,7 @@ class _Group:
                 if "symbol_loss" in ev:  # before result.json, which marks the run finished
                     self._write_symbols(m, j, ev["symbol_loss"], at)
                 rundir.write_result(m.dir, m.result)
+                tracking.finished(m.log, m.result)
             status = f"diverged at step {at}" if j in diverged else f"finished after {at} steps"
             self.progress.message(
                 f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "

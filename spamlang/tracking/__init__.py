@@ -1,0 +1,133 @@
+"""Experiment trackers (TensorBoard, Weights & Biases): a run's metrics.jsonl rows, its config
+and its result, mirrored to a tracker the user browses. Optional extras: `.[tensorboard]`,
+`.[wandb]`.
+
+A tracker only reads what the loop already computed: every row the loop appends to
+metrics.jsonl (`attach` wraps the run's `rundir.MetricsLog`), the config (hyperparameters) and
+result.json's columns (`finished`). It never feeds anything back, so a run's numbers are the
+same with or without one (tested bitwise).
+
+The command layer says which tracker a process uses (`session`): `--tracker` on `spamlang
+train` and `spamlang sweep` is explicit (a tracker that cannot start is a UserError, exit 2,
+before any training: `preflight`), `Sweep(tracker=...)` is a default (a tracker that cannot
+start is one warning line, and the runs train without it). Either way a tracker that fails
+later (the network goes away) is one warning line and is dropped, never the run's failure.
+
+Where: for a sweep, one experiment per sweep directory (TensorBoard: `<sweep>/tensorboard/<run
+id>`; W&B: the group `<sweep name>`, runs named by run id, offline files under
+`<sweep>/wandb/`); for `spamlang train --out DIR`, `DIR/tensorboard/<name>` and `DIR/wandb/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+from spamlang.errors import UserError
+
+from spamlang.tracking.common import KINDS, TrackerSpec
+
+_ACTIVE: list[TrackerSpec] = []  # the innermost `session`'s spec (empty: no tracker)
+_DROPPED: set = set()  # kinds that failed once in this process: warned about once, not retried
+
+
+def parse_kind(text: str | None) -> str | None:
+    """A --tracker / Sweep(tracker=) value: a kind, or None for "none"."""
+    if text is None or text == "none":
+        return None
+    if text not in KINDS:
+        raise UserError(f"unknown tracker {text!r}: expected {', '.join(KINDS)} or none")
+    return text
+
+
+@contextlib.contextmanager
+def session(spec: TrackerSpec | None):
+    """Runs trained inside use `spec`'s tracker (None: none). An explicit spec is checked
+    first (`preflight`), so a tracker that cannot start stops before any training."""
+    if spec is None:
+        yield
+        return
+    if spec.explicit:
+        preflight(spec)
+    _ACTIVE.append(spec)
+    try:
+        yield
+    finally:
+        _ACTIVE.pop()
+
+
+def preflight(spec: TrackerSpec) -> None:
+    """UserError (one line naming the fix) when `spec`'s tracker cannot start here."""
+    _backend(spec.kind).check()
+
+
+def _backend(kind: str):
+    if kind == "tensorboard":
+        from spamlang.tracking import tensorboard_writer as backend
+    else:
+        from spamlang.tracking import wandb_writer as backend
+    return backend
+
+
+def attach(log, run_dir: Path, config, restored_step: int):
+    """`log` (a run's MetricsLog), mirrored to the active tracker when there is one; else
+    `log` itself. `restored_step`: the checkpoint the run resumes from (0: a fresh start)."""
+    if not _ACTIVE or _ACTIVE[-1].kind in _DROPPED:
+        return log
+    spec = _ACTIVE[-1]
+    try:
+        writer = _backend(spec.kind).Writer(spec, Path(run_dir), config, log.records,
+                                            restored_step)
+    except Exception as e:  # noqa: BLE001 (a tracker never stops a run it was not asked for)
+        if spec.explicit and isinstance(e, UserError):
+            raise
+        _drop(spec.kind, e)
+        return log
+    return TrackedLog(log, writer, spec.kind)
+
+
+def finished(log, result: dict) -> None:
+    """Give the tracker `result` (result.json's columns) and end its run."""
+    if isinstance(log, TrackedLog):
+        log.finish(result)
+
+
+def _drop(kind: str, error: Exception) -> None:
+    _DROPPED.add(kind)
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    print(f"warning: {kind} tracker off for this process ({text}); training goes on without it",
+          file=sys.stderr)
+
+
+class TrackedLog:
+    """A MetricsLog whose appended rows also go to a tracker writer; everything else is the
+    log's own. A writer that raises is dropped with one warning: the log goes on."""
+
+    def __init__(self, log, writer, kind: str):
+        self._log, self._writer, self._kind = log, writer, kind
+
+    def __getattr__(self, name):
+        return getattr(self._log, name)
+
+    def append(self, record: dict) -> None:
+        self._log.append(record)
+        self._call("row", self._log.records[-1])
+
+    def finish(self, result: dict) -> None:
+        self._call("finish", result)
+
+    def close(self) -> None:
+        try:
+            self._call("close")
+        finally:
+            self._log.close()
+
+    def _call(self, method: str, *args) -> None:
+        if self._writer is None:
+            return
+        try:
+            getattr(self._writer, method)(*args)
+        except Exception as e:  # noqa: BLE001 (see the class doc)
+            self._writer = None
+            _drop(self._kind, e)

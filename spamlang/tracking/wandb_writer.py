@@ -1,0 +1,88 @@
+"""Weights & Biases: one W&B run per run directory, in the group of its sweep.
+
+The W&B run id is derived from the run directory (its resolved path), so a resumed run
+continues its own W&B run (`resume="allow"`). Each metrics row is logged at its training step
+(`train/loss`, `eval/eval_loss`, ...; rows of one step merge into one history row), the config
+is the run's config, and result.json's numeric columns go to the run's summary (and to its
+history at the last step as `result/<column>`). WANDB_MODE is W&B's own: `offline` writes
+`<experiment>/wandb/offline-run-*` with no network (`wandb sync` uploads it later),
+`disabled` turns it off.
+
+Resuming: W&B keeps a run's steps increasing and ignores a step it has. Online, rows from the
+run's next step on are logged (the steps a process logged past its checkpoint are not sent
+again: the same numbers, a resume is exact), and a run W&B has never seen gets every row of
+metrics.jsonl. Offline, W&B cannot say which steps it holds: rows after the restored step are
+logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from spamlang.errors import UserError
+from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config, result_scalars, scalars
+
+
+def check() -> None:
+    """UserError naming the fix when W&B cannot start here: not installed, or online with no
+    API key (`wandb login`, WANDB_API_KEY, or WANDB_MODE=offline)."""
+    try:
+        import wandb
+    except ImportError as e:
+        raise UserError(f"--tracker wandb needs wandb ({e}): {INSTALL['wandb']}") from None
+    if _mode() in ("offline", "disabled", "dryrun"):
+        return
+    if not (os.environ.get("WANDB_API_KEY") or wandb.api.api_key):
+        raise UserError("--tracker wandb has no W&B API key: run `wandb login` or set "
+                        "WANDB_API_KEY, or set WANDB_MODE=offline to log to disk")
+
+
+def _mode() -> str:
+    return os.environ.get("WANDB_MODE", "online").lower()
+
+
+def run_id(run_dir: Path) -> str:
+    """A W&B run id that names the run directory: its name (W&B's characters) and a hash of
+    its resolved path, so two sweeps' runs of the same name stay apart."""
+    digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:10]
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', run_dir.name)[:50]}-{digest}"
+
+
+class Writer:
+    """One run's W&B run (see the module doc)."""
+
+    def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list,
+                 restored_step: int):
+        check()
+        import wandb
+
+        spec.root.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            id=run_id(run_dir), name=run_dir.name, group=spec.group, resume="allow",
+            dir=str(spec.root), config=flat_config(config), reinit="create_new",
+            settings=wandb.Settings(silent=True, console="off"))
+        online = _mode() not in ("offline", "dryrun", "disabled")
+        # The first step not logged yet: online W&B knows it; offline, the restored step's next
+        # (a fresh run starts at 0, where a run with diagnostics logs its init row).
+        self.next = int(self.run.step) if online else restored_step + 1 if restored_step else 0
+        self.step = 0
+        for record in records:
+            self.row(record)
+
+    def row(self, record: dict) -> None:
+        self.step = step = int(record.get("step", 0))
+        if step >= self.next:
+            self.run.log(scalars(record), step=step)
+
+    def finish(self, result: dict) -> None:
+        values = result_scalars(result)
+        if self.step >= self.next:
+            self.run.log(values, step=self.step)
+        self.run.summary.update({k: v for k, v in result.items()
+                                 if isinstance(v, (int, float, str, bool))})
+
+    def close(self) -> None:
+        self.run.finish()
