@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
+import sys
 from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -53,6 +55,28 @@ def _bucket(n: int, max_rows: int) -> int:
     """The padded length of a request of n <= max_rows rows: the next power of two, at least
     8 (one program serves every request of 1..8 rows), at most max_rows."""
     return min(max_rows, 1 << max(3, (n - 1).bit_length()))
+
+
+# True in a process forked from one whose JAX runtime had started: JAX's threads do not survive
+# a fork, so a JAX call here would hang forever (PyTorch's DataLoader forks its workers by
+# default). Such a process is told so at its first generation, in one line, instead.
+_FORKED_FROM_JAX = False
+
+
+def _note_fork() -> None:
+    global _FORKED_FROM_JAX
+    bridge = sys.modules.get("jax._src.xla_bridge")  # imported only where JAX was used
+    if bridge is not None and getattr(bridge, "_backends", None):
+        _FORKED_FROM_JAX = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_note_fork)
+
+FORK_MESSAGE = ("this process was forked from one whose JAX had started, and JAX cannot run "
+                "after a fork (it would hang): start the workers with "
+                "multiprocessing_context=\"forkserver\" (or \"spawn\"), e.g. "
+                "DataLoader(ds, num_workers=2, multiprocessing_context=\"forkserver\")")
 
 
 @functools.cache
@@ -135,6 +159,8 @@ class SequenceDataset:
     # ----- generation ---------------------------------------------------------------------
     def _dispatch(self, rows: range | np.ndarray, size: int):
         """Start generating `rows` padded (with row 0) to `size`; returns a device array."""
+        if _FORKED_FROM_JAX:
+            raise UserError(FORK_MESSAGE)
         import jax
 
         if self._key is None:

@@ -139,15 +139,27 @@ def check_complete(path: str | os.PathLike) -> dict:
     return meta
 
 
-def load_tokens(path: str | os.PathLike) -> np.memmap:
-    """Memory-map an exported token file as a read-only [num_seqs, seq_len] array."""
+def load_tokens(path: str | os.PathLike, dtype=None) -> np.ndarray:
+    """Memory-map an exported token file as a read-only [num_seqs, seq_len] array.
+
+    `dtype` (e.g. np.int64): a writable in-memory copy in that type instead, for consumers
+    that refuse the file's own uint16 / uint32 or a read-only buffer (PyTorch's nn.Embedding
+    takes int64 or int32 indices, and torch.from_numpy warns on read-only arrays). The copy
+    holds the whole file in memory; a type that cannot hold every id is refused."""
     try:
         meta = check_complete(path)
     except IncompleteExport as e:
         raise IncompleteExport(f"{e}: an incomplete export; export it again to replace it "
                                "(no force needed)") from None
-    dtype, shape, _ = _layout(meta)
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape)
+    stored, shape, _ = _layout(meta)
+    tokens = np.memmap(path, dtype=stored, mode="r", shape=shape)
+    if dtype is None:
+        return tokens
+    want = np.dtype(dtype)
+    if want.kind not in "iu" or not np.can_cast(stored, want, "safe"):
+        raise UserError(f"load_tokens: dtype {want} cannot hold the file's {stored} token ids; "
+                        "use an integer type at least as wide (np.int64 for PyTorch)")
+    return np.array(tokens, dtype=want)
 
 
 def _human(n: int) -> str:

@@ -105,6 +105,21 @@ def test_torch_dataloader_with_worker_processes(lang, monkeypatch):
     np.testing.assert_array_equal(np.unique(got, axis=0), np.unique(want, axis=0))
 
 
+def test_forked_worker_fails_at_once_naming_forkserver(lang):
+    """A worker forked (the DataLoader's default) after the parent's JAX started would hang
+    forever; it stops at its first read with one line naming the fix, and the parent's
+    DataLoader raises it."""
+    torch = pytest.importorskip("torch")
+    ds = data.SequenceDataset(lang, seed=3, seq_len=L, num_sequences=32)
+    ds[0:8]  # the parent's JAX runs
+    loader = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=1, timeout=60,
+                                         multiprocessing_context="fork")
+    with pytest.raises(UserError) as caught:
+        next(iter(loader))
+    assert 'multiprocessing_context="forkserver"' in str(caught.value)
+    assert data.FORK_MESSAGE.count("\n") == 0
+
+
 def test_grain_map_dataset(lang):
     grain = pytest.importorskip("grain")
     ds = data.SequenceDataset(lang, seed=3, seq_len=L, num_sequences=40)
