@@ -1,29 +1,36 @@
-"""One printable character per token id, so that a sample reads like text (the paper's Table 1).
+"""One visible, one-column character per token id, so that a sample reads like text (the
+paper's Table 1) and its columns line up in a terminal.
 
 Ids 0..25 are 'A'..'Z' and 26..51 are 'a'..'z' on every machine. After them come, in this
 order and by ascending code point within each tier:
 
-1. the other Unicode letters (`str.isalpha()`), single-width ones first, then the double-width
-   (East Asian wide/fullwidth) ones, except those that look like another glyph (`_look_alike`):
-   about 124,700 letters;
-2. other printable, non-space symbols (Unicode categories Nl, No, P*, S*; ASCII and every
-   script's digits excluded, so that digits, commas and spaces stay free for writing token ids);
-3. private-use code points (rendered as boxes by most fonts, but unique);
-4. unassigned code points, noncharacters excluded.
+1. the other Unicode letters (`str.isalpha()`) that take one terminal column, except those
+   that look like another glyph (`_look_alike`);
+2. other visible one-column symbols (Unicode categories Nl, No, P*, S*; ASCII and every
+   script's digits excluded, so that digits, commas and spaces stay free for writing token ids).
 
-Combining marks, controls, format characters, separators and surrogates are never used, so
-every glyph is exactly one code point that stands on its own, nor are letters and symbols
-written right to left (Hebrew, Arabic, ...), around which a terminal reorders a line. Nor are letters a reader would
-take for another glyph (`_look_alike`): a letter with a mark or in another form of a letter
-(NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), the letters of Greek, Cyrillic, Armenian and Latin's IPA extensions that
-copy another script's letter or a digit (Greek Α, Cyrillic а and З, Armenian օ, ɑ, ı), small
-capitals, modifier letters and turned or reversed forms, and the scripts whose letters copy
-Latin capitals (Cherokee, Lisu, Coptic). That list is drawn from Unicode's confusables and
-cannot be complete; `spamlang sample --ids` prints ids instead of glyphs. Tiers 1-2 have about
-132,500 characters and tiers 3-4 about 967,000, so at least 2**20 = 1,048,576 ids
-(`NUM_GLYPHS` in all) have a glyph. The order past 'z' follows the running Python's Unicode database
-(`unicodedata.unidata_version`), so glyphs for ids >= 52 may differ between Python versions;
-within one interpreter the mapping is a bijection, and `token_of(glyph(i)) == i`.
+A glyph takes exactly one terminal column and shows something (`_one_column`): double-width
+(East Asian wide and fullwidth) characters, private-use and unassigned code points (boxes or
+nothing), Hangul's conjoining vowels and finals (zero width: they join the syllable before),
+regional indicators, fillers and blanks, and the symbol blocks that newer Unicode versions
+draw two columns wide (Yijing hexagrams and trigrams, Tai Xuan Jing, counting rods) are left
+out. `tests/test_sample.py` checks every glyph below 131,072 against `wcwidth`, the reference
+terminals follow. Combining marks, controls, format characters, separators and surrogates are
+never used, so every glyph is exactly one code point that stands on its own, nor are letters
+and symbols written right to left (Hebrew, Arabic, ...), around which a terminal reorders a
+line. Nor are letters a reader would take for another glyph (`_look_alike`): a letter with a
+mark or in another form of a letter (NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), the letters of Greek, Cyrillic,
+Armenian and Latin's IPA extensions that copy another script's letter or a digit (Greek Α,
+Cyrillic а and З, Armenian օ, ɑ, ı), small capitals, modifier letters and turned or reversed
+forms, and the scripts whose letters copy Latin capitals (Cherokee, Lisu, Coptic). That list
+is drawn from Unicode's confusables and cannot be complete; `spamlang sample --ids` prints ids
+instead of glyphs.
+
+That leaves about 17,500 glyphs (`num_glyphs()`): ids from there on have none (`has_glyphs`),
+and a sample holding one is shown as token ids, in the terminal, the HTML page and the figure
+alike (`spamlang.sample.shows_ids`). The order past 'z' follows the running Python's Unicode
+database (`unicodedata.unidata_version`), so glyphs for ids >= 52 may differ between Python
+versions; within one interpreter the mapping is a bijection, and `token_of(glyph(i)) == i`.
 
 The table is built once, lazily (well under a second), and only when an id >= 52 is asked for.
 """
@@ -53,16 +60,18 @@ _COPIES = frozenset(map(ord,
 # Whole blocks whose letters copy Latin capitals: Cherokee, its supplement, Lisu, Coptic.
 _COPYING_BLOCKS = ((0x13A0, 0x13FF), (0xAB70, 0xABBF), (0xA4D0, 0xA4FF), (0x2C80, 0x2CFF),
                    (0x03E2, 0x03EF))
+# Blocks that draw two columns or none although Python's Unicode database may call them
+# narrow: Hangul's conjoining vowels and finals (zero width), regional indicators (drawn in
+# pairs as flags), and the symbol blocks Unicode 15.1 made wide (Yijing trigrams, digrams and
+# hexagrams, Tai Xuan Jing, counting rods), as wcwidth draws them.
+_NOT_ONE_COLUMN = ((0x1160, 0x11FF), (0xD7B0, 0xD7FF), (0x1F1E6, 0x1F1FF), (0x2630, 0x2637),
+                   (0x268A, 0x268F), (0x4DC0, 0x4DFF), (0x1D300, 0x1D376))
 # Names of letters that are another letter drawn differently.
 _VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
 # Filled by _table(): id -> code point, and code point -> id (-1 when not a glyph).
 _CODE_POINTS: np.ndarray | None = None
 _IDS: np.ndarray | None = None
-
-
-def _is_noncharacter(cp: int) -> bool:
-    return 0xFDD0 <= cp <= 0xFDEF or (cp & 0xFFFE) == 0xFFFE
 
 
 def _right_to_left(ch: str) -> bool:
@@ -88,35 +97,31 @@ def _look_alike(ch: str) -> bool:
     return category[0] == "L" and any(word in name for word in _VARIANT_WORDS)
 
 
+def _one_column(ch: str) -> bool:
+    """Drawn visibly in exactly one terminal column (see the module docstring)."""
+    cp = ord(ch)
+    if unicodedata.east_asian_width(ch) in ("W", "F"):
+        return False
+    if any(lo <= cp <= hi for lo, hi in _NOT_ONE_COLUMN):
+        return False
+    name = unicodedata.name(ch, "")
+    return "FILLER" not in name and "BLANK" not in name  # U+FFA0, U+2800: nothing to see
+
+
 def _build() -> list[int]:
     """All glyph code points in id order (see the module docstring for the tiers)."""
-    narrow_letters, wide_letters, narrow_symbols, wide_symbols = [], [], [], []
-    private, unassigned = [], []
+    letters, symbols = [], []
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)
         cat = unicodedata.category(ch)
-        if cat[0] in "LNPS" and (_right_to_left(ch) or _look_alike(ch)):
+        if cat[0] not in "LNPS" or _right_to_left(ch) or _look_alike(ch) \
+                or not _one_column(ch):
             continue
         if cat[0] == "L":
-            wide = unicodedata.east_asian_width(ch) in ("W", "F")
-            (wide_letters if wide else narrow_letters).append(cp)
+            letters.append(cp)
         elif cat in _SYMBOL_CATEGORIES:
-            wide = unicodedata.east_asian_width(ch) in ("W", "F")
-            (wide_symbols if wide else narrow_symbols).append(cp)
-        elif cat == "Co":
-            private.append(cp)
-        elif cat == "Cn" and not _is_noncharacter(cp):
-            unassigned.append(cp)
-    ascii_letters = [ord(c) for c in _ASCII_LETTERS]
-    return (
-        ascii_letters
-        + narrow_letters
-        + wide_letters
-        + narrow_symbols
-        + wide_symbols
-        + private
-        + unassigned
-    )
+            symbols.append(cp)
+    return [ord(c) for c in _ASCII_LETTERS] + letters + symbols
 
 
 def _table() -> tuple[np.ndarray, np.ndarray]:
@@ -130,8 +135,18 @@ def _table() -> tuple[np.ndarray, np.ndarray]:
 
 
 def num_glyphs() -> int:
-    """How many token ids have a glyph (at least 2**20 on any supported Python)."""
+    """How many token ids have a glyph (ids 0 .. num_glyphs() - 1; about 17,500)."""
     return len(_table()[0])
+
+
+def has_glyphs(tokens: Iterable[int]) -> bool:
+    """Whether every id of `tokens` has a glyph (else a sample shows them as ids)."""
+    tokens = np.asarray(list(tokens) if not hasattr(tokens, "shape") else tokens)
+    if tokens.size == 0:
+        return True
+    if tokens.min() >= 0 and tokens.max() < len(_ASCII_LETTERS):
+        return True
+    return bool(tokens.min() >= 0 and tokens.max() < num_glyphs())
 
 
 def code_points() -> np.ndarray:

@@ -204,8 +204,11 @@ def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, te
     tokens_NxL = np.asarray(generate_fn(jnp.asarray(prompt_NxP), length, sample_key, float(temperature)))
     correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens_NxL, jnp.int32)))
     given = prompt is not None or (lang.prompt_len == 1 and not (temperature == 0 and n > 1))
+    first = prompt_NxP[0].tolist()
+    shown = glyphs.render(first) if glyphs.has_glyphs(first) else ",".join(map(str, first))
     info = {"language": lang.name, "vocab_size": lang.vocab_size, "temperature": float(temperature),
-            "seed": seed, "prompt": glyphs.render(prompt_NxP[0]) if given else DRAWN,
+            "seed": seed, "prompt": shown if given else DRAWN,
+            **({"prompt_ids": first} if given else {}),
             "correct": ("the seed symbol again" if getattr(lang, "position_invariant", False)
                         else getattr(lang, "summary", "")),
             **(info or {})}
@@ -263,8 +266,15 @@ def use_colour(stream) -> bool:
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
-def describe(result: SampleResult) -> str:
-    """One line: where the samples come from and how they were drawn."""
+def shows_ids(result: SampleResult, ids: bool = False) -> bool:
+    """Whether the renderers show token ids: asked for (`ids`), or some token has no glyph
+    (past `glyphs.num_glyphs()`). Every renderer decides the same way."""
+    return ids or not glyphs.has_glyphs(result.tokens)
+
+
+def describe(result: SampleResult, ids: bool = False) -> str:
+    """One line: where the samples come from and how they were drawn (the prompt as ids when
+    `ids`)."""
     i = result.info
     t = i.get("temperature", 0.0)
     parts = [str(i["run_dir"])] if "run_dir" in i else []
@@ -277,7 +287,9 @@ def describe(result: SampleResult) -> str:
     parts.append(f"{n} samples of {length} tokens, " + ("greedy" if t == 0 else f"temperature {t:g}")
                  + f", seed {i.get('seed', 0)}")
     if "prompt" in i:
-        parts.append(f"prompt {i['prompt']}")
+        given = i.get("prompt_ids")
+        shown = ",".join(map(str, given)) if ids and given is not None else i["prompt"]
+        parts.append(f"prompt {shown}")
     return "; ".join(parts)
 
 
@@ -322,7 +334,9 @@ def _token_cells(tokens, ids: bool, width: int) -> list[str]:
 
 def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -> str:
     """The samples as terminal text: statistics first (so columns align), then the glyphs, or
-    with `ids` the token ids (no glyph to mistake for another)."""
+    with `ids` (or when a token has no glyph: `shows_ids`) the token ids (no glyph to mistake
+    for another)."""
+    ids = shows_ids(result, ids)
     kinds = result.kinds()
     if colour:
         legend = " ".join(f"{_ANSI[k]}{k}\x1b[0m" for k in (SEED, CORRECT, INCORRECT))
@@ -330,7 +344,7 @@ def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -
         legend = "s seed, . correct, x incorrect"
     width = len(str(int(result.tokens.max()))) if result.tokens.size else 1
     row = "{:>3}  {:>7}  {:>7}  {:>4}  {:>6}  "
-    lines = [describe(result), definitions(result), f"legend: {legend}",
+    lines = [describe(result, ids), definitions(result), f"legend: {legend}",
              row.format("#", "correct", "1st err", "run", "repeat") + "sample"]
     for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
         cells = _token_cells(tokens, ids, width)
@@ -358,7 +372,8 @@ tr.mean td {{ border-top: 1px solid #444; }}"""
 
 def render_html(result: SampleResult, ids: bool = False) -> str:
     """A self-contained HTML page: one table row per sample, one coloured cell per token (its
-    glyph, or with `ids` its id)."""
+    glyph, or with `ids` or when a token has no glyph its id)."""
+    ids = shows_ids(result, ids)
     e = html.escape
     kinds = result.kinds()
     length = result.tokens.shape[1]
@@ -376,5 +391,5 @@ def render_html(result: SampleResult, ids: bool = False) -> str:
                 f'({result.summary.error_free} of {result.summary.n} without an error)</td>{mean}</tr>')
     body = "\n".join(rows)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>spamlang samples</title>\n"
-            f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result))}</p>\n<p>{e(definitions(result))}</p>\n<p>{legend}</p>\n"
+            f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result, ids))}</p>\n<p>{e(definitions(result))}</p>\n<p>{legend}</p>\n"
             f"<table class=\"samples\">\n{body}\n</table>\n</body></html>\n")

@@ -20,25 +20,46 @@ from spamlang.sample import (
     summarize,
 )
 
-N_IDS = 2**20
+N_IDS = 131_072  # the paper's largest vocabulary
 
 
 # ----- glyphs ------------------------------------------------------------------------------------
-def test_glyphs_unique_and_reversible_up_to_2_pow_20():
-    assert glyphs.num_glyphs() >= N_IDS
-    text = glyphs.render(np.arange(N_IDS))
-    assert len(text) == N_IDS and len(set(text)) == N_IDS  # one code point each, all distinct
-    assert glyphs.tokens_of(text) == list(range(N_IDS))
+def test_glyphs_are_visible_single_columns_unique_and_reversible():
+    wcwidth = pytest.importorskip("wcwidth").wcwidth  # the reference terminals follow
+    n = glyphs.num_glyphs()
+    text = glyphs.render(np.arange(n))
+    assert len(text) == n and len(set(text)) == n  # one code point each, all distinct
+    assert glyphs.tokens_of(text) == list(range(n))
     assert text[:52] == "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    assert all(glyphs.glyph(i) == text[i] for i in (0, 51, 52, 1000, 131071, N_IDS - 1))
+    # Every id up to the paper's largest V: one visible column, or no glyph at all.
+    assert [i for i in range(min(n, N_IDS)) if wcwidth(text[i]) != 1] == []
+    assert not glyphs.has_glyphs([n]) and glyphs.has_glyphs([n - 1])
     cats = {unicodedata.category(c) for c in set(text)}
-    assert not cats & {"Mn", "Mc", "Me", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs"}
+    assert not cats & {"Mn", "Mc", "Me", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"}
     assert not set(text) & set("0123456789, \t\n")  # ids can be written in digits unambiguously
-    # Letters first (look-alikes left out, so about 124,000), then symbols: what the paper's
-    # largest vocabulary needs stands on its own, and no id shows as a digit of any script.
-    assert text[:120_000].isalpha()
-    assert {unicodedata.category(c)[0] for c in text[:131072]} <= set("LNPS")
-    assert not any(unicodedata.category(c) == "Nd" for c in text[:131072])
+    assert not any(unicodedata.category(c) == "Nd" for c in text)
+
+
+def test_tokens_past_the_glyphs_show_as_ids_everywhere(tmp_path):
+    from spamlang.plots.samples import plot_samples
+    from spamlang.sample import shows_ids
+
+    past = glyphs.num_glyphs() + 5
+    tokens = np.array([[past, past, past], [past, 3, past]])
+    r = SampleResult.from_flags(tokens, np.array([[1, 1], [0, 0]], bool), 1,
+                                {"language": "spam", "vocab_size": past + 1, "seed": 0,
+                                 "prompt": str(past), "prompt_ids": [past]})
+    assert shows_ids(r)
+    assert str(past) in render_text(r) and f'title="token {past}">{past}<' in render_html(r)
+    plot_samples(r, tmp_path / "s.png")  # no error: the cells show ids
+
+
+def test_prompt_as_ids_in_the_header_with_ids():
+    r = _spam_result()
+    r.info.update(prompt="F", prompt_ids=[5])
+    assert "prompt F" in render_text(r).splitlines()[0]
+    assert "prompt 5" in render_text(r, ids=True).splitlines()[0]
+    assert "prompt 5" in render_html(r, ids=True)
 
 
 def test_glyph_errors():

@@ -11,7 +11,8 @@ from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
 from spamlang.plots.sweep import PAPER_WIDTH_IN, check_figure_path, save_figure
-from spamlang.sample import COLOURS, CORRECT, INCORRECT, SEED, SampleResult, definitions, describe
+from spamlang.sample import (COLOURS, CORRECT, INCORRECT, SEED, SampleResult, definitions,
+                             describe, shows_ids)
 
 _CELL_IN = 0.2  # side of one token cell, inches
 _FONT = "DejaVu Sans"  # ships with matplotlib, so every machine draws the same table
@@ -23,10 +24,12 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
 
     A token whose glyph the figure font lacks (scripts such as the Indic ones or Ethiopic)
     shows its token id in small digits instead of an empty box, so that every cell still says
-    which token it is; with `ids` every cell does. A line under the title says what the
+    which token it is; with `ids`, or when some token has no glyph at all (`shows_ids`),
+    every cell does. A line under the title says what the
     statistics count (`spamlang.sample.definitions`).
     """
     check_figure_path(out_file)
+    ids = shows_ids(result, ids)  # as the terminal and the HTML page decide
     n, length = result.tokens.shape
     kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
@@ -63,7 +66,7 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
         ax.text(x_stats + (j + 1) * step, -n, v, ha="right", va="center", fontsize=7, style="italic")
     ax.set_xlim(-1.5, x_stats + 4 * step + 0.3)
     ax.set_ylim(-n - 0.6, 1.4)
-    fig.suptitle(describe(result), fontsize=7, x=0.01, ha="left", y=0.97)
+    fig.suptitle(describe(result, ids), fontsize=7, x=0.01, ha="left", y=0.97)
     fig.text(0.01, 0.005, definitions(result), fontsize=6, color="0.3", ha="left", va="bottom",
              wrap=True)
     fig.legend(handles=[Patch(facecolor=COLOURS[k], label=k) for k in (SEED, CORRECT, INCORRECT)],
