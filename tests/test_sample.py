@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -253,3 +254,24 @@ def test_sample_end_to_end(tmp_path, capsys):
     assert main(["sample", str(run), "--length", "4096"]) == 2  # refused before sampling
     assert capsys.readouterr().err == ("spamlang sample: error: length 4096 exceeds the model's "
                                        "max_seq_len 2048\n")
+
+
+def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
+    from spamlang.sweep import Sweep, main as sweep_main
+    from spamlang.train import TrainConfig
+
+    base = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10,
+                       log_every=5, eval_sequences=8)
+    sweep = Sweep("pick", base, {"lr": [1e-4, 1e-1], "tie_embeddings": [True, False]})
+    assert sweep_main(sweep, ["--out", str(tmp_path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["sample", str(tmp_path)]) == 2  # a sweep directory needs --where
+    assert "--where" in capsys.readouterr().err
+    assert main(["sample", str(tmp_path), "--where", "tie_embeddings=True", "-n", "1",
+                 "--length", "3"]) == 0
+    out = capsys.readouterr().out
+    losses = {lr: json.loads((tmp_path / run_id / "result.json").read_text())["final_eval_loss"]
+              for run_id, lr in (("lr1e-4-tied", 1e-4), ("lr1e-1-tied", 1e-1))}
+    best = min(losses, key=losses.get)
+    headers = [line for line in out.splitlines() if line.startswith("== ")]
+    assert len(headers) == 1 and f"lr{best:.0e}".replace("e-0", "e-") + "-tied" in headers[0]

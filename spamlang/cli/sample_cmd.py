@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -22,9 +21,55 @@ def _check_outputs(args: argparse.Namespace) -> None:
             check_output_file(path)
 
 
-def handler(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.run_dir):
+def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
+    """(cell, run directory) of each cell of `sweep_dir` that `where` selects: the run at the
+    cell's best LR (seed-mean final eval loss, `spamlang.sweep.best_lr`), lowest seed."""
+    from spamlang.plots.results import finished_runs, select, shown
+    from spamlang.sweep.best_lr import best_lrs
+
+    runs = [r for r in select(finished_runs(sweep_dir), where) if r.path is not None]
+    rows = [{**r.result, **r.settings, "run_id": r.run_id} for r in runs]
+    picks = []
+    for best in best_lrs(rows):
+        cell = [r for r, row in zip(runs, rows) if row.get("lr") == best.lr
+                and all(row.get(k) == v for k, v in best.group)]
+        if cell:
+            run = min(cell, key=lambda r: r.get("seed") or 0)
+            varying = [(k, v) for k, v in best.group if len({row.get(k) for row in rows}) > 1]
+            label = ", ".join(f"{k}={shown(k, v)}" for k, v in varying) or "the sweep"
+            picks.append((f"{label}: best lr {shown('lr', best.lr)}", run.path))
+    if not picks:
+        raise UserError(f"--where {where} selects no finished run with a final eval loss in "
+                        f"{sweep_dir}")
+    return picks
+
+
+def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
+    """The run directories to sample: RUN_DIR itself, or with --where the best-LR run of
+    each cell of the sweep directory it selects."""
+    path = Path(args.run_dir)
+    if not path.is_dir():
         raise UserError(f"no such run directory: {args.run_dir}")
+    is_run = (path / "config.json").is_file()
+    if args.where:
+        if is_run:
+            raise UserError(f"--where picks runs of a sweep directory; {path} is a run directory")
+        from spamlang.cli.plot_cmd import _where
+
+        picks = best_runs(str(path), _where(args.where))
+        if len(picks) > 1 and (args.html or args.png):
+            raise UserError(f"--html and --png draw one run; --where selects {len(picks)} "
+                            "cells: add --where settings until one is left")
+        return picks
+    if not is_run and ((path / "results.csv").exists() or (path / "sweep.json").exists()):
+        raise UserError(f"{path} is a sweep directory: pass --where KEY=VALUE (e.g. --where "
+                        "vocab_size=4096 --where tie_embeddings=True) to sample each cell's "
+                        "best-LR run, or a run directory")
+    return [(None, path)]
+
+
+def handler(args: argparse.Namespace) -> int:
+    targets = _targets(args)
     temperature = 0.0 if args.greedy else args.temperature
     if not temperature >= 0:
         raise UserError(f"--temperature must be >= 0, got {args.temperature}")
@@ -42,11 +87,14 @@ def handler(args: argparse.Namespace) -> int:
 
     from spamlang.sample import render_html, render_text, sample_run, use_colour
 
-    result = sample_run(args.run_dir, n=args.n, length=args.length, temperature=temperature,
-                        prompt=args.prompt, seed=args.seed)
     colour = {"always": True, "never": False}.get(args.color, None)
-    sys.stdout.write(render_text(result, colour=use_colour(sys.stdout) if colour is None else colour,
-                                 ids=args.ids))
+    for cell, run_dir in targets:
+        if cell is not None:
+            print(f"== {cell} ({run_dir.name})")
+        result = sample_run(run_dir, n=args.n, length=args.length, temperature=temperature,
+                            prompt=args.prompt, seed=args.seed)
+        sys.stdout.write(render_text(result, ids=args.ids,
+                                     colour=use_colour(sys.stdout) if colour is None else colour))
     if args.html:
         atomic_write_text(args.html, render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
@@ -68,7 +116,14 @@ def register(subparsers) -> None:
                     "any one symbol (a model that repeats the wrong symbol: run 0, repeat > 0), "
                     "with their means. Tokens show as one glyph each (A-Z, a-z, then letters of "
                     "other scripts, look-alikes left out) or, with --ids, as token ids.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (config.json + checkpoints/)")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory (config.json + checkpoints/), or a sweep directory "
+                        "with --where")
+    p.add_argument("--where", action="append", metavar="KEY=VALUE",
+                   help="with a sweep directory: sample the best-LR run (seed-mean final eval "
+                        "loss, lowest seed) of every cell whose settings match, e.g. --where "
+                        "vocab_size=4096 --where tie_embeddings=True (repeatable; key!=value "
+                        "excludes, as in spamlang plot)")
     p.add_argument("-n", type=int, default=8, help="number of samples (default 8)")
     p.add_argument("--length", type=int, default=None,
                    help="tokens per sample, prompt included (default: 32, or the run's seq_len if "
