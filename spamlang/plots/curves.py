@@ -22,6 +22,7 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.results import Run, check_column, read_metrics, scan_runs, select
+from spamlang.plots.title import fixed_title
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")
@@ -157,7 +158,7 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     runs = scan_runs(sweep_dir)
     if not runs:
         raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
-    runs = select(runs, where)
+    every, runs = runs, select(runs, where)
     color = column_or_none(color) and check_column(runs, color, "--color")
     cols = column_or_none(cols) and check_column(runs, cols, "--cols")
     rows = rows_option(rows)
@@ -167,6 +168,7 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
     if lr_axis and lr == "best":
         raise UserError("--lr best picks one lr per line; it cannot be combined with lr as an axis")
     grid = {ident(r.lr) for r in runs}
+    before = runs  # what --lr chooses from (`_dropped_panels`)
     if not lr_axis or lr is not None:
         runs = choose_runs(runs, lr)
     # Lines at their own best LRs, when there was a choice and it differs between them: each
@@ -233,8 +235,34 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
         print(f"note: {single}", file=sys.stderr)
     chosen = (f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})"
               if lr in (None, "best") and not lr_axis and len(grid) > 1 and drawn else "")
-    note(fig, chosen, pool_note(drawn, "bands"), single)
+    dropped = _dropped_panels(before, runs, cols, rows, used, pooled) \
+        if lr not in (None, "best") else []
+    gone = (f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
+            f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
+            if dropped else "")
+    note(fig, chosen, pool_note(drawn, "bands"), single, gone)
+    if title := fixed_title(every, runs, where, [color, cols, *(rows or [])]):
+        fig.suptitle(title, fontsize=9)
     return fig
+
+
+def _dropped_panels(before: list[Run], after: list[Run], cols: str | None, rows, used: list[str],
+                    pooled: list[str]) -> list[str]:
+    """The titles of the panels that the runs before an `--lr` choice fill and the runs after
+    it do not (no run of theirs at that LR)."""
+    points = group_points(before, pooled)
+    row_keys = auto_rows(points, used, pooled + ["lr"]) if rows is None else rows
+    row_groups, col_values = facets(points, row_keys, cols)
+    kept, names = {r.run_id for r in after}, []
+    for row_label, members in row_groups:
+        for cv in col_values:
+            panel = [r for p in members if cols is None or ident(p.value(cols)) == ident(cv)
+                     for r in p.runs]
+            if panel and not any(r.run_id in kept for r in panel):
+                title = facet_title(cols, cv) if cols else ""
+                names.append(f"{title} ({row_label})" if title and row_label
+                             else title or row_label or "the only panel")
+    return names
 
 
 def _single_point_note(runs: list[Run], kind: str) -> str:

@@ -29,6 +29,7 @@ from spamlang.plots.layout import (
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid
 from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
+from spamlang.plots.title import fixed_title
 
 AUTO = "auto"
 LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
@@ -113,7 +114,8 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
     markers only (a scatter). Log x is chosen when a positive x spans a factor of 8 or more,
     log y when the positive y values (error bars included) span more than LOGY_SPAN.
     """
-    runs = select(finished_runs(sweep_dir), where)
+    every = finished_runs(sweep_dir)
+    runs = select(every, where)
     x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
     color = column_or_none(color) and check_column(runs, color, "--color")
     cols = column_or_none(cols) and check_column(runs, cols, "--cols")
@@ -168,6 +170,8 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
         if color and panel.points:
             ax.legend(fontsize=6, frameon=False)
     note(fig, _best_note(best, y, drawn), pool_note(drawn, "bars"))
+    if title := fixed_title(every, runs, where, axes + [best]):
+        fig.suptitle(title, fontsize=9)
     return fig
 
 

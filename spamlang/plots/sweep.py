@@ -33,6 +33,7 @@ from spamlang.plots.layout import (
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.lines import lines_figure, plot_lines, resolve_best_over
 from spamlang.plots.results import Run, check_column, finite, finished_runs, is_number, select
+from spamlang.plots.title import fixed_title
 
 # Besides the heatmap, the names that callers import from here (this module was once the home
 # of every sweep figure and its helpers).
@@ -166,7 +167,8 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     time against Adam's memory. A setting of CELL_TAGS (head) that is no axis but differs
     between cells is named in each cell (a rank axis mixing lowrank:16, softmax and mlp:64).
     """
-    runs = select(finished_runs(sweep_dir), where)
+    every = finished_runs(sweep_dir)
+    runs = select(every, where)
     metric = check_column(runs, metric, "--metric")
     x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
     cols = column_or_none(cols) and check_column(runs, cols, "--cols")
@@ -238,6 +240,8 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
     note(fig, outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line"),
          left_out)
+    if title := fixed_title(every, runs, where, taken + [best]):
+        fig.suptitle(title, fontsize=9)
     return fig
 
 
