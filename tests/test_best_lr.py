@@ -125,3 +125,15 @@ def test_warnings_list_numeric_settings_in_numeric_order():
     lines = edge_warnings(rows_for(losses))
     assert [line.split("vocab_size=")[1].split(" ")[0] for line in lines] == \
         ["64", "256", "1024", "4096"]
+
+
+def test_cell_lines_write_settings_as_typed_and_lrs_as_run_ids():
+    from spamlang.sweep.best_lr import cell_lines
+
+    rows = []
+    for b2 in (0.95, 0.999):
+        for row in rows_for({(64, True): {3e-3: 3.0, 1e-2: 2.0, 3e-2: 2.5}}):
+            rows.append({"b2": b2, **row, "run_id": f"{row['run_id']}-b2{b2}"})
+    lines = cell_lines(rows)
+    assert [line.split(":")[0] for line in lines] == ["b2=0.95", "b2=0.999"]
+    assert "best lr 1e-2 of 3e-3 .. 3e-2" in lines[0]

@@ -125,8 +125,14 @@ def _order(v: Any) -> tuple:
     return (1, 0.0)
 
 
-def _text(v: Any) -> str:
-    return format_number(v) if isinstance(v, float) else str(v)
+def _text(v: Any, key: str = "lr") -> str:
+    """LRs as run ids write them (1e-2); other floats as written by hand where that is short
+    (b2 0.95, not 9.5e-1), in run-id form only when tiny or huge (eps 1e-8)."""
+    if not isinstance(v, float):
+        return str(v)
+    if key != "lr" and v == v and (v == 0 or 1e-3 <= abs(v) < 1e6):
+        return repr(v)
+    return format_number(v)
 
 
 def labelled(best: list[BestLR]) -> list[tuple[BestLR, str]]:
@@ -136,7 +142,8 @@ def labelled(best: list[BestLR]) -> list[tuple[BestLR, str]]:
     names = dict.fromkeys(k for b in best for k, _ in b.group)
     varying = [k for k in names if len({dict(b.group).get(k) for b in best}) > 1]
     best = sorted(best, key=lambda b: [_order(dict(b.group).get(k)) for k in varying])
-    return [(b, ", ".join(f"{k}={_text(dict(b.group).get(k))}" for k in varying)) for b in best]
+    return [(b, ", ".join(f"{k}={_text(dict(b.group).get(k), k)}" for k in varying))
+            for b in best]
 
 
 def cell_lines(rows: list[dict], metric: str = "final_eval_loss",
