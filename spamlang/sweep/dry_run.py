@@ -4,9 +4,12 @@ grid the size limit lets through.
 
 The time estimate says where it comes from. Runs whose group has finished runs are timed at
 those runs' median tokens/s (a vmapped group's members train at once, so a group costs its
-slowest member; runs trained one by one add up); the others get a lower bound, their FLOPs at
-the matmul peak, only where that peak is known without measuring it (SPAMLANG_PEAK_FLOPS, or
-a known accelerator's datasheet: `spamlang.perf.KNOWN_PEAKS`).
+slowest member; runs trained one by one add up); runs of a group with none, at the median
+tokens/s of the directory's finished runs of the same preset and V (a similar group: another
+LR grid, b2 or seed set of the same model); the others get a lower bound, their FLOPs at the
+matmul peak, only where that peak is known without measuring it (SPAMLANG_PEAK_FLOPS, or a
+known accelerator's datasheet: `spamlang.perf.KNOWN_PEAKS`). Partial runs that are no point
+of the grid (LR bracketing's, which extend a cell's grid) are listed after the table.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.schema import RESULT, SWEEP_FILE
+from spamlang.schema import CONFIG, RESULT, SWEEP_FILE
 from spamlang.sweep.logs import checkpoint_step
-from spamlang.sweep.groups import shard_groups
+from spamlang.sweep.groups import empty_shard_note, shard_groups
 from spamlang.sweep.spec import Sweep
 
 
@@ -97,6 +101,39 @@ def _rate(run_dir: Path) -> float | None:
     return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
 
 
+def _finished_runs(out: Path) -> dict[tuple, list[float]]:
+    """{(preset, vocab_size): tokens/s of each finished run} of every run directory in `out`."""
+    rates: dict[tuple, list[float]] = {}
+    for run_dir in sorted(out.iterdir()) if out.is_dir() else ():
+        rate = _rate(run_dir)
+        if rate is None:
+            continue
+        try:
+            config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(config, dict):
+            rates.setdefault((config.get("preset"), config.get("vocab_size")), []).append(rate)
+    return rates
+
+
+def other_partial_runs(out: Path, points: list) -> list[str]:
+    """Lines for the partial runs in `out` that are no point of the sweep (LR bracketing's)."""
+    known = {run_id for run_id, _ in points}
+    lines = []
+    for run_dir in sorted(out.iterdir()) if out.is_dir() else ():
+        if run_dir.name in known or not (run_dir / CONFIG).is_file() \
+                or (run_dir / RESULT).is_file():
+            continue
+        try:
+            config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+            steps = int(config["tokens"]) // (int(config["batch_size"]) * int(config["seq_len"]))
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+            steps = "?"
+        lines.append(f"  {run_dir.name}  {_status(run_dir, steps)}")
+    return lines
+
+
 def duration(seconds: float) -> str:
     """45 s, 12 min, 3.2 h, 2.5 days."""
     if seconds < 90:
@@ -114,6 +151,8 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
     from spamlang.sweep.runner import trains_together
 
     timed, seconds, bound, floor_s, unknown = 0, 0.0, 0, 0.0, 0
+    alike, alike_s = 0, 0.0  # runs timed from finished runs of the same preset and V
+    similar = _finished_runs(out)
     peak: dict = {}  # dtype -> its known peak or None, looked up once
     k = 0
     for group in mine:
@@ -128,6 +167,13 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
             seconds += max(each) if trains_together(vmap, group[0][1]) else sum(each)
             timed += len(todo)
             continue
+        config = group[0][1]
+        near = similar.get((getattr(config, "preset", None), getattr(config, "vocab_size", None)))
+        if near:
+            each = [tokens / statistics.median(near) for tokens, _, _ in todo]
+            alike_s += max(each) if trains_together(vmap, config) else sum(each)
+            alike += len(todo)
+            continue
         for _, c, _ in todo:
             if c.dtype not in peak:
                 from spamlang.perf import peak_flops
@@ -139,12 +185,15 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
             continue
         floor_s += sum(work / rate for rate, work in peaks)
         bound += len(todo)
-    if not (timed or bound or unknown):
+    if not (timed or alike or bound or unknown):
         return "time: nothing left to train"
     parts = []
     if timed:
         parts.append(f"about {duration(seconds)} for {timed} run(s), at the tokens/s of finished "
                      "runs of their groups")
+    if alike:
+        parts.append(f"about {duration(alike_s)} for {alike} run(s) with no finished run in "
+                     "their group, at the tokens/s of finished runs of the same preset and V")
     if bound:
         parts.append(f"at least {duration(floor_s)} for {bound} run(s) with no finished run in "
                      "their group (their FLOPs at the matmul peak: a lower bound)")
@@ -163,6 +212,8 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int,
     shard_groups(sweep, shard, group_size)  # bad arguments first, as the real run
     sweep = check_out_dir(sweep, out)
     mine = shard_groups(sweep, shard, group_size)
+    if not mine and (empty := empty_shard_note(sweep, shard, group_size)):
+        print(empty, file=sys.stderr)
     points = [p for g in mine for p in g]
     status = {run_id: _status(out / run_id, getattr(config, "steps", "?"))
               for run_id, config in points}
@@ -190,5 +241,10 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int,
     print(f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
           + (f"; about {total:.3g} training FLOPs" if total is not None else "")
           + f"; out: {out}")
+    others = other_partial_runs(out, sweep.points())
+    if others:
+        print(f"{len(others)} partial run(s) outside the grid (LR bracketing's; they resume when "
+              "their cell is bracketed again):")
+        print("\n".join(others))
     print(estimate(mine, out, vmap, flops))
     return 0

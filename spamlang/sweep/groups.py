@@ -60,3 +60,15 @@ def shard_groups(sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int 
     mine = groups(sweep, group_size)[i::n]
     order = {run_id: k for k, (run_id, _) in enumerate(sweep.points())}
     return sorted(mine, key=lambda g: order[g[0][0]])
+
+
+def empty_shard_note(sweep: Sweep, shard: tuple[int, int], group_size: int = 0) -> str | None:
+    """A warning line when shard i of n holds no group (n larger than the sweep's groups)."""
+    i, n = check_shard(shard)
+    count = len(groups(sweep, group_size))
+    if n == 1 or i < count:
+        return None
+    return (f"warning: shard {i}/{n} is empty: the sweep has {count} group(s) of runs, dealt "
+            f"round-robin to shards 0..{min(count, n) - 1}; nothing to do here (use n <= "
+            f"{count} to give every shard work)")
+

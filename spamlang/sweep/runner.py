@@ -26,7 +26,7 @@ from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.logs import Watcher, announce_resumes
 from spamlang.sweep.results import Report, write_results
-from spamlang.sweep.groups import check_shard, groups, shard_groups
+from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
 from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_size,
                                  fields_of, group_key)
 from spamlang.sweep.sweep_file import check_sweep_file  # noqa: F401 (re-exported)
@@ -115,6 +115,8 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
     my_groups = shard_groups(sweep, shard, group_size)
+    if not my_groups and (empty := empty_shard_note(sweep, shard, group_size)):
+        print(empty, file=sys.stderr)  # even when quiet: a job array sized wrong
     from spamlang.perf import check_peak_env
     from spamlang.rundir import check_path
 
