@@ -180,4 +180,4 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
     assert ["rename", "config.json"] in reports[0]["writes"]
     assert ["rename", "result.json"] in reports[2]["writes"]
     assert sorted(p.name for p in multi.iterdir()) == \
-        ["checkpoints", "config.json", "metrics.jsonl", "result.json"]
+        ["checkpoints", "config.json", "metrics.jsonl", "result.json", "symbols.npz"]

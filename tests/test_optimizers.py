@@ -41,11 +41,14 @@ def test_the_config_knows_the_optimizers_of_optim():
 def test_return_time_and_adam_memory():
     config = TrainConfig(vocab_size=4096, batch_size=32, b2=0.999)
     assert config.return_time == {"symbol_return_steps": 128.0,
-                                  "adam_memory_steps": pytest.approx(1000.0)}
+                                  "adam_memory_steps": pytest.approx(1000.0),
+                                  # a run of 512 steps: a running mean over all of them
+                                  "adam_memory_steps_effective": config.steps}
+    assert config.steps < 1000
     assert config.replace(optimizer="lazy_adamw").return_time["adam_memory_steps"] == \
         pytest.approx(1000.0)
-    for other in ("sgd", "adafactor"):
-        assert config.replace(optimizer=other).return_time["adam_memory_steps"] is None
+    for other in ("sgd", "adafactor"):  # b2 left at its default: they refuse any other
+        assert config.replace(optimizer=other, b2=0.95).return_time["adam_memory_steps"] is None
 
 
 def test_tracked_ids_spread_over_the_vocabulary():

@@ -19,7 +19,7 @@ from spamlang.rundir.lock import hold_run_dirs
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
-RESULT_KEYS = {"final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss",
+RESULT_KEYS = {"final_train_loss", "final_eval_loss", "eval_method", "loss_above_floor", "optimal_loss",
                "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
                "tokens", "tokens_per_s", "wall_seconds", *COVERAGE_KEYS,
                "kernel_fraction", "projected_cosine", "head_rank", *HOLDOUT_KEYS,
@@ -68,7 +68,8 @@ def copy_unfinished(src, dst):
 def test_run_directory_contract(reference):
     out, result = reference
     assert sorted(p.name for p in out.iterdir()) == ["checkpoints", "config.json",
-                                                     "metrics.jsonl", "result.json"]
+                                                     "metrics.jsonl", "result.json",
+                                                     "symbols.npz"]
     assert json.loads((out / "config.json").read_text()) == CFG.to_json()
     assert json.loads((out / "result.json").read_text()) == result
     assert set(result) == RESULT_KEYS == {*RESULT_COLUMNS, *RESULT_EXTRAS}  # the one contract

@@ -154,7 +154,8 @@ def test_tiny_spam_run_learns(prog):
     assert int(state["step"][0]) == prog.config.steps and not bool(state["diverged"][0])
     [metrics] = prog.evaluate(state)
     assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy",
-                            *COVERAGE_KEYS, *HOLDOUT_KEYS, *SYMBOL_KEYS}
+                            "eval_method", "symbol_loss", *COVERAGE_KEYS, *HOLDOUT_KEYS,
+                            *SYMBOL_KEYS}
     assert metrics["heldout_symbols"] is None and metrics["symbols_learned"] > 0.9
     # 300 x 16 sequences over 64 symbols: every symbol is seen, so "seen" is the whole set.
     assert metrics["unseen_fraction"] == 0 and metrics["eval_unseen_sequences"] == 0
