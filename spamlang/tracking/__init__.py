@@ -59,7 +59,8 @@ def session(spec: TrackerSpec | None):
 
 def preflight(spec: TrackerSpec) -> None:
     """UserError (one line naming the fix) when `spec`'s tracker cannot start here."""
-    _backend(spec.kind).check()
+    backend = _backend(spec.kind)
+    backend.check(verify=True) if spec.kind == "wandb" else backend.check()
 
 
 def _backend(kind: str):

@@ -26,18 +26,28 @@ from spamlang.errors import UserError
 from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config, result_scalars, scalars
 
 
-def check() -> None:
+def check(verify: bool = False) -> None:
     """UserError naming the fix when W&B cannot start here: not installed, or online with no
-    API key (`wandb login`, WANDB_API_KEY, or WANDB_MODE=offline)."""
+    API key (`wandb login`, WANDB_API_KEY, or WANDB_MODE=offline); `verify` (an explicit
+    --tracker, before any training) also asks W&B's server whether it takes the key."""
     try:
         import wandb
     except ImportError as e:
         raise UserError(f"--tracker wandb needs wandb ({e}): {INSTALL['wandb']}") from None
     if _mode() in ("offline", "disabled", "dryrun"):
         return
-    if not (os.environ.get("WANDB_API_KEY") or wandb.api.api_key):
+    if not (os.environ.get("WANDB_API_KEY") or wandb.login(prompt=False, verify=False)):
         raise UserError("--tracker wandb has no W&B API key: run `wandb login` or set "
                         "WANDB_API_KEY, or set WANDB_MODE=offline to log to disk")
+    if verify:
+        try:
+            wandb.login(prompt=False, verify=True, timeout=30)
+        except Exception as e:  # noqa: BLE001 (a bad key, no network: the same advice)
+            wandb.teardown()  # else W&B's service process keeps this one from exiting
+            text = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise UserError(f"--tracker wandb cannot log in ({text}): check the network and "
+                            "the key (`wandb login --relogin`), or set WANDB_MODE=offline to "
+                            "log to disk and `wandb sync` later") from None
 
 
 def _mode() -> str:
