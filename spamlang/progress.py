@@ -11,8 +11,6 @@ import os
 import sys
 import time
 
-import jax
-
 from spamlang.errors import UserError
 
 
@@ -96,6 +94,8 @@ def wait_for(arrays, progress: Progress, what: str, *, notice_s: float = 3.0,
     has taken `notice_s` seconds, say what is being waited for, then again every `every_s`
     seconds and when it is done. A long evaluation (thousands of sequences decoded token by
     token) is otherwise a silent pause."""
+    import jax
+
     leaves = [x for x in jax.tree.leaves(arrays) if hasattr(x, "is_ready")]
     began, shown, pause = clock(), None, 0.001
     while not all(x.is_ready() for x in leaves):

@@ -14,21 +14,33 @@ validates parameters and `parse_params` turns `k=v` strings (CLI `--param`) into
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, Iterable
 
 from spamlang.errors import UserError
-from spamlang.languages.base import MAX_VOCAB_SIZE, Language, field_types
-from spamlang.languages.repeat import NoisySpam, Spam, ZipfSpam
-from spamlang.languages.structured import Branching, Cycle, Permutation
 
 __all__ = [
     "Language", "Spam", "ZipfSpam", "NoisySpam", "Cycle", "Permutation", "Branching",
     "MAX_VOCAB_SIZE", "names", "make", "language_class", "parse_params", "param_defaults",
 ]
 
-_REGISTRY: dict[str, type[Language]] = {
-    cls.name: cls for cls in (Spam, ZipfSpam, NoisySpam, Cycle, Permutation, Branching)
+# name -> "module.Class", in the order names() lists them. The generators import JAX, so they
+# are imported when a language is built, not when its name is listed (`spamlang train --help`).
+_REGISTRY = {
+    "spam": "repeat.Spam", "zipf-spam": "repeat.ZipfSpam", "noisy-spam": "repeat.NoisySpam",
+    "cycle": "structured.Cycle", "permutation": "structured.Permutation",
+    "branching": "structured.Branching",
 }
+_EXPORTS = {"Language": "base", "MAX_VOCAB_SIZE": "base", "field_types": "base",
+            **{where.partition(".")[2]: where.partition(".")[0] for where in _REGISTRY.values()}}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"spamlang.languages.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'spamlang.languages' has no attribute {name!r}")
 
 
 def names() -> list[str]:
@@ -36,12 +48,13 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
-def language_class(name: str) -> type[Language]:
+def language_class(name: str) -> type:
     """The class registered as `name` (UserError listing the known names otherwise)."""
     try:
-        return _REGISTRY[name]
+        where = _REGISTRY[name]
     except (KeyError, TypeError):
         raise UserError(f"unknown language {name!r}; known: {', '.join(_REGISTRY)}") from None
+    return __getattr__(where.partition(".")[2])
 
 
 def param_defaults(name: str) -> dict[str, Any]:
@@ -50,11 +63,13 @@ def param_defaults(name: str) -> dict[str, Any]:
             if f.default is not dataclasses.MISSING}
 
 
-def make(name: str, **params: Any) -> Language:
+def make(name: str, **params: Any):
     """Build language `name` with typed parameters; `vocab_size` is required.
 
     Unknown names, unknown or missing parameters and violated constraints raise UserError.
     """
+    from spamlang.languages.base import field_types
+
     cls = language_class(name)
     known = field_types(cls)
     unknown = sorted(set(params) - set(known))
@@ -67,6 +82,8 @@ def make(name: str, **params: Any) -> Language:
 
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
     """Parse `["k=v", ...]` strings into typed parameters of language `name` (for the CLI)."""
+    from spamlang.languages.base import field_types
+
     types = field_types(language_class(name))
     out: dict[str, Any] = {}
     for item in items:

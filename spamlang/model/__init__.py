@@ -8,10 +8,19 @@ Llama-family Hugging Face checkpoints.
     model = load_hf("SmolLM2-135M", vocab_size=4096)   # a Llama checkpoint directory (model.hf)
 """
 
-from spamlang.model.config import PRESETS, ModelConfig, count_params, parse_head
-from spamlang.model.decode import generate
-from spamlang.model.hf import load_hf
-from spamlang.model.transformer import Transformer
+import importlib
 
-__all__ = ["PRESETS", "ModelConfig", "Transformer", "count_params", "generate", "load_hf",
-           "parse_head"]
+_EXPORTS = {
+    "PRESETS": "config", "ModelConfig": "config", "count_params": "config",
+    "parse_head": "config", "generate": "decode", "load_hf": "hf", "Transformer": "transformer",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Names are imported lazily (PEP 562): `spamlang.model.config` alone pulls in no JAX."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"spamlang.model.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'spamlang.model' has no attribute {name!r}")
