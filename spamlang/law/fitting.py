@@ -43,7 +43,8 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
     from scipy.optimize import least_squares
 
     x = formula.features(table["vocab_size"], table["batch_size"], table["steps"], table["M"],
-                         table["d_model"], table["tie_embeddings"], table["weight_decay"] > 0)
+                         table["d_model"], table["tie_embeddings"], table["weight_decay"] > 0,
+                         table["sampling"] == "permuted")
     target = formula.log_loss(table["loss"])
     free = [n for n in formula.NAMES
             if n not in formula.FEATURE_OF or np.ptp(x[formula.FEATURE_OF[n]]) > 0]

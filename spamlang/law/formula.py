@@ -5,11 +5,16 @@
     n = B x steps / V                updates per symbol
     c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0])
     l(n) = exp(log_a + a_tied*tied) * n^-k        the loss a symbol reaches with n updates
-    p = exp(-c M / R)                the share of symbols Adam has forgotten between returns
+    p = exp(-c M / R)                the share of symbols away longer than c M steps (iid)
+    p = max(0, 1 - c M / R)          the same under permuted order (every gap is exactly R)
     L = p * log V + (1 - p) * l(n)
 
-The exponential term is the reviewer's sketch (issue #31): a symbol Adam remembers (M >> R)
-reaches l(n); one it forgets is pushed back to chance, log V. c is log-linear because the
+The exponential term is the reviewer's sketch: a symbol Adam remembers (M >> R) reaches l(n);
+one it forgets is pushed back to chance, log V. At the end of training a symbol's steps since
+its last appearance are geometric with mean R under iid sampling, so the share away longer than
+c M is exp(-c M / R); under permuted order (`TrainConfig.sampling`) they are uniform on
+[0, R), so that share is max(0, 1 - c M / R): the same c, a different data order, a prediction
+the fit does not tune. c is log-linear because the
 sketch's known misses are multiplicative: c ~ 2.5 untied and ~4.2 tied, ~7 and ~12 at D = 32
 and 64, and it moves with weight decay. l(n) gets a tied term too, because at equal n the
 tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999).
@@ -36,14 +41,15 @@ LOG_OFFSET = 0.01
 FORMULA = __doc__.split("\n\n")[1]
 
 
-def features(V, B, steps, memory, D, tied, decayed) -> dict[str, np.ndarray]:
-    """The formula's inputs as float arrays: V, R, M, n and the terms of log c.
+def features(V, B, steps, memory, D, tied, decayed, permuted=False) -> dict[str, np.ndarray]:
+    """The formula's inputs as float arrays: V, R, M, n, the terms of log c and the data order.
     `memory`: 1 / (1 - b2) (uncapped); the run's length caps it here."""
     V, B, steps = (np.asarray(x, dtype=float) for x in (V, B, steps))
     return {"V": V, "R": V / B, "M": np.minimum(np.asarray(memory, dtype=float), steps),
             "n": B * steps / V, "tied": np.asarray(tied, dtype=float),
             "log_width": np.log(np.asarray(D, dtype=float) / D_REF),
-            "decayed": np.asarray(decayed, dtype=float)}
+            "decayed": np.asarray(decayed, dtype=float),
+            "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape)}
 
 
 def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
@@ -51,7 +57,9 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
     c = np.exp(theta["c0"] + theta["c_tied"] * x["tied"] + theta["c_D"] * x["log_width"]
                + theta["c_wd"] * x["decayed"])
     floor = np.exp(theta["log_a"] + theta["a_tied"] * x["tied"]) * x["n"] ** -theta["k"]
-    forgotten = np.exp(-c * x["M"] / x["R"])
+    ratio = c * x["M"] / x["R"]
+    permuted = x.get("permuted", False)
+    forgotten = np.where(permuted, np.clip(1 - ratio, 0.0, 1.0), np.exp(-ratio))
     return forgotten * np.log(x["V"]) + (1 - forgotten) * floor
 
 

@@ -58,7 +58,8 @@ class Law:
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
         feats = formula.features(x["vocab_size"], x["batch_size"], x["steps"], x["M"],
-                                 x["d_model"], x["tie_embeddings"], x["weight_decay"] > 0)
+                                 x["d_model"], x["tie_embeddings"], x["weight_decay"] > 0,
+                                 x["sampling"] == "permuted")
         loss = float(formula.loss(self.constants, feats))
         return Prediction(loss, self.outside(x), x["R"], x["M"], x["n"])
 
