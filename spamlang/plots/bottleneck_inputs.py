@@ -13,7 +13,6 @@ of the spamlang runs it was measured on. Only files are read: no JAX, no transfo
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from spamlang.errors import UserError, first_line
 from spamlang.plots.results import check_dir, read_metrics, scan_runs
+from spamlang.rundir.reading import read_json, read_object
 from spamlang.schema import CONFIG, DIAGNOSTICS
 
 LM_SOURCE = "diagnose-lm"
@@ -88,7 +88,7 @@ def standalone_point(out_dir: str | Path) -> dict:
     """The point of one `spamlang diagnose-lm` (or `spamlang diagnose -o`) output directory."""
     file = Path(out_dir) / DIAGNOSTICS
     try:
-        diag = json.loads(file.read_text(encoding="utf-8"))
+        diag = read_json(file)
     except (OSError, ValueError) as e:
         raise UserError(f"cannot read {file}: {first_line(e)}") from None
     if not isinstance(diag, dict):
@@ -149,16 +149,14 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
     """`sweep_points`, and how many runs had no kernel fraction."""
     points, missing = [], 0
     for run in scan_runs(check_dir(sweep_dir)):
-        config = json.loads((run.path / CONFIG).read_text(encoding="utf-8"))
+        config = read_object(run.path / CONFIG)
         V = int(config["vocab_size"])
         rows = [r for r in read_metrics(run.path, "diag") if _finite(r.get("kernel_fraction"))]
         diag_file = run.path / DIAGNOSTICS
-        kf = None
-        if diag_file.is_file():
-            try:
-                kf = float(json.loads(diag_file.read_text(encoding="utf-8"))["kernel_fraction"])
-            except (OSError, ValueError, KeyError, TypeError):
-                kf = None  # being written by `spamlang diagnose`: the diag rows stand in
+        try:  # absent, or being written by `spamlang diagnose`: the diag rows stand in
+            kf = float((read_object(diag_file) or {})["kernel_fraction"])
+        except (KeyError, TypeError, ValueError):
+            kf = None
         if kf is None and rows:
             kf = float(rows[-1]["kernel_fraction"])
         if kf is None or not math.isfinite(kf):

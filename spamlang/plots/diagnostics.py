@@ -10,7 +10,6 @@ the Okabe-Ito palette (categorical) and viridis (continuous), both colour-blind 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from matplotlib.figure import Figure
 from spamlang.plots.bottleneck_inputs import (  # noqa: F401  (re-exported: effective_rank)
     LM_SOURCE, bottleneck_points, effective_rank,
 )
+from spamlang.rundir.reading import read_json
 from spamlang.plots.canvas import check_figure_path, plain_log_ticks, save_figure
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -100,7 +100,7 @@ def plot_diagnostics(diag: dict | str | Path, out_dir: str | Path, suffix: str =
     """Write rank_curve, coefficient_profile and efficiency figures for one diagnostics dict
     (or a diagnostics.json path) into out_dir; returns the paths."""
     if not isinstance(diag, dict):
-        diag = json.loads(Path(diag).read_text(encoding="utf-8"))
+        diag = read_json(diag)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)  # the command's own output directory
     return [save_figure(make(diag), out / f"{name}{suffix}") for name, make in (

@@ -31,7 +31,8 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import format_count, format_lr, parse_int
-from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE
+from spamlang.rundir.reading import iter_metrics, read_run, run_dirs
+from spamlang.schema import RESULT_COLUMNS, RESULTS_FILE
 
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
 _FLATTENED = {"language_params": "param.", "model_overrides": "model."}
@@ -139,23 +140,6 @@ def check_dir(sweep_dir: str | Path) -> Path:
     return path
 
 
-def _run_dirs(root: Path) -> list[Path]:
-    dirs = [root] if (root / CONFIG).is_file() else []
-    return dirs + sorted(p for p in root.iterdir() if (p / CONFIG).is_file())
-
-
-def _read_json(path: Path) -> Any | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # a file being written by a live run; treat as absent
-
-
-def _config(path: Path) -> dict | None:
-    config = _read_json(path / CONFIG)
-    return config if isinstance(config, dict) else None
-
-
 def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
     """results.csv as run_id -> (settings, outcomes); {} when there is none."""
     path = root / RESULTS_FILE
@@ -183,7 +167,8 @@ def _run(run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None,
          on_disk: bool = False) -> Run | None:
     """A run from its directory and/or its results.csv row. With `on_disk`, the directory says
     whether it has finished (result.json), and the row only adds columns to a finished run."""
-    config = _config(path) if path else None
+    files = read_run(path) if path else None
+    config = files.config if files else None
     settings = flatten_config(config) if config else {}
     if csv_row:
         # results.csv names a model.X axis plainly X (d_model): one column, not two.
@@ -193,8 +178,8 @@ def _run(run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None,
     if on_disk:
         if config is None:
             return None
-        result = _read_json(path / RESULT) if (path / RESULT).is_file() else None
-        result = {**(csv_row[1] if csv_row else {}), **result} if isinstance(result, dict) else {}
+        result = files.result
+        result = {**(csv_row[1] if csv_row else {}), **result} if result is not None else {}
     else:
         result = csv_row[1] if csv_row else {}
     return Run(run_id=run_id, settings=settings, result=result, path=path)
@@ -205,7 +190,7 @@ def scan_runs(sweep_dir: str | Path) -> list[Run]:
     not (result.json decides); a finished run listed in results.csv also gets that row's columns."""
     root = check_dir(sweep_dir)
     table = _read_csv(root)
-    runs = (_run(p.name, p, table.get(p.name), on_disk=True) for p in _run_dirs(root))
+    runs = (_run(p.name, p, table.get(p.name), on_disk=True) for p in run_dirs(root))
     return [r for r in runs if r is not None]
 
 
@@ -321,16 +306,4 @@ def varying_settings(runs: list[Run]) -> list[str]:
 def read_metrics(run_dir: str | Path | None, kind: str | None = "train") -> list[dict]:
     """Rows of `metrics.jsonl` with the given kind (None: every row); a torn last line (live
     run) is skipped."""
-    path = Path(run_dir) / METRICS if run_dir else None
-    if path is None or not path.is_file():
-        return []
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and (kind is None or row.get("kind") == kind):
-                rows.append(row)
-    return rows
+    return iter_metrics(run_dir, kind)

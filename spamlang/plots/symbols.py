@@ -26,7 +26,8 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid
-from spamlang.plots.results import _read_json, check_column, finished_runs, select, varying_settings
+from spamlang.plots.results import check_column, finished_runs, select, varying_settings
+from spamlang.rundir.reading import read_object
 from spamlang.schema import RESULT
 
 COLOR = "vocab_size"
@@ -41,7 +42,7 @@ def plot_symbols(sweep_dir, out_file, *, where: dict | None = None, cols: str | 
 
 
 def _curve(run) -> dict | None:
-    result = _read_json(run.path / RESULT) if run.path else None
+    result = read_object(run.path / RESULT) if run.path else None
     curve = (result or {}).get("symbol_curve")
     return curve if curve and curve.get("exposure") else None
 

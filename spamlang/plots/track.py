@@ -13,7 +13,6 @@ the appearances, and the sums of both sides, taken from `summarise` below.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from matplotlib.figure import Figure
 from spamlang.errors import UserError
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import MAX_FACETS
+from spamlang.rundir.reading import read_lines, read_object
 from spamlang.schema import CONFIG
 
 TRACK_FILE = "track.jsonl"  # spamlang.rundir.TRACK, not imported (see Track.sums)
@@ -116,18 +116,8 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
 def _read_rows(path: Path) -> tuple[list[dict], int]:
     """JSON object lines, and how many other non-empty lines there were, the torn last line of
     a live run excepted (it is no loss: the next read has it whole)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rows, broken = [], 0
-    for n, line in enumerate(lines):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if isinstance(row, dict):
-            rows.append(row)
-        elif line.strip() and n < len(lines) - 1:
-            broken += 1
-    return rows, broken
+    lines = read_lines(path)
+    return lines.rows, len(lines.bad)
 
 
 def _complete(row: dict, table: str, ids: list) -> bool:
@@ -143,11 +133,7 @@ def _complete(row: dict, table: str, ids: list) -> bool:
 
 
 def _config(run: Path) -> dict:
-    try:
-        config = json.loads((run / CONFIG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return config if isinstance(config, dict) else {}
+    return read_object(run / CONFIG) or {}
 
 
 def describe_run(track: Track) -> str:
