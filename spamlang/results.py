@@ -29,6 +29,7 @@ from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.plots.results import check_dir, flatten_config, parse_cell
+from spamlang.rundir.reading import is_run, read_json, read_lines, run_dirs
 from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE, SETTING_COLUMNS
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
@@ -50,7 +51,7 @@ def load(sweep_dir: str | Path):
     results.csv's columns."""
     pd = _pandas()
     root = check_dir(sweep_dir)
-    if not (root / RESULTS_FILE).is_file() and _is_run(root):
+    if not (root / RESULTS_FILE).is_file() and is_run(root):
         header, rows = _one_run(root)
     else:
         header, rows = _read_csv(root / RESULTS_FILE)
@@ -76,7 +77,7 @@ def load_metrics(sweep_dir: str | Path):
     root = check_dir(sweep_dir)
     axes, known = _axes(root)
     records: list[dict[str, Any]] = []
-    for run_dir in _run_dirs(root):
+    for run_dir in run_dirs(root):
         problems = []
         finished = (run_dir / RESULT).is_file()
         settings = known.get(run_dir.name)
@@ -214,21 +215,11 @@ def _built(config: dict) -> tuple[dict, dict]:
         return {}, {}
 
 
-def _is_run(path: Path) -> bool:
-    """Does `path` hold a run (any of the files a run writes), damaged or not?"""
-    return any((path / name).is_file() for name in (CONFIG, METRICS, RESULT))
-
-
-def _run_dirs(root: Path) -> list[Path]:
-    dirs = [root] if _is_run(root) else []
-    return dirs + sorted(p for p in root.iterdir() if p.is_dir() and _is_run(p))
-
-
 def _read_config(run_dir: Path) -> tuple[dict | None, str | None]:
     """(config.json as a dict, None), or (None, why it cannot be read, in words). config.json
     is written atomically before anything else, so a run's own writes never tear it."""
     try:
-        config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+        config = read_json(run_dir / CONFIG)
     except FileNotFoundError:
         return None, f"it has no {CONFIG}"
     except (OSError, ValueError) as e:
@@ -245,38 +236,15 @@ def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]
     path = run_dir / METRICS
     if not path.is_file():
         return [], ([f"it finished but has no {METRICS}"] if finished else [])
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    tail = lines.pop()  # after the last newline: b"" unless the last row is cut
-    rows, bad = [], []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        row = _row(line)
-        if row is None:
-            bad.append(number)
-        else:
-            rows.append(row)
+    lines = read_lines(path)
     dropped = []
-    if bad:
-        where = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
-        dropped.append(f"dropped {len(bad)} unreadable line(s) of {METRICS} (line {where})")
-    if tail.strip():
-        row = _row(tail)
-        if row is not None:
-            rows.append(row)
-        elif finished:
-            dropped.append(f"dropped the torn last line of {METRICS} ({len(tail)} bytes cut "
-                           "mid-row; the next `spamlang sweep` on it cuts it away)")
-    return rows, dropped
-
-
-def _row(line: bytes) -> dict | None:
-    try:
-        row = json.loads(line)
-    except ValueError:
-        return None
-    return row if isinstance(row, dict) else None
+    if lines.bad:
+        where = ", ".join(map(str, lines.bad[:5])) + (", ..." if len(lines.bad) > 5 else "")
+        dropped.append(f"dropped {len(lines.bad)} unreadable line(s) of {METRICS} (line {where})")
+    if lines.torn and finished:
+        dropped.append(f"dropped the torn last line of {METRICS} ({len(lines.torn)} bytes cut "
+                       "mid-row; the next `spamlang sweep` on it cuts it away)")
+    return lines.rows, dropped
 
 
 # ----- typing ----------------------------------------------------------------------------------

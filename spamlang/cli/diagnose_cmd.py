@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import tempfile
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 from spamlang.errors import UserError
+from spamlang.rundir.reading import read_json
 from spamlang.schema import DIAGNOSTICS, RESULT
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
@@ -63,7 +63,7 @@ def _sequences_note(config, diag: dict, n_seq: int, seed: int) -> str:
 
 def _run_eval_loss(run_dir) -> float | None:
     try:
-        loss = json.loads((Path(run_dir) / RESULT).read_text(encoding="utf-8"))["final_eval_loss"]
+        loss = read_json(Path(run_dir) / RESULT)["final_eval_loss"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return loss if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None

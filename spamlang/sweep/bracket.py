@@ -18,13 +18,13 @@ the same decisions, skips the added runs that finished and resumes the one that 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from spamlang.sweep.best_lr import BestLR, best_lrs
+from spamlang.rundir.reading import read_object
 from spamlang.schema import RESULT
 
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
@@ -72,9 +72,8 @@ def cell_rows(run_dirs: dict[str, Path], configs: dict[str, Any]) -> list[dict]:
     """best_lrs-style rows of one cell's finished runs (lr and seed are its only settings)."""
     rows = []
     for run_id, run_dir in run_dirs.items():
-        try:
-            result = json.loads((run_dir / RESULT).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        result = read_object(run_dir / RESULT)
+        if result is None:
             continue  # not finished (or being written): not part of the decision yet
         config = configs[run_id]
         rows.append({"lr": config.lr, "seed": config.seed, **{

@@ -14,7 +14,6 @@ of the grid (LR bracketing's, which extend a cell's grid) are listed after the t
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.rundir.reading import read_json, read_object
 from spamlang.schema import CONFIG, RESULT, SWEEP_FILE
 from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.groups import empty_shard_note, shard_groups
@@ -93,11 +93,7 @@ def check_out_dir(sweep: Sweep, out: Path) -> Sweep:
 
 def _rate(run_dir: Path) -> float | None:
     """A finished run's tokens/s from its result.json (None when it has none)."""
-    try:
-        with open(run_dir / RESULT, encoding="utf-8") as f:
-            rate = json.load(f).get("tokens_per_s")
-    except (OSError, ValueError, AttributeError):
-        return None
+    rate = (read_object(run_dir / RESULT) or {}).get("tokens_per_s")
     return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
 
 
@@ -108,11 +104,8 @@ def _finished_runs(out: Path) -> dict[tuple, list[float]]:
         rate = _rate(run_dir)
         if rate is None:
             continue
-        try:
-            config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(config, dict):
+        config = read_object(run_dir / CONFIG)
+        if config is not None:
             rates.setdefault((config.get("preset"), config.get("vocab_size")), []).append(rate)
     return rates
 
@@ -126,7 +119,7 @@ def other_partial_runs(out: Path, points: list) -> list[str]:
                 or (run_dir / RESULT).is_file():
             continue
         try:
-            config = json.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
+            config = read_json(run_dir / CONFIG)
             steps = int(config["tokens"]) // (int(config["batch_size"]) * int(config["seq_len"]))
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
             steps = "?"

@@ -14,13 +14,13 @@ with quiet=True, and reading the files keeps the trainer unaware of the sweep.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import threading
 from pathlib import Path
 
 from spamlang.progress import log_seconds
+from spamlang.rundir.reading import last_row
 from spamlang.schema import CHECKPOINTS, METRICS
 
 _TAIL_BYTES = 8192  # the newest train row is in the file's last few lines
@@ -40,20 +40,8 @@ def checkpoint_step(run_dir: Path) -> int | None:
 
 def last_train_row(run_dir: Path) -> dict | None:
     """The newest train row of a live run's metrics.jsonl (reads only the file's tail)."""
-    try:
-        with open(run_dir / METRICS, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - _TAIL_BYTES))
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # the torn first line of the tail, or a line being written
-        if isinstance(row, dict) and row.get("kind") == "train" and "loss" in row:
-            return row
-    return None
+    return last_row(run_dir / METRICS, lambda r: r.get("kind") == "train" and "loss" in r,
+                    _TAIL_BYTES)
 
 
 def _losses(rows: list[dict]) -> str:

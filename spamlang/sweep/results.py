@@ -29,6 +29,8 @@ from spamlang.errors import describe
 from spamlang.fileio import atomic_write_bytes, atomic_write_text
 from spamlang.filelock import locked
 
+from spamlang.rundir import reading as rundir_reading
+from spamlang.rundir.reading import is_finished, parse_row, read_json
 from spamlang.schema import (CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE,
                              RESULTS_LOCK, SETTING_COLUMNS, SWEEP_FILE)
 
@@ -69,15 +71,10 @@ class _Printer(Report):
         print(line, file=sys.stderr)
 
 
-def _read(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
 def _read_object(run_dir: Path, name: str) -> dict:
     """A run's JSON file as a dict; ValueError saying, in words, why it cannot be."""
     try:
-        data = _read(run_dir / name)
+        data = read_json(run_dir / name)
     except FileNotFoundError:
         raise ValueError(f"its {name} is missing") from None
     except OSError as e:
@@ -92,7 +89,7 @@ def _read_object(run_dir: Path, name: str) -> dict:
 def extra_axes(out_dir: str | Path) -> list[str]:
     """Axis names of the sweep in `out_dir` that are not already standard columns."""
     try:
-        axes = _read(Path(out_dir) / SWEEP_FILE).get("axes", {})
+        axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
     except (OSError, ValueError, AttributeError):
         return []
     names = [n.strip() for a in axes for n in a.split(",")]  # a linked axis sets several
@@ -193,11 +190,8 @@ def repair_metrics(run_dir: str | Path) -> str | None:
     if cut < 0 and size > len(tail):
         return None  # one line longer than the tail: not a row this writer makes
     last = tail[cut + 1:]
-    try:
-        json.loads(last)
+    if parse_row(last) is not None:
         return None  # a whole row without its newline: nothing lost, nothing to cut
-    except ValueError:
-        pass
     keep = size - len(last)
     try:
         with open(path, "rb") as f:
@@ -212,11 +206,7 @@ def repair_metrics(run_dir: str | Path) -> str | None:
 def run_dirs(root: Path) -> list[Path]:
     """The finished run directories under `root`, sorted by name, each once: a symbolic link
     to a run listed already (under its own name, or by another link) is left out."""
-    found = [p for p in root.iterdir() if (p / RESULT).is_file()]
-    seen: dict[Path, Path] = {}
-    for p in sorted(found, key=lambda p: (p.is_symlink(), p.name)):  # real directories first
-        seen.setdefault(p.resolve(), p)
-    return sorted(seen.values())
+    return [p for p in rundir_reading.run_dirs(root) if p != root and is_finished(p)]
 
 
 def gather(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
