@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe
-from spamlang.plots.results import check_dir, flatten_config, parse_cell
+from spamlang.plots.runs import check_dir, flatten_config, parse_cell
 from spamlang.rundir.reading import is_run, read_json, read_lines, run_dirs
 from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE, SETTING_COLUMNS
 
@@ -111,7 +111,7 @@ def _pandas():
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
-    """results.csv as (header, rows of cells parsed by `spamlang.plots.results.parse_cell`)."""
+    """results.csv as (header, rows of cells parsed by `spamlang.plots.runs.parse_cell`)."""
     import csv
 
     if not path.is_file():
@@ -134,7 +134,7 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
 
 def _one_run(run_dir: Path) -> tuple[list[str], list[list[Any]]]:
     """A single run directory as results.csv would list it: (header, [its row])."""
-    from spamlang.sweep.results import read_run
+    from spamlang.sweep.results_csv import read_run
 
     if not (run_dir / RESULT).is_file():
         raise UserError(f"{run_dir} is a run that has not finished (no {RESULT}); "
@@ -151,7 +151,7 @@ def _one_run(run_dir: Path) -> tuple[list[str], list[list[Any]]]:
 
 def _warn_unlisted(root: Path, listed: set) -> None:
     """A RunWarning per finished run directory that results.csv does not list, saying why."""
-    from spamlang.sweep.results import read_run
+    from spamlang.sweep.results_csv import read_run
 
     for run_dir in sorted(p for p in root.iterdir() if (p / RESULT).is_file()):
         if run_dir.name in listed:
@@ -169,10 +169,10 @@ def _warn_unlisted(root: Path, listed: set) -> None:
 
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """(the settings columns of results.csv but run_id, {run_id: those settings}). Settings are
-    the columns before the first outcome, as `spamlang.plots.results` reads the table; without
+    the columns before the first outcome, as `spamlang.plots.runs` reads the table; without
     results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
-        from spamlang.sweep.results import SETTING_COLUMNS, extra_axes
+        from spamlang.sweep.results_csv import SETTING_COLUMNS, extra_axes
 
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = _read_csv(root / RESULTS_FILE)

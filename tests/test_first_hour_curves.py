@@ -9,7 +9,7 @@ import json
 import pytest
 
 from spamlang.cli import main
-from spamlang.plots import results
+from spamlang.plots import runs as plot_runs
 from spamlang.plots.curves import choose_runs, curves_figure
 from spamlang.sweep.best_lr import best_lrs
 
@@ -81,7 +81,7 @@ def test_the_default_choice_is_the_sweep_summarys_best_lr(tmp_path):
     for (lr, seed), final in finals.items():
         for v in (64, 256):
             write_run(root, v, lr, True, seed, [5.0, final + v / 1000])
-    runs = results.scan_runs(root)
+    runs = plot_runs.scan_runs(root)
     rows = [{"run_id": r.run_id, "vocab_size": r.get("vocab_size"), "lr": r.lr, "seed": r.get("seed"),
              "tie_embeddings": True, "final_eval_loss": r.get("final_eval_loss"),
              "diverged": False} for r in runs]

@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.plots import layout, results
+from spamlang.plots import layout, runs as plot_runs
 from spamlang.plots.canvas import BEST_EDGE
 from spamlang.plots.curves import curves_figure
 from spamlang.plots.lines import auto_logx, lines_figure
@@ -69,9 +69,9 @@ def test_sort_values_numeric_text_and_bool():
     assert layout.sort_values([False, True]) == [True, False]  # tied first, as in the paper
     assert layout.sort_values([None, 3, 1]) == [1, 3, None]
     # CSV cells become numbers, so they sort by value rather than as text ("1024" < "256").
-    assert [results.parse_cell(s) for s in ("1024", "1e-3", "True", "", "mos:4")] == [
+    assert [plot_runs.parse_cell(s) for s in ("1024", "1e-3", "True", "", "mos:4")] == [
         1024, 1e-3, True, None, "mos:4"]
-    assert layout.sort_values(results.parse_cell(s) for s in ("256", "1024", "64")) == [64, 256, 1024]
+    assert layout.sort_values(plot_runs.parse_cell(s) for s in ("256", "1024", "64")) == [64, 256, 1024]
 
 
 def test_color_limits():
@@ -97,8 +97,8 @@ def test_best_cells():
 def test_stats_and_points_average_seeds_only():
     rows = [row(seed=s, loss=x, repetition_accuracy=0.2) for s, x in ((0, 2.2), (1, 2.31), (2, 2.45))]
     rows.append(row(seed=0, loss=9.0, lr=1e-2, repetition_accuracy=0.9))
-    runs = [results.Run(r["run_id"], {k: results.parse_cell(str(r[k])) for k in SETTINGS[1:]},
-                        {k: results.parse_cell(str(r[k])) for k in OUTCOMES}) for r in rows]
+    runs = [plot_runs.Run(r["run_id"], {k: plot_runs.parse_cell(str(r[k])) for k in SETTINGS[1:]},
+                        {k: plot_runs.parse_cell(str(r[k])) for k in OUTCOMES}) for r in rows]
     points = layout.group_points(runs)
     assert sorted(len(p.runs) for p in points) == [1, 3]
     s = max(points, key=lambda p: len(p.runs)).stats("final_eval_loss")
@@ -164,12 +164,12 @@ def test_heatmap_any_axes_and_where_on_outcomes(tmp_path):
     # --rows none: head is averaged, and the caption says so.
     fig = heatmap_figure(root, x="seq_len", y="vocab_size", rows="none", where={"tied": "true"})
     assert len(panels(fig)) == 1 and "mean over head (2 runs)" in fig.get_supxlabel()
-    runs = results.select(results.finished_runs(root), {"sequences_per_symbol": "50"})
+    runs = plot_runs.select(plot_runs.finished_runs(root), {"sequences_per_symbol": "50"})
     assert {r.vocab_size for r in runs} == {16}
-    runs = results.select(results.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"})
+    runs = plot_runs.select(plot_runs.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"})
     assert sorted({r.get("seq_len") for r in runs}) == [8, 1024] and all(r.tied for r in runs)
     with pytest.raises(UserError, match="no run has seq_len=5; its values are: 8, 64, 1024"):
-        results.select(results.finished_runs(root), {"seq_len": "5"})
+        plot_runs.select(plot_runs.finished_runs(root), {"seq_len": "5"})
 
 
 # ----- lines --------------------------------------------------------------------------------
@@ -304,7 +304,7 @@ def test_cli_axes_and_errors(tmp_path, capsys):
 
 
 def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
-    from spamlang.plots.results import finished_runs, select
+    from spamlang.plots.runs import finished_runs, select
 
     runs = finished_runs(write_sweep(tmp_path / "cov", coverage_rows()))
     vocabs = {r.get("vocab_size") for r in select(runs, {"vocab_size!": ["64"]})}

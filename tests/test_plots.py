@@ -11,7 +11,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.plots import layout, results
+from spamlang.plots import layout, runs as plot_runs
 from spamlang.plots.sweep import (
     choose_runs, curves_figure, format_lr, format_vocab, heatmap_figure, plot_curves, plot_heatmap,
 )
@@ -98,21 +98,21 @@ def test_formatters():
 
 
 def test_results_reading(sweep_dir):
-    runs = results.finished_runs(sweep_dir)
+    runs = plot_runs.finished_runs(sweep_dir)
     assert len(runs) == 11
     diverged = [r for r in runs if r.diverged]
     assert [(r.vocab_size, r.lr, r.tied) for r in diverged] == [(4096, 1e-2, False)]
     assert diverged[0].value("final_eval_loss") is None  # nan is not a value
-    assert results.varying_settings(runs) == ["vocab_size", "lr", "tie_embeddings"]
-    scanned = results.scan_runs(sweep_dir)
+    assert plot_runs.varying_settings(runs) == ["vocab_size", "lr", "tie_embeddings"]
+    scanned = plot_runs.scan_runs(sweep_dir)
     assert len(scanned) == 5 and sum(not r.finished for r in scanned) == 1
-    assert len(results.read_metrics(scanned[0].path)) == 4  # torn last line skipped
-    picked = results.select(runs, {"lr": "1e-2", "tie_embeddings": "false"})
+    assert len(plot_runs.read_metrics(scanned[0].path)) == 4  # torn last line skipped
+    picked = plot_runs.select(runs, {"lr": "1e-2", "tie_embeddings": "false"})
     assert {(r.vocab_size, r.tied) for r in picked} == {(64, False), (1024, False), (4096, False)}
     with pytest.raises(UserError, match="unknown column 'colour' for --where; known columns: "):
-        results.select(runs, {"colour": "red"})
+        plot_runs.select(runs, {"colour": "red"})
     with pytest.raises(UserError, match="no run has lr"):
-        results.select(runs, {"lr": "0.5"})
+        plot_runs.select(runs, {"lr": "0.5"})
 
 
 def test_heatmap_png_and_pdf(sweep_dir, tmp_path):
@@ -165,7 +165,7 @@ def test_plots_do_not_import_training_or_jax():
 def test_heatmap_facets_by_head(sweep_dir, tmp_path):
     with open(sweep_dir / "results.csv", "a", newline="") as f:
         csv.DictWriter(f, fieldnames=COLUMNS).writerow(_row(1024, 1e-3, True, 0.2, head="mos:4"))
-    points = layout.group_points(results.finished_runs(sweep_dir))
+    points = layout.group_points(plot_runs.finished_runs(sweep_dir))
     rows = layout.auto_rows(points, ["vocab_size", "lr", "tie_embeddings"], ["seed"])
     assert [label for label, _ in layout.facets(points, rows, None)[0]] == ["head=mos:4", "head=softmax"]
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "f.png"), b"\x89PNG")
@@ -174,14 +174,14 @@ def test_heatmap_facets_by_head(sweep_dir, tmp_path):
 
 def test_heatmap_from_run_dirs_without_csv(sweep_dir, tmp_path):
     (sweep_dir / "results.csv").unlink()
-    assert len(results.finished_runs(sweep_dir)) == 4
+    assert len(plot_runs.finished_runs(sweep_dir)) == 4
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "h.png"), b"\x89PNG")
 
 
 def test_curves(sweep_dir, tmp_path):
     _assert_figure(plot_curves(sweep_dir, tmp_path / "c.png"), b"\x89PNG")
     _assert_figure(plot_curves(sweep_dir, tmp_path / "c.pdf", lr="best", metric="eval_loss"), b"%PDF")
-    scanned = results.scan_runs(sweep_dir)
+    scanned = plot_runs.scan_runs(sweep_dir)
     # Default: each cell's best LR, as "best" picks it.
     assert choose_runs(scanned, None) == choose_runs(scanned, "best")
     best = choose_runs(scanned, "best")

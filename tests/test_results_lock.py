@@ -7,7 +7,7 @@ import json
 import threading
 from pathlib import Path
 
-from spamlang.sweep import RESULT_COLUMNS, Sweep, results
+from spamlang.sweep import RESULT_COLUMNS, Sweep, results_csv as results
 from spamlang.sweep.runner import check_sweep_file
 from spamlang.train.config import TrainConfig
 

@@ -7,7 +7,7 @@ import pytest
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
 from spamlang.sweep.command import load_sweep_file
-from spamlang.sweep.results import extra_axes
+from spamlang.sweep.results_csv import extra_axes
 from spamlang.train.config import TrainConfig
 
 BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=8, batch_size=4, tokens=4 * 8 * 10)

@@ -1,4 +1,4 @@
-"""`spamlang.sweep.results` as a sweep uses it: every row is the run id's own point, and every
+"""`spamlang.sweep.results_csv` as a sweep uses it: every row is the run id's own point, and every
 run is listed once, whatever links point to it."""
 
 from __future__ import annotations

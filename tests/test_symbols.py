@@ -16,7 +16,7 @@ from flax import nnx
 from spamlang import languages
 from spamlang.errors import UserError
 from spamlang.model import ModelConfig, Transformer
-from spamlang.sweep.results import RESULT_COLUMNS
+from spamlang.sweep.results_csv import RESULT_COLUMNS
 from spamlang.train import TrainConfig, run_training
 from spamlang.coverage import symbols
 

@@ -11,7 +11,7 @@ from spamlang.errors import UserError
 from spamlang.model import PRESETS, ModelConfig, Transformer
 from spamlang.model.config import WIDTH_BASES, preset_fields
 from spamlang.sweep import Sweep
-from spamlang.sweep.results import _model_value
+from spamlang.sweep.results_csv import _model_value
 from spamlang.train.config import TrainConfig
 
 V = 256

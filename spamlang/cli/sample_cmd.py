@@ -24,7 +24,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
     """(cell, run directory) of each cell of `sweep_dir` that `where` selects: the run at the
     cell's best LR (seed-mean final eval loss, `spamlang.sweep.best_lr`), lowest seed."""
-    from spamlang.plots.results import finished_runs, select, shown
+    from spamlang.plots.runs import finished_runs, select, shown
     from spamlang.sweep.best_lr import best_lrs
 
     runs = [r for r in select(finished_runs(sweep_dir), where) if r.path is not None]

@@ -16,7 +16,7 @@
 - `spamlang.plots.panels`: the panel loop the faceted figures share.
 - `spamlang.plots.layout`: how runs become points (seed means with min-max ranges, best LR) and
   panels; any results.csv column can be an axis.
-- `spamlang.plots.results`: reading a sweep directory (results.csv, run directories, metrics.jsonl).
+- `spamlang.plots.runs`: reading a sweep directory (results.csv, run directories, metrics.jsonl).
 - `spamlang.plots.canvas`: figure width, colours, atomic PNG/PDF saving, and tick labels that
   name the data's values (V = 64, 1024) and never crowd a log axis.
 - `spamlang.plots.track`: `plot_track`, the mechanism diagnostic: each step's update to a few

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from spamlang.errors import UserError, first_line
-from spamlang.plots.results import check_dir, read_metrics, scan_runs
+from spamlang.plots.runs import check_dir, read_metrics, scan_runs
 from spamlang.rundir.reading import read_json, read_object
 from spamlang.schema import CONFIG, DIAGNOSTICS
 

@@ -21,7 +21,7 @@ from spamlang.plots.layout import (
     format_lr, group_points, ident, merge, pool_note, rows_option, sort_values, split,
 )
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.results import Run, check_column, read_metrics, scan_runs, select
+from spamlang.plots.runs import Run, check_column, read_metrics, scan_runs, select
 from spamlang.plots.title import fixed_title
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}

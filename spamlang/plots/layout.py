@@ -25,7 +25,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import format_count, format_lr
-from spamlang.plots.results import Run, complement_of, finite, is_number, varying_settings
+from spamlang.plots.runs import Run, complement_of, finite, is_number, varying_settings
 
 SEED = "seed"
 MAX_FACETS = 8

@@ -28,7 +28,7 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid
-from spamlang.plots.results import Run, check_column, finished_runs, select, varying_settings
+from spamlang.plots.runs import Run, check_column, finished_runs, select, varying_settings
 from spamlang.plots.title import fixed_title
 
 AUTO = "auto"

@@ -1,7 +1,7 @@
 """Sweep figures: the final-loss heatmap (the paper's Figure 5), with the curves of Figure 4
 (`spamlang.plots.curves`) and metric-against-column lines (`spamlang.plots.lines`) re-exported.
 
-All of them read a sweep directory from disk (see `spamlang.plots.results`) and never import
+All of them read a sweep directory from disk (see `spamlang.plots.runs`) and never import
 the trainer; any results.csv column can be an axis (see `spamlang.plots.layout` for how runs
 are averaged over seeds and split into panels).
 """
@@ -32,7 +32,7 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.lines import lines_figure, plot_lines, resolve_best_over
-from spamlang.plots.results import Run, check_column, finite, finished_runs, is_number, select
+from spamlang.plots.runs import Run, check_column, finite, finished_runs, is_number, select
 from spamlang.plots.title import fixed_title
 
 # Besides the heatmap, the names that callers import from here (this module was once the home

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from spamlang.plots.layout import facet_title, ident
-from spamlang.plots.results import Run
+from spamlang.plots.runs import Run
 
 
 def fixed_title(data: list[Run], shown: list[Run], where: dict | None,

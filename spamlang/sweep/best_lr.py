@@ -2,7 +2,7 @@
 
 A best LR at the smallest or largest LR of the grid means the true optimum may lie outside it,
 and comparisons between settings at "their best LR" are then unreliable. Pure functions over
-result rows (the dicts of `spamlang.sweep.results.gather`), so that they can be tested without
+result rows (the dicts of `spamlang.sweep.results_csv.gather`), so that they can be tested without
 training.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from spamlang.sweep.results import RESULT_COLUMNS
+from spamlang.sweep.results_csv import RESULT_COLUMNS
 from spamlang.sweep.spec import config_field, fields_of, format_number
 
 MIN_GRID = 3  # with two LRs every best one is at an edge; nothing to warn about

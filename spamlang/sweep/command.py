@@ -113,7 +113,7 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
     """Draw the sweep's figures into `figures`. A figure that storage refuses (a read-only
     copy of a finished sweep) is skipped with one line on stderr; the others are drawn."""
     from spamlang.plots.sweep import plot_curves, plot_heatmap
-    from spamlang.sweep.results import is_read_only
+    from spamlang.sweep.results_csv import is_read_only
 
     def skipped(what: str, e: OSError) -> None:
         print(f"note: skipped {what}: {figures} cannot be written "

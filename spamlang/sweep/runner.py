@@ -25,7 +25,7 @@ from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.logs import Watcher, announce_resumes
-from spamlang.sweep.results import Report, write_results
+from spamlang.sweep.results_csv import Report, write_results
 from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
 from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_size,
                                  fields_of, group_key)

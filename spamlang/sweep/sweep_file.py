@@ -187,7 +187,7 @@ def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
         lock = locked(out_dir / SWEEP_LOCK)
         lock.__enter__()
     except OSError as e:
-        from spamlang.sweep.results import is_read_only
+        from spamlang.sweep.results_csv import is_read_only
 
         if not is_read_only(e):
             raise
@@ -227,7 +227,7 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
     try:
         atomic_write_json(path, new)
     except OSError as e:
-        from spamlang.sweep.results import is_read_only
+        from spamlang.sweep.results_csv import is_read_only
 
         if not (is_read_only(e) and old is not None and old["axes"] == new["axes"]):
             raise
