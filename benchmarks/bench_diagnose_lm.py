@@ -11,7 +11,7 @@ every model. Two groups:
   4x the rows, so that the marginal cost per 1,000 tokens (the difference of the two runs
   over the difference of their tokens) separates from the fixed cost (the QR of W, the rank
   curve, the profile and efficiency subsets, imports and compilation); and once more with
-  OpenMP's default wait policy instead of the PASSIVE one `spamlang.hf` sets.
+  OpenMP's default wait policy instead of the PASSIVE one `spamlang.diagnose_lm` sets.
 Needs the `hf` extra. The tables go to stdout, with the CPU and its matmul peak; the second
 gives each row's seconds per stage (diagnostics.json's "seconds").
 

@@ -102,7 +102,7 @@ def test_bounds_padding_rows_and_figures(checkpoints, token_file, tmp_path):
     out = tmp_path / "out"
     # The first 80 head rows as the real tokens (a padded head), 4 rows of 10 tokens.
     rows = np.minimum(np.asarray(load_tokens(token_file))[:4, :10], 79)
-    from spamlang.hf import diagnose_lm
+    from spamlang.diagnose_lm import diagnose_lm
 
     diag = diagnose_lm(checkpoints / "gpt_neox", rows, vocab_size=80, rank_tokens=16)
     kf, cos, _ = _eq10_in_torch(checkpoints / "gpt_neox", rows, 80)
@@ -135,8 +135,8 @@ def test_text_is_tokenized_with_the_checkpoints_tokenizer(checkpoints, tmp_path)
     vocab = _word_tokenizer(model_dir, [f"w{i}" for i in range(V - 1)])
     words = [f"w{(7 * i) % (V - 1)}" for i in range(100)]
     (tmp_path / "a.txt").write_text(" ".join(words), encoding="utf-8")
-    from spamlang.hf.inputs import rows_from_text
-    from spamlang.hf.states import open_checkpoint
+    from spamlang.diagnose_lm.inputs import rows_from_text
+    from spamlang.diagnose_lm.states import open_checkpoint
 
     rows = rows_from_text(tmp_path / "a.txt", open_checkpoint(model_dir).tokenizer,
                           num_seqs=5, seq_len=16)
@@ -151,7 +151,7 @@ def test_text_is_tokenized_with_the_checkpoints_tokenizer(checkpoints, tmp_path)
 
 
 def test_a_head_that_rescales_its_logits_is_refused(checkpoints):
-    from spamlang.hf.states import head_states, load_weights, open_checkpoint
+    from spamlang.diagnose_lm.states import head_states, load_weights, open_checkpoint
 
     ckpt = open_checkpoint(checkpoints / "llama")
     model = load_weights(ckpt, device="cpu")

@@ -235,7 +235,7 @@ def test_lazy_row_tables_are_the_v_row_matrices_only():
 
 
 def test_pretrained_checkpoints_refuse_a_narrow_embedding_and_the_mlp_head():
-    from spamlang.model.hf import check_fits
+    from spamlang.model.hf_checkpoint import check_fits
 
     checkpoint = config()
     check_fits(checkpoint, config(embed_dim=16), "ckpt")  # = d_model: the plain model

@@ -30,10 +30,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spamlang"
 # cycle check keeps the imports one-way.
 LAYERS = (
     # Foundations, below every subject: the error type, files written and read safely, the
-    # on-disk names of runs and sweeps, field checks, and the commands' error policy (`guard`:
+    # on-disk names of runs and sweeps, field checks, and the commands' error policy (`error_policy`:
     # shared by `spamlang VERB` and `python sweeps/X.py`, so that sweep needs nothing of cli).
     ("spamlang", "errors", "fields", "fileio", "publish", "filelock", "glyphs", "schema",
-     "guard"),
+     "error_policy"),
     # The run-directory contract: its files, its lock and its orbax checkpoints.
     ("rundir",),
     # Experiment trackers: a run's rows, config and result mirrored (imported by train.loop).
@@ -50,9 +50,9 @@ LAYERS = (
     ("diagnostics", "coverage"),
     ("evaluate",),  # the eval set's metrics, coverage and per-symbol rows of a run's models
     ("train",),  # config, state and step, loop, runs
-    # Readers of a trained run or of a model: sample loads a run (train.load_run); hf measures
+    # Readers of a trained run or of a model: sample loads a run (train.load_run); diagnose_lm measures
     # a Hugging Face LM with diagnostics.
-    ("sample", "hf"),
+    ("sample", "diagnose_lm"),
     # plots reads runs and sweeps from disk (schema); it imports no sweep code, while sweep's
     # --plots draws its figures, so plots sits below sweep. DESIGN's "sweep -> plots" is the
     # direction of the data (files on disk), which the import goes against.

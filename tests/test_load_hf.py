@@ -20,7 +20,7 @@ from flax import nnx
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.model import PRESETS, ModelConfig, load_hf
-from spamlang.model.hf import ARCHITECTURE, hf_config
+from spamlang.model.hf_checkpoint import ARCHITECTURE, hf_config
 from spamlang.train.config import TrainConfig
 
 V = 96  # the checkpoints' vocabulary

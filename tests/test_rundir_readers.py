@@ -15,7 +15,7 @@ PARSERS = {"load", "loads", "read_json", "_read_json"}
 # reason; an entry that matches nothing fails `test_allowlist_is_current`.
 ALLOWED = {
     "law/frames.py": "fills a cell's settings from config.json; owned by the law's maintainer",
-    "model/hf.py": "a Hugging Face checkpoint's config.json, not a run's",
+    "model/hf_checkpoint.py": "a Hugging Face checkpoint's config.json, not a run's",
 }
 
 

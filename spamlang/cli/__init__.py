@@ -7,7 +7,7 @@ Handlers import the heavy modules (JAX, matplotlib) lazily so that `--help` stay
 Every verb module in `_VERB_MODULES` is imported when the parser is built: one that fails to
 import (renamed, deleted, broken) is an error, never a verb silently missing from the CLI.
 
-Error policy (`spamlang.guard`, shared with the sweep scripts' `spamlang.sweep.main`): a
+Error policy (`spamlang.error_policy`, shared with the sweep scripts' `spamlang.sweep.main`): a
 `UserError` (bad flags, configs, paths) or an OSError becomes one line on stderr and exit
 status 2; any other exception one line naming its type, status 1; warnings one line each;
 library logging is silenced. `--debug` (before or after the verb) or SPAMLANG_DEBUG=1 shows
@@ -20,7 +20,7 @@ import argparse
 import importlib
 import sys
 
-from spamlang.guard import Parser, add_debug_flag, run_command
+from spamlang.error_policy import Parser, add_debug_flag, run_command
 
 # Verb modules, in the order `spamlang --help` lists them; every one must import.
 _VERB_MODULES = (

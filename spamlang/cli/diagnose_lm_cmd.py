@@ -1,6 +1,6 @@
 """`spamlang diagnose-lm MODEL_DIR --tokens FILE --out DIR`: the bottleneck of a Hugging Face LM.
 
-The work is `spamlang.hf.diagnose_lm`; this module is the command line around it.
+The work is `spamlang.diagnose_lm.diagnose_lm`; this module is the command line around it.
 
 What it costs in time and memory, by model size: benchmarks/README.md
 (`python benchmarks/bench_diagnose_lm.py`).
@@ -54,10 +54,10 @@ def _check_args(args: argparse.Namespace) -> None:
 def handler(args: argparse.Namespace) -> int:
     _check_args(args)
     from spamlang.fileio import atomic_write_json
-    from spamlang.hf import require
+    from spamlang.diagnose_lm import require
 
     require()
-    from spamlang.hf.diagnose import diagnose_lm
+    from spamlang.diagnose_lm.diagnose import diagnose_lm
 
     diag = diagnose_lm(args.model_dir, args.tokens, text=args.text, num_seqs=args.num_seqs,
                        seq_len=args.seq_len, vocab_size=args.vocab_size, device=args.device,

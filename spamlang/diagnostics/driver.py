@@ -179,7 +179,7 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
 def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **settings) -> dict:
     """`diagnose_states` for a linear head given as its matrix: logits = h W^T (+ bias).
 
-    This is how a model from another framework is measured (`spamlang.hf.diagnose_lm`):
+    This is how a model from another framework is measured (`spamlang.diagnose_lm.diagnose_lm`):
     h_NxD are the hidden states that feed its head, y_N the next tokens (all < V), W_VxD the
     head's real-token rows. h and y stay on the host; only `chunk_size` rows at a time meet W.
     """

@@ -5,14 +5,14 @@ Llama-family Hugging Face checkpoints.
     config = ModelConfig.preset("tiny", vocab_size=256, head="mos:4")
     model = Transformer(config, rngs=nnx.Rngs(0))
     logp_BxLxV = model(tokens_BxL)
-    model = load_hf("SmolLM2-135M", vocab_size=4096)   # a Llama checkpoint directory (model.hf)
+    model = load_hf("SmolLM2-135M", vocab_size=4096)   # a Llama checkpoint directory (model.hf_checkpoint)
 """
 
 import importlib
 
 _EXPORTS = {
     "PRESETS": "config", "ModelConfig": "config", "count_params": "config",
-    "parse_head": "config", "generate": "decode", "load_hf": "hf", "Transformer": "transformer",
+    "parse_head": "config", "generate": "decode", "load_hf": "hf_checkpoint", "Transformer": "transformer",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError, describe
-from spamlang.guard import Parser, add_debug_flag, run_command
+from spamlang.error_policy import Parser, add_debug_flag, run_command
 from spamlang.sweep.bracket import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
 from spamlang.sweep.overrides import SET_HELP, with_overrides
@@ -204,7 +204,7 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False,
 
     The same entry point as `spamlang sweep FILE`: the same flags (`add_arguments`), parsed by
     the same one-line-error parser and run under the same error policy
-    (`spamlang.guard.run_command`). Bad input (a flag, the sweep, an output directory holding
+    (`spamlang.error_policy.run_command`). Bad input (a flag, the sweep, an output directory holding
     another sweep) is one line on stderr and status 2; Ctrl-C is status 130 and the same
     command resumes. `--debug` (or SPAMLANG_DEBUG=1) shows tracebacks instead.
     """

@@ -157,7 +157,7 @@ class TrainConfig:
             raise UserError(f"model_overrides must not set {', '.join(own)}; "
                             f"use the TrainConfig field(s) of the same name")
         if self.init_from is not None:  # its architecture, written into model_overrides
-            from spamlang.model.hf import adopt_checkpoint, check_fits
+            from spamlang.model.hf_checkpoint import adopt_checkpoint, check_fits
 
             overrides, checkpoint = adopt_checkpoint(self)
             object.__setattr__(self, "model_overrides", overrides)

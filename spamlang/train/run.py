@@ -59,7 +59,7 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
     check_groupable(configs)
     import jax
 
-    from spamlang.model.hf import check_unstarted_weights
+    from spamlang.model.hf_checkpoint import check_unstarted_weights
 
     writer = jax.process_index() == 0
     check_unstarted_weights(configs, out_dirs)

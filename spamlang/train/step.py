@@ -232,7 +232,7 @@ class Program:
         mesh, param_dtype); None without init_from. Every process reads the checkpoint."""
         if not self.config.init_from:
             return None
-        from spamlang.model.hf import load_params
+        from spamlang.model.hf_checkpoint import load_params
 
         def put(value, abstract):
             # From a callback, so that a multi-host mesh gets each process's own devices' copies.

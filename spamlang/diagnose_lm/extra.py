@@ -1,7 +1,7 @@
 """The optional `hf` extra (torch, transformers, safetensors): `require()` checks it is installed.
 
-Its own module, below the rest of `spamlang.hf`, so that the submodules share it without
-importing the package's facade (`spamlang.hf`), which imports them.
+Its own module, below the rest of `spamlang.diagnose_lm`, so that the submodules share it without
+importing the package's facade (`spamlang.diagnose_lm`), which imports them.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError, describe
-from spamlang.guard import debug_enabled, error_line, quiet, run_guarded
+from spamlang.error_policy import debug_enabled, error_line, quiet, run_guarded
 
 
 def _boom(*args, **kwargs):

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from spamlang.errors import UserError
-from spamlang.hf.inputs import rows_from_text, rows_from_token_file
-from spamlang.hf.states import head_states, load_weights, open_checkpoint
+from spamlang.diagnose_lm.inputs import rows_from_text, rows_from_token_file
+from spamlang.diagnose_lm.states import head_states, load_weights, open_checkpoint
 
 
 def peak_rss_mib() -> float:

@@ -5,15 +5,15 @@ host arrays: the hidden states H that feed the LM head and the head matrix W, re
 the rows of real tokens. Everything after that is `spamlang.diagnostics.diagnose_head`, the
 same JAX code that measures spamlang's own runs.
 
-    from spamlang.hf import diagnose_lm
+    from spamlang.diagnose_lm import diagnose_lm
     diag = diagnose_lm("checkpoints/pythia-160m", tokens_NxL)
 
-- `spamlang.hf.inputs`: token rows from a spamlang token file or from text;
-- `spamlang.hf.states`: load a causal LM, run it, and read H and W from it;
-- `spamlang.hf.diagnose`: the two joined, with the JSON that `diagnose-lm` writes.
+- `spamlang.diagnose_lm.inputs`: token rows from a spamlang token file or from text;
+- `spamlang.diagnose_lm.states`: load a causal LM, run it, and read H and W from it;
+- `spamlang.diagnose_lm.diagnose`: the two joined, with the JSON that `diagnose-lm` writes.
 
 torch, transformers and safetensors are the optional `hf` extra; `require()` (from
-`spamlang.hf.extra`) turns their absence into one line that says what to install.
+`spamlang.diagnose_lm.extra`) turns their absence into one line that says what to install.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import os
 # torch; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# Below the package's own names: the submodules import `require` from `spamlang.hf.extra`, not
-# from here, so that this facade (which imports `spamlang.hf.diagnose`) closes no import circle.
-from spamlang.hf.extra import INSTALL_HINT, require  # noqa: E402
+# Below the package's own names: the submodules import `require` from `spamlang.diagnose_lm.extra`, not
+# from here, so that this facade (which imports `spamlang.diagnose_lm.diagnose`) closes no import circle.
+from spamlang.diagnose_lm.extra import INSTALL_HINT, require  # noqa: E402
 
 
 def diagnose_lm(*args, **kwargs):
-    """See `spamlang.hf.diagnose.diagnose_lm` (imported lazily: it needs torch)."""
-    from spamlang.hf.diagnose import diagnose_lm as run
+    """See `spamlang.diagnose_lm.diagnose.diagnose_lm` (imported lazily: it needs torch)."""
+    from spamlang.diagnose_lm.diagnose import diagnose_lm as run
 
     return run(*args, **kwargs)
 
