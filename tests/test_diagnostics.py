@@ -9,7 +9,7 @@ import pytest
 from flax import nnx
 
 from spamlang import diagnostics as dg
-from spamlang.diagnostics.heads import JacobianHead
+from spamlang.diagnostics.head_chunks import JacobianHead
 
 
 def normal(seed, shape):

@@ -97,7 +97,7 @@ def _track(args: argparse.Namespace) -> int:
 
 def _symbols(args: argparse.Namespace) -> int:
     from spamlang.plots.layout import rows_option
-    from spamlang.plots.symbols import plot_symbols
+    from spamlang.plots.symbol_curves import plot_symbols
 
     path = plot_symbols(args.sweep_dir, args.output, where=_where(args.where), cols=args.cols,
                         rows=rows_option(args.rows))

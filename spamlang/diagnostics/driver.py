@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from spamlang.diagnostics.heads import JacobianHead, LinearHead, head_inputs
+from spamlang.diagnostics.head_chunks import JacobianHead, LinearHead, head_inputs
 from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
 from spamlang.diagnostics.logits import (default_ranks, efficiency_sums,
                                          finish_profile, profile_sums)
@@ -149,7 +149,7 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
     The logit gradient is taken at every predicted position of tokens_BxL (T = B (L-1)
     tokens, or the first max_tokens of them); `settings` are `diagnose_states`' keywords.
     Linear heads use W = model.head_matrix() (A B for lowrank); mos uses per-token Jacobians
-    of model.log_probs (see spamlang.diagnostics.heads). An mlp head is measured on its
+    of model.log_probs (see spamlang.diagnostics.head_chunks). An mlp head is measured on its
     linear last step: its features gelu(h B^T) stand in for h and its A for W, so every
     number is about the gradient w.r.t. those r features. Returns `diagnose_states`' dict
     plus the head spec ("head"), "tie_embeddings", the model's "d_model" and "feature_dim",

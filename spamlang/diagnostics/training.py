@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from spamlang.diagnostics.heads import head_inputs, head_of
+from spamlang.diagnostics.head_chunks import head_inputs, head_of
 from spamlang.diagnostics.linalg import BottleneckStats, total
 from spamlang.loss import chunk_mask, chunk_rows, next_token_loss
 

@@ -161,7 +161,7 @@ class MLPHead(_LinearLastStep):
 
 
 _MOS_NOT_LINEAR = ("a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
-                   "measure it by its Jacobians (spamlang.diagnostics.heads.JacobianHead)")
+                   "measure it by its Jacobians (spamlang.diagnostics.head_chunks.JacobianHead)")
 
 
 class MoSHead(nnx.Module):
