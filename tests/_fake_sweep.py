@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from spamlang.schema import RESULT_COLUMNS
-from spamlang.sweep.runner import check_sweep_file
+from spamlang.sweep.sweep_file import check_sweep_file
 
 
 def write_finished_sweep(sweep, root: Path, metrics=lambda run_id: "") -> None:

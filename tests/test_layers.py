@@ -8,10 +8,9 @@ instead of at import time. A module that imports by name (`importlib.import_modu
 to every spamlang module it names in a string constant (the CLI's verb list, `spamlang.train`'s
 lazy exports).
 
-The layers, lowest first, are `LAYERS` below: DESIGN's "languages -> data/train <- model, loss
--> sweep -> plots/sample/diagnostics", corrected where the code has a reason (see the comments
-there), with its two hard rules checked on their own: nothing imports `cli`, and `plots` never
-imports `train`.
+The layers, lowest first, are `LAYERS` below, each placed for the reason its comment gives,
+with two rules checked on their own: nothing imports `cli`, and `plots` never imports
+`train`.
 """
 
 from __future__ import annotations
@@ -44,18 +43,17 @@ LAYERS = (
     ("model",),  # the Transformer, presets, heads, kernels
     # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig; the optimizers.
     ("loss", "perf", "optim", "members", "progress", "signals"),
-    # DESIGN lists diagnostics with the readers at the end, but the trainer logs its
-    # measurements every `diag_every` steps (train.loop), so it sits below train.
+    # diagnostics: the trainer logs its measurements every `diag_every` steps (train.loop).
     # coverage: exposure counts and per-symbol scores, which training and evaluation record.
     ("diagnostics", "coverage"),
     ("evaluate",),  # the eval set's metrics, coverage and per-symbol rows of a run's models
     ("train",),  # config, state and step, loop, runs
-    # Readers of a trained run or of a model: sample loads a run (train.load_run); diagnose_lm measures
-    # a Hugging Face LM with diagnostics.
+    # Readers of a trained run or of a model: sample loads a run (train.load_run);
+    # diagnose_lm measures a Hugging Face LM with diagnostics.
     ("sample", "diagnose_lm"),
     # plots reads runs and sweeps from disk (schema); it imports no sweep code, while sweep's
-    # --plots draws its figures, so plots sits below sweep. DESIGN's "sweep -> plots" is the
-    # direction of the data (files on disk), which the import goes against.
+    # --plots draws its figures, so plots sits below sweep (the data flows the other way,
+    # through files on disk).
     ("plots",),
     ("law",),  # a fitted formula of a sweep's cells; the sweep's dry run shows its predictions
     ("sweep",),  # grids of runs: train, then plots and sample tables for --plots
@@ -241,14 +239,14 @@ def test_no_import_from_a_lower_layer_to_a_higher_one(graph):
 
 
 def test_nothing_imports_cli(graph):
-    # DESIGN: "Nothing imports `cli`" (only `python -m spamlang`'s __main__ runs it).
+    # Only `python -m spamlang`'s __main__ runs the CLI.
     bad = [f"{_where(src, line)}: {src} imports {dst}" for src, dst, line in _edges(graph)
            if component(dst) == "cli" and component(src) not in ("cli", "__main__")]
     assert not bad, "imports of spamlang.cli:\n" + "\n".join(bad)
 
 
 def test_plots_never_imports_train(graph):
-    # DESIGN: "`plots` reads results from disk and never imports `train`."
+    # plots reads results from disk: drawing a figure imports no trainer (and no JAX).
     bad = [f"{_where(src, line)}: {src} imports {dst}" for src, dst, line in _edges(graph)
            if component(src) == "plots" and component(dst) == "train"
            and (src, dst) not in ALLOWED]

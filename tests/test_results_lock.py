@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from spamlang.sweep import RESULT_COLUMNS, Sweep, results_csv as results
-from spamlang.sweep.runner import check_sweep_file
+from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.train.config import TrainConfig
 
 CONFIG = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=2560)

@@ -18,7 +18,7 @@ from spamlang.cli import main as cli_main
 from spamlang.errors import UserError
 from spamlang.sweep import (RESULT_COLUMNS, SETTING_COLUMNS, Sweep, format_number, gather, groups,
                             run_sweep, shard_groups)
-from spamlang.sweep.runner import check_sweep_file
+from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.train.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]

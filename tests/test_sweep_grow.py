@@ -15,7 +15,7 @@ import spamlang.sweep as sweep_mod
 from spamlang import rundir
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
-from spamlang.sweep.runner import check_sweep_file
+from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.train.config import TrainConfig
 
 TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,

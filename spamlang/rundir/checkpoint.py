@@ -2,9 +2,10 @@
 the newest checkpoint that reads back, skipping damaged ones with a warning.
 
 Each checkpoint step holds `state` (one member's state, restored against
-`Program.abstract_state()` so every array lands with its sharding) and `meta` (JSON: time
-spent so far and the train metrics of steps not yet logged, so that a resumed run writes
-exactly the metrics.jsonl of an uninterrupted one). Every run directory checkpoints on its
+`Program.abstract_state()` so every array lands with its sharding) and `meta` (JSON: the wall
+seconds spent so far, whether it is the final step's, the runs of a group saved together, and
+the state's checksums); metrics.jsonl is synced before each save, so a resumed run cuts it
+back to the checkpoint's step and writes exactly the file of an uninterrupted one. Every run directory checkpoints on its
 own; the members of a vmapped group resume from their own steps, never beyond the newest one
 they all saved together (`spamlang.train.loop`).
 

@@ -27,9 +27,9 @@ from spamlang.sweep.bracket import bracket_cell
 from spamlang.sweep.logs import Watcher, announce_resumes
 from spamlang.sweep.results_csv import Report, write_results
 from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
-from spamlang.sweep.spec import (MAX_POINTS, Sweep, cell_key, check_bracket, check_size,
-                                 fields_of, group_key)
-from spamlang.sweep.sweep_file import check_sweep_file  # noqa: F401 (re-exported)
+from spamlang.sweep.expand import cell_key, group_key
+from spamlang.sweep.spec import MAX_POINTS, Sweep, as_json, check_bracket, check_size, fields_of
+from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.rundir.lock import RunDirBusy
 
 
@@ -222,7 +222,7 @@ def point_check(sweep: Sweep):
     axis_fields |= {whole for whole, prefix in (("model_overrides", "model."),
                                                 ("language_params", "param."))
                     if any(n.startswith(prefix) for n in axis_fields)}
-    base = _normal(sweep.base.to_json())
+    base = as_json(sweep.base.to_json())
     verdicts: dict[str, str | None] = {}
 
     def differences(data: dict, want: dict) -> list[str]:
@@ -231,19 +231,19 @@ def point_check(sweep: Sweep):
     def verdict(run_id: str, data: dict) -> str | None:
         cls = type(sweep.base)
         point = points.get(run_id)
-        data = _normal(data)
-        if point is not None and data == _normal(point.to_json()):
+        data = as_json(data)
+        if point is not None and data == as_json(point.to_json()):
             return None
         try:  # a config.json of an older version: its missing fields take their defaults
             config = cls.from_json(data)
         except (ValueError, TypeError) as e:
             return f"its config.json is not a valid config ({str(e).splitlines()[0]})"
-        data = _normal(config.to_json())
+        data = as_json(config.to_json())
         if point is not None:
-            diff = differences(data, _normal(point.to_json()))
+            diff = differences(data, as_json(point.to_json()))
             if not diff:
                 return None
-            want = _normal(point.to_json())
+            want = as_json(point.to_json())
             shown = ", ".join(f"{k}={json.dumps(data.get(k))}" for k in diff[:4])
             wanted = ", ".join(f"{k}={json.dumps(want.get(k))}" for k in diff[:4])
             return (f"its config.json has {shown}, but its run id {run_id} is the sweep's point "
@@ -265,10 +265,6 @@ def point_check(sweep: Sweep):
     return check
 
 
-def _normal(obj: Any) -> Any:
-    import json
-
-    return json.loads(json.dumps(obj, sort_keys=True))
 
 
 def _fit_parts(todo: list, memory: fit.DeviceMemory, group_size: int, known: dict,

@@ -29,10 +29,8 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import as_int, conform, field_types, in_range, parse_count
-# Building, checking and keying one point (re-exported: group_key and cell_key are the
-# sweep's notion of a vmapped group and an LR cell).
-from spamlang.sweep.expand import (_MODEL_PREFIX, _PARAM_PREFIX, Builder, Progress,  # noqa: F401
-                                   _canonical, build_point, cell_key, group_key)
+from spamlang.sweep.expand import (_MODEL_PREFIX, _PARAM_PREFIX, Builder, Progress, _canonical,
+                                   group_key)
 
 # Abbreviations used in run ids; a field not listed here appears under its own name.
 _SHORT = {
@@ -244,8 +242,8 @@ class Sweep:
         if not isinstance(self.grown, dict) or set(self.grown) - set(axes):
             raise UserError(f"{owner}: grown must map axes of the sweep to a value, "
                             f"got {self.grown!r}")
-        object.__setattr__(self, "grown", _normal(self.grown))
-        object.__setattr__(self, "overrides", _normal(dict(self.overrides or {})))
+        object.__setattr__(self, "grown", as_json(self.grown))
+        object.__setattr__(self, "overrides", as_json(dict(self.overrides or {})))
         if self.tracker not in (None, "tensorboard", "wandb"):
             raise UserError(f"{owner}: tracker must be 'tensorboard', 'wandb' or None, "
                             f"got {self.tracker!r}")
@@ -324,7 +322,8 @@ class Sweep:
         return data
 
 
-def _normal(obj: Any) -> Any:
+def as_json(obj: Any) -> Any:
+    """`obj` as it reads back from JSON (tuples as lists, keys sorted): the form compared."""
     return json.loads(json.dumps(obj, sort_keys=True))
 
 

@@ -29,25 +29,22 @@ from spamlang.fileio import atomic_write_json
 from spamlang.filelock import locked
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.schema import CONFIG, SWEEP_FILE
-from spamlang.sweep.spec import Sweep, _canonical, config_field, fields_of, id_part
+from spamlang.sweep.expand import _canonical
+from spamlang.sweep.spec import Sweep, as_json, config_field, fields_of, id_part
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
-
-
-def _normal(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, sort_keys=True))
 
 
 def _normal_base(sweep: Sweep, stored: Any) -> Any:
     """The stored base as the current config class would write it (new fields get defaults)."""
     from_json = getattr(type(sweep.base), "from_json", None)
     if not callable(from_json) or not isinstance(stored, dict):
-        return _normal(stored)
+        return as_json(stored)
     try:
-        return _normal(from_json(stored).to_json())
+        return as_json(from_json(stored).to_json())
     except (ValueError, TypeError):
-        return _normal(stored)
+        return as_json(stored)
 
 
 def _set_text(overrides: dict) -> str:
@@ -211,11 +208,11 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
         except (OSError, ValueError) as e:
             raise UserError(f"{path} is unreadable ({e}); move it away or use another "
                             "--out") from None
-        _check_base(sweep, old, _normal(sweep.to_json()), out_dir)
+        _check_base(sweep, old, as_json(sweep.to_json()), out_dir)
         grown = _grown(sweep, old, out_dir)
         if grown != sweep.grown:
             sweep = dataclasses.replace(sweep, grown=grown)
-        new = _normal(sweep.to_json())
+        new = as_json(sweep.to_json())
         for axis, values in old["axes"].items():
             lost = [v for v in values if v not in new["axes"][axis]]
             if lost:
@@ -223,7 +220,7 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
                                 "axes may only grow; use another --out")
         if old == new:
             return sweep
-    new = _normal(sweep.to_json())
+    new = as_json(sweep.to_json())
     try:
         atomic_write_json(path, new)
     except OSError as e:

@@ -136,8 +136,8 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
 
 
 # Fields that change neither the step nor the evaluation: runs that differ only in these
-# share one Program (MEMBER_FIELDS: the seed only enters the initial state, the optimizer's
-# hyperparameters live in it; the rest is the loop's cadence).
+# share one Program. MEMBER_FIELDS: lr, b1, b2, eps and momentum live in each member's state,
+# and the seed only enters the initial state; the rest is the loop's cadence.
 _NOT_COMPILED = dict(lr=1e-3, seed=0, b1=0.9, b2=0.95, eps=1e-8, momentum=0.9, log_every=1,
                      eval_every=0, checkpoint_every=0, keep_checkpoints=1, diag_every=0)
 assert set(MEMBER_FIELDS) <= set(_NOT_COMPILED)
