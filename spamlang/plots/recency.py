@@ -136,7 +136,7 @@ def recency_figure(dirs: list, *, where: dict | None = None, cols: str | None = 
             ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
         ax.tick_params(which="both", labelsize=6)
         # Upper left: under the hypothesis recently shown symbols sit low, so it stays empty.
-        ax.legend(fontsize=5, loc="upper left", framealpha=0.7, edgecolor="none")
+        ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
     bar = fig.colorbar(image, ax=grid, shrink=0.9)
     bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
     if isinstance(norm, LogNorm):
