@@ -81,7 +81,7 @@ def test_loaders_warn_once_per_run_about_what_they_leave_out(tmp_path):
     out = tmp_path / "out"
     finished_sweep(out)
     damage(out)
-    sweep_mod.write_results(out, sweep_mod.results.Report())
+    sweep_mod.write_results(out, sweep_mod.results_csv.Report())
     # Damage after the last gather (which would cut a torn row away):
     with open(out / "lr1e-2-seed0" / "metrics.jsonl", "a") as f:
         f.write(TORN)
