@@ -65,7 +65,7 @@ def measure(k: int, tied: str, head: str) -> dict:
                           capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"cell K={k} {tied} {head} failed:\n{proc.stderr[-2000:]}")
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
 
 

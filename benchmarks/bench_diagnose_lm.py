@@ -69,9 +69,9 @@ def main(argv=None) -> int:
     except ImportError:
         print('needs the hf extra: pip install -e ".[hf]"', file=sys.stderr)
         return 2
+    from spamlang.data import export_tokens
     from spamlang.languages import make
     from spamlang.perf import cpu_model, peak_flops
-    from spamlang.data import export_tokens
 
     print(f"# {cpu_model()}, {os.cpu_count()} cores, matmul peak "
           f"{peak_flops('float32') / 1e9:.0f} GFLOP/s (float32); torch {torch.__version__}, "

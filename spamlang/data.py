@@ -22,14 +22,20 @@ import functools
 import operator
 import os
 import sys
-from typing import Any, Iterator, NamedTuple, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from spamlang import fields
 from spamlang.errors import UserError
 from spamlang.token_files import (
-    FORMAT, load_tokens, read_sidecar, sidecar_path, token_dtype, write_tokens,
+    FORMAT,
+    load_tokens,
+    read_sidecar,
+    sidecar_path,
+    token_dtype,
+    write_tokens,
 )
 
 MAX_INDEX = 2**32  # fold_in data is uint32: sequence indices must be below this

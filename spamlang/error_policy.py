@@ -34,7 +34,7 @@ import os
 import re
 import sys
 import warnings
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from spamlang.errors import UserError, describe, first_line
 from spamlang.fields import INT_TEXT, parse_int

@@ -44,8 +44,9 @@ import operator
 import re
 import types
 import typing
+from collections.abc import Collection
 from decimal import Decimal
-from typing import Any, Collection, NoReturn
+from typing import Any, NoReturn
 
 from spamlang.errors import UserError
 

@@ -29,8 +29,8 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 # A taker that finds the lock held but the file still empty has caught the holder between its
 # flock and its note (or a holder letting go); it looks again this long before saying "unknown".

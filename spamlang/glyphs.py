@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import string
 import unicodedata
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

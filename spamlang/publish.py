@@ -21,8 +21,8 @@ import re
 import signal
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 _TMP_TAG = ".tmp-"
 

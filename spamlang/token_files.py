@@ -29,15 +29,19 @@ import math
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
 from spamlang.errors import UserError
 from spamlang.fileio import read_json
 from spamlang.publish import (
-    clean_stale_temps, open_temp, publish_pair, signals_raise, staged,
+    clean_stale_temps,
+    open_temp,
+    publish_pair,
+    signals_raise,
+    staged,
 )
 
 FORMAT = "spamlang-tokens-v1"  # the sidecar's "format" field

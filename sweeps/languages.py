@@ -28,8 +28,8 @@ Run: python sweeps/languages.py [--out DIR] [--plots]
      (plot one language with `spamlang plot heatmap runs/languages --where language=cycle`)
 """
 
-from spamlang import languages
 import spamlang.sweep
+from spamlang import languages
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 

@@ -21,7 +21,8 @@ import spamlang.sweep
 
 # The full grid's file sits next to this one; `spamlang sweep` loads this file by path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_width import SWEEP as FULL, cell  # noqa: E402
+from paper_width import SWEEP as FULL  # noqa: E402
+from paper_width import cell
 
 SWEEP = dataclasses.replace(
     FULL,

@@ -4,8 +4,8 @@ most every SPAMLANG_LOG_SECONDS seconds and at the end, and a line when a run re
 import pytest
 
 from spamlang.errors import UserError
-from spamlang.train import Interrupted, TrainConfig, run_training
 from spamlang.progress import Progress, wait_for
+from spamlang.train import Interrupted, TrainConfig, run_training
 
 CFG = TrainConfig(vocab_size=32, seq_len=8, batch_size=8, tokens=8 * 8 * 40, log_every=4,
                   checkpoint_every=0, eval_sequences=8, model_overrides={"n_layers": 1})

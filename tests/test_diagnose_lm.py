@@ -50,8 +50,8 @@ def checkpoints(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def token_file(tmp_path_factory):
-    from spamlang.languages import make
     from spamlang.data import export_tokens
+    from spamlang.languages import make
 
     path = tmp_path_factory.mktemp("tokens") / "spam.bin"
     export_tokens(make("spam", vocab_size=V), 0, 24, 6, path)
@@ -204,8 +204,8 @@ def test_bad_inputs_exit_2_with_one_line(case, checkpoints, token_file, tmp_path
     elif case == "ids_too_large":
         extra += ["--vocab-size", "50"]
     elif case == "too_long":
-        from spamlang.languages import make
         from spamlang.data import export_tokens
+        from spamlang.languages import make
 
         long_file = tmp_path / "long.bin"
         export_tokens(make("spam", vocab_size=V), 0, 80, 2, long_file)

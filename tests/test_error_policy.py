@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from spamlang.cli import main
-from spamlang.errors import UserError, describe
 from spamlang.error_policy import debug_enabled, error_line, quiet, run_guarded
+from spamlang.errors import UserError, describe
 
 
 def _boom(*args, **kwargs):
@@ -73,7 +73,7 @@ def test_quiet_warnings_logs_and_unraisable_then_restored(monkeypatch, capsys):
     absl = logging.getLogger("absl")
     level, hook = absl.level, sys.unraisablehook
     with quiet("spamlang x"):
-        warnings.warn("checkpoint 60 is unreadable\nsecond line", UserWarning)
+        warnings.warn("checkpoint 60 is unreadable\nsecond line", UserWarning, stacklevel=1)
         logging.getLogger("absl").error("orbax noise")
         logging.getLogger("asyncio").error("Task exception was never retrieved")
         error = RuntimeError("Event loop is closed")

@@ -8,7 +8,6 @@ exact, B = V puts every symbol in every step, resume is bitwise, 4 devices deal 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_multidevice import run_child
 
 from spamlang import languages, rundir
 from spamlang.evaluate import exact
@@ -25,7 +25,6 @@ from spamlang.model import ModelConfig, Transformer
 from spamlang.train import TrainConfig, load_run, run_training
 from spamlang.train.order import batch_rows
 from spamlang.train.step import default_mesh
-from test_multidevice import run_child
 
 V, B = 64, 16
 CFG = TrainConfig(preset="tiny", vocab_size=V, seq_len=2, batch_size=B, tokens=B * 2 * 40,
@@ -99,7 +98,8 @@ def test_holdout_weights_only_the_drawn_symbols():
 # ----- permuted order ---------------------------------------------------------------------
 
 
-def _symbols_by_step(config, steps, key=jax.random.PRNGKey(3)):
+def _symbols_by_step(config, steps, key=None):
+    key = jax.random.PRNGKey(3) if key is None else key
     lang = config.make_language()
     rows = jnp.arange(config.batch_size, dtype=jnp.uint32)
     fn = jax.jit(lambda t: batch_rows(config.sampling, lang, key, t, rows, config.batch_size, 2))

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from spamlang import data, languages, publish, token_files
-from spamlang.errors import UserError
 from spamlang.cli import main
+from spamlang.errors import UserError
 
 L = 8
 LANG = languages.make("spam", vocab_size=8)

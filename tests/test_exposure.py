@@ -6,19 +6,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
-from spamlang import languages
-from spamlang.loss import next_token_loss, token_stats
-from spamlang.model import ModelConfig, Transformer
-from spamlang import rundir
-from spamlang.rundir.checkpoint import RunCheckpoints
-from spamlang.train.config import TrainConfig
-from spamlang.evaluate.sets import make_eval_fn, sample_rows
+from spamlang import languages, rundir
 from spamlang.coverage.exposure import seen_rows, sequence_counts, summary
 from spamlang.errors import Interrupted
+from spamlang.evaluate.sets import make_eval_fn, sample_rows
+from spamlang.loss import next_token_loss, token_stats
+from spamlang.model import ModelConfig, Transformer
+from spamlang.rundir.checkpoint import RunCheckpoints
+from spamlang.train.config import TrainConfig
 from spamlang.train.run import run_training
 from spamlang.train.step import default_mesh, program
-from flax import nnx
 
 
 def test_a_sequence_counts_each_input_id_once():

@@ -64,7 +64,7 @@ def test_a_bool_is_not_a_number_anywhere(owner):
 def test_the_message_is_the_same_after_the_owner_and_field():
     for table, tail in ((INT_FIELDS, " must be an integer, got True"),
                         (FLOAT_FIELDS, " must be a number, got True")):
-        tails = {refusal(lambda: build(True)).removeprefix(prefix).removeprefix(field)
+        tails = {refusal(lambda build=build: build(True)).removeprefix(prefix).removeprefix(field)
                  for build, prefix, field in table.values()}
         assert tails == {tail}
 
@@ -139,7 +139,7 @@ def test_the_checker_itself():
         fields.in_range("p", 0, gt=0, le=1)
     with pytest.raises(UserError, match=r"^p must be < 1, got nan$"):
         fields.in_range("p", math.nan, lt=1)
-    optional = typing.Optional[int]
+    optional = typing.Optional[int]  # noqa: UP045 (the old spelling is what is under test)
     assert fields.check("e", None, optional, ge=1) is None
     with pytest.raises(UserError, match=r"^e must be an integer or null, got 'eight'$"):
         fields.check("e", "eight", optional, ge=1)

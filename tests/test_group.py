@@ -3,13 +3,12 @@
 import jax
 import numpy as np
 import pytest
+from _compare import assert_same_eval  # tests/_compare.py
 
 from spamlang.errors import UserError
 from spamlang.train.config import TrainConfig
 from spamlang.train.run import check_groupable
 from spamlang.train.step import program
-
-from _compare import assert_same_eval  # tests/_compare.py
 
 STEPS = 24
 BASE = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * STEPS,

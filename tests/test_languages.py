@@ -97,7 +97,7 @@ def test_params_and_fingerprint():
     assert languages.make("branching", vocab_size=8).prompt_len == 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jit_sample(lang):
     """One compiled sampler per language instance (instances are hashable frozen dataclasses)."""
     return jax.jit(lang.sample, static_argnums=(1, 2))
@@ -108,7 +108,7 @@ def jit_sample(lang):
 V, N, L = 16, 4096, 10
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def batch(name):
     lang = make(name, vocab_size=V)
     return lang, np.asarray(jit_sample(lang)(key(7), N, L))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spamlang.cli import main
-from spamlang.law import load, synthetic
 from spamlang.law import law as law_module
+from spamlang.law import load, synthetic
 
 # Small grids: each sweep holds one value of b2 or two, 2 widths, both tyings.
 GRID = {"vocab_size": (256, 1024), "batch_size": (32, 128), "n": (4, 16, 64),

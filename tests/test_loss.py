@@ -139,7 +139,7 @@ def test_fused_loss_under_vmap_over_stacked_models():
 
     both = jax.jit(jax.vmap(grad))(stacked)
     for i, single in enumerate((s0, s1)):
-        assert_trees_close(jax.tree.map(lambda x: x[i], both), jax.jit(grad)(single),
+        assert_trees_close(jax.tree.map(lambda x, i=i: x[i], both), jax.jit(grad)(single),
                            rtol=1e-5, atol_scale=1e-6)
 
 

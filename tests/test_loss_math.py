@@ -8,8 +8,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spamlang.loss import (chunk_mask, chunk_rows, log_softmax, nll_logit_gradient, num_chunks,
-                           target_nll, token_nll, unchunk_rows)
+from spamlang.loss import (
+    chunk_mask,
+    chunk_rows,
+    log_softmax,
+    nll_logit_gradient,
+    num_chunks,
+    target_nll,
+    token_nll,
+    unchunk_rows,
+)
 
 N, V = 13, 37
 

@@ -168,7 +168,9 @@ def test_causality_by_gradients(residual):
     @nnx.jit
     def sensitivity_LxL(model, x):
         # d(output at t) / d(input at s), summed over features: zero exactly when s > t.
-        out_L = lambda x: model.log_probs(model.hidden_from_embeddings(x))[0, :, :7].sum(-1)
+        def out_L(x):
+            return model.log_probs(model.hidden_from_embeddings(x))[0, :, :7].sum(-1)
+
         return jnp.abs(jax.jacrev(out_L)(x)[:, 0]).sum(-1)
 
     g = sensitivity_LxL(model, x_1xLxD)

@@ -12,7 +12,6 @@ import sys
 import textwrap
 
 import numpy as np
-
 from _compare import assert_same_eval  # tests/_compare.py
 
 CHILD = textwrap.dedent("""
@@ -82,7 +81,7 @@ def run_child(code: str, timeout: int) -> dict:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
 
 

@@ -61,7 +61,7 @@ class Child:
                 f"stdout tail:\n{out}\nstderr tail:\n{err}\n")
 
     def report(self) -> dict:
-        lines = [l for l in self.stdout_path.read_text().splitlines() if l.startswith("RESULT ")]
+        lines = [ln for ln in self.stdout_path.read_text().splitlines() if ln.startswith("RESULT ")]
         assert lines, f"{self.name} printed no RESULT line\n{self.tail()}"
         return json.loads(lines[-1][len("RESULT "):])
 
@@ -87,7 +87,7 @@ def wait_all(children: dict[Child, int], deadline: float, everyone: list[Child])
 
 
 def read_metrics(run_dir: Path) -> list[dict]:
-    return [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
 def by_kind(rows: list[dict], kind: str) -> dict[int, dict]:

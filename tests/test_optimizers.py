@@ -13,10 +13,11 @@ import numpy as np
 import optax
 import pytest
 
-from spamlang.errors import UserError
 from spamlang import optim
-from spamlang.train import Interrupted, TrainConfig, config as config_module, run_group
+from spamlang.errors import UserError
 from spamlang.plots.track import summarise
+from spamlang.train import Interrupted, TrainConfig, run_group
+from spamlang.train import config as config_module
 from spamlang.train.step import Program
 
 

@@ -16,7 +16,8 @@ from matplotlib.patches import Rectangle
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.plots import layout, runs as plot_runs
+from spamlang.plots import layout
+from spamlang.plots import runs as plot_runs
 from spamlang.plots.canvas import BEST_EDGE
 from spamlang.plots.curves import curves_figure
 from spamlang.plots.lines import auto_logx, lines_figure

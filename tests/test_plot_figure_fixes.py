@@ -9,13 +9,13 @@ import csv
 import numpy as np
 import pytest
 from matplotlib.lines import Line2D
+from test_plot_axes import OUTCOMES, SETTINGS, _run_dir, row
 
 from spamlang.errors import UserError
+from spamlang.plots.curves import curves_figure
 from spamlang.plots.diagonal import GID, log_index
 from spamlang.plots.lines import lines_figure
 from spamlang.plots.sweep import heatmap_figure
-from spamlang.plots.curves import curves_figure
-from test_plot_axes import OUTCOMES, SETTINGS, _run_dir, row
 
 
 def write(root, rows, settings=(), outcomes=()):

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from test_plot_axes import row, write_sweep
 
 from spamlang.cli import main
 from spamlang.plots import runs as plot_runs
 from spamlang.plots.diagnostics import bottleneck_figure
 from spamlang.plots.lines import lines_figure
 from spamlang.plots.sweep import heatmap_figure
-
-from test_plot_axes import row, write_sweep
 
 VOCABS = [2**k for k in range(6, 16)]  # 64 .. 32768: ten values, a log axis
 

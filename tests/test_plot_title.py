@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+from test_plot_axes import row
+from test_plot_figure_fixes import write
+
 from spamlang.plots.curves import curves_figure
 from spamlang.plots.sweep import heatmap_figure
-from test_plot_figure_fixes import write
-from test_plot_axes import row
 
 
 def title(fig) -> str:

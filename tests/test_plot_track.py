@@ -11,8 +11,7 @@ import random
 import pytest
 
 from spamlang.cli import main
-from spamlang.plots.track import APPEARANCES, MAX_IDS, load_track, track_figure
-from spamlang.plots.track import summarise
+from spamlang.plots.track import APPEARANCES, MAX_IDS, load_track, summarise, track_figure
 
 STEPS = 60
 

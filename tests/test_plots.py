@@ -11,9 +11,16 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.plots import layout, runs as plot_runs
+from spamlang.plots import layout
+from spamlang.plots import runs as plot_runs
 from spamlang.plots.sweep import (
-    choose_runs, curves_figure, format_lr, format_vocab, heatmap_figure, plot_curves, plot_heatmap,
+    choose_runs,
+    curves_figure,
+    format_lr,
+    format_vocab,
+    heatmap_figure,
+    plot_curves,
+    plot_heatmap,
 )
 
 COLUMNS = [

@@ -8,11 +8,11 @@ import json
 import warnings
 
 import pytest
+from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
 import spamlang.sweep as sweep_mod
 from spamlang.schema import RESULT_COLUMNS
 from spamlang.sweep import Sweep
-from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 from spamlang.train.config import TrainConfig
 
 TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=2560)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
+
 from spamlang.sweep import Sweep, write_results
 from spamlang.train.config import TrainConfig
 

@@ -7,7 +7,8 @@ import json
 import threading
 from pathlib import Path
 
-from spamlang.sweep import RESULT_COLUMNS, Sweep, results_csv as results
+from spamlang.sweep import RESULT_COLUMNS, Sweep
+from spamlang.sweep import results_csv as results
 from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.train.config import TrainConfig
 

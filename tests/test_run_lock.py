@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from spamlang import rundir
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.filelock import Taken, locked
+from spamlang.rundir.lock import RunDirBusy, hold_run_dirs
 from spamlang.sweep import Sweep, run_sweep
 from spamlang.train import TrainConfig, run_group, run_training
-from spamlang import rundir
-from spamlang.rundir.lock import RunDirBusy, hold_run_dirs
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,

@@ -17,7 +17,13 @@ from spamlang import glyphs, languages
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.sample import (
-    SampleResult, SampleStats, parse_prompt, render_html, render_text, sample_stats, sample_with,
+    SampleResult,
+    SampleStats,
+    parse_prompt,
+    render_html,
+    render_text,
+    sample_stats,
+    sample_with,
     summarize,
 )
 
@@ -257,7 +263,8 @@ def test_sample_end_to_end(tmp_path, capsys):
 
 
 def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
-    from spamlang.sweep import Sweep, main as sweep_main
+    from spamlang.sweep import Sweep
+    from spamlang.sweep import main as sweep_main
     from spamlang.train import TrainConfig
 
     base = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10,

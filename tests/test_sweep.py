@@ -16,8 +16,16 @@ import pytest
 import spamlang.sweep as sweep_mod
 from spamlang.cli import main as cli_main
 from spamlang.errors import UserError
-from spamlang.sweep import (RESULT_COLUMNS, SETTING_COLUMNS, Sweep, format_number, gather, groups,
-                            run_sweep, shard_groups)
+from spamlang.sweep import (
+    RESULT_COLUMNS,
+    SETTING_COLUMNS,
+    Sweep,
+    format_number,
+    gather,
+    groups,
+    run_sweep,
+    shard_groups,
+)
 from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.train.config import TrainConfig
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from _fake_sweep import write_finished_sweep
-from spamlang.sweep import Sweep, main as sweep_main
+
+from spamlang.sweep import Sweep
+from spamlang.sweep import main as sweep_main
 from spamlang.train import TrainConfig
 
 BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10)

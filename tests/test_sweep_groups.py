@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from spamlang.sweep import Sweep, main as sweep_main
+from spamlang.sweep import Sweep
+from spamlang.sweep import main as sweep_main
 from spamlang.sweep.groups import groups
 from spamlang.train import TrainConfig
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import csv
 import json
 
+from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
+
 import spamlang.sweep as sweep_mod
 from spamlang.sweep import Sweep
-from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 from spamlang.train.config import TrainConfig
 
 TINY = TrainConfig(vocab_size=64, seq_len=2, batch_size=4, tokens=64, eval_sequences=8)

@@ -43,8 +43,8 @@ def test_coverage_sweep_sets_updates_per_symbol_by_the_batch(tmp_path, capsys):
     assert cli_main(["sweep", str(script), "--dry-run", "--out", str(tmp_path / "o")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-1] == "upd/symbol"
-    assert any(l.startswith("V16384-B512-tok512K-tied-lr1e-2-seed0 ") and l.endswith(" 15.6")
-               for l in lines)
+    assert any(ln.startswith("V16384-B512-tok512K-tied-lr1e-2-seed0 ") and ln.endswith(" 15.6")
+               for ln in lines)
 
 
 def test_width_control_varies_only_the_width():

@@ -11,15 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import nnx
 
 from spamlang import languages
+from spamlang.coverage import symbols
 from spamlang.errors import UserError
-from spamlang.model import ModelConfig, Transformer
 from spamlang.sweep.results_csv import RESULT_COLUMNS
 from spamlang.train import TrainConfig, run_training
-from spamlang.coverage import symbols
-
 
 # ----- the holdout ------------------------------------------------------------------------
 

@@ -10,8 +10,7 @@ import spamlang.sweep as sweep_mod
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
-from spamlang.train.config import (OPTIMIZER_FIELDS, OPTIMIZERS, TrainConfig,
-                                   optimizer_fields_table)
+from spamlang.train.config import OPTIMIZER_FIELDS, OPTIMIZERS, TrainConfig, optimizer_fields_table
 
 TINY = TrainConfig(vocab_size=64, seq_len=2, batch_size=4, tokens=64, eval_sequences=8)
 OTHER = {"b1": 0.8, "b2": 0.999, "eps": 1e-6, "momentum": 0.5, "lazy_rows": "embed"}

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS, HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
-from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
 from spamlang.rundir.lock import hold_run_dirs
+from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
+from spamlang.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
+from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
 RESULT_KEYS = {"final_train_loss", "final_eval_loss", "eval_method", "loss_above_floor", "optimal_loss",

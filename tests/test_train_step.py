@@ -8,15 +8,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-
-from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS, HELDOUT_COLUMNS as HOLDOUT_KEYS
-from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from flax import nnx
 
-from spamlang.errors import UserError
 from spamlang import optim
-from spamlang.train.config import TrainConfig, parse_count
+from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
+from spamlang.errors import UserError
 from spamlang.model.kernels import micro_batches
+from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
+from spamlang.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
+from spamlang.train.config import TrainConfig, parse_count
 from spamlang.train.step import Program, program
 
 TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
@@ -116,7 +116,7 @@ def test_optimizer_is_adamw_times_the_schedule_with_a_settable_peak_lr():
     s_ours, s_ref = optim.with_peak_lr(tx.init(params), peak), ref.init(params)
     assert float(optim.peak_lr(s_ours)) == pytest.approx(peak)
     for i in range(4):
-        grads = jax.tree.map(lambda p: jnp.sin(p * (i + 1)) * 5, p_ours)
+        grads = jax.tree.map(lambda p, i=i: jnp.sin(p * (i + 1)) * 5, p_ours)
         u, s_ours = tx.update(grads, s_ours, p_ours)
         p_ours = optax.apply_updates(p_ours, u)
         u, s_ref = ref.update(grads, s_ref, p_ref)

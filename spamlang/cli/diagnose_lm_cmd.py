@@ -53,8 +53,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     _check_args(args)
-    from spamlang.fileio import atomic_write_json
     from spamlang.diagnose_lm import require
+    from spamlang.fileio import atomic_write_json
 
     require()
     from spamlang.diagnose_lm.diagnose import diagnose_lm

@@ -18,9 +18,8 @@ def _frames(dirs: list[str]) -> dict[str, object]:
     """{name: results.csv of each sweep or run directory, with the settings it leaves out read
     from the runs' config.json}; a directory's name, or its path where two names clash."""
     import spamlang.results
-    from spamlang.law import fill_from_configs
-
     from spamlang.errors import UserError
+    from spamlang.law import fill_from_configs
 
     names = [Path(d).resolve().name for d in dirs]
     frames = {}

@@ -321,9 +321,8 @@ def handler(args) -> int:
     check_path(args.out)  # both before any directory exists
     check_peak_env()
     enable_compile_cache()
-    from spamlang.train.run import Interrupted, run_training
-
     from spamlang import tracking
+    from spamlang.train.run import Interrupted, run_training
 
     kind = tracking.parse_kind(args.tracker)
     spec = tracking.TrackerSpec(kind, explicit=True, root=Path(args.out)) if kind else None

@@ -17,13 +17,12 @@ import os
 import resource
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from spamlang.errors import UserError
 from spamlang.diagnose_lm.inputs import rows_from_text, rows_from_token_file
 from spamlang.diagnose_lm.states import head_states, load_weights, open_checkpoint
+from spamlang.errors import UserError
 
 
 def peak_rss_mib() -> float:

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamlang.errors import UserError, first_line
 from spamlang.diagnose_lm.extra import require
+from spamlang.errors import UserError, first_line
 
 _DTYPES = ("float32", "bfloat16", "float16")
 # Largest |logits - H W^T| / max |logits| that still counts as the same linear head: float32

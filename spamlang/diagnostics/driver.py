@@ -19,8 +19,7 @@ from flax import nnx
 
 from spamlang.diagnostics.head_chunks import JacobianHead, LinearHead, head_inputs
 from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
-from spamlang.diagnostics.logits import (default_ranks, efficiency_sums,
-                                         finish_profile, profile_sums)
+from spamlang.diagnostics.logits import default_ranks, efficiency_sums, finish_profile, profile_sums
 from spamlang.errors import UserError
 from spamlang.loss import chunk_mask, chunk_rows, token_nll, unchunk_rows
 
@@ -48,7 +47,7 @@ class _Heads:
         self.vocab_size = vocab_size
 
     @classmethod
-    def of_model(cls, model) -> "_Heads":
+    def of_model(cls, model) -> _Heads:
         graphdef, state = nnx.split(model)
         if model.config.head_kind == "mos":
             return cls(state, linear=False, vocab_size=model.config.vocab_size, graphdef=graphdef)
@@ -56,7 +55,7 @@ class _Heads:
                    vocab_size=model.config.vocab_size)
 
     @classmethod
-    def of_matrix(cls, W_VxD, bias_V=None) -> "_Heads":
+    def of_matrix(cls, W_VxD, bias_V=None) -> _Heads:
         return cls(LinearHead.of(jnp.asarray(W_VxD), bias_V), linear=True,
                    vocab_size=int(W_VxD.shape[0]))
 
@@ -132,7 +131,7 @@ def _per_token_pass(fn, chunks, keep_rows: int):
     for h, y, m in chunks:
         t, G = fn(h, y, m)
         n = int(m.sum())
-        terms.append(jax.tree.map(lambda x: np.asarray(x, np.float64)[:n], t))
+        terms.append(jax.tree.map(lambda x, n=n: np.asarray(x, np.float64)[:n], t))
         if kept < keep_rows:
             if grads is None:
                 grads = np.empty((keep_rows, G.shape[1]), np.float32)

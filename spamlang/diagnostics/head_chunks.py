@@ -23,7 +23,8 @@ gradient. Every number the diagnostics report is a ratio, so the scale never mat
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +60,7 @@ class LinearHead(NamedTuple):
     bias: jax.Array | None = None  # V logit offsets, or None for the usual bias-free head
 
     @classmethod
-    def of(cls, W_VxD: jax.Array, bias_V: jax.Array | None = None) -> "LinearHead":
+    def of(cls, W_VxD: jax.Array, bias_V: jax.Array | None = None) -> LinearHead:
         W_VxD = jnp.asarray(W_VxD).astype(jnp.float32)
         bias_V = None if bias_V is None else jnp.asarray(bias_V, jnp.float32)
         return cls(W_VxD, head_basis(W_VxD), W_VxD.T @ W_VxD, bias_V)

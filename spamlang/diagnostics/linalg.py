@@ -66,11 +66,11 @@ class BottleneckStats:
     induced_dot: jax.Array  # sum_t <g_t, u_t>  (= ||G W||_F^2 for a linear head)
     induced_sq: jax.Array  # sum_t ||u_t||^2  (= ||G W W^T||_F^2)
 
-    def __add__(self, other: "BottleneckStats") -> "BottleneckStats":
+    def __add__(self, other: BottleneckStats) -> BottleneckStats:
         return jax.tree.map(jnp.add, self, other)
 
     @classmethod
-    def zeros(cls) -> "BottleneckStats":
+    def zeros(cls) -> BottleneckStats:
         z = jnp.zeros((), jnp.float32)
         return cls(z, z, z, z, z, z, z)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 from flax import nnx
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from spamlang.coverage import exposure, symbols
 from spamlang.evaluate import exact

@@ -40,7 +40,8 @@ def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size, mesh):
     """
     import jax
     import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from spamlang.loss import chunk_rows, token_stats, unchunk_rows
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from spamlang.loss import token_stats
-from spamlang.schema import HELDOUT_COLUMNS
-from spamlang.model import generate
 from spamlang.coverage.exposure import seen_rows
+from spamlang.loss import token_stats
+from spamlang.model import generate
+from spamlang.schema import HELDOUT_COLUMNS
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:

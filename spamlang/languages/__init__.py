@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from spamlang.errors import UserError
 

@@ -13,7 +13,8 @@ import dataclasses
 import json
 import math
 import zlib
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp

@@ -99,7 +99,7 @@ class Spam(Deterministic):
         w_Bx1 = self._symbols(key, batch_size, self._split()[0] if self.n_heldout else None)
         return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
 
-    def heldout_view(self) -> "HeldOut":
+    def heldout_view(self) -> HeldOut:
         """This language drawing only its held-out symbols (UserError without a holdout)."""
         if not self.n_heldout:
             raise UserError(f"{self.name}: no held-out symbols (holdout=0)")

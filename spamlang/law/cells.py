@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.schema import RESULT_COLUMNS

@@ -10,7 +10,8 @@ degree of freedom per fitted constant.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

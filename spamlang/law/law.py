@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.law import formula
@@ -103,7 +104,7 @@ class Law:
         return path
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "law") -> "Law":
+    def from_json(cls, data: Any, where: str = "law") -> Law:
         """Inverse of `to_json`; UserError naming `where` for anything else."""
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from spamlang.errors import UserError
 from spamlang.law import formula

@@ -251,7 +251,7 @@ class ModelConfig:
         width = {"lowrank": min(r, self.d_model), "mlp": r}.get(kind, self.d_model)
         return min(width, self.vocab_size)
 
-    def replace(self, **changes) -> "ModelConfig":
+    def replace(self, **changes) -> ModelConfig:
         """A copy with some fields changed (validated again)."""
         _check_fields(changes)
         return dataclasses.replace(self, **changes)
@@ -260,12 +260,12 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "ModelConfig":
+    def from_json(cls, data: dict) -> ModelConfig:
         _check_fields(data)
         return cls(**data)
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> "ModelConfig":
+    def preset(cls, name: str, **overrides) -> ModelConfig:
         """The preset `name` (a base preset or `<base>-w<D>`, `preset_fields`) with `overrides`
         applied; `vocab_size` is required."""
         fields = preset_fields(name)

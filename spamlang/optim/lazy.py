@@ -18,7 +18,8 @@ Which ids occur comes in as `present_V` (bool[V]), an extra argument of `update`
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -65,7 +66,9 @@ def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
         mu, nu = jnp.where(here, new_mu, mu), jnp.where(here, new_nu, nu)
         n = count[:, None].astype(g.dtype)
         # A row that never occurred has n = 0 and zero moments: divide by 1, not by 0.
-        safe = lambda b: jnp.where(n > 0, 1 - b ** n, 1)
+        def safe(b):
+            return jnp.where(n > 0, 1 - b**n, 1)
+
         out = (mu / safe(b1)) / (jnp.sqrt(nu / safe(b2)) + eps)
         return jnp.where(here, out, 0), count, mu, nu
 

@@ -17,8 +17,22 @@ from spamlang.errors import UserError
 from spamlang.fields import format_count
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import (
-    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, facet_title, facets,
-    format_lr, group_points, ident, merge, pool_note, rows_option, sort_values, split,
+    SEED,
+    Point,
+    auto_rows,
+    axis_label,
+    check_distinct,
+    column_or_none,
+    facet_title,
+    facets,
+    format_lr,
+    group_points,
+    ident,
+    merge,
+    pool_note,
+    rows_option,
+    sort_values,
+    split,
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.runs import Run, check_column, read_metrics, scan_runs, select

@@ -20,10 +20,12 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from spamlang.plots.bottleneck_inputs import (  # noqa: F401  (re-exported: effective_rank)
-    LM_SOURCE, bottleneck_points, effective_rank,
+    LM_SOURCE,
+    bottleneck_points,
+    effective_rank,
 )
-from spamlang.rundir.reading import read_json
 from spamlang.plots.canvas import check_figure_path, plain_log_ticks, save_figure
+from spamlang.rundir.reading import read_json
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")

@@ -18,13 +18,36 @@ from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.plots.canvas import (
-    MAX_DATA_TICKS, PAPER_WIDTH_IN, check_figure_path, data_ticks, line_colour, note,
-    plain_log_ticks, save_figure,
+    MAX_DATA_TICKS,
+    PAPER_WIDTH_IN,
+    check_figure_path,
+    data_ticks,
+    line_colour,
+    note,
+    plain_log_ticks,
+    save_figure,
 )
 from spamlang.plots.layout import (
-    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
-    facets, format_value, group_points, higher_is_better, ident, is_numeric, merge, pool_note, rows_option,
-    short_name, sort_values, split,
+    SEED,
+    Point,
+    auto_rows,
+    axis_label,
+    check_distinct,
+    column_or_none,
+    describe,
+    facet_title,
+    facets,
+    format_value,
+    group_points,
+    higher_is_better,
+    ident,
+    is_numeric,
+    merge,
+    pool_note,
+    rows_option,
+    short_name,
+    sort_values,
+    split,
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid

@@ -28,10 +28,23 @@ from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.plots.canvas import (
-    BEST_EDGE, CMAP, PAPER_WIDTH_IN, check_figure_path, note, plain_log_ticks, save_figure,
+    BEST_EDGE,
+    CMAP,
+    PAPER_WIDTH_IN,
+    check_figure_path,
+    note,
+    plain_log_ticks,
+    save_figure,
 )
 from spamlang.plots.layout import (
-    SEED, Point, auto_rows, column_or_none, facet_title, facets, group_points, rows_option,
+    SEED,
+    Point,
+    auto_rows,
+    column_or_none,
+    facet_title,
+    facets,
+    group_points,
+    rows_option,
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid

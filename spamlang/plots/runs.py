@@ -21,8 +21,8 @@ added to the table later is classified without a change here.
 from __future__ import annotations
 
 import csv
-import json
 import fnmatch
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -281,7 +281,7 @@ def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Ru
         key = key[:-1] if exclude else key
         # run_id (the directory's name) is no setting or outcome, but selects like one.
         name = key if key == "run_id" else check_column(runs, key, "--where")
-        get = (lambda r: r.run_id) if name == "run_id" else (lambda r: r.get(name))
+        get = (lambda r: r.run_id) if name == "run_id" else (lambda r, name=name: r.get(name))
         wanted = [wanted] if isinstance(wanted, str) else list(wanted)
         kept = [r for r in runs if (v := get(r)) is not None
                 and any(matches(v, str(w)) for w in wanted) != exclude]

@@ -11,8 +11,16 @@ from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
 from spamlang.plots.sweep import PAPER_WIDTH_IN, check_figure_path, save_figure
-from spamlang.sample import (COLOURS, CORRECT, INCORRECT, SEED, SampleResult, definitions,
-                             describe, shows_ids)
+from spamlang.sample import (
+    COLOURS,
+    CORRECT,
+    INCORRECT,
+    SEED,
+    SampleResult,
+    definitions,
+    describe,
+    shows_ids,
+)
 
 _CELL_IN = 0.2  # side of one token cell, inches
 _FONT = "DejaVu Sans"  # ships with matplotlib, so every machine draws the same table

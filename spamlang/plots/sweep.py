@@ -20,19 +20,44 @@ from matplotlib.patches import Rectangle
 
 from spamlang.errors import UserError
 from spamlang.plots.canvas import (
-    BEST_EDGE, CMAP, FIGURE_SUFFIXES, PAPER_WIDTH_IN, check_figure_path, line_colour, note,
-    plain_log_ticks, save_figure,
+    BEST_EDGE,
+    CMAP,
+    FIGURE_SUFFIXES,
+    PAPER_WIDTH_IN,
+    check_figure_path,
+    line_colour,
+    note,
+    plain_log_ticks,
+    save_figure,
 )
-from spamlang.plots.diagonal import check_axis, crossable, default_diagonal, draw_diagonal
 from spamlang.plots.curves import CURVE_METRICS, choose_runs, curves_figure, plot_curves
+from spamlang.plots.diagonal import check_axis, crossable, default_diagonal, draw_diagonal
 from spamlang.plots.layout import (
-    SEED, Point, auto_rows, axis_label, check_distinct, column_or_none, describe, facet_title,
-    facets, format_lr, format_value, format_vocab, group_points, higher_is_better, ident,
-    is_numeric, merge, pool_note, rows_option, short_name, sort_values,
+    SEED,
+    Point,
+    auto_rows,
+    axis_label,
+    check_distinct,
+    column_or_none,
+    describe,
+    facet_title,
+    facets,
+    format_lr,
+    format_value,
+    format_vocab,
+    group_points,
+    higher_is_better,
+    ident,
+    is_numeric,
+    merge,
+    pool_note,
+    rows_option,
+    short_name,
+    sort_values,
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.lines import lines_figure, plot_lines, resolve_best_over
-from spamlang.plots.runs import Run, check_column, finite, finished_runs, is_number, select
+from spamlang.plots.runs import Run, check_column, finished_runs, finite, is_number, select
 from spamlang.plots.title import fixed_title
 
 # Besides the heatmap, the names that callers import from here (this module was once the home
@@ -315,7 +340,7 @@ def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, fon
     labels = {at: cell_label(p, metric, best, tags) for at, p in cells.items()}
     # One size for the panel, the largest at which every label fits its cell.
     font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
-    for (yi, xi), p in cells.items():
+    for yi, xi in cells:
         label = labels[yi, xi]
         if label == "div":
             ax.add_patch(Rectangle((xi - 0.5, yi - 0.5), 1, 1, facecolor="0.85",

@@ -22,7 +22,14 @@ from matplotlib.figure import Figure
 from spamlang.errors import UserError
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import (
-    SEED, auto_rows, column_or_none, facet_title, facets, group_points, ident, sort_values,
+    SEED,
+    auto_rows,
+    column_or_none,
+    facet_title,
+    facets,
+    group_points,
+    ident,
+    sort_values,
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid

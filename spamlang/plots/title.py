@@ -3,7 +3,7 @@ sweep by `--where` (or by `--lr`) says which slice it is."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from spamlang.plots.layout import facet_title, ident
 from spamlang.plots.runs import Run

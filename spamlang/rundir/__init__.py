@@ -27,12 +27,21 @@ from typing import Any
 
 from spamlang.errors import UserError, no_space
 from spamlang.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
-from spamlang.rundir.reading import (Lines, RunFiles, is_finished, is_run, iter_metrics,  # noqa: F401
-                                     last_row, parse_row, read_json, read_lines, read_object,
-                                     read_run, run_dirs)
-
-from spamlang.schema import (CHECKPOINTS, CONFIG, METRICS, RESULT, SYMBOL_ARRAYS,  # noqa: F401
-                             SYMBOLS, TRACK)
+from spamlang.rundir.reading import (  # noqa: F401
+    Lines,
+    RunFiles,
+    is_finished,
+    is_run,
+    iter_metrics,
+    last_row,
+    parse_row,
+    read_json,
+    read_lines,
+    read_object,
+    read_run,
+    run_dirs,
+)
+from spamlang.schema import CHECKPOINTS, CONFIG, METRICS, RESULT, SYMBOL_ARRAYS, SYMBOLS, TRACK  # noqa: F401
 
 
 def json_safe(value: Any) -> Any:

@@ -120,7 +120,7 @@ class RunCheckpoints:
             if at_most is not None and step > at_most:
                 continue
             errors = []
-            for abstract, upgrade in layouts:
+            for abstract, upgrade in layouts:  # noqa: B007 (the one that reads back is used below)
                 args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
                                           meta=ocp.args.JsonRestore())
                 try:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from spamlang.errors import UserError
 from spamlang.filelock import Holder, Taken, locked

@@ -17,9 +17,9 @@ resume lines), `results_csv` (gather, results.csv), `best_lr` (best LRs at a gri
 """
 
 from spamlang.sweep.command import load_sweep_file, main
+from spamlang.sweep.groups import groups, parse_shard, shard_groups
 from spamlang.sweep.results_csv import RESULT_COLUMNS, SETTING_COLUMNS, gather, write_results
 from spamlang.sweep.runner import run_sweep
-from spamlang.sweep.groups import groups, parse_shard, shard_groups
 from spamlang.sweep.spec import Sweep, format_number
 
 __all__ = ["RESULT_COLUMNS", "SETTING_COLUMNS", "Sweep", "format_number", "gather", "groups",

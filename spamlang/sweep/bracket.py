@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from spamlang.sweep.best_lr import BestLR, best_lrs
 from spamlang.rundir.reading import read_object
 from spamlang.schema import RESULT
+from spamlang.sweep.best_lr import BestLR, best_lrs
 
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
 _HALF_DECADE = (2.9, 3.5)  # ratios of a 1-3-10 grid: 3 and 10/3

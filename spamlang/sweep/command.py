@@ -15,12 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from spamlang.errors import UserError, describe
 from spamlang.error_policy import Parser, add_debug_flag, run_command
+from spamlang.errors import UserError, describe
 from spamlang.sweep.bracket import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
-from spamlang.sweep.overrides import SET_HELP, with_overrides
 from spamlang.sweep.groups import parse_shard
+from spamlang.sweep.overrides import SET_HELP, with_overrides
 from spamlang.sweep.spec import MAX_POINTS, Sweep, check_bracket, check_size, id_part
 
 

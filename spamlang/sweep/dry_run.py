@@ -24,8 +24,8 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.rundir.reading import read_json, read_object
 from spamlang.schema import CONFIG, RESULT, SWEEP_FILE
-from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.groups import empty_shard_note, shard_groups
+from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep
 
 

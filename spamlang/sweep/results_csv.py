@@ -28,11 +28,18 @@ from typing import Any
 from spamlang.errors import describe
 from spamlang.fileio import atomic_write_bytes, atomic_write_text
 from spamlang.filelock import locked
-
 from spamlang.rundir import reading as rundir_reading
 from spamlang.rundir.reading import is_finished, parse_row, read_json
-from spamlang.schema import (CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE,
-                             RESULTS_LOCK, SETTING_COLUMNS, SWEEP_FILE)
+from spamlang.schema import (
+    CONFIG,
+    METRICS,
+    RESULT,
+    RESULT_COLUMNS,
+    RESULTS_FILE,
+    RESULTS_LOCK,
+    SETTING_COLUMNS,
+    SWEEP_FILE,
+)
 
 # errno values that mean "this storage will not take a write" rather than a bug or a full disk.
 READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -102,9 +109,10 @@ def _model_value(config: dict, name: str) -> Any:
     overrides = config.get("model_overrides") or {}
     if name in overrides:
         return overrides[name]
+    import dataclasses
+
     from spamlang.errors import UserError
     from spamlang.model.config import ModelConfig, preset_fields
-    import dataclasses
 
     try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
         preset = preset_fields(config.get("preset"))

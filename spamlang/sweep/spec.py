@@ -29,8 +29,14 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import as_int, conform, field_types, in_range, parse_count
-from spamlang.sweep.expand import (_MODEL_PREFIX, _PARAM_PREFIX, Builder, Progress, _canonical,
-                                   group_key)
+from spamlang.sweep.expand import (
+    _MODEL_PREFIX,
+    _PARAM_PREFIX,
+    Builder,
+    Progress,
+    _canonical,
+    group_key,
+)
 
 # Abbreviations used in run ids; a field not listed here appears under its own name.
 _SHORT = {

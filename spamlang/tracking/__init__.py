@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError
-
 from spamlang.tracking.common import KINDS, TrackerSpec
 
 _ACTIVE: list[TrackerSpec] = []  # the innermost `session`'s spec (empty: no tracker)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 from spamlang import fields
-from spamlang.fields import parse_count  # noqa: F401  (spamlang.train.parse_count)
 from spamlang.errors import UserError
+from spamlang.fields import parse_count  # noqa: F401  (spamlang.train.parse_count)
 
 SCHEDULES = ("constant", "cosine", "wsd")
 SAMPLINGS = ("iid", "permuted")
@@ -245,7 +245,7 @@ class TrainConfig:
         return languages.make(self.language, vocab_size=self.vocab_size, **self.language_params)
 
     # ----- serialisation -------------------------------------------------------------------
-    def replace(self, **changes) -> "TrainConfig":
+    def replace(self, **changes) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
         _check_names(changes)
         return dataclasses.replace(self, **changes)
@@ -258,7 +258,7 @@ class TrainConfig:
         return out
 
     @classmethod
-    def from_json(cls, data: dict) -> "TrainConfig":
+    def from_json(cls, data: dict) -> TrainConfig:
         """Inverse of `to_json`; missing fields take their defaults, unknown ones are an error."""
         if not isinstance(data, dict):
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")

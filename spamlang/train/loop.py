@@ -15,11 +15,11 @@ from pathlib import Path
 
 import jax
 
-from spamlang.errors import Interrupted
-from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang import rundir, tracking
-from spamlang.rundir.checkpoint import RunCheckpoints
+from spamlang.errors import Interrupted
 from spamlang.progress import Progress, wait_for
+from spamlang.rundir.checkpoint import RunCheckpoints
+from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.signals import stop_signal
 from spamlang.train.step import program as get_program
 

@@ -21,17 +21,18 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from spamlang.errors import UserError
-from spamlang.loss import next_token_loss
-from spamlang.model import Transformer
-from spamlang.model.kernels import micro_batches, resolve
 from spamlang import optim
 from spamlang.coverage import exposure, tracking
+from spamlang.errors import UserError
 from spamlang.evaluate import Evaluation
 from spamlang.evaluate.sets import sharded_rows
+from spamlang.loss import next_token_loss
 from spamlang.members import over_members
+from spamlang.model import Transformer
+from spamlang.model.kernels import micro_batches, resolve
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 from spamlang.train.order import batch_rows
 
