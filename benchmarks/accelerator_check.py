@@ -95,14 +95,44 @@ class Sizes:
     b_every_case: bool  # part (b): all four (V, tying) cases; else V small tied, V large untied
 
 
-GPU_SIZES = Sizes(preset="smollm2-106m", n_layers=None, vocab_small=1024, vocab_large=131072, seq_len=256,
-                  batch_size=64, a_steps=50, b_warmup_steps=2, b_timed_steps=15, c_rounds=2,
-                  c_steps=10, e_steps=300, e_probe_steps=20, e_chunk_steps=40,
-                  loss_chunk=4096, group_batch_size=16, b_every_case=True)
-SMOKE_SIZES = Sizes(preset="tiny", n_layers=1, vocab_small=256, vocab_large=4096, seq_len=32,
-                    batch_size=8, a_steps=10, b_warmup_steps=2, b_timed_steps=3, c_rounds=1,
-                    c_steps=2, e_steps=10, e_probe_steps=5, e_chunk_steps=5,
-                    loss_chunk=64, group_batch_size=8, b_every_case=False)
+GPU_SIZES = Sizes(
+    preset="smollm2-106m",
+    n_layers=None,
+    vocab_small=1024,
+    vocab_large=131072,
+    seq_len=256,
+    batch_size=64,
+    a_steps=50,
+    b_warmup_steps=2,
+    b_timed_steps=15,
+    c_rounds=2,
+    c_steps=10,
+    e_steps=300,
+    e_probe_steps=20,
+    e_chunk_steps=40,
+    loss_chunk=4096,
+    group_batch_size=16,
+    b_every_case=True,
+)
+SMOKE_SIZES = Sizes(
+    preset="tiny",
+    n_layers=1,
+    vocab_small=256,
+    vocab_large=4096,
+    seq_len=32,
+    batch_size=8,
+    a_steps=10,
+    b_warmup_steps=2,
+    b_timed_steps=3,
+    c_rounds=1,
+    c_steps=2,
+    e_steps=10,
+    e_probe_steps=5,
+    e_chunk_steps=5,
+    loss_chunk=64,
+    group_batch_size=8,
+    b_every_case=False,
+)
 
 
 @dataclasses.dataclass
@@ -135,6 +165,7 @@ def progress(message: str, budget: Budget) -> None:
 
 # ----- formatting ---------------------------------------------------------------------------
 
+
 def fmt_value(key: str, value) -> str:
     """Human form of one measured value; the unit comes from the key's suffix."""
     if value is None:
@@ -165,17 +196,24 @@ def markdown_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_json(path: Path | None, header: dict, rows: list[Row], budget: Budget,
-               complete: bool) -> None:
+def write_json(
+    path: Path | None, header: dict, rows: list[Row], budget: Budget, complete: bool
+) -> None:
     """Rewritten after every part, so a run killed from outside still leaves its results."""
     if path is None:
         return
     parts: dict[str, list] = {}
     for row in rows:
-        parts.setdefault(row.part, []).append({"case": row.case, "result": row.result,
-                                               **row.values})
-    data = {"header": header, "parts": dict(sorted(parts.items())),
-            "wall_s": budget.elapsed_s(), "budget_s": budget.limit_s, "complete": complete}
+        parts.setdefault(row.part, []).append(
+            {"case": row.case, "result": row.result, **row.values}
+        )
+    data = {
+        "header": header,
+        "parts": dict(sorted(parts.items())),
+        "wall_s": budget.elapsed_s(),
+        "budget_s": budget.limit_s,
+        "complete": complete,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
@@ -184,12 +222,14 @@ def write_json(path: Path | None, header: dict, rows: list[Row], budget: Budget,
 
 # ----- shared helpers -----------------------------------------------------------------------
 
+
 def one_device_mesh(device):
     """A 1-device ("data",) mesh: every part times one chip, whatever else the host has."""
     import jax
 
-    return jax.make_mesh((1,), ("data",), axis_types=(jax.sharding.AxisType.Auto,),
-                         devices=[device])
+    return jax.make_mesh(
+        (1,), ("data",), axis_types=(jax.sharding.AxisType.Auto,), devices=[device]
+    )
 
 
 @functools.cache
@@ -204,11 +244,16 @@ def load_paper_fig5():
 def paper_config(sizes: Sizes, vocab_size: int, tied: bool, loss_chunk: int):
     """paper_fig5's base config at `sizes`, keeping its number of steps (so its schedule)."""
     base = load_paper_fig5().base
-    return base.replace(preset=sizes.preset, vocab_size=vocab_size, tie_embeddings=tied,
-                        seq_len=sizes.seq_len, batch_size=sizes.batch_size,
-                        tokens=base.steps * sizes.batch_size * sizes.seq_len,
-                        loss_chunk=loss_chunk,
-                        model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {})
+    return base.replace(
+        preset=sizes.preset,
+        vocab_size=vocab_size,
+        tie_embeddings=tied,
+        seq_len=sizes.seq_len,
+        batch_size=sizes.batch_size,
+        tokens=base.steps * sizes.batch_size * sizes.seq_len,
+        loss_chunk=loss_chunk,
+        model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {},
+    )
 
 
 def mfu(prog, tokens_per_s: float) -> float:
@@ -244,6 +289,7 @@ def guarded(part: str, case: str, budget: Budget, measure) -> Row:
 
 # ----- (a) float32 losses, accelerator vs CPU -----------------------------------------------
 
+
 def float32_losses(config, device, steps: int, precision: str | None):
     """Losses [steps] (float64 numpy) of one member trained on `device`, and its Program."""
     import jax
@@ -268,10 +314,19 @@ def compare_losses(part: str, case: str, losses_N, reference_N, extra: dict) -> 
     rel_N = np.abs(losses_N - reference_N) / np.abs(reference_N)
     max_rel = float(rel_N.max())
     verdict = "PASS" if max_rel <= TOLERANCE_REL else "FAIL"
-    return Row(part, case, f"{verdict} (tol {TOLERANCE_REL:g})",
-               {"max_rel_diff": max_rel, "worst_step": int(rel_N.argmax()) + 1,
-                "steps": len(losses_N), "first_loss": float(reference_N[0]),
-                "last_loss": float(reference_N[-1]), **extra})
+    return Row(
+        part,
+        case,
+        f"{verdict} (tol {TOLERANCE_REL:g})",
+        {
+            "max_rel_diff": max_rel,
+            "worst_step": int(rel_N.argmax()) + 1,
+            "steps": len(losses_N),
+            "first_loss": float(reference_N[0]),
+            "last_loss": float(reference_N[-1]),
+            **extra,
+        },
+    )
 
 
 def part_a(sizes: Sizes, budget: Budget) -> list[Row]:
@@ -283,17 +338,24 @@ def part_a(sizes: Sizes, budget: Budget) -> list[Row]:
     sides = f"xla on {accel.platform} vs xla on cpu"
     if accel.platform == "cpu":
         sides += " (CPU compared with CPU: no accelerator)"
-    config = TrainConfig(preset="tiny", vocab_size=256, seq_len=64, batch_size=32,
-                         dtype="float32", kernels="xla",
-                         model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {})
+    config = TrainConfig(
+        preset="tiny",
+        vocab_size=256,
+        seq_len=64,
+        batch_size=32,
+        dtype="float32",
+        kernels="xla",
+        model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {},
+    )
     runs: dict[tuple, tuple] = {}
 
     def losses(device, kernels: str, precision: str | None):
         """Memoised: rows share runs, and with no accelerator both sides are one run."""
         key = (device.platform, device.id, kernels, precision)
         if key not in runs:
-            runs[key] = float32_losses(config.replace(kernels=kernels), device, sizes.a_steps,
-                                       precision)
+            runs[key] = float32_losses(
+                config.replace(kernels=kernels), device, sizes.a_steps, precision
+            )
         return runs[key]
 
     def same_program(precision: str | None, case: str):
@@ -301,26 +363,40 @@ def part_a(sizes: Sizes, budget: Budget) -> list[Row]:
             reference_N, _ = losses(accel, "xla", precision)
             losses_N, _ = losses(cpu, "xla", precision)
             return compare_losses("a", case, losses_N, reference_N, {})
+
         return measure
 
     def auto_kernels(case: str):
         def measure():
             reference_N, _ = losses(accel, "xla", None)
             losses_N, prog = losses(cpu, "auto", None)
-            return compare_losses("a", f"{case} ({prog.kernels} kernels)", losses_N, reference_N,
-                                  {"n_micro": prog.n_micro})
+            return compare_losses(
+                "a",
+                f"{case} ({prog.kernels} kernels)",
+                losses_N,
+                reference_N,
+                {"n_micro": prog.n_micro},
+            )
+
         return measure
 
-    cases = [(f"{sides}, default precision", same_program(None, f"{sides}, default precision")),
-             (f"kernels=auto on cpu vs xla on {accel.platform}",
-              auto_kernels(f"kernels=auto on cpu vs xla on {accel.platform}"))]
+    cases = [
+        (f"{sides}, default precision", same_program(None, f"{sides}, default precision")),
+        (
+            f"kernels=auto on cpu vs xla on {accel.platform}",
+            auto_kernels(f"kernels=auto on cpu vs xla on {accel.platform}"),
+        ),
+    ]
     if accel.platform != "cpu":  # on a CPU both precisions are the same float32 matmuls
-        cases.insert(1, (f"{sides}, precision highest",
-                         same_program("highest", f"{sides}, precision highest")))
+        cases.insert(
+            1,
+            (f"{sides}, precision highest", same_program("highest", f"{sides}, precision highest")),
+        )
     return [guarded("a", case, budget, measure) for case, measure in cases]
 
 
 # ----- (b) throughput and MFU ---------------------------------------------------------------
+
 
 def part_b(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
     from spamlang.perf import step_timer
@@ -332,19 +408,30 @@ def part_b(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
         warmup_s = run(sizes.b_warmup_steps)  # compile and warm up
         timed_s = run(sizes.b_timed_steps)
         tokens_per_s = sizes.b_timed_steps * prog.config.tokens_per_step / timed_s
-        return Row("b", case, "ok", {"tokens_per_s": tokens_per_s, "mfu": mfu(prog, tokens_per_s),
-                                     "step_ms": 1e3 * timed_s / sizes.b_timed_steps,
-                                     "compile_and_warmup_s": warmup_s})
+        return Row(
+            "b",
+            case,
+            "ok",
+            {
+                "tokens_per_s": tokens_per_s,
+                "mfu": mfu(prog, tokens_per_s),
+                "step_ms": 1e3 * timed_s / sizes.b_timed_steps,
+                "compile_and_warmup_s": warmup_s,
+            },
+        )
 
     rows = []
     for vocab in (sizes.vocab_small, sizes.vocab_large):
         for tied in (True, False):
             if not sizes.b_every_case and tied != (vocab == sizes.vocab_small):
                 continue  # the smoke run's two cases take every code path of the four
-            case = (f"{sizes.preset} {paper_dtype()} V={vocab:,} {'tied' if tied else 'untied'}, "
-                    f"seq {sizes.seq_len} x batch {sizes.batch_size}, chunk {sizes.loss_chunk}")
-            rows.append(guarded("b", case, budget,
-                                lambda v=vocab, t=tied, c=case: measure(v, t, c)))
+            case = (
+                f"{sizes.preset} {paper_dtype()} V={vocab:,} {'tied' if tied else 'untied'}, "
+                f"seq {sizes.seq_len} x batch {sizes.batch_size}, chunk {sizes.loss_chunk}"
+            )
+            rows.append(
+                guarded("b", case, budget, lambda v=vocab, t=tied, c=case: measure(v, t, c))
+            )
     return rows
 
 
@@ -355,6 +442,7 @@ def paper_dtype() -> str:
 
 # ----- (c) vmapped group vs one by one ------------------------------------------------------
 
+
 def part_c(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
     from spamlang.perf import step_timer
     from spamlang.train.step import program
@@ -362,8 +450,10 @@ def part_c(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
     # At batch 64 the group of 5 needs ~194 GiB on one device by XLA's memory analysis
     # (benchmarks/paper_shape.py), more than an H200 holds; 16 sequences per member fit.
     sizes = dataclasses.replace(sizes, batch_size=sizes.group_batch_size)
-    case = (f"{GROUP_SIZE} LRs vmapped vs {GROUP_SIZE} runs one by one, {sizes.preset} "
-            f"{paper_dtype()} V={sizes.vocab_small:,} untied, batch {sizes.batch_size} per member")
+    case = (
+        f"{GROUP_SIZE} LRs vmapped vs {GROUP_SIZE} runs one by one, {sizes.preset} "
+        f"{paper_dtype()} V={sizes.vocab_small:,} untied, batch {sizes.batch_size} per member"
+    )
 
     def measure():
         prog = program(paper_config(sizes, sizes.vocab_small, False, sizes.loss_chunk), mesh)
@@ -378,15 +468,24 @@ def part_c(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
         group, sequential = tokens / best_group_s, tokens / best_sequential_s
         ratio = group / sequential
         verdict = "meets target" if ratio >= 2 else "below target"
-        return Row("c", case, f"ratio {ratio:.2f}x ({verdict} 2x)",
-                   {"vmapped_tokens_per_s": group, "sequential_tokens_per_s": sequential,
-                    "ratio": ratio, "mfu_vmapped": mfu(prog, group),
-                    "mfu_sequential": mfu(prog, sequential)})
+        return Row(
+            "c",
+            case,
+            f"ratio {ratio:.2f}x ({verdict} 2x)",
+            {
+                "vmapped_tokens_per_s": group,
+                "sequential_tokens_per_s": sequential,
+                "ratio": ratio,
+                "mfu_vmapped": mfu(prog, group),
+                "mfu_sequential": mfu(prog, sequential),
+            },
+        )
 
     return [guarded("c", case, budget, measure)]
 
 
 # ----- (d) memory of the chunked and the plain loss -----------------------------------------
+
 
 def memory_probe(config_json: str) -> dict:
     """Run in a fresh process: compile one member's step, read its memory analysis, then init
@@ -408,12 +507,15 @@ def memory_probe(config_json: str) -> dict:
         return {"fits": False, "failed_at": "compile", "error": str(error)[:300]}
     analysis = compiled.memory_analysis()
     if analysis is not None:
-        out.update(temp_bytes=analysis.temp_size_in_bytes,
-                   argument_bytes=analysis.argument_size_in_bytes,
-                   output_bytes=analysis.output_size_in_bytes,
-                   alias_bytes=analysis.alias_size_in_bytes)
-        out["compiled_total_bytes"] = (out["temp_bytes"] + out["argument_bytes"]
-                                       + out["output_bytes"])
+        out.update(
+            temp_bytes=analysis.temp_size_in_bytes,
+            argument_bytes=analysis.argument_size_in_bytes,
+            output_bytes=analysis.output_size_in_bytes,
+            alias_bytes=analysis.alias_size_in_bytes,
+        )
+        out["compiled_total_bytes"] = (
+            out["temp_bytes"] + out["argument_bytes"] + out["output_bytes"]
+        )
     try:
         state = prog.init([config.seed], [config.lr])
         state, metrics = compiled(state)  # the compiled step itself: no second compile
@@ -428,10 +530,15 @@ def memory_probe(config_json: str) -> dict:
 
 
 def run_memory_probe(config, budget: Budget) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--memory-probe",
-           json.dumps(config.to_json())]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
-                          timeout=max(budget.left_s(), 30))
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--memory-probe",
+        json.dumps(config.to_json()),
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=REPO, timeout=max(budget.left_s(), 30)
+    )
     sys.stderr.write(proc.stderr[-4000:])
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -448,9 +555,18 @@ def part_d(sizes: Sizes, budget: Budget) -> list[Row]:
     def measure(loss_chunk: int, case: str):
         probe = run_memory_probe(paper_config(sizes, sizes.vocab_large, False, loss_chunk), budget)
         results[loss_chunk] = probe
-        values = {k: probe.get(k) for k in ("compiled_total_bytes", "temp_bytes",
-                                            "argument_bytes", "output_bytes", "alias_bytes",
-                                            "peak_in_use_bytes") if k in probe}
+        values = {
+            k: probe.get(k)
+            for k in (
+                "compiled_total_bytes",
+                "temp_bytes",
+                "argument_bytes",
+                "output_bytes",
+                "alias_bytes",
+                "peak_in_use_bytes",
+            )
+            if k in probe
+        }
         if probe["fits"]:
             result = "fits"
         else:
@@ -461,19 +577,24 @@ def part_d(sizes: Sizes, budget: Budget) -> list[Row]:
             values["plain_over_chunked"] = probe["compiled_total_bytes"] / chunked_bytes
         return Row("d", case, result, values)
 
-    where = f"{sizes.preset} {paper_dtype()} V={sizes.vocab_large:,} untied, 1 member, " \
-            f"seq {sizes.seq_len} x batch {sizes.batch_size}"
+    where = (
+        f"{sizes.preset} {paper_dtype()} V={sizes.vocab_large:,} untied, 1 member, "
+        f"seq {sizes.seq_len} x batch {sizes.batch_size}"
+    )
     if jax.devices()[0].memory_stats() is None:
         where += " (device reports no memory_stats)"
     rows = []
-    for loss_chunk, name in ((sizes.loss_chunk, f"chunked loss (chunk {sizes.loss_chunk})"),
-                             (0, "plain loss (chunk 0)")):
+    for loss_chunk, name in (
+        (sizes.loss_chunk, f"chunked loss (chunk {sizes.loss_chunk})"),
+        (0, "plain loss (chunk 0)"),
+    ):
         case = f"{name}, {where}"
         rows.append(guarded("d", case, budget, lambda k=loss_chunk, c=case: measure(k, c)))
     return rows
 
 
 # ----- (e) the paper's V = 131,072 cell -----------------------------------------------------
+
 
 def part_e(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
     import jax
@@ -484,9 +605,11 @@ def part_e(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
     # of 5 at batch 64 does not fit one accelerator (see part_c), so a sweep task on one GPU
     # trains the cell with --group-size 1, as this does.
     lrs = [5e-4]
-    case = (f"paper_fig5 cell V={sizes.vocab_large:,} untied, lr 5e-4 (one member), "
-            f"{sizes.e_steps} steps ({sizes.preset}, seq {sizes.seq_len} x batch "
-            f"{sizes.batch_size})")
+    case = (
+        f"paper_fig5 cell V={sizes.vocab_large:,} untied, lr 5e-4 (one member), "
+        f"{sizes.e_steps} steps ({sizes.preset}, seq {sizes.seq_len} x batch "
+        f"{sizes.batch_size})"
+    )
 
     def steps(prog, state, n: int):
         for _ in range(n):
@@ -502,8 +625,9 @@ def part_e(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
         first_step_s = time.perf_counter() - start
         done = 1
         while done < sizes.e_steps:
-            n = min(sizes.e_probe_steps - 1 if done == 1 else sizes.e_chunk_steps,
-                    sizes.e_steps - done)
+            n = min(
+                sizes.e_probe_steps - 1 if done == 1 else sizes.e_chunk_steps, sizes.e_steps - done
+            )
             state, metrics = steps(prog, state, n)
             done += n
             steady_step_s = (time.perf_counter() - start - first_step_s) / (done - 1)
@@ -513,11 +637,16 @@ def part_e(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
         wall_s = time.perf_counter() - start
         steady_tokens = (done - 1) * len(lrs) * prog.config.tokens_per_step  # after the compile
         tokens_per_s = steady_tokens / (wall_s - first_step_s) if done > 1 else None
-        values = {"steps_done": done, "wall_s": wall_s, "compile_and_first_step_s": first_step_s,
-                  "tokens_per_s": tokens_per_s,
-                  "mfu": mfu(prog, tokens_per_s) if tokens_per_s else None,
-                  "final_losses": [float(x) for x in jax.device_get(metrics["loss"])],
-                  "lrs": lrs, "diverged_members": int(jax.device_get(state["diverged"]).sum())}
+        values = {
+            "steps_done": done,
+            "wall_s": wall_s,
+            "compile_and_first_step_s": first_step_s,
+            "tokens_per_s": tokens_per_s,
+            "mfu": mfu(prog, tokens_per_s) if tokens_per_s else None,
+            "final_losses": [float(x) for x in jax.device_get(metrics["loss"])],
+            "lrs": lrs,
+            "diverged_members": int(jax.device_get(state["diverged"]).sum()),
+        }
         if done < sizes.e_steps:
             values["projected_wall_s"] = first_step_s + (sizes.e_steps - 1) * steady_step_s
             return Row("e", case, f"stopped at step {done} (budget): projection", values)
@@ -528,6 +657,7 @@ def part_e(sizes: Sizes, budget: Budget, mesh) -> list[Row]:
 
 # ----- main ---------------------------------------------------------------------------------
 
+
 def header_lines() -> tuple[list[str], dict]:
     import jax
 
@@ -535,14 +665,23 @@ def header_lines() -> tuple[list[str], dict]:
 
     devices = jax.devices()
     kind = devices[0].device_kind
-    header = {"jax": jax.__version__, "backend": jax.default_backend(),
-              "device_kind": kind, "device_count": len(devices), "peak_flops": {}}
-    lines = [f"jax {jax.__version__}", f"backend: {jax.default_backend()}",
-             f"devices: {len(devices)} x {kind} (every part uses device 0 only)"]
+    header = {
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "device_kind": kind,
+        "device_count": len(devices),
+        "peak_flops": {},
+    }
+    lines = [
+        f"jax {jax.__version__}",
+        f"backend: {jax.default_backend()}",
+        f"devices: {len(devices)} x {kind} (every part uses device 0 only)",
+    ]
     for dtype in ("float32", "bfloat16"):
         env = "SPAMLANG_PEAK_FLOPS" + ("_BF16" if dtype == "bfloat16" else "")
-        known = any(name.lower() in kind.lower() and dtype in peaks
-                    for name, peaks in KNOWN_PEAKS.items())
+        known = any(
+            name.lower() in kind.lower() and dtype in peaks for name, peaks in KNOWN_PEAKS.items()
+        )
         source = "env " + env if os.environ.get(env) else "datasheet" if known else "measured"
         try:
             value = peak_flops(dtype)
@@ -554,18 +693,33 @@ def header_lines() -> tuple[list[str], dict]:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cpu-smoke", action="store_true",
-                        help="toy sizes on the CPU (JAX_PLATFORMS=cpu), under 2 minutes")
-    parser.add_argument("--parts", default="abcde",
-                        help="comma-separated parts to run, e.g. a,b (default: all of a-e)")
-    parser.add_argument("--budget-s", type=float, default=420.0,
-                        help="wall-clock budget in seconds; cases that would start after it are "
-                             "SKIPPED and part (e) stops early with a projection (default 420)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON file for the rows (default: $OUT/accelerator_check.json if "
-                             "OUT is set, else none)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--cpu-smoke",
+        action="store_true",
+        help="toy sizes on the CPU (JAX_PLATFORMS=cpu), under 2 minutes",
+    )
+    parser.add_argument(
+        "--parts",
+        default="abcde",
+        help="comma-separated parts to run, e.g. a,b (default: all of a-e)",
+    )
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=420.0,
+        help="wall-clock budget in seconds; cases that would start after it are "
+        "SKIPPED and part (e) stops early with a projection (default 420)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON file for the rows (default: $OUT/accelerator_check.json if "
+        "OUT is set, else none)",
+    )
     parser.add_argument("--memory-probe", default=None, help=argparse.SUPPRESS)  # part (d) child
     args = parser.parse_args(argv)
     args.parts = [p for p in args.parts.replace(",", "") if p.strip()]
@@ -597,9 +751,13 @@ def run_parts(args, budget: Budget) -> int:
     header.update(sizes=dataclasses.asdict(sizes), cpu_smoke=args.cpu_smoke)
     print("\n".join(lines), flush=True)
     mesh = one_device_mesh(jax.devices()[0])  # shared, so program() reuses Programs across parts
-    parts = {"a": lambda: part_a(sizes, budget), "b": lambda: part_b(sizes, budget, mesh),
-             "c": lambda: part_c(sizes, budget, mesh), "d": lambda: part_d(sizes, budget),
-             "e": lambda: part_e(sizes, budget, mesh)}
+    parts = {
+        "a": lambda: part_a(sizes, budget),
+        "b": lambda: part_b(sizes, budget, mesh),
+        "c": lambda: part_c(sizes, budget, mesh),
+        "d": lambda: part_d(sizes, budget),
+        "e": lambda: part_e(sizes, budget, mesh),
+    }
     rows: list[Row] = []
     for part in EXEC_ORDER:
         if part not in args.parts:

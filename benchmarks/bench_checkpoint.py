@@ -29,8 +29,9 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=16384)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    config = TrainConfig(preset="smollm2-106m", vocab_size=args.vocab_size, seq_len=64,
-                         batch_size=8, tokens=8 * 64)
+    config = TrainConfig(
+        preset="smollm2-106m", vocab_size=args.vocab_size, seq_len=64, batch_size=8, tokens=8 * 64
+    )
     prog = program(config)
     state = prog.init_member(config.seed, config.lr)
     jax.block_until_ready(state)
@@ -49,9 +50,11 @@ def main() -> None:
         ckpt.close()
     checksum_s, save_s = statistics.median(sums), statistics.median(saves)
     print(machine_line())
-    print(f"# smollm2-106m untied, V = {args.vocab_size:,}: train state "
-          f"{n_bytes / 2**30:.2f} GiB in {len(jax.tree.leaves(state))} arrays; "
-          f"median of {args.reps}")
+    print(
+        f"# smollm2-106m untied, V = {args.vocab_size:,}: train state "
+        f"{n_bytes / 2**30:.2f} GiB in {len(jax.tree.leaves(state))} arrays; "
+        f"median of {args.reps}"
+    )
     print("| checksums (s) | whole save (s) | checksums / save |")
     print("|---|---|---|")
     print(f"| {checksum_s:.3f} | {save_s:.3f} | {checksum_s / save_s:.1%} |")

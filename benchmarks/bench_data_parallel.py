@@ -54,38 +54,48 @@ for name, config in programs.items():
 print("RESULT " + json.dumps(out))
 """
 
-CELLS = [(k, tied, head) for head in ("softmax", "mos:2") for tied in ("untied", "tied")
-         for k in (1, 2)]
+CELLS = [
+    (k, tied, head) for head in ("softmax", "mos:2") for tied in ("untied", "tied") for k in (1, 2)
+]
 
 
 def measure(k: int, tied: str, head: str) -> dict:
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(k), tied, head], env=env,
-                          capture_output=True, text=True)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(k), tied, head], env=env, capture_output=True, text=True
+    )
     if proc.returncode:
         raise SystemExit(f"cell K={k} {tied} {head} failed:\n{proc.stderr[-2000:]}")
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one cell (K=1, untied, softmax)")
     args = parser.parse_args(argv)
-    print("small, V = 16,384, seq 128 x batch 32; FLOPs per device from XLA's cost analysis "
-          "of the compiled step (4 forced CPU devices vs 1)")
-    print("| K | tying | head | FLOPs 1 dev | FLOPs 4 dev | ratio (one chunk) "
-          "| all-gather 4 dev (one chunk / default) | all-reduce 4 dev (default) |")
+    print(
+        "small, V = 16,384, seq 128 x batch 32; FLOPs per device from XLA's cost analysis "
+        "of the compiled step (4 forced CPU devices vs 1)"
+    )
+    print(
+        "| K | tying | head | FLOPs 1 dev | FLOPs 4 dev | ratio (one chunk) "
+        "| all-gather 4 dev (one chunk / default) | all-reduce 4 dev (default) |"
+    )
     print("|---:|:---|:---|---:|---:|---:|---:|---:|")
     worst = 0.0
     for k, tied, head in CELLS[:1] if args.quick else CELLS:
         r = measure(k, tied, head)
         one, four = r["one chunk/1"]["flops"], r["one chunk/4"]["flops"]
         worst = max(worst, four / one)
-        print(f"| {k} | {tied} | {head} | {one:.3e} | {four:.3e} | {four / one:.3f} "
-              f"| {r['one chunk/4']['all_gather']} / {r['default/4']['all_gather']} "
-              f"| {r['default/4']['all_reduce']} |", flush=True)
+        print(
+            f"| {k} | {tied} | {head} | {one:.3e} | {four:.3e} | {four / one:.3f} "
+            f"| {r['one chunk/4']['all_gather']} / {r['default/4']['all_gather']} "
+            f"| {r['default/4']['all_reduce']} |",
+            flush=True,
+        )
     print(f"worst ratio {worst:.3f} (target <= 0.3)")
     print("command: python benchmarks/bench_data_parallel.py" + (" --quick" if args.quick else ""))
     return 0

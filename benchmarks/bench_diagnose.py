@@ -51,26 +51,38 @@ def bench(preset: str, vocab: int, tokens: int, seq_len: int, chunk: int, rank_t
     init_s, init_rss = time.perf_counter() - start, rss_gib()
     start = time.perf_counter()
     out = diagnose_model(model, batch, chunk_size=chunk, rank_tokens=rank_tokens, max_tokens=tokens)
-    return {"preset": preset, "V": vocab, "D": config.d_model, "tokens": out["tokens"],
-            "chunk": chunk, "rank_tokens": rank_tokens, "init_s": init_s,
-            "diagnose_s": time.perf_counter() - start, "init_rss": init_rss, "peak_rss": rss_gib(),
-            "kf": out["kernel_fraction"], "iso": math.sqrt(1 - config.d_model / vocab),
-            "stages": out["seconds"]}
+    return {
+        "preset": preset,
+        "V": vocab,
+        "D": config.d_model,
+        "tokens": out["tokens"],
+        "chunk": chunk,
+        "rank_tokens": rank_tokens,
+        "init_s": init_s,
+        "diagnose_s": time.perf_counter() - start,
+        "init_rss": init_rss,
+        "peak_rss": rss_gib(),
+        "kf": out["kernel_fraction"],
+        "iso": math.sqrt(1 - config.d_model / vocab),
+        "stages": out["seconds"],
+    }
 
 
 def table(r: dict) -> str:
     stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items())
-    return "\n".join([
-        "| preset | V | D | tokens | chunk | rank tokens | model init (s) | diagnose (s) "
-        "| RSS after init (GiB) | peak RSS (GiB) | kernel fraction | sqrt(1-D/V) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        f"| {r['preset']} | {r['V']:,} | {r['D']} | {r['tokens']:,} | {r['chunk']} | "
-        f"{r['rank_tokens']} | {r['init_s']:.1f} | {r['diagnose_s']:.1f} | {r['init_rss']:.2f} | "
-        f"{r['peak_rss']:.2f} | {r['kf']:.4f} | {r['iso']:.4f} |",
-        "",
-        f"stages (s): {stages}",
-        f"cpu count: {os.cpu_count()}, load average: {', '.join(f'{x:.1f}' for x in os.getloadavg())}",
-    ])
+    return "\n".join(
+        [
+            "| preset | V | D | tokens | chunk | rank tokens | model init (s) | diagnose (s) "
+            "| RSS after init (GiB) | peak RSS (GiB) | kernel fraction | sqrt(1-D/V) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| {r['preset']} | {r['V']:,} | {r['D']} | {r['tokens']:,} | {r['chunk']} | "
+            f"{r['rank_tokens']} | {r['init_s']:.1f} | {r['diagnose_s']:.1f} | {r['init_rss']:.2f} | "
+            f"{r['peak_rss']:.2f} | {r['kf']:.4f} | {r['iso']:.4f} |",
+            "",
+            f"stages (s): {stages}",
+            f"cpu count: {os.cpu_count()}, load average: {', '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        ]
+    )
 
 
 def main(argv=None) -> int:

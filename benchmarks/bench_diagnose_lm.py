@@ -31,10 +31,18 @@ import tempfile
 from pathlib import Path
 
 TINY = dict(V=96, D=16)
-SMOLLM2 = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-               num_attention_heads=9, num_key_value_heads=3, rms_norm_eps=1e-5,
-               max_position_embeddings=8192, tie_word_embeddings=True,
-               rope_parameters={"rope_type": "default", "rope_theta": 100000.0})
+SMOLLM2 = dict(
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    rms_norm_eps=1e-5,
+    max_position_embeddings=8192,
+    tie_word_embeddings=True,
+    rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+)
 
 
 def _models():
@@ -42,16 +50,41 @@ def _models():
 
     V, D = TINY["V"], TINY["D"]
     special = dict(bos_token_id=0, eos_token_id=0)
-    yield "gpt2 (tiny)", lambda: t.GPT2LMHeadModel(t.GPT2Config(
-        vocab_size=V, n_embd=D, n_layer=2, n_head=2, n_positions=256, **special))
-    yield "gpt_neox (tiny)", lambda: t.GPTNeoXForCausalLM(t.GPTNeoXConfig(
-        vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=32, **special))
+    yield (
+        "gpt2 (tiny)",
+        lambda: t.GPT2LMHeadModel(
+            t.GPT2Config(vocab_size=V, n_embd=D, n_layer=2, n_head=2, n_positions=256, **special)
+        ),
+    )
+    yield (
+        "gpt_neox (tiny)",
+        lambda: t.GPTNeoXForCausalLM(
+            t.GPTNeoXConfig(
+                vocab_size=V,
+                hidden_size=D,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=32,
+                **special,
+            )
+        ),
+    )
     for tied in (False, True):
-        yield f"llama{' tied' if tied else ''} (tiny)", lambda tied=tied: t.LlamaForCausalLM(
-            t.LlamaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
-                          num_key_value_heads=1, intermediate_size=32,
-                          tie_word_embeddings=tied, **special))
+        yield (
+            f"llama{' tied' if tied else ''} (tiny)",
+            lambda tied=tied: t.LlamaForCausalLM(
+                t.LlamaConfig(
+                    vocab_size=V,
+                    hidden_size=D,
+                    num_hidden_layers=2,
+                    num_attention_heads=2,
+                    num_key_value_heads=1,
+                    intermediate_size=32,
+                    tie_word_embeddings=tied,
+                    **special,
+                )
+            ),
+        )
     smollm2 = lambda: t.LlamaForCausalLM(t.LlamaConfig(**SMOLLM2, **special))  # noqa: E731
     yield "SmolLM2-135M shape", smollm2
     yield "SmolLM2 4x rows", smollm2
@@ -73,20 +106,27 @@ def main(argv=None) -> int:
     from spamlang.languages import make
     from spamlang.perf import cpu_model, peak_flops
 
-    print(f"# {cpu_model()}, {os.cpu_count()} cores, matmul peak "
-          f"{peak_flops('float32') / 1e9:.0f} GFLOP/s (float32); torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads")
+    print(
+        f"# {cpu_model()}, {os.cpu_count()} cores, matmul peak "
+        f"{peak_flops('float32') / 1e9:.0f} GFLOP/s (float32); torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads"
+    )
     tokens = (args.seq_len - 1) * args.num_seqs
-    print(f"# {args.num_seqs} x {args.seq_len} SpamLang tokens = {tokens:,} predicted positions; "
-          "wall time and peak RSS of one `spamlang diagnose-lm` process each")
-    print(f"{'model':>20} | {'V':>6} | {'D':>4} | {'wall s':>6} | {'torch s':>7} | "
-          f"{'JAX s':>6} | {'ms / 1k tok':>11} | {'peak MiB':>8} | kernel fraction")
+    print(
+        f"# {args.num_seqs} x {args.seq_len} SpamLang tokens = {tokens:,} predicted positions; "
+        "wall time and peak RSS of one `spamlang diagnose-lm` process each"
+    )
+    print(
+        f"{'model':>20} | {'V':>6} | {'D':>4} | {'wall s':>6} | {'torch s':>7} | "
+        f"{'JAX s':>6} | {'ms / 1k tok':>11} | {'peak MiB':>8} | kernel fraction"
+    )
     stages = []
     with tempfile.TemporaryDirectory(prefix="bench-diagnose-lm-") as tmp:
         tmp = Path(tmp)
         token_file = tmp / "spam.bin"
-        export_tokens(make("spam", vocab_size=TINY["V"]), 0, args.seq_len, 4 * args.num_seqs,
-                      token_file)
+        export_tokens(
+            make("spam", vocab_size=TINY["V"]), 0, args.seq_len, 4 * args.num_seqs, token_file
+        )
         model_dir, built = tmp / "model", None
         for name, build in _models():
             if args.quick and "tiny" not in name:
@@ -101,17 +141,35 @@ def main(argv=None) -> int:
             if "OMP default" in name:
                 env["OMP_WAIT_POLICY"] = ""  # set but empty: libgomp's own default applies
             rows = 4 * args.num_seqs if "4x" in name else args.num_seqs
-            subprocess.run([sys.executable, "-m", "spamlang", "diagnose-lm", str(model_dir),
-                            "--tokens", str(token_file), "--num-seqs", str(rows),
-                            "--out", str(out)], check=True, stdout=subprocess.DEVNULL, env=env)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "spamlang",
+                    "diagnose-lm",
+                    str(model_dir),
+                    "--tokens",
+                    str(token_file),
+                    "--num-seqs",
+                    str(rows),
+                    "--out",
+                    str(out),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env=env,
+            )
             d = json.loads((out / "diagnostics.json").read_text())
             sec = d["seconds"]
             torch_s = sec["load"] + sec["torch_forward"]
-            print(f"{name:>20} | {d['vocab_size']:>6} | {d['d_model']:>4} | "
-                  f"{d['wall_seconds']:>6.1f} | {torch_s:>7.1f} | "
-                  f"{d['wall_seconds'] - torch_s:>6.1f} | "
-                  f"{1e3 * d['wall_seconds'] / (d['tokens'] / 1e3):>11.0f} | "
-                  f"{d['peak_rss_mib']:>8.0f} | {d['kernel_fraction']:.4f}", flush=True)
+            print(
+                f"{name:>20} | {d['vocab_size']:>6} | {d['d_model']:>4} | "
+                f"{d['wall_seconds']:>6.1f} | {torch_s:>7.1f} | "
+                f"{d['wall_seconds'] - torch_s:>6.1f} | "
+                f"{1e3 * d['wall_seconds'] / (d['tokens'] / 1e3):>11.0f} | "
+                f"{d['peak_rss_mib']:>8.0f} | {d['kernel_fraction']:.4f}",
+                flush=True,
+            )
             stages.append((name, d))
             shutil.rmtree(out)
     _stage_table(stages)
@@ -123,8 +181,10 @@ def _stage_table(stages) -> None:
     print("\n# seconds per stage (diagnostics.json 'seconds'); tokens = predicted positions")
     print(f"{'model':>20} | {'tokens':>6} | " + " | ".join(f"{n:>13}" for n in names))
     for name, d in stages:
-        print(f"{name:>20} | {d['tokens']:>6} | "
-              + " | ".join(f"{d['seconds'].get(n, float('nan')):>13.1f}" for n in names))
+        print(
+            f"{name:>20} | {d['tokens']:>6} | "
+            + " | ".join(f"{d['seconds'].get(n, float('nan')):>13.1f}" for n in names)
+        )
     by = dict(stages)
     if "SmolLM2-135M shape" in by and "SmolLM2 4x rows" in by:
         a, b = by["SmolLM2-135M shape"], by["SmolLM2 4x rows"]

@@ -38,13 +38,23 @@ def main(argv=None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     seq, batch = 64, 32
     print(machine_line())
-    print(f"# V {vocab:,}, seq {seq} x batch {batch}, best of {rounds} alternating rounds of "
-          f"{steps} steps")
-    print(f"{'preset':>8} | {'ms/step counting':>16} | {'ms/step not':>11} | {'overhead':>8} | "
-          f"{'counting alone':>14} | {'share':>6}")
+    print(
+        f"# V {vocab:,}, seq {seq} x batch {batch}, best of {rounds} alternating rounds of "
+        f"{steps} steps"
+    )
+    print(
+        f"{'preset':>8} | {'ms/step counting':>16} | {'ms/step not':>11} | {'overhead':>8} | "
+        f"{'counting alone':>14} | {'share':>6}"
+    )
     for preset in args.presets.split(","):
-        config = TrainConfig(preset=preset, vocab_size=vocab, seq_len=seq, batch_size=batch,
-                             tokens=seq * batch * 10**6, loss_chunk=512)
+        config = TrainConfig(
+            preset=preset,
+            vocab_size=vocab,
+            seq_len=seq,
+            batch_size=batch,
+            tokens=seq * batch * 10**6,
+            loss_chunk=512,
+        )
         with_counts = step_timer(Program(config))
         without = step_timer(Program(config, count_exposure=False))
         with_counts(1), without(1)  # compile and warm up
@@ -54,8 +64,10 @@ def main(argv=None) -> int:
             best_without = min(best_without, without(steps))
         a, b = 1e3 * best_with / steps, 1e3 * best_without / steps
         c = 1e3 * _count_alone(config)
-        print(f"{preset:>8} | {a:>16.1f} | {b:>11.1f} | {100 * (a / b - 1):>+7.1f}% | "
-              f"{c:>11.3f} ms | {100 * c / b:>5.2f}%")
+        print(
+            f"{preset:>8} | {a:>16.1f} | {b:>11.1f} | {100 * (a / b - 1):>+7.1f}% | "
+            f"{c:>11.3f} ms | {100 * c / b:>5.2f}%"
+        )
     print("target: overhead <= +3%")
     return 0
 
@@ -69,10 +81,10 @@ def _count_alone(config, calls: int = 50) -> float:
 
     from spamlang.coverage.exposure import count_batch
 
-    tokens_BxL = config.make_language().sample(jax.random.PRNGKey(0), config.batch_size,
-                                                config.seq_len)
-    update = jax.jit(lambda counts, t: counts + count_batch(t, config.vocab_size),
-                     donate_argnums=0)
+    tokens_BxL = config.make_language().sample(
+        jax.random.PRNGKey(0), config.batch_size, config.seq_len
+    )
+    update = jax.jit(lambda counts, t: counts + count_batch(t, config.vocab_size), donate_argnums=0)
     counts = update(jnp.zeros(config.vocab_size, jnp.int32), tokens_BxL)
     best = float("inf")
     for _ in range(calls):

@@ -47,8 +47,13 @@ def main(argv=None) -> int:
     preset, seq = args.preset or preset, args.seq_len or seq
     steps = args.steps or (3 if args.quick else 10)
     rounds = args.rounds or (1 if args.quick else 3)
-    base = TrainConfig(preset=preset, vocab_size=args.vocab, seq_len=seq, batch_size=batch,
-                       tokens=seq * batch * 10**6)
+    base = TrainConfig(
+        preset=preset,
+        vocab_size=args.vocab,
+        seq_len=seq,
+        batch_size=batch,
+        tokens=seq * batch * 10**6,
+    )
     # The configs differ only in lr, so they share one Program.
     progs = [program(base.replace(lr=lr)) for lr in LRS]
 
@@ -62,8 +67,10 @@ def main(argv=None) -> int:
         best_seq = min(best_seq, run_sequential(steps))
     tokens = len(LRS) * steps * seq * batch
     g, s = tokens / best_group, tokens / best_seq
-    print(f"# {len(LRS)} LRs, preset {preset}, V {args.vocab}, seq {seq} x batch {batch}, "
-          f"{os.cpu_count()} CPU cores; best of {rounds} rounds of {steps} steps")
+    print(
+        f"# {len(LRS)} LRs, preset {preset}, V {args.vocab}, seq {seq} x batch {batch}, "
+        f"{os.cpu_count()} CPU cores; best of {rounds} rounds of {steps} steps"
+    )
     print(f"{'mode':>12} | {'tokens/s (all runs)':>19}")
     print(f"{'sequential':>12} | {s:>19,.0f}")
     print(f"{'vmapped':>12} | {g:>19,.0f}")

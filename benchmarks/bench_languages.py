@@ -35,8 +35,12 @@ def bench(name: str, vocab_size: int, batch_size: int, seq_len: int, reps: int) 
         times.append(time.perf_counter() - t0)
     best = min(times)
     tokens = batch_size * seq_len
-    return {"language": name, "tokens_per_s": tokens / best,
-            "ms_per_1m": best * 1e3 * 1e6 / tokens, "compile_s": compile_s}
+    return {
+        "language": name,
+        "tokens_per_s": tokens / best,
+        "ms_per_1m": best * 1e3 * 1e6 / tokens,
+        "compile_s": compile_s,
+    }
 
 
 def main(argv=None) -> None:
@@ -55,16 +59,21 @@ def main(argv=None) -> None:
     from spamlang import languages
 
     tokens = args.batch_size * args.seq_len
-    print(f"V = {args.vocab_size:,}, batch {args.batch_size} x {args.seq_len} = {tokens:,} tokens, "
-          f"best of {args.reps}, backend {jax.default_backend()} ({jax.device_count()} device(s))")
+    print(
+        f"V = {args.vocab_size:,}, batch {args.batch_size} x {args.seq_len} = {tokens:,} tokens, "
+        f"best of {args.reps}, backend {jax.default_backend()} ({jax.device_count()} device(s))"
+    )
     print()
     print("| language | tokens/s | ms per 1M tokens | compile s | > 10M tok/s |")
     print("|---|---:|---:|---:|:---:|")
     for name in languages.names():
         r = bench(name, args.vocab_size, args.batch_size, args.seq_len, args.reps)
         met = "yes" if r["tokens_per_s"] > TARGET_TOKENS_PER_S else "NO"
-        print(f"| {name} | {r['tokens_per_s'] / 1e6:,.1f}M | {r['ms_per_1m']:.2f} | "
-              f"{r['compile_s']:.2f} | {met} |", flush=True)
+        print(
+            f"| {name} | {r['tokens_per_s'] / 1e6:,.1f}M | {r['ms_per_1m']:.2f} | "
+            f"{r['compile_s']:.2f} | {met} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -24,10 +24,28 @@ import subprocess
 import sys
 import time
 
-FULL = dict(vocab=131_072, batch=16, seq=257, chunks=(256, 512, 1024), generic_chunk=256,
-            big_vocab=1024, big_batch=4, big_seq=256, big_layers=None)
-QUICK = dict(vocab=8192, batch=4, seq=65, chunks=(64,), generic_chunk=64,
-             big_vocab=1024, big_batch=2, big_seq=64, big_layers=2)
+FULL = dict(
+    vocab=131_072,
+    batch=16,
+    seq=257,
+    chunks=(256, 512, 1024),
+    generic_chunk=256,
+    big_vocab=1024,
+    big_batch=4,
+    big_seq=256,
+    big_layers=None,
+)
+QUICK = dict(
+    vocab=8192,
+    batch=4,
+    seq=65,
+    chunks=(64,),
+    generic_chunk=64,
+    big_vocab=1024,
+    big_batch=2,
+    big_seq=64,
+    big_layers=2,
+)
 
 
 def _peak_rss_gib() -> float:
@@ -36,11 +54,13 @@ def _peak_rss_gib() -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 2**20
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def _time_steps(fn, args, steps: int) -> float:
     import jax
+
     jax.block_until_ready(fn(*args))  # compile + warm up
     best = float("inf")
     for _ in range(steps):
@@ -64,7 +84,10 @@ def worker_loss(vocab: int, batch: int, seq: int, chunk: int | None, fused: bool
     @jax.jit
     def step(state, tokens):
         def loss(state):
-            return next_token_loss(nnx.merge(graphdef, state), tokens, chunk_size=chunk, fused=fused)
+            return next_token_loss(
+                nnx.merge(graphdef, state), tokens, chunk_size=chunk, fused=fused
+            )
+
         return jax.value_and_grad(loss, has_aux=True)(state)
 
     seconds = _time_steps(step, (state, tokens), steps)
@@ -90,8 +113,11 @@ def worker_big(vocab: int, batch: int, seq: int, layers: int | None, steps: int)
         return jax.grad(lambda s: next_token_loss(nnx.merge(graphdef, s), tokens)[0])(state)
 
     seconds = _time_steps(step, (state, tokens), steps)
-    return {"seconds": seconds, "rss_gib": _peak_rss_gib(),
-            "flops": flops_per_token(config, seq) * batch * seq}
+    return {
+        "seconds": seconds,
+        "rss_gib": _peak_rss_gib(),
+        "flops": flops_per_token(config, seq) * batch * seq,
+    }
 
 
 def _run_worker(kind: str, params: dict) -> dict:
@@ -121,37 +147,60 @@ def main(argv=None) -> int:
     shapes = QUICK if args.quick else FULL
     steps = args.steps or (2 if args.quick else 3)
     peak = matmul_peak_flops()
-    print(f"# bench_model{' --quick' if args.quick else ''}: {jax.devices()[0].platform}, "
-          f"{os.cpu_count()} cores, float32 2048^2 matmul peak {peak / 1e9:.1f} GFLOP/s\n")
+    print(
+        f"# bench_model{' --quick' if args.quick else ''}: {jax.devices()[0].platform}, "
+        f"{os.cpu_count()} cores, float32 2048^2 matmul peak {peak / 1e9:.1f} GFLOP/s\n"
+    )
 
     V, B, L = shapes["vocab"], shapes["batch"], shapes["seq"]
-    print(f"## (a) loss + grad, `small` preset (D=64, 2 layers), V={V:,}, "
-          f"{B}x{L} tokens ({B * (L - 1):,} predicted)\n")
+    print(
+        f"## (a) loss + grad, `small` preset (D=64, 2 layers), V={V:,}, "
+        f"{B}x{L} tokens ({B * (L - 1):,} predicted)\n"
+    )
     print("| variant | s/step | peak RSS GiB | time / plain | RSS / plain | loss |")
     print("|---|---|---|---|---|---|")
     variants = [("plain", None, True)]
     variants += [(f"chunked fused C={c}", c, True) for c in shapes["chunks"]]
-    variants += [(f"chunked checkpoint C={shapes['generic_chunk']}", shapes["generic_chunk"], False)]
+    variants += [
+        (f"chunked checkpoint C={shapes['generic_chunk']}", shapes["generic_chunk"], False)
+    ]
     base = None
     for name, chunk, fused in variants:
-        r = _run_worker("loss", dict(vocab=V, batch=B, seq=L, chunk=chunk, fused=fused, steps=steps))
+        r = _run_worker(
+            "loss", dict(vocab=V, batch=B, seq=L, chunk=chunk, fused=fused, steps=steps)
+        )
         base = base or r
-        print(f"| {name} | {r['seconds']:.3f} | {r['rss_gib']:.2f} | "
-              f"{r['seconds'] / base['seconds']:.2f} | {r['rss_gib'] / base['rss_gib']:.2f} | "
-              f"{r['loss']:.4f} |", flush=True)
+        print(
+            f"| {name} | {r['seconds']:.3f} | {r['rss_gib']:.2f} | "
+            f"{r['seconds'] / base['seconds']:.2f} | {r['rss_gib'] / base['rss_gib']:.2f} | "
+            f"{r['loss']:.4f} |",
+            flush=True,
+        )
 
     layers = shapes["big_layers"]
-    r = _run_worker("big", dict(vocab=shapes["big_vocab"], batch=shapes["big_batch"],
-                                seq=shapes["big_seq"], layers=layers, steps=steps))
+    r = _run_worker(
+        "big",
+        dict(
+            vocab=shapes["big_vocab"],
+            batch=shapes["big_batch"],
+            seq=shapes["big_seq"],
+            layers=layers,
+            steps=steps,
+        ),
+    )
     what = "smollm2-106m" + (f" (n_layers={layers})" if layers else "")
-    print(f"\n## (b) forward + backward, {what}, V={shapes['big_vocab']:,}, "
-          f"batch {shapes['big_batch']}x{shapes['big_seq']}\n")
+    print(
+        f"\n## (b) forward + backward, {what}, V={shapes['big_vocab']:,}, "
+        f"batch {shapes['big_batch']}x{shapes['big_seq']}\n"
+    )
     print("| s/step | tokens/s | GFLOP/s | fraction of matmul peak | peak RSS GiB |")
     print("|---|---|---|---|---|")
     tokens = shapes["big_batch"] * shapes["big_seq"]
     achieved = r["flops"] / r["seconds"]
-    print(f"| {r['seconds']:.3f} | {tokens / r['seconds']:,.0f} | {achieved / 1e9:.1f} | "
-          f"{achieved / peak:.0%} | {r['rss_gib']:.2f} |")
+    print(
+        f"| {r['seconds']:.3f} | {tokens / r['seconds']:,.0f} | {achieved / 1e9:.1f} | "
+        f"{achieved / peak:.0%} | {r['rss_gib']:.2f} |"
+    )
     return 0
 
 

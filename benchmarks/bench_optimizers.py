@@ -38,18 +38,29 @@ def main(argv=None) -> int:
     from spamlang.train.step import Program
 
     rounds = args.rounds or (1 if args.quick else 5)
-    shapes = [("tiny", 4096, 2, args.steps or (5 if args.quick else 200)),
-              ("small", 16384, 64, args.steps or (2 if args.quick else 10))]
+    shapes = [
+        ("tiny", 4096, 2, args.steps or (5 if args.quick else 200)),
+        ("small", 16384, 64, args.steps or (2 if args.quick else 10)),
+    ]
     print(machine_line())
     print(f"# batch 32, best of {rounds} alternating rounds; ratio: ms/step over adamw's")
-    print(f"{'preset':>6} | {'V':>6} | {'L':>3} | {'optimizer':>10} | {'tracked':>7} | "
-          f"{'ms/step':>8} | {'ratio':>6}")
+    print(
+        f"{'preset':>6} | {'V':>6} | {'L':>3} | {'optimizer':>10} | {'tracked':>7} | "
+        f"{'ms/step':>8} | {'ratio':>6}"
+    )
     for preset, vocab, seq, steps in shapes:
         timers = []
         for name, tracked in CASES:
-            config = TrainConfig(preset=preset, vocab_size=vocab, seq_len=seq, batch_size=32,
-                                 tokens=seq * 32 * 10**6, optimizer=name,
-                                 track_symbols=tracked, lr=1e-2 if name != "sgd" else 0.1)
+            config = TrainConfig(
+                preset=preset,
+                vocab_size=vocab,
+                seq_len=seq,
+                batch_size=32,
+                tokens=seq * 32 * 10**6,
+                optimizer=name,
+                track_symbols=tracked,
+                lr=1e-2 if name != "sgd" else 0.1,
+            )
             timer = step_timer(Program(config))
             timer(1)  # compile and warm up
             timers.append(timer)
@@ -59,8 +70,10 @@ def main(argv=None) -> int:
                 best[i] = min(best[i], timer(steps))
         ms = [1e3 * b / steps for b in best]
         for (name, tracked), t in zip(CASES, ms):
-            print(f"{preset:>6} | {vocab:>6} | {seq:>3} | {name:>10} | {tracked:>7} | "
-                  f"{t:>8.2f} | {t / ms[0]:>6.2f}")
+            print(
+                f"{preset:>6} | {vocab:>6} | {seq:>3} | {name:>10} | {tracked:>7} | "
+                f"{t:>8.2f} | {t / ms[0]:>6.2f}"
+            )
     return 0
 
 

@@ -41,18 +41,27 @@ def main(argv=None) -> int:
     steps = args.steps or (3 if args.quick else 20)
     rounds = args.rounds or (1 if args.quick else 5)
     print(machine_line())
-    print(f"# SpamLang train step, tied, batch {BATCH}; ms per step, best of {rounds} alternating "
-          f"rounds of {steps} steps")
+    print(
+        f"# SpamLang train step, tied, batch {BATCH}; ms per step, best of {rounds} alternating "
+        f"rounds of {steps} steps"
+    )
     lengths = " ".join(f"{f'L={L}':>8}" for L in LENGTHS)
-    print(f"{'preset':>6} {'V':>6} | {'micro-batches':>13} | {lengths} | {'L=2 / L=64':>10} | "
-          f"target")
+    print(
+        f"{'preset':>6} {'V':>6} | {'micro-batches':>13} | {lengths} | {'L=2 / L=64':>10} | target"
+    )
     worst = 0.0
     for preset, vocab in CASES:
         programs = {}
         for L in LENGTHS:
             # A budget of a million steps: the step compiled does not depend on it.
-            config = TrainConfig(preset=preset, vocab_size=vocab, tie_embeddings=True, seq_len=L,
-                                 batch_size=BATCH, tokens=L * BATCH * 10**6)
+            config = TrainConfig(
+                preset=preset,
+                vocab_size=vocab,
+                tie_embeddings=True,
+                seq_len=L,
+                batch_size=BATCH,
+                tokens=L * BATCH * 10**6,
+            )
             programs[L] = Program(config)
         timers = {L: step_timer(p) for L, p in programs.items()}
         for run in timers.values():
@@ -66,8 +75,11 @@ def main(argv=None) -> int:
         worst = max(worst, ratio)
         micro = "/".join(str(programs[L].n_micro) for L in LENGTHS)
         times = " ".join(f"{ms[L]:>8.2f}" for L in LENGTHS)
-        print(f"{preset:>6} {vocab:>6,} | {micro:>13} | {times} | {f'1/{1 / ratio:.1f}':>10} | "
-              f"{'ok' if ratio <= TARGET else 'MISSED'}", flush=True)
+        print(
+            f"{preset:>6} {vocab:>6,} | {micro:>13} | {times} | {f'1/{1 / ratio:.1f}':>10} | "
+            f"{'ok' if ratio <= TARGET else 'MISSED'}",
+            flush=True,
+        )
     print(f"target: L=2 / L=64 <= 1/{1 / TARGET:.0f}; worst 1/{1 / worst:.1f}")
     return 0
 

@@ -20,8 +20,11 @@ def main() -> None:
     print("| points | groups | expand (s) | per point (us) |")
     print("|---|---|---|---|")
     for n_lr, n_seed, n_v in ((10, 10, 1), (100, 10, 10), (1000, 10, 10)):
-        axes = {"vocab_size": [64 * (i + 1) for i in range(n_v)],
-                "lr": [1e-4 * (1 + i) for i in range(n_lr)], "seed": list(range(n_seed))}
+        axes = {
+            "vocab_size": [64 * (i + 1) for i in range(n_v)],
+            "lr": [1e-4 * (1 + i) for i in range(n_lr)],
+            "seed": list(range(n_seed)),
+        }
         t0 = time.perf_counter()
         sweep = Sweep("bench", BASE, axes)
         points = sweep.points()

@@ -17,8 +17,17 @@ from pathlib import Path
 from spamlang import rundir, tracking
 from spamlang.train import TrainConfig
 
-TRAIN = {"kind": "train", "step": 0, "tokens": 0, "loss": 5.1, "accuracy": 0.01,
-         "grad_norm": 1.3, "lr": 3e-3, "tokens_per_s": 12345.0, "mfu": 0.01}
+TRAIN = {
+    "kind": "train",
+    "step": 0,
+    "tokens": 0,
+    "loss": 5.1,
+    "accuracy": 0.01,
+    "grad_norm": 1.3,
+    "lr": 3e-3,
+    "tokens_per_s": 12345.0,
+    "mfu": 0.01,
+}
 EVAL = {"kind": "eval", "step": 0, "tokens": 0, **{f"metric_{i}": 0.5 + i for i in range(25)}}
 
 
@@ -47,8 +56,10 @@ def main() -> None:
                 train = per_row(log, TRAIN, n, 1)
                 evals = per_row(log, EVAL, n, n + 1)
                 log.close()
-        print(f"| {kind or 'none (metrics.jsonl only)'} | {train * 1e6:.0f} us | "
-              f"{evals * 1e6:.0f} us |")
+        print(
+            f"| {kind or 'none (metrics.jsonl only)'} | {train * 1e6:.0f} us | "
+            f"{evals * 1e6:.0f} us |"
+        )
 
 
 if __name__ == "__main__":

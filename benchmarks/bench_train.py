@@ -31,9 +31,17 @@ def spamlang_runner(vocab: int, tied: bool, loss_chunk: int, kernels: str = "aut
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import Program
 
-    config = TrainConfig(preset="small", vocab_size=vocab, tie_embeddings=tied, seq_len=SEQ,
-                         batch_size=BATCH, tokens=SEQ * BATCH * 10**6, lr=1e-3,
-                         loss_chunk=loss_chunk, kernels=kernels)
+    config = TrainConfig(
+        preset="small",
+        vocab_size=vocab,
+        tie_embeddings=tied,
+        seq_len=SEQ,
+        batch_size=BATCH,
+        tokens=SEQ * BATCH * 10**6,
+        lr=1e-3,
+        loss_chunk=loss_chunk,
+        kernels=kernels,
+    )
     prog = Program(config)
     run = step_timer(prog)
     run(2)  # compile and warm up
@@ -47,17 +55,27 @@ def torch_runner(vocab: int, tied: bool, threads: int | None = None):
 
     torch.set_num_threads(threads or os.cpu_count())
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=256,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=SEQ, tie_word_embeddings=tied,
-                         attn_implementation="sdpa")
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=SEQ,
+        tie_word_embeddings=tied,
+        attn_implementation="sdpa",
+    )
     model = LlamaForCausalLM(config)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=1e-3,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+    )
     gen = torch.Generator().manual_seed(0)
 
     def step():
@@ -103,14 +121,26 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", type=int, nargs="*", default=None, help="vocab sizes to run")
     parser.add_argument("--rounds", type=int, default=None, help="alternating timing rounds")
     parser.add_argument("--no-peer", action="store_true", help="skip the PyTorch columns")
-    parser.add_argument("--torch-threads", type=int, default=None,
-                        help="torch threads (default: all cores; 1 is fairer on a shared machine, "
-                             "where OpenMP's busy-waiting threads collapse)")
-    parser.add_argument("--loss-chunk", type=int, default=256,
-                        help="spamlang loss_chunk (tokens per chunk of the fused loss; 0: plain). "
-                             "256 measured fastest at every V here (chunk x V logits stay in cache)")
-    parser.add_argument("--kernels", choices=("auto", "xla", "cpu"), default="auto",
-                        help="spamlang kernels (TrainConfig.kernels; auto: cpu kernels on a CPU)")
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=None,
+        help="torch threads (default: all cores; 1 is fairer on a shared machine, "
+        "where OpenMP's busy-waiting threads collapse)",
+    )
+    parser.add_argument(
+        "--loss-chunk",
+        type=int,
+        default=256,
+        help="spamlang loss_chunk (tokens per chunk of the fused loss; 0: plain). "
+        "256 measured fastest at every V here (chunk x V logits stay in cache)",
+    )
+    parser.add_argument(
+        "--kernels",
+        choices=("auto", "xla", "cpu"),
+        default="auto",
+        help="spamlang kernels (TrainConfig.kernels; auto: cpu kernels on a CPU)",
+    )
     args = parser.parse_args(argv)
 
     from spamlang import perf
@@ -121,14 +151,20 @@ def main(argv=None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     skip = "PyTorch comparison skipped (--no-peer)" if args.no_peer else have_torch()
     peak = matmul_peak_flops()
-    print(f"# train step, small preset, seq {SEQ} x batch {BATCH}, spamlang loss_chunk "
-          f"{args.loss_chunk}, kernels {args.kernels}")
-    print(f"# {perf.cpu_model()}, {os.cpu_count()} CPU cores; measured float32 matmul peak "
-          f"{peak / 1e9:.1f} GFLOP/s")
+    print(
+        f"# train step, small preset, seq {SEQ} x batch {BATCH}, spamlang loss_chunk "
+        f"{args.loss_chunk}, kernels {args.kernels}"
+    )
+    print(
+        f"# {perf.cpu_model()}, {os.cpu_count()} CPU cores; measured float32 matmul peak "
+        f"{peak / 1e9:.1f} GFLOP/s"
+    )
     if skip:
         print(f"# {skip}")
-    print(f"{'V':>7} {'tied':>5} | {'spamlang tok/s':>14} {'MFU':>6} | {'torch tok/s':>11} "
-          f"{'MFU':>6} | {'ratio':>5}")
+    print(
+        f"{'V':>7} {'tied':>5} | {'spamlang tok/s':>14} {'MFU':>6} | {'torch tok/s':>11} "
+        f"{'MFU':>6} | {'ratio':>5}"
+    )
     for vocab in vocabs:
         for tied in ties:
             chunk = args.loss_chunk

@@ -81,8 +81,9 @@ def worker_a() -> dict:
 
     assert jax.device_count() == DEVICES, f"expected {DEVICES} CPU devices, got {jax.devices()}"
     config = base_config().replace(kernels="xla")
-    one = jax.make_mesh((1,), ("data",), axis_types=(jax.sharding.AxisType.Auto,),
-                        devices=jax.devices()[:1])
+    one = jax.make_mesh(
+        (1,), ("data",), axis_types=(jax.sharding.AxisType.Auto,), devices=jax.devices()[:1]
+    )
     out = {"devices": jax.device_count(), "cols": {}}
     for n_dev, mesh in ((DEVICES, default_mesh()), (1, one)):
         prog = Program(config, mesh)
@@ -95,7 +96,8 @@ def worker_a() -> dict:
             mem = compiled.memory_analysis()
             hlo = compiled.as_text()
             row = {
-                "n_dev": n_dev, "k": k,
+                "n_dev": n_dev,
+                "k": k,
                 "compile_s": seconds,
                 "argument": mem.argument_size_in_bytes,
                 "output": mem.output_size_in_bytes,
@@ -126,8 +128,11 @@ def worker_b(steps: int) -> dict:
     avail = _mem_available()
     # state + gradients + updates + AdamW temporaries: a floor, not a bound.
     if avail is not None and 3 * state_bytes > avail:
-        return {"skipped": f"would not fit: 3 x state {3 * state_bytes / GiB:.1f} GiB > "
-                           f"{avail / GiB:.1f} GiB available", "state_gib": state_bytes / GiB}
+        return {
+            "skipped": f"would not fit: 3 x state {3 * state_bytes / GiB:.1f} GiB > "
+            f"{avail / GiB:.1f} GiB available",
+            "state_gib": state_bytes / GiB,
+        }
     state = prog.init([0], [config.lr])
     start = time.perf_counter()
     compiled = prog.lower_step(1).compile()  # the same executable prog.step would compile
@@ -139,10 +144,17 @@ def worker_b(steps: int) -> dict:
         jax.block_until_ready((state, metrics))
         times.append(time.perf_counter() - start)
         losses.append(float(metrics["loss"][0]))
-    return {"devices": jax.device_count(), "kernels": prog.kernels, "n_micro": prog.n_micro,
-            "compile_s": compile_s, "step_s": times, "loss": losses,
-            "state_gib": state_bytes / GiB, "rss_gib": _peak_rss_gib(),
-            "flops_per_step": prog.flops_per_step}
+    return {
+        "devices": jax.device_count(),
+        "kernels": prog.kernels,
+        "n_micro": prog.n_micro,
+        "compile_s": compile_s,
+        "step_s": times,
+        "loss": losses,
+        "state_gib": state_bytes / GiB,
+        "rss_gib": _peak_rss_gib(),
+        "flops_per_step": prog.flops_per_step,
+    }
 
 
 def _mem_available() -> int | None:
@@ -158,8 +170,11 @@ def _mem_available() -> int | None:
 
 def _env(part: str) -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    flags = [f for f in env.get("XLA_FLAGS", "").split()
-             if not f.startswith("--xla_force_host_platform_device_count")]
+    flags = [
+        f
+        for f in env.get("XLA_FLAGS", "").split()
+        if not f.startswith("--xla_force_host_platform_device_count")
+    ]
     if part == "a":
         flags.append(f"--xla_force_host_platform_device_count={DEVICES}")
     env["XLA_FLAGS"] = " ".join(flags)
@@ -174,8 +189,9 @@ def run_worker(part: str, steps: int) -> dict:
     wall = time.perf_counter() - start
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        why = ("killed (out of memory?)" if proc.returncode in (-9, 137)
-               else f"exit {proc.returncode}")
+        why = (
+            "killed (out of memory?)" if proc.returncode in (-9, 137) else f"exit {proc.returncode}"
+        )
         sys.stderr.write(proc.stderr[-4000:])
         return {"failed": f"part {part} {why}", "wall_s": wall}
     out = json.loads(lines[-1])
@@ -188,19 +204,25 @@ def table(a: dict | None, b: dict | None, steps: int) -> list[str]:
     tf = lambda x: f"{x / 1e12:.2f}"  # noqa: E731
     a_cols = list(a["cols"].values()) if a and "cols" in a else []
     b_ok = bool(b and "step_s" in b)
-    heads = [f"A: K = {c['k']}, {c['n_dev']} dev, batch {64 // c['n_dev']}/dev (compiled only)"
-             for c in a_cols]
+    heads = [
+        f"A: K = {c['k']}, {c['n_dev']} dev, batch {64 // c['n_dev']}/dev (compiled only)"
+        for c in a_cols
+    ]
     if b_ok:
         heads.append(f"B: K = 1, batch {B_BATCH}, 1 CPU dev ({steps} steps run)")
-    rows = [("GiB per device: argument", "argument", gib), ("GiB: output", "output", gib),
-            ("GiB: temp", "temp", gib), ("GiB: generated code", "code", gib),
-            ("GiB: alias (donated)", "alias", gib),
-            ("**GiB: total = arg + out + temp - alias**", "total", gib),
-            ("TFLOP/device/step, XLA cost analysis (a while-loop body once)", "xla_flops", tf),
-            ("TFLOP/device/step, analytic (K x flops_per_step / devices)", "analytic_flops", tf),
-            ("all-gather ops in compiled HLO", "all_gather", str),
-            ("all-reduce ops in compiled HLO", "all_reduce", str),
-            ("compile s", "compile_s", lambda x: f"{x:.1f}")]
+    rows = [
+        ("GiB per device: argument", "argument", gib),
+        ("GiB: output", "output", gib),
+        ("GiB: temp", "temp", gib),
+        ("GiB: generated code", "code", gib),
+        ("GiB: alias (donated)", "alias", gib),
+        ("**GiB: total = arg + out + temp - alias**", "total", gib),
+        ("TFLOP/device/step, XLA cost analysis (a while-loop body once)", "xla_flops", tf),
+        ("TFLOP/device/step, analytic (K x flops_per_step / devices)", "analytic_flops", tf),
+        ("all-gather ops in compiled HLO", "all_gather", str),
+        ("all-reduce ops in compiled HLO", "all_reduce", str),
+        ("compile s", "compile_s", lambda x: f"{x:.1f}"),
+    ]
     out = ["| quantity | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     for label, key, fmt in rows:
         cells = [fmt(c[key]) for c in a_cols]
@@ -210,8 +232,10 @@ def table(a: dict | None, b: dict | None, steps: int) -> list[str]:
     if b_ok:
         steady = b["step_s"][1:] or b["step_s"]
         per = sum(steady) / len(steady)
-        step_cell = (f"**{per:.1f}** (steps {', '.join(f'{t:.1f}' for t in b['step_s'])}; "
-                     f"{b['flops_per_step'] / per / 1e9:.0f} GFLOP/s)")
+        step_cell = (
+            f"**{per:.1f}** (steps {', '.join(f'{t:.1f}' for t in b['step_s'])}; "
+            f"{b['flops_per_step'] / per / 1e9:.0f} GFLOP/s)"
+        )
         out.append("| s per step | " + " | ".join(["-"] * len(a_cols) + [step_cell]) + " |")
     rss = []
     if a_cols:
@@ -226,11 +250,16 @@ def table(a: dict | None, b: dict | None, steps: int) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1],
-        epilog="Part A compiles on 8 forced host CPU devices; Part B runs on 1 CPU device.")
-    parser.add_argument("--part", choices=("a", "b", "all"), default="all",
-                        help="a: compile the 5-member and 1-member steps on 8 CPU devices "
-                             "(kernels=xla); b: 3 real steps of one member at batch 8 here; "
-                             "all: both")
+        epilog="Part A compiles on 8 forced host CPU devices; Part B runs on 1 CPU device.",
+    )
+    parser.add_argument(
+        "--part",
+        choices=("a", "b", "all"),
+        default="all",
+        help="a: compile the 5-member and 1-member steps on 8 CPU devices "
+        "(kernels=xla); b: 3 real steps of one member at batch 8 here; "
+        "all: both",
+    )
     parser.add_argument("--steps", type=int, default=3, help="real steps in part B (default 3)")
     parser.add_argument("--worker", choices=("a", "b"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -248,30 +277,40 @@ def main(argv=None) -> int:
     b = run_worker("b", args.steps) if args.part in ("b", "all") else None
     wall = time.perf_counter() - start
 
-    print(f"# paper_fig5's largest cell: smollm2-106m, V {VOCAB:,} untied, bfloat16, seq 256, "
-          f"loss_chunk 4,096; {os.cpu_count()} x {cpu_model()}")
+    print(
+        f"# paper_fig5's largest cell: smollm2-106m, V {VOCAB:,} untied, bfloat16, seq 256, "
+        f"loss_chunk 4,096; {os.cpu_count()} x {cpu_model()}"
+    )
     if a and "cols" in a:
-        print(f"# Part A: batch 64 on a {a['devices']}-device CPU mesh (and on a 1-device mesh: "
-              f"the whole batch on one chip), kernels={a['kernels']} (the accelerator path), "
-              f"{a['n_micro']} micro-batch; lowered and compiled, never run. Memory and XLA "
-              f"FLOPs are per device, from XLA:CPU (a GPU compile differs somewhat). XLA's cost "
-              f"analysis counts a while-loop body once: the chunked loss scans chunks of 4,096 "
-              f"tokens, one chunk at 2,048 tokens per device, four at 16,384, hence the "
-              f"analytic row; one member's step is {a['flops_per_step'] / 1e12:.1f} TFLOP.")
+        print(
+            f"# Part A: batch 64 on a {a['devices']}-device CPU mesh (and on a 1-device mesh: "
+            f"the whole batch on one chip), kernels={a['kernels']} (the accelerator path), "
+            f"{a['n_micro']} micro-batch; lowered and compiled, never run. Memory and XLA "
+            f"FLOPs are per device, from XLA:CPU (a GPU compile differs somewhat). XLA's cost "
+            f"analysis counts a while-loop body once: the chunked loss scans chunks of 4,096 "
+            f"tokens, one chunk at 2,048 tokens per device, four at 16,384, hence the "
+            f"analytic row; one member's step is {a['flops_per_step'] / 1e12:.1f} TFLOP."
+        )
     if b and "step_s" in b:
-        print(f"# Part B: batch {B_BATCH} on {b['devices']} CPU device, kernels={b['kernels']}, "
-              f"{b['n_micro']} micro-batches; state {b['state_gib']:.2f} GiB; losses "
-              f"{', '.join(f'{x:.3f}' for x in b['loss'])}; s per step = mean of steps 2..")
+        print(
+            f"# Part B: batch {B_BATCH} on {b['devices']} CPU device, kernels={b['kernels']}, "
+            f"{b['n_micro']} micro-batches; state {b['state_gib']:.2f} GiB; losses "
+            f"{', '.join(f'{x:.3f}' for x in b['loss'])}; s per step = mean of steps 2.."
+        )
     for part, res in (("A", a), ("B", b)):
         if res and ("failed" in res or "skipped" in res):
             print(f"# Part {part}: {res.get('failed') or res.get('skipped')}")
     print("\n".join(table(a, b, args.steps)))
-    print(f"# wall time {wall:.0f} s" + "".join(
-        f"; part {p} {r['wall_s']:.0f} s" for p, r in (("A", a), ("B", b)) if r))
-    print(f"# command: python benchmarks/paper_shape.py --part {args.part}"
-          + (f" --steps {args.steps}" if args.steps != 3 else "")
-          + "  (part A's subprocess: JAX_PLATFORMS=cpu XLA_FLAGS="
-            f"--xla_force_host_platform_device_count={DEVICES}; part B's: JAX_PLATFORMS=cpu)")
+    print(
+        f"# wall time {wall:.0f} s"
+        + "".join(f"; part {p} {r['wall_s']:.0f} s" for p, r in (("A", a), ("B", b)) if r)
+    )
+    print(
+        f"# command: python benchmarks/paper_shape.py --part {args.part}"
+        + (f" --steps {args.steps}" if args.steps != 3 else "")
+        + "  (part A's subprocess: JAX_PLATFORMS=cpu XLA_FLAGS="
+        f"--xla_force_host_platform_device_count={DEVICES}; part B's: JAX_PLATFORMS=cpu)"
+    )
     return 0 if all(r is None or "cols" in r or "step_s" in r for r in (a, b)) else 1
 
 

@@ -53,9 +53,15 @@ def main(argv=None) -> int:
 
     preset, seq, batch = ("tiny", 32, 16) if args.quick else ("small", 128, 32)
     steps = args.steps or (2 if args.quick else 5)
-    config = TrainConfig(preset=args.preset or preset, vocab_size=args.vocab,
-                         tie_embeddings=args.tied, seq_len=seq, batch_size=batch,
-                         micro_batch=args.micro_batch, tokens=seq * batch * 10**6)
+    config = TrainConfig(
+        preset=args.preset or preset,
+        vocab_size=args.vocab,
+        tie_embeddings=args.tied,
+        seq_len=seq,
+        batch_size=batch,
+        micro_batch=args.micro_batch,
+        tokens=seq * batch * 10**6,
+    )
     prog = Program(config)
     state = prog.init([config.seed], [config.lr])  # one member (K = 1)
     for _ in range(3):  # compile and warm up
@@ -85,13 +91,17 @@ def main(argv=None) -> int:
             total[scope] += e["dur"]
             launches[scope] += 1
     op_time = sum(total.values())
-    print(f"# preset {config.preset}, V {config.vocab_size}, tied {config.tie_embeddings}, "
-          f"seq {seq} x batch {batch}, {prog.n_micro} micro-batch(es), {prog.kernels} kernels; "
-          f"unprofiled {wall * 1e3:.1f} ms/step, profiled op time {op_time / steps / 1e3:.1f} ms/step")
+    print(
+        f"# preset {config.preset}, V {config.vocab_size}, tied {config.tie_embeddings}, "
+        f"seq {seq} x batch {batch}, {prog.n_micro} micro-batch(es), {prog.kernels} kernels; "
+        f"unprofiled {wall * 1e3:.1f} ms/step, profiled op time {op_time / steps / 1e3:.1f} ms/step"
+    )
     print(f"{'scope':>10} | {'ms/step':>8} | {'share':>6} | {'ops/step':>8}")
     for scope, us in total.most_common():
-        print(f"{scope:>10} | {us / steps / 1e3:>8.2f} | {100 * us / op_time:>5.1f}% | "
-              f"{launches[scope] / steps:>8.0f}")
+        print(
+            f"{scope:>10} | {us / steps / 1e3:>8.2f} | {100 * us / op_time:>5.1f}% | "
+            f"{launches[scope] / steps:>8.0f}"
+        )
     return 0
 
 

@@ -79,10 +79,12 @@ def _note_fork() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_note_fork)
 
-FORK_MESSAGE = ("this process was forked from one whose JAX had started, and JAX cannot run "
-                "after a fork (it would hang): start the workers with "
-                "multiprocessing_context=\"forkserver\" (or \"spawn\"), e.g. "
-                "DataLoader(ds, num_workers=2, multiprocessing_context=\"forkserver\")")
+FORK_MESSAGE = (
+    "this process was forked from one whose JAX had started, and JAX cannot run "
+    "after a fork (it would hang): start the workers with "
+    'multiprocessing_context="forkserver" (or "spawn"), e.g. '
+    'DataLoader(ds, num_workers=2, multiprocessing_context="forkserver")'
+)
 
 
 @functools.cache
@@ -135,8 +137,11 @@ class SequenceDataset:
         self.lang = lang
         self.seed = _as_int("seed", seed, 0, 2**32)
         self.seq_len = _as_int("seq_len", seq_len, 1)
-        self.num_sequences = (None if num_sequences is None
-                              else _as_int("num_sequences", num_sequences, 0, MAX_INDEX + 1))
+        self.num_sequences = (
+            None
+            if num_sequences is None
+            else _as_int("num_sequences", num_sequences, 0, MAX_INDEX + 1)
+        )
         self._key = None  # PRNGKey(seed), made on first use (not pickled)
 
     def __repr__(self) -> str:
@@ -172,8 +177,9 @@ class SequenceDataset:
         if self._key is None:
             self._key = jax.random.PRNGKey(self.seed)
         idx_N = np.zeros(size, np.uint32)
-        idx_N[:len(rows)] = (np.arange(rows.start, rows.stop, rows.step)
-                             if isinstance(rows, range) else rows)
+        idx_N[: len(rows)] = (
+            np.arange(rows.start, rows.stop, rows.step) if isinstance(rows, range) else rows
+        )
         return _rows_fn()(self.lang, self.seq_len, self._key, idx_N)
 
     @staticmethod
@@ -189,7 +195,7 @@ class SequenceDataset:
         size = max_rows if count > max_rows else _bucket(count, max_rows)
         pending = None
         for first in range(0, count, size):
-            piece = rows[first:first + size]
+            piece = rows[first : first + size]
             nxt = (self._dispatch(piece, size), len(piece))
             if pending is not None:
                 yield self._host(*pending)
@@ -231,8 +237,10 @@ class SequenceDataset:
         if given.ndim == 1 and given.size == 0:
             return np.zeros(0, np.int64)
         if given.ndim != 1 or not np.issubdtype(given.dtype, np.integer):
-            raise IndexError("index with an int, a slice or a 1-D sequence of ints, got "
-                             f"{type(index).__name__} of {given.dtype}{list(given.shape)}")
+            raise IndexError(
+                "index with an int, a slice or a 1-D sequence of ints, got "
+                f"{type(index).__name__} of {given.dtype}{list(given.shape)}"
+            )
         idx = given.astype(np.int64)
         n = self.num_sequences
         if n is not None:
@@ -288,14 +296,25 @@ class SequenceDataset:
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Sequences 0, 1, ... as int32[L]: all N of a finite dataset, else up to 2^32."""
-        chunks = (self.batches(256) if self.num_sequences is None
-                  else self._generate(range(self.num_sequences)))  # a finite one: slice programs
+        chunks = (
+            self.batches(256)
+            if self.num_sequences is None
+            else self._generate(range(self.num_sequences))
+        )  # a finite one: slice programs
         for chunk in chunks:
             yield from chunk
 
 
-def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path, *, force: bool = False,
-                  progress: bool | None = None) -> dict:
+def export_tokens(
+    lang,
+    seed: int,
+    seq_len: int,
+    num_seqs: int,
+    path,
+    *,
+    force: bool = False,
+    progress: bool | None = None,
+) -> dict:
     """Write sequences 0..num_seqs-1 of `SequenceDataset(lang, seed, seq_len)` to a token file
     and its sidecar (`spamlang.token_files.write_tokens`); return the sidecar dict.
 
@@ -308,23 +327,49 @@ def export_tokens(lang, seed: int, seq_len: int, num_seqs: int, path, *, force: 
     leaves the old pair as it was.
     """
     seq_len = _as_int("seq_len", seq_len, 1)
-    num_seqs = fields.in_range("num_seqs", fields.as_int("num_seqs", num_seqs), ge=1,
-                               le=MAX_INDEX, why="2^32, the sequences a dataset indexes")
+    num_seqs = fields.in_range(
+        "num_seqs",
+        fields.as_int("num_seqs", num_seqs),
+        ge=1,
+        le=MAX_INDEX,
+        why="2^32, the sequences a dataset indexes",
+    )
     if seq_len > chunk_tokens():
-        raise UserError(f"seq_len must be <= {chunk_tokens()} for an export (one sequence is "
-                        f"generated in one chunk of {chunk_tokens()} tokens), got {seq_len}")
+        raise UserError(
+            f"seq_len must be <= {chunk_tokens()} for an export (one sequence is "
+            f"generated in one chunk of {chunk_tokens()} tokens), got {seq_len}"
+        )
     ds = SequenceDataset(lang, seed, seq_len, num_seqs)
     about = {
         "language": lang.name,
         "params": lang.params(),
         "seed": ds.seed,
         "optimal_loss": lang.optimal_loss(seq_len) if seq_len >= 2 else None,
-        "note": ("flat row-major [num_seqs, seq_len] token ids; row i is sequence i of "
-                 "spamlang.data.SequenceDataset(language, seed, seq_len)"),
+        "note": (
+            "flat row-major [num_seqs, seq_len] token ids; row i is sequence i of "
+            "spamlang.data.SequenceDataset(language, seed, seq_len)"
+        ),
     }
-    return write_tokens(path, ds._generate(range(num_seqs)), vocab_size=lang.vocab_size,
-                        shape=(num_seqs, seq_len), about=about, force=force, progress=progress)
+    return write_tokens(
+        path,
+        ds._generate(range(num_seqs)),
+        vocab_size=lang.vocab_size,
+        shape=(num_seqs, seq_len),
+        about=about,
+        force=force,
+        progress=progress,
+    )
 
 
-__all__ = ["MAX_INDEX", "SequenceDataset", "rows_per_chunk", "chunk_tokens", "FORMAT",
-           "export_tokens", "load_tokens", "read_sidecar", "sidecar_path", "token_dtype"]
+__all__ = [
+    "MAX_INDEX",
+    "SequenceDataset",
+    "rows_per_chunk",
+    "chunk_tokens",
+    "FORMAT",
+    "export_tokens",
+    "load_tokens",
+    "read_sidecar",
+    "sidecar_path",
+    "token_dtype",
+]

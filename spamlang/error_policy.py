@@ -67,8 +67,9 @@ class Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             hint = getattr(parsed, "unknown_hint", None)
-            message = (hint(extras) if hint else None) or \
-                f"unrecognized arguments: {' '.join(extras)}{_suggestion(self, parsed, extras)}"
+            message = (
+                hint(extras) if hint else None
+            ) or f"unrecognized arguments: {' '.join(extras)}{_suggestion(self, parsed, extras)}"
             self.exit(2, f"{getattr(parsed, 'command_prog', self.prog)}: error: {message}\n")
         return parsed
 
@@ -77,18 +78,19 @@ def _int_flag(text: str) -> int:
     try:
         return parse_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}; expected {INT_TEXT}") \
-            from None
+        raise argparse.ArgumentTypeError(
+            f"invalid int value: {text!r}; expected {INT_TEXT}"
+        ) from None
 
 
-def _suggestion(parser: argparse.ArgumentParser, parsed: argparse.Namespace,
-                extras: list[str]) -> str:
+def _suggestion(
+    parser: argparse.ArgumentParser, parsed: argparse.Namespace, extras: list[str]
+) -> str:
     """' (did you mean --tokens?)' for the first unknown flag close to one of the given
     (sub)command's flags; '' when none is."""
     command = parser
     while True:  # down to the subcommand given (spamlang plot heatmap), whose flags count
-        sub = next((a for a in command._actions if isinstance(a, argparse._SubParsersAction)),
-                   None)
+        sub = next((a for a in command._actions if isinstance(a, argparse._SubParsersAction)), None)
         name = getattr(parsed, sub.dest, None) if sub else None
         if name not in (sub.choices if sub else {}):
             break
@@ -104,19 +106,25 @@ def _suggestion(parser: argparse.ArgumentParser, parsed: argparse.Namespace,
 
 def add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
     """--debug on `parser` and every subcommand under it, so that it may follow the verb."""
-    parser.add_argument("--debug", action="store_true",
-                        # Only the top level has a default: a subcommand's would overwrite it.
-                        default=False if top else argparse.SUPPRESS,
-                        help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        # Only the top level has a default: a subcommand's would overwrite it.
+        default=False if top else argparse.SUPPRESS,
+        help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)",
+    )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in {id(p): p for p in action.choices.values()}.values():
                 add_debug_flag(sub, top=False)
 
 
-def run_command(parser: argparse.ArgumentParser, argv: list[str] | None,
-                run: Callable[[argparse.Namespace], int | None],
-                prog: Callable[[argparse.Namespace], str] | None = None) -> int:
+def run_command(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    run: Callable[[argparse.Namespace], int | None],
+    prog: Callable[[argparse.Namespace], str] | None = None,
+) -> int:
     """A command's whole life: parse `argv` with `parser` (which has `add_debug_flag`'s
     --debug), then call `run(args)` under `debug_mode(args.debug)` and `run_guarded`, reporting
     as `prog(args)` (default: the parser's prog). `argv` None means this is the program
@@ -216,5 +224,6 @@ def _warning_line(prog: str, message, category, filename, lineno, file=None, lin
         # orbax's coroutines left behind by a failed restore, reported whenever the garbage
         # collector meets them: nothing a user can act on (shown under --debug).
         return
-    print(f"{prog}: warning: {text or category.__name__}",
-          file=sys.stderr if file is None else file)
+    print(
+        f"{prog}: warning: {text or category.__name__}", file=sys.stderr if file is None else file
+    )

@@ -13,8 +13,10 @@ import signal
 
 # pybind11 objects (TensorStore's) put their bound methods' reprs, many lines long, into
 # exception messages; the message says the same without them.
-_NOISE = re.compile(r"\s*(?:See full TensorStore details:\s*)?<bound method .*$"
-                    r"|\s*\[tensorstore_spec.*$")
+_NOISE = re.compile(
+    r"\s*(?:See full TensorStore details:\s*)?<bound method .*$"
+    r"|\s*\[tensorstore_spec.*$"
+)
 _MAX_CHARS = 300
 
 
@@ -32,8 +34,10 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, step: int, signum: int | None = None):
         self.step, self.signum = step, signum
         what = signal.Signals(signum).name if signum else "stop requested"
-        super().__init__(f"{what}: stopped at step {step} with a checkpoint saved; "
-                         f"rerun the same command to resume")
+        super().__init__(
+            f"{what}: stopped at step {step} with a checkpoint saved; "
+            f"rerun the same command to resume"
+        )
 
     @property
     def exit_status(self) -> int:
@@ -75,8 +79,11 @@ def no_space(path, e: BaseException) -> UserError | None:
 
     seen = e
     while seen is not None:
-        if (isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT)) or \
-                "No space left on device" in str(seen) or "RESOURCE_EXHAUSTED" in str(seen):
+        if (
+            (isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT))
+            or "No space left on device" in str(seen)
+            or "RESOURCE_EXHAUSTED" in str(seen)
+        ):
             break
         seen = seen.__cause__ or seen.__context__
     else:
@@ -88,5 +95,7 @@ def no_space(path, e: BaseException) -> UserError | None:
         free = f"{shutil.disk_usage(folder or '.').free / 2**20:,.1f} MiB free there"
     except OSError:
         free = "free space unknown"
-    return UserError(f"no space left on device writing {path} ({free}); free some space and "
-                     f"rerun the same command to resume")
+    return UserError(
+        f"no space left on device writing {path} ({free}); free some space and "
+        f"rerun the same command to resume"
+    )

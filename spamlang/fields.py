@@ -228,12 +228,25 @@ def one_of(name: str, value: Any, choices: Collection, *, owner: str = "") -> An
     return value
 
 
-def in_range(name: str, value: Any, *, owner: str = "", ge: Any = None, gt: Any = None,
-             le: Any = None, lt: Any = None, why: str = "") -> Any:
+def in_range(
+    name: str,
+    value: Any,
+    *,
+    owner: str = "",
+    ge: Any = None,
+    gt: Any = None,
+    le: Any = None,
+    lt: Any = None,
+    why: str = "",
+) -> Any:
     """`value` if it lies within the limits (nan never does); the limit named otherwise.
     `why`, if given, follows the limit in parentheses."""
-    ok = ((ge is None or value >= ge) and (gt is None or value > gt)
-          and (le is None or value <= le) and (lt is None or value < lt))
+    ok = (
+        (ge is None or value >= ge)
+        and (gt is None or value > gt)
+        and (le is None or value <= le)
+        and (lt is None or value < lt)
+    )
     if not ok:
         what = limit_text(ge=ge, gt=gt, le=le, lt=lt)
         refuse(name, f"{what} ({why})" if why else what, value, owner)
@@ -276,9 +289,16 @@ def kind_words(tp: Any) -> str:
         return " or ".join(kind_words(arg) for arg in typing.get_args(tp))
     if origin is typing.Literal:
         return f"one of {', '.join(map(str, typing.get_args(tp)))}"
-    words = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
-             dict: "a mapping of names to values", list: "a list", tuple: "a list",
-             _NONE: "null"}
+    words = {
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        str: "a string",
+        dict: "a mapping of names to values",
+        list: "a list",
+        tuple: "a list",
+        _NONE: "null",
+    }
     base = origin or tp
     if base in words:
         return words[base]
@@ -299,8 +319,11 @@ def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
     if tp is bool:
         return isinstance(value, bool)
     if tp is int:
-        return (is_int(value) or (whole_floats and isinstance(value, float) and value.is_integer())
-                or (isinstance(value, str) and _reads(parse_int, value)))
+        return (
+            is_int(value)
+            or (whole_floats and isinstance(value, float) and value.is_integer())
+            or (isinstance(value, str) and _reads(parse_int, value))
+        )
     if tp is float:
         return is_number(value) or (isinstance(value, str) and _reads(parse_float, value))
     if tp is dict or origin is dict:
@@ -320,9 +343,20 @@ def _reads(parse, text: str) -> bool:
 
 
 # ----- a whole field --------------------------------------------------------------------------
-def check(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bool = False,
-          choices: Collection | None = None, ge: Any = None, gt: Any = None, le: Any = None,
-          lt: Any = None, why: str = "") -> Any:
+def check(
+    name: str,
+    value: Any,
+    tp: Any,
+    *,
+    owner: str = "",
+    whole_floats: bool = False,
+    choices: Collection | None = None,
+    ge: Any = None,
+    gt: Any = None,
+    le: Any = None,
+    lt: Any = None,
+    why: str = "",
+) -> Any:
     """One field: its kind (`conform`), then its choices and limits (skipped for None)."""
     value = conform(name, value, tp, owner=owner, whole_floats=whole_floats)
     if value is None:
@@ -332,16 +366,23 @@ def check(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bool
     return in_range(name, value, owner=owner, ge=ge, gt=gt, le=le, lt=lt, why=why)
 
 
-def check_dataclass(obj: Any, *, owner: str = "", limits: dict[str, dict] | None = None,
-                    whole_floats: bool = False) -> None:
+def check_dataclass(
+    obj: Any, *, owner: str = "", limits: dict[str, dict] | None = None, whole_floats: bool = False
+) -> None:
     """Check every field of the (frozen) dataclass `obj` against its annotation and
     `limits[name]` (keyword arguments of `check`: choices, ge, gt, le, lt, why), in field
     order, and store each canonical value back. Checks that relate fields stay with `obj`."""
     hints = field_types(type(obj))
     limits = limits or {}
     for f in dataclasses.fields(obj):
-        value = check(f.name, getattr(obj, f.name), hints[f.name], owner=owner,
-                      whole_floats=whole_floats, **limits.get(f.name, {}))
+        value = check(
+            f.name,
+            getattr(obj, f.name),
+            hints[f.name],
+            owner=owner,
+            whole_floats=whole_floats,
+            **limits.get(f.name, {}),
+        )
         object.__setattr__(obj, f.name, value)
 
 

@@ -125,8 +125,11 @@ def _still_named(fd: int, path: Path) -> bool:
 
 
 def _write_note(fd: int) -> None:
-    note = {"pid": os.getpid(), "host": socket.gethostname(),
-            "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+    note = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
@@ -145,6 +148,8 @@ def _read_note(fd: int) -> Holder | None:
 def _warn_unsupported(path: Path, e: OSError) -> None:
     if str(path) not in _warned:
         _warned.add(str(path))
-        print(f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has no file "
-              "locks, so another process using it at the same time goes undetected",
-              file=sys.stderr)
+        print(
+            f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has no file "
+            "locks, so another process using it at the same time goes undetected",
+            file=sys.stderr,
+        )

@@ -50,22 +50,38 @@ _NUM_CODE_POINTS = 0x110000
 _SYMBOL_CATEGORIES = frozenset("Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So".split())
 # Letters that copy a Latin letter, a digit or a letter of another script here (from Unicode's
 # confusables.txt); the first of each look-alike pair (a Latin letter, a Greek one) stays.
-_COPIES = frozenset(map(ord,
-    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧϒαγικνορυχϲϳϹͿ"  # Greek: Latin look-alikes
-    "АВЕКМНОРСТХЅІЈҮԀԚԜҺӀЗаеорсухѕіјԁһԛԝүӏзѴѵ"  # Cyrillic: Latin look-alikes, З like 3
-    "ГПФѰѡѲѳӘәӠӡћ"  # Cyrillic: copies of Greek or IPA letters
-    "ՕօոսՍՏհզԼցՅ"  # Armenian: Latin look-alikes, Յ like 3
-    "ıȷɑɡɩɛƐƩɸɣꭓſǀǃƖƟɵʔƻƼƽ"  # Latin (IPA): of Latin or Greek letters; ʔ like ?, ƽ like 5
-    "‚„"))  # punctuation like the comma between ids
+_COPIES = frozenset(
+    map(
+        ord,
+        "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧϒαγικνορυχϲϳϹͿ"  # Greek: Latin look-alikes
+        "АВЕКМНОРСТХЅІЈҮԀԚԜҺӀЗаеорсухѕіјԁһԛԝүӏзѴѵ"  # Cyrillic: Latin look-alikes, З like 3
+        "ГПФѰѡѲѳӘәӠӡћ"  # Cyrillic: copies of Greek or IPA letters
+        "ՕօոսՍՏհզԼցՅ"  # Armenian: Latin look-alikes, Յ like 3
+        "ıȷɑɡɩɛƐƩɸɣꭓſǀǃƖƟɵʔƻƼƽ"  # Latin (IPA): of Latin or Greek letters; ʔ like ?, ƽ like 5
+        "‚„",
+    )
+)  # punctuation like the comma between ids
 # Whole blocks whose letters copy Latin capitals: Cherokee, its supplement, Lisu, Coptic.
-_COPYING_BLOCKS = ((0x13A0, 0x13FF), (0xAB70, 0xABBF), (0xA4D0, 0xA4FF), (0x2C80, 0x2CFF),
-                   (0x03E2, 0x03EF))
+_COPYING_BLOCKS = (
+    (0x13A0, 0x13FF),
+    (0xAB70, 0xABBF),
+    (0xA4D0, 0xA4FF),
+    (0x2C80, 0x2CFF),
+    (0x03E2, 0x03EF),
+)
 # Blocks that draw two columns or none although Python's Unicode database may call them
 # narrow: Hangul's conjoining vowels and finals (zero width), regional indicators (drawn in
 # pairs as flags), and the symbol blocks Unicode 15.1 made wide (Yijing trigrams, digrams and
 # hexagrams, Tai Xuan Jing, counting rods), as wcwidth draws them.
-_NOT_ONE_COLUMN = ((0x1160, 0x11FF), (0xD7B0, 0xD7FF), (0x1F1E6, 0x1F1FF), (0x2630, 0x2637),
-                   (0x268A, 0x268F), (0x4DC0, 0x4DFF), (0x1D300, 0x1D376))
+_NOT_ONE_COLUMN = (
+    (0x1160, 0x11FF),
+    (0xD7B0, 0xD7FF),
+    (0x1F1E6, 0x1F1FF),
+    (0x2630, 0x2637),
+    (0x268A, 0x268F),
+    (0x4DC0, 0x4DFF),
+    (0x1D300, 0x1D376),
+)
 # Names of letters that are another letter drawn differently.
 _VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
@@ -114,8 +130,7 @@ def _build() -> list[int]:
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)
         cat = unicodedata.category(ch)
-        if cat[0] not in "LNPS" or _right_to_left(ch) or _look_alike(ch) \
-                or not _one_column(ch):
+        if cat[0] not in "LNPS" or _right_to_left(ch) or _look_alike(ch) or not _one_column(ch):
             continue
         if cat[0] == "L":
             letters.append(cp)
@@ -202,5 +217,7 @@ def render(tokens: Iterable[int]) -> str:
     cps = _table()[0]
     bad = (tokens < 0) | (tokens >= len(cps))
     if bad.any():
-        raise UserError(f"token id {int(tokens[bad][0])} has no glyph (ids go from 0 to {len(cps) - 1})")
+        raise UserError(
+            f"token id {int(tokens[bad][0])} has no glyph (ids go from 0 to {len(cps) - 1})"
+        )
     return "".join(map(chr, cps[tokens].tolist()))

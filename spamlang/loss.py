@@ -43,8 +43,14 @@ from spamlang.errors import UserError
 from spamlang.model.kernels import first_argmax
 
 
-def next_token_loss(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
-                    fused: bool = True, mesh: jax.sharding.Mesh | None = None):
+def next_token_loss(
+    model,
+    tokens_BxL: jax.Array,
+    *,
+    chunk_size: int | None = None,
+    fused: bool = True,
+    mesh: jax.sharding.Mesh | None = None,
+):
     """Mean next-token cross-entropy (nats) over positions 1..L-1; (loss, {"accuracy": acc}).
 
     accuracy: fraction of predicted positions whose argmax token is the target.
@@ -57,7 +63,9 @@ def next_token_loss(model, tokens_BxL: jax.Array, *, chunk_size: int | None = No
     """
     _check_chunk_size(chunk_size)
     if tokens_BxL.ndim != 2 or tokens_BxL.shape[1] < 2:
-        raise UserError(f"next_token_loss needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
+        raise UserError(
+            f"next_token_loss needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}"
+        )
     if mesh is not None and mesh.shape.get("data", 1) > 1:
         return _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh)
     h_BxLxD = model.hidden(tokens_BxL)
@@ -83,17 +91,25 @@ def _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh):
     graph, state = nnx.split(model)
 
     def local(state, tokens_bxL):
-        replica = nnx.merge(graph, jax.tree.map(
-            lambda x: jax.lax.pcast(x, ("data",), to="varying"), state))
+        replica = nnx.merge(
+            graph, jax.tree.map(lambda x: jax.lax.pcast(x, ("data",), to="varying"), state)
+        )
         h_bxLxD = replica.hidden(tokens_bxL)
         D = h_bxLxD.shape[-1]
         targets_n = tokens_bxL[:, 1:].reshape(-1)
-        nll, hits = _sums(replica, h_bxLxD[:, :-1].reshape(-1, D), targets_n,
-                          jnp.ones(targets_n.shape, jnp.float32), chunk_size, fused)
+        nll, hits = _sums(
+            replica,
+            h_bxLxD[:, :-1].reshape(-1, D),
+            targets_n,
+            jnp.ones(targets_n.shape, jnp.float32),
+            chunk_size,
+            fused,
+        )
         return jax.lax.psum(nll, "data"), jax.lax.psum(hits, "data")
 
-    nll_sum, hit_sum = jax.shard_map(local, mesh=mesh, in_specs=(P(), P("data")),
-                                     out_specs=(P(), P()))(state, tokens_BxL)
+    nll_sum, hit_sum = jax.shard_map(
+        local, mesh=mesh, in_specs=(P(), P("data")), out_specs=(P(), P())
+    )(state, tokens_BxL)
     count = jnp.float32(tokens_BxL.shape[0] * (tokens_BxL.shape[1] - 1))
     return nll_sum / count, {"accuracy": hit_sum / count}
 
@@ -105,6 +121,7 @@ def _on_own_rows(model, h_BxLxD, tokens_BxL, mesh, fn, out_specs):
     The head's parameters enter replicated, so the transpose of shard_map all-reduces their
     gradients exactly as data parallelism needs, and the hidden-state gradient stays local.
     """
+
     def flat(head, h_bxLxD, tokens_bxL):
         D = h_bxLxD.shape[-1]
         return fn(head, h_bxLxD[:, :-1].reshape(-1, D), tokens_bxL[:, 1:].reshape(-1))
@@ -121,12 +138,18 @@ def _on_own_rows(model, h_BxLxD, tokens_BxL, mesh, fn, out_specs):
         return flat(view, h_bxLxD, tokens_bxL)
 
     rows = P("data")
-    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), rows, rows),
-                         out_specs=out_specs)(head_state, model.embed[...], h_BxLxD, tokens_BxL)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), rows, rows), out_specs=out_specs)(
+        head_state, model.embed[...], h_BxLxD, tokens_BxL
+    )
 
 
-def token_stats(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
-                mesh: jax.sharding.Mesh | None = None):
+def token_stats(
+    model,
+    tokens_BxL: jax.Array,
+    *,
+    chunk_size: int | None = None,
+    mesh: jax.sharding.Mesh | None = None,
+):
     """Per-position (nll_BxLm1, hit_BxLm1), float32: each predicted token's cross-entropy and
     whether the argmax is the target. For evaluation (no custom VJP: not for training).
 
@@ -146,8 +169,9 @@ def token_stats(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None,
     from jax.sharding import PartitionSpec as P
 
     split = mesh is not None and mesh.shape.get("data", 1) > 1
-    return _on_own_rows(model, h_BxLxD, tokens_BxL, mesh if split else None, local,
-                        (P("data"), P("data")))
+    return _on_own_rows(
+        model, h_BxLxD, tokens_BxL, mesh if split else None, local, (P("data"), P("data"))
+    )
 
 
 def _position_stats(model, h_NxD, targets_N, chunk_size):
@@ -178,15 +202,24 @@ class _HeadView:
         return self.head.linear(h_NxD, self.embed_VxD)
 
 
-def loss_from_hidden(model, h_NxD: jax.Array, targets_N: jax.Array, mask_N: jax.Array | None = None,
-                     *, chunk_size: int | None = None, fused: bool = True):
+def loss_from_hidden(
+    model,
+    h_NxD: jax.Array,
+    targets_N: jax.Array,
+    mask_N: jax.Array | None = None,
+    *,
+    chunk_size: int | None = None,
+    fused: bool = True,
+):
     """Mean cross-entropy of `targets_N` under the model's head at hidden states `h_NxD`.
 
     mask_N (optional, bool or 0/1) selects which positions count; the mean is over those.
     Returns (loss, {"accuracy": acc}), both float32 scalars.
     """
     targets_N = targets_N.astype(jnp.int32)
-    mask_N = jnp.ones(targets_N.shape, jnp.float32) if mask_N is None else mask_N.astype(jnp.float32)
+    mask_N = (
+        jnp.ones(targets_N.shape, jnp.float32) if mask_N is None else mask_N.astype(jnp.float32)
+    )
     count = jnp.maximum(mask_N.sum(), 1.0)
     nll_sum, correct_sum = _sums(model, h_NxD, targets_N, mask_N, chunk_size, fused)
     return nll_sum / count, {"accuracy": correct_sum / count}
@@ -202,8 +235,9 @@ def _sums(model, h_NxD, targets_N, mask_N, chunk_size, fused):
     _check_chunk_size(chunk_size)
     if fused and model.config.head_kind != "mos":
         features_NxR, w_VxR = model.linear_head(h_NxD)
-        return fused_linear_cross_entropy(features_NxR, w_VxR, targets_N, mask_N, chunk_size,
-                                          model.config.dtype, kernels)
+        return fused_linear_cross_entropy(
+            features_NxR, w_VxR, targets_N, mask_N, chunk_size, model.config.dtype, kernels
+        )
     return _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk_size, kernels)
 
 
@@ -266,8 +300,9 @@ def _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk, kernels):
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
-def fused_linear_cross_entropy(features_NxR, w_VxR, targets_N, mask_N, chunk: int, dtype: str,
-                               kernels: str = "xla"):
+def fused_linear_cross_entropy(
+    features_NxR, w_VxR, targets_N, mask_N, chunk: int, dtype: str, kernels: str = "xla"
+):
     """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits).
 
     Scans chunks of `chunk` rows; memory O(chunk x V). Differentiable in features and W (the
@@ -275,14 +310,16 @@ def fused_linear_cross_entropy(features_NxR, w_VxR, targets_N, mask_N, chunk: in
     differentiation the gradient is computed in the forward scan, so the backward pass
     costs nothing. Matmuls run in `dtype` with float32 accumulation.
     """
-    nll_sum, correct_sum, _, _ = _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype,
-                                             kernels, with_grad=False)
+    nll_sum, correct_sum, _, _ = _fused_scan(
+        features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, with_grad=False
+    )
     return nll_sum, correct_sum
 
 
 def _fused_fwd(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels):
     nll_sum, correct_sum, d_features, d_w = _fused_scan(
-        features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, with_grad=True)
+        features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, with_grad=True
+    )
     # w_VxR[:0] carries w's mesh-axis type (not its values) to the backward pass.
     return (nll_sum, correct_sum), (d_features, d_w, targets_N, mask_N, w_VxR[:0])
 
@@ -296,8 +333,12 @@ def _fused_bwd(chunk, dtype, kernels, residuals, cotangents):
     extra = tuple(set(_varying_axes(d_w)) - set(_varying_axes(w_type)))
     if extra:
         d_w = jax.lax.psum(d_w, extra)
-    return ((g * d_features).astype(d_features.dtype), d_w.astype(w_type.dtype),
-            _zero_cotangent(targets_N), jnp.zeros_like(mask_N))
+    return (
+        (g * d_features).astype(d_features.dtype),
+        d_w.astype(w_type.dtype),
+        _zero_cotangent(targets_N),
+        jnp.zeros_like(mask_N),
+    )
 
 
 def _zero_cotangent(x):
@@ -327,8 +368,9 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, *
         dlogits_CxV = nll_logit_gradient(logp_CxV, t_C, m_C).astype(dtype)  # masked rows zeroed
         # dW is accumulated transposed (R x V): XLA:CPU runs f^T dlogits (wide output) about
         # 1.7x faster than dlogits^T f (narrow output), measured at V = 32,768, R = 64.
-        dw_RxV = dw_RxV + jnp.einsum("cr,cv->rv", f_c, dlogits_CxV,
-                                     preferred_element_type=jnp.float32)
+        dw_RxV = dw_RxV + jnp.einsum(
+            "cr,cv->rv", f_c, dlogits_CxV, preferred_element_type=jnp.float32
+        )
         df_CxR = jnp.einsum("cv,vr->cr", dlogits_CxV, w_c, preferred_element_type=jnp.float32)
         return (nll_sum + nll, hit_sum + hits, dw_RxV), df_CxR
 

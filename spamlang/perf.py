@@ -54,9 +54,11 @@ def machine_line() -> str:
 
     import jax
 
-    return (f"# {cpu_model()}, {os.cpu_count()} CPU cores, {jax.device_count()} "
-            f"{jax.devices()[0].platform} device(s); measured float32 matmul peak "
-            f"{peak_flops('float32') / 1e9:.1f} GFLOP/s")
+    return (
+        f"# {cpu_model()}, {os.cpu_count()} CPU cores, {jax.device_count()} "
+        f"{jax.devices()[0].platform} device(s); measured float32 matmul peak "
+        f"{peak_flops('float32') / 1e9:.1f} GFLOP/s"
+    )
 
 
 def cpu_model() -> str:

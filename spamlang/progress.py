@@ -36,8 +36,9 @@ class Progress:
     (`SPAMLANG_LOG_SECONDS`, default 30) and at the end, and a line for each event.
     """
 
-    def __init__(self, total: int, start: int, *, label: str, quiet: bool,
-                 every_s: float | None = None):
+    def __init__(
+        self, total: int, start: int, *, label: str, quiet: bool, every_s: float | None = None
+    ):
         self.quiet = quiet
         self.total = total
         self.label = label
@@ -49,8 +50,15 @@ class Progress:
         if sys.stderr.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, initial=start, desc=label, unit="step",
-                             dynamic_ncols=True, leave=True, file=sys.stderr)
+            self._bar = tqdm(
+                total=total,
+                initial=start,
+                desc=label,
+                unit="step",
+                dynamic_ncols=True,
+                leave=True,
+                file=sys.stderr,
+            )
 
     def advance(self, step: int) -> None:
         """Called every step (host only, no device sync)."""
@@ -68,8 +76,11 @@ class Progress:
         if self._bar is not None:
             self._bar.set_postfix_str(f"loss {shown}, {speed} tok/s", refresh=False)
             self.advance(step)
-        elif (self._last_line is None or step == self.total
-              or time.perf_counter() - self._last_line >= self.every_s):
+        elif (
+            self._last_line is None
+            or step == self.total
+            or time.perf_counter() - self._last_line >= self.every_s
+        ):
             self._last_line = time.perf_counter()
             self.message(f"step {step}/{self.total}  loss {shown}  {speed} tok/s")
 
@@ -88,8 +99,16 @@ class Progress:
             self._bar = None
 
 
-def wait_for(arrays, progress: Progress, what: str, *, notice_s: float = 3.0,
-             every_s: float = 10.0, clock=time.perf_counter, sleep=time.sleep) -> None:
+def wait_for(
+    arrays,
+    progress: Progress,
+    what: str,
+    *,
+    notice_s: float = 3.0,
+    every_s: float = 10.0,
+    clock=time.perf_counter,
+    sleep=time.sleep,
+) -> None:
     """Wait until every array of `arrays` (dispatched, not yet computed) is ready; once that
     has taken `notice_s` seconds, say what is being waited for, then again every `every_s`
     seconds and when it is done. A long evaluation (thousands of sequences decoded token by

@@ -63,7 +63,7 @@ def clean_stale_temps(target: Path) -> list[Path]:
     except OSError:
         return removed
     for name in names:
-        pid = name[len(prefix):]
+        pid = name[len(prefix) :]
         if name.startswith(prefix) and pid.isdigit() and not _pid_alive(int(pid)):
             stale = target.parent / name
             stale.unlink(missing_ok=True)
@@ -112,8 +112,9 @@ def open_temp(tmp: Path):
     return os.fdopen(os.open(tmp, flags, 0o666), "wb")
 
 
-def publish_pair(data_tmp: Path, data: Path, side_tmp: Path, side: Path,
-                 publishing_tmp: Path) -> None:
+def publish_pair(
+    data_tmp: Path, data: Path, side_tmp: Path, side: Path, publishing_tmp: Path
+) -> None:
     """Rename complete, fsynced temporaries into place (see the module doc): `publishing_tmp`
     (a sidecar marking the pair as being replaced) over `side`, then the data, then `side_tmp`.
     Ctrl-C and SIGTERM wait until the renames are done, so they never split the pair."""

@@ -57,8 +57,9 @@ def load(sweep_dir: str | Path):
         header, rows = _read_csv(root / RESULTS_FILE)
         if "run_id" in header:
             _warn_unlisted(root, {row[header.index("run_id")] for row in rows})
-    return pd.DataFrame({c: _column(pd, [row[i] for row in rows]) for i, c in enumerate(header)},
-                        columns=header)
+    return pd.DataFrame(
+        {c: _column(pd, [row[i] for row in rows]) for i, c in enumerate(header)}, columns=header
+    )
 
 
 def load_metrics(sweep_dir: str | Path):
@@ -96,11 +97,13 @@ def load_metrics(sweep_dir: str | Path):
     names = dict.fromkeys([*ROW_COLUMNS, *(k for r in records for k in r)])
     # Metrics first, in order of appearance, then the axes, then `finished`.
     columns = [*(c for c in names if c not in axes and c != "finished"), *axes, "finished"]
-    return pd.DataFrame({c: _column(pd, [r.get(c) for r in records]) for c in columns},
-                        columns=columns)
+    return pd.DataFrame(
+        {c: _column(pd, [r.get(c) for r in records]) for c in columns}, columns=columns
+    )
 
 
 # ----- reading ---------------------------------------------------------------------------------
+
 
 def _pandas():
     try:
@@ -115,8 +118,9 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
     import csv
 
     if not path.is_file():
-        raise UserError(f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first "
-                        "run finishes)")
+        raise UserError(
+            f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first run finishes)"
+        )
     with open(path, newline="", encoding="utf-8") as f:
         table = list(csv.reader(f))
     if not table:
@@ -127,8 +131,12 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
         if row:
             cells = (row + [""] * len(header))[: len(header)]
             # run_id is a directory name, never a number ("1e-3" must not become 0.001)
-            rows.append([cell if name == "run_id" else parse_cell(cell)
-                         for name, cell in zip(header, cells)])
+            rows.append(
+                [
+                    cell if name == "run_id" else parse_cell(cell)
+                    for name, cell in zip(header, cells)
+                ]
+            )
     return header, rows
 
 
@@ -137,16 +145,22 @@ def _one_run(run_dir: Path) -> tuple[list[str], list[list[Any]]]:
     from spamlang.sweep.results_csv import read_run
 
     if not (run_dir / RESULT).is_file():
-        raise UserError(f"{run_dir} is a run that has not finished (no {RESULT}); "
-                        "load_metrics reads its curves so far")
+        raise UserError(
+            f"{run_dir} is a run that has not finished (no {RESULT}); "
+            "load_metrics reads its curves so far"
+        )
     try:
         row = read_run(run_dir)
     except ValueError as e:
         raise UserError(f"{run_dir} cannot be read: {e}") from None
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
     # As results.csv would hold it: containers as JSON text, the rest as the values are.
-    return header, [[json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-                     for v in (row.get(c) for c in header)]]
+    return header, [
+        [
+            json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+            for v in (row.get(c) for c in header)
+        ]
+    ]
 
 
 def _warn_unlisted(root: Path, listed: set) -> None:
@@ -161,10 +175,13 @@ def _warn_unlisted(root: Path, listed: set) -> None:
         except ValueError as e:
             why = f"{e}, so no table can list it"
         else:
-            why = (f"{RESULTS_FILE} predates it (a rerun of the sweep, or "
-                   "spamlang.sweep.write_results, adds it)")
-        warnings.warn(f"{run_dir}: finished but not in {RESULTS_FILE}: {why}", RunWarning,
-                      stacklevel=3)
+            why = (
+                f"{RESULTS_FILE} predates it (a rerun of the sweep, or "
+                "spamlang.sweep.write_results, adds it)"
+            )
+        warnings.warn(
+            f"{run_dir}: finished but not in {RESULTS_FILE}: {why}", RunWarning, stacklevel=3
+        )
 
 
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -197,9 +214,9 @@ def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:
         if c in flat:
             out[c] = flat[c]
         elif c.startswith("param."):
-            out[c] = params.get(c[len("param."):])
+            out[c] = params.get(c[len("param.") :])
         else:
-            out[c] = model.get(c[len("model."):] if c.startswith("model.") else c)
+            out[c] = model.get(c[len("model.") :] if c.startswith("model.") else c)
     return out
 
 
@@ -242,20 +259,24 @@ def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]
         where = ", ".join(map(str, lines.bad[:5])) + (", ..." if len(lines.bad) > 5 else "")
         dropped.append(f"dropped {len(lines.bad)} unreadable line(s) of {METRICS} (line {where})")
     if lines.torn and finished:
-        dropped.append(f"dropped the torn last line of {METRICS} ({len(lines.torn)} bytes cut "
-                       "mid-row; the next `spamlang sweep` on it cuts it away)")
+        dropped.append(
+            f"dropped the torn last line of {METRICS} ({len(lines.torn)} bytes cut "
+            "mid-row; the next `spamlang sweep` on it cuts it away)"
+        )
     return lines.rows, dropped
 
 
 # ----- typing ----------------------------------------------------------------------------------
+
 
 def _column(pd, values: list[Any]):
     """A Series typed from its non-empty values (see the module docstring); None is NaN."""
     present = [v for v in values if v is not None]
     complete = len(present) == len(values)
     if present and all(isinstance(v, bool) for v in present):
-        return pd.Series(values if complete else [_nan(v) for v in values],
-                         dtype=bool if complete else object)
+        return pd.Series(
+            values if complete else [_nan(v) for v in values], dtype=bool if complete else object
+        )
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
         return pd.Series([_nan(v) for v in values], dtype="int64" if complete else "float64")
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):

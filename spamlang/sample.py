@@ -41,7 +41,11 @@ from spamlang.errors import UserError
 from spamlang.fields import format_count, format_lr
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
-_ANSI = {SEED: "\x1b[1;34m", CORRECT: "\x1b[32m", INCORRECT: "\x1b[1;4;31m"}  # underline: not colour alone
+_ANSI = {
+    SEED: "\x1b[1;34m",
+    CORRECT: "\x1b[32m",
+    INCORRECT: "\x1b[1;4;31m",
+}  # underline: not colour alone
 _MARK = {SEED: "s", CORRECT: ".", INCORRECT: "x"}
 # Okabe-Ito tints (colour-blind safe): sky blue seed, bluish green correct, vermillion incorrect.
 COLOURS = {SEED: "#9fd3f2", CORRECT: "#a6dccb", INCORRECT: "#f2b38c"}
@@ -70,11 +74,12 @@ class Summary:
     mean_longest_repeat: float = 0.0  # mean of longest_repeat
 
 
-def sample_stats(correct_Lm1: Sequence[bool], prompt_len: int = 1,
-                 tokens_L: Sequence[int] | None = None) -> SampleStats:
+def sample_stats(
+    correct_Lm1: Sequence[bool], prompt_len: int = 1, tokens_L: Sequence[int] | None = None
+) -> SampleStats:
     """Statistics of one sample from its `is_most_likely` flags (`bool[L-1]`, flag t judges token
     t+1); with its tokens (`int[L]`), also its longest repeat of one symbol."""
-    flags = np.asarray(correct_Lm1, dtype=bool).reshape(-1)[max(prompt_len, 1) - 1:]
+    flags = np.asarray(correct_Lm1, dtype=bool).reshape(-1)[max(prompt_len, 1) - 1 :]
     if prompt_len < 1 or flags.size == 0:
         raise UserError(f"a sample needs at least one token after its {prompt_len}-token prompt")
     errors = np.flatnonzero(~flags)
@@ -87,12 +92,13 @@ def sample_stats(correct_Lm1: Sequence[bool], prompt_len: int = 1,
     )
     if tokens_L is None:
         return stats
-    generated = np.asarray(tokens_L).reshape(-1)[max(prompt_len, 1):]
+    generated = np.asarray(tokens_L).reshape(-1)[max(prompt_len, 1) :]
     starts = np.concatenate([[0], np.flatnonzero(np.diff(generated)) + 1])
     lengths = np.diff(np.concatenate([starts, [generated.size]]))
     k = int(np.argmax(lengths))
-    return dataclasses.replace(stats, longest_repeat=int(lengths[k]),
-                               repeat_token=int(generated[starts[k]]))
+    return dataclasses.replace(
+        stats, longest_repeat=int(lengths[k]), repeat_token=int(generated[starts[k]])
+    )
 
 
 def summarize(stats: Sequence[SampleStats]) -> Summary:
@@ -125,7 +131,9 @@ class SampleResult:
     def from_flags(cls, tokens_NxL, correct_NxLm1, prompt_len: int, info: dict | None = None):
         tokens, correct = np.asarray(tokens_NxL), np.asarray(correct_NxLm1, dtype=bool)
         if tokens.ndim != 2 or correct.shape != (tokens.shape[0], tokens.shape[1] - 1):
-            raise UserError(f"flags of shape {correct.shape} do not fit tokens of shape {tokens.shape}")
+            raise UserError(
+                f"flags of shape {correct.shape} do not fit tokens of shape {tokens.shape}"
+            )
         stats = [sample_stats(c, prompt_len, t) for c, t in zip(correct, tokens)]
         return cls(tokens, correct, prompt_len, stats, summarize(stats), dict(info or {}))
 
@@ -153,8 +161,9 @@ def parse_prompt(text: str) -> list[int]:
 DRAWN = "drawn from the language"  # info["prompt"] of prompts drawn per sample
 
 
-def _prompt_NxP(lang, prompt: str | Sequence[int] | None, n: int, key,
-                greedy: bool = False) -> np.ndarray:
+def _prompt_NxP(
+    lang, prompt: str | Sequence[int] | None, n: int, key, greedy: bool = False
+) -> np.ndarray:
     """Every sample's prompt: the given one; or token 0 ("A", as in the paper); or, for a
     language that needs a longer seed and for greedy decoding of several samples (n copies of
     one sample otherwise), each sample's own, drawn from the language."""
@@ -169,9 +178,11 @@ def _prompt_NxP(lang, prompt: str | Sequence[int] | None, n: int, key,
     if bad:
         raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={lang.vocab_size})")
     if greedy and n > 1:
-        raise UserError(f"greedy decoding of one prompt gives {n} identical samples; use -n 1, "
-                        "or leave out the prompt to seed each sample with its own symbol drawn "
-                        "from the language")
+        raise UserError(
+            f"greedy decoding of one prompt gives {n} identical samples; use -n 1, "
+            "or leave out the prompt to seed each sample with its own symbol drawn "
+            "from the language"
+        )
     return np.tile(np.asarray(ids, dtype=np.int32), (n, 1))
 
 
@@ -184,9 +195,17 @@ def _drawn(lang, n: int, key) -> np.ndarray:
     return rows[np.concatenate([first, again])[:n]]
 
 
-def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, temperature: float = 0.9,
-                prompt: str | Sequence[int] | None = None, seed: int = 0,
-                info: dict | None = None) -> SampleResult:
+def sample_with(
+    generate_fn: Callable,
+    lang,
+    *,
+    n: int = 8,
+    length: int = 32,
+    temperature: float = 0.9,
+    prompt: str | Sequence[int] | None = None,
+    seed: int = 0,
+    info: dict | None = None,
+) -> SampleResult:
     """Sample with `generate_fn(prompt_NxP, length, key, temperature) -> int[N, length]`, then judge.
 
     The model-agnostic core of `sample_run`: `length` counts the prompt too.
@@ -202,17 +221,27 @@ def sample_with(generate_fn: Callable, lang, *, n: int = 8, length: int = 32, te
     prompt_NxP = _prompt_NxP(lang, prompt, n, prompt_key, greedy=temperature == 0)
     if length <= prompt_NxP.shape[1]:
         raise UserError(f"length ({length}) must exceed the prompt length ({prompt_NxP.shape[1]})")
-    tokens_NxL = np.asarray(generate_fn(jnp.asarray(prompt_NxP), length, sample_key, float(temperature)))
+    tokens_NxL = np.asarray(
+        generate_fn(jnp.asarray(prompt_NxP), length, sample_key, float(temperature))
+    )
     correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens_NxL, jnp.int32)))
     given = prompt is not None or (lang.prompt_len == 1 and not (temperature == 0 and n > 1))
     first = prompt_NxP[0].tolist()
     shown = glyphs.render(first) if glyphs.has_glyphs(first) else ",".join(map(str, first))
-    info = {"language": lang.name, "vocab_size": lang.vocab_size, "temperature": float(temperature),
-            "seed": seed, "prompt": shown if given else DRAWN,
-            **({"prompt_ids": first} if given else {}),
-            "correct": ("the seed symbol again" if getattr(lang, "position_invariant", False)
-                        else getattr(lang, "summary", "")),
-            **(info or {})}
+    info = {
+        "language": lang.name,
+        "vocab_size": lang.vocab_size,
+        "temperature": float(temperature),
+        "seed": seed,
+        "prompt": shown if given else DRAWN,
+        **({"prompt_ids": first} if given else {}),
+        "correct": (
+            "the seed symbol again"
+            if getattr(lang, "position_invariant", False)
+            else getattr(lang, "summary", "")
+        ),
+        **(info or {}),
+    }
     return SampleResult.from_flags(tokens_NxL, correct, prompt_NxP.shape[1], info)
 
 
@@ -227,12 +256,22 @@ def check_length(length: int, seq_len: int, max_seq_len: int, invariant: bool = 
     if length > max_seq_len:
         raise UserError(f"length {length} exceeds the model's max_seq_len {max_seq_len}")
     if length > seq_len and not invariant:
-        warnings.warn(f"length {length} exceeds the run's trained seq_len {seq_len}: positions "
-                      f"{seq_len}-{length - 1} are RoPE extrapolation", stacklevel=3)
+        warnings.warn(
+            f"length {length} exceeds the run's trained seq_len {seq_len}: positions "
+            f"{seq_len}-{length - 1} are RoPE extrapolation",
+            stacklevel=3,
+        )
 
 
-def sample_run(run_dir, *, n: int = 8, length: int | None = None, temperature: float = 0.9,
-               prompt: str | Sequence[int] | None = None, seed: int = 0) -> SampleResult:
+def sample_run(
+    run_dir,
+    *,
+    n: int = 8,
+    length: int | None = None,
+    temperature: float = 0.9,
+    prompt: str | Sequence[int] | None = None,
+    seed: int = 0,
+) -> SampleResult:
     """Sample `n` sequences of `length` tokens (prompt included) from a run's latest checkpoint.
 
     `length` defaults to 32, or to the run's training `seq_len` when that is shorter: past it
@@ -255,10 +294,23 @@ def sample_run(run_dir, *, n: int = 8, length: int | None = None, temperature: f
     def generate_fn(prompt_NxP, length, key, temperature):
         return generate(model, prompt_NxP, length, key=key, temperature=temperature)
 
-    info = {"run_dir": str(run_dir), "lr": config.lr, "tie_embeddings": config.tie_embeddings,
-            "head": config.head, "preset": config.preset}
-    return sample_with(generate_fn, config.make_language(), n=n, length=length,
-                       temperature=temperature, prompt=prompt, seed=seed, info=info)
+    info = {
+        "run_dir": str(run_dir),
+        "lr": config.lr,
+        "tie_embeddings": config.tie_embeddings,
+        "head": config.head,
+        "preset": config.preset,
+    }
+    return sample_with(
+        generate_fn,
+        config.make_language(),
+        n=n,
+        length=length,
+        temperature=temperature,
+        prompt=prompt,
+        seed=seed,
+        info=info,
+    )
 
 
 # ----- renderers ---------------------------------------------------------------------------------
@@ -282,11 +334,16 @@ def describe(result: SampleResult, ids: bool = False) -> str:
     v = i.get("vocab_size")
     parts.append(f"{i.get('language', '?')} V={format_count(v) if isinstance(v, int) else '?'}")
     if "lr" in i:
-        parts.append(f"lr {format_lr(i['lr'])}, {'tied' if i.get('tie_embeddings') else 'untied'}, "
-                     f"head {i.get('head')}")
+        parts.append(
+            f"lr {format_lr(i['lr'])}, {'tied' if i.get('tie_embeddings') else 'untied'}, "
+            f"head {i.get('head')}"
+        )
     n, length = result.tokens.shape
-    parts.append(f"{n} samples of {length} tokens, " + ("greedy" if t == 0 else f"temperature {t:g}")
-                 + f", seed {i.get('seed', 0)}")
+    parts.append(
+        f"{n} samples of {length} tokens, "
+        + ("greedy" if t == 0 else f"temperature {t:g}")
+        + f", seed {i.get('seed', 0)}"
+    )
     if "prompt" in i:
         given = i.get("prompt_ids")
         shown = ",".join(map(str, given)) if ids and given is not None else i["prompt"]
@@ -297,20 +354,31 @@ def describe(result: SampleResult, ids: bool = False) -> str:
 def definitions(result: SampleResult) -> str:
     """What the statistics count, for the header of every renderer."""
     rule = result.info.get("correct")
-    return ("correct: a token the language most likely emits next, given the tokens before it"
-            + (f" ({rule})" if rule else "") + "; run: the longest stretch of correct tokens; "
-            "repeat: the longest stretch of one symbol, correct or not")
+    return (
+        "correct: a token the language most likely emits next, given the tokens before it"
+        + (f" ({rule})" if rule else "")
+        + "; run: the longest stretch of correct tokens; "
+        "repeat: the longest stretch of one symbol, correct or not"
+    )
 
 
 def _cells(s: SampleStats) -> tuple[str, str, str, str]:
-    return (f"{100 * s.fraction_correct:.1f}%", "-" if s.first_error < 0 else str(s.first_error),
-            str(s.longest_run), str(s.longest_repeat))
+    return (
+        f"{100 * s.fraction_correct:.1f}%",
+        "-" if s.first_error < 0 else str(s.first_error),
+        str(s.longest_run),
+        str(s.longest_repeat),
+    )
 
 
 def _summary_cells(m: Summary) -> tuple[str, str, str, str]:
     first = "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}"
-    return (f"{100 * m.mean_fraction_correct:.1f}%", first, f"{m.mean_longest_run:.1f}",
-            f"{m.mean_longest_repeat:.1f}")
+    return (
+        f"{100 * m.mean_fraction_correct:.1f}%",
+        first,
+        f"{m.mean_longest_run:.1f}",
+        f"{m.mean_longest_repeat:.1f}",
+    )
 
 
 def _ansi(cells: Sequence[str], kinds) -> str:
@@ -329,8 +397,10 @@ def _token_cells(tokens, ids: bool, width: int) -> list[str]:
     between ids, so that a marker line can sit under each)."""
     if not ids:
         return list(glyphs.render(tokens))
-    return [f"{t:>{width}}" + (" " if j < len(tokens) - 1 else "")
-            for j, t in enumerate(np.asarray(tokens).tolist())]
+    return [
+        f"{t:>{width}}" + (" " if j < len(tokens) - 1 else "")
+        for j, t in enumerate(np.asarray(tokens).tolist())
+    ]
 
 
 def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -> str:
@@ -345,8 +415,12 @@ def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -
         legend = "s seed, . correct, x incorrect"
     width = len(str(int(result.tokens.max()))) if result.tokens.size else 1
     row = "{:>3}  {:>7}  {:>7}  {:>4}  {:>6}  "
-    lines = [describe(result, ids), definitions(result), f"legend: {legend}",
-             row.format("#", "correct", "1st err", "run", "repeat") + "sample"]
+    lines = [
+        describe(result, ids),
+        definitions(result),
+        f"legend: {legend}",
+        row.format("#", "correct", "1st err", "run", "repeat") + "sample",
+    ]
     for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
         cells = _token_cells(tokens, ids, width)
         head = row.format(i, *_cells(s))
@@ -355,8 +429,10 @@ def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -
             marks = [_MARK[k].rjust(len(c.rstrip())).ljust(len(c)) for c, k in zip(cells, kinds[i])]
             lines.append(" " * len(head) + "".join(marks).rstrip())
     m = result.summary
-    lines.append(row.format("avg", *_summary_cells(m))
-                 + f"({m.error_free} of {m.n} samples without an error)")
+    lines.append(
+        row.format("avg", *_summary_cells(m))
+        + f"({m.error_free} of {m.n} samples without an error)"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -379,18 +455,26 @@ def render_html(result: SampleResult, ids: bool = False) -> str:
     kinds = result.kinds()
     length = result.tokens.shape[1]
     legend = " ".join(f'<span class="tok {k}">{k}</span>' for k in (SEED, CORRECT, INCORRECT))
-    rows = [f'<tr><th>#</th><th colspan="{length}">sample</th><th class="stat">correct</th>'
-            '<th class="stat">first error</th><th class="stat">longest run</th>'
-            '<th class="stat">longest repeat</th></tr>']
+    rows = [
+        f'<tr><th>#</th><th colspan="{length}">sample</th><th class="stat">correct</th>'
+        '<th class="stat">first error</th><th class="stat">longest run</th>'
+        '<th class="stat">longest repeat</th></tr>'
+    ]
     for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
-        cells = "".join(f'<td class="tok {k}" title="token {t}">{e(g.strip())}</td>'
-                        for g, t, k in zip(_token_cells(tokens, ids, 1), tokens.tolist(), kinds[i]))
+        cells = "".join(
+            f'<td class="tok {k}" title="token {t}">{e(g.strip())}</td>'
+            for g, t, k in zip(_token_cells(tokens, ids, 1), tokens.tolist(), kinds[i])
+        )
         stats = "".join(f'<td class="stat">{c}</td>' for c in _cells(s))
         rows.append(f"<tr><td>{i}</td>{cells}{stats}</tr>")
     mean = "".join(f'<td class="stat">{c}</td>' for c in _summary_cells(result.summary))
-    rows.append(f'<tr class="mean"><td colspan="{length + 1}" style="text-align:right">mean '
-                f'({result.summary.error_free} of {result.summary.n} without an error)</td>{mean}</tr>')
+    rows.append(
+        f'<tr class="mean"><td colspan="{length + 1}" style="text-align:right">mean '
+        f"({result.summary.error_free} of {result.summary.n} without an error)</td>{mean}</tr>"
+    )
     body = "\n".join(rows)
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>spamlang samples</title>\n"
-            f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result, ids))}</p>\n<p>{e(definitions(result))}</p>\n<p>{legend}</p>\n"
-            f"<table class=\"samples\">\n{body}\n</table>\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>spamlang samples</title>\n'
+        f"<style>\n{_CSS}\n</style></head><body>\n<p>{e(describe(result, ids))}</p>\n<p>{e(definitions(result))}</p>\n<p>{legend}</p>\n"
+        f'<table class="samples">\n{body}\n</table>\n</body></html>\n'
+    )

@@ -37,32 +37,79 @@ RESULTS_FILE = "results.csv"
 RESULTS_LOCK = ".results.lock"
 
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
-SETTING_COLUMNS = ("run_id", "language", "preset", "d_model", "vocab_size", "lr",
-                   "tie_embeddings", "head", "seed", "seq_len", "batch_size", "sampling",
-                   "optimizer", "b2", "weight_decay")
+SETTING_COLUMNS = (
+    "run_id",
+    "language",
+    "preset",
+    "d_model",
+    "vocab_size",
+    "lr",
+    "tie_embeddings",
+    "head",
+    "seed",
+    "seq_len",
+    "batch_size",
+    "sampling",
+    "optimizer",
+    "b2",
+    "weight_decay",
+)
 # How often training showed each id (spamlang.coverage.exposure), and the eval split by it.
-COVERAGE_COLUMNS = ("updates_per_symbol", "sequences_per_symbol", "symbol_return_steps",
-                    "adam_memory_steps", "adam_memory_steps_effective", "exposure_min", "exposure_median", "exposure_max",
-                    "unseen_fraction", "eval_loss_seen", "eval_loss_unseen",
-                    "repetition_accuracy_seen", "repetition_accuracy_unseen",
-                    "eval_seen_sequences", "eval_unseen_sequences")
+COVERAGE_COLUMNS = (
+    "updates_per_symbol",
+    "sequences_per_symbol",
+    "symbol_return_steps",
+    "adam_memory_steps",
+    "adam_memory_steps_effective",
+    "exposure_min",
+    "exposure_median",
+    "exposure_max",
+    "unseen_fraction",
+    "eval_loss_seen",
+    "eval_loss_unseen",
+    "repetition_accuracy_seen",
+    "repetition_accuracy_unseen",
+    "eval_seen_sequences",
+    "eval_unseen_sequences",
+)
 # Symbols training never drew (a spam holdout): their eval, then the check that none was drawn.
-HELDOUT_COLUMNS = ("eval_loss_heldout", "eval_accuracy_heldout", "repetition_accuracy_heldout",
-                   "heldout_symbols", "heldout_exposure_max")
+HELDOUT_COLUMNS = (
+    "eval_loss_heldout",
+    "eval_accuracy_heldout",
+    "repetition_accuracy_heldout",
+    "heldout_symbols",
+    "heldout_exposure_max",
+)
 # The outcomes result.json holds and results.csv repeats. Empty cells: a value the run did not
 # produce (null in result.json: a seen / unseen side with no eval sequence, the diagnostics of
 # a run without `diag_every`, a run of an older version).
 # eval_method: "exact" (every symbol once, weighted by its probability: spam, zipf-spam) or
 # "sampled" (the fixed eval set of eval_sequences; empty in runs of older versions, which all
 # sampled).
-RESULT_COLUMNS = ("final_train_loss", "final_eval_loss", "eval_method", "loss_above_floor",
-                  "optimal_loss",
-                  "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
-                  "tokens", "tokens_per_s", "wall_seconds", *COVERAGE_COLUMNS,
-                  # the gradient bottleneck of the final model (runs with diag_every)
-                  "kernel_fraction", "projected_cosine", "head_rank",
-                  # how many updates a symbol needs (spamlang.coverage.symbols; spam family)
-                  "updates_to_learn", "updates_to_learn_bound", "symbols_learned",
-                  *HELDOUT_COLUMNS)
+RESULT_COLUMNS = (
+    "final_train_loss",
+    "final_eval_loss",
+    "eval_method",
+    "loss_above_floor",
+    "optimal_loss",
+    "repetition_accuracy",
+    "eval_accuracy",
+    "diverged",
+    "diverged_step",
+    "steps",
+    "tokens",
+    "tokens_per_s",
+    "wall_seconds",
+    *COVERAGE_COLUMNS,
+    # the gradient bottleneck of the final model (runs with diag_every)
+    "kernel_fraction",
+    "projected_cosine",
+    "head_rank",
+    # how many updates a symbol needs (spamlang.coverage.symbols; spam family)
+    "updates_to_learn",
+    "updates_to_learn_bound",
+    "symbols_learned",
+    *HELDOUT_COLUMNS,
+)
 # result.json only, not results.csv: the per-symbol learning curve's bins (too big for a cell).
 RESULT_EXTRAS = ("symbol_curve",)

@@ -50,6 +50,7 @@ def stop_signal(received: list, step: int, stop_after_step: int | None) -> int |
         return received[0] if received else None
     from jax.experimental import multihost_utils
 
-    signum = int(np.max(multihost_utils.process_allgather(np.int32(received[0] if received
-                                                                     else 0))))
+    signum = int(
+        np.max(multihost_utils.process_allgather(np.int32(received[0] if received else 0)))
+    )
     return signum or None

@@ -99,8 +99,10 @@ def read_sidecar(path: str | os.PathLike) -> dict:
     """The sidecar dict of a token file (NotAnExport if it has none, or one not ours)."""
     side = sidecar_path(path)
     if not side.exists():
-        raise NotAnExport(f"{os.fspath(path)!r} has no sidecar {str(side)!r}: not a spamlang "
-                          "export, or one whose sidecar was lost")
+        raise NotAnExport(
+            f"{os.fspath(path)!r} has no sidecar {str(side)!r}: not a spamlang "
+            "export, or one whose sidecar was lost"
+        )
     meta = _ours(side)
     if meta is None:
         raise NotAnExport(f"{str(side)!r} is not a {FORMAT} sidecar")
@@ -118,8 +120,7 @@ def _check_pair(path: Path, meta: dict) -> None:
     """IncompleteExport unless our sidecar `meta` is final and describes the file at `path`."""
     side = sidecar_path(path)
     if meta.get("publishing"):
-        raise IncompleteExport(f"{str(side)!r} says its export was being replaced when it "
-                               "stopped")
+        raise IncompleteExport(f"{str(side)!r} says its export was being replaced when it stopped")
     if not path.exists():
         raise IncompleteExport(f"{str(side)!r} has no token file {str(path)!r}")
     try:
@@ -128,8 +129,7 @@ def _check_pair(path: Path, meta: dict) -> None:
         raise IncompleteExport(f"{str(side)!r} lacks a valid dtype or shape") from None
     actual = os.path.getsize(path)
     if actual != expected:
-        raise IncompleteExport(f"{str(path)!r} has {actual} bytes but its sidecar says "
-                               f"{expected}")
+        raise IncompleteExport(f"{str(path)!r} has {actual} bytes but its sidecar says {expected}")
 
 
 def check_complete(path: str | os.PathLike) -> dict:
@@ -153,16 +153,19 @@ def load_tokens(path: str | os.PathLike, dtype=None) -> np.ndarray:
     try:
         meta = check_complete(path)
     except IncompleteExport as e:
-        raise IncompleteExport(f"{e}: an incomplete export; export it again to replace it "
-                               "(no force needed)") from None
+        raise IncompleteExport(
+            f"{e}: an incomplete export; export it again to replace it (no force needed)"
+        ) from None
     stored, shape, _ = _layout(meta)
     tokens = np.memmap(path, dtype=stored, mode="r", shape=shape)
     if dtype is None:
         return tokens
     want = np.dtype(dtype)
     if want.kind not in "iu" or not np.can_cast(stored, want, "safe"):
-        raise UserError(f"load_tokens: dtype {want} cannot hold the file's {stored} token ids; "
-                        "use an integer type at least as wide (np.int64 for PyTorch)")
+        raise UserError(
+            f"load_tokens: dtype {want} cannot hold the file's {stored} token ids; "
+            "use an integer type at least as wide (np.int64 for PyTorch)"
+        )
     return np.array(tokens, dtype=want)
 
 
@@ -192,9 +195,13 @@ def _check_target(path: Path, force: bool) -> None:
     meta = _ours(side) if has_side else None
     if meta is None:  # not ours: a user's file that happens to have this name
         taken = path if has_data else side
-        why = (f"it has no sidecar {str(side)!r}" if not has_side else
-               f"{str(side)!r} ({_size(side)}) is not a {FORMAT} sidecar" if has_data else
-               f"not a {FORMAT} sidecar")
+        why = (
+            f"it has no sidecar {str(side)!r}"
+            if not has_side
+            else f"{str(side)!r} ({_size(side)}) is not a {FORMAT} sidecar"
+            if has_data
+            else f"not a {FORMAT} sidecar"
+        )
         detail = f"{_size(taken)}, not a spamlang export: {why}"
         if not force:
             raise NeedsForce(taken, detail)
@@ -218,14 +225,23 @@ def _check_space(path: Path, shape: tuple[int, int], dtype: np.dtype) -> int:
     need = num_seqs * seq_len * dtype.itemsize
     free = shutil.disk_usage(path.parent).free
     if need + _SIDECAR_SLACK > free:
-        raise UserError(f"{str(path)!r} would need {_human(need)} ({num_seqs} x {seq_len} "
-                        f"{dtype.name}) but {str(path.parent)!r} has {_human(free)} free")
+        raise UserError(
+            f"{str(path)!r} would need {_human(need)} ({num_seqs} x {seq_len} "
+            f"{dtype.name}) but {str(path.parent)!r} has {_human(free)} free"
+        )
     return need
 
 
-def write_tokens(path: str | os.PathLike, chunks: Iterable[np.ndarray], *, vocab_size: int,
-                 shape: tuple[int, int], about: dict, force: bool = False,
-                 progress: bool | None = None) -> dict:
+def write_tokens(
+    path: str | os.PathLike,
+    chunks: Iterable[np.ndarray],
+    *,
+    vocab_size: int,
+    shape: tuple[int, int],
+    about: dict,
+    force: bool = False,
+    progress: bool | None = None,
+) -> dict:
     """Write the [num_seqs, seq_len] = `shape` token rows that `chunks` yields, in order, to a
     token file at `path` and its sidecar; return the sidecar dict.
 
@@ -242,10 +258,12 @@ def write_tokens(path: str | os.PathLike, chunks: Iterable[np.ndarray], *, vocab
 
     path, side = Path(path), sidecar_path(path)
     if path.suffix.lower() in _NUMPY_SUFFIXES:
-        raise UserError(f"{str(path)!r}: an export is a raw token file with a JSON sidecar, not "
-                        f"NumPy's {path.suffix} format (np.load cannot read it); name it e.g. "
-                        f"{path.with_suffix('.bin').name!r}, read it with "
-                        "spamlang.data.load_tokens or numpy.memmap")
+        raise UserError(
+            f"{str(path)!r}: an export is a raw token file with a JSON sidecar, not "
+            f"NumPy's {path.suffix} format (np.load cannot read it); name it e.g. "
+            f"{path.with_suffix('.bin').name!r}, read it with "
+            "spamlang.data.load_tokens or numpy.memmap"
+        )
     if not path.parent.is_dir():
         raise UserError(f"output directory {str(path.parent)!r} does not exist")
     if path.is_dir():
@@ -255,14 +273,26 @@ def write_tokens(path: str | os.PathLike, chunks: Iterable[np.ndarray], *, vocab
     _check_target(path, force)
     dtype = token_dtype(vocab_size)
     nbytes = _check_space(path, shape, dtype)
-    meta = {**about, "format": FORMAT, "vocab_size": vocab_size, "dtype": dtype.name,
-            "byte_order": "little", "shape": list(shape), "bytes": nbytes}
+    meta = {
+        **about,
+        "format": FORMAT,
+        "vocab_size": vocab_size,
+        "dtype": dtype.name,
+        "byte_order": "little",
+        "shape": list(shape),
+        "bytes": nbytes,
+    }
     total = math.prod(shape)
     show = total >= 2**24 if progress is None else progress
-    with signals_raise(), staged(path) as data_tmp, staged(side) as side_tmp, \
-            staged(_publishing_path(side)) as publishing_tmp:
-        with tqdm(total=total, unit="tok", unit_scale=True, file=sys.stderr,
-                  disable=not show) as bar:
+    with (
+        signals_raise(),
+        staged(path) as data_tmp,
+        staged(side) as side_tmp,
+        staged(_publishing_path(side)) as publishing_tmp,
+    ):
+        with tqdm(
+            total=total, unit="tok", unit_scale=True, file=sys.stderr, disable=not show
+        ) as bar:
             _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
         _write(side_tmp, side, [_json_bytes(meta)])
         _write(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
@@ -296,5 +326,15 @@ def _write(tmp: Path, target: Path, blocks) -> None:
         raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(target)) from e
 
 
-__all__ = ["FORMAT", "IncompleteExport", "NeedsForce", "NotAnExport", "token_dtype",
-           "sidecar_path", "read_sidecar", "check_complete", "load_tokens", "write_tokens"]
+__all__ = [
+    "FORMAT",
+    "IncompleteExport",
+    "NeedsForce",
+    "NotAnExport",
+    "token_dtype",
+    "sidecar_path",
+    "read_sidecar",
+    "check_complete",
+    "load_tokens",
+    "write_tokens",
+]

@@ -62,8 +62,11 @@ def _figure_args(argv):
 
 if __name__ == "__main__":
     known, rest = _figure_args(sys.argv[1:])
-    sweep_argv = rest + (["--out", known.out] if known.out else []) + (
-        ["--dry-run"] if known.dry_run else [])
+    sweep_argv = (
+        rest
+        + (["--out", known.out] if known.out else [])
+        + (["--dry-run"] if known.dry_run else [])
+    )
     status = spamlang.sweep.main(SWEEP, sweep_argv)
     if status == 0 and not known.dry_run:
         from spamlang.plots.diagnostics import plot_bottleneck

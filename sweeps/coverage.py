@@ -53,10 +53,17 @@ def cell(vocab_size: int, batch_size: int) -> list[int]:
 
 
 CELLS = [
-    cell(256, 2), cell(256, 8), cell(256, 32),
-    cell(1024, 8), cell(1024, 32), cell(1024, 128),
-    cell(4096, 32), cell(4096, 128), cell(4096, 512),
-    cell(16384, 128), cell(16384, 512),
+    cell(256, 2),
+    cell(256, 8),
+    cell(256, 32),
+    cell(1024, 8),
+    cell(1024, 32),
+    cell(1024, 128),
+    cell(4096, 32),
+    cell(4096, 128),
+    cell(4096, 512),
+    cell(16384, 128),
+    cell(16384, 512),
 ]
 
 SWEEP = Sweep(

@@ -60,8 +60,10 @@ from spamlang.train.config import TrainConfig
 # `spamlang sweep sweeps/cpu_demo.py` also reads these: write the figures unless --no-plots,
 # and with them Table 1's analogue for the largest V (samples_V4096_tied.png).
 PLOTS = True
-SAMPLES = ({"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
-           {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999})
+SAMPLES = (
+    {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
+    {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999},
+)
 
 SWEEP = Sweep(
     name="cpu_demo",

@@ -44,8 +44,12 @@ SWEEP = Sweep(
         checkpoint_every=0,
     ),
     axes={
-        "optimizer,lazy_rows": [["adamw", "all"], ["lazy_adamw", "all"],
-                                ["lazy_adamw", "embed"], ["lazy_adamw", "head"]],
+        "optimizer,lazy_rows": [
+            ["adamw", "all"],
+            ["lazy_adamw", "all"],
+            ["lazy_adamw", "embed"],
+            ["lazy_adamw", "head"],
+        ],
         "b2": [0.95, 0.999],
         "lr": [1e-2, 3e-2, 1e-1],
         "seed": [0, 1],

@@ -59,8 +59,14 @@ SWEEP = Sweep(
     ),
     axes={
         "vocab_size": [1024, 8192, 32768, 131072],
-        "optimizer,b2": [["adamw", 0.95], ["adamw", 0.999], ["adamw", 0.9999],
-                         ["lazy_adamw", 0.95], ["sgd", 0.95], ["adafactor", 0.95]],
+        "optimizer,b2": [
+            ["adamw", 0.95],
+            ["adamw", 0.999],
+            ["adamw", 0.9999],
+            ["lazy_adamw", 0.95],
+            ["sgd", 0.95],
+            ["adafactor", 0.95],
+        ],
         "tie_embeddings": [True, False],
         "lr": [2.5e-4, 1e-3, 4e-3],
         "seed": [0, 1],

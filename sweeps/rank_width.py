@@ -57,8 +57,13 @@ def cell(d: int, head: str, embed: int | None = None) -> list:
 
 
 CELLS = [
-    cell(16, "lowrank:4"), cell(16, "softmax"), cell(16, "mlp:16"), cell(16, "mlp:64"),
-    cell(64, "lowrank:4"), cell(64, "lowrank:16"), cell(64, "softmax"),
+    cell(16, "lowrank:4"),
+    cell(16, "softmax"),
+    cell(16, "mlp:16"),
+    cell(16, "mlp:64"),
+    cell(64, "lowrank:4"),
+    cell(64, "lowrank:16"),
+    cell(64, "softmax"),
     cell(64, "softmax", embed=16),
 ]
 

@@ -26,7 +26,8 @@ def assert_same_eval(ours: dict, theirs: dict, rel: float = 1e-5, where: str = "
             assert set(a) == set(b), (where, key)
             for k in b:
                 assert len(a[k]) == len(b[k]) and all(
-                    _close(x, y, rel) for x, y in zip(a[k], b[k])), (where, key, k)
+                    _close(x, y, rel) for x, y in zip(a[k], b[k])
+                ), (where, key, k)
         elif isinstance(b, (int, float)) and not isinstance(b, bool) and a is not None:
             assert _close(a, b, rel), (where, key, a, b)
         else:

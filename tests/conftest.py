@@ -31,11 +31,26 @@ os.environ.setdefault("SPAMLANG_PEAK_FLOPS_BF16", "1e11")
 # Any other skip (pandas, which `.[dev]` brings, or a new one) fails the run, naming the test;
 # SPAMLANG_ALLOW_SKIPS=1 accepts every skip.
 # In CI (CI set), which installs every extra, a missing module is unexpected too.
-EXPECTED_SKIPS = ("this machine has a GPU", "the test runner handles SIGTERM itself",
-                  *(() if os.environ.get("CI") else
-                    (f"could not import '{m}'" for m in ("torch", "transformers", "safetensors",
-                                                          "tokenizers", "grain", "tensorboard",
-                                                          "wandb"))))
+EXPECTED_SKIPS = (
+    "this machine has a GPU",
+    "the test runner handles SIGTERM itself",
+    *(
+        ()
+        if os.environ.get("CI")
+        else (
+            f"could not import '{m}'"
+            for m in (
+                "torch",
+                "transformers",
+                "safetensors",
+                "tokenizers",
+                "grain",
+                "tensorboard",
+                "wandb",
+            )
+        )
+    ),
+)
 
 
 def _skip_reason(report) -> str:
@@ -52,8 +67,9 @@ def pytest_sessionfinish(session, exitstatus):
     unexpected = [r for r in skipped if not any(s in _skip_reason(r) for s in EXPECTED_SKIPS)]
     if not unexpected:
         return
-    reporter.write_line(f"{len(unexpected)} unexpected skip(s) (SPAMLANG_ALLOW_SKIPS=1 accepts "
-                        f"them):", red=True)
+    reporter.write_line(
+        f"{len(unexpected)} unexpected skip(s) (SPAMLANG_ALLOW_SKIPS=1 accepts them):", red=True
+    )
     for r in unexpected:
         reporter.write_line(f"  {r.nodeid}: {_skip_reason(r)}")
     if exitstatus == 0:

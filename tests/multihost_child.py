@@ -34,9 +34,19 @@ def config():
 
     # 24 steps of 16 x 16 tokens; logs every 4, checkpoints every 8 (and at the stop step).
     # One layer: what is tested does not depend on depth, and compiling is most of the time.
-    return TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * 24, lr=1e-2,
-                       schedule="constant", warmup_frac=0.0, eval_sequences=16, log_every=4,
-                       checkpoint_every=8, model_overrides={"n_layers": 1})
+    return TrainConfig(
+        vocab_size=64,
+        seq_len=16,
+        batch_size=16,
+        tokens=16 * 16 * 24,
+        lr=1e-2,
+        schedule="constant",
+        warmup_frac=0.0,
+        eval_sequences=16,
+        log_every=4,
+        checkpoint_every=8,
+        model_overrides={"n_layers": 1},
+    )
 
 
 def watch_writes(out_dir: str) -> list:
@@ -88,14 +98,23 @@ def main() -> int:
         # Cross-process collectives on CPU (gloo is also jax 0.10's default; set it explicitly
         # so the test does not depend on that). Both before any backend is created.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(coordinator_address=args.coordinator,
-                                   num_processes=args.num_processes,
-                                   process_id=args.process_id,
-                                   initialization_timeout=120)
-    report = {"process_index": jax.process_index(), "process_count": jax.process_count(),
-              "device_count": jax.device_count(), "local_device_count": jax.local_device_count()}
-    if (report["process_count"], report["process_index"], report["device_count"]) != \
-            (args.num_processes, args.process_id, args.expect_devices):
+        jax.distributed.initialize(
+            coordinator_address=args.coordinator,
+            num_processes=args.num_processes,
+            process_id=args.process_id,
+            initialization_timeout=120,
+        )
+    report = {
+        "process_index": jax.process_index(),
+        "process_count": jax.process_count(),
+        "device_count": jax.device_count(),
+        "local_device_count": jax.local_device_count(),
+    }
+    if (report["process_count"], report["process_index"], report["device_count"]) != (
+        args.num_processes,
+        args.process_id,
+        args.expect_devices,
+    ):
         print("RESULT " + json.dumps(report), flush=True)
         print(f"unexpected JAX setup: {report}", file=sys.stderr, flush=True)
         return EXIT_SETUP
@@ -105,8 +124,9 @@ def main() -> int:
     writes = watch_writes(args.out)
     status = EXIT_FINISHED
     try:
-        report["result"] = run_training(config(), args.out, quiet=False,
-                                        stop_after_step=args.stop_after_step)
+        report["result"] = run_training(
+            config(), args.out, quiet=False, stop_after_step=args.stop_after_step
+        )
     except Interrupted as e:
         report["interrupted_step"] = e.step
         status = EXIT_INTERRUPTED

@@ -20,8 +20,14 @@ PARTS = set("abcde")
 def run_script(*args: str, env_extra: dict | None = None, timeout: int = 240):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env_extra or {})}
     env.pop("OUT", None)  # the default --out must not write into a caller's $OUT
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+    )
 
 
 def table_rows(stdout: str) -> list[list[str]]:
@@ -61,8 +67,17 @@ def test_cpu_smoke_runs_every_part(tmp_path):
 
 def test_spent_budget_skips_parts(tmp_path):
     out = tmp_path / "x.json"
-    proc = run_script("--cpu-smoke", "--parts", "a,e", "--budget-s", "0", "--out", str(out),
-                      env_extra=PEAKS, timeout=120)
+    proc = run_script(
+        "--cpu-smoke",
+        "--parts",
+        "a,e",
+        "--budget-s",
+        "0",
+        "--out",
+        str(out),
+        env_extra=PEAKS,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     rows = table_rows(proc.stdout)
     assert {row[0] for row in rows} == {"a", "e"}

@@ -7,13 +7,22 @@ from spamlang.errors import UserError
 from spamlang.progress import Progress, wait_for
 from spamlang.train import Interrupted, TrainConfig, run_training
 
-CFG = TrainConfig(vocab_size=32, seq_len=8, batch_size=8, tokens=8 * 8 * 40, log_every=4,
-                  checkpoint_every=0, eval_sequences=8, model_overrides={"n_layers": 1})
+CFG = TrainConfig(
+    vocab_size=32,
+    seq_len=8,
+    batch_size=8,
+    tokens=8 * 8 * 40,
+    log_every=4,
+    checkpoint_every=0,
+    eval_sequences=8,
+    model_overrides={"n_layers": 1},
+)
 
 
 def _steps(err: str) -> list[int]:
-    return [int(line.split("step ")[1].split("/")[0]) for line in err.splitlines()
-            if "] step " in line]
+    return [
+        int(line.split("step ")[1].split("/")[0]) for line in err.splitlines() if "] step " in line
+    ]
 
 
 def test_lines_follow_the_clock_not_the_step_count(capsys, monkeypatch):
@@ -57,13 +66,20 @@ class _Slow:
 def test_a_long_evaluation_says_so(capsys):
     clock = iter(range(0, 10_000))  # each call 1 s later
     progress = Progress(10, 0, label="run", quiet=False)
-    wait_for([_Slow(30)], progress, "evaluating 8 sequences", clock=lambda: next(clock),
-             sleep=lambda s: None)
+    wait_for(
+        [_Slow(30)],
+        progress,
+        "evaluating 8 sequences",
+        clock=lambda: next(clock),
+        sleep=lambda s: None,
+    )
     lines = capsys.readouterr().err.splitlines()
     # first after 3 s, then every 10 s, then once done
-    assert lines[:3] == ["[run] evaluating 8 sequences: 3 s so far",
-                         "[run] evaluating 8 sequences: 13 s so far",
-                         "[run] evaluating 8 sequences: 23 s so far"]
+    assert lines[:3] == [
+        "[run] evaluating 8 sequences: 3 s so far",
+        "[run] evaluating 8 sequences: 13 s so far",
+        "[run] evaluating 8 sequences: 23 s so far",
+    ]
     assert lines[3].startswith("[run] evaluating 8 sequences: done in ") and len(lines) == 4
     wait_for([_Slow(1)], progress, "quick", clock=lambda: next(clock), sleep=lambda s: None)
     assert capsys.readouterr().err == ""  # a quick evaluation is not mentioned

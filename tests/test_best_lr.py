@@ -14,31 +14,54 @@ def rows_for(losses: dict, seeds=(0,), lrs=(3e-3, 1e-2, 3e-2), diverged=()) -> l
         for lr in lrs:
             for seed in seeds:
                 div = (v, tied, lr) in diverged
-                rows.append({
-                    "run_id": f"V{v}-lr{lr}-{tied}-s{seed}", "language": "spam", "preset": "tiny",
-                    "d_model": 16, "vocab_size": v, "lr": lr, "tie_embeddings": tied,
-                    "head": "softmax", "seed": seed,
-                    "final_train_loss": 0.0, "final_eval_loss": math.nan if div else by_lr[lr] + 0.1 * seed,
-                    "loss_above_floor": 0.0, "optimal_loss": 0.0, "diverged": div, "steps": 10,
-                })
+                rows.append(
+                    {
+                        "run_id": f"V{v}-lr{lr}-{tied}-s{seed}",
+                        "language": "spam",
+                        "preset": "tiny",
+                        "d_model": 16,
+                        "vocab_size": v,
+                        "lr": lr,
+                        "tie_embeddings": tied,
+                        "head": "softmax",
+                        "seed": seed,
+                        "final_train_loss": 0.0,
+                        "final_eval_loss": math.nan if div else by_lr[lr] + 0.1 * seed,
+                        "loss_above_floor": 0.0,
+                        "optimal_loss": 0.0,
+                        "diverged": div,
+                        "steps": 10,
+                    }
+                )
     return rows
 
 
 def test_settings_are_the_columns_before_the_outcomes():
     row = rows_for({(64, True): {3e-3: 1, 1e-2: 1, 3e-2: 1}})[0]
-    assert settings_of(row) == ["language", "preset", "d_model", "vocab_size", "lr",
-                                "tie_embeddings", "head", "seed"]
+    assert settings_of(row) == [
+        "language",
+        "preset",
+        "d_model",
+        "vocab_size",
+        "lr",
+        "tie_embeddings",
+        "head",
+        "seed",
+    ]
     # An extra sweep axis (between settings and outcomes) is a setting too.
-    extra = {**{k: row[k] for k in list(row)[:9]}, "param.period": 4,
-             **{k: row[k] for k in list(row)[9:]}}
+    extra = {
+        **{k: row[k] for k in list(row)[:9]},
+        "param.period": 4,
+        **{k: row[k] for k in list(row)[9:]},
+    }
     assert "param.period" in settings_of(extra)
 
 
 def test_warns_at_either_edge_of_a_grid_of_three():
     losses = {
-        (4096, True): {3e-3: 6.2, 1e-2: 6.0, 3e-2: 5.7},   # best at the largest LR
+        (4096, True): {3e-3: 6.2, 1e-2: 6.0, 3e-2: 5.7},  # best at the largest LR
         (4096, False): {3e-3: 7.0, 1e-2: 7.1, 3e-2: 7.2},  # best at the smallest LR
-        (1024, True): {3e-3: 2.0, 1e-2: 0.8, 3e-2: 1.0},   # inside: no warning
+        (1024, True): {3e-3: 2.0, 1e-2: 0.8, 3e-2: 1.0},  # inside: no warning
         (1024, False): {3e-3: 2.0, 1e-2: 1.9, 3e-2: 9.0},  # inside, with 3e-2 diverged
     }
     rows = rows_for(losses, seeds=(0, 1), diverged={(1024, False, 3e-2)})
@@ -48,7 +71,9 @@ def test_warns_at_either_edge_of_a_grid_of_three():
         "warning: best lr for vocab_size=4096, tie_embeddings=False is 3e-3, the smallest in the "
         "grid (3e-3 .. 3e-2): the optimum may lie outside it",
     ]
-    best = {(dict(b.group)["vocab_size"], dict(b.group)["tie_embeddings"]): b for b in best_lrs(rows)}
+    best = {
+        (dict(b.group)["vocab_size"], dict(b.group)["tie_embeddings"]): b for b in best_lrs(rows)
+    }
     # Seeds are averaged (+0 and +0.1), a diverged LR still belongs to the grid.
     assert best[1024, True].lr == 1e-2 and math.isclose(best[1024, True].value, 0.85)
     assert best[1024, False].lr == 1e-2 and best[1024, False].grid == (3e-3, 1e-2, 3e-2)
@@ -65,10 +90,18 @@ def test_seed_mean_decides_and_small_grids_never_warn():
     one = rows_for({(64, True): {3e-3: 1.0, 1e-2: 0.7, 3e-2: 0.5}})
     assert edge_warnings(one) == [
         "warning: best lr is 3e-2, the largest in the grid (3e-3 .. 3e-2): the optimum may lie "
-        "outside it"]
+        "outside it"
+    ]
     # Every run diverged: nothing to judge.
-    assert edge_warnings(rows_for({(64, True): {3e-3: 1, 1e-2: 1, 3e-2: 1}},
-                                  diverged={(64, True, x) for x in (3e-3, 1e-2, 3e-2)})) == []
+    assert (
+        edge_warnings(
+            rows_for(
+                {(64, True): {3e-3: 1, 1e-2: 1, 3e-2: 1}},
+                diverged={(64, True, x) for x in (3e-3, 1e-2, 3e-2)},
+            )
+        )
+        == []
+    )
 
 
 def test_swept_fields_that_results_csv_keeps_as_outcomes_split_groups():
@@ -83,16 +116,24 @@ def test_swept_fields_that_results_csv_keeps_as_outcomes_split_groups():
     swept = {r["run_id"]: {"tokens": 2000 if r["run_id"].endswith("-big") else 1000} for r in rows}
     assert edge_warnings(rows, swept=swept) == [
         "warning: best lr for tokens=1000 is 3e-3, the smallest in the grid (3e-3 .. 3e-2): "
-        "the optimum may lie outside it"]
+        "the optimum may lie outside it"
+    ]
 
 
 def test_swept_values_read_linked_and_prefixed_axes_from_configs():
     from spamlang.train.config import TrainConfig
 
-    config = TrainConfig(preset="tiny", language="cycle", vocab_size=64, seq_len=32, tokens=4096,
-                         language_params={"k": 3})
+    config = TrainConfig(
+        preset="tiny",
+        language="cycle",
+        vocab_size=64,
+        seq_len=32,
+        tokens=4096,
+        language_params={"k": 3},
+    )
     assert swept_values([("a", config)], ["vocab_size,seq_len", "tokens", "param.k", "lr"]) == {
-        "a": {"vocab_size": 64, "seq_len": 32, "tokens": 4096, "param.k": 3, "lr": config.lr}}
+        "a": {"vocab_size": 64, "seq_len": 32, "tokens": 4096, "param.k": 3, "lr": config.lr}
+    }
 
 
 def test_run_sweep_prints_the_warnings(tmp_path, monkeypatch, capsys):
@@ -111,20 +152,29 @@ def test_run_sweep_prints_the_warnings(tmp_path, monkeypatch, capsys):
         return result
 
     monkeypatch.setattr(train_run, "run_training", fake_training)
-    sweep = Sweep("edge", TrainConfig(preset="tiny", vocab_size=16),
-                  {"vocab_size": [16, 32], "lr": [3e-3, 1e-2, 3e-2]})
+    sweep = Sweep(
+        "edge",
+        TrainConfig(preset="tiny", vocab_size=16),
+        {"vocab_size": [16, 32], "lr": [3e-3, 1e-2, 3e-2]},
+    )
     run_sweep(sweep, tmp_path, quiet=True, vmap=False)
     assert capsys.readouterr().err.splitlines() == [
         f"warning: best lr for vocab_size={v} is 3e-2, the largest in the grid (3e-3 .. 3e-2): "
-        "the optimum may lie outside it" for v in (16, 32)]
+        "the optimum may lie outside it"
+        for v in (16, 32)
+    ]
 
 
 def test_warnings_list_numeric_settings_in_numeric_order():
     # results.csv sorts run ids as text (V1024 before V256); the warnings sort V as a number.
     losses = {(v, True): {3e-3: 3.0, 1e-2: 2.0, 3e-2: 1.0} for v in (1024, 256, 4096, 64)}
     lines = edge_warnings(rows_for(losses))
-    assert [line.split("vocab_size=")[1].split(" ")[0] for line in lines] == \
-        ["64", "256", "1024", "4096"]
+    assert [line.split("vocab_size=")[1].split(" ")[0] for line in lines] == [
+        "64",
+        "256",
+        "1024",
+        "4096",
+    ]
 
 
 def test_cell_lines_write_settings_as_typed_and_lrs_as_run_ids():

@@ -19,16 +19,19 @@ from spamlang.train.config import TrainConfig
 BASE = TrainConfig(preset="tiny", vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 10)
 
 
-@pytest.mark.parametrize("grid, side, expected", [
-    ((3e-3, 1e-2, 3e-2), "largest", 1e-1),     # a half-decade grid continues as one
-    ((1e-2, 3e-2, 1e-1), "largest", 3e-1),
-    ((3e-3, 1e-2, 3e-2), "smallest", 1e-3),
-    ((1e-3, 3e-3), "smallest", 3e-4),
-    ((1e-3, 2e-3, 4e-3), "largest", 8e-3),     # the grid's own ratio
-    ((1e-3, 2e-3, 4e-3), "smallest", 5e-4),
-    ((5e-4,), "largest", 1.5e-3),              # one LR: x3
-    ((1e-2,), "smallest", 3e-3),               # 1e-2 / 3, rounded to 3 digits
-])
+@pytest.mark.parametrize(
+    "grid, side, expected",
+    [
+        ((3e-3, 1e-2, 3e-2), "largest", 1e-1),  # a half-decade grid continues as one
+        ((1e-2, 3e-2, 1e-1), "largest", 3e-1),
+        ((3e-3, 1e-2, 3e-2), "smallest", 1e-3),
+        ((1e-3, 3e-3), "smallest", 3e-4),
+        ((1e-3, 2e-3, 4e-3), "largest", 8e-3),  # the grid's own ratio
+        ((1e-3, 2e-3, 4e-3), "smallest", 5e-4),
+        ((5e-4,), "largest", 1.5e-3),  # one LR: x3
+        ((1e-2,), "smallest", 3e-3),  # 1e-2 / 3, rounded to 3 digits
+    ],
+)
 def test_step_beyond(grid, side, expected):
     assert step_beyond(grid, side) == pytest.approx(expected, rel=2e-3)
 
@@ -54,15 +57,21 @@ def test_decide():
 
 def fake_trainer(loss_of_lr, calls):
     """A stand-in for run_training that writes what the runner reads (config and result)."""
+
     def fake_training(config, out_dir, quiet=True):
         calls.append((config.lr, config.seed))
         loss = loss_of_lr(config.lr, config.seed)
-        result = {"final_eval_loss": loss, "diverged": not math.isfinite(loss),
-                  "optimal_loss": 0.0, "loss_above_floor": loss}
+        result = {
+            "final_eval_loss": loss,
+            "diverged": not math.isfinite(loss),
+            "optimal_loss": 0.0,
+            "loss_above_floor": loss,
+        }
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "config.json").write_text(json.dumps(config.to_json()))
         (out_dir / "result.json").write_text(json.dumps(result))
         return result
+
     return fake_training
 
 
@@ -74,8 +83,9 @@ def bowl(center):
 def test_run_sweep_brackets_an_optimum_above_the_grid(tmp_path, monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(train_run, "run_training", fake_trainer(bowl(0.3), calls))
-    sweep = Sweep("b", BASE, {"vocab_size": [16, 32], "lr": [1e-3, 3e-3, 1e-2],
-                              "seed": [0, 1]}, bracket_lr=5)
+    sweep = Sweep(
+        "b", BASE, {"vocab_size": [16, 32], "lr": [1e-3, 3e-3, 1e-2], "seed": [0, 1]}, bracket_lr=5
+    )
     rows = run_sweep(sweep, tmp_path, quiet=False, vmap=False)
     out = capsys.readouterr()
     for v in (16, 32):
@@ -87,8 +97,10 @@ def test_run_sweep_brackets_an_optimum_above_the_grid(tmp_path, monkeypatch, cap
         assert f"V{v}-lr1e0-seed1" in {r["run_id"] for r in rows}
     assert "warning" not in out.err and "limit" not in out.err
     # The summary gives each cell's best LR with its seed spread (seed 1 is 0.1 above seed 0).
-    assert "vocab_size=16: best lr 3e-1 of 1e-3 .. 1e0 (interior), final_eval_loss 1.050 " \
-           "(1.000 .. 1.100, 2 seeds)" in out.out
+    assert (
+        "vocab_size=16: best lr 3e-1 of 1e-3 .. 1e0 (interior), final_eval_loss 1.050 "
+        "(1.000 .. 1.100, 2 seeds)" in out.out
+    )
     # A rerun decides the same from disk and trains nothing.
     calls.clear()
     assert len(run_sweep(sweep, tmp_path, quiet=True, vmap=False)) == len(rows) == 28
@@ -119,10 +131,12 @@ def test_divergence_ends_bracketing_from_above(tmp_path, monkeypatch):
 
 def test_a_solved_cell_is_not_bracketed(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(train_run, "run_training",
-                        fake_trainer(lambda lr, seed: 0.002 * lr, calls))  # floor at every LR
-    run_sweep(Sweep("b", BASE, {"lr": [1e-3, 1e-2]}), tmp_path, quiet=True, vmap=False,
-              bracket_lr=3)
+    monkeypatch.setattr(
+        train_run, "run_training", fake_trainer(lambda lr, seed: 0.002 * lr, calls)
+    )  # floor at every LR
+    run_sweep(
+        Sweep("b", BASE, {"lr": [1e-3, 1e-2]}), tmp_path, quiet=True, vmap=False, bracket_lr=3
+    )
     assert sorted(lr for lr, _ in calls) == [1e-3, 1e-2]
 
 
@@ -135,13 +149,18 @@ def test_bracketing_needs_an_lr_axis_and_a_count():
 
 def test_cli_flag_errors_exit_2(tmp_path, capsys):
     sweep_file = tmp_path / "s.json"
-    sweep_file.write_text(json.dumps({"name": "s", "base": BASE.to_json(),
-                                      "axes": {"vocab_size": [16]}}))
+    sweep_file.write_text(
+        json.dumps({"name": "s", "base": BASE.to_json(), "axes": {"vocab_size": [16]}})
+    )
     with pytest.raises(SystemExit) as e:  # argparse's own exit
         cli_main(["sweep", str(sweep_file), "--bracket-lr", "x", "--dry-run"])
     assert e.value.code == 2 and "--bracket-lr" in capsys.readouterr().err
-    assert cli_main(["sweep", str(sweep_file), "--bracket-lr", "--dry-run",
-                     "--out", str(tmp_path / "o")]) == 2
+    assert (
+        cli_main(
+            ["sweep", str(sweep_file), "--bracket-lr", "--dry-run", "--out", str(tmp_path / "o")]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs an 'lr' axis" in err[0]
 

@@ -28,8 +28,21 @@ def test_languages_table(capsys):
 
 
 def test_preview_prints_the_dataset(capsys):
-    status, out, err = run(capsys, "preview", "cycle", "--vocab-size", "10", "--param", "k=3",
-                           "-n", "3", "--seq-len", "12", "--seed", "4")
+    status, out, err = run(
+        capsys,
+        "preview",
+        "cycle",
+        "--vocab-size",
+        "10",
+        "--param",
+        "k=3",
+        "-n",
+        "3",
+        "--seq-len",
+        "12",
+        "--seed",
+        "4",
+    )
     assert status == 0
     header, *rows = out.splitlines()
     assert header.startswith("# cycle(vocab_size=10, k=3)") and "optimal loss 0.4187" in header
@@ -40,8 +53,22 @@ def test_preview_prints_the_dataset(capsys):
 
 def test_export_then_load(capsys, tmp_path):
     path = tmp_path / "noisy.bin"
-    argv = ["export", "noisy-spam", "--vocab-size", "100", "--seq-len", "16", "--num-seqs", "9",
-            "--param", "eps=0.2", "--seed", "3", "-o", str(path)]
+    argv = [
+        "export",
+        "noisy-spam",
+        "--vocab-size",
+        "100",
+        "--seq-len",
+        "16",
+        "--num-seqs",
+        "9",
+        "--param",
+        "eps=0.2",
+        "--seed",
+        "3",
+        "-o",
+        str(path),
+    ]
     status, out, err = run(capsys, *argv)
     assert status == 0 and "wrote 9 x 16 uint16 tokens" in out
     tokens = data.load_tokens(path)
@@ -53,37 +80,120 @@ def test_export_then_load(capsys, tmp_path):
     assert status == 0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["preview", "nope", "--vocab-size", "8"], "unknown language 'nope'; known: spam"),
-    (["preview", "spam", "--vocab-size", "1"], "vocab_size must be in [2,"),
-    (["preview", "noisy-spam", "--vocab-size", "8", "--param", "eps=1"], "eps must be in [0, 1)"),
-    (["preview", "noisy-spam", "--vocab-size", "8", "--param", "eps=-0.5"],
-     "eps must be in [0, 1)"),
-    (["preview", "branching", "--vocab-size", "8", "--param", "b=9"],
-     "b must be in [1, vocab_size=8]"),
-    (["preview", "cycle", "--vocab-size", "8", "--param", "k"], "malformed --param 'k'"),
-    (["preview", "cycle", "--vocab-size", "8", "--param", "k=x"], "k expects an integer"),
-    (["preview", "cycle", "--vocab-size", "8", "--param", "q=1"], "unknown parameter 'q'"),
-    (["preview", "cycle", "--vocab-size", "8", "--param", "vocab_size=9"], "--vocab-size"),
-    (["preview", "spam", "--vocab-size", "8", "-n", "0"], "must be >= 1"),
-    # Counts past the dataset's limits name the limit (they were IndexError tracebacks, exit 1).
-    (["preview", "spam", "--vocab-size", "64", "-n", "100000000000"],
-     "-n must be >= 1 and <= 4294967296 (2^32"),
-    (["preview", "spam", "--vocab-size", "64", "--seq-len", "100000000000"],
-     "--seq-len must be >= 1 and <= 1048576"),
-    (["preview", "spam", "--vocab-size", "64", "--seed", "100000000000"],
-     "seed must be in [0, 4294967296)"),
-    (["export", "spam", "--vocab-size", "8", "--seq-len", "4", "--num-seqs", "4294967297",
-      "-o", "{tmp}/t"], "num_seqs must be in [1, 4294967296] (2^32"),
-    (["export", "spam", "--vocab-size", "8", "--seq-len", "4", "--num-seqs", "2",
-      "--seed", "-1", "-o", "{tmp}/t"], "seed must be in [0, 4294967296)"),
-    (["export", "spam", "--vocab-size", "8", "--seq-len", "4", "--num-seqs", "0", "-o", "{tmp}/t"],
-     "num_seqs must be"),
-    (["export", "spam", "--vocab-size", "8", "--seq-len", "4", "--num-seqs", "2",
-      "-o", "{tmp}/missing/t.bin"], "does not exist"),
-    (["export", "spam", "--vocab-size", "8", "--seq-len", "4", "--num-seqs", "2", "-o", "{tmp}"],
-     "is a directory"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["preview", "nope", "--vocab-size", "8"], "unknown language 'nope'; known: spam"),
+        (["preview", "spam", "--vocab-size", "1"], "vocab_size must be in [2,"),
+        (
+            ["preview", "noisy-spam", "--vocab-size", "8", "--param", "eps=1"],
+            "eps must be in [0, 1)",
+        ),
+        (
+            ["preview", "noisy-spam", "--vocab-size", "8", "--param", "eps=-0.5"],
+            "eps must be in [0, 1)",
+        ),
+        (
+            ["preview", "branching", "--vocab-size", "8", "--param", "b=9"],
+            "b must be in [1, vocab_size=8]",
+        ),
+        (["preview", "cycle", "--vocab-size", "8", "--param", "k"], "malformed --param 'k'"),
+        (["preview", "cycle", "--vocab-size", "8", "--param", "k=x"], "k expects an integer"),
+        (["preview", "cycle", "--vocab-size", "8", "--param", "q=1"], "unknown parameter 'q'"),
+        (["preview", "cycle", "--vocab-size", "8", "--param", "vocab_size=9"], "--vocab-size"),
+        (["preview", "spam", "--vocab-size", "8", "-n", "0"], "must be >= 1"),
+        # Counts past the dataset's limits name the limit (they were IndexError tracebacks, exit 1).
+        (
+            ["preview", "spam", "--vocab-size", "64", "-n", "100000000000"],
+            "-n must be >= 1 and <= 4294967296 (2^32",
+        ),
+        (
+            ["preview", "spam", "--vocab-size", "64", "--seq-len", "100000000000"],
+            "--seq-len must be >= 1 and <= 1048576",
+        ),
+        (
+            ["preview", "spam", "--vocab-size", "64", "--seed", "100000000000"],
+            "seed must be in [0, 4294967296)",
+        ),
+        (
+            [
+                "export",
+                "spam",
+                "--vocab-size",
+                "8",
+                "--seq-len",
+                "4",
+                "--num-seqs",
+                "4294967297",
+                "-o",
+                "{tmp}/t",
+            ],
+            "num_seqs must be in [1, 4294967296] (2^32",
+        ),
+        (
+            [
+                "export",
+                "spam",
+                "--vocab-size",
+                "8",
+                "--seq-len",
+                "4",
+                "--num-seqs",
+                "2",
+                "--seed",
+                "-1",
+                "-o",
+                "{tmp}/t",
+            ],
+            "seed must be in [0, 4294967296)",
+        ),
+        (
+            [
+                "export",
+                "spam",
+                "--vocab-size",
+                "8",
+                "--seq-len",
+                "4",
+                "--num-seqs",
+                "0",
+                "-o",
+                "{tmp}/t",
+            ],
+            "num_seqs must be",
+        ),
+        (
+            [
+                "export",
+                "spam",
+                "--vocab-size",
+                "8",
+                "--seq-len",
+                "4",
+                "--num-seqs",
+                "2",
+                "-o",
+                "{tmp}/missing/t.bin",
+            ],
+            "does not exist",
+        ),
+        (
+            [
+                "export",
+                "spam",
+                "--vocab-size",
+                "8",
+                "--seq-len",
+                "4",
+                "--num-seqs",
+                "2",
+                "-o",
+                "{tmp}",
+            ],
+            "is a directory",
+        ),
+    ],
+)
 def test_error_paths_exit_2_with_one_line(capsys, tmp_path, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     status, out, err = run(capsys, *argv)
@@ -109,9 +219,23 @@ def test_subprocess_has_no_traceback():
 
 def test_a_reader_that_leaves_early_ends_the_command_quietly():
     """`spamlang preview ... | head`: no error line, the shell's SIGPIPE status (141)."""
-    proc = subprocess.Popen([sys.executable, "-m", "spamlang", "preview", "spam", "--vocab-size",
-                             "64", "--seq-len", "64", "-n", "20000"],  # ~3.6 MB: past any pipe
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "preview",
+            "spam",
+            "--vocab-size",
+            "64",
+            "--seq-len",
+            "64",
+            "-n",
+            "20000",
+        ],  # ~3.6 MB: past any pipe
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout.readline()
     proc.stdout.close()  # as `head` does after its lines
     err = proc.stderr.read().decode()

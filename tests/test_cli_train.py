@@ -17,10 +17,42 @@ from spamlang.train.config import TrainConfig
 
 # The shapes of test_train_run's runs (constant schedule, no warmup), so both files share
 # compiled executables through the compilation cache.
-TINY = ["--vocab-size", "32", "--seq-len", "16", "--batch-size", "8", "--schedule", "constant",
-        "--warmup-frac", "0", "--lr", "3e-3", "--eval-sequences", "16", "--log-every", "5"]
-EXAMPLE = ["train", "--preset", "tiny", "--language", "spam", "--vocab-size", "4096", "--lr",
-           "3e-3", "--tie-embeddings", "--tokens", "2M", "--seq-len", "64", "--batch-size", "32"]
+TINY = [
+    "--vocab-size",
+    "32",
+    "--seq-len",
+    "16",
+    "--batch-size",
+    "8",
+    "--schedule",
+    "constant",
+    "--warmup-frac",
+    "0",
+    "--lr",
+    "3e-3",
+    "--eval-sequences",
+    "16",
+    "--log-every",
+    "5",
+]
+EXAMPLE = [
+    "train",
+    "--preset",
+    "tiny",
+    "--language",
+    "spam",
+    "--vocab-size",
+    "4096",
+    "--lr",
+    "3e-3",
+    "--tie-embeddings",
+    "--tokens",
+    "2M",
+    "--seq-len",
+    "64",
+    "--batch-size",
+    "32",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +69,48 @@ def dry_run(args, capsys) -> dict:
 
 def test_example_command_maps_to_the_config(capsys):
     got = dry_run(EXAMPLE, capsys)
-    want = TrainConfig(preset="tiny", language="spam", vocab_size=4096, lr=3e-3,
-                       tie_embeddings=True, tokens=2_000_000, seq_len=64, batch_size=32)
+    want = TrainConfig(
+        preset="tiny",
+        language="spam",
+        vocab_size=4096,
+        lr=3e-3,
+        tie_embeddings=True,
+        tokens=2_000_000,
+        seq_len=64,
+        batch_size=32,
+    )
     assert got == want.to_json()
 
 
 def test_dict_flags_and_negated_booleans(capsys):
-    got = dry_run(["train", "--language", "zipf-spam", "--param", "s=1.5", "--model",
-                   "d_model=32", "--no-residual", "--tokens", "1.5K", "--seq-len", "8",
-                   "--batch-size", "4"], capsys)
+    got = dry_run(
+        [
+            "train",
+            "--language",
+            "zipf-spam",
+            "--param",
+            "s=1.5",
+            "--model",
+            "d_model=32",
+            "--no-residual",
+            "--tokens",
+            "1.5K",
+            "--seq-len",
+            "8",
+            "--batch-size",
+            "4",
+        ],
+        capsys,
+    )
     assert got["language_params"] == {"s": 1.5}
     assert got["model_overrides"] == {"d_model": 32}
     assert got["residual"] is False and got["tokens"] == 1500
 
 
 def test_config_file_then_explicit_flags_override(tmp_path, capsys):
-    base = TrainConfig(vocab_size=64, lr=1e-2, seed=3, language="zipf-spam",
-                       language_params={"s": 1.2})
+    base = TrainConfig(
+        vocab_size=64, lr=1e-2, seed=3, language="zipf-spam", language_params={"s": 1.2}
+    )
     path = tmp_path / "c.json"
     path.write_text(json.dumps(base.to_json()))
     got = dry_run(["train", "--config", str(path), "--lr", "2e-3"], capsys)
@@ -65,8 +122,15 @@ def test_help_lists_every_field_with_its_default(capsys):
         main(["train", "--help"])
     assert info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    for f in ("--vocab-size", "--tie-embeddings", "--no-tie-embeddings", "--warmup-frac",
-              "--param K=V", "--model K=V", "--diag-every"):
+    for f in (
+        "--vocab-size",
+        "--tie-embeddings",
+        "--no-tie-embeddings",
+        "--warmup-frac",
+        "--param K=V",
+        "--model K=V",
+        "--diag-every",
+    ):
         assert f in text
     assert "(default: 1024)" in text and "(default: cosine)" in text
 
@@ -81,21 +145,24 @@ def _bad_config_files(tmp_path):
     (run / "config.json").write_text(json.dumps(TrainConfig(vocab_size=64).to_json()))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--lr", "abc"], "invalid float value"),
-    (["--tokens", "2X"], "token count"),
-    (["--vocab-size", "1.5"], "invalid int value"),
-    (["--param", "noequals"], "NAME=VALUE"),
-    (["--language", "klingon"], "unknown language"),
-    (["--schedule", "sometimes"], "schedule must be one of"),
-    (["--batch-size", "0"], "batch_size must be >= 1"),
-    (["--config", "{tmp}/missing.json"], "cannot read --config"),
-    (["--config", "{tmp}/bad.json"], "not valid JSON"),
-    (["--config", "{tmp}/list.json"], "JSON object"),
-    (["--config", "{tmp}/unknown.json"], "learning_rate"),
-    (["--vocab-size", "64", "--out", "{tmp}/file/run"], "cannot create run directory"),
-    (["--vocab-size", "64", "--lr", "0.5", "--out", "{tmp}/other-run"], "lr: 0.001 -> 0.5"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--lr", "abc"], "invalid float value"),
+        (["--tokens", "2X"], "token count"),
+        (["--vocab-size", "1.5"], "invalid int value"),
+        (["--param", "noequals"], "NAME=VALUE"),
+        (["--language", "klingon"], "unknown language"),
+        (["--schedule", "sometimes"], "schedule must be one of"),
+        (["--batch-size", "0"], "batch_size must be >= 1"),
+        (["--config", "{tmp}/missing.json"], "cannot read --config"),
+        (["--config", "{tmp}/bad.json"], "not valid JSON"),
+        (["--config", "{tmp}/list.json"], "JSON object"),
+        (["--config", "{tmp}/unknown.json"], "learning_rate"),
+        (["--vocab-size", "64", "--out", "{tmp}/file/run"], "cannot create run directory"),
+        (["--vocab-size", "64", "--lr", "0.5", "--out", "{tmp}/other-run"], "lr: 0.001 -> 0.5"),
+    ],
+)
 def test_error_paths_exit_2_with_one_line(tmp_path, capsys, args, message):
     _bad_config_files(tmp_path)
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
@@ -112,9 +179,22 @@ def test_error_paths_exit_2_with_one_line(tmp_path, capsys, args, message):
 
 
 def test_error_in_a_subprocess_is_one_line(tmp_path, env):
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "train", "--language", "klingon",
-                           "--out", str(tmp_path / "run")], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "train",
+            "--language",
+            "klingon",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "unknown language" in proc.stderr
 
@@ -127,10 +207,20 @@ def test_sigint_saves_then_rerun_resumes_and_finishes(tmp_path, env):
     out = tmp_path / "run"
     # 1000 steps (seconds of training left when the signal comes after step 5), no periodic
     # checkpoints: the one found after SIGINT is the signal's.
-    cmd = [sys.executable, "-m", "spamlang", "train", *TINY, "--tokens", "128000",
-           "--checkpoint-every", "0", "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    cmd = [
+        sys.executable,
+        "-m",
+        "spamlang",
+        "train",
+        *TINY,
+        "--tokens",
+        "128000",
+        "--checkpoint-every",
+        "0",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.time() + 240
     while _lines(out / "metrics.jsonl") < 1 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
@@ -143,14 +233,18 @@ def test_sigint_saves_then_rerun_resumes_and_finishes(tmp_path, env):
     assert len(saved) == 1 and 0 < saved[0] < 1000
     assert not (out / "result.json").exists()
 
-    again = subprocess.run(cmd + ["--quiet", "--json"], capture_output=True, text=True, env=env,
-                           timeout=240)
+    again = subprocess.run(
+        cmd + ["--quiet", "--json"], capture_output=True, text=True, env=env, timeout=240
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     result = json.loads(again.stdout)
     assert result == json.loads((out / "result.json").read_text())
     assert result["steps"] == 1000 and not result["diverged"]
-    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
-             if json.loads(line)["kind"] == "train"]
+    steps = [
+        json.loads(line)["step"]
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line)["kind"] == "train"
+    ]
     assert steps == list(range(5, 1001, 5))  # no gap, no duplicate across the resume
 
 
@@ -212,13 +306,18 @@ def test_unreadable_checkpoints_are_one_line_the_trace_only_in_debug(finished_ru
     # Unquieted, orbax and asyncio print about 160 lines here (tracebacks, TensorStore specs).
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1, proc.stderr[-3000:]
-    assert proc.stderr.startswith("spamlang train: error: no checkpoint can be restored "
-                                  f"(newest: {bad / 'checkpoints' / '60'}: ValueError: ")
-    assert proc.stderr.endswith("; delete the checkpoints/ folder to restart the run from scratch\n")
+    assert proc.stderr.startswith(
+        "spamlang train: error: no checkpoint can be restored "
+        f"(newest: {bad / 'checkpoints' / '60'}: ValueError: "
+    )
+    assert proc.stderr.endswith(
+        "; delete the checkpoints/ folder to restart the run from scratch\n"
+    )
     assert "bound method" not in proc.stderr and "Traceback" not in proc.stderr
 
-    debug = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
-                           env={**quiet_env, "SPAMLANG_DEBUG": "1"})
+    debug = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=240, env={**quiet_env, "SPAMLANG_DEBUG": "1"}
+    )
     assert debug.returncode != 0 and "Traceback" in debug.stderr
     # orbax's own error, then the UserError it caused
     assert "OUT_OF_RANGE" in debug.stderr
@@ -226,6 +325,7 @@ def test_unreadable_checkpoints_are_one_line_the_trace_only_in_debug(finished_ru
 
 
 # ----- no flag means two things (a language parameter is never a bare flag) ------------------
+
 
 def bad_flags(argv) -> int:
     """The exit status of a command line that argparse refuses (in process: SystemExit)."""
@@ -235,8 +335,12 @@ def bad_flags(argv) -> int:
 
 
 def test_bare_eps_is_refused_naming_both_meanings(capsys):
-    assert bad_flags(["train", "--language", "noisy-spam", "--eps", "0.1", "--out", "unused",
-                      "--dry-run"]) == 2
+    assert (
+        bad_flags(
+            ["train", "--language", "noisy-spam", "--eps", "0.1", "--out", "unused", "--dry-run"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("spamlang train: error: --eps is not a flag of spamlang train")
@@ -244,8 +348,20 @@ def test_bare_eps_is_refused_naming_both_meanings(capsys):
 
 
 def test_adam_flags_set_the_optimizer_and_params_set_the_language(capsys):
-    got = dry_run(["train", "--language", "noisy-spam", "--adam-eps", "1e-6", "--adam-b2", "0.99",
-                   "--param", "eps=0.2"], capsys)
+    got = dry_run(
+        [
+            "train",
+            "--language",
+            "noisy-spam",
+            "--adam-eps",
+            "1e-6",
+            "--adam-b2",
+            "0.99",
+            "--param",
+            "eps=0.2",
+        ],
+        capsys,
+    )
     assert got["eps"] == 1e-6 and got["b2"] == 0.99 and got["language_params"] == {"eps": 0.2}
     assert dry_run(["train", "--b2", "0.999"], capsys)["b2"] == 0.999  # unambiguous: kept
 
@@ -259,16 +375,28 @@ def test_a_language_parameter_as_a_bare_flag_names_param(capsys):
 
 def test_an_unknown_flag_is_reported_by_its_command(capsys):
     assert bad_flags(["train", "--tokenz", "5", "--out", "unused"]) == 2
-    assert capsys.readouterr().err == ("spamlang train: error: unrecognized arguments: --tokenz 5 "
-                                       "(did you mean --tokens?)\n")
+    assert capsys.readouterr().err == (
+        "spamlang train: error: unrecognized arguments: --tokenz 5 (did you mean --tokens?)\n"
+    )
     assert bad_flags(["plot", "heatmap", "d", "-o", "x.png", "--bogus"]) == 2
     assert capsys.readouterr().err.startswith("spamlang plot heatmap: error: unrecognized")
 
 
 # ----- inputs refused before any directory exists ------------------------------------------------
 
-SMALL = ["train", "--vocab-size", "64", "--seq-len", "2", "--batch-size", "4", "--tokens", "16",
-         "--eval-sequences", "8"]
+SMALL = [
+    "train",
+    "--vocab-size",
+    "64",
+    "--seq-len",
+    "2",
+    "--batch-size",
+    "4",
+    "--tokens",
+    "16",
+    "--eval-sequences",
+    "8",
+]
 
 
 @pytest.mark.parametrize("seed", [2**32, 2**63, 2**64])
@@ -293,8 +421,23 @@ def test_an_out_path_that_is_not_utf8_is_one_line_exit_2_and_no_directory(tmp_pa
 
 def test_train_prints_a_summary_and_json_on_request(tmp_path, capsys):
     # --tokens 1000 at 2 x 32 tokens per step: 15 whole steps, 960 tokens, said in one line.
-    args = ["train", "--preset", "tiny", "--vocab-size", "64", "--seq-len", "2", "--batch-size",
-            "32", "--tokens", "1000", "--eval-sequences", "8", "--out", str(tmp_path / "r")]
+    args = [
+        "train",
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "64",
+        "--seq-len",
+        "2",
+        "--batch-size",
+        "32",
+        "--tokens",
+        "1000",
+        "--eval-sequences",
+        "8",
+        "--out",
+        str(tmp_path / "r"),
+    ]
     assert main(args) == 0
     captured = capsys.readouterr()
     notes = [line for line in captured.err.splitlines() if line.startswith("note: --tokens")]

@@ -62,21 +62,30 @@ def test_help_plots_and_results_import_no_jax(tmp_path):
     track = make_track_run(tmp_path / "track", "run", [3, 5], tied=False)
     write_recency_run(tmp_path / "recency", "a")
     out = str(tmp_path / "figure.png")
-    plots = [["plot", "heatmap", str(sweep), "-o", out],
-             ["plot", "curves", str(sweep), "-o", out],
-             ["plot", "lines", str(sweep), "-o", out, "--x", "lr", "--y", "final_eval_loss"],
-             ["plot", "bottleneck", str(lm), "-o", out],
-             ["plot", "track", str(track), "-o", out],
-             ["plot", "symbols", str(sweep), "-o", out],
-             ["plot", "recency", str(tmp_path / "recency"), "-o", out]]
+    plots = [
+        ["plot", "heatmap", str(sweep), "-o", out],
+        ["plot", "curves", str(sweep), "-o", out],
+        ["plot", "lines", str(sweep), "-o", out, "--x", "lr", "--y", "final_eval_loss"],
+        ["plot", "bottleneck", str(lm), "-o", out],
+        ["plot", "track", str(track), "-o", out],
+        ["plot", "symbols", str(sweep), "-o", out],
+        ["plot", "recency", str(tmp_path / "recency"), "-o", out],
+    ]
     commands = _commands()
     assert len(commands) > len(_VERB_MODULES) + 10  # every verb, and the kinds of plot and law
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(commands + plots)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(commands + plots)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     results, jax_modules = json.loads(proc.stdout.splitlines()[-1])
     assert jax_modules == []
     for argv, (status, stdout) in zip(commands + plots, results):
         assert status == 0, (argv, proc.stderr)
-        assert (stdout.startswith("usage: spamlang") if argv[-1] == "--help"
-                else f"wrote {out}" in stdout), (argv, stdout)
+        assert (
+            stdout.startswith("usage: spamlang")
+            if argv[-1] == "--help"
+            else f"wrote {out}" in stdout
+        ), (argv, stdout)

@@ -33,8 +33,13 @@ def test_random_access_equals_batched_iteration(ds):
     assert ref.shape == (24, L)
     assert len({tuple(r) for r in ref}) > 20  # distinct sequences, not one repeated
     for batch_size, start in [(1, 5), (8, 0), (8, 3)]:  # 8 shares a compilation with ds[3:20:4]
-        got = np.concatenate(list(itertools.islice(ds.batches(batch_size, start=start),
-                                                   -(-(24 - start) // batch_size))))
+        got = np.concatenate(
+            list(
+                itertools.islice(
+                    ds.batches(batch_size, start=start), -(-(24 - start) // batch_size)
+                )
+            )
+        )
         np.testing.assert_array_equal(got[: 24 - start], ref[start:])
     np.testing.assert_array_equal(ds[3:20:4], ref[3:20:4])
     np.testing.assert_array_equal(ds[7], ref[7])

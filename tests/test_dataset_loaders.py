@@ -71,7 +71,7 @@ def test_any_batch_length_costs_a_few_compilations(monkeypatch, caplog):
         items = np.stack([ds[i] for i in range(80)])
         for n in range(1, 41):
             start = (7 * n) % 40
-            np.testing.assert_array_equal(ds[start:start + n], items[start:start + n])
+            np.testing.assert_array_equal(ds[start : start + n], items[start : start + n])
             idx = np.arange(start, start + n)[::-1]
             np.testing.assert_array_equal(ds[idx], items[idx])
             np.testing.assert_array_equal(np.stack(ds.__getitems__(list(idx))), items[idx])
@@ -90,17 +90,19 @@ def test_torch_dataloader_with_worker_processes(lang, monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")  # the workers inherit it: JAX stays off any GPU
     ds = data.SequenceDataset(lang, seed=3, seq_len=L, num_sequences=60)
     # The workers' one program (16 rows), compiled into the session's persistent cache.
-    want = np.concatenate([ds[i:i + 16] for i in range(0, 60, 16)])
+    want = np.concatenate([ds[i : i + 16] for i in range(0, 60, 16)])
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "spamlang.data", "spamlang.languages"])
-    loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2,
-                                         multiprocessing_context=ctx)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=16, num_workers=2, multiprocessing_context=ctx
+    )
     batches = list(loader)
     assert [tuple(b.shape) for b in batches] == [(16, L)] * 3 + [(12, L)]
     assert batches[0].dtype == torch.int32
     np.testing.assert_array_equal(torch.cat(batches).numpy(), want)
-    shuffled = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2, shuffle=True,
-                                           multiprocessing_context=ctx)
+    shuffled = torch.utils.data.DataLoader(
+        ds, batch_size=16, num_workers=2, shuffle=True, multiprocessing_context=ctx
+    )
     got = torch.cat(list(shuffled)).numpy()
     np.testing.assert_array_equal(np.unique(got, axis=0), np.unique(want, axis=0))
 
@@ -112,8 +114,9 @@ def test_forked_worker_fails_at_once_naming_forkserver(lang):
     torch = pytest.importorskip("torch")
     ds = data.SequenceDataset(lang, seed=3, seq_len=L, num_sequences=32)
     ds[0:8]  # the parent's JAX runs
-    loader = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=1, timeout=60,
-                                         multiprocessing_context="fork")
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=8, num_workers=1, timeout=60, multiprocessing_context="fork"
+    )
     with pytest.raises(UserError) as caught:
         next(iter(loader))
     assert 'multiprocessing_context="forkserver"' in str(caught.value)

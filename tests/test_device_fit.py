@@ -17,16 +17,28 @@ from spamlang.train.config import TrainConfig
 
 # 20 steps of 8 x 16 tokens through one layer of `tiny` (compiles are most of this file's
 # time): four LRs form one group of 4.
-TINY = TrainConfig(preset="tiny", model_overrides={"n_layers": 1}, vocab_size=16, seq_len=16,
-                   batch_size=8, tokens=20 * 8 * 16, log_every=10, eval_sequences=16,
-                   checkpoint_every=0)
+TINY = TrainConfig(
+    preset="tiny",
+    model_overrides={"n_layers": 1},
+    vocab_size=16,
+    seq_len=16,
+    batch_size=8,
+    tokens=20 * 8 * 16,
+    log_every=10,
+    eval_sequences=16,
+    checkpoint_every=0,
+)
 LRS = [1e-3, 3e-3, 1e-2, 3e-2]
 SWEEP = Sweep("fit", TINY, {"lr": LRS})
 
 
 def test_parse_bytes_units():
-    assert fit.parse_bytes("80GiB") == fit.parse_bytes("80G") == fit.parse_bytes("80 gib") \
+    assert (
+        fit.parse_bytes("80GiB")
+        == fit.parse_bytes("80G")
+        == fit.parse_bytes("80 gib")
         == 80 * 2**30
+    )
     assert fit.parse_bytes("80GB") == 80 * 10**9 and fit.parse_bytes("1.5M") == 3 * 2**19
     assert fit.parse_bytes("85899345920") == fit.parse_bytes("8.589934592e10") == 80 * 2**30
     for bad in ("eighty", "80X", "-1G", "0", "80 GiBs", "i"):
@@ -73,8 +85,10 @@ def _memory_for_two(sizes) -> int:
 
 
 def _final_losses(out) -> dict[str, float]:
-    return {p.parent.name: json.loads(p.read_text())["final_eval_loss"]
-            for p in out.glob("*/result.json")}
+    return {
+        p.parent.name: json.loads(p.read_text())["final_eval_loss"]
+        for p in out.glob("*/result.json")
+    }
 
 
 def _spy_groups(monkeypatch) -> list[int]:
@@ -83,11 +97,16 @@ def _spy_groups(monkeypatch) -> list[int]:
 
     sizes = []
     group, single = train_run.run_group, train_run.run_training
-    monkeypatch.setattr(train_run, "run_group",
-                        lambda configs, *a, **kw: sizes.append(len(configs)) or
-                        group(configs, *a, **kw))
-    monkeypatch.setattr(train_run, "run_training",
-                        lambda config, *a, **kw: sizes.append(1) or single(config, *a, **kw))
+    monkeypatch.setattr(
+        train_run,
+        "run_group",
+        lambda configs, *a, **kw: sizes.append(len(configs)) or group(configs, *a, **kw),
+    )
+    monkeypatch.setattr(
+        train_run,
+        "run_training",
+        lambda config, *a, **kw: sizes.append(1) or single(config, *a, **kw),
+    )
     return sizes
 
 
@@ -99,9 +118,12 @@ def test_sweep_splits_a_group_that_does_not_fit(sizes, tmp_path, monkeypatch, ca
     run_sweep(SWEEP, tmp_path / "split", quiet=True, vmap=True)
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "needs" in ln]
     assert len(lines) == 1, lines
-    match = re.fullmatch(r"lr1e-3: group of 4 needs (\S+ \S+) > (\S+ \S+) usable \((\S+ \S+) "
-                         r"from SPAMLANG_DEVICE_MEMORY, 10% margin\): (\d) members? per "
-                         r"program \(\S+ \S+\)", lines[0])
+    match = re.fullmatch(
+        r"lr1e-3: group of 4 needs (\S+ \S+) > (\S+ \S+) usable \((\S+ \S+) "
+        r"from SPAMLANG_DEVICE_MEMORY, 10% margin\): (\d) members? per "
+        r"program \(\S+ \S+\)",
+        lines[0],
+    )
     assert match, lines[0]
     cap = int(match.group(4))
     assert 1 <= cap < 4 and parts == [cap] * (4 // cap) + [4 % cap] * bool(4 % cap)
@@ -112,8 +134,11 @@ def test_sweep_splits_a_group_that_does_not_fit(sizes, tmp_path, monkeypatch, ca
     todo = [(f"lr{i}", TINY.replace(lr=lr)) for i, lr in enumerate(LRS)]
     memory_of = fit.DeviceMemory(memory, fit.ENV)
     assert runner._fit_parts(todo, memory_of, 4, {}, lines.append) == [todo]
-    assert len(lines) == 1 and "(--group-size 4)" in lines[0] \
-        and f"may run out of memory; {cap} member" in lines[0], lines
+    assert (
+        len(lines) == 1
+        and "(--group-size 4)" in lines[0]
+        and f"may run out of memory; {cap} member" in lines[0]
+    ), lines
 
     # Without the variable, on CPU: nothing is compiled to check, no line, one program of 4,
     # whose results the split programs' equal (the members are independent).

@@ -17,8 +17,15 @@ def run_dir(tmp_path_factory):
     from spamlang.train import TrainConfig, run_training
 
     path = tmp_path_factory.mktemp("sweep") / "v32"
-    config = TrainConfig(vocab_size=32, preset="tiny", seq_len=16, batch_size=4, tokens=128,
-                         eval_sequences=8, diag_every=1)
+    config = TrainConfig(
+        vocab_size=32,
+        preset="tiny",
+        seq_len=16,
+        batch_size=4,
+        tokens=128,
+        eval_sequences=8,
+        diag_every=1,
+    )
     run_training(config, path, quiet=True)
     return path
 
@@ -27,17 +34,42 @@ def test_trainer_logs_diag_rows(run_dir):
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     diag = [r for r in rows if r["kind"] == "diag"]
     assert diag and {r["step"] for r in diag} >= {1, 2}
-    assert set(diag[-1]) == {"kind", "step", "tokens", "kernel_fraction", "projected_cosine",
-                             "grad_norm/embedding", "grad_norm/block_0", "grad_norm/block_1",
-                             "grad_norm/head", "updates_to_learn", "updates_to_learn_bound",
-                             "symbols_learned"}
+    assert set(diag[-1]) == {
+        "kind",
+        "step",
+        "tokens",
+        "kernel_fraction",
+        "projected_cosine",
+        "grad_norm/embedding",
+        "grad_norm/block_0",
+        "grad_norm/block_1",
+        "grad_norm/head",
+        "updates_to_learn",
+        "updates_to_learn_bound",
+        "symbols_learned",
+    }
     assert 0 < diag[-1]["kernel_fraction"] < 1 and 0 < diag[-1]["projected_cosine"] <= 1
 
 
 def test_diagnose_writes_json_and_figures(run_dir, tmp_path, capsys):
     out = tmp_path / "diag"
-    assert main(["diagnose", str(run_dir), "--tokens", "50", "--rank-tokens", "40",
-                 "--chunk-size", "16", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "diagnose",
+                str(run_dir),
+                "--tokens",
+                "50",
+                "--rank-tokens",
+                "40",
+                "--chunk-size",
+                "16",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     diag = json.loads((out / "diagnostics.json").read_text())
     assert diag["tokens"] == 50 and diag["vocab_size"] == 32 and diag["head_rank"] == 16
     assert 0 < diag["kernel_fraction"] < 1
@@ -49,10 +81,14 @@ def test_diagnose_writes_json_and_figures(run_dir, tmp_path, capsys):
     # Its loss is on other sequences than the run's final_eval_loss, and it says so.
     run_loss = json.loads((run_dir / "result.json").read_text())["final_eval_loss"]
     assert diag["run_final_eval_loss"] == run_loss
-    assert diag["loss_sequences"] == ("50 predicted positions of 4 fresh sequences of spam "
-                                      "(L=16, diagnose seed 0), not the run's eval set")
-    assert (f"loss {diag['loss']:.4f} on {diag['loss_sequences']} (the run's final_eval_loss, "
-            f"on that set: {run_loss:.4f})") in printed
+    assert diag["loss_sequences"] == (
+        "50 predicted positions of 4 fresh sequences of spam "
+        "(L=16, diagnose seed 0), not the run's eval set"
+    )
+    assert (
+        f"loss {diag['loss']:.4f} on {diag['loss_sequences']} (the run's final_eval_loss, "
+        f"on that set: {run_loss:.4f})"
+    ) in printed
 
 
 def test_plot_bottleneck_reads_diag_rows_and_diagnostics(run_dir, tmp_path):
@@ -97,15 +133,19 @@ def test_diagnose_errors(tmp_path, run_dir, capsys):
     assert "no such run directory" in err and "--tokens must be >= 1" in err and "checkpoint" in err
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--tokens", "100000000000", "--tokens must be >= 1 and <= 16777216 (2^24)"),
-    ("--chunk-size", "100000000000", "--chunk-size must be >= 1 and <= 16777216 (2^24)"),
-    ("--rank-tokens", "100000000000", "--rank-tokens must be >= 1 and <= 16777216 (2^24)"),
-    ("--seed", "100000000000", "--seed must be in [0, 4294967296)"),
-    ("--seed", "-1", "--seed must be in [0, 4294967296)"),
-])
-def test_diagnose_counts_past_their_limit_exit_2_naming_it(tmp_path, run_dir, capsys, flag,
-                                                           value, message):
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--tokens", "100000000000", "--tokens must be >= 1 and <= 16777216 (2^24)"),
+        ("--chunk-size", "100000000000", "--chunk-size must be >= 1 and <= 16777216 (2^24)"),
+        ("--rank-tokens", "100000000000", "--rank-tokens must be >= 1 and <= 16777216 (2^24)"),
+        ("--seed", "100000000000", "--seed must be in [0, 4294967296)"),
+        ("--seed", "-1", "--seed must be in [0, 4294967296)"),
+    ],
+)
+def test_diagnose_counts_past_their_limit_exit_2_naming_it(
+    tmp_path, run_dir, capsys, flag, value, message
+):
     """--tokens 1e11 aborted the process (status 134) when memory ran out."""
     assert main(["diagnose", str(run_dir), "-o", str(tmp_path / "d"), flag, value]) == 2
     err = capsys.readouterr().err
@@ -114,7 +154,11 @@ def test_diagnose_counts_past_their_limit_exit_2_naming_it(tmp_path, run_dir, ca
 
 
 def test_diagnose_subprocess_exit_status(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "diagnose", str(tmp_path / "nope")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "spamlang", "diagnose", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no such run directory" in proc.stderr

@@ -21,21 +21,51 @@ def _model(kind):
     pytest.importorskip("safetensors")
     special = dict(bos_token_id=0, eos_token_id=0)
     if kind == "gpt2":
-        return transformers.GPT2LMHeadModel(transformers.GPT2Config(
-            vocab_size=V, n_embd=D, n_layer=2, n_head=2, n_positions=64, **special))
+        return transformers.GPT2LMHeadModel(
+            transformers.GPT2Config(
+                vocab_size=V, n_embd=D, n_layer=2, n_head=2, n_positions=64, **special
+            )
+        )
     if kind == "gpt_neox":
-        return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
-            vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
-            intermediate_size=32, max_position_embeddings=64, **special))
+        return transformers.GPTNeoXForCausalLM(
+            transformers.GPTNeoXConfig(
+                vocab_size=V,
+                hidden_size=D,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=32,
+                max_position_embeddings=64,
+                **special,
+            )
+        )
     if kind == "qwen3":  # its own head_dim and q/k norms; untied like the larger Qwen3s
-        return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
-            vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=1, intermediate_size=32, head_dim=8,
-            max_position_embeddings=64, tie_word_embeddings=False, **special))
-    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
-        vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, intermediate_size=32, max_position_embeddings=64,
-        tie_word_embeddings=kind == "llama-tied", **special))
+        return transformers.Qwen3ForCausalLM(
+            transformers.Qwen3Config(
+                vocab_size=V,
+                hidden_size=D,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                num_key_value_heads=1,
+                intermediate_size=32,
+                head_dim=8,
+                max_position_embeddings=64,
+                tie_word_embeddings=False,
+                **special,
+            )
+        )
+    return transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            vocab_size=V,
+            hidden_size=D,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            intermediate_size=32,
+            max_position_embeddings=64,
+            tie_word_embeddings=kind == "llama-tied",
+            **special,
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,17 +102,38 @@ def _eq10_in_torch(model_dir, rows_NxL, vocab):
         P = (G @ Q) @ Q.T
     kf = torch.linalg.norm(G - P) / torch.linalg.norm(G)
     cos = (torch.linalg.norm(P, dim=1) / torch.linalg.norm(G, dim=1)).mean()
-    return float(kf), float(cos), float(torch.nn.functional.cross_entropy(logits, ids[:, 1:].reshape(-1)))
+    return (
+        float(kf),
+        float(cos),
+        float(torch.nn.functional.cross_entropy(logits, ids[:, 1:].reshape(-1))),
+    )
 
 
 @pytest.mark.parametrize("kind", FAMILIES)
-def test_kernel_fraction_equals_equation_10_in_torch(kind, checkpoints, token_file, tmp_path, capsys):
+def test_kernel_fraction_equals_equation_10_in_torch(
+    kind, checkpoints, token_file, tmp_path, capsys
+):
     from spamlang.token_files import load_tokens
 
     out = tmp_path / "out"
-    assert main(["diagnose-lm", str(checkpoints / kind), "--tokens", str(token_file),
-                 "--out", str(out), "--rank-tokens", "64", "--chunk-size", "32",
-                 "--no-figures"]) == 0
+    assert (
+        main(
+            [
+                "diagnose-lm",
+                str(checkpoints / kind),
+                "--tokens",
+                str(token_file),
+                "--out",
+                str(out),
+                "--rank-tokens",
+                "64",
+                "--chunk-size",
+                "32",
+                "--no-figures",
+            ]
+        )
+        == 0
+    )
     diag = json.loads((out / "diagnostics.json").read_text())
     kf, cos, loss = _eq10_in_torch(checkpoints / kind, load_tokens(token_file), V)
     assert diag["kernel_fraction"] == pytest.approx(kf, rel=1e-4)
@@ -108,12 +159,31 @@ def test_bounds_padding_rows_and_figures(checkpoints, token_file, tmp_path):
     kf, cos, _ = _eq10_in_torch(checkpoints / "gpt_neox", rows, 80)
     assert diag["kernel_fraction"] == pytest.approx(kf, rel=1e-4)
     assert (diag["vocab_size"], diag["head_rows"], diag["tokens"]) == (80, V, 4 * 9)
-    assert main(["diagnose-lm", str(checkpoints / "llama"), "--tokens", str(token_file),
-                 "--num-seqs", "3", "--seq-len", "8", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "diagnose-lm",
+                str(checkpoints / "llama"),
+                "--tokens",
+                str(token_file),
+                "--num-seqs",
+                "3",
+                "--seq-len",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     diag = json.loads((out / "diagnostics.json").read_text())
     assert (diag["num_seqs"], diag["seq_len"], diag["tokens"]) == (3, 8, 21)
     assert sorted(p.name for p in out.iterdir()) == [
-        "coefficient_profile.png", "diagnostics.json", "efficiency.png", "rank_curve.png"]
+        "coefficient_profile.png",
+        "diagnostics.json",
+        "efficiency.png",
+        "rank_curve.png",
+    ]
 
 
 def _word_tokenizer(model_dir, words):
@@ -123,7 +193,9 @@ def _word_tokenizer(model_dir, words):
     vocab = {w: i for i, w in enumerate(["[UNK]", *words])}
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(model_dir)
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(
+        model_dir
+    )
     return vocab
 
 
@@ -138,15 +210,32 @@ def test_text_is_tokenized_with_the_checkpoints_tokenizer(checkpoints, tmp_path)
     from spamlang.diagnose_lm.inputs import rows_from_text
     from spamlang.diagnose_lm.states import open_checkpoint
 
-    rows = rows_from_text(tmp_path / "a.txt", open_checkpoint(model_dir).tokenizer,
-                          num_seqs=5, seq_len=16)
+    rows = rows_from_text(
+        tmp_path / "a.txt", open_checkpoint(model_dir).tokenizer, num_seqs=5, seq_len=16
+    )
     np.testing.assert_array_equal(rows.reshape(-1), [vocab[w] for w in words[:80]])
     out = tmp_path / "out"
-    assert main(["diagnose-lm", str(model_dir), "--text", str(tmp_path / "a.txt"),
-                 "--seq-len", "16", "--out", str(out), "--no-figures"]) == 0
+    assert (
+        main(
+            [
+                "diagnose-lm",
+                str(model_dir),
+                "--text",
+                str(tmp_path / "a.txt"),
+                "--seq-len",
+                "16",
+                "--out",
+                str(out),
+                "--no-figures",
+            ]
+        )
+        == 0
+    )
     diag = json.loads((out / "diagnostics.json").read_text())
     assert (diag["num_seqs"], diag["tokens"]) == (6, 6 * 15)  # 100 words: 6 full rows
-    kf, _, _ = _eq10_in_torch(model_dir, np.asarray([vocab[w] for w in words[:96]]).reshape(6, 16), V)
+    kf, _, _ = _eq10_in_torch(
+        model_dir, np.asarray([vocab[w] for w in words[:96]]).reshape(6, 16), V
+    )
     assert diag["kernel_fraction"] == pytest.approx(kf, rel=1e-4)
 
 
@@ -179,14 +268,33 @@ def test_affine_head_keeps_its_bias():
 
 def _vit(path):
     transformers = pytest.importorskip("transformers")
-    transformers.ViTModel(transformers.ViTConfig(
-        hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        image_size=8, patch_size=4)).save_pretrained(path)
+    transformers.ViTModel(
+        transformers.ViTConfig(
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            image_size=8,
+            patch_size=4,
+        )
+    ).save_pretrained(path)
 
 
-@pytest.mark.parametrize("case", ["missing", "no_config", "spamlang_run", "vision_model",
-                                  "ids_too_large", "too_long", "both_inputs", "no_tokenizer",
-                                  "bad_dtype", "no_gpu"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing",
+        "no_config",
+        "spamlang_run",
+        "vision_model",
+        "ids_too_large",
+        "too_long",
+        "both_inputs",
+        "no_tokenizer",
+        "bad_dtype",
+        "no_gpu",
+    ],
+)
 def test_bad_inputs_exit_2_with_one_line(case, checkpoints, token_file, tmp_path, capsys):
     model, extra = checkpoints / "llama", ["--tokens", str(token_file)]
     if case == "missing":
@@ -236,6 +344,8 @@ def test_bad_inputs_exit_2_with_one_line(case, checkpoints, token_file, tmp_path
 def test_without_the_extra_exit_2_naming_it(monkeypatch, tmp_path, capsys):
     # Runs with or without the extra installed: the import is made to fail.
     monkeypatch.setitem(sys.modules, "transformers", None)
-    assert main(["diagnose-lm", str(tmp_path), "--tokens", "x.bin", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["diagnose-lm", str(tmp_path), "--tokens", "x.bin", "--out", str(tmp_path / "o")]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "transformers" in err and "spamlang[hf]" in err

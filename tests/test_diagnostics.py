@@ -26,6 +26,7 @@ def ce_mean(logits_TxV, y_T):
 
 # --- kernel fraction -----------------------------------------------------------------------
 
+
 def test_random_head_destroys_sqrt_one_minus_d_over_v():
     V, D = 4096, 64
     kf = float(dg.kernel_fraction(normal(1, (48, V)), normal(0, (V, D))))
@@ -62,9 +63,12 @@ def test_projection_is_idempotent_and_orthogonal():
 def test_invariant_under_invertible_right_factor():
     G, W = normal(1, (T, V)), normal(0, (V, D))
     M = normal(2, (D, D)) + 3 * jnp.eye(D)
-    assert float(dg.kernel_fraction(G, W @ M)) == pytest.approx(float(dg.kernel_fraction(G, W)), rel=1e-4)
+    assert float(dg.kernel_fraction(G, W @ M)) == pytest.approx(
+        float(dg.kernel_fraction(G, W)), rel=1e-4
+    )
     assert float(dg.projected_cosine(G, W @ M)) == pytest.approx(
-        float(dg.projected_cosine(G, W)), rel=1e-4)
+        float(dg.projected_cosine(G, W)), rel=1e-4
+    )
 
 
 def test_low_rank_head_uses_its_true_column_space():
@@ -72,7 +76,9 @@ def test_low_rank_head_uses_its_true_column_space():
     A, B, G = normal(0, (V, r)), normal(1, (r, D)), normal(2, (T, V))
     Q = dg.head_basis(A @ B)
     assert int(jnp.sum(jnp.any(Q != 0, axis=0))) == r
-    assert float(dg.kernel_fraction(G, A @ B)) == pytest.approx(float(dg.kernel_fraction(G, A)), rel=1e-4)
+    assert float(dg.kernel_fraction(G, A @ B)) == pytest.approx(
+        float(dg.kernel_fraction(G, A)), rel=1e-4
+    )
 
 
 def test_stats_add_over_token_chunks():
@@ -83,15 +89,21 @@ def test_stats_add_over_token_chunks():
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(parts)):
         assert float(a) == pytest.approx(float(b), rel=1e-5)
     # Frobenius cosine is sqrt(1 - kf^2); the per-token cosine is a different average.
-    assert float(whole.frobenius_cosine) ** 2 == pytest.approx(1 - float(whole.kernel_fraction) ** 2, rel=1e-4)
+    assert float(whole.frobenius_cosine) ** 2 == pytest.approx(
+        1 - float(whole.kernel_fraction) ** 2, rel=1e-4
+    )
     assert float(whole.projected_cosine) != pytest.approx(float(whole.frobenius_cosine), rel=1e-3)
 
 
 def test_jacobian_version_equals_linear_for_linear_head():
     G, W = normal(1, (T, V)), normal(0, (V, D))
     J = jnp.broadcast_to(W, (T, V, D))
-    assert float(dg.kernel_fraction_jacobian(G, J)) == pytest.approx(float(dg.kernel_fraction(G, W)), rel=1e-5)
-    assert float(dg.projected_cosine_jacobian(G, J)) == pytest.approx(float(dg.projected_cosine(G, W)), rel=1e-5)
+    assert float(dg.kernel_fraction_jacobian(G, J)) == pytest.approx(
+        float(dg.kernel_fraction(G, W)), rel=1e-5
+    )
+    assert float(dg.projected_cosine_jacobian(G, J)) == pytest.approx(
+        float(dg.projected_cosine(G, W)), rel=1e-5
+    )
 
 
 def test_jacobian_head_chain_rule_matches_autodiff():
@@ -119,10 +131,12 @@ def test_jacobian_head_chain_rule_matches_autodiff():
 
 # --- logit gradient, rank ------------------------------------------------------------------
 
+
 def test_logit_gradient_is_the_autodiff_gradient():
     logits, y = normal(0, (T, V)), jnp.arange(T) * 3 % V
-    np.testing.assert_allclose(dg.logit_gradient(logits, y),
-                               jax.grad(ce_mean)(logits, y), atol=1e-7)
+    np.testing.assert_allclose(
+        dg.logit_gradient(logits, y), jax.grad(ce_mean)(logits, y), atol=1e-7
+    )
 
 
 def test_empirical_rank_of_known_rank_matrix():
@@ -152,6 +166,7 @@ def test_full_batch_step_changes_logits_by_rank_at_most_2d():
 
 # --- update efficiency and coefficient profile ---------------------------------------------
 
+
 def test_logit_direction_is_never_less_efficient_to_first_order():
     logits, y = 2 * normal(0, (T, V)), jnp.arange(T) * 7 % V
     for W in (normal(1, (V, D)), normal(2, (V, 64))):
@@ -159,7 +174,10 @@ def test_logit_direction_is_never_less_efficient_to_first_order():
         assert np.all(eff["delta_logit"] < 0) and np.all(eff["delta_induced"] < 0)
         assert np.all(eff["delta_logit"] <= eff["delta_induced"] + 1e-6)
     # D << V: the induced direction is far less efficient (the paper's Figure 8).
-    assert eff["delta_logit"][0] < 2 * dg.update_efficiency(logits, y, normal(1, (V, D)), [1e-2])["delta_induced"][0]
+    assert (
+        eff["delta_logit"][0]
+        < 2 * dg.update_efficiency(logits, y, normal(1, (V, D)), [1e-2])["delta_induced"][0]
+    )
     same = dg.update_efficiency(logits, y, orthonormal(3, V, V), [1e-2, 1e-1])
     np.testing.assert_allclose(same["delta_logit"], same["delta_induced"], atol=1e-5)
 
@@ -176,8 +194,10 @@ def test_coefficient_profile():
 
 # --- model-level driver and the training hook ----------------------------------------------
 
+
 def _model(head, tie=False, V=48):
     from spamlang.model import ModelConfig, Transformer
+
     cfg = ModelConfig.preset("tiny", vocab_size=V, head=head, tie_embeddings=tie)
     return Transformer(cfg, rngs=nnx.Rngs(0))
 
@@ -185,8 +205,15 @@ def _model(head, tie=False, V=48):
 def test_diagnose_model_matches_direct_computation():
     model = _model("softmax")
     tokens = jax.random.randint(jax.random.PRNGKey(0), (4, 13), 0, 48)
-    out = dg.diagnose_model(model, tokens, chunk_size=20, rank_tokens=40, profile_tokens=30,
-                            efficiency_tokens=48, step_fractions=[1e-3, 1e-2])
+    out = dg.diagnose_model(
+        model,
+        tokens,
+        chunk_size=20,
+        rank_tokens=40,
+        profile_tokens=30,
+        efficiency_tokens=48,
+        step_fractions=[1e-3, 1e-2],
+    )
     json.dumps(out)
     h = nnx.jit(lambda m, t: m.hidden(t))(model, tokens)[:, :-1].reshape(-1, 16)
     W = model.head_matrix()
@@ -203,8 +230,14 @@ def test_diagnose_model_matches_direct_computation():
 
 
 def test_diagnose_model_mos_head():
-    out = dg.diagnose_model(_model("mos:2"), jnp.ones((2, 9), jnp.int32), chunk_size=8,
-                            jacobian_tokens=6, rank_tokens=16, step_fractions=[1e-2])
+    out = dg.diagnose_model(
+        _model("mos:2"),
+        jnp.ones((2, 9), jnp.int32),
+        chunk_size=8,
+        jacobian_tokens=6,
+        rank_tokens=16,
+        step_fractions=[1e-2],
+    )
     assert out["bottleneck_tokens"] == 6 and 0 < out["kernel_fraction"] < 1
     assert out["efficiency"]["delta_logit"][0] <= out["efficiency"]["delta_induced"][0] + 1e-6
 
@@ -212,16 +245,27 @@ def test_diagnose_model_mos_head():
 def test_diag_metrics_keys_and_norms():
     """Tied: the shared matrix is reported once, so the groups add up to the total norm."""
     from spamlang.loss import next_token_loss
+
     model = _model("softmax", tie=True)
     tokens = jax.random.randint(jax.random.PRNGKey(1), (3, 11), 0, 48)
     got = nnx.jit(lambda m, t: dg.diag_metrics(m, t, chunk_size=16))(model, tokens)
-    assert set(got) == {"kernel_fraction", "projected_cosine", "grad_norm/embedding",
-                        "grad_norm/block_0", "grad_norm/block_1", "grad_norm/head"}
+    assert set(got) == {
+        "kernel_fraction",
+        "projected_cosine",
+        "grad_norm/embedding",
+        "grad_norm/block_0",
+        "grad_norm/block_1",
+        "grad_norm/head",
+    }
     grads = nnx.jit(nnx.grad(lambda m: next_token_loss(m, tokens)[0]))(model)
     total = np.sqrt(sum(float(jnp.sum(g**2)) for g in jax.tree.leaves(grads)))
     groups = np.sqrt(sum(float(v) ** 2 for k, v in got.items() if k.startswith("grad_norm/")))
     assert groups == pytest.approx(total, rel=1e-4)
     h = nnx.jit(lambda m, t: m.hidden(t))(model, tokens)[:, :-1].reshape(-1, 16)
     G = dg.logit_gradient(h @ model.embed[...].T, tokens[:, 1:].reshape(-1))
-    assert float(got["kernel_fraction"]) == pytest.approx(float(dg.kernel_fraction(G, model.embed[...])), rel=1e-4)
-    assert float(got["projected_cosine"]) == pytest.approx(float(dg.projected_cosine(G, model.embed[...])), rel=1e-4)
+    assert float(got["kernel_fraction"]) == pytest.approx(
+        float(dg.kernel_fraction(G, model.embed[...])), rel=1e-4
+    )
+    assert float(got["projected_cosine"]) == pytest.approx(
+        float(dg.projected_cosine(G, model.embed[...])), rel=1e-4
+    )

@@ -10,9 +10,26 @@ from spamlang import fileio, rundir
 from spamlang.cli import main
 from spamlang.errors import UserError, no_space
 
-TRAIN = ["train", "--vocab-size", "32", "--seq-len", "8", "--batch-size", "8", "--tokens",
-         "640", "--log-every", "5", "--checkpoint-every", "5", "--eval-sequences", "8",
-         "--model", "n_layers=1", "--quiet"]
+TRAIN = [
+    "train",
+    "--vocab-size",
+    "32",
+    "--seq-len",
+    "8",
+    "--batch-size",
+    "8",
+    "--tokens",
+    "640",
+    "--log-every",
+    "5",
+    "--checkpoint-every",
+    "5",
+    "--eval-sequences",
+    "8",
+    "--model",
+    "n_layers=1",
+    "--quiet",
+]
 
 
 def _full(*args, **kwargs):
@@ -59,7 +76,8 @@ def test_checkpoint_on_a_full_disk_is_status_2_and_resumes(tmp_path, monkeypatch
     assert main([*TRAIN, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(
-        f"spamlang train: error: no space left on device writing {out / 'checkpoints' / '10'}"), err
+        f"spamlang train: error: no space left on device writing {out / 'checkpoints' / '10'}"
+    ), err
     assert not (out / "result.json").exists()
     monkeypatch.setattr(ocp.CheckpointManager, "save", real)
     assert main([*TRAIN, "--out", str(out)]) == 0  # room again: it resumes from step 5

@@ -42,8 +42,10 @@ def _prose_lines(text: str, blank_code: bool = True):
             if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
                 fence = None
             continue
-        yield number, (re.sub(r"(`+)(.+?)\1", lambda m: " " * len(m.group(0)), line)
-                       if blank_code else line)
+        yield (
+            number,
+            (re.sub(r"(`+)(.+?)\1", lambda m: " " * len(m.group(0)), line) if blank_code else line),
+        )
 
 
 def slug(heading: str) -> str:
@@ -117,8 +119,11 @@ def test_readme_is_a_page_to_start_from():
 def test_the_docs_are_linked_from_the_readme():
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
-    linked = {(readme.parent / m.group(1).strip("<>").partition("#")[0]).resolve()
-              for _, line in _prose_lines(text) for m in _LINK.finditer(line)}
+    linked = {
+        (readme.parent / m.group(1).strip("<>").partition("#")[0]).resolve()
+        for _, line in _prose_lines(text)
+        for m in _LINK.finditer(line)
+    }
     missing = [str(p.relative_to(ROOT)) for p in markdown_files()[1:] if p.resolve() not in linked]
     assert missing == []
 
@@ -129,29 +134,38 @@ def test_a_broken_link_is_caught(tmp_path):
     (tmp_path / "figures" / "a.png").write_bytes(b"")
     (tmp_path / "docs" / "other.md").write_text("# Other page\n\n## Its `second` part, too\n")
     page = tmp_path / "docs" / "page.md"
-    good = ("# Page\n\n## A section\n\n![a](../figures/a.png) [o](other.md) "
-            "[o2](other.md#its-second-part-too) [here](#a-section) [web](https://example.com)\n"
-            "```bash\n# not a heading [x](missing.md)\n```\n`[y](missing.md)` in code\n")
+    good = (
+        "# Page\n\n## A section\n\n![a](../figures/a.png) [o](other.md) "
+        "[o2](other.md#its-second-part-too) [here](#a-section) [web](https://example.com)\n"
+        "```bash\n# not a heading [x](missing.md)\n```\n`[y](missing.md)` in code\n"
+    )
     assert broken_links(good, page, tmp_path) == []
-    for bad, why in [("[x](missing.md)", "no such file"),
-                     ("![x](../figures/b.png)", "no such file"),
-                     ("[x](other.md#no-such-heading)", "no heading"),
-                     ("[x](#not-here)", "no heading"),
-                     ("[x](../../shared/notes.md)", "outside the repository"),
-                     ("[x](/etc/passwd)", "absolute path")]:
+    for bad, why in [
+        ("[x](missing.md)", "no such file"),
+        ("![x](../figures/b.png)", "no such file"),
+        ("[x](other.md#no-such-heading)", "no heading"),
+        ("[x](#not-here)", "no heading"),
+        ("[x](../../shared/notes.md)", "outside the repository"),
+        ("[x](/etc/passwd)", "absolute path"),
+    ]:
         problems = broken_links(good + bad + "\n", page, tmp_path)
         assert len(problems) == 1 and why in problems[0], (bad, problems)
 
 
-@pytest.mark.parametrize("heading, expected", [
-    ("Pretrained language models (Hugging Face checkpoints)",
-     "pretrained-language-models-hugging-face-checkpoints"),
-    ("PyTorch `DataLoader`", "pytorch-dataloader"),
-    ("Languages, and the generators as a dataset", "languages-and-the-generators-as-a-dataset"),
-    ("Dry run, run, resume, grow, plot", "dry-run-run-resume-grow-plot"),
-    ("Experiment trackers (TensorBoard, W&B)", "experiment-trackers-tensorboard-wb"),
-    ("a_b c--d", "a_b-c--d"),
-])
+@pytest.mark.parametrize(
+    "heading, expected",
+    [
+        (
+            "Pretrained language models (Hugging Face checkpoints)",
+            "pretrained-language-models-hugging-face-checkpoints",
+        ),
+        ("PyTorch `DataLoader`", "pytorch-dataloader"),
+        ("Languages, and the generators as a dataset", "languages-and-the-generators-as-a-dataset"),
+        ("Dry run, run, resume, grow, plot", "dry-run-run-resume-grow-plot"),
+        ("Experiment trackers (TensorBoard, W&B)", "experiment-trackers-tensorboard-wb"),
+        ("a_b c--d", "a_b-c--d"),
+    ],
+)
 def test_slugs_follow_github(heading, expected):
     assert slug(heading) == expected
 

@@ -22,12 +22,15 @@ def test_unexpected_exception_is_one_line_with_status_1(monkeypatch, capsys):
     monkeypatch.delenv("SPAMLANG_DEBUG", raising=False)
     monkeypatch.setattr("spamlang.cli.train_cmd.config_from_args", _boom)
     assert main(["train", "--out", "x"]) == 1
-    assert capsys.readouterr().err == ("spamlang train: error: RuntimeError: boom (rerun with "
-                                       "--debug or SPAMLANG_DEBUG=1 for the trace)\n")
+    assert capsys.readouterr().err == (
+        "spamlang train: error: RuntimeError: boom (rerun with "
+        "--debug or SPAMLANG_DEBUG=1 for the trace)\n"
+    )
 
 
-@pytest.mark.parametrize("argv", [["--debug", "train", "--out", "x"],
-                                  ["train", "--out", "x", "--debug"]])
+@pytest.mark.parametrize(
+    "argv", [["--debug", "train", "--out", "x"], ["train", "--out", "x", "--debug"]]
+)
 def test_debug_flag_before_or_after_the_verb_shows_the_trace(monkeypatch, argv):
     monkeypatch.delenv("SPAMLANG_DEBUG", raising=False)
     monkeypatch.setattr("spamlang.cli.train_cmd.config_from_args", _boom)
@@ -50,7 +53,9 @@ def test_error_lines_and_statuses():
     long = "x" * 500 + "; delete the checkpoints/ folder"
     assert error_line("p", UserError(long)) == (f"p: error: {long}", 2)  # advice at the end kept
     assert error_line("p", OSError(28, "No space left on device")) == (
-        "p: error: [Errno 28] No space left on device", 2)
+        "p: error: [Errno 28] No space left on device",
+        2,
+    )
     assert error_line("p", KeyboardInterrupt()) == ("p: interrupted", 130)
     line, status = error_line("p", ValueError("internal"))
     assert status == 1 and line.startswith("p: error: ValueError: internal (rerun with --debug")
@@ -58,13 +63,16 @@ def test_error_lines_and_statuses():
 
 def test_library_reprs_are_cut_and_a_pointer_gives_way_to_its_cause():
     cause = ValueError('OUT_OF_RANGE: Error reading "w" [tensorstore_spec[1]=\'{"a": 1}\']')
-    pointer = Exception("Encountered error while reading array index: (slice(0, 4, 1),). See "
-                        "full TensorStore details: <bound method pybind11_x.spec of TensorStore({"
-                        "\n  'base': {},\n})>.")
+    pointer = Exception(
+        "Encountered error while reading array index: (slice(0, 4, 1),). See "
+        "full TensorStore details: <bound method pybind11_x.spec of TensorStore({"
+        "\n  'base': {},\n})>."
+    )
     pointer.__cause__ = cause
     assert describe(pointer) == 'ValueError: OUT_OF_RANGE: Error reading "w"'
-    assert describe(Exception(str(pointer))) == ("Exception: Encountered error while reading "
-                                                 "array index: (slice(0, 4, 1),).")
+    assert describe(Exception(str(pointer))) == (
+        "Exception: Encountered error while reading array index: (slice(0, 4, 1),)."
+    )
     assert len(describe(RuntimeError("x" * 1000))) < 320
 
 
@@ -77,7 +85,14 @@ def test_quiet_warnings_logs_and_unraisable_then_restored(monkeypatch, capsys):
         logging.getLogger("absl").error("orbax noise")
         logging.getLogger("asyncio").error("Task exception was never retrieved")
         error = RuntimeError("Event loop is closed")
-        sys.unraisablehook(SimpleNamespace(exc_type=RuntimeError, exc_value=error,
-                                           exc_traceback=None, err_msg=None, object=None))
+        sys.unraisablehook(
+            SimpleNamespace(
+                exc_type=RuntimeError,
+                exc_value=error,
+                exc_traceback=None,
+                err_msg=None,
+                object=None,
+            )
+        )
     assert capsys.readouterr().err == "spamlang x: warning: checkpoint 60 is unreadable\n"
     assert absl.level == level and sys.unraisablehook is hook

@@ -27,15 +27,26 @@ from spamlang.train.order import batch_rows
 from spamlang.train.step import default_mesh
 
 V, B = 64, 16
-CFG = TrainConfig(preset="tiny", vocab_size=V, seq_len=2, batch_size=B, tokens=B * 2 * 40,
-                  lr=1e-2, log_every=10, checkpoint_every=20)
+CFG = TrainConfig(
+    preset="tiny",
+    vocab_size=V,
+    seq_len=2,
+    batch_size=B,
+    tokens=B * 2 * 40,
+    lr=1e-2,
+    log_every=10,
+    checkpoint_every=20,
+)
 
 
 def _brute_force(model, ids):
     """Each symbol's loss on `s s` and whether its argmax is s, from the model's logits."""
     logits = np.asarray(model(jnp.stack([ids, ids], axis=1))[:, 0], np.float64)
-    logp = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)) \
+    logp = (
+        logits
+        - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True))
         - logits.max(1, keepdims=True)
+    )
     ids = np.asarray(ids)
     return -logp[ids, ids], logits.argmax(1) == ids
 
@@ -67,8 +78,7 @@ def test_exact_eval_is_the_brute_force_mean_and_within_the_sampled_standard_erro
     assert result["eval_seen_sequences"] + result["eval_unseen_sequences"] == V
     # The sampled evaluation of 2,048 sequences estimates the same number.
     lang = CFG.make_language()
-    sampled = make_eval_fn(lang, 2, 2048, 256, None, default_mesh())(
-        model, jnp.ones(V, jnp.int32))
+    sampled = make_eval_fn(lang, 2, 2048, 256, None, default_mesh())(model, jnp.ones(V, jnp.int32))
     se = loss_V.std() / np.sqrt(2048)
     assert abs(float(sampled["eval_loss"]) - result["final_eval_loss"]) < 4 * se
     assert loss_V.std() > 0.05  # trained: the symbols differ, so the check has teeth
@@ -149,8 +159,9 @@ def test_permuted_run_resumes_bitwise(tmp_path):
     with pytest.raises(Interrupted):
         run_training(config, tmp_path / "cut", quiet=True, stop_after_step=21)
     resumed = run_training(config, tmp_path / "cut", quiet=True)
-    assert {k: v for k, v in resumed.items() if "second" not in k and k != "tokens_per_s"} == \
-        {k: v for k, v in whole.items() if "second" not in k and k != "tokens_per_s"}
+    assert {k: v for k, v in resumed.items() if "second" not in k and k != "tokens_per_s"} == {
+        k: v for k, v in whole.items() if "second" not in k and k != "tokens_per_s"
+    }
     a, b = rundir.read_symbols(tmp_path / "whole"), rundir.read_symbols(tmp_path / "cut")
     for k in rundir.SYMBOL_ARRAYS:
         np.testing.assert_array_equal(a[k], b[k])
@@ -158,9 +169,24 @@ def test_permuted_run_resumes_bitwise(tmp_path):
 
 
 def test_permuted_is_refused_where_it_means_nothing(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "train", "--language", "zipf-spam",
-                           "--sampling", "permuted", "--vocab-size", "64", "--out",
-                           str(tmp_path / "r")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "train",
+            "--language",
+            "zipf-spam",
+            "--sampling",
+            "permuted",
+            "--vocab-size",
+            "64",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "permuted" in proc.stderr and not (tmp_path / "r").exists()
 

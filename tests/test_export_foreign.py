@@ -12,8 +12,21 @@ LANG = languages.make("spam", vocab_size=8)
 
 
 def export_cli(capsys, path, *extra):
-    status = main(["export", "spam", "--vocab-size", "8", "--seq-len", "8", "--num-seqs", "4",
-                   "-o", str(path), *extra])
+    status = main(
+        [
+            "export",
+            "spam",
+            "--vocab-size",
+            "8",
+            "--seq-len",
+            "8",
+            "--num-seqs",
+            "4",
+            "-o",
+            str(path),
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -32,10 +45,11 @@ def test_a_file_without_sidecar_is_kept_without_force(capsys, tmp_path):
 
     status, out, err = export_cli(capsys, draft, "--force")
     assert status == 0
-    assert err == (f"note: replacing '{draft}' (16 B, not a spamlang export: it has no sidecar "
-                   f"'{draft}.json')\n")
-    np.testing.assert_array_equal(data.load_tokens(draft),
-                                  data.SequenceDataset(LANG, 0, 8)[0:4])
+    assert err == (
+        f"note: replacing '{draft}' (16 B, not a spamlang export: it has no sidecar "
+        f"'{draft}.json')\n"
+    )
+    np.testing.assert_array_equal(data.load_tokens(draft), data.SequenceDataset(LANG, 0, 8)[0:4])
 
 
 def test_a_stray_json_that_is_not_a_sidecar_is_kept(capsys, tmp_path):
@@ -55,8 +69,9 @@ def test_python_api_says_force_true(tmp_path):
     assert "pass force=True to replace it (3 B, not a spamlang export" in str(e.value)
     assert "--force" not in str(e.value)
     data.export_tokens(LANG, 0, 8, 4, tmp_path / "y.bin")
-    with pytest.raises(token_files.NeedsForce,
-                       match=r"pass force=True to replace it \(a spamlang export of 4 x 8"):
+    with pytest.raises(
+        token_files.NeedsForce, match=r"pass force=True to replace it \(a spamlang export of 4 x 8"
+    ):
         data.export_tokens(LANG, 1, 8, 4, tmp_path / "y.bin")
 
 

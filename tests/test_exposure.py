@@ -21,14 +21,24 @@ from spamlang.train.step import default_mesh, program
 
 
 def test_a_sequence_counts_each_input_id_once():
-    tokens_BxL = jnp.array([[3, 3, 3, 1],    # inputs {3}: the last token is only a target
-                            [0, 2, 0, 3],    # inputs {0, 2}
-                            [2, 2, 1, 1]])   # inputs {1, 2}
+    tokens_BxL = jnp.array(
+        [
+            [3, 3, 3, 1],  # inputs {3}: the last token is only a target
+            [0, 2, 0, 3],  # inputs {0, 2}
+            [2, 2, 1, 1],
+        ]
+    )  # inputs {1, 2}
     assert sequence_counts(tokens_BxL, 5).tolist() == [1, 1, 2, 1, 0]
     assert seen_rows(tokens_BxL, jnp.array([1, 1, 2, 0, 0])).tolist() == [False, False, True]
     stats = summary(np.array([0, 2, 4, 6]), training_sequences=12)
-    assert stats == {"updates_per_symbol": 3.0, "sequences_per_symbol": 3.0, "exposure_min": 0,
-                     "exposure_median": 3.0, "exposure_max": 6, "unseen_fraction": 0.25}
+    assert stats == {
+        "updates_per_symbol": 3.0,
+        "sequences_per_symbol": 3.0,
+        "exposure_min": 0,
+        "exposure_median": 3.0,
+        "exposure_max": 6,
+        "unseen_fraction": 0.25,
+    }
 
 
 def host_recount(config: TrainConfig, steps: int) -> np.ndarray:
@@ -38,9 +48,14 @@ def host_recount(config: TrainConfig, steps: int) -> np.ndarray:
     data_key = jax.random.split(jax.random.PRNGKey(config.seed))[1]
     counts = np.zeros(config.vocab_size, np.int64)
     for s in range(steps):
-        tokens = np.asarray(sample_rows(lang, jax.random.fold_in(data_key, s),
-                                        jnp.arange(config.batch_size, dtype=jnp.uint32),
-                                        config.seq_len))
+        tokens = np.asarray(
+            sample_rows(
+                lang,
+                jax.random.fold_in(data_key, s),
+                jnp.arange(config.batch_size, dtype=jnp.uint32),
+                config.seq_len,
+            )
+        )
         for row in tokens:
             counts[np.unique(row[:-1])] += 1
     return counts
@@ -48,8 +63,16 @@ def host_recount(config: TrainConfig, steps: int) -> np.ndarray:
 
 def test_counts_equal_a_host_recount_across_a_resume(tmp_path):
     # `cycle` rows hold many ids each, so "once per sequence" differs from "once per token".
-    config = TrainConfig(language="cycle", vocab_size=48, seq_len=8, batch_size=4,
-                         tokens=4 * 8 * 15, lr=1e-3, log_every=5, eval_sequences=8)
+    config = TrainConfig(
+        language="cycle",
+        vocab_size=48,
+        seq_len=8,
+        batch_size=4,
+        tokens=4 * 8 * 15,
+        lr=1e-3,
+        log_every=5,
+        eval_sequences=8,
+    )
     out = tmp_path / "run"
     with pytest.raises(Interrupted):
         run_training(config, out, quiet=True, stop_after_step=7)
@@ -69,8 +92,15 @@ def test_counts_equal_a_host_recount_across_a_resume(tmp_path):
 
 
 def _model(vocab_size: int) -> nnx.Module:
-    config = ModelConfig(vocab_size=vocab_size, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1,
-                         d_ff=32, max_seq_len=16)
+    config = ModelConfig(
+        vocab_size=vocab_size,
+        d_model=16,
+        n_layers=1,
+        n_heads=2,
+        n_kv_heads=1,
+        d_ff=32,
+        max_seq_len=16,
+    )
     return Transformer(config, rngs=nnx.Rngs(0))
 
 
@@ -106,8 +136,10 @@ def test_seen_unseen_split_on_a_handmade_case():
     # the whole set is the size-weighted mix of its two sides
     mix = (seen.sum() * out["eval_loss_seen"] + (~seen).sum() * out["eval_loss_unseen"]) / n
     assert float(out["eval_loss"]) == pytest.approx(float(mix), rel=1e-5)
-    mix = (seen.sum() * out["repetition_accuracy_seen"]
-           + (~seen).sum() * out["repetition_accuracy_unseen"]) / n
+    mix = (
+        seen.sum() * out["repetition_accuracy_seen"]
+        + (~seen).sum() * out["repetition_accuracy_unseen"]
+    ) / n
     assert float(out["repetition_accuracy"]) == pytest.approx(float(mix), abs=1e-6)
     # an empty side is NaN, not 0
     nothing = jax.device_get(eval_fn(model, jnp.zeros(16, jnp.int32)))

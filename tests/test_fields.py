@@ -20,8 +20,10 @@ from spamlang.sweep.spec import Sweep
 from spamlang.train.config import TrainConfig
 
 BASE = TrainConfig(vocab_size=16, seq_len=8, batch_size=2, tokens=16)
-SHAPE = re.compile(r"^(?:(?P<owner>[^:]+): )?(?P<field>[\w.]+) must be (?P<what>.+), "
-                   r"got (?P<value>.+)$")
+SHAPE = re.compile(
+    r"^(?:(?P<owner>[^:]+): )?(?P<field>[\w.]+) must be (?P<what>.+), "
+    r"got (?P<value>.+)$"
+)
 
 
 def refusal(build) -> str:
@@ -38,8 +40,11 @@ INT_FIELDS = {
     "ModelConfig": (lambda v: ModelConfig(vocab_size=v), "", "vocab_size"),
     "language": (lambda v: languages.make("spam", vocab_size=v), "spam: ", "vocab_size"),
     "Sweep axis": (lambda v: Sweep("s", BASE, {"vocab_size": [v]}), "sweep 's': ", "vocab_size"),
-    "Sweep field": (lambda v: Sweep("s", BASE, {"lr": [1e-3]}, bracket_lr=v), "sweep 's': ",
-                    "bracket_lr"),
+    "Sweep field": (
+        lambda v: Sweep("s", BASE, {"lr": [1e-3]}, bracket_lr=v),
+        "sweep 's': ",
+        "bracket_lr",
+    ),
 }
 FLOAT_FIELDS = {
     "TrainConfig": (lambda v: BASE.replace(lr=v), "", "lr"),
@@ -62,25 +67,39 @@ def test_a_bool_is_not_a_number_anywhere(owner):
 
 
 def test_the_message_is_the_same_after_the_owner_and_field():
-    for table, tail in ((INT_FIELDS, " must be an integer, got True"),
-                        (FLOAT_FIELDS, " must be a number, got True")):
-        tails = {refusal(lambda build=build: build(True)).removeprefix(prefix).removeprefix(field)
-                 for build, prefix, field in table.values()}
+    for table, tail in (
+        (INT_FIELDS, " must be an integer, got True"),
+        (FLOAT_FIELDS, " must be a number, got True"),
+    ):
+        tails = {
+            refusal(lambda build=build: build(True)).removeprefix(prefix).removeprefix(field)
+            for build, prefix, field in table.values()
+        }
         assert tails == {tail}
 
 
 def test_nested_fields_keep_their_owners_message():
     # A model override and a language parameter reach their own checker through TrainConfig.
-    assert refusal(lambda: BASE.replace(model_overrides={"d_model": True})) == \
-        "d_model must be an integer, got True"
-    assert refusal(lambda: BASE.replace(language="cycle", language_params={"k": True})) == \
-        "cycle: k must be an integer, got True"
-    assert refusal(lambda: Sweep("s", BASE, {"model.d_model": [True]})) == \
-        "sweep 's': model.d_model must be an integer, got True"
-    assert refusal(lambda: BASE.replace(tie_embeddings=1)) == \
-        "tie_embeddings must be true or false, got 1"
-    assert refusal(lambda: Sweep("s", BASE, {"tie_embeddings": [0]})) == \
-        "sweep 's': tie_embeddings must be true or false, got 0"
+    assert (
+        refusal(lambda: BASE.replace(model_overrides={"d_model": True}))
+        == "d_model must be an integer, got True"
+    )
+    assert (
+        refusal(lambda: BASE.replace(language="cycle", language_params={"k": True}))
+        == "cycle: k must be an integer, got True"
+    )
+    assert (
+        refusal(lambda: Sweep("s", BASE, {"model.d_model": [True]}))
+        == "sweep 's': model.d_model must be an integer, got True"
+    )
+    assert (
+        refusal(lambda: BASE.replace(tie_embeddings=1))
+        == "tie_embeddings must be true or false, got 1"
+    )
+    assert (
+        refusal(lambda: Sweep("s", BASE, {"tie_embeddings": [0]}))
+        == "sweep 's': tie_embeddings must be true or false, got 0"
+    )
 
 
 @pytest.mark.parametrize("owner", FLOAT_FIELDS)
@@ -88,7 +107,7 @@ def test_ints_are_accepted_for_floats_and_stored_as_floats(owner):
     build, _, field = FLOAT_FIELDS[owner]
     built = build(2)
     if isinstance(built, Sweep):
-        (run_id, config), = built.points()
+        ((run_id, config),) = built.points()
         assert run_id == "lr2e0" and config.lr == 2.0 and type(config.lr) is float
         assert built.points() == Sweep("s", BASE, {"lr": [2.0]}).points()
     else:
@@ -98,30 +117,46 @@ def test_ints_are_accepted_for_floats_and_stored_as_floats(owner):
 
 def test_floats_are_finite():
     assert refusal(lambda: BASE.replace(lr=math.inf)) == "lr must be finite, got inf"
-    assert refusal(lambda: languages.make("zipf-spam", vocab_size=8, s=math.nan)) == \
-        "zipf-spam: s must be finite, got nan"
-    assert refusal(lambda: ModelConfig(vocab_size=16, rope_theta=math.inf)) == \
-        "rope_theta must be finite, got inf"
+    assert (
+        refusal(lambda: languages.make("zipf-spam", vocab_size=8, s=math.nan))
+        == "zipf-spam: s must be finite, got nan"
+    )
+    assert (
+        refusal(lambda: ModelConfig(vocab_size=16, rope_theta=math.inf))
+        == "rope_theta must be finite, got inf"
+    )
 
 
-@pytest.mark.parametrize("build, message", [
-    (lambda: BASE.replace(lr=0.0), "lr must be > 0, got 0.0"),
-    (lambda: BASE.replace(batch_size=0), "batch_size must be >= 1, got 0"),
-    (lambda: BASE.replace(seed=-1), "seed must be in [0, 4294967296) (jax.random.PRNGKey keeps "
-                                    "32 bits; larger seeds repeat smaller ones), got -1"),
-    (lambda: BASE.replace(b2=1.0), "b2 must be in [0, 1), got 1.0"),
-    (lambda: BASE.replace(decay_frac=1.5), "decay_frac must be in [0, 1], got 1.5"),
-    (lambda: BASE.replace(seq_len=1), "seq_len must be >= 2 (one predicted position), got 1"),
-    (lambda: BASE.replace(schedule="linear"),
-     "schedule must be one of constant, cosine, wsd, got 'linear'"),
-    (lambda: ModelConfig(vocab_size=1), "vocab_size must be >= 2, got 1"),
-    (lambda: ModelConfig(vocab_size=16, norm_eps=0), "norm_eps must be > 0, got 0.0"),
-    (lambda: ModelConfig(vocab_size=16, embed_dim=0), "embed_dim must be >= 1, got 0"),
-    (lambda: languages.make("spam", vocab_size=1),
-     "spam: vocab_size must be in [2, 1073741824], got 1"),
-    (lambda: Sweep("s", BASE, {"lr": [1e-3]}, bracket_lr=-1),
-     "sweep 's': bracket_lr must be >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: BASE.replace(lr=0.0), "lr must be > 0, got 0.0"),
+        (lambda: BASE.replace(batch_size=0), "batch_size must be >= 1, got 0"),
+        (
+            lambda: BASE.replace(seed=-1),
+            "seed must be in [0, 4294967296) (jax.random.PRNGKey keeps "
+            "32 bits; larger seeds repeat smaller ones), got -1",
+        ),
+        (lambda: BASE.replace(b2=1.0), "b2 must be in [0, 1), got 1.0"),
+        (lambda: BASE.replace(decay_frac=1.5), "decay_frac must be in [0, 1], got 1.5"),
+        (lambda: BASE.replace(seq_len=1), "seq_len must be >= 2 (one predicted position), got 1"),
+        (
+            lambda: BASE.replace(schedule="linear"),
+            "schedule must be one of constant, cosine, wsd, got 'linear'",
+        ),
+        (lambda: ModelConfig(vocab_size=1), "vocab_size must be >= 2, got 1"),
+        (lambda: ModelConfig(vocab_size=16, norm_eps=0), "norm_eps must be > 0, got 0.0"),
+        (lambda: ModelConfig(vocab_size=16, embed_dim=0), "embed_dim must be >= 1, got 0"),
+        (
+            lambda: languages.make("spam", vocab_size=1),
+            "spam: vocab_size must be in [2, 1073741824], got 1",
+        ),
+        (
+            lambda: Sweep("s", BASE, {"lr": [1e-3]}, bracket_lr=-1),
+            "sweep 's': bracket_lr must be >= 0, got -1",
+        ),
+    ],
+)
 def test_ranges_are_refused_with_the_limit_named(build, message):
     assert refusal(build) == message
 
@@ -152,7 +187,9 @@ def test_the_checker_itself():
 
 
 def test_the_checker_imports_nothing_heavy():
-    code = ("import sys, spamlang.fields, spamlang.train.config; "
-            "heavy = {'jax', 'numpy', 'flax', 'optax', 'orbax'} & set(sys.modules); "
-            "assert not heavy, heavy")
+    code = (
+        "import sys, spamlang.fields, spamlang.train.config; "
+        "heavy = {'jax', 'numpy', 'flax', 'optax', 'orbax'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

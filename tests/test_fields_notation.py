@@ -32,23 +32,37 @@ def dry_run(tmp_path, capsys, *flags) -> dict:
 
 
 def test_every_integer_flag_reads_k_and_m(tmp_path, capsys):
-    config = dry_run(tmp_path, capsys, "--vocab-size", "4K", "--tokens", "100K",
-                     "--batch-size", "1_024", "--eval-sequences", "1.5K")
+    config = dry_run(
+        tmp_path,
+        capsys,
+        "--vocab-size",
+        "4K",
+        "--tokens",
+        "100K",
+        "--batch-size",
+        "1_024",
+        "--eval-sequences",
+        "1.5K",
+    )
     assert (config["vocab_size"], config["tokens"], config["batch_size"]) == (4000, 100_000, 1024)
     assert config["eval_sequences"] == 1500
-    status, out, err = run_cli(["preview", "spam", "--vocab-size", "1K", "-n", "2",
-                                "--seq-len", "3"], capsys)
+    status, out, err = run_cli(
+        ["preview", "spam", "--vocab-size", "1K", "-n", "2", "--seq-len", "3"], capsys
+    )
     assert status == 0 and out.startswith("# spam(vocab_size=1000)"), err
     assert len(out.strip().splitlines()) == 3
 
 
 @pytest.mark.parametrize("value", ["1.5", "4Ki", "four"])
 def test_a_bad_integer_flag_is_one_line_that_shows_the_notation(tmp_path, capsys, value):
-    status, _, err = run_cli(["train", "--vocab-size", value, "--dry-run", "--out",
-                              str(tmp_path / "r")], capsys)
+    status, _, err = run_cli(
+        ["train", "--vocab-size", value, "--dry-run", "--out", str(tmp_path / "r")], capsys
+    )
     assert status == 2
-    assert err == (f"spamlang train: error: argument --vocab-size: invalid int value: {value!r}; "
-                   "expected an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)\n")
+    assert err == (
+        f"spamlang train: error: argument --vocab-size: invalid int value: {value!r}; "
+        "expected an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)\n"
+    )
 
 
 def test_json_configs_read_numeric_text_for_every_number(tmp_path, capsys):
@@ -58,14 +72,17 @@ def test_json_configs_read_numeric_text_for_every_number(tmp_path, capsys):
     assert (config["lr"], config["vocab_size"], config["tokens"]) == (3e-3, 4000, 100_000)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"lr": "fast"}))
-    status, _, err = run_cli(["train", "--config", str(bad), "--dry-run", "--out",
-                              str(tmp_path / "r")], capsys)
+    status, _, err = run_cli(
+        ["train", "--config", str(bad), "--dry-run", "--out", str(tmp_path / "r")], capsys
+    )
     assert (status, err) == (2, "spamlang train: error: lr must be a number, got 'fast'\n")
 
 
 def test_fields_and_sweeps_read_the_same_text():
     assert TrainConfig(vocab_size="1K", lr="1e-2", seq_len=8, batch_size=2).vocab_size == 1000
-    (_, config), = Sweep("s", TrainConfig(seq_len=8, batch_size=2), {"vocab_size": ["2K"]}).points()
+    ((_, config),) = Sweep(
+        "s", TrainConfig(seq_len=8, batch_size=2), {"vocab_size": ["2K"]}
+    ).points()
     assert config.vocab_size == 2000
     with pytest.raises(UserError, match=r"^vocab_size must be an integer, got '1\.5K5'$"):
         TrainConfig(vocab_size="1.5K5")
@@ -74,8 +91,24 @@ def test_fields_and_sweeps_read_the_same_text():
 
 
 def test_counts_print_so_that_they_read_back():
-    counts = [0, 7, 64, 999, 1000, 1024, 1500, 1550, 4096, 100_000, 131_072, 1_048_576,
-              1_200_000, 2_000_000, 41_000_000, 3_000_000_000]
+    counts = [
+        0,
+        7,
+        64,
+        999,
+        1000,
+        1024,
+        1500,
+        1550,
+        4096,
+        100_000,
+        131_072,
+        1_048_576,
+        1_200_000,
+        2_000_000,
+        41_000_000,
+        3_000_000_000,
+    ]
     printed = [fields.format_count(n) for n in counts]
     assert printed[4:10] == ["1K", "1024", "1.5K", "1550", "4096", "100K"]
     assert all(fields.parse_int(text) == n for text, n in zip(printed, counts))
@@ -93,12 +126,15 @@ def test_train_help_means_something_to_a_user(capsys):
     assert "(default: 1e-3)" in text  # the LR default as LRs are written everywhere
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["train", "--tokenz", "5", "--out", "r"], "--tokens"),
-    (["train", "--vocab-sise", "5", "--out", "r"], "--vocab-size"),
-    (["plot", "heatmap", "d", "-o", "x.png", "--metirc", "a"], "--metric"),
-    (["sample", "r", "--greddy"], "--greedy"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["train", "--tokenz", "5", "--out", "r"], "--tokens"),
+        (["train", "--vocab-sise", "5", "--out", "r"], "--vocab-size"),
+        (["plot", "heatmap", "d", "-o", "x.png", "--metirc", "a"], "--metric"),
+        (["sample", "r", "--greddy"], "--greedy"),
+    ],
+)
 def test_an_unknown_flag_suggests_the_closest(capsys, argv, flag):
     status, _, err = run_cli(argv, capsys)
     assert status == 2 and err.endswith(f" (did you mean {flag}?)\n") and err.count("\n") == 1

@@ -11,8 +11,15 @@ from spamlang.train.run import check_groupable
 from spamlang.train.step import program
 
 STEPS = 24
-BASE = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * STEPS,
-                   schedule="constant", warmup_frac=0.0, eval_sequences=24)
+BASE = TrainConfig(
+    vocab_size=64,
+    seq_len=16,
+    batch_size=16,
+    tokens=16 * 16 * STEPS,
+    schedule="constant",
+    warmup_frac=0.0,
+    eval_sequences=24,
+)
 # Two healthy members with different lr AND seed, and one with an absurd LR that must diverge.
 CONFIGS = [BASE.replace(lr=3e-3), BASE.replace(lr=1e-2, seed=1), BASE.replace(lr=1e4)]
 

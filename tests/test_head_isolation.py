@@ -44,16 +44,19 @@ def unit_rms(key, N, D):
 # --- config --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(head="mlp:4", tie_embeddings=True), "untied by construction"),
-    (dict(head="mlp:0"), "hidden width r must be an integer >= 1"),
-    (dict(head="mlp:x"), "hidden width r must be an integer >= 1"),
-    (dict(head="mlp"), "'mlp:R'"),
-    (dict(embed_dim=8, tie_embeddings=True), "tied head cannot use"),
-    (dict(embed_dim=0), "embed_dim must be >= 1, got 0"),
-    (dict(embed_dim="eight"), "embed_dim must be an integer or null, got 'eight'"),
-    (dict(embed_dim=True), "embed_dim must be an integer or null, got True"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(head="mlp:4", tie_embeddings=True), "untied by construction"),
+        (dict(head="mlp:0"), "hidden width r must be an integer >= 1"),
+        (dict(head="mlp:x"), "hidden width r must be an integer >= 1"),
+        (dict(head="mlp"), "'mlp:R'"),
+        (dict(embed_dim=8, tie_embeddings=True), "tied head cannot use"),
+        (dict(embed_dim=0), "embed_dim must be >= 1, got 0"),
+        (dict(embed_dim="eight"), "embed_dim must be an integer or null, got 'eight'"),
+        (dict(embed_dim=True), "embed_dim must be an integer or null, got True"),
+    ],
+)
 def test_invalid_configs_raise_user_error(kw, match):
     with pytest.raises(UserError, match=match):
         config(**kw)
@@ -77,8 +80,9 @@ def test_old_config_json_without_embed_dim_loads_the_plain_model():
     assert ModelConfig.from_json(config(embed_dim=8).to_json()) == config(embed_dim=8)
 
 
-@pytest.mark.parametrize("head, embed_dim", [("mlp:5", None), ("mlp:40", 8), ("lowrank:5", 24),
-                                             ("softmax", 16)])
+@pytest.mark.parametrize(
+    "head, embed_dim", [("mlp:5", None), ("mlp:40", 8), ("lowrank:5", 24), ("softmax", 16)]
+)
 def test_count_params_matches_initialised_state(head, embed_dim):
     c = config(head, embed_dim=embed_dim)
     model = nnx.eval_shape(lambda: Transformer(c, rngs=nnx.Rngs(0)))
@@ -103,7 +107,7 @@ def test_matmul_params_count_the_mlp_head_and_the_embedding_projection():
 
 def test_phi_rms_is_the_rms_of_gelu_on_a_standard_normal():
     x = np.linspace(-12, 12, 480_001)
-    pdf = np.exp(-x**2 / 2) / math.sqrt(2 * math.pi)
+    pdf = np.exp(-(x**2) / 2) / math.sqrt(2 * math.pi)
     mean_sq = np.trapezoid(np.asarray(gelu(jnp.asarray(x)), np.float64) ** 2 * pdf, x)
     assert PHI_RMS == pytest.approx(math.sqrt(mean_sq), rel=1e-5)
 
@@ -161,6 +165,7 @@ def test_fused_chunked_loss_equals_the_plain_one(head):
     def both(state, h_NxD):
         def loss(state, h_NxD, chunk):
             return loss_from_hidden(nnx.merge(graphdef, state), h_NxD, y_N, chunk_size=chunk)
+
         grad = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)
         return grad(state, h_NxD, None), grad(state, h_NxD, 5)
 
@@ -181,8 +186,12 @@ def test_mlp_head_rank_exceeds_d_model_where_lowrank_stays_capped():
     assert ranks["lowrank:48"] <= 16 < ranks["mlp:48"]
     assert ranks["mlp:48"] == 48  # as wide as r: D no longer caps it
     # what result.json reports as head_rank
-    assert [config(h).head_rank for h in ("mlp:48", "lowrank:48", "lowrank:4", "softmax")] \
-        == [48, 16, 4, 16]
+    assert [config(h).head_rank for h in ("mlp:48", "lowrank:48", "lowrank:4", "softmax")] == [
+        48,
+        16,
+        4,
+        16,
+    ]
 
 
 def test_mlp_head_has_no_single_matrix():
@@ -210,17 +219,30 @@ def test_diag_metrics_of_mlp_head_is_against_its_output_matrix():
     assert 0 < kf < 1
     assert float(got["kernel_fraction"]) == pytest.approx(kf, rel=1e-4)
     # `spamlang diagnose`'s driver measures the same thing.
-    out = dg.diagnose_model(model, t, chunk_size=16, rank_tokens=8, profile_tokens=8,
-                            efficiency_tokens=8, step_fractions=[1e-2])
+    out = dg.diagnose_model(
+        model,
+        t,
+        chunk_size=16,
+        rank_tokens=8,
+        profile_tokens=8,
+        efficiency_tokens=8,
+        step_fractions=[1e-2],
+    )
     assert out["kernel_fraction"] == pytest.approx(kf, rel=1e-4)
     assert (out["d_model"], out["feature_dim"], out["head_rank"]) == (16, 24, 24)
 
-    assert set(got) == {"kernel_fraction", "projected_cosine", "grad_norm/embedding",
-                        "grad_norm/block_0", "grad_norm/head"}
+    assert set(got) == {
+        "kernel_fraction",
+        "projected_cosine",
+        "grad_norm/embedding",
+        "grad_norm/block_0",
+        "grad_norm/head",
+    }
     # The grouping is a function of the paths alone: the parameters stand in for gradients.
     norms = grad_norms(nnx.state(model, nnx.Param))
-    embedding = math.hypot(float(jnp.linalg.norm(model.embed[...])),
-                           float(jnp.linalg.norm(model.embed_proj[...])))
+    embedding = math.hypot(
+        float(jnp.linalg.norm(model.embed[...])), float(jnp.linalg.norm(model.embed_proj[...]))
+    )
     assert float(norms["grad_norm/embedding"]) == pytest.approx(embedding, rel=1e-6)
 
 
@@ -229,8 +251,11 @@ def test_lazy_row_tables_are_the_v_row_matrices_only():
 
     model = nnx.eval_shape(lambda: Transformer(config("mlp:24", embed_dim=8), rngs=nnx.Rngs(0)))
     rows = row_tables(V)(nnx.state(model, nnx.Param))
-    marked = sorted(jax.tree_util.keystr(path, simple=True, separator="/").removesuffix("/value")
-                    for path, leaf in jax.tree_util.tree_leaves_with_path(rows) if leaf)
+    marked = sorted(
+        jax.tree_util.keystr(path, simple=True, separator="/").removesuffix("/value")
+        for path, leaf in jax.tree_util.tree_leaves_with_path(rows)
+        if leaf
+    )
     assert marked == ["embed", "head/a"]
 
 

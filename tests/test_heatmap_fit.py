@@ -17,13 +17,26 @@ def _sweep(tmp_path, losses):
     rows = []
     for v in VOCABS:
         for seed, loss in enumerate(losses):
-            rows.append({"run_id": f"V{v}-seed{seed}", "language": "spam", "preset": "tiny",
-                         "d_model": 16, "vocab_size": v, "lr": 1e-2, "tie_embeddings": "True",
-                         "head": "softmax", "seed": seed, "seq_len": 2, "batch_size": 32,
-                         "final_eval_loss": loss, "optimal_loss": 0.0, "diverged": "False"})
+            rows.append(
+                {
+                    "run_id": f"V{v}-seed{seed}",
+                    "language": "spam",
+                    "preset": "tiny",
+                    "d_model": 16,
+                    "vocab_size": v,
+                    "lr": 1e-2,
+                    "tie_embeddings": "True",
+                    "head": "softmax",
+                    "seed": seed,
+                    "seq_len": 2,
+                    "batch_size": 32,
+                    "final_eval_loss": loss,
+                    "optimal_loss": 0.0,
+                    "diverged": "False",
+                }
+            )
     with open(tmp_path / "results.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[*SETTING_COLUMNS, *RESULT_COLUMNS],
-                                restval="")
+        writer = csv.DictWriter(f, fieldnames=[*SETTING_COLUMNS, *RESULT_COLUMNS], restval="")
         writer.writeheader()
         writer.writerows(rows)
     return tmp_path

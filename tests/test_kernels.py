@@ -23,10 +23,16 @@ def close(a, b, rtol=1e-5, atol=1e-5):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("name, platform, expected", [
-    ("auto", "cpu", "cpu"), ("auto", "gpu", "xla"), ("auto", "tpu", "xla"),
-    ("xla", "cpu", "xla"), ("cpu", "gpu", "cpu"),
-])
+@pytest.mark.parametrize(
+    "name, platform, expected",
+    [
+        ("auto", "cpu", "cpu"),
+        ("auto", "gpu", "xla"),
+        ("auto", "tpu", "xla"),
+        ("xla", "cpu", "xla"),
+        ("cpu", "gpu", "cpu"),
+    ],
+)
 def test_resolve(name, platform, expected):
     assert kernels.resolve(name, platform) == expected
 
@@ -53,16 +59,18 @@ def test_kernels_do_not_change_the_parameter_count():
 
 @functools.partial(jax.jit, static_argnums=2)
 def dense_value_and_grads(x, w, name):
-    return jax.value_and_grad(lambda x, w: jnp.sum(jnp.sin(kernels.dense(x, w, name))),
-                              (0, 1))(x, w)
+    return jax.value_and_grad(lambda x, w: jnp.sum(jnp.sin(kernels.dense(x, w, name))), (0, 1))(
+        x, w
+    )
 
 
 def test_cpu_dense_equals_plain_dense_in_value_and_gradients():
     x = normal(3, 8, 16)
     # a wide and a narrow output: weight_grad transposes a different operand in each
     for w in (normal(16, 24), normal(16, 4)):
-        (value, grads), (ref_value, ref_grads) = (dense_value_and_grads(x, w, name)
-                                                  for name in ("cpu", "xla"))
+        (value, grads), (ref_value, ref_grads) = (
+            dense_value_and_grads(x, w, name) for name in ("cpu", "xla")
+        )
         close(value, ref_value)
         for a, b in zip(grads, ref_grads):
             close(a, b)
@@ -82,8 +90,12 @@ def test_cpu_attention_equals_dot_product_attention_with_gqa():
 
         def ref(q, k, v):
             return jnp.sum(jax.nn.dot_product_attention(q, k, v, is_causal=True) * ct)
-        outs = [jax.nn.dot_product_attention(q, k, v, is_causal=True),
-                kernels.attention(q, k, v, "cpu"), kernels.attention(q, k, v, "xla")]
+
+        outs = [
+            jax.nn.dot_product_attention(q, k, v, is_causal=True),
+            kernels.attention(q, k, v, "cpu"),
+            kernels.attention(q, k, v, "xla"),
+        ]
         return outs, jax.grad(ours, (0, 1, 2))(q, k, v), jax.grad(ref, (0, 1, 2))(q, k, v)
 
     (ref, cpu, xla), grads, ref_grads = outputs_and_grads(q, k, v)
@@ -114,8 +126,9 @@ def test_first_argmax_differs_only_on_nan_as_documented():
 @functools.cache
 def tiny(kernels_name):
     """(graphdef, state) of a one-block GQA model; the same parameters for every kernels_name."""
-    config = ModelConfig.preset("tiny", vocab_size=V, n_layers=1, n_heads=4, n_kv_heads=2,
-                                kernels=kernels_name)
+    config = ModelConfig.preset(
+        "tiny", vocab_size=V, n_layers=1, n_heads=4, n_kv_heads=2, kernels=kernels_name
+    )
     return nnx.split(Transformer(config, rngs=nnx.Rngs(0)))
 
 
@@ -124,6 +137,7 @@ def loss_fn(graphdef, tokens_BxL):
         logp_BxLxV = nnx.merge(graphdef, state)(tokens_BxL)
         nll = -jnp.mean(jnp.take_along_axis(logp_BxLxV[:, :-1], tokens_BxL[:, 1:, None], -1))
         return nll, logp_BxLxV
+
     return loss
 
 

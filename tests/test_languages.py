@@ -45,8 +45,14 @@ def chi2(counts, probs):
 
 
 def test_registry():
-    assert languages.names() == ["spam", "zipf-spam", "noisy-spam", "cycle", "permutation",
-                                 "branching"]
+    assert languages.names() == [
+        "spam",
+        "zipf-spam",
+        "noisy-spam",
+        "cycle",
+        "permutation",
+        "branching",
+    ]
     for name in languages.names():
         lang = make(name, vocab_size=8)
         assert lang.name == name and isinstance(lang, languages.Language)
@@ -54,22 +60,25 @@ def test_registry():
         languages.make("nope", vocab_size=8)
 
 
-@pytest.mark.parametrize("name, params, message", [
-    ("spam", {"vocab_size": 1}, "vocab_size must be in"),
-    ("spam", {}, "vocab_size is required"),
-    ("spam", {"vocab_size": 8, "k": 2}, "unknown parameter 'k'"),
-    ("spam", {"vocab_size": 8.0}, "vocab_size must be an int"),
-    ("spam", {"vocab_size": True}, "vocab_size must be an int"),
-    ("noisy-spam", {"vocab_size": 8, "eps": 1.0}, r"eps must be in \[0, 1\)"),
-    ("noisy-spam", {"vocab_size": 8, "eps": -0.1}, r"eps must be in \[0, 1\)"),
-    ("noisy-spam", {"vocab_size": 8, "eps": "high"}, "eps must be a number"),
-    ("zipf-spam", {"vocab_size": 8, "s": 0.0}, "s must be > 0"),
-    ("zipf-spam", {"vocab_size": 8, "s": math.inf}, "s must be finite"),
-    ("cycle", {"vocab_size": 8, "k": 0}, "k must be >= 1"),
-    ("cycle", {"vocab_size": 8, "k": 2.5}, "k must be an int"),
-    ("branching", {"vocab_size": 8, "b": 0}, r"b must be in \[1, vocab_size=8\]"),
-    ("branching", {"vocab_size": 8, "b": 9}, r"b must be in \[1, vocab_size=8\]"),
-])
+@pytest.mark.parametrize(
+    "name, params, message",
+    [
+        ("spam", {"vocab_size": 1}, "vocab_size must be in"),
+        ("spam", {}, "vocab_size is required"),
+        ("spam", {"vocab_size": 8, "k": 2}, "unknown parameter 'k'"),
+        ("spam", {"vocab_size": 8.0}, "vocab_size must be an int"),
+        ("spam", {"vocab_size": True}, "vocab_size must be an int"),
+        ("noisy-spam", {"vocab_size": 8, "eps": 1.0}, r"eps must be in \[0, 1\)"),
+        ("noisy-spam", {"vocab_size": 8, "eps": -0.1}, r"eps must be in \[0, 1\)"),
+        ("noisy-spam", {"vocab_size": 8, "eps": "high"}, "eps must be a number"),
+        ("zipf-spam", {"vocab_size": 8, "s": 0.0}, "s must be > 0"),
+        ("zipf-spam", {"vocab_size": 8, "s": math.inf}, "s must be finite"),
+        ("cycle", {"vocab_size": 8, "k": 0}, "k must be >= 1"),
+        ("cycle", {"vocab_size": 8, "k": 2.5}, "k must be an int"),
+        ("branching", {"vocab_size": 8, "b": 0}, r"b must be in \[1, vocab_size=8\]"),
+        ("branching", {"vocab_size": 8, "b": 9}, r"b must be in \[1, vocab_size=8\]"),
+    ],
+)
 def test_bad_params_name_the_constraint(name, params, message):
     with pytest.raises(UserError, match=message):
         languages.make(name, **params)
@@ -86,12 +95,18 @@ def test_parse_params_types_and_errors():
 def test_params_and_fingerprint():
     lang = languages.make("zipf-spam", vocab_size=100, s=1)
     assert lang.params() == {"vocab_size": 100, "s": 1.0} and isinstance(lang.s, float)
-    canon = json.dumps({"name": "zipf-spam", "params": {"s": 1.0, "vocab_size": 100}},
-                       sort_keys=True, separators=(",", ":"))
+    canon = json.dumps(
+        {"name": "zipf-spam", "params": {"s": 1.0, "vocab_size": 100}},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
     assert lang.fingerprint() == zlib.crc32(canon.encode())
     assert lang.fingerprint() == languages.make("zipf-spam", vocab_size=100, s=1.0).fingerprint()
-    others = {languages.make("zipf-spam", vocab_size=101).fingerprint(),
-              languages.make("spam", vocab_size=100).fingerprint(), lang.fingerprint()}
+    others = {
+        languages.make("zipf-spam", vocab_size=101).fingerprint(),
+        languages.make("spam", vocab_size=100).fingerprint(),
+        lang.fingerprint(),
+    }
     assert len(others) == 3
     assert languages.make("cycle", vocab_size=8, k=5).prompt_len == 5
     assert languages.make("branching", vocab_size=8).prompt_len == 1

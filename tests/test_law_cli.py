@@ -10,8 +10,13 @@ from spamlang.law import law as law_module
 from spamlang.law import load, synthetic
 
 # Small grids: each sweep holds one value of b2 or two, 2 widths, both tyings.
-GRID = {"vocab_size": (256, 1024), "batch_size": (32, 128), "n": (4, 16, 64),
-        "d_model": (16, 32), "weight_decay": (0.1,)}
+GRID = {
+    "vocab_size": (256, 1024),
+    "batch_size": (32, 128),
+    "n": (4, 16, 64),
+    "d_model": (16, 32),
+    "weight_decay": (0.1,),
+}
 SWEEP_FILE = """
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
@@ -31,7 +36,10 @@ def _sweep_dir(root, name, b2s, seed=0, **columns):
 
 @pytest.fixture
 def sweeps(tmp_path):
-    return [_sweep_dir(tmp_path, "low", (0.9, 0.95)), _sweep_dir(tmp_path, "high", (0.99, 0.999), 1)]
+    return [
+        _sweep_dir(tmp_path, "low", (0.9, 0.95)),
+        _sweep_dir(tmp_path, "high", (0.99, 0.999), 1),
+    ]
 
 
 @pytest.fixture
@@ -83,23 +91,41 @@ def test_validate_prints_the_table_and_draws_it(tmp_path, sweeps, capsys):
     assert "classified" in out and all(f"{name} " in out for name in ("low", "high"))
 
 
-@pytest.mark.parametrize("case", ["empty", "missing column", "language", "no such dir",
-                                  "no such sweep file", "no such law", "no shipped law",
-                                  "bad flag", "bad figure", "one sweep"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty",
+        "missing column",
+        "language",
+        "no such dir",
+        "no such sweep file",
+        "no such law",
+        "no shipped law",
+        "bad flag",
+        "bad figure",
+        "one sweep",
+    ],
+)
 def test_bad_input_is_one_line_and_status_2(tmp_path, case, capsys, monkeypatch):
     good = _sweep_dir(tmp_path, "good", (0.95, 0.999))
     monkeypatch.setattr(law_module, "shipped_path", lambda: tmp_path / "absent.json")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "results.csv").write_text(
-        (tmp_path / "good" / "results.csv").read_text().splitlines()[0] + "\n")
+        (tmp_path / "good" / "results.csv").read_text().splitlines()[0] + "\n"
+    )
     argv = {
         "empty": ["law", "fit", str(tmp_path / "empty")],
         "missing column": ["law", "fit", _sweep_dir(tmp_path, "cut", (0.95,))],
         "language": ["law", "fit", _sweep_dir(tmp_path, "cycle", (0.95,), language="cycle")],
         "no such dir": ["law", "fit", str(tmp_path / "absent")],
         "no such sweep file": ["law", "predict", str(tmp_path / "absent.py"), "--law", "x"],
-        "no such law": ["law", "predict", _sweep_file(tmp_path), "--law",
-                        str(tmp_path / "absent.json")],
+        "no such law": [
+            "law",
+            "predict",
+            _sweep_file(tmp_path),
+            "--law",
+            str(tmp_path / "absent.json"),
+        ],
         "no shipped law": ["law", "predict", _sweep_file(tmp_path)],
         "bad flag": ["law", "fit", good, "--bogus"],
         "bad figure": ["law", "validate", good, good, "-o", str(tmp_path / "fig.txt")],
@@ -127,8 +153,13 @@ def test_every_law_command_explains_itself(capsys):
 
 
 def test_dry_run_shows_the_shipped_law_beside_each_run(tmp_path, law_file, capsys, monkeypatch):
-    argv = ["sweep", _sweep_file(tmp_path, languages=("spam", "cycle")), "--dry-run",
-            "--out", str(tmp_path / "out")]
+    argv = [
+        "sweep",
+        _sweep_file(tmp_path, languages=("spam", "cycle")),
+        "--dry-run",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     monkeypatch.setattr(law_module, "shipped_path", lambda: tmp_path / "absent.json")
     assert main(argv) == 0
     silent = capsys.readouterr().out
@@ -145,8 +176,17 @@ def test_dry_run_shows_the_shipped_law_beside_each_run(tmp_path, law_file, capsy
     spam = [x for x in runs if x.startswith("spam-V256-b2_0.95-")]
     from spamlang.train.config import TrainConfig
 
-    expected = law.predict(TrainConfig(preset="tiny", seq_len=2, batch_size=32, tokens=32768,
-                                       tie_embeddings=True, vocab_size=256, b2=0.95)).loss
+    expected = law.predict(
+        TrainConfig(
+            preset="tiny",
+            seq_len=2,
+            batch_size=32,
+            tokens=32768,
+            tie_embeddings=True,
+            vocab_size=256,
+            b2=0.95,
+        )
+    ).loss
     assert all(x.endswith(f"  {expected:.3g}") for x in spam) and len(spam) == 4
 
 
@@ -158,8 +198,9 @@ def test_settings_results_csv_leaves_out_come_from_the_runs_configs(tmp_path):
     frame = synthetic.frame(grid={**GRID, "b2": (0.95,)}).drop(columns=["weight_decay", "b2"])
     for k, run_id in enumerate(frame["run_id"][:2]):
         (tmp_path / run_id).mkdir()
-        (tmp_path / run_id / "config.json").write_text(json.dumps({"weight_decay": 0.0,
-                                                                   "b2": 0.9 + k / 100}))
+        (tmp_path / run_id / "config.json").write_text(
+            json.dumps({"weight_decay": 0.0, "b2": 0.9 + k / 100})
+        )
     filled = fill_from_configs(frame, tmp_path)
     assert list(filled["weight_decay"][:2]) == [0.0, 0.0] and list(filled["b2"][:2]) == [0.9, 0.91]
     assert filled["weight_decay"][2:].isna().all()  # no config.json: the default, later

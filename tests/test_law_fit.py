@@ -45,9 +45,18 @@ def test_a_term_the_cells_do_not_vary_is_held_at_zero_and_flagged():
 
 
 def test_cells_are_the_best_lr_of_the_seed_means():
-    frame = synthetic.frame(noise=0.1, seeds=3, grid={"vocab_size": (256,), "batch_size": (32,),
-                                                      "n": (16,), "b2": (0.99,),
-                                                      "d_model": (16,), "weight_decay": (0.1,)})
+    frame = synthetic.frame(
+        noise=0.1,
+        seeds=3,
+        grid={
+            "vocab_size": (256,),
+            "batch_size": (32,),
+            "n": (16,),
+            "b2": (0.99,),
+            "d_model": (16,),
+            "weight_decay": (0.1,),
+        },
+    )
     table = cells(frame)
     assert len(table) == 2  # tied and untied; lr and seed collapsed
     for tied, cell in zip(table["tie_embeddings"], table.to_dict("records")):
@@ -58,9 +67,18 @@ def test_cells_are_the_best_lr_of_the_seed_means():
 
 
 def test_a_diverged_seed_takes_its_lr_out_of_the_running():
-    frame = synthetic.frame(noise=0.0, grid={"vocab_size": (256,), "batch_size": (32,),
-                                             "n": (16,), "b2": (0.99,), "d_model": (16,),
-                                             "tie_embeddings": (True,), "weight_decay": (0.1,)})
+    frame = synthetic.frame(
+        noise=0.0,
+        grid={
+            "vocab_size": (256,),
+            "batch_size": (32,),
+            "n": (16,),
+            "b2": (0.99,),
+            "d_model": (16,),
+            "tie_embeddings": (True,),
+            "weight_decay": (0.1,),
+        },
+    )
     best = cells(frame)["best_lr"].item()
     frame.loc[(frame["lr"] == best) & (frame["seed"] == 0), "final_eval_loss"] = float("nan")
     assert cells(frame)["best_lr"].item() != best
@@ -110,7 +128,9 @@ def test_leave_one_sweep_out_predicts_each_sweep_from_the_others():
 
 
 def test_importing_the_law_imports_no_jax():
-    code = ("import sys, spamlang.law, spamlang.law.figure, spamlang.law.show; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'jax'))")
+    code = (
+        "import sys, spamlang.law, spamlang.law.figure, spamlang.law.show; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'jax'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

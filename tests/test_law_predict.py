@@ -20,8 +20,16 @@ def law() -> Law:
 
 def _row(**changes) -> dict:
     """A cell inside the synthetic grid."""
-    return {"vocab_size": 1024, "batch_size": 32, "d_model": 16, "steps": 512,
-            "tie_embeddings": True, "b2": 0.99, "weight_decay": 0.1, **changes}
+    return {
+        "vocab_size": 1024,
+        "batch_size": 32,
+        "d_model": 16,
+        "steps": 512,
+        "tie_embeddings": True,
+        "b2": 0.99,
+        "weight_decay": 0.1,
+        **changes,
+    }
 
 
 def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
@@ -32,17 +40,20 @@ def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
     assert (inside.R, inside.M, inside.n) == (1024 / 32, 100, 32 * 512 / 1024)
 
 
-@pytest.mark.parametrize("changes, word", [
-    ({"language": "cycle"}, "language"),
-    ({"optimizer": "sgd"}, "optimizer"),
-    ({"head": "lowrank:4"}, "head"),
-    ({"sampling": "permuted"}, "sampling"),
-    ({"weight_decay": 0.0}, "decayed"),
-    ({"d_model": 128}, "D 128"),  # more than 2x the widest fitted (32)
-    ({"vocab_size": 131072, "steps": 65536}, "V "),
-    ({"b2": 0.99999, "steps": 100_000}, "M "),
-    ({"steps": 8}, "n "),
-])
+@pytest.mark.parametrize(
+    "changes, word",
+    [
+        ({"language": "cycle"}, "language"),
+        ({"optimizer": "sgd"}, "optimizer"),
+        ({"head": "lowrank:4"}, "head"),
+        ({"sampling": "permuted"}, "sampling"),
+        ({"weight_decay": 0.0}, "decayed"),
+        ({"d_model": 128}, "D 128"),  # more than 2x the widest fitted (32)
+        ({"vocab_size": 131072, "steps": 65536}, "V "),
+        ({"b2": 0.99999, "steps": 100_000}, "M "),
+        ({"steps": 8}, "n "),
+    ],
+)
 def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word):
     p = law.predict_row(_row(**changes))
     assert p.loss > 0 and any(word in reason for reason in p.extrapolation), p.extrapolation
@@ -62,8 +73,17 @@ def test_a_law_of_one_width_flags_every_other_width():
 def test_predict_reads_a_train_config_as_its_row(law):
     from spamlang.train.config import TrainConfig
 
-    config = TrainConfig(preset="tiny", vocab_size=1024, batch_size=32, seq_len=2,
-                         tokens=512 * 32 * 2, tie_embeddings=True, b2=0.99, lr=3e-3, seed=4)
+    config = TrainConfig(
+        preset="tiny",
+        vocab_size=1024,
+        batch_size=32,
+        seq_len=2,
+        tokens=512 * 32 * 2,
+        tie_embeddings=True,
+        b2=0.99,
+        lr=3e-3,
+        seed=4,
+    )
     by_config = law.predict(config)
     assert by_config == law.predict_row(_row(d_model=config.model_config().d_model))
     assert law.predict(config.replace(lr=1e-2, seed=0)) == by_config  # lr, seed ignored
@@ -101,11 +121,14 @@ def test_load_without_a_path_reads_the_shipped_law(monkeypatch, tmp_path, law):
     assert load() == law
 
 
-@pytest.mark.parametrize("text, match", [
-    ("{not json", "bad JSON"),
-    (json.dumps({"format": 99}), "format"),
-    (json.dumps({"format": 1, "constants": {}}), "not a complete law"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("{not json", "bad JSON"),
+        (json.dumps({"format": 99}), "format"),
+        (json.dumps({"format": 1, "constants": {}}), "not a complete law"),
+    ],
+)
 def test_a_broken_law_file_is_a_user_error(tmp_path, text, match):
     (tmp_path / "law.json").write_text(text)
     with pytest.raises(UserError, match=match):

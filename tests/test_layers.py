@@ -31,8 +31,17 @@ LAYERS = (
     # Foundations, below every subject: the error type, files written and read safely, the
     # on-disk names of runs and sweeps, field checks, and the commands' error policy (`error_policy`:
     # shared by `spamlang VERB` and `python sweeps/X.py`, so that sweep needs nothing of cli).
-    ("spamlang", "errors", "fields", "fileio", "publish", "filelock", "glyphs", "schema",
-     "error_policy"),
+    (
+        "spamlang",
+        "errors",
+        "fields",
+        "fileio",
+        "publish",
+        "filelock",
+        "glyphs",
+        "schema",
+        "error_policy",
+    ),
     # The run-directory contract: its files, its lock and its orbax checkpoints.
     ("rundir",),
     # Experiment trackers: a run's rows, config and result mirrored (imported by train.loop).
@@ -110,7 +119,7 @@ def _imports(module: str, path: Path, known: set[str]) -> dict[str, int]:
             base = node.module or ""
             if node.level:  # relative: from .x import y
                 anchor = package.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             by_name |= base == "importlib"
             for alias in node.names:
@@ -230,26 +239,35 @@ def test_no_import_circle_between_components(graph):
 
 
 def test_no_import_from_a_lower_layer_to_a_higher_one(graph):
-    bad = [f"{_where(src, line)}: {src} (layer {RANK[component(src)]}) imports {dst} "
-           f"(layer {RANK[component(dst)]})"
-           for src, dst, line in _edges(graph)
-           if component(src) in RANK and component(dst) in RANK
-           and RANK[component(src)] < RANK[component(dst)] and (src, dst) not in ALLOWED]
+    bad = [
+        f"{_where(src, line)}: {src} (layer {RANK[component(src)]}) imports {dst} "
+        f"(layer {RANK[component(dst)]})"
+        for src, dst, line in _edges(graph)
+        if component(src) in RANK
+        and component(dst) in RANK
+        and RANK[component(src)] < RANK[component(dst)]
+        and (src, dst) not in ALLOWED
+    ]
     assert not bad, "imports from a lower layer to a higher one:\n" + "\n".join(bad)
 
 
 def test_nothing_imports_cli(graph):
     # Only `python -m spamlang`'s __main__ runs the CLI.
-    bad = [f"{_where(src, line)}: {src} imports {dst}" for src, dst, line in _edges(graph)
-           if component(dst) == "cli" and component(src) not in ("cli", "__main__")]
+    bad = [
+        f"{_where(src, line)}: {src} imports {dst}"
+        for src, dst, line in _edges(graph)
+        if component(dst) == "cli" and component(src) not in ("cli", "__main__")
+    ]
     assert not bad, "imports of spamlang.cli:\n" + "\n".join(bad)
 
 
 def test_plots_never_imports_train(graph):
     # plots reads results from disk: drawing a figure imports no trainer (and no JAX).
-    bad = [f"{_where(src, line)}: {src} imports {dst}" for src, dst, line in _edges(graph)
-           if component(src) == "plots" and component(dst) == "train"
-           and (src, dst) not in ALLOWED]
+    bad = [
+        f"{_where(src, line)}: {src} imports {dst}"
+        for src, dst, line in _edges(graph)
+        if component(src) == "plots" and component(dst) == "train" and (src, dst) not in ALLOWED
+    ]
     assert not bad, "plots importing train:\n" + "\n".join(bad)
 
 

@@ -12,9 +12,19 @@ import jax
 from spamlang.train import TrainConfig, run_training
 from spamlang.train.step import Program
 
-CFG = TrainConfig(vocab_size=32, seq_len=8, batch_size=8, tokens=8 * 8 * 12, lr=3e-3,
-                  schedule="constant", warmup_frac=0.0, log_every=4, checkpoint_every=0,
-                  eval_sequences=8, model_overrides={"n_layers": 1})
+CFG = TrainConfig(
+    vocab_size=32,
+    seq_len=8,
+    batch_size=8,
+    tokens=8 * 8 * 12,
+    lr=3e-3,
+    schedule="constant",
+    warmup_frac=0.0,
+    log_every=4,
+    checkpoint_every=0,
+    eval_sequences=8,
+    model_overrides={"n_layers": 1},
+)
 
 
 def test_step_n_plus_1_is_dispatched_before_step_n_is_read(tmp_path, monkeypatch):

@@ -23,8 +23,9 @@ jit_loss_from_hidden = nnx.jit(loss_from_hidden, static_argnames=("chunk_size", 
 
 def split_model(head="softmax", tie=False, seed=0, **kw):
     # One layer: these tests are about the head and the loss, not the backbone.
-    config = ModelConfig.preset("tiny", vocab_size=V, head=head, tie_embeddings=tie, n_layers=1,
-                                **kw)
+    config = ModelConfig.preset(
+        "tiny", vocab_size=V, head=head, tie_embeddings=tie, n_layers=1, **kw
+    )
     return nnx.split(Transformer(config, rngs=nnx.Rngs(seed)))
 
 
@@ -46,6 +47,7 @@ def test_chunked_loss_and_grads_equal_the_plain_ones(head, tie):
     def all_variants(state):
         def loss(state, chunk, fused):
             return next_token_loss(nnx.merge(graphdef, state), t, chunk_size=chunk, fused=fused)
+
         grad = jax.value_and_grad(loss, has_aux=True)
         return [grad(state, None, True)] + [grad(state, c, f) for c, f in VARIANTS[head]]
 
@@ -118,6 +120,7 @@ def test_chunked_loss_never_materialises_n_by_v(head):
     def temp_bytes(chunk):
         def loss(s, h, t):
             return loss_from_hidden(nnx.merge(graphdef, s), h, t, chunk_size=chunk)[0]
+
         grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
         return grad.lower(state, h, t).compile().memory_analysis().temp_size_in_bytes
 
@@ -135,12 +138,18 @@ def test_fused_loss_under_vmap_over_stacked_models():
     t = tokens()
 
     def grad(state):
-        return jax.grad(lambda s: next_token_loss(nnx.merge(graphdef, s), t, chunk_size=8)[0])(state)
+        return jax.grad(lambda s: next_token_loss(nnx.merge(graphdef, s), t, chunk_size=8)[0])(
+            state
+        )
 
     both = jax.jit(jax.vmap(grad))(stacked)
     for i, single in enumerate((s0, s1)):
-        assert_trees_close(jax.tree.map(lambda x, i=i: x[i], both), jax.jit(grad)(single),
-                           rtol=1e-5, atol_scale=1e-6)
+        assert_trees_close(
+            jax.tree.map(lambda x, i=i: x[i], both),
+            jax.jit(grad)(single),
+            rtol=1e-5,
+            atol_scale=1e-6,
+        )
 
 
 def test_bad_arguments_raise_user_error():

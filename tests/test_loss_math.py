@@ -24,8 +24,10 @@ N, V = 13, 37
 
 def logits_and_targets(seed):
     k_logits, k_targets = jax.random.split(jax.random.key(seed))
-    return (3 * jax.random.normal(k_logits, (N, V), jnp.float32),
-            jax.random.randint(k_targets, (N,), 0, V))
+    return (
+        3 * jax.random.normal(k_logits, (N, V), jnp.float32),
+        jax.random.randint(k_targets, (N,), 0, V),
+    )
 
 
 def reference_nll(logits_NxV, targets_N) -> np.ndarray:
@@ -46,8 +48,9 @@ def test_token_nll_is_the_negative_log_softmax_of_the_target():
     # bfloat16 logits: the loss is still taken in float32, of the bfloat16 values.
     half = logits.astype(jnp.bfloat16)
     assert token_nll(half, y).dtype == jnp.float32
-    np.testing.assert_allclose(token_nll(half, y), reference_nll(half.astype(jnp.float32), y),
-                               rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        token_nll(half, y), reference_nll(half.astype(jnp.float32), y), rtol=2e-6, atol=1e-6
+    )
 
 
 def mask_N():

@@ -11,8 +11,13 @@ from spamlang.model import PRESETS, ModelConfig, Transformer, count_params, gene
 from spamlang.perf import flops_per_token, matmul_params, matmul_peak_flops
 
 V = 97  # odd on purpose: nothing may assume a power of two
-HEADS = [("softmax", False), ("softmax", True), ("lowrank:5", False), ("mos:3", False),
-         ("mos:3", True)]
+HEADS = [
+    ("softmax", False),
+    ("softmax", True),
+    ("lowrank:5", False),
+    ("mos:3", False),
+    ("mos:3", True),
+]
 
 
 def make(head="softmax", tie=False, **kw):
@@ -37,24 +42,27 @@ def n_params(module):
 # --- config ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(head="lowrank:4", tie_embeddings=True), "untied"),
-    (dict(head="mos:0"), "integer >= 1"),
-    (dict(head="lowrank:0"), "integer >= 1"),
-    (dict(head="lowrank:-2"), "integer >= 1"),
-    (dict(head="mos:x"), "integer >= 1"),
-    (dict(head="mos"), "softmax"),
-    (dict(head="softmax:2"), "softmax"),
-    (dict(d_model=18, n_heads=4), "divisible by n_heads"),
-    (dict(n_heads=4, n_kv_heads=3), "divisible by n_kv_heads"),
-    (dict(d_model=12, n_heads=4), "even"),
-    (dict(vocab_size=1), "vocab_size"),
-    (dict(dtype="float16"), "dtype"),
-    (dict(param_dtype="fp32"), "param_dtype"),
-    (dict(n_layers=0), "n_layers"),
-    (dict(init_std=0.0), "init_std"),
-    (dict(residual="yes"), "residual"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(head="lowrank:4", tie_embeddings=True), "untied"),
+        (dict(head="mos:0"), "integer >= 1"),
+        (dict(head="lowrank:0"), "integer >= 1"),
+        (dict(head="lowrank:-2"), "integer >= 1"),
+        (dict(head="mos:x"), "integer >= 1"),
+        (dict(head="mos"), "softmax"),
+        (dict(head="softmax:2"), "softmax"),
+        (dict(d_model=18, n_heads=4), "divisible by n_heads"),
+        (dict(n_heads=4, n_kv_heads=3), "divisible by n_kv_heads"),
+        (dict(d_model=12, n_heads=4), "even"),
+        (dict(vocab_size=1), "vocab_size"),
+        (dict(dtype="float16"), "dtype"),
+        (dict(param_dtype="fp32"), "param_dtype"),
+        (dict(n_layers=0), "n_layers"),
+        (dict(init_std=0.0), "init_std"),
+        (dict(residual="yes"), "residual"),
+    ],
+)
 def test_invalid_configs_raise_user_error(kw, match):
     base = dict(vocab_size=V, d_model=16, n_heads=2, n_kv_heads=1)
     with pytest.raises(UserError, match=match):
@@ -72,7 +80,7 @@ def test_presets():
     c = ModelConfig.preset("smollm2-106m", vocab_size=1024, n_layers=2)
     assert (c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim) == (576, 2, 9, 3, 64)
     assert (c.d_ff, c.norm_eps, c.rope_theta) == (1536, 1e-5, 1e5)
-    assert c.init_std == pytest.approx(576 ** -0.5)
+    assert c.init_std == pytest.approx(576**-0.5)
     assert ModelConfig.from_json(c.to_json()) == c
 
 
@@ -144,7 +152,9 @@ def test_mos_mixture_weights_sum_to_one_and_log_probs_are_the_mixture():
     pi = model.head.mixture_weights(h)
     assert pi.shape == (2, 12, 3)
     np.testing.assert_allclose(pi.sum(-1), 1.0, atol=1e-6)
-    mixture = jnp.einsum("blk,blkv->blv", pi, jnp.exp(model.head.component_log_probs(h, model.embed[...])))
+    mixture = jnp.einsum(
+        "blk,blkv->blv", pi, jnp.exp(model.head.component_log_probs(h, model.embed[...]))
+    )
     np.testing.assert_allclose(jnp.exp(model.log_probs(h)), mixture, rtol=1e-5, atol=1e-7)
 
 
@@ -200,8 +210,9 @@ def test_residual_false_gradients_reach_the_first_layer_weaker():
     t = tokens(B=2, L=16, seed=3)
 
     def first_layer_grad_norm(residual):
-        config = ModelConfig.preset("tiny", vocab_size=V, n_layers=6, residual=residual,
-                                    init_std=0.02)
+        config = ModelConfig.preset(
+            "tiny", vocab_size=V, n_layers=6, residual=residual, init_std=0.02
+        )
         graphdef, state = nnx.split(Transformer(config, rngs=nnx.Rngs(7)))
 
         @jax.jit
@@ -209,6 +220,7 @@ def test_residual_false_gradients_reach_the_first_layer_weaker():
             def loss(state):
                 logp = nnx.merge(graphdef, state)(t)[:, :-1]
                 return -jnp.take_along_axis(logp, t[:, 1:, None], -1).mean()
+
             return nnx.state(nnx.merge(graphdef, jax.grad(loss)(state)).blocks[0])
 
         return float(jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads(state)))))
@@ -240,7 +252,7 @@ def test_cached_decoding_equals_full_forward(head, tie):
 
 def naive_greedy(model, prompt, length):
     """Full forward at every step; future slots hold zeros, which causality makes harmless."""
-    seq = jnp.zeros((prompt.shape[0], length), jnp.int32).at[:, :prompt.shape[1]].set(prompt)
+    seq = jnp.zeros((prompt.shape[0], length), jnp.int32).at[:, : prompt.shape[1]].set(prompt)
     for i in range(prompt.shape[1], length):
         seq = seq.at[:, i].set(jnp.argmax(forward(model, seq)[:, i - 1], -1).astype(jnp.int32))
     return seq
@@ -301,26 +313,45 @@ def test_matches_transformers_llama():
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     model = make(rope_theta=500.0)
-    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-        vocab_size=V, hidden_size=16, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, rms_norm_eps=1e-5,
-        rope_parameters={"rope_type": "default", "rope_theta": 500.0},
-        tie_word_embeddings=False, attn_implementation="eager")).eval()
+    hf = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            vocab_size=V,
+            hidden_size=16,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "default", "rope_theta": 500.0},
+            tie_word_embeddings=False,
+            attn_implementation="eager",
+        )
+    ).eval()
 
     def T(variable, transpose=False):  # ours are input x output, torch's output x input
         x = torch.tensor(np.asarray(variable[...]))
         return x.T.contiguous() if transpose else x
 
-    weights = {"model.embed_tokens.weight": T(model.embed), "lm_head.weight": T(model.head.w),
-               "model.norm.weight": T(model.final_norm.scale)}
+    weights = {
+        "model.embed_tokens.weight": T(model.embed),
+        "lm_head.weight": T(model.head.w),
+        "model.norm.weight": T(model.final_norm.scale),
+    }
     for i, b in enumerate(model.blocks):
         p = f"model.layers.{i}."
-        weights |= {p + "input_layernorm.weight": T(b.attn_norm.scale),
-                    p + "post_attention_layernorm.weight": T(b.mlp_norm.scale)}
-        for name, w in [("self_attn.q_proj", b.attn.wq), ("self_attn.k_proj", b.attn.wk),
-                        ("self_attn.v_proj", b.attn.wv), ("self_attn.o_proj", b.attn.wo),
-                        ("mlp.gate_proj", b.mlp.w_gate), ("mlp.up_proj", b.mlp.w_up),
-                        ("mlp.down_proj", b.mlp.w_down)]:
+        weights |= {
+            p + "input_layernorm.weight": T(b.attn_norm.scale),
+            p + "post_attention_layernorm.weight": T(b.mlp_norm.scale),
+        }
+        for name, w in [
+            ("self_attn.q_proj", b.attn.wq),
+            ("self_attn.k_proj", b.attn.wk),
+            ("self_attn.v_proj", b.attn.wv),
+            ("self_attn.o_proj", b.attn.wo),
+            ("mlp.gate_proj", b.mlp.w_gate),
+            ("mlp.up_proj", b.mlp.w_up),
+            ("mlp.down_proj", b.mlp.w_down),
+        ]:
             weights[p + name + ".weight"] = T(w, transpose=True)
     hf.load_state_dict(weights, strict=True)
     t = tokens(L=20)

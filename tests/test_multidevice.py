@@ -75,14 +75,17 @@ CHILD = textwrap.dedent("""
 
 def run_child(code: str, timeout: int) -> dict:
     """Run `code` in a child with 4 forced CPU devices; the JSON it printed after RESULT."""
-    env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
-               + " --xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    env = dict(
+        os.environ,
+        XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4",
+        JAX_PLATFORMS="cpu",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def test_four_devices_equal_one_device():
@@ -100,8 +103,9 @@ def test_four_devices_equal_one_device():
     assert "divisible by the number of devices (4)" in out["indivisible"]
     np.testing.assert_allclose(out["micro4"], out["micro1"], rtol=1e-5)
     np.testing.assert_allclose(out["micro1"], one["loss"][:4], rtol=1e-5)
-    assert "micro_batch (2) must be divisible by the number of devices (4)" \
-        in out["micro_indivisible"]
+    assert (
+        "micro_batch (2) must be divisible by the number of devices (4)" in out["micro_indivisible"]
+    )
 
 
 # The optimizers whose state is not adamw's (CHILD's config), in a vmapped pair of LRs, with
@@ -142,8 +146,9 @@ def test_every_optimizer_on_four_devices_equals_one_device():
         for a, b in zip(one, four):
             assert a["track_seen"] == b["track_seen"], name
             for key in ("loss", "grad_norm", "track_embed", "track_head"):
-                np.testing.assert_allclose(b[key], a[key], rtol=2e-4, atol=1e-7,
-                                           err_msg=f"{name} {key}")
+                np.testing.assert_allclose(
+                    b[key], a[key], rtol=2e-4, atol=1e-7, err_msg=f"{name} {key}"
+                )
         assert one[-1]["loss"][0] < one[0]["loss"][0], name  # the steps moved the model
 
 

@@ -38,13 +38,22 @@ class Child:
     def __init__(self, name: str, args: list[str], devices: int, logs: Path):
         self.name = name
         self.stdout_path, self.stderr_path = logs / f"{name}.out", logs / f"{name}.err"
-        env = dict(os.environ, JAX_PLATFORMS="cpu", SPAMLANG_PEAK_FLOPS="1e12",
-                   XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
-                             f"--xla_force_host_platform_device_count={devices}")
+        env = dict(
+            os.environ,
+            JAX_PLATFORMS="cpu",
+            SPAMLANG_PEAK_FLOPS="1e12",
+            XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
+            f"--xla_force_host_platform_device_count={devices}",
+        )
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
-            self.proc = subprocess.Popen([sys.executable, str(CHILD), *args], env=env,
-                                         stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, str(CHILD), *args],
+                env=env,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -57,13 +66,15 @@ class Child:
     def tail(self, n: int = 3000) -> str:
         err = self.stderr_path.read_text(errors="replace")[-n:]
         out = self.stdout_path.read_text(errors="replace")[-1000:]
-        return (f"--- {self.name}: exit status {self.proc.returncode} ---\n"
-                f"stdout tail:\n{out}\nstderr tail:\n{err}\n")
+        return (
+            f"--- {self.name}: exit status {self.proc.returncode} ---\n"
+            f"stdout tail:\n{out}\nstderr tail:\n{err}\n"
+        )
 
     def report(self) -> dict:
         lines = [ln for ln in self.stdout_path.read_text().splitlines() if ln.startswith("RESULT ")]
         assert lines, f"{self.name} printed no RESULT line\n{self.tail()}"
-        return json.loads(lines[-1][len("RESULT "):])
+        return json.loads(lines[-1][len("RESULT ") :])
 
 
 def wait_all(children: dict[Child, int], deadline: float, everyone: list[Child]) -> None:
@@ -72,14 +83,20 @@ def wait_all(children: dict[Child, int], deadline: float, everyone: list[Child])
     and fail with their output."""
     while True:
         pending = [c for c in children if c.proc.poll() is None]
-        wrong = [c for c in children if c.proc.returncode is not None
-                 and c.proc.returncode != children[c]]
+        wrong = [
+            c
+            for c in children
+            if c.proc.returncode is not None and c.proc.returncode != children[c]
+        ]
         late = time.monotonic() > deadline
         if wrong or late:
             for c in everyone:
                 c.kill()
-            what = (f"{', '.join(c.name for c in wrong)} exited with an unexpected status"
-                    if wrong else f"deadline of {DEADLINE_S} s passed; children killed")
+            what = (
+                f"{', '.join(c.name for c in wrong)} exited with an unexpected status"
+                if wrong
+                else f"deadline of {DEADLINE_S} s passed; children killed"
+            )
             raise AssertionError(what + "\n" + "".join(c.tail() for c in everyone))
         if not pending:
             return
@@ -110,32 +127,53 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
     def pair(tag: str, stop: int | None) -> list[Child]:
         port = free_port()
         extra = ["--stop-after-step", str(stop)] if stop else []
-        kids = [Child(f"{tag}-p{i}", ["--out", str(multi), "--expect-devices", "4",
-                                      "--coordinator", f"127.0.0.1:{port}",
-                                      "--num-processes", "2", "--process-id", str(i), *extra],
-                      devices=2, logs=logs) for i in range(2)]
+        kids = [
+            Child(
+                f"{tag}-p{i}",
+                [
+                    "--out",
+                    str(multi),
+                    "--expect-devices",
+                    "4",
+                    "--coordinator",
+                    f"127.0.0.1:{port}",
+                    "--num-processes",
+                    "2",
+                    "--process-id",
+                    str(i),
+                    *extra,
+                ],
+                devices=2,
+                logs=logs,
+            )
+            for i in range(2)
+        ]
         everyone.extend(kids)
         return kids
 
     try:
         # The reference run shares the cores with the first pair (the test's wall time).
-        ref = Child("single", ["--out", str(single), "--expect-devices", "4"], devices=4,
-                    logs=logs)
+        ref = Child("single", ["--out", str(single), "--expect-devices", "4"], devices=4, logs=logs)
         everyone.append(ref)
         first = pair("first", STOP_STEP)
-        wait_all({**{c: EXIT_INTERRUPTED for c in first}, ref: EXIT_FINISHED}, deadline,
-                 everyone)
+        wait_all({**{c: EXIT_INTERRUPTED for c in first}, ref: EXIT_FINISHED}, deadline, everyone)
         for i, c in enumerate(first):
             r = c.report()
-            assert (r["process_index"], r["process_count"], r["device_count"],
-                    r["local_device_count"]) == (i, 2, 4, 2), r
+            assert (
+                r["process_index"],
+                r["process_count"],
+                r["device_count"],
+                r["local_device_count"],
+            ) == (i, 2, 4, 2), r
             assert r["interrupted_step"] == STOP_STEP, r
         assert not (multi / "result.json").exists()
-        assert (multi / "checkpoints" / str(STOP_STEP)).is_dir(), \
-            sorted(p.name for p in (multi / "checkpoints").iterdir())
+        assert (multi / "checkpoints" / str(STOP_STEP)).is_dir(), sorted(
+            p.name for p in (multi / "checkpoints").iterdir()
+        )
         before = (multi / "metrics.jsonl").read_text()
-        assert [r["step"] for r in by_kind(read_metrics(multi), "train").values()] == \
-            list(range(LOG_EVERY, STOP_STEP + 1, LOG_EVERY))
+        assert [r["step"] for r in by_kind(read_metrics(multi), "train").values()] == list(
+            range(LOG_EVERY, STOP_STEP + 1, LOG_EVERY)
+        )
 
         second = pair("second", None)  # a resubmitted job: fresh processes, same command
         wait_all({c: EXIT_FINISHED for c in second}, deadline, everyone)
@@ -159,8 +197,11 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
     assert list(train) == list(ref_train) == list(range(LOG_EVERY, TOTAL_STEPS + 1, LOG_EVERY))
     for step, row in train.items():
         assert close(row["loss"], ref_train[step]["loss"]), (step, row, ref_train[step])
-    np.testing.assert_allclose([r["grad_norm"] for r in train.values()],
-                               [r["grad_norm"] for r in ref_train.values()], rtol=1e-4)
+    np.testing.assert_allclose(
+        [r["grad_norm"] for r in train.values()],
+        [r["grad_norm"] for r in ref_train.values()],
+        rtol=1e-4,
+    )
     assert train[TOTAL_STEPS]["loss"] < train[LOG_EVERY]["loss"]  # it trained
     assert list(evals) == list(ref_evals) and TOTAL_STEPS in evals
     for step, row in evals.items():
@@ -179,5 +220,10 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
     assert renamed.count("config.json") == 1 and renamed.count("result.json") == 1, renamed
     assert ["rename", "config.json"] in reports[0]["writes"]
     assert ["rename", "result.json"] in reports[2]["writes"]
-    assert sorted(p.name for p in multi.iterdir()) == \
-        ["checkpoints", "config.json", "metrics.jsonl", "result.json", "symbols.npz"]
+    assert sorted(p.name for p in multi.iterdir()) == [
+        "checkpoints",
+        "config.json",
+        "metrics.jsonl",
+        "result.json",
+        "symbols.npz",
+    ]

@@ -41,13 +41,16 @@ def test_the_config_knows_the_optimizers_of_optim():
 
 def test_return_time_and_adam_memory():
     config = TrainConfig(vocab_size=4096, batch_size=32, b2=0.999)
-    assert config.return_time == {"symbol_return_steps": 128.0,
-                                  "adam_memory_steps": pytest.approx(1000.0),
-                                  # a run of 512 steps: a running mean over all of them
-                                  "adam_memory_steps_effective": config.steps}
+    assert config.return_time == {
+        "symbol_return_steps": 128.0,
+        "adam_memory_steps": pytest.approx(1000.0),
+        # a run of 512 steps: a running mean over all of them
+        "adam_memory_steps_effective": config.steps,
+    }
     assert config.steps < 1000
-    assert config.replace(optimizer="lazy_adamw").return_time["adam_memory_steps"] == \
-        pytest.approx(1000.0)
+    assert config.replace(optimizer="lazy_adamw").return_time["adam_memory_steps"] == pytest.approx(
+        1000.0
+    )
     for other in ("sgd", "adafactor"):  # b2 left at its default: they refuse any other
         assert config.replace(optimizer=other, b2=0.95).return_time["adam_memory_steps"] is None
 
@@ -62,8 +65,8 @@ def test_tracked_ids_spread_over_the_vocabulary():
 # b1 = 1/2, b2 = 3/4, eps = 0 keep every number exact. Row table "embed" (V = 3, D = 2) and a
 # dense leaf "norm_scale". Step 1 has ids {0, 2}, step 2 has ids {1, 2}.
 B1, B2 = 0.5, 0.75
-G1 = {"embed": np.array([[1., 1.], [2., 2.], [3., 3.]]), "norm_scale": np.array([1., -2.])}
-G2 = {"embed": np.array([[.5, .5], [1., 1.], [-1., -1.]]), "norm_scale": np.array([1., 1.])}
+G1 = {"embed": np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]), "norm_scale": np.array([1.0, -2.0])}
+G2 = {"embed": np.array([[0.5, 0.5], [1.0, 1.0], [-1.0, -1.0]]), "norm_scale": np.array([1.0, 1.0])}
 PRESENT = [np.array([True, False, True]), np.array([False, True, True])]
 # Each row is Adam on its own appearances, bias-corrected with its own count:
 # row 0 step 1 (n=1): m = .5, v = .25, m/(1-.5) / sqrt(v/(1-.75)) = 1; step 2 absent: 0.
@@ -79,8 +82,9 @@ EXPECTED = [
 
 
 def _lazy(**kw):
-    return optim._optimizer(name="lazy_adamw", b1=B1, b2=B2, eps=0.0, momentum=0.0,
-                            vocab_size=3, **kw)
+    return optim._optimizer(
+        name="lazy_adamw", b1=B1, b2=B2, eps=0.0, momentum=0.0, vocab_size=3, **kw
+    )
 
 
 def test_lazy_adam_matches_the_hand_computed_two_steps():
@@ -89,8 +93,9 @@ def test_lazy_adam_matches_the_hand_computed_two_steps():
     tx = _lazy(learning_rate=-1.0, weight_decay=0.0)
     state = tx.init(params)
     for grads, present, expected in zip((G1, G2), PRESENT, EXPECTED):
-        updates, state = tx.update(jax.tree.map(jnp.asarray, grads), state, params,
-                                   present_V=jnp.asarray(present))
+        updates, state = tx.update(
+            jax.tree.map(jnp.asarray, grads), state, params, present_V=jnp.asarray(present)
+        )
         for name in expected:
             np.testing.assert_allclose(updates[name], expected[name], rtol=1e-6, atol=0)
     assert np.asarray(state[0].count["embed"]).tolist() == [1, 1, 2]
@@ -100,22 +105,27 @@ def test_lazy_adam_matches_the_hand_computed_two_steps():
 def test_lazy_adamw_leaves_absent_rows_alone_and_decays_present_ones():
     params = {"embed": jnp.arange(6.0).reshape(3, 2) + 1, "norm_scale": jnp.ones(2)}
     tx = _lazy(learning_rate=0.1, weight_decay=0.5)
-    updates, _ = tx.update(jax.tree.map(jnp.asarray, G1), tx.init(params), params,
-                           present_V=jnp.asarray(PRESENT[0]))
+    updates, _ = tx.update(
+        jax.tree.map(jnp.asarray, G1), tx.init(params), params, present_V=jnp.asarray(PRESENT[0])
+    )
     new = optax.apply_updates(params, updates)
     # row 1 is absent: not moved, not decayed; rows 0 and 2: p - lr * (1 + wd * p)
     np.testing.assert_array_equal(new["embed"][1], params["embed"][1])
-    np.testing.assert_allclose(new["embed"][np.array([0, 2])],
-                               params["embed"][np.array([0, 2])] - 0.1 * (1 + 0.5 * params["embed"][np.array([0, 2])]),
-                               rtol=1e-6)
-    np.testing.assert_allclose(new["norm_scale"], params["norm_scale"] - 0.1 * np.array([1, -1]),
-                               rtol=1e-6)  # norms are never decayed
+    np.testing.assert_allclose(
+        new["embed"][np.array([0, 2])],
+        params["embed"][np.array([0, 2])] - 0.1 * (1 + 0.5 * params["embed"][np.array([0, 2])]),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        new["norm_scale"], params["norm_scale"] - 0.1 * np.array([1, -1]), rtol=1e-6
+    )  # norms are never decayed
 
 
 def test_lazy_adamw_with_every_row_present_is_adamw():
     params = {"embed": jnp.arange(6.0).reshape(3, 2) - 2, "norm_scale": jnp.ones(2)}
-    kw = dict(b1=0.9, b2=0.95, eps=1e-8, momentum=0.0, weight_decay=0.1, vocab_size=3,
-              learning_rate=0.01)
+    kw = dict(
+        b1=0.9, b2=0.95, eps=1e-8, momentum=0.0, weight_decay=0.1, vocab_size=3, learning_rate=0.01
+    )
     lazy, dense = optim._optimizer(name="lazy_adamw", **kw), optim._optimizer(name="adamw", **kw)
     s_lazy, s_dense = lazy.init(params), dense.init(params)
     everyone = jnp.ones(3, bool)
@@ -136,28 +146,51 @@ def test_lazy_adam_needs_the_present_ids():
 
 
 def test_row_tables_are_the_embedding_and_the_heads_v_rows():
-    for head, expected in [("softmax", {"embed", "head/w"}), ("lowrank:4", {"embed", "head/a"}),
-                           ("mos:2", {"embed", "head/w"})]:
-        program = Program(TrainConfig(vocab_size=32, seq_len=2, batch_size=4, tokens=64,
-                                      head=head, eval_sequences=4))
+    for head, expected in [
+        ("softmax", {"embed", "head/w"}),
+        ("lowrank:4", {"embed", "head/a"}),
+        ("mos:2", {"embed", "head/w"}),
+    ]:
+        program = Program(
+            TrainConfig(
+                vocab_size=32, seq_len=2, batch_size=4, tokens=64, head=head, eval_sequences=4
+            )
+        )
         params = program.abstract_state()["params"]
         rows = optim.row_tables(32)(params)
-        found = {optim._path_name(p).removesuffix("/value")
-                 for p, r in jax.tree_util.tree_leaves_with_path(rows) if r}
+        found = {
+            optim._path_name(p).removesuffix("/value")
+            for p, r in jax.tree_util.tree_leaves_with_path(rows)
+            if r
+        }
         assert found == expected, head
 
 
 # ----- every optimizer in the real loop -----------------------------------------------------
 # 20 steps of a vmapped pair (two LRs), logs every 5, checkpoints only when interrupted and at
 # the end (orbax saves are most of a short run's time); 3 tracked ids.
-LRS = {"adamw": (3e-2, 1e-1), "lazy_adamw": (3e-2, 1e-1), "sgd": (0.1, 0.3),
-       "adafactor": (3e-2, 1e-1)}
+LRS = {
+    "adamw": (3e-2, 1e-1),
+    "lazy_adamw": (3e-2, 1e-1),
+    "sgd": (0.1, 0.3),
+    "adafactor": (3e-2, 1e-1),
+}
 
 
 def _configs(name):
-    base = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 20, optimizer=name,
-                       schedule="constant", warmup_frac=0.0, log_every=5, checkpoint_every=0,
-                       eval_sequences=16, track_symbols=3)
+    base = TrainConfig(
+        vocab_size=16,
+        seq_len=2,
+        batch_size=8,
+        tokens=8 * 2 * 20,
+        optimizer=name,
+        schedule="constant",
+        warmup_frac=0.0,
+        log_every=5,
+        checkpoint_every=0,
+        eval_sequences=16,
+        track_symbols=3,
+    )
     return [base.replace(lr=lr, seed=i) for i, lr in enumerate(LRS[name])]
 
 
@@ -166,8 +199,10 @@ def _read(run_dir, name):
 
 
 def _timeless(rows):
-    return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "mfu", "wall_seconds")}
-            for r in rows]
+    return [
+        {k: v for k, v in r.items() if k not in ("tokens_per_s", "mfu", "wall_seconds")}
+        for r in rows
+    ]
 
 
 # adamw's group, resume and member equality are test_train_run's (the same loop and state);
@@ -187,15 +222,18 @@ def test_every_optimizer_trains_in_a_group_and_resumes_bitwise(name, tmp_path):
     for r, g, a, b in zip(ref, got, results, resumed):
         assert _timeless(_read(g, "metrics.jsonl")) == _timeless(_read(r, "metrics.jsonl"))
         assert _read(g, "track.jsonl") == _read(r, "track.jsonl")
-        assert {k: v for k, v in b.items() if k not in ("tokens_per_s", "wall_seconds")} == \
-            {k: v for k, v in a.items() if k not in ("tokens_per_s", "wall_seconds")}
+        assert {k: v for k, v in b.items() if k not in ("tokens_per_s", "wall_seconds")} == {
+            k: v for k, v in a.items() if k not in ("tokens_per_s", "wall_seconds")
+        }
     track = _read(ref[0], "track.jsonl")
     assert [r["step"] for r in track] == list(range(1, 21))
-    assert all(r["ids"] == [0, 8, 15] and set(r) == {"step", "ids", "seen", "embed", "head"}
-               for r in track)
+    assert all(
+        r["ids"] == [0, 8, 15] and set(r) == {"step", "ids", "seen", "embed", "head"} for r in track
+    )
     assert sum(sum(r["seen"]) for r in track) > 0
-    between = [r[t][j] for r in track for t in ("embed", "head")
-               for j in range(3) if r["seen"][j] == 0]
+    between = [
+        r[t][j] for r in track for t in ("embed", "head") for j in range(3) if r["seen"][j] == 0
+    ]
     assert between
     if name == "lazy_adamw":  # an absent row does not move at all
         assert all(v == 0.0 for v in between)
@@ -205,8 +243,16 @@ def test_every_optimizer_trains_in_a_group_and_resumes_bitwise(name, tmp_path):
 
 def test_tracked_component_is_the_update_along_the_row():
     """The step's track_* metrics equal <p' - p, p> / |p| computed from two states."""
-    config = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 10, lr=3e-2,
-                         eval_sequences=16, track_symbols=4, tie_embeddings=True)
+    config = TrainConfig(
+        vocab_size=16,
+        seq_len=2,
+        batch_size=8,
+        tokens=8 * 2 * 10,
+        lr=3e-2,
+        eval_sequences=16,
+        track_symbols=4,
+        tie_embeddings=True,
+    )
     program = Program(config)
     state = program.init([0], [config.lr])
     absent = []
@@ -217,8 +263,9 @@ def test_tracked_component_is_the_update_along_the_row():
         ids = config.tracked_ids
         e0, e1 = before["embed"][...][0][ids], after["embed"][...][0][ids]
         want = np.sum((e1 - e0) * e0, axis=-1) / np.linalg.norm(e0, axis=-1)
-        np.testing.assert_allclose(np.asarray(metrics["track_embed"][0]), want,
-                                   rtol=1e-4, atol=1e-9)
+        np.testing.assert_allclose(
+            np.asarray(metrics["track_embed"][0]), want, rtol=1e-4, atol=1e-9
+        )
         assert "track_head" not in metrics  # tied: the head row is the embedding row
         assert metrics["track_seen"].shape == (1, 4)
         absent += [v for v, n in zip(want, np.asarray(metrics["track_seen"][0])) if n == 0]
@@ -227,8 +274,10 @@ def test_tracked_component_is_the_update_along_the_row():
 
 
 def test_summarise_splits_pull_and_between():
-    rows = [{"step": 1, "ids": [0, 5], "seen": [1, 0], "embed": [0.5, -0.1]},
-            {"step": 2, "ids": [0, 5], "seen": [0, 2], "embed": [-0.2, 0.3]}]
+    rows = [
+        {"step": 1, "ids": [0, 5], "seen": [1, 0], "embed": [0.5, -0.1]},
+        {"step": 2, "ids": [0, 5], "seen": [0, 2], "embed": [-0.2, 0.3]},
+    ]
     out = summarise(rows)["embed"]
     assert out[0] == {"appearances": 1, "pull": 0.5, "between": -0.2, "net": pytest.approx(0.3)}
     assert out[5] == {"appearances": 1, "pull": 0.3, "between": -0.1, "net": pytest.approx(0.2)}
@@ -239,9 +288,17 @@ def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
 
     # lazy_adamw: each member draws its own batch and so has its own present ids; a member
     # must still equal its own run (for adamw with LRs: test_group.py)
-    base = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 6, lr=3e-2,
-                       schedule="constant", warmup_frac=0.0, eval_sequences=16,
-                       optimizer="lazy_adamw")
+    base = TrainConfig(
+        vocab_size=16,
+        seq_len=2,
+        batch_size=8,
+        tokens=8 * 2 * 6,
+        lr=3e-2,
+        schedule="constant",
+        warmup_frac=0.0,
+        eval_sequences=16,
+        optimizer="lazy_adamw",
+    )
     variants = [base.replace(b2=0.9), base.replace(b2=0.999, b1=0.8, eps=1e-6, seed=1)]
     assert group_key(variants[0]) == group_key(variants[1])  # one vmapped program
     assert cell_key(variants[0]) != cell_key(variants[1])  # two cells of the LR grid
@@ -275,7 +332,8 @@ def test_checkpoints_written_before_the_member_hyperparameters_still_restore(tmp
         ckpt.restore_latest(program.abstract_state())
     step, restored, meta = ckpt.restore_latest(
         program.abstract_state(),
-        (program.legacy_abstract_state(), lambda s: program.from_legacy(s, config)))
+        (program.legacy_abstract_state(), lambda s: program.from_legacy(s, config)),
+    )
     ckpt.close()
     assert step == 5 and meta["final"] is True and set(meta) == {"final", "checksums"}
     assert jax.tree.structure(restored) == jax.tree.structure(state)

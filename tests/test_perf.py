@@ -11,8 +11,19 @@ from spamlang.errors import UserError
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
-TRAIN = ["train", "--vocab-size", "64", "--seq-len", "2", "--batch-size", "4", "--tokens", "16",
-         "--eval-sequences", "8"]
+TRAIN = [
+    "train",
+    "--vocab-size",
+    "64",
+    "--seq-len",
+    "2",
+    "--batch-size",
+    "4",
+    "--tokens",
+    "16",
+    "--eval-sequences",
+    "8",
+]
 BAD = ["-5", "0", "nan", "inf", "garbage"]
 
 
@@ -28,8 +39,9 @@ def test_a_bad_peak_is_refused(monkeypatch, value):
 
 
 @pytest.mark.parametrize("value", BAD)
-def test_train_with_a_bad_peak_is_one_line_exit_2_and_no_directory(tmp_path, monkeypatch,
-                                                                   capsys, value):
+def test_train_with_a_bad_peak_is_one_line_exit_2_and_no_directory(
+    tmp_path, monkeypatch, capsys, value
+):
     monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", value)
     out = tmp_path / "run"
     assert main([*TRAIN, "--out", str(out)]) == 2

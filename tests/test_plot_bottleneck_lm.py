@@ -28,12 +28,24 @@ def write_lm(out_dir, model_type, model_name, D, V, kf, **extra):
     """A diagnose-lm output directory as the contract describes it."""
     out_dir.mkdir(parents=True)
     diag = {
-        "source": "diagnose-lm", "kernel_fraction": kf, "projected_cosine": 0.05,
-        "d_model": D, "vocab_size": V, "head_rank": D, "d_over_v": D / V,
-        "model_type": model_type, "model_name": model_name, "model_dir": f"/models/{model_name}",
-        "tokens": 4096, "tie_embeddings": model_type != "gpt_neox",
-        "rank_curve": {"tokens": [1, 8, 64], "rank": [1, 8, 64], "max_rank": [1, 8, 64],
-                       "tol": None},
+        "source": "diagnose-lm",
+        "kernel_fraction": kf,
+        "projected_cosine": 0.05,
+        "d_model": D,
+        "vocab_size": V,
+        "head_rank": D,
+        "d_over_v": D / V,
+        "model_type": model_type,
+        "model_name": model_name,
+        "model_dir": f"/models/{model_name}",
+        "tokens": 4096,
+        "tie_embeddings": model_type != "gpt_neox",
+        "rank_curve": {
+            "tokens": [1, 8, 64],
+            "rank": [1, 8, 64],
+            "max_rank": [1, 8, 64],
+            "tol": None,
+        },
         "singular_values": [1.0, 0.5, 0.1],
         **extra,
     }
@@ -51,12 +63,22 @@ def write_sweep(root):
     for V, kf in ((64, 0.85), (256, 0.96)):
         run = root / f"V{V}"
         run.mkdir(parents=True)
-        config = {"vocab_size": V, "lr": 1e-2, "tie_embeddings": True, "head": "softmax",
-                  "language": "spam", "language_params": {}, "seed": 0, "preset": "tiny",
-                  "model_overrides": {"d_model": 16}}
+        config = {
+            "vocab_size": V,
+            "lr": 1e-2,
+            "tie_embeddings": True,
+            "head": "softmax",
+            "language": "spam",
+            "language_params": {},
+            "seed": 0,
+            "preset": "tiny",
+            "model_overrides": {"d_model": 16},
+        }
         (run / "config.json").write_text(json.dumps(config))
-        rows = [{"kind": "diag", "step": s, "tokens": 512 * s, "kernel_fraction": kf - 0.1 / s}
-                for s in (1, 2, 3)]
+        rows = [
+            {"kind": "diag", "step": s, "tokens": 512 * s, "kernel_fraction": kf - 0.1 / s}
+            for s in (1, 2, 3)
+        ]
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return root
 
@@ -67,21 +89,32 @@ def _legend(ax):
 
 def test_family_names():
     assert [family_name(t) for t in ("gpt2", "gpt_neox", "llama", "qwen2", "qwen3", "falcon")] == [
-        "GPT-2", "Pythia (GPT-NeoX)", "Llama", "Qwen", "Qwen", "falcon"]
+        "GPT-2",
+        "Pythia (GPT-NeoX)",
+        "Llama",
+        "Qwen",
+        "Qwen",
+        "falcon",
+    ]
 
 
 def test_one_point_per_lm_directory(lm_dirs):
     points = bottleneck_points(lm_dirs)
     assert [(p["series"], p["model_name"], p["source"]) for p in points] == [
-        ("GPT-2", "gpt2", "diagnose-lm"), ("Pythia (GPT-NeoX)", "pythia-160m", "diagnose-lm"),
-        ("Qwen", "Qwen3-0.6B", "diagnose-lm")]
+        ("GPT-2", "gpt2", "diagnose-lm"),
+        ("Pythia (GPT-NeoX)", "pythia-160m", "diagnose-lm"),
+        ("Qwen", "Qwen3-0.6B", "diagnose-lm"),
+    ]
     for p, (_, _, _, D, V, kf) in zip(points, LMS):
         assert p["d_over_v"] == pytest.approx(D / V) and p["kernel_fraction"] == kf
         assert p["curve"] == ([], [])
     # A parent of diagnose-lm outputs gives the same points; a directory given twice counts once.
     parent = lm_dirs[0].parent
     assert [p["model_name"] for p in bottleneck_points([parent, parent])] == [
-        "gpt2", "pythia-160m", "Qwen3-0.6B"]
+        "gpt2",
+        "pythia-160m",
+        "Qwen3-0.6B",
+    ]
 
 
 def test_d_over_v_from_its_parts_and_name_from_the_directory(tmp_path):
@@ -144,8 +177,20 @@ def test_cli_writes_the_figure(lm_dirs, tmp_path, capsys):
     assert capsys.readouterr().out == f"wrote {out}\n"
     sweep = write_sweep(tmp_path / "sweep")
     mixed = tmp_path / "mixed.pdf"
-    assert main(["plot", "bottleneck", str(sweep), str(lm_dirs[0].parent), "-o", str(mixed),
-                 "--no-labels"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "bottleneck",
+                str(sweep),
+                str(lm_dirs[0].parent),
+                "-o",
+                str(mixed),
+                "--no-labels",
+            ]
+        )
+        == 0
+    )
     assert mixed.read_bytes().startswith(b"%PDF")
 
 

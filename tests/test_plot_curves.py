@@ -19,14 +19,29 @@ FLOOR = "floor: 0 nats (off the log axis)"
 def write_run(root, v, lr, tied, seed, losses):
     run = root / f"V{v}-lr{lr:g}-{'tied' if tied else 'untied'}-s{seed}"
     run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({
-        "vocab_size": v, "lr": lr, "tie_embeddings": tied, "seed": seed, "head": "softmax",
-        "language": "spam", "language_params": {}, "preset": "tiny"}))
-    (run / "metrics.jsonl").write_text("".join(
-        json.dumps({"kind": "train", "step": i + 1, "tokens": 1000 * (i + 1), "loss": x}) + "\n"
-        for i, x in enumerate(losses)))
-    (run / "result.json").write_text(json.dumps({
-        "final_eval_loss": losses[-1], "optimal_loss": 0.0, "diverged": False}))
+    (run / "config.json").write_text(
+        json.dumps(
+            {
+                "vocab_size": v,
+                "lr": lr,
+                "tie_embeddings": tied,
+                "seed": seed,
+                "head": "softmax",
+                "language": "spam",
+                "language_params": {},
+                "preset": "tiny",
+            }
+        )
+    )
+    (run / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"kind": "train", "step": i + 1, "tokens": 1000 * (i + 1), "loss": x}) + "\n"
+            for i, x in enumerate(losses)
+        )
+    )
+    (run / "result.json").write_text(
+        json.dumps({"final_eval_loss": losses[-1], "optimal_loss": 0.0, "diverged": False})
+    )
 
 
 @pytest.fixture()
@@ -55,8 +70,9 @@ def test_default_draws_each_cell_at_its_best_lr_and_names_it(sweep):
     # Seed means of the 3e-2 runs: (0.5 + 1.5) / 2 at the end.
     assert lines(tied) == {"V=64, lr=3e-2": [5.0, 1.0, 1.0], "V=1024, lr=3e-2": [5.0, 1.0, 1.0]}
     assert lines(untied) == {"V=64, lr=3e-2": [5.0, 1.0, 1.0], "V=1024, lr=1e-2": [5.0, 3.0, 0.7]}
-    assert "each line at its cell's best lr (lowest seed-mean final_eval_loss)" in \
-        fig.get_supxlabel()
+    assert (
+        "each line at its cell's best lr (lowest seed-mean final_eval_loss)" in fig.get_supxlabel()
+    )
 
 
 def test_one_best_lr_for_every_line_is_named_in_the_title(sweep):
@@ -76,15 +92,30 @@ def test_the_default_choice_is_the_sweep_summarys_best_lr(tmp_path):
     # Seeds disagree: the best single run (lr 1e-2, seed 0) is not the best seed mean (1e-1),
     # and neither is the middle of the grid (3e-2).
     root = tmp_path / "sweep"
-    finals = {(1e-2, 0): 0.1, (1e-2, 1): 3.0, (3e-2, 0): 2.0, (3e-2, 1): 2.5,
-              (1e-1, 0): 0.8, (1e-1, 1): 0.9}
+    finals = {
+        (1e-2, 0): 0.1,
+        (1e-2, 1): 3.0,
+        (3e-2, 0): 2.0,
+        (3e-2, 1): 2.5,
+        (1e-1, 0): 0.8,
+        (1e-1, 1): 0.9,
+    }
     for (lr, seed), final in finals.items():
         for v in (64, 256):
             write_run(root, v, lr, True, seed, [5.0, final + v / 1000])
     runs = plot_runs.scan_runs(root)
-    rows = [{"run_id": r.run_id, "vocab_size": r.get("vocab_size"), "lr": r.lr, "seed": r.get("seed"),
-             "tie_embeddings": True, "final_eval_loss": r.get("final_eval_loss"),
-             "diverged": False} for r in runs]
+    rows = [
+        {
+            "run_id": r.run_id,
+            "vocab_size": r.get("vocab_size"),
+            "lr": r.lr,
+            "seed": r.get("seed"),
+            "tie_embeddings": True,
+            "final_eval_loss": r.get("final_eval_loss"),
+            "diverged": False,
+        }
+        for r in runs
+    ]
     summary = {dict(b.group)["vocab_size"]: b.lr for b in best_lrs(rows)}
     chosen = {r.get("vocab_size"): r.lr for r in choose_runs(runs, None)}
     assert summary == chosen == {64: 1e-1, 256: 1e-1}

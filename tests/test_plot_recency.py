@@ -19,8 +19,16 @@ VOCAB = 16
 def write_run(root, name, *, lr=1e-2, seed=0, b2=0.95, loss=1.0, symbols=True, rng_seed=0):
     d = root / name
     d.mkdir(parents=True)
-    config = dict(vocab_size=VOCAB, lr=lr, seed=seed, b2=b2, batch_size=4, optimizer="adamw",
-                  sampling="iid", tie_embeddings=False)
+    config = dict(
+        vocab_size=VOCAB,
+        lr=lr,
+        seed=seed,
+        b2=b2,
+        batch_size=4,
+        optimizer="adamw",
+        sampling="iid",
+        tie_embeddings=False,
+    )
     (d / "config.json").write_text(json.dumps(config))
     result = dict(final_eval_loss=loss, diverged=False, adam_memory_steps=1 / (1 - b2))
     (d / "result.json").write_text(json.dumps(result))
@@ -28,10 +36,14 @@ def write_run(root, name, *, lr=1e-2, seed=0, b2=0.95, loss=1.0, symbols=True, r
     last = rng.integers(1, STEPS + 1, VOCAB).astype(np.int32)
     last[0] = -1  # never shown
     if symbols:
-        np.savez(d / SYMBOLS, loss=rng.uniform(0.01, 3, VOCAB).astype(np.float32),
-                 probability=np.full(VOCAB, 1 / VOCAB), appearances=np.where(
-                     last > 0, rng.integers(1, 20, VOCAB), 0).astype(np.int32),
-                 last_step=last, steps=np.int32(STEPS))
+        np.savez(
+            d / SYMBOLS,
+            loss=rng.uniform(0.01, 3, VOCAB).astype(np.float32),
+            probability=np.full(VOCAB, 1 / VOCAB),
+            appearances=np.where(last > 0, rng.integers(1, 20, VOCAB), 0).astype(np.int32),
+            last_step=last,
+            steps=np.int32(STEPS),
+        )
     return d, last
 
 
@@ -54,8 +66,14 @@ def test_best_lr_seed_zero_of_each_cell(tmp_path):
     sweep = tmp_path / "sweep"
     for lr, loss in ((1e-2, 2.0), (3e-2, 1.0)):  # 3e-2 is best
         for seed in (0, 1):
-            write_run(sweep, f"lr{lr:g}-s{seed}", lr=lr, seed=seed, loss=loss + seed / 10,
-                      rng_seed=int(lr * 1e3) + seed)
+            write_run(
+                sweep,
+                f"lr{lr:g}-s{seed}",
+                lr=lr,
+                seed=seed,
+                loss=loss + seed / 10,
+                rng_seed=int(lr * 1e3) + seed,
+            )
     _, want = write_run(tmp_path / "copy", "x", rng_seed=30)  # the best run's arrays
     (ax,) = [a for a in recency_figure([sweep]).axes if a.get_label() != "<colorbar>"]
     np.testing.assert_array_equal(scatter(ax, "shown")[:, 0], STEPS - want[want >= 0])

@@ -63,8 +63,22 @@ def test_where_takes_back_the_v_a_figure_shows(tmp_path):
     # K is 1,000, as --tokens has always read it: 1K is not 1024, 100K is 100,000.
     assert {r.get("tokens") for r in plot_runs.select(runs, {"tokens": "100K"})} == {100_000}
     assert {r.get("vocab_size") for r in plot_runs.select(runs, {"vocab_size": "4096"})} == {4096}
-    assert main(["plot", "heatmap", str(root), "-o", str(tmp_path / "h.png"),
-                 "--where", "vocab_size!=1K", "--where", "tokens=100K"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "heatmap",
+                str(root),
+                "-o",
+                str(tmp_path / "h.png"),
+                "--where",
+                "vocab_size!=1K",
+                "--where",
+                "tokens=100K",
+            ]
+        )
+        == 0
+    )
 
 
 BOTTLENECK_VOCABS = (512, 576, 640, 704, 768, 832, 896, 960)
@@ -78,9 +92,20 @@ def write_bottleneck_sweep(root, with_diagnostics) -> None:
     for i, v in enumerate(BOTTLENECK_VOCABS):
         run = root / f"V{v}"
         run.mkdir(parents=True)
-        (run / "config.json").write_text(json.dumps({
-            "vocab_size": v, "lr": 1e-2, "tie_embeddings": True, "head": "softmax",
-            "language": "spam", "language_params": {}, "seed": 0, "preset": "tiny"}))
+        (run / "config.json").write_text(
+            json.dumps(
+                {
+                    "vocab_size": v,
+                    "lr": 1e-2,
+                    "tie_embeddings": True,
+                    "head": "softmax",
+                    "language": "spam",
+                    "language_params": {},
+                    "seed": 0,
+                    "preset": "tiny",
+                }
+            )
+        )
         if i in with_diagnostics:
             (run / "diagnostics.json").write_text(json.dumps({"kernel_fraction": 0.9 + i / 100}))
 
@@ -91,7 +116,8 @@ def test_bottleneck_says_which_runs_it_could_not_draw(tmp_path, capsys):
     assert main(["plot", "bottleneck", str(root), "-o", str(tmp_path / "b.png")]) == 0
     assert capsys.readouterr().err == (
         f"note: 7 of 8 runs in {root} have no diagnostics.json (run `spamlang diagnose` on "
-        "them, or train with diag_every > 0); drawing 1\n")
+        "them, or train with diag_every > 0); drawing 1\n"
+    )
     full = tmp_path / "full"
     write_bottleneck_sweep(full, 8)
     bottleneck_figure(full)

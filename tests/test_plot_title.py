@@ -16,9 +16,14 @@ def title(fig) -> str:
 
 
 def test_heatmap_titles_every_where_filter_and_fixed_setting(tmp_path):
-    rows = [row(v=v, lr=lr, tied=tied, loss=1.0 + lr, b2=b2, seed=seed)
-            for v in (64, 256) for lr in (1e-3, 1e-2) for tied in (True, False)
-            for b2 in (0.95, 0.999) for seed in (0, 1)]
+    rows = [
+        row(v=v, lr=lr, tied=tied, loss=1.0 + lr, b2=b2, seed=seed)
+        for v in (64, 256)
+        for lr in (1e-3, 1e-2)
+        for tied in (True, False)
+        for b2 in (0.95, 0.999)
+        for seed in (0, 1)
+    ]
     root = write(tmp_path / "s", rows, settings=["b2"])
     fig = heatmap_figure(root, where={"b2": ["0.999"], "tie_embeddings": ["True"]})
     assert "b2=0.999" in title(fig) and "tied" in title(fig)
@@ -30,14 +35,27 @@ def test_heatmap_titles_every_where_filter_and_fixed_setting(tmp_path):
 def _run(root, name, lr, tied, losses):
     run = root / name
     run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({
-        "vocab_size": 64, "lr": lr, "tie_embeddings": tied, "seed": 0, "head": "softmax",
-        "language": "spam", "seq_len": 16}))
-    (run / "metrics.jsonl").write_text("".join(
-        json.dumps({"kind": "train", "step": 10 * (i + 1), "tokens": 100 * (i + 1), "loss": x})
-        + "\n" for i, x in enumerate(losses)))
-    (run / "result.json").write_text(json.dumps({"final_eval_loss": losses[-1],
-                                                 "diverged": False}))
+    (run / "config.json").write_text(
+        json.dumps(
+            {
+                "vocab_size": 64,
+                "lr": lr,
+                "tie_embeddings": tied,
+                "seed": 0,
+                "head": "softmax",
+                "language": "spam",
+                "seq_len": 16,
+            }
+        )
+    )
+    (run / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"kind": "train", "step": 10 * (i + 1), "tokens": 100 * (i + 1), "loss": x})
+            + "\n"
+            for i, x in enumerate(losses)
+        )
+    )
+    (run / "result.json").write_text(json.dumps({"final_eval_loss": losses[-1], "diverged": False}))
 
 
 def test_curves_at_one_lr_name_the_panels_they_drop(tmp_path):
@@ -53,9 +71,14 @@ def test_curves_at_one_lr_name_the_panels_they_drop(tmp_path):
 def test_lines_title_their_where_filters(tmp_path):
     from spamlang.plots.lines import lines_figure
 
-    rows = [row(v=v, lr=lr, tied=tied, loss=1.0 + lr) for v in (64, 256) for lr in (1e-3, 1e-2)
-            for tied in (True, False)]
+    rows = [
+        row(v=v, lr=lr, tied=tied, loss=1.0 + lr)
+        for v in (64, 256)
+        for lr in (1e-3, 1e-2)
+        for tied in (True, False)
+    ]
     root = write(tmp_path / "s", rows)
-    fig = lines_figure(root, x="vocab_size", y="final_eval_loss", color="none",
-                       where={"tie_embeddings": ["False"]})
+    fig = lines_figure(
+        root, x="vocab_size", y="final_eval_loss", color="none", where={"tie_embeddings": ["False"]}
+    )
     assert "untied" in title(fig)

@@ -16,22 +16,35 @@ from spamlang.plots.track import APPEARANCES, MAX_IDS, load_track, summarise, tr
 STEPS = 60
 
 
-def make_run(root, name: str, ids: list[int], tied: bool, seed: int = 0, tail: str = "",
-             damaged: bool = True):
+def make_run(
+    root, name: str, ids: list[int], tied: bool, seed: int = 0, tail: str = "", damaged: bool = True
+):
     """A run directory whose symbols appear at random (~1 step in 5): +3e-3 per appearance,
     a small random push-down between. `tail` is appended to track.jsonl as is; `damaged`
     puts a line that is not JSON in the middle."""
     rng = random.Random(seed)
     run = root / name
     run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({
-        "optimizer": "adamw", "b2": 0.999, "vocab_size": 4096, "batch_size": 32,
-        "tie_embeddings": tied}))
+    (run / "config.json").write_text(
+        json.dumps(
+            {
+                "optimizer": "adamw",
+                "b2": 0.999,
+                "vocab_size": 4096,
+                "batch_size": 32,
+                "tie_embeddings": tied,
+            }
+        )
+    )
     lines = []
     for step in range(1, STEPS + 1):
         seen = [rng.randrange(3) if rng.random() < 0.2 else 0 for _ in ids]
-        row = {"step": step, "ids": ids, "seen": seen,
-               "embed": [3e-3 if s else -rng.random() * 2e-4 for s in seen]}
+        row = {
+            "step": step,
+            "ids": ids,
+            "seen": seen,
+            "embed": [3e-3 if s else -rng.random() * 2e-4 for s in seen],
+        }
         if not tied:
             row["head"] = [5e-3 if s else -rng.random() * 4e-4 for s in seen]
         lines.append(json.dumps(row) + "\n")
@@ -53,8 +66,12 @@ def rows_of(run) -> list[dict]:
 
 def panels(fig) -> list:
     """The axes that carry the cumulative lines (not their twins, not hidden ones)."""
-    return [ax for sub in fig.subfigs for ax in sub.axes
-            if ax.get_visible() and any(ln.get_gid() == APPEARANCES for ln in ax.get_lines())]
+    return [
+        ax
+        for sub in fig.subfigs
+        for ax in sub.axes
+        if ax.get_visible() and any(ln.get_gid() == APPEARANCES for ln in ax.get_lines())
+    ]
 
 
 def parse_table(text: str) -> dict:
@@ -80,14 +97,16 @@ def test_cli_writes_the_figure_and_prints_summarises_sums(tmp_path, capsys):
         assert "note: untied: left out 1 incomplete or non-finite rows" in err
         assert out.read_bytes().startswith(b"\x89PNG") and f"wrote {out}" in printed
         table_rows = parse_table(printed)
-        expected = {(run.name, i): s for run in runs
-                    for i, s in summarise(rows_of(run))[table].items()}
+        expected = {
+            (run.name, i): s for run in runs for i, s in summarise(rows_of(run))[table].items()
+        }
         assert set(table_rows) == set(expected)
         for key, (n, pull, between, net) in table_rows.items():
             s = expected[key]
             assert n == s["appearances"]
-            assert (pull, between, net) == pytest.approx((s["pull"], s["between"], s["net"]),
-                                                         rel=1e-5)
+            assert (pull, between, net) == pytest.approx(
+                (s["pull"], s["between"], s["net"]), rel=1e-5
+            )
 
 
 def test_panels_mark_every_appearance_and_sum_to_net(tmp_path):
@@ -107,8 +126,9 @@ def test_panels_mark_every_appearance_and_sum_to_net(tmp_path):
         assert list(marks.get_xdata()) == appeared and len(appeared) == sums[i]["appearances"]
         cumulative = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(rows)][0]
         assert cumulative.get_ydata()[-1] == pytest.approx(sums[i]["net"])
-        assert ax.get_title().startswith(f"id {i}: pull {sums[i]['pull']:+.3g} over "
-                                         f"{sums[i]['appearances']} appearances")
+        assert ax.get_title().startswith(
+            f"id {i}: pull {sums[i]['pull']:+.3g} over {sums[i]['appearances']} appearances"
+        )
 
 
 def test_more_ids_than_panels_says_so(tmp_path):
@@ -128,10 +148,14 @@ def test_errors_are_one_line_exit_2(tmp_path, capsys):
     (empty / "track.jsonl").write_text('{"step": 1, "ids": [0], "se')  # only a torn line
     out = str(tmp_path / "t.png")
     cases = [
-        (["plot", "track", str(tied), "-o", out, "--table", "head"],
-         "is tied (no head rows in track.jsonl): its head row is its embedding row"),
-        (["plot", "track", str(tied), str(untracked), "-o", out],
-         "did not track symbols; train with --track-symbols K"),
+        (
+            ["plot", "track", str(tied), "-o", out, "--table", "head"],
+            "is tied (no head rows in track.jsonl): its head row is its embedding row",
+        ),
+        (
+            ["plot", "track", str(tied), str(untracked), "-o", out],
+            "did not track symbols; train with --track-symbols K",
+        ),
         (["plot", "track", str(empty), "-o", out], "has no complete rows"),
     ]
     for args, message in cases:

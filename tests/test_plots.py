@@ -24,9 +24,27 @@ from spamlang.plots.sweep import (
 )
 
 COLUMNS = [
-    "run_id", "language", "preset", "d_model", "vocab_size", "lr", "tie_embeddings", "head", "seed",
-    "final_train_loss", "final_eval_loss", "loss_above_floor", "optimal_loss", "repetition_accuracy",
-    "eval_accuracy", "diverged", "diverged_step", "steps", "tokens", "tokens_per_s", "wall_seconds",
+    "run_id",
+    "language",
+    "preset",
+    "d_model",
+    "vocab_size",
+    "lr",
+    "tie_embeddings",
+    "head",
+    "seed",
+    "final_train_loss",
+    "final_eval_loss",
+    "loss_above_floor",
+    "optimal_loss",
+    "repetition_accuracy",
+    "eval_accuracy",
+    "diverged",
+    "diverged_step",
+    "steps",
+    "tokens",
+    "tokens_per_s",
+    "wall_seconds",
 ]
 
 
@@ -34,13 +52,26 @@ def _row(v, lr, tied, loss, diverged=False, head="softmax"):
     tie = "tied" if tied else "untied"
     return {
         "run_id": f"V{v}-lr{lr:g}-{tie}" + ("" if head == "softmax" else f"-{head}"),
-        "language": "spam", "preset": "tiny", "d_model": 16, "vocab_size": v, "lr": lr,
-        "tie_embeddings": str(tied), "head": head, "seed": 0,
-        "final_train_loss": "nan" if diverged else loss, "final_eval_loss": "nan" if diverged else loss,
-        "loss_above_floor": "nan" if diverged else loss, "optimal_loss": 0.0,
-        "repetition_accuracy": 0.5, "eval_accuracy": 0.5, "diverged": str(diverged),
-        "diverged_step": 7 if diverged else "", "steps": 10, "tokens": 5120,
-        "tokens_per_s": 1000.0, "wall_seconds": 5.0,
+        "language": "spam",
+        "preset": "tiny",
+        "d_model": 16,
+        "vocab_size": v,
+        "lr": lr,
+        "tie_embeddings": str(tied),
+        "head": head,
+        "seed": 0,
+        "final_train_loss": "nan" if diverged else loss,
+        "final_eval_loss": "nan" if diverged else loss,
+        "loss_above_floor": "nan" if diverged else loss,
+        "optimal_loss": 0.0,
+        "repetition_accuracy": 0.5,
+        "eval_accuracy": 0.5,
+        "diverged": str(diverged),
+        "diverged_step": 7 if diverged else "",
+        "steps": 10,
+        "tokens": 5120,
+        "tokens_per_s": 1000.0,
+        "wall_seconds": 5.0,
     }
 
 
@@ -48,18 +79,46 @@ def _write_run(root, v, lr, tied, losses, finished=True, optimal=0.0):
     tie = "tied" if tied else "untied"
     run = root / f"V{v}-lr{lr:g}-{tie}"
     run.mkdir()
-    config = {"vocab_size": v, "lr": lr, "tie_embeddings": tied, "head": "softmax",
-              "language": "spam", "language_params": {}, "seed": 0, "preset": "tiny"}
+    config = {
+        "vocab_size": v,
+        "lr": lr,
+        "tie_embeddings": tied,
+        "head": "softmax",
+        "language": "spam",
+        "language_params": {},
+        "seed": 0,
+        "preset": "tiny",
+    }
     (run / "config.json").write_text(json.dumps(config))
-    lines = [json.dumps({"kind": "train", "step": i, "tokens": 512 * (i + 1), "loss": x, "lr": lr})
-             for i, x in enumerate(losses)]
-    lines.append(json.dumps({"kind": "eval", "step": len(losses), "tokens": 512 * len(losses),
-                             "eval_loss": losses[-1] + optimal, "loss_above_floor": losses[-1]}))
-    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n{\"kind\": \"tra")  # torn last line
+    lines = [
+        json.dumps({"kind": "train", "step": i, "tokens": 512 * (i + 1), "loss": x, "lr": lr})
+        for i, x in enumerate(losses)
+    ]
+    lines.append(
+        json.dumps(
+            {
+                "kind": "eval",
+                "step": len(losses),
+                "tokens": 512 * len(losses),
+                "eval_loss": losses[-1] + optimal,
+                "loss_above_floor": losses[-1],
+            }
+        )
+    )
+    (run / "metrics.jsonl").write_text("\n".join(lines) + '\n{"kind": "tra')  # torn last line
     if finished:
-        (run / "result.json").write_text(json.dumps({
-            "final_eval_loss": losses[-1], "final_train_loss": losses[-1], "optimal_loss": optimal,
-            "loss_above_floor": losses[-1] - optimal, "diverged": False, "diverged_step": None}))
+        (run / "result.json").write_text(
+            json.dumps(
+                {
+                    "final_eval_loss": losses[-1],
+                    "final_train_loss": losses[-1],
+                    "optimal_loss": optimal,
+                    "loss_above_floor": losses[-1] - optimal,
+                    "diverged": False,
+                    "diverged_step": None,
+                }
+            )
+        )
     return run
 
 
@@ -72,8 +131,15 @@ def make_sweep(tmp_path):
             for tied in (True, False):
                 if (v, lr, tied) == (4096, 1e-2, True):
                     continue  # missing cell
-                rows.append(_row(v, lr, tied, scale * (1.5 if lr == 1e-2 else 1.0),
-                                 diverged=(v, lr, tied) == (4096, 1e-2, False)))
+                rows.append(
+                    _row(
+                        v,
+                        lr,
+                        tied,
+                        scale * (1.5 if lr == 1e-2 else 1.0),
+                        diverged=(v, lr, tied) == (4096, 1e-2, False),
+                    )
+                )
     with open(tmp_path / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
@@ -99,8 +165,19 @@ def _assert_figure(path, magic):
 def test_formatters():
     # Counts in the notation flags parse (K = 1,000): a suffix only where it is exact.
     assert [format_vocab(v) for v in (64, 1024, 1536, 4096, 131072, 1 << 20)] == [
-        "64", "1024", "1536", "4096", "131072", "1048576"]
-    assert [format_vocab(v) for v in (1000, 1500, 100_000, 2_000_000)] == ["1K", "1.5K", "100K", "2M"]
+        "64",
+        "1024",
+        "1536",
+        "4096",
+        "131072",
+        "1048576",
+    ]
+    assert [format_vocab(v) for v in (1000, 1500, 100_000, 2_000_000)] == [
+        "1K",
+        "1.5K",
+        "100K",
+        "2M",
+    ]
     assert [format_lr(x) for x in (5e-4, 2.5e-4, 0.01, 3e-2)] == ["5e-4", "2.5e-4", "1e-2", "3e-2"]
 
 
@@ -124,12 +201,16 @@ def test_results_reading(sweep_dir):
 
 def test_heatmap_png_and_pdf(sweep_dir, tmp_path):
     for metric in ("final_eval_loss", "loss_above_floor", "final_train_loss"):
-        _assert_figure(plot_heatmap(sweep_dir, tmp_path / f"{metric}.png", metric=metric), b"\x89PNG")
+        _assert_figure(
+            plot_heatmap(sweep_dir, tmp_path / f"{metric}.png", metric=metric), b"\x89PNG"
+        )
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "h.pdf"), b"%PDF")
 
 
 def _panel_texts(ax):
-    return {(round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts}
+    return {
+        (round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts
+    }
 
 
 def test_heatmap_cells(sweep_dir):
@@ -139,12 +220,19 @@ def test_heatmap_cells(sweep_dir):
     assert [t.get_text() for t in tied.get_xticklabels()] == ["64", "1024", "4096"]
     assert [t.get_text() for t in tied.get_yticklabels()] == ["1e-3", "1e-2"]
     # (x = V index, y = LR index) -> annotation; the missing tied cell (4K, 1e-2) has none.
-    assert _panel_texts(tied) == {(0, 0): "0", (1, 0): "0.50", (2, 0): "6.00",
-                                  (0, 1): "0", (1, 1): "0.75"}
+    assert _panel_texts(tied) == {
+        (0, 0): "0",
+        (1, 0): "0.50",
+        (2, 0): "6.00",
+        (0, 1): "0",
+        (1, 1): "0.75",
+    }
     assert _panel_texts(untied)[(2, 1)] == "div"
     assert sum(p.get_hatch() is not None for p in untied.patches) == 1
     # Zero losses: a linear scale over the data's range, shared by both panels.
-    assert [(ax.images[0].norm.vmin, ax.images[0].norm.vmax) for ax in (tied, untied)] == [(0, 6)] * 2
+    assert [(ax.images[0].norm.vmin, ax.images[0].norm.vmax) for ax in (tied, untied)] == [
+        (0, 6)
+    ] * 2
     assert "log" not in fig.axes[-1].get_ylabel()
 
 
@@ -154,8 +242,12 @@ def test_curves_lines(sweep_dir):
     labels = [line.get_label() for line in tied.get_lines()]
     # A zero floor cannot be drawn on a log axis, so the legend says so in an empty entry.
     # Each line at its cell's best LR, named in the legend.
-    assert labels == ["V=64, lr=1e-3", "V=1024, lr=1e-3", "V=4096, lr=1e-3 (running)",
-                      "floor: 0 nats (off the log axis)"]
+    assert labels == [
+        "V=64, lr=1e-3",
+        "V=1024, lr=1e-3",
+        "V=4096, lr=1e-3 (running)",
+        "floor: 0 nats (off the log axis)",
+    ]
     assert len(tied.get_lines()[3].get_xdata()) == 0
     assert tied.get_yscale() == "log" and tied.get_title() == "tied"
     # The zero loss of V=64's last step cannot sit on a log axis and is dropped.
@@ -163,8 +255,10 @@ def test_curves_lines(sweep_dir):
 
 
 def test_plots_do_not_import_training_or_jax():
-    code = ("import sys, spamlang.plots.sweep, spamlang.plots.samples, spamlang.cli.plot_cmd; "
-            "print(sorted(m for m in sys.modules if m.startswith(('spamlang.train', 'jax'))))")
+    code = (
+        "import sys, spamlang.plots.sweep, spamlang.plots.samples, spamlang.cli.plot_cmd; "
+        "print(sorted(m for m in sys.modules if m.startswith(('spamlang.train', 'jax'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
@@ -174,7 +268,10 @@ def test_heatmap_facets_by_head(sweep_dir, tmp_path):
         csv.DictWriter(f, fieldnames=COLUMNS).writerow(_row(1024, 1e-3, True, 0.2, head="mos:4"))
     points = layout.group_points(plot_runs.finished_runs(sweep_dir))
     rows = layout.auto_rows(points, ["vocab_size", "lr", "tie_embeddings"], ["seed"])
-    assert [label for label, _ in layout.facets(points, rows, None)[0]] == ["head=mos:4", "head=softmax"]
+    assert [label for label, _ in layout.facets(points, rows, None)[0]] == [
+        "head=mos:4",
+        "head=softmax",
+    ]
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "f.png"), b"\x89PNG")
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "g.png", where={"head": "mos:4"}), b"\x89PNG")
 
@@ -187,7 +284,9 @@ def test_heatmap_from_run_dirs_without_csv(sweep_dir, tmp_path):
 
 def test_curves(sweep_dir, tmp_path):
     _assert_figure(plot_curves(sweep_dir, tmp_path / "c.png"), b"\x89PNG")
-    _assert_figure(plot_curves(sweep_dir, tmp_path / "c.pdf", lr="best", metric="eval_loss"), b"%PDF")
+    _assert_figure(
+        plot_curves(sweep_dir, tmp_path / "c.pdf", lr="best", metric="eval_loss"), b"%PDF"
+    )
     scanned = plot_runs.scan_runs(sweep_dir)
     # Default: each cell's best LR, as "best" picks it.
     assert choose_runs(scanned, None) == choose_runs(scanned, "best")
@@ -221,10 +320,26 @@ def test_unknown_metric(sweep_dir, tmp_path):
 
 def test_cli(sweep_dir, tmp_path, capsys):
     out = tmp_path / "cli.png"
-    assert main(["plot", "heatmap", str(sweep_dir), "-o", str(out), "--metric", "loss_above_floor",
-                 "--where", "head=softmax"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "heatmap",
+                str(sweep_dir),
+                "-o",
+                str(out),
+                "--metric",
+                "loss_above_floor",
+                "--where",
+                "head=softmax",
+            ]
+        )
+        == 0
+    )
     _assert_figure(out, b"\x89PNG")
-    assert main(["plot", "curves", str(sweep_dir), "-o", str(tmp_path / "c.pdf"), "--lr", "1e-2"]) == 0
+    assert (
+        main(["plot", "curves", str(sweep_dir), "-o", str(tmp_path / "c.pdf"), "--lr", "1e-2"]) == 0
+    )
     _assert_figure(tmp_path / "c.pdf", b"%PDF")
     assert main(["plot", "heatmap", str(tmp_path), "-o", str(tmp_path / "x.svg")]) == 2
     assert main(["plot", "heatmap", str(sweep_dir), "-o", str(out), "--where", "head"]) == 2
@@ -235,11 +350,24 @@ def test_cli(sweep_dir, tmp_path, capsys):
 
 def test_cli_subprocess_empty_dir(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "spamlang", "plot", "heatmap", str(tmp_path), "-o", str(tmp_path / "h.png")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "plot",
+            "heatmap",
+            str(tmp_path),
+            "-o",
+            str(tmp_path / "h.png"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"spamlang plot: error: no finished runs in {tmp_path}"]
+    assert proc.stderr.strip().splitlines() == [
+        f"spamlang plot: error: no finished runs in {tmp_path}"
+    ]
 
 
 @pytest.mark.parametrize("kind", ["heatmap", "curves", "lines", "bottleneck"])
@@ -247,8 +375,9 @@ def test_an_output_file_needs_an_existing_folder(sweep_dir, tmp_path, capsys, ki
     missing = tmp_path / "missing" / "dir"
     extra = ["--x", "vocab_size", "--y", "final_eval_loss"] if kind == "lines" else []
     assert main(["plot", kind, str(sweep_dir), "-o", str(missing / "x.png"), *extra]) == 2
-    assert capsys.readouterr().err == (f"spamlang plot: error: no such directory: {missing} "
-                                       "(create it first)\n")
+    assert capsys.readouterr().err == (
+        f"spamlang plot: error: no such directory: {missing} (create it first)\n"
+    )
     assert not (tmp_path / "missing").exists()
 
 

@@ -28,8 +28,11 @@ from spamlang.train import TrainConfig, load_run, run_training
 V = 256
 # name -> (preset, overrides): the two CPU presets and the paper's width (D = 576, 9 query /
 # 3 KV heads of 64) cut to 2 of its 30 layers.
-MODELS = {"tiny": ("tiny", {}), "small": ("small", {}),
-          "smollm2-106m-2l": ("smollm2-106m", {"n_layers": 2})}
+MODELS = {
+    "tiny": ("tiny", {}),
+    "small": ("small", {}),
+    "smollm2-106m-2l": ("smollm2-106m", {"n_layers": 2}),
+}
 # (model, kernels) pairs checked, each model once. "xla" is the plain path (accelerators,
 # decoding); "cpu" has its own attention and VJP (what CPU training runs), here at the paper's
 # width with 3 query heads per KV head. Each pair compiles one program: seconds on 2 cores.
@@ -72,8 +75,9 @@ def _states(name: str) -> tuple[nnx.State, nnx.State]:
 
 # LLVM at -O0: the program runs once per batch, and compiling it is most of this module's
 # model checks' time (-O2 took ~1.5x as long); the tolerances cover either's rounding.
-@functools.partial(jax.jit, static_argnums=0,
-                   compiler_options={"xla_backend_optimization_level": 0})
+@functools.partial(
+    jax.jit, static_argnums=0, compiler_options={"xla_backend_optimization_level": 0}
+)
 def _measure(graphdef, state, tokens_BxL) -> dict[str, jax.Array]:
     """What the two model tests check, from one compiled program per model and kernels.
 
@@ -82,6 +86,7 @@ def _measure(graphdef, state, tokens_BxL) -> dict[str, jax.Array]:
     global norm of d(mean next-token loss)/d(parameters), through the training loss (fused,
     chunked); "wq", "wk", "wv", "wo": float[n_layers], the norms of those projections' parts.
     """
+
     def loss(state):
         model = nnx.merge(graphdef, state)
         return next_token_loss(model, tokens_BxL, chunk_size=TrainConfig().loss_chunk)[0]
@@ -89,8 +94,10 @@ def _measure(graphdef, state, tokens_BxL) -> dict[str, jax.Array]:
     h_BxLxD = nnx.merge(graphdef, state).hidden(tokens_BxL)
     grads = jax.grad(loss)(state)
     attn = [block.attn for block in nnx.merge(graphdef, grads).blocks]
-    out = {w: jnp.stack([jnp.linalg.norm(getattr(a, w)[...]) for a in attn])
-           for w in ("wq", "wk", "wv", "wo")}
+    out = {
+        w: jnp.stack([jnp.linalg.norm(getattr(a, w)[...]) for a in attn])
+        for w in ("wq", "wk", "wv", "wo")
+    }
     out["total"] = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
     out["gap_L"] = jnp.max(jnp.abs(h_BxLxD - h_BxLxD[:, :1]), axis=(0, 2))
     out["h_max"] = jnp.max(jnp.abs(h_BxLxD))
@@ -103,11 +110,15 @@ def _measured(name: str, kernels: str) -> dict[tuple[str, str], dict[str, np.nda
     SpamLang batch and on a `cycle` (k = 3) control batch, B = 4, L = 16."""
     abstract = nnx.eval_shape(lambda: Transformer(_config(name, kernels), rngs=nnx.Rngs(0)))
     graphdef = nnx.graphdef(abstract)
-    batches = {lang: languages.make(lang, vocab_size=V, **params).sample(jax.random.key(2), 4, 16)
-               for lang, params in (("spam", {}), ("cycle", {"k": 3}))}
-    return {(weights, lang): jax.device_get(_measure(graphdef, state, tokens_BxL))
-            for weights, state in zip(("init", "perturbed"), _states(name))
-            for lang, tokens_BxL in batches.items()}
+    batches = {
+        lang: languages.make(lang, vocab_size=V, **params).sample(jax.random.key(2), 4, 16)
+        for lang, params in (("spam", {}), ("cycle", {"k": 3}))
+    }
+    return {
+        (weights, lang): jax.device_get(_measure(graphdef, state, tokens_BxL))
+        for weights, state in zip(("init", "perturbed"), _states(name))
+        for lang, tokens_BxL in batches.items()
+    }
 
 
 @pytest.mark.parametrize("name, kernels", CASES)
@@ -140,8 +151,17 @@ def test_query_and_key_projections_get_no_gradient(name, kernels):
 TRAIN_V = 64
 # 60 steps of 8 sequences, untied, cosine schedule with warmup (the same for both lengths,
 # since it depends only on the step count). At this LR the run repeats ~2/3 of the symbols.
-RUN = dict(preset="tiny", vocab_size=TRAIN_V, tie_embeddings=False, batch_size=8, lr=1e-2,
-           seed=0, eval_sequences=64, log_every=5, checkpoint_every=0)
+RUN = dict(
+    preset="tiny",
+    vocab_size=TRAIN_V,
+    tie_embeddings=False,
+    batch_size=8,
+    lr=1e-2,
+    seed=0,
+    eval_sequences=64,
+    log_every=5,
+    checkpoint_every=0,
+)
 STEPS = 60
 # |loss(L=2) - loss(L=64)|, nats. The per-step gradients agree up to rounding (the L = 64 loss
 # averages 63 identical per-position terms, in other chunks of the fused loss), and the
@@ -156,9 +176,18 @@ LOSS_ATOL = 1e-5
 # still agree; on sequences with context (e.g. after a decoding error) they would.
 PARAM_ATOL = 1e-5
 # result.json fields that depend on the symbols trained on and evaluated, not on L.
-EXACT = ("steps", "optimal_loss", "updates_per_symbol", "sequences_per_symbol", "exposure_min",
-         "exposure_median", "exposure_max", "unseen_fraction", "eval_seen_sequences",
-         "eval_unseen_sequences")
+EXACT = (
+    "steps",
+    "optimal_loss",
+    "updates_per_symbol",
+    "sequences_per_symbol",
+    "exposure_min",
+    "exposure_median",
+    "exposure_max",
+    "unseen_fraction",
+    "eval_seen_sequences",
+    "eval_unseen_sequences",
+)
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +230,9 @@ def test_training_at_length_2_is_training_at_length_64(runs, models):
     params64 = dict(nnx.to_flat_state(nnx.state(models[64], nnx.Param)))
     for path, param in nnx.to_flat_state(nnx.state(models[2], nnx.Param)):
         if path[-1] not in ("wq", "wk"):
-            np.testing.assert_allclose(param[...], params64[path][...], rtol=0, atol=PARAM_ATOL,
-                                       err_msg=str(path))
+            np.testing.assert_allclose(
+                param[...], params64[path][...], rtol=0, atol=PARAM_ATOL, err_msg=str(path)
+            )
     # One test, not two, so that xdist never trains the pair of runs on two workers.
     _a_model_trained_at_length_2_repeats_forever_once_it_repeats(models)
 

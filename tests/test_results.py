@@ -15,9 +15,25 @@ pd = pytest.importorskip("pandas")
 
 import spamlang.results as results  # noqa: E402  (after the skip: it needs pandas)
 
-HEADER = ["run_id", "language", "preset", "d_model", "vocab_size", "lr", "tie_embeddings", "head",
-          "seed", "seq_len", "batch_size", "param.s", "final_eval_loss", "diverged",
-          "diverged_step", "steps", "kernel_fraction"]
+HEADER = [
+    "run_id",
+    "language",
+    "preset",
+    "d_model",
+    "vocab_size",
+    "lr",
+    "tie_embeddings",
+    "head",
+    "seed",
+    "seq_len",
+    "batch_size",
+    "param.s",
+    "final_eval_loss",
+    "diverged",
+    "diverged_step",
+    "steps",
+    "kernel_fraction",
+]
 
 
 def _run(root, run_id, config, rows, finished=True):
@@ -35,21 +51,74 @@ def sweep(tmp_path):
     """Two finished runs in results.csv (one diverged) and one still going (config.json only)."""
     root = tmp_path / "sweep"
     root.mkdir()
-    base = {"language": "zipf-spam", "preset": "tiny", "vocab_size": 64, "seq_len": 16,
-            "batch_size": 8, "tie_embeddings": False, "head": "softmax", "seed": 0}
+    base = {
+        "language": "zipf-spam",
+        "preset": "tiny",
+        "vocab_size": 64,
+        "seq_len": 16,
+        "batch_size": 8,
+        "tie_embeddings": False,
+        "head": "softmax",
+        "seed": 0,
+    }
     with open(root / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(HEADER)
-        w.writerow(["lr1e-3", "zipf-spam", "tiny", 16, 64, 0.001, True, "softmax", 0, 16, 8, 1.0,
-                    0.25, False, "", 60, ""])
-        w.writerow(["lr1", "zipf-spam", "tiny", 16, 64, 1, False, "softmax", 1, 16, 8, 1.5,
-                    "nan", True, 7, 7, ""])
+        w.writerow(
+            [
+                "lr1e-3",
+                "zipf-spam",
+                "tiny",
+                16,
+                64,
+                0.001,
+                True,
+                "softmax",
+                0,
+                16,
+                8,
+                1.0,
+                0.25,
+                False,
+                "",
+                60,
+                "",
+            ]
+        )
+        w.writerow(
+            [
+                "lr1",
+                "zipf-spam",
+                "tiny",
+                16,
+                64,
+                1,
+                False,
+                "softmax",
+                1,
+                16,
+                8,
+                1.5,
+                "nan",
+                True,
+                7,
+                7,
+                "",
+            ]
+        )
     train = {"kind": "train", "step": 5, "tokens": 640, "loss": 2.0, "lr": 1e-3}
-    _run(root, "lr1e-3", {**base, "lr": 1e-3, "tie_embeddings": True,
-                          "language_params": {"s": 1.0}},
-         [train, {"kind": "eval", "step": 60, "tokens": 7680, "eval_loss": 0.25}])
-    _run(root, "lr1", {**base, "lr": 1.0, "seed": 1, "language_params": {"s": 1.5}},
-         [{**train, "loss": None}])
+    _run(
+        root,
+        "lr1e-3",
+        {**base, "lr": 1e-3, "tie_embeddings": True, "language_params": {"s": 1.0}},
+        [train, {"kind": "eval", "step": 60, "tokens": 7680, "eval_loss": 0.25}],
+    )
+    _run(
+        root,
+        "lr1",
+        {**base, "lr": 1.0, "seed": 1, "language_params": {"s": 1.5}},
+        [{**train, "loss": None}],
+    )
     # Not in results.csv yet: its axes come from config.json (d_model from the preset, the
     # language's default s).
     _run(root, "lr3e-3", {**base, "lr": 3e-3}, [{**train, "lr": 3e-3}], finished=False)

@@ -41,13 +41,17 @@ def test_unreadable_finished_runs_are_counted_and_said_once(tmp_path, capsys):
     argv = ["--out", str(out), "--plots", "--figures", str(tmp_path / "figs")]
     assert sweep_mod.main(sweep, argv) == 0
     captured = capsys.readouterr()
-    assert ("dmg: 4 finished run(s) in " in captured.out
-            and "and 2 more finished run(s) it could not read" in captured.out)
+    assert (
+        "dmg: 4 finished run(s) in " in captured.out
+        and "and 2 more finished run(s) it could not read" in captured.out
+    )
     lines = captured.err.splitlines()
     missing = [x for x in lines if "lr1e-3-seed0" in x]
     garbled = [x for x in lines if "lr1e-3-seed1" in x]
-    assert missing == [f"warning: {out / 'lr1e-3-seed0'}: finished but left out of results.csv: "
-                       "its config.json is missing"]
+    assert missing == [
+        f"warning: {out / 'lr1e-3-seed0'}: finished but left out of results.csv: "
+        "its config.json is missing"
+    ]
     assert len(garbled) == 1 and "its config.json cannot be parsed" in garbled[0]
     with open(out / "results.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 4
@@ -63,7 +67,8 @@ def test_a_torn_last_row_of_a_finished_run_is_cut_on_the_next_sweep(tmp_path, ca
     path = out / "lr3e-3-seed1" / "metrics.jsonl"
     assert path.read_text() == GOOD
     assert capsys.readouterr().err.splitlines() == [
-        f"repaired {path}: cut its torn last line ({len(TORN)} bytes cut mid-row)"]
+        f"repaired {path}: cut its torn last line ({len(TORN)} bytes cut mid-row)"
+    ]
     assert (live / "metrics.jsonl").read_text() == GOOD + TORN
     assert sweep_mod.main(sweep, ["--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
@@ -94,25 +99,34 @@ def test_loaders_warn_once_per_run_about_what_they_leave_out(tmp_path):
     assert len(table) == 4
     msgs = _messages(record)
     assert len(msgs) == 2
-    assert msgs[0].startswith(f"{out / 'lr1e-3-seed0'}: finished but not in results.csv: "
-                              "its config.json is missing")
-    assert msgs[1].startswith(f"{out / 'lr1e-3-seed1'}: finished but not in results.csv: "
-                              "its config.json cannot be parsed")
+    assert msgs[0].startswith(
+        f"{out / 'lr1e-3-seed0'}: finished but not in results.csv: its config.json is missing"
+    )
+    assert msgs[1].startswith(
+        f"{out / 'lr1e-3-seed1'}: finished but not in results.csv: its config.json cannot be parsed"
+    )
 
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         metrics = results.load_metrics(out)
     msgs = _messages(record)
-    assert [m.split(":")[0] for m in msgs] == [str(out / r) for r in (
-        "lr1e-2-seed0", "lr1e-3-seed0", "lr1e-3-seed1", "lr3e-3-seed0")]
+    assert [m.split(":")[0] for m in msgs] == [
+        str(out / r) for r in ("lr1e-2-seed0", "lr1e-3-seed0", "lr1e-3-seed1", "lr3e-3-seed0")
+    ]
     assert "dropped the torn last line of metrics.jsonl" in msgs[0]
     assert "it has no config.json, so its settings are NaN" in msgs[1]
     assert "its config.json cannot be parsed" in msgs[2]
     assert "dropped 1 unreadable line(s) of metrics.jsonl (line 3)" in msgs[3]
     # What can be read is returned: every run's good rows, the damaged runs' settings NaN.
     counts = metrics.groupby("run_id").size().to_dict()
-    assert counts == {"lr1e-2-seed0": 2, "lr1e-2-seed1": 2, "lr1e-3-seed0": 2,
-                      "lr1e-3-seed1": 2, "lr3e-3-seed0": 4, "lr3e-3-seed1": 2}
+    assert counts == {
+        "lr1e-2-seed0": 2,
+        "lr1e-2-seed1": 2,
+        "lr1e-3-seed0": 2,
+        "lr1e-3-seed1": 2,
+        "lr3e-3-seed0": 4,
+        "lr3e-3-seed1": 2,
+    }
     no_config = metrics[metrics["run_id"] == "lr1e-3-seed0"]
     assert no_config["lr"].isna().all() and (no_config["loss"] == [2.0, 1.0]).all()
 

@@ -47,16 +47,22 @@ def spamlang(*argv: str, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SPAMLANG_DEBUG"}
     env.update(MPLCONFIGDIR=str(home))
     start = ["-c", _UNPRIVILEGED] if os.geteuid() == 0 else ["-m", "spamlang"]
-    return subprocess.run([sys.executable, *start, *argv], capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, *start, *argv], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def finished_sweep(out: Path) -> Path:
     """A finished sweep of 2 runs with its results.csv; returns its JSON sweep file."""
     sweep = Sweep("ro", TINY, {"lr": [1e-3, 1e-2]})
-    write_finished_sweep(sweep, out, lambda run_id: "".join(
-        json.dumps({"kind": "train", "step": s, "tokens": 128 * s, "loss": 3.0 - s}) + "\n"
-        for s in (1, 2)))
+    write_finished_sweep(
+        sweep,
+        out,
+        lambda run_id: "".join(
+            json.dumps({"kind": "train", "step": s, "tokens": 128 * s, "loss": 3.0 - s}) + "\n"
+            for s in (1, 2)
+        ),
+    )
     write_results(out)
     path = out.parent / "ro.json"
     path.write_text(json.dumps({"name": "ro", "base": TINY.to_json(), "axes": sweep.axes}))
@@ -77,17 +83,25 @@ def test_a_finished_sweep_on_read_only_storage_says_what_it_skipped(tmp_path):
     assert "ro: 2 finished run(s) in" in proc.stdout
     err = [line for line in proc.stderr.splitlines() if not line.startswith("note: the runs")]
     assert err == [
-        f"note: left {out / 'results.csv'} as it was: {out} cannot be written "
-        "(Permission denied)",
+        f"note: left {out / 'results.csv'} as it was: {out} cannot be written (Permission denied)",
         f"note: skipped heatmap.png: {out} cannot be written (Permission denied); "
         "--figures DIR draws them elsewhere",
         f"note: skipped curves.png: {out} cannot be written (Permission denied); "
-        "--figures DIR draws them elsewhere"], proc.stderr
+        "--figures DIR draws them elsewhere",
+    ], proc.stderr
     assert (out / "results.csv").read_text() == table and not (out / "heatmap.png").exists()
 
     # Figures drawn elsewhere are written, and `plot -o` elsewhere works too.
-    proc = spamlang("sweep", str(sweep_file), "--out", str(out), "--plots", "--figures",
-                    str(elsewhere / "figs"), home=home)
+    proc = spamlang(
+        "sweep",
+        str(sweep_file),
+        "--out",
+        str(out),
+        "--plots",
+        "--figures",
+        str(elsewhere / "figs"),
+        home=home,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (elsewhere / "figs" / "heatmap.png").stat().st_size > 1000
     assert (elsewhere / "figs" / "curves.png").stat().st_size > 1000
@@ -105,9 +119,11 @@ def test_diagnose_refuses_an_output_it_cannot_write_before_measuring(tmp_path):
     read_only(run)
     proc = spamlang("diagnose", str(run), home=home)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == (f"spamlang diagnose: error: cannot write {run / 'diagnostics.json'}: "
-                           f"{run} takes no new files (Permission denied); choose another "
-                           "-o DIR\n")
+    assert proc.stderr == (
+        f"spamlang diagnose: error: cannot write {run / 'diagnostics.json'}: "
+        f"{run} takes no new files (Permission denied); choose another "
+        "-o DIR\n"
+    )
     proc = spamlang("diagnose", str(run), "-o", str(run / "new" / "deeper"), home=home)
     assert proc.returncode == 2 and f"{run} takes no new files" in proc.stderr
     assert not (run / "new").exists()

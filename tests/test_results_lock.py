@@ -53,8 +53,10 @@ def test_two_shards_writing_at_once_keep_every_finished_run(tmp_path, monkeypatc
         results.write_results(tmp_path)
         written.set()
 
-    threads = [threading.Thread(target=shard0, name="shard0"),
-               threading.Thread(target=shard1, name="shard1")]
+    threads = [
+        threading.Thread(target=shard0, name="shard0"),
+        threading.Thread(target=shard1, name="shard1"),
+    ]
     for t in threads:
         t.start()
     for t in threads:

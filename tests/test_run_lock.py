@@ -24,8 +24,16 @@ from spamlang.sweep import Sweep, run_sweep
 from spamlang.train import TrainConfig, run_group, run_training
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,
-                   log_every=5, eval_sequences=16, checkpoint_every=10)
+TINY = TrainConfig(
+    preset="tiny",
+    vocab_size=16,
+    seq_len=16,
+    batch_size=8,
+    tokens=20 * 8 * 16,
+    log_every=5,
+    eval_sequences=16,
+    checkpoint_every=10,
+)
 HOLD = """
 import sys, time
 from spamlang.rundir.lock import hold_run_dirs
@@ -41,8 +49,12 @@ def held_by_child(*run_dirs: Path):
     """A child process holding the locks of `run_dirs` until the block ends (or it is killed)."""
     for d in run_dirs:
         d.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, *map(str, run_dirs)], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, *map(str, run_dirs)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline() == "held\n", "the child could not take the locks"
         yield proc
@@ -60,8 +72,10 @@ def no_peak_measurement(monkeypatch):
 def test_a_held_run_dir_is_refused_naming_its_holder_and_freed_when_it_dies(tmp_path):
     out, free = tmp_path / "run", tmp_path / "free"
     with held_by_child(out) as proc:
-        message = rf"^{re.escape(str(out))} is in use by {HOLDER.format(pid=proc.pid)} " \
-                  r"\(another spamlang train or sweep\); wait for it or use another --out$"
+        message = (
+            rf"^{re.escape(str(out))} is in use by {HOLDER.format(pid=proc.pid)} "
+            r"\(another spamlang train or sweep\); wait for it or use another --out$"
+        )
         with pytest.raises(RunDirBusy, match=message) as caught:
             run_training(TINY, out, quiet=True)
         assert isinstance(caught.value, UserError) and caught.value.holder.pid == proc.pid
@@ -93,13 +107,31 @@ def test_flock_is_per_open_file_so_one_process_can_hold_against_itself(tmp_path)
 def test_cli_train_on_a_held_dir_exits_2_with_one_line(tmp_path, capsys):
     out = tmp_path / "run"
     with held_by_child(out) as proc:
-        status = main(["train", "--preset", "tiny", "--vocab-size", "16", "--seq-len", "16",
-                       "--batch-size", "8", "--tokens", "2560", "--out", str(out)])
+        status = main(
+            [
+                "train",
+                "--preset",
+                "tiny",
+                "--vocab-size",
+                "16",
+                "--seq-len",
+                "16",
+                "--batch-size",
+                "8",
+                "--tokens",
+                "2560",
+                "--out",
+                str(out),
+            ]
+        )
     captured = capsys.readouterr()
     assert status == 2 and captured.out == ""
-    assert re.fullmatch(rf"spamlang train: error: {re.escape(str(out))} is in use by "
-                        rf"{HOLDER.format(pid=proc.pid)} \(another spamlang train or sweep\); "
-                        r"wait for it or use another --out\n", captured.err), captured.err
+    assert re.fullmatch(
+        rf"spamlang train: error: {re.escape(str(out))} is in use by "
+        rf"{HOLDER.format(pid=proc.pid)} \(another spamlang train or sweep\); "
+        r"wait for it or use another --out\n",
+        captured.err,
+    ), captured.err
     assert os.listdir(out) == [".lock"]
 
 
@@ -125,8 +157,9 @@ def test_a_sweep_skips_the_runs_another_process_holds(tmp_path, capsys, monkeypa
         # Vmapped, the group needs both members: all of it is skipped, nothing trains.
         assert run_sweep(sweep, out, vmap=True) == []
         captured = capsys.readouterr()
-        assert re.fullmatch(rf"skip lr3e-3 \+1 vmapped: lr3e-3 in use by {holder}\n",
-                            captured.err), captured.err
+        assert re.fullmatch(
+            rf"skip lr3e-3 \+1 vmapped: lr3e-3 in use by {holder}\n", captured.err
+        ), captured.err
         assert "0 finished run(s)" in captured.out
         assert "; 2 skipped, in use by another process; table:" in captured.out
         # One by one: the free run trains, the held one is skipped.

@@ -22,10 +22,13 @@ def _two_steps(tmp_path):
     return tmp_path / "checkpoints" / "2" / "meta" / "metadata"
 
 
-@pytest.mark.parametrize("damage", [
-    lambda text: text.replace('"checksums"', '"checksumr"'),  # one bit of the record's key
-    lambda text: text.replace("\"['a']\"", "\"['c']\""),  # one array's key
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace('"checksums"', '"checksumr"'),  # one bit of the record's key
+        lambda text: text.replace("\"['a']\"", "\"['c']\""),  # one array's key
+    ],
+)
 def test_a_damaged_checksum_record_counts_as_a_damaged_checkpoint(tmp_path, damage):
     meta = _two_steps(tmp_path)
     meta.write_text(damage(meta.read_text()))

@@ -8,8 +8,18 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spamlang"
-RUN_FILES = {"CONFIG", "METRICS", "RESULT", "TRACK", "DIAGNOSTICS", "config.json",
-             "metrics.jsonl", "result.json", "track.jsonl", "diagnostics.json"}
+RUN_FILES = {
+    "CONFIG",
+    "METRICS",
+    "RESULT",
+    "TRACK",
+    "DIAGNOSTICS",
+    "config.json",
+    "metrics.jsonl",
+    "result.json",
+    "track.jsonl",
+    "diagnostics.json",
+}
 PARSERS = {"load", "loads", "read_json", "_read_json"}
 # Modules outside this session's edits, or whose config.json is no run's, each with its
 # reason; an entry that matches nothing fails `test_allowlist_is_current`.
@@ -23,22 +33,33 @@ def _offending_lines(tree: ast.AST) -> list[int]:
     """Lines of the calls that parse JSON (json.load(s), a read_json not imported from
     spamlang.rundir) in functions that name a run file (its spamlang.schema constant or its
     file name)."""
-    from_rundir = {alias.asname or alias.name for node in ast.walk(tree)
-                   if isinstance(node, ast.ImportFrom)
-                   and (node.module or "").startswith("spamlang.rundir") for alias in node.names}
+    from_rundir = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spamlang.rundir")
+        for alias in node.names
+    }
     lines = []
     for func in ast.walk(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         nodes = list(ast.walk(func))
-        if not any(isinstance(n, ast.Name) and n.id in RUN_FILES
-                   or isinstance(n, ast.Constant) and n.value in RUN_FILES for n in nodes):
+        if not any(
+            isinstance(n, ast.Name)
+            and n.id in RUN_FILES
+            or isinstance(n, ast.Constant)
+            and n.value in RUN_FILES
+            for n in nodes
+        ):
             continue
         for n in nodes:
             f = getattr(n, "func", None) if isinstance(n, ast.Call) else None
-            if (isinstance(f, ast.Attribute) and f.attr in PARSERS
-                    and isinstance(f.value, ast.Name) and f.value.id in ("json", "fileio")) \
-                    or (isinstance(f, ast.Name) and f.id in PARSERS and f.id not in from_rundir):
+            if (
+                isinstance(f, ast.Attribute)
+                and f.attr in PARSERS
+                and isinstance(f.value, ast.Name)
+                and f.value.id in ("json", "fileio")
+            ) or (isinstance(f, ast.Name) and f.id in PARSERS and f.id not in from_rundir):
                 lines.append(n.lineno)
     return sorted(set(lines))
 

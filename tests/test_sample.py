@@ -53,9 +53,18 @@ def test_tokens_past_the_glyphs_show_as_ids_everywhere(tmp_path):
 
     past = glyphs.num_glyphs() + 5
     tokens = np.array([[past, past, past], [past, 3, past]])
-    r = SampleResult.from_flags(tokens, np.array([[1, 1], [0, 0]], bool), 1,
-                                {"language": "spam", "vocab_size": past + 1, "seed": 0,
-                                 "prompt": str(past), "prompt_ids": [past]})
+    r = SampleResult.from_flags(
+        tokens,
+        np.array([[1, 1], [0, 0]], bool),
+        1,
+        {
+            "language": "spam",
+            "vocab_size": past + 1,
+            "seed": 0,
+            "prompt": str(past),
+            "prompt_ids": [past],
+        },
+    )
     assert shows_ids(r)
     assert str(past) in render_text(r) and f'title="token {past}">{past}<' in render_html(r)
     plot_samples(r, tmp_path / "s.png")  # no error: the cells show ids
@@ -109,8 +118,9 @@ def _spam_result():
     lang = languages.make("spam", vocab_size=64)
     tokens = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 30, 30, 0], [0, 5, 5, 5, 5, 5]])
     correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens)))
-    return SampleResult.from_flags(tokens, correct, 1, {"language": "spam", "vocab_size": 64,
-                                                        "temperature": 0.9, "seed": 0})
+    return SampleResult.from_flags(
+        tokens, correct, 1, {"language": "spam", "vocab_size": 64, "temperature": 0.9, "seed": 0}
+    )
 
 
 def test_result_from_language_flags():
@@ -205,8 +215,9 @@ def test_cli_output_files_need_existing_folders(tmp_path, capsys):
     run.mkdir()
     for flag, name in (("--html", "s.html"), ("--png", "s.png")):
         assert main(["sample", str(run), flag, str(tmp_path / "no" / name)]) == 2
-        assert capsys.readouterr().err == (f"spamlang sample: error: no such directory: "
-                                           f"{tmp_path / 'no'} (create it first)\n")
+        assert capsys.readouterr().err == (
+            f"spamlang sample: error: no such directory: {tmp_path / 'no'} (create it first)\n"
+        )
     assert not (tmp_path / "no").exists()
 
 
@@ -216,8 +227,11 @@ def test_length_beyond_training_warns_and_beyond_the_model_is_refused():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_length(16, 16, 2048)
-    with pytest.warns(UserWarning, match="length 20 exceeds the run's trained seq_len 16: "
-                                         "positions 16-19 are RoPE extrapolation"):
+    with pytest.warns(
+        UserWarning,
+        match="length 20 exceeds the run's trained seq_len 16: "
+        "positions 16-19 are RoPE extrapolation",
+    ):
         check_length(20, 16, 2048)
     with pytest.raises(UserError, match="length 2049 exceeds the model's max_seq_len 2048"):
         check_length(2049, 16, 2048)
@@ -230,10 +244,16 @@ def test_length_beyond_training_warns_and_beyond_the_model_is_refused():
 
 
 def test_cli_subprocess_missing_run(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "sample", str(tmp_path / "nope")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "spamlang", "sample", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"spamlang sample: error: no such run directory: {tmp_path / 'nope'}"
+    assert (
+        proc.stderr.strip() == f"spamlang sample: error: no such run directory: {tmp_path / 'nope'}"
+    )
 
 
 def test_sample_end_to_end(tmp_path, capsys):
@@ -242,8 +262,16 @@ def test_sample_end_to_end(tmp_path, capsys):
     from spamlang.train.config import TrainConfig
 
     run = tmp_path / "run"
-    config = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=10_240,
-                         lr=1e-2, eval_sequences=16, log_every=20)
+    config = TrainConfig(
+        preset="tiny",
+        vocab_size=16,
+        seq_len=16,
+        batch_size=8,
+        tokens=10_240,
+        lr=1e-2,
+        eval_sequences=16,
+        log_every=20,
+    )
     run_training(config, run, quiet=True)
     r = sample_run(run, n=3, length=12, prompt="C")
     assert r.tokens.shape == (3, 12) and (r.tokens[:, 0] == 2).all()
@@ -251,15 +279,35 @@ def test_sample_end_to_end(tmp_path, capsys):
     assert r.summary.mean_fraction_correct > 0.5  # a V=16 SpamLang is learnt in 80 steps
     # The same shapes and temperature again, through the CLI (the compiled sampler is reused).
     html, png = tmp_path / "s.html", tmp_path / "s.png"
-    assert main(["sample", str(run), "-n", "3", "--length", "12", "--prompt", "C", "--color", "never",
-                 "--html", str(html), "--png", str(png)]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                str(run),
+                "-n",
+                "3",
+                "--length",
+                "12",
+                "--prompt",
+                "C",
+                "--color",
+                "never",
+                "--html",
+                str(html),
+                "--png",
+                str(png),
+            ]
+        )
+        == 0
+    )
     page = html.read_text()
     assert page.count('<td class="tok seed"') == 3 and page.count(">C</td>") >= 3
     assert png.read_bytes().startswith(b"\x89PNG")
     capsys.readouterr()
     assert main(["sample", str(run), "--length", "4096"]) == 2  # refused before sampling
-    assert capsys.readouterr().err == ("spamlang sample: error: length 4096 exceeds the model's "
-                                       "max_seq_len 2048\n")
+    assert capsys.readouterr().err == (
+        "spamlang sample: error: length 4096 exceeds the model's max_seq_len 2048\n"
+    )
 
 
 def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
@@ -267,18 +315,31 @@ def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
     from spamlang.sweep import main as sweep_main
     from spamlang.train import TrainConfig
 
-    base = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10,
-                       log_every=5, eval_sequences=8)
+    base = TrainConfig(
+        preset="tiny",
+        vocab_size=64,
+        seq_len=2,
+        batch_size=4,
+        tokens=4 * 2 * 10,
+        log_every=5,
+        eval_sequences=8,
+    )
     sweep = Sweep("pick", base, {"lr": [1e-4, 1e-1], "tie_embeddings": [True, False]})
     assert sweep_main(sweep, ["--out", str(tmp_path), "--quiet"]) == 0
     capsys.readouterr()
     assert main(["sample", str(tmp_path)]) == 2  # a sweep directory needs --where
     assert "--where" in capsys.readouterr().err
-    assert main(["sample", str(tmp_path), "--where", "tie_embeddings=True", "-n", "1",
-                 "--length", "3"]) == 0
+    assert (
+        main(
+            ["sample", str(tmp_path), "--where", "tie_embeddings=True", "-n", "1", "--length", "3"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    losses = {lr: json.loads((tmp_path / run_id / "result.json").read_text())["final_eval_loss"]
-              for run_id, lr in (("lr1e-4-tied", 1e-4), ("lr1e-1-tied", 1e-1))}
+    losses = {
+        lr: json.loads((tmp_path / run_id / "result.json").read_text())["final_eval_loss"]
+        for run_id, lr in (("lr1e-4-tied", 1e-4), ("lr1e-1-tied", 1e-1))
+    }
     best = min(losses, key=losses.get)
     headers = [line for line in out.splitlines() if line.startswith("== ")]
     assert len(headers) == 1 and f"lr{best:.0e}".replace("e-0", "e-") + "-tied" in headers[0]

@@ -38,8 +38,13 @@ def _spam(v=64):
 def _result(tokens, v=1024, info=None):
     tokens = np.asarray(tokens)
     correct = np.asarray(_spam(v).is_most_likely(jnp.asarray(tokens)))
-    base = {"language": "spam", "vocab_size": v, "temperature": 0.9, "seed": 0,
-            "correct": "the seed symbol again"}
+    base = {
+        "language": "spam",
+        "vocab_size": v,
+        "temperature": 0.9,
+        "seed": 0,
+        "correct": "the seed symbol again",
+    }
     return SampleResult.from_flags(tokens, correct, 1, {**base, **(info or {})})
 
 
@@ -50,8 +55,10 @@ def test_a_sample_that_repeats_the_wrong_symbol_shows_it():
     assert (wrong.longest_run, wrong.longest_repeat, wrong.repeat_token) == (0, 9, xi)
     assert (right.longest_run, right.longest_repeat, right.repeat_token) == (9, 9, 0)
     text = render_text(r)
-    assert ("correct: a token the language most likely emits next, given the tokens before it "
-            "(the seed symbol again)") in text
+    assert (
+        "correct: a token the language most likely emits next, given the tokens before it "
+        "(the seed symbol again)"
+    ) in text
     assert "repeat: the longest stretch of one symbol, correct or not" in text
     header = next(line for line in text.splitlines() if line.lstrip().startswith("#"))
     assert header.split() == ["#", "correct", "1st", "err", "run", "repeat", "sample"]
@@ -99,8 +106,12 @@ def test_cli_refuses_n_identical_greedy_samples_before_loading(tmp_path, capsys)
     run.mkdir()  # no checkpoint: the refusal must come first
     assert main(["sample", str(run), "--greedy", "-n", "4", "--prompt", "A"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("spamlang sample: error: --greedy with --prompt gives 4 identical "
-                          "samples; use -n 1") and err.count("\n") == 1
+    assert (
+        err.startswith(
+            "spamlang sample: error: --greedy with --prompt gives 4 identical samples; use -n 1"
+        )
+        and err.count("\n") == 1
+    )
 
 
 def test_cli_greedy_ids_end_to_end(tmp_path, capsys):
@@ -108,12 +119,38 @@ def test_cli_greedy_ids_end_to_end(tmp_path, capsys):
     from spamlang.train.config import TrainConfig
 
     run = tmp_path / "run"
-    run_training(TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8,
-                             tokens=10_240, lr=1e-2, eval_sequences=16, log_every=20),
-                 run, quiet=True)
+    run_training(
+        TrainConfig(
+            preset="tiny",
+            vocab_size=16,
+            seq_len=16,
+            batch_size=8,
+            tokens=10_240,
+            lr=1e-2,
+            eval_sequences=16,
+            log_every=20,
+        ),
+        run,
+        quiet=True,
+    )
     capsys.readouterr()
-    assert main(["sample", str(run), "--greedy", "-n", "4", "--length", "8", "--ids",
-                 "--color", "never"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                str(run),
+                "--greedy",
+                "-n",
+                "4",
+                "--length",
+                "8",
+                "--ids",
+                "--color",
+                "never",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if re.match(r"\s+[0-3]\s+\d", line)]
     assert len(rows) == 4 and all(len(row) == 5 + 8 for row in rows)

@@ -11,21 +11,40 @@ from spamlang.train import TrainConfig
 
 
 def test_seq_len_beyond_the_presets_max_names_the_flag_to_raise_it():
-    with pytest.raises(UserError, match=r"seq_len 4096 exceeds preset tiny's max_seq_len "
-                                        r"\(2048\); raise it with --model max_seq_len=4096"):
+    with pytest.raises(
+        UserError,
+        match=r"seq_len 4096 exceeds preset tiny's max_seq_len "
+        r"\(2048\); raise it with --model max_seq_len=4096",
+    ):
         TrainConfig(seq_len=4096, batch_size=1, tokens=4096)
-    raised = TrainConfig(seq_len=4096, batch_size=1, tokens=4096,
-                         model_overrides={"max_seq_len": 4096})
+    raised = TrainConfig(
+        seq_len=4096, batch_size=1, tokens=4096, model_overrides={"max_seq_len": 4096}
+    )
     assert raised.model_config().max_seq_len == 4096
     # Within the preset's limit nothing changes: the preset's own max_seq_len is kept.
     assert TrainConfig(seq_len=64).model_config().max_seq_len == 2048
 
 
 def test_the_cli_refuses_it_with_one_line_and_status_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "train", "--seq-len", "4096",
-                           "--batch-size", "1", "--tokens", "4096", "--dry-run",
-                           "--out", str(tmp_path / "run")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "train",
+            "--seq-len",
+            "4096",
+            "--batch-size",
+            "1",
+            "--tokens",
+            "4096",
+            "--dry-run",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--model max_seq_len=4096" in lines[0], proc.stderr

@@ -31,8 +31,16 @@ from spamlang.train.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 # 20 steps of 8 x 16 tokens: a couple of seconds per compiled program on a busy CPU.
-TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,
-                   log_every=5, eval_sequences=16, checkpoint_every=10)
+TINY = TrainConfig(
+    preset="tiny",
+    vocab_size=16,
+    seq_len=16,
+    batch_size=8,
+    tokens=20 * 8 * 16,
+    log_every=5,
+    eval_sequences=16,
+    checkpoint_every=10,
+)
 TINY_AXES = {"vocab_size": [16, 32], "lr": [3e-3, 1e-2]}
 
 
@@ -42,9 +50,20 @@ def tiny_sweep(name: str = "tiny") -> Sweep:
 
 # ----- expansion, run ids, groups, shards (no training) -------------------------------------
 
+
 def test_format_number_is_short_and_injective():
-    cases = {2.5e-4: "2.5e-4", 1e-2: "1e-2", 5e-4: "5e-4", 3e-3: "3e-3", 0.1: "1e-1",
-             1.0: "1e0", 123.0: "1.23e2", 1.25e-5: "1.25e-5", 0.0: "0", 4096: "4096"}
+    cases = {
+        2.5e-4: "2.5e-4",
+        1e-2: "1e-2",
+        5e-4: "5e-4",
+        3e-3: "3e-3",
+        0.1: "1e-1",
+        1.0: "1e0",
+        123.0: "1.23e2",
+        1.25e-5: "1.25e-5",
+        0.0: "0",
+        4096: "4096",
+    }
     for value, text in cases.items():
         assert format_number(value) == text
     many = [k * 10.0**e for k in (1, 1.5, 2, 2.5, 3, 5, 7.5) for e in range(-6, 2)]
@@ -52,25 +71,45 @@ def test_format_number_is_short_and_injective():
 
 
 def test_points_are_the_cartesian_product_with_readable_ids():
-    s = Sweep("ids", TINY, {"vocab_size": [4096, 64], "lr": [5e-4, 2.5e-4],
-                            "tie_embeddings": [False, True]})
+    s = Sweep(
+        "ids",
+        TINY,
+        {"vocab_size": [4096, 64], "lr": [5e-4, 2.5e-4], "tie_embeddings": [False, True]},
+    )
     ids = [run_id for run_id, _ in s.points()]
-    assert ids == ["V4096-lr5e-4-untied", "V4096-lr5e-4-tied", "V4096-lr2.5e-4-untied",
-                   "V4096-lr2.5e-4-tied", "V64-lr5e-4-untied", "V64-lr5e-4-tied",
-                   "V64-lr2.5e-4-untied", "V64-lr2.5e-4-tied"]
+    assert ids == [
+        "V4096-lr5e-4-untied",
+        "V4096-lr5e-4-tied",
+        "V4096-lr2.5e-4-untied",
+        "V4096-lr2.5e-4-tied",
+        "V64-lr5e-4-untied",
+        "V64-lr5e-4-tied",
+        "V64-lr2.5e-4-untied",
+        "V64-lr2.5e-4-tied",
+    ]
     for run_id, config in s.points():
         assert isinstance(config, TrainConfig)
         assert f"V{config.vocab_size}-" in run_id and config.preset == "tiny"
-    assert [p[1] for p in s.points()][3] == TINY.replace(vocab_size=4096, lr=2.5e-4,
-                                                         tie_embeddings=True)
+    assert [p[1] for p in s.points()][3] == TINY.replace(
+        vocab_size=4096, lr=2.5e-4, tie_embeddings=True
+    )
     # Stable: the same sweep built again (another process would do the same) gives the same ids.
     assert [p[0] for p in Sweep("ids", TINY, dict(s.axes)).points()] == ids
 
 
 def test_ids_for_heads_dotted_axes_and_other_fields():
-    s = Sweep("misc", TINY.replace(language="cycle"),
-              {"head": ["softmax", "lowrank:8", "mos:2"], "model.d_model": [16],
-               "param.k": [2], "seed": [0, 1], "tokens": ["2K"], "residual": [False]})
+    s = Sweep(
+        "misc",
+        TINY.replace(language="cycle"),
+        {
+            "head": ["softmax", "lowrank:8", "mos:2"],
+            "model.d_model": [16],
+            "param.k": [2],
+            "seed": [0, 1],
+            "tokens": ["2K"],
+            "residual": [False],
+        },
+    )
     ids = [run_id for run_id, _ in s.points()]
     assert ids[0] == "head-softmax-D16-k2-seed0-tok2K-noresidual"
     assert "head-lowrank8-D16-k2-seed1-tok2K-noresidual" in ids
@@ -83,8 +122,16 @@ def test_ids_for_heads_dotted_axes_and_other_fields():
 
 
 def test_groups_share_everything_but_lr_and_seed_and_shards_partition_them():
-    s = Sweep("g", TINY, {"vocab_size": [16, 32, 64], "lr": [1e-3, 3e-3, 1e-2],
-                          "tie_embeddings": [True, False], "seed": [0, 1]})
+    s = Sweep(
+        "g",
+        TINY,
+        {
+            "vocab_size": [16, 32, 64],
+            "lr": [1e-3, 3e-3, 1e-2],
+            "tie_embeddings": [True, False],
+            "seed": [0, 1],
+        },
+    )
     all_ids = [run_id for run_id, _ in s.points()]
     gs = groups(s)
     assert len(gs) == 6 and all(len(g) == 6 for g in gs)
@@ -102,27 +149,31 @@ def test_groups_share_everything_but_lr_and_seed_and_shards_partition_them():
             seen += [run_id for g in shard for run_id, _ in g]
             for g in shard:  # a group is never split: all its members are in this shard
                 assert sorted(r for r, _ in g) == sorted(
-                    r for r in all_ids if group_of[r] == group_of[g[0][0]])
+                    r for r in all_ids if group_of[r] == group_of[g[0][0]]
+                )
         assert sorted(seen) == sorted(all_ids) and len(seen) == len(all_ids)
 
 
-@pytest.mark.parametrize("axes, message", [
-    ({"vocab": [16]}, "unknown axis 'vocab'"),
-    ({"model.width": [16]}, "unknown axis 'model.width'"),
-    ({"model.vocab_size": [16]}, "use the axis 'vocab_size'"),
-    ({"lr": []}, "axis 'lr' is empty"),
-    ({"lr": 1e-3}, "must be a list"),
-    ({"vocab_size": ["big"]}, "sweep 'bad': vocab_size must be an integer, got 'big'"),
-    ({"vocab_size": [16.0]}, "sweep 'bad': vocab_size must be an integer, got 16.0"),
-    ({"vocab_size": [True]}, "sweep 'bad': vocab_size must be an integer, got True"),
-    ({"tie_embeddings": [1]}, "sweep 'bad': tie_embeddings must be true or false, got 1"),
-    ({"lr": ["fast"]}, "sweep 'bad': lr must be a number, got 'fast'"),
-    ({"lr": [1e-3, 0.001]}, "twice"),
-    ({"vocab_size": [16, 1]}, "run V1:"),  # every point is built: the bad one is named
-    ({"head": ["lowrank:4"], "tie_embeddings": [True]}, "run head-lowrank4-tied"),
-    # A member field (checked once per value, not per point) is still checked on every point.
-    ({"vocab_size": [16, 32], "lr": [1e-3, -1.0]}, "run V16-lr-1e0: lr must be"),
-])
+@pytest.mark.parametrize(
+    "axes, message",
+    [
+        ({"vocab": [16]}, "unknown axis 'vocab'"),
+        ({"model.width": [16]}, "unknown axis 'model.width'"),
+        ({"model.vocab_size": [16]}, "use the axis 'vocab_size'"),
+        ({"lr": []}, "axis 'lr' is empty"),
+        ({"lr": 1e-3}, "must be a list"),
+        ({"vocab_size": ["big"]}, "sweep 'bad': vocab_size must be an integer, got 'big'"),
+        ({"vocab_size": [16.0]}, "sweep 'bad': vocab_size must be an integer, got 16.0"),
+        ({"vocab_size": [True]}, "sweep 'bad': vocab_size must be an integer, got True"),
+        ({"tie_embeddings": [1]}, "sweep 'bad': tie_embeddings must be true or false, got 1"),
+        ({"lr": ["fast"]}, "sweep 'bad': lr must be a number, got 'fast'"),
+        ({"lr": [1e-3, 0.001]}, "twice"),
+        ({"vocab_size": [16, 1]}, "run V1:"),  # every point is built: the bad one is named
+        ({"head": ["lowrank:4"], "tie_embeddings": [True]}, "run head-lowrank4-tied"),
+        # A member field (checked once per value, not per point) is still checked on every point.
+        ({"vocab_size": [16, 32], "lr": [1e-3, -1.0]}, "run V16-lr-1e0: lr must be"),
+    ],
+)
 def test_bad_axes_are_user_errors(axes, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(")):
         Sweep("bad", TINY, axes)
@@ -140,12 +191,22 @@ def test_a_huge_grid_is_refused_at_once_naming_the_limit(tmp_path):
     """1,000 LRs x 1,000 seeds printed nothing for a minute; now one line, before expanding."""
     path = tmp_path / "huge.py"
     path.write_text(HUGE_SWEEP)
-    argv = [sys.executable, "-m", "spamlang", "sweep", str(path), "--dry-run",
-            "--out", str(tmp_path / "out")]
+    argv = [
+        sys.executable,
+        "-m",
+        "spamlang",
+        "sweep",
+        str(path),
+        "--dry-run",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1
-    assert ("sweep 'huge' has 1,000,000 points (1,000 lr x 1,000 seed), more than the limit "
-            "of 100,000; pass --max-points 1000000") in proc.stderr
+    assert (
+        "sweep 'huge' has 1,000,000 points (1,000 lr x 1,000 seed), more than the limit "
+        "of 100,000; pass --max-points 1000000"
+    ) in proc.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -178,8 +239,12 @@ def test_a_large_grid_says_it_is_expanding_and_builds_every_point(capsys):
 def test_sweep_json_refuses_another_sweep_but_lets_axes_grow(tmp_path):
     check_sweep_file(Sweep("a", TINY, {"lr": [1e-3]}), tmp_path)
     stored = json.loads((tmp_path / "sweep.json").read_text())
-    assert stored == {"name": "a", "base": TINY.to_json(), "axes": {"lr": [1e-3]},
-                      "axis_order": ["lr"]}
+    assert stored == {
+        "name": "a",
+        "base": TINY.to_json(),
+        "axes": {"lr": [1e-3]},
+        "axis_order": ["lr"],
+    }
     check_sweep_file(Sweep("renamed", TINY, {"lr": [1e-3, 3e-3]}), tmp_path)  # grows: fine
     assert json.loads((tmp_path / "sweep.json").read_text())["axes"] == {"lr": [1e-3, 3e-3]}
     with pytest.raises(UserError, match="different base config .*seq_len"):
@@ -193,6 +258,7 @@ def test_sweep_json_refuses_another_sweep_but_lets_axes_grow(tmp_path):
 
 # ----- results.csv from hand-made run directories -------------------------------------------
 
+
 def _fake_run(root: Path, run_id: str, config: TrainConfig, **result) -> None:
     d = root / run_id
     d.mkdir(parents=True)
@@ -204,12 +270,21 @@ def _fake_run(root: Path, run_id: str, config: TrainConfig, **result) -> None:
 
 
 def test_results_csv_has_the_contract_columns_and_round_trips(tmp_path):
-    s = Sweep("fake", TINY, {"vocab_size": [16, 32], "tie_embeddings": [True, False],
-                             "model.n_layers": [1]})
+    s = Sweep(
+        "fake",
+        TINY,
+        {"vocab_size": [16, 32], "tie_embeddings": [True, False], "model.n_layers": [1]},
+    )
     check_sweep_file(s, tmp_path)
     points = dict(s.points())
-    _fake_run(tmp_path, "V32-untied-layers1", points["V32-untied-layers1"],
-              diverged=True, diverged_step=7, final_eval_loss=float("nan"))
+    _fake_run(
+        tmp_path,
+        "V32-untied-layers1",
+        points["V32-untied-layers1"],
+        diverged=True,
+        diverged_step=7,
+        final_eval_loss=float("nan"),
+    )
     _fake_run(tmp_path, "V16-tied-layers1", points["V16-tied-layers1"], final_eval_loss=0.25)
     (tmp_path / "V16-untied-layers1").mkdir()  # unfinished: no result.json, no row
     rows = sweep_mod.write_results(tmp_path)
@@ -243,7 +318,7 @@ BAD_FILES = {
     "nosweep.py": "X = 1\n",
     "notasweep.py": "SWEEP = {'name': 'x'}\n",
     "axis.py": "from spamlang.sweep import Sweep\nfrom spamlang.train.config import TrainConfig\n"
-               "SWEEP = Sweep('x', TrainConfig(), {'nope': [1]})\n",
+    "SWEEP = Sweep('x', TrainConfig(), {'nope': [1]})\n",
     "bad.json": '{"name": "x", "axes": {',
     "types.json": '{"name": "x", "base": {"seq_len": "long"}, "axes": {"lr": [0.001]}}',
     "empty.json": '{"name": "x", "axes": {"lr": []}}',
@@ -253,8 +328,8 @@ BAD_FILES = {
     # A file that exits while being loaded ran nothing; status 0 would read as success.
     "exit0.py": "import sys\nsys.exit(0)\n",
     "exit_after.py": "import sys\nfrom spamlang.sweep import Sweep\n"
-                     "from spamlang.train.config import TrainConfig\n"
-                     "SWEEP = Sweep('x', TrainConfig(), {'lr': [1e-3]})\nsys.exit()\n",
+    "from spamlang.train.config import TrainConfig\n"
+    "SWEEP = Sweep('x', TrainConfig(), {'lr': [1e-3]})\nsys.exit()\n",
 }
 
 
@@ -280,14 +355,23 @@ def test_a_sweep_file_that_exits_is_an_error_even_in_a_dry_run(tmp_path, capsys,
 
 
 def test_valid_sweep_files_load_from_json_and_python(tmp_path):
-    (tmp_path / "s.json").write_text(json.dumps(
-        {"name": "j", "base": {"preset": "tiny", "seq_len": 16}, "axes": {"vocab_size": [16, 32]}}))
+    (tmp_path / "s.json").write_text(
+        json.dumps(
+            {
+                "name": "j",
+                "base": {"preset": "tiny", "seq_len": 16},
+                "axes": {"vocab_size": [16, 32]},
+            }
+        )
+    )
     sweep, plots, _ = sweep_mod.load_sweep_file(tmp_path / "s.json")
     assert sweep == Sweep("j", TrainConfig(preset="tiny", seq_len=16), {"vocab_size": [16, 32]})
     assert plots is False
-    (tmp_path / "s.py").write_text("from spamlang.sweep import Sweep\n"
-                                   "from spamlang.train.config import TrainConfig\n"
-                                   "PLOTS = True\nSWEEP = Sweep('p', TrainConfig(), {'lr': [1e-3]})\n")
+    (tmp_path / "s.py").write_text(
+        "from spamlang.sweep import Sweep\n"
+        "from spamlang.train.config import TrainConfig\n"
+        "PLOTS = True\nSWEEP = Sweep('p', TrainConfig(), {'lr': [1e-3]})\n"
+    )
     sweep, plots, _ = sweep_mod.load_sweep_file(tmp_path / "s.py")
     assert [r for r, _ in sweep.points()] == ["lr1e-3"] and plots is True
     for script in ("cpu_demo", "paper_fig5", "heads", "languages"):  # the shipped sweeps load
@@ -309,8 +393,10 @@ def test_script_main_reports_user_errors_and_interrupts(tmp_path, capsys, monkey
 
 
 def test_dry_run_lists_points_and_budget(tmp_path, capsys):
-    assert sweep_mod.main(tiny_sweep(), ["--out", str(tmp_path / "o"), "--dry-run",
-                                         "--shard", "1/2"]) == 0
+    assert (
+        sweep_mod.main(tiny_sweep(), ["--out", str(tmp_path / "o"), "--dry-run", "--shard", "1/2"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "V32-lr3e-3" in out and "V32-lr1e-2" in out and "V16-lr3e-3" not in out
     assert "2 runs in 1 group(s)" in out and f"{2 * 20 * 8 * 16:,} training tokens" in out
@@ -370,11 +456,16 @@ def killed_and_resumed(tmp_path_factory):
     """
     root = tmp_path_factory.mktemp("killed")
     script = root / "killme.py"
-    script.write_text(GROUP_SCRIPT.format(base=repr(TINY.to_json()),
-                                          axes=repr({"lr": [3e-3, 1e-2]})))
+    script.write_text(
+        GROUP_SCRIPT.format(base=repr(TINY.to_json()), axes=repr({"lr": [3e-3, 1e-2]}))
+    )
     out = root / "out"
-    proc = subprocess.Popen([sys.executable, str(script), "--out", str(out), "--quiet", "--vmap"],
-                            stderr=subprocess.PIPE, text=True, cwd=root)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--out", str(out), "--quiet", "--vmap"],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
     ckpt = out / "lr1e-2" / "checkpoints" / "10" / "commit_success.txt"
     _wait_for(ckpt.is_file, proc, timeout_s=240)
     proc.send_signal(signal.SIGKILL)
@@ -416,8 +507,11 @@ def test_sigkilled_sweep_resumes_with_every_run_once(killed_and_resumed):
         assert row["steps"] == "20" and row["diverged"] == "False" and row["vocab_size"] == "16"
         assert 0 < float(row["final_eval_loss"]) < math.log(16)  # learned something
     # Resumed runs log every step exactly once (the resume cut metrics.jsonl back to step 10).
-    steps = [json.loads(line)["step"] for line in (out / "lr1e-2" / "metrics.jsonl").open()
-             if json.loads(line)["kind"] == "train"]
+    steps = [
+        json.loads(line)["step"]
+        for line in (out / "lr1e-2" / "metrics.jsonl").open()
+        if json.loads(line)["kind"] == "train"
+    ]
     assert steps == [5, 10, 15, 20]
     # Running it again trains nothing and leaves the same table.
     before = (out / "results.csv").read_text()
@@ -440,23 +534,28 @@ def test_vmapped_group_matches_the_sequential_run(killed_and_resumed, tmp_path, 
         return real_group(configs, out_dirs, **kwargs)
 
     monkeypatch.setattr(train_run, "run_group", no_group)
-    rows = run_sweep(Sweep("seq", TINY, {"lr": [3e-3, 1e-2]}), tmp_path, quiet=True,
-                     vmap=False)
+    rows = run_sweep(Sweep("seq", TINY, {"lr": [3e-3, 1e-2]}), tmp_path, quiet=True, vmap=False)
     grouped = {r["run_id"]: r for r in gather(out)}
     assert sorted(r["run_id"] for r in rows) == sorted(grouped) == ["lr1e-2", "lr3e-3"]
     for sequential in rows:
         for key in ("final_train_loss", "final_eval_loss", "eval_accuracy", "repetition_accuracy"):
-            assert sequential[key] == pytest.approx(grouped[sequential["run_id"]][key],
-                                                    rel=1e-5, abs=1e-7), key
+            assert sequential[key] == pytest.approx(
+                grouped[sequential["run_id"]][key], rel=1e-5, abs=1e-7
+            ), key
 
 
 def test_plots_flag_writes_figures_for_a_finished_sweep(killed_and_resumed, tmp_path):
     out, _ = killed_and_resumed
     sweep = Sweep("killme", TINY, {"lr": [3e-3, 1e-2]})
     # A script's SAMPLES add Table 1's analogue of the cell's best-LR run.
-    assert sweep_mod.main(sweep, ["--out", str(out), "--quiet", "--plots",
-                                  "--figures", str(tmp_path / "figs")],
-                          samples=({"vocab_size": 16, "tie_embeddings": False},)) == 0
+    assert (
+        sweep_mod.main(
+            sweep,
+            ["--out", str(out), "--quiet", "--plots", "--figures", str(tmp_path / "figs")],
+            samples=({"vocab_size": 16, "tie_embeddings": False},),
+        )
+        == 0
+    )
     for name in ("heatmap.png", "curves.png", "samples_V16_untied.png"):
         assert (tmp_path / "figs" / name).stat().st_size > 1000
 
@@ -493,8 +592,9 @@ def test_gather_fills_the_coverage_columns_of_older_runs(tmp_path):
     run.mkdir()
     config = TINY.replace(vocab_size=32, b2=0.99)
     (run / "config.json").write_text(json.dumps(config.to_json()))
-    (run / "result.json").write_text(json.dumps({"final_eval_loss": 1.0,
-                                                 "sequences_per_symbol": 5.0}))
+    (run / "result.json").write_text(
+        json.dumps({"final_eval_loss": 1.0, "sequences_per_symbol": 5.0})
+    )
     [row] = gather(tmp_path)
     assert row["updates_per_symbol"] == 5.0
     assert row["symbol_return_steps"] == 32 / 8

@@ -39,8 +39,9 @@ def test_two_growths_at_once_never_lose_an_axis(tmp_path, monkeypatch):
             if name == "B":
                 b_done.set()
 
-    a = threading.Thread(target=grow, name="A",
-                         args=("A", {"lr": [1e-3], "weight_decay": [0.1, 0.0]}))
+    a = threading.Thread(
+        target=grow, name="A", args=("A", {"lr": [1e-3], "weight_decay": [0.1, 0.0]})
+    )
     a.start()
     assert a_read.wait(timeout=30)
     b = threading.Thread(target=grow, name="B", args=("B", {"lr": [1e-3], "b1": [0.9, 0.8]}))
@@ -71,8 +72,11 @@ def test_an_old_directory_takes_its_axis_order_from_its_run_ids(tmp_path):
     sweep = Sweep("o", TINY, {"vocab_size": [64, 128], "lr": [1e-3, 3e-3]})
     _old_directory(tmp_path, sweep)
     reordered = Sweep("o", TINY, {"lr": [1e-3, 3e-3], "vocab_size": [64, 128]})
-    with pytest.raises(UserError, match=r"in another order would rename every run .*keep the "
-                                        r"order \['vocab_size', 'lr'\]"):
+    with pytest.raises(
+        UserError,
+        match=r"in another order would rename every run .*keep the "
+        r"order \['vocab_size', 'lr'\]",
+    ):
         sweep_file.check_sweep_file(reordered, tmp_path)
     # The same order (grown by a value and an axis) is accepted, and sweep.json records it.
     grown = Sweep("o", TINY, {"vocab_size": [64, 128, 256], "seed": [0, 1], "lr": [1e-3, 3e-3]})

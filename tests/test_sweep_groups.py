@@ -13,7 +13,11 @@ BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens
 def test_an_empty_shard_warns(tmp_path, capsys):
     sweep = Sweep("shards", BASE, {"vocab_size": [16, 32, 64], "lr": [1e-3, 1e-2]})
     count = len(groups(sweep))
-    assert sweep_main(sweep, ["--out", str(tmp_path), "--shard", f"{count + 1}/{count + 4}",
-                              "--quiet"]) == 0
+    assert (
+        sweep_main(
+            sweep, ["--out", str(tmp_path), "--shard", f"{count + 1}/{count + 4}", "--quiet"]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert f"shard {count + 1}/{count + 4} is empty" in err and f"{count} group" in err

@@ -16,11 +16,25 @@ from spamlang.sweep.runner import summary_line
 from spamlang.sweep.sweep_file import check_sweep_file
 from spamlang.train.config import TrainConfig
 
-TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=16, batch_size=8, tokens=20 * 8 * 16,
-                   log_every=5, eval_sequences=16, checkpoint_every=10)
+TINY = TrainConfig(
+    preset="tiny",
+    vocab_size=16,
+    seq_len=16,
+    batch_size=8,
+    tokens=20 * 8 * 16,
+    log_every=5,
+    eval_sequences=16,
+    checkpoint_every=10,
+)
 SWEEP = Sweep("logs", TINY, {"lr": [3e-3, 1e-2]})
-RESULT = {"final_eval_loss": 0.3041, "loss_above_floor": 0.3041, "optimal_loss": 0.0,
-          "repetition_accuracy": 0.5, "diverged": False, "tokens_per_s": 256.0}
+RESULT = {
+    "final_eval_loss": 0.3041,
+    "loss_above_floor": 0.3041,
+    "optimal_loss": 0.0,
+    "repetition_accuracy": 0.5,
+    "diverged": False,
+    "tokens_per_s": 256.0,
+}
 
 
 def _fake_trainer(monkeypatch, during=lambda out_dir: None):
@@ -69,8 +83,9 @@ def test_a_bad_log_interval_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "often")
     _fake_trainer(monkeypatch)
     assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 2
-    assert capsys.readouterr().err == ("sweep logs: error: SPAMLANG_LOG_SECONDS must be a "
-                                       "number of seconds > 0, got 'often'\n")
+    assert capsys.readouterr().err == (
+        "sweep logs: error: SPAMLANG_LOG_SECONDS must be a number of seconds > 0, got 'often'\n"
+    )
 
 
 def _partial(out: Path, run_id: str, config: TrainConfig, step: int) -> None:
@@ -88,8 +103,10 @@ def test_a_resumed_run_says_its_step_and_the_dry_run_shows_it(tmp_path, capsys, 
     _partial(out, "lr3e-3", points["lr3e-3"], 10)
     assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert listed[1].split(None, 1) == ["lr3e-3", "partial (step 10/20)      0        20"
-                                        "          2,560        10.0"]
+    assert listed[1].split(None, 1) == [
+        "lr3e-3",
+        "partial (step 10/20)      0        20          2,560        10.0",
+    ]
     assert listed[2].split()[:2] == ["lr1e-2", "new"]
     _fake_trainer(monkeypatch)
     assert sweep_mod.main(SWEEP, ["--out", str(out), "--no-vmap"]) == 0
@@ -107,19 +124,23 @@ def test_dry_run_estimates_the_time_left_saying_from_what(tmp_path, capsys, monk
     time_line = capsys.readouterr().out.splitlines()[-1]
     assert time_line.startswith("time: at least ") and time_line.endswith(
         "days for 2 run(s) with no finished run in their group (their FLOPs at the matmul "
-        "peak: a lower bound)")
+        "peak: a lower bound)"
+    )
     # One run finished at 256 tokens/s; the other is at step 10 of 20: 1,280 tokens, 5 s.
     rundir.prepare(out / "lr1e-2", points["lr1e-2"])
     rundir.write_result(out / "lr1e-2", RESULT)
     _partial(out, "lr3e-3", points["lr3e-3"], 10)
     assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "time: about 5 s for 1 run(s), at the tokens/s of finished runs of their groups")
+        "time: about 5 s for 1 run(s), at the tokens/s of finished runs of their groups"
+    )
 
 
 def test_summary_line_shows_the_floor_only_where_there_is_one():
-    for floor, shown in [(0.0, "V16: loss 0.3041, repetition"),
-                         (None, "V16: loss 0.3041, repetition"),
-                         (0.5, "V16: loss 0.8041 (above floor 0.3041), repetition")]:
+    for floor, shown in [
+        (0.0, "V16: loss 0.3041, repetition"),
+        (None, "V16: loss 0.3041, repetition"),
+        (0.5, "V16: loss 0.8041 (above floor 0.3041), repetition"),
+    ]:
         result = {**RESULT, "optimal_loss": floor, "final_eval_loss": 0.3041 + (floor or 0.0)}
         assert summary_line("V16", result).startswith(shown), floor

@@ -21,8 +21,7 @@ def _table(out):
         return list(csv.DictReader(f))
 
 
-def test_a_finished_run_whose_config_disagrees_with_its_id_is_damaged_not_listed(tmp_path,
-                                                                                 capsys):
+def test_a_finished_run_whose_config_disagrees_with_its_id_is_damaged_not_listed(tmp_path, capsys):
     out = tmp_path / "out"
     write_finished_sweep(SWEEP, out)
     path = out / "lr3e-3-seed0" / "config.json"
@@ -32,8 +31,12 @@ def test_a_finished_run_whose_config_disagrees_with_its_id_is_damaged_not_listed
     assert "chk: 3 finished run(s)" in captured.out
     assert "and 1 more finished run(s) it could not read" in captured.out
     said = [line for line in captured.err.splitlines() if "lr3e-3-seed0" in line]
-    assert len(said) == 1 and "finished but left out of results.csv" in said[0] \
-        and "lr=0.002" in said[0] and "lr=0.003" in said[0], said
+    assert (
+        len(said) == 1
+        and "finished but left out of results.csv" in said[0]
+        and "lr=0.002" in said[0]
+        and "lr=0.003" in said[0]
+    ), said
     rows = _table(out)
     assert sorted(r["run_id"] for r in rows) == ["lr1e-3-seed0", "lr1e-3-seed1", "lr3e-3-seed1"]
     assert all(float(r["lr"]) != 0.002 for r in rows)

@@ -10,6 +10,7 @@ from spamlang.cli import main as cli_main
 
 SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 
+
 @pytest.mark.parametrize("script", SWEEPS, ids=lambda p: p.stem)
 def test_sweep_script_dry_run(script, tmp_path, capsys):
     out = tmp_path / "out"
@@ -43,8 +44,10 @@ def test_coverage_sweep_sets_updates_per_symbol_by_the_batch(tmp_path, capsys):
     assert cli_main(["sweep", str(script), "--dry-run", "--out", str(tmp_path / "o")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-1] == "upd/symbol"
-    assert any(ln.startswith("V16384-B512-tok512K-tied-lr1e-2-seed0 ") and ln.endswith(" 15.6")
-               for ln in lines)
+    assert any(
+        ln.startswith("V16384-B512-tok512K-tied-lr1e-2-seed0 ") and ln.endswith(" 15.6")
+        for ln in lines
+    )
 
 
 def test_width_control_varies_only_the_width():
@@ -53,7 +56,7 @@ def test_width_control_varies_only_the_width():
     assert sorted(shapes) == [16, 32, 64]
     for d, m in shapes.items():  # the width family's rule: d_ff 4D, head_dim 8, init 1/sqrt(D)
         assert (m.d_ff, m.d_model // m.n_heads, m.n_layers) == (4 * d, 8, 2)
-        assert m.init_std == pytest.approx(d ** -0.5)
+        assert m.init_std == pytest.approx(d**-0.5)
     assert {c.updates_per_symbol for c in points} == {3.90625, 15.625}
 
 
@@ -68,14 +71,18 @@ def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
     from spamlang.sweep.command import load_sweep_file
 
     sweep, plots, samples = load_sweep_file(
-        Path(__file__).resolve().parents[1] / "sweeps" / "cpu_demo.py")
+        Path(__file__).resolve().parents[1] / "sweeps" / "cpu_demo.py"
+    )
     points = [c for _, c in sweep.points()]
     assert {(c.seq_len, c.steps, c.batch_size) for c in points} == {(2, 500, 32)}
     assert {c.seed for c in points} == {0, 1} and sweep.bracket_lr > 0
-    assert plots and samples == ({"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
-                                 {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999})
+    assert plots and samples == (
+        {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.95},
+        {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999},
+    )
     # the two b2 values of a cell are members of one vmapped group: 8 groups, as without b2
     from spamlang.sweep.groups import groups
+
     assert {c.b2 for c in points} == {0.95, 0.999} and len(groups(sweep)) == 8
 
 
@@ -87,15 +94,28 @@ def test_optimizer_sweeps_hold_what_their_docstrings_say():
     phase = _points("return_time")
     assert {(c.vocab_size, c.updates_per_symbol, c.seq_len) for c in phase} == {(4096, 16.0, 2)}
     assert sorted({c.return_time["symbol_return_steps"] for c in phase}) == [2, 8, 32, 128]
-    assert sorted({round(c.return_time["adam_memory_steps"]) for c in phase}) == \
-        [10, 20, 100, 1000, 10000]
+    assert sorted({round(c.return_time["adam_memory_steps"]) for c in phase}) == [
+        10,
+        20,
+        100,
+        1000,
+        10000,
+    ]
     family = _points("optimizers")
     assert {c.optimizer for c in family} == {"adamw", "lazy_adamw", "sgd", "adafactor"}
-    assert {(c.vocab_size, c.batch_size, c.steps) for c in family} == {(4096, 32, 500),
-                                                                       (4096, 32, 2048)}
+    assert {(c.vocab_size, c.batch_size, c.steps) for c in family} == {
+        (4096, 32, 500),
+        (4096, 32, 2048),
+    }
     paper = _points("paper_fig5_optimizer")
-    assert {(c.preset, c.seq_len, c.batch_size, c.steps) for c in paper} == \
-        {("smollm2-106m", 2, 64, 2500)}
+    assert {(c.preset, c.seq_len, c.batch_size, c.steps) for c in paper} == {
+        ("smollm2-106m", 2, 64, 2500)
+    }
     assert {(c.optimizer, c.b2) for c in paper} == {
-        ("adamw", 0.95), ("adamw", 0.999), ("adamw", 0.9999), ("lazy_adamw", 0.95),
-        ("sgd", 0.95), ("adafactor", 0.95)}
+        ("adamw", 0.95),
+        ("adamw", 0.999),
+        ("adamw", 0.9999),
+        ("lazy_adamw", 0.95),
+        ("sgd", 0.95),
+        ("adafactor", 0.95),
+    }

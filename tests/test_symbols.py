@@ -55,22 +55,38 @@ def test_heldout_set_depends_on_v_and_holdout_only():
     assert len(languages.make("spam", vocab_size=1000, holdout=0.1).heldout_ids()) == 100
 
 
-@pytest.mark.parametrize("name, params, match", [
-    ("spam", dict(vocab_size=64, holdout=1.0), r"\[0, 1\)"),
-    ("spam", dict(vocab_size=64, holdout=-0.1), r"\[0, 1\)"),
-    ("spam", dict(vocab_size=64, holdout=0.001), "holds out 0"),
-    ("spam", dict(vocab_size=4, holdout=0.9), "2 in"),
-    ("zipf-spam", dict(vocab_size=64, holdout=0.1), "uniform spam only"),
-])
+@pytest.mark.parametrize(
+    "name, params, match",
+    [
+        ("spam", dict(vocab_size=64, holdout=1.0), r"\[0, 1\)"),
+        ("spam", dict(vocab_size=64, holdout=-0.1), r"\[0, 1\)"),
+        ("spam", dict(vocab_size=64, holdout=0.001), "holds out 0"),
+        ("spam", dict(vocab_size=4, holdout=0.9), "2 in"),
+        ("zipf-spam", dict(vocab_size=64, holdout=0.1), "uniform spam only"),
+    ],
+)
 def test_bad_holdouts_are_user_errors(name, params, match):
     with pytest.raises(UserError, match=match):
         languages.make(name, **params)
 
 
 def test_cli_bad_holdout_exits_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "train", "--vocab-size", "64",
-                           "--param", "holdout=1.5", "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "train",
+            "--vocab-size",
+            "64",
+            "--param",
+            "holdout=1.5",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "holdout must be in [0, 1)" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "r").exists()
@@ -113,9 +129,17 @@ def test_updates_to_learn_says_when_the_data_cannot_pin_it():
 def sweep_dir(tmp_path_factory):
     """A sweep directory holding one finished run with a holdout and diagnostics."""
     root = tmp_path_factory.mktemp("sweep")
-    config = TrainConfig(vocab_size=64, seq_len=2, batch_size=16, tokens=16 * 2 * 40, lr=1e-2,
-                         language_params={"holdout": 0.125}, diag_every=20, eval_sequences=16,
-                         log_every=10)
+    config = TrainConfig(
+        vocab_size=64,
+        seq_len=2,
+        batch_size=16,
+        tokens=16 * 2 * 40,
+        lr=1e-2,
+        language_params={"holdout": 0.125},
+        diag_every=20,
+        eval_sequences=16,
+        log_every=10,
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPAMLANG_PEAK_FLOPS", "1e11")
         run_training(config, root / "run", quiet=True)
@@ -134,15 +158,21 @@ def test_run_reports_heldout_and_updates_to_learn(sweep_dir):
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     diag_steps = [r["step"] for r in rows if r["kind"] == "diag"]
     assert diag_steps == [0, 20, 40]  # the bottleneck at init, along training, at the end
-    assert all("updates_to_learn" in r and "symbol_curve" not in r
-               for r in rows if r["kind"] in ("diag", "eval"))
+    assert all(
+        "updates_to_learn" in r and "symbol_curve" not in r
+        for r in rows
+        if r["kind"] in ("diag", "eval")
+    )
     assert {"updates_to_learn", "eval_loss_heldout", "heldout_exposure_max"} <= set(RESULT_COLUMNS)
 
 
 def test_plot_symbols_draws_a_sweep_and_refuses_one_without_curves(sweep_dir, tmp_path):
     out = tmp_path / "symbols.png"
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "plot", "symbols", str(sweep_dir),
-                           "-o", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "spamlang", "plot", "symbols", str(sweep_dir), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:4] == b"\x89PNG"
     empty = tmp_path / "empty"
@@ -151,7 +181,19 @@ def test_plot_symbols_draws_a_sweep_and_refuses_one_without_curves(sweep_dir, tm
     result = json.loads((sweep_dir / "run" / "result.json").read_text())
     del result["symbol_curve"]
     (empty / "run" / "result.json").write_text(json.dumps(result))
-    proc = subprocess.run([sys.executable, "-m", "spamlang", "plot", "symbols", str(empty),
-                           "-o", str(tmp_path / "x.png")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spamlang",
+            "plot",
+            "symbols",
+            str(empty),
+            "-o",
+            str(tmp_path / "x.png"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "symbol_curve" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "x.png").exists()

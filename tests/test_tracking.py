@@ -15,8 +15,17 @@ from spamlang.errors import UserError
 from spamlang.train import Interrupted, TrainConfig, run_training
 
 # 20 steps, a train row every 5, eval and checkpoint every 10.
-CFG = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 20,
-                  log_every=5, eval_every=10, checkpoint_every=10, eval_sequences=8)
+CFG = TrainConfig(
+    preset="tiny",
+    vocab_size=64,
+    seq_len=2,
+    batch_size=4,
+    tokens=4 * 2 * 20,
+    log_every=5,
+    eval_every=10,
+    checkpoint_every=10,
+    eval_sequences=8,
+)
 TIMING = ("tokens_per_s", "wall_seconds", "mfu")
 
 
@@ -58,7 +67,8 @@ def test_tensorboard_resumed_run_reads_back_once_per_step_and_changes_no_number(
     assert [e.step for e in events.Scalars("eval/eval_loss")] == metrics_steps(run_dir, "eval")
     result = json.loads((run_dir / "result.json").read_text())
     assert events.Scalars("result/final_eval_loss")[-1].value == pytest.approx(
-        result["final_eval_loss"])
+        result["final_eval_loss"]
+    )
     content = events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
     hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
     assert hparams["vocab_size"].number_value == CFG.vocab_size
@@ -77,8 +87,8 @@ def wandb_records(path: Path):
         if block - pos % block < 7:
             pos += block - pos % block  # the block's zero-filled tail
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        chunks.append(data[pos + 7:pos + 7 + length])
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunks.append(data[pos + 7 : pos + 7 + length])
         pos += 7 + length
         if kind in (1, 4):  # a whole record, or its last chunk
             yield wandb_internal_pb2.Record.FromString(b"".join(chunks))
@@ -100,8 +110,10 @@ def test_wandb_offline_resumed_run_logs_every_step_once(plain, tmp_path, monkeyp
             if kind == "run":
                 runs.add((record.run.run_id, record.run.run_group, record.run.display_name))
             elif kind == "history":
-                items = {i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                         for i in record.history.item}
+                items = {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
                 if "train/loss" in items:
                     steps.append(record.history.step.num)
     assert runs == {(tracking.wandb_writer.run_id(run_dir), "my-sweep", "run")}
@@ -109,12 +121,28 @@ def test_wandb_offline_resumed_run_logs_every_step_once(plain, tmp_path, monkeyp
     assert without_timing(run_dir) == without_timing(plain)
 
 
-def test_explicit_tracker_that_cannot_start_exits_2_before_training(tmp_path, monkeypatch,
-                                                                     capsys):
+def test_explicit_tracker_that_cannot_start_exits_2_before_training(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(__import__("sys").modules, "tensorboard", None)  # not installed
     out = tmp_path / "run"
-    status = main(["train", "--preset", "tiny", "--vocab-size", "64", "--seq-len", "2",
-                   "--batch-size", "4", "--tokens", "160", "--out", str(out), "--tracker", "tensorboard"])
+    status = main(
+        [
+            "train",
+            "--preset",
+            "tiny",
+            "--vocab-size",
+            "64",
+            "--seq-len",
+            "2",
+            "--batch-size",
+            "4",
+            "--tokens",
+            "160",
+            "--out",
+            str(out),
+            "--tracker",
+            "tensorboard",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and ".[tensorboard]" in err[0]
     assert not (out / "config.json").exists()
@@ -153,4 +181,5 @@ def test_sweep_is_one_tensorboard_experiment(tmp_path):
     for run_id in ids:  # each run's final eval loss, the HParams dashboard's metric
         result = json.loads((tmp_path / run_id / "result.json").read_text())
         assert runs.Scalars(run_id, "result/final_eval_loss")[-1].value == pytest.approx(
-            result["final_eval_loss"])
+            result["final_eval_loss"]
+        )

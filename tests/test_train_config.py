@@ -21,8 +21,10 @@ def test_each_optimizer_takes_its_fields_and_refuses_the_others(optimizer):
     TINY.replace(optimizer=optimizer)  # the defaults are always valid
     for name, readers in OPTIMIZER_FIELDS.items():
         if optimizer in readers:
-            assert getattr(TINY.replace(optimizer=optimizer, **{name: OTHER[name]}), name) == \
-                OTHER[name]
+            assert (
+                getattr(TINY.replace(optimizer=optimizer, **{name: OTHER[name]}), name)
+                == OTHER[name]
+            )
         else:
             with pytest.raises(UserError, match=rf"optimizer {optimizer} ignores {name} "):
                 TINY.replace(optimizer=optimizer, **{name: OTHER[name]})
@@ -41,12 +43,15 @@ def test_a_sweep_axis_or_set_of_an_ignored_field_is_refused(tmp_path, capsys):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--optimizer", "sgd", "--adam-b2", "0.999"], "optimizer sgd ignores b2"),
-    (["--optimizer", "adafactor", "--adam-eps", "1e-6"], "optimizer adafactor ignores eps"),
-    (["--momentum", "0.5"], "optimizer adamw ignores momentum"),
-    (["--lazy-rows", "head"], "optimizer adamw ignores lazy_rows"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--optimizer", "sgd", "--adam-b2", "0.999"], "optimizer sgd ignores b2"),
+        (["--optimizer", "adafactor", "--adam-eps", "1e-6"], "optimizer adafactor ignores eps"),
+        (["--momentum", "0.5"], "optimizer adamw ignores momentum"),
+        (["--lazy-rows", "head"], "optimizer adamw ignores lazy_rows"),
+    ],
+)
 def test_a_train_flag_of_an_ignored_field_is_one_line_exit_2(tmp_path, capsys, flags, message):
     out = tmp_path / "run"
     assert main(["train", *flags, "--out", str(out), "--dry-run"]) == 2

@@ -15,9 +15,19 @@ from spamlang.train import run_group
 from spamlang.train.config import TrainConfig
 
 # 12 steps, a checkpoint every 4, rows every 2: three members, one vmapped program.
-CFG = TrainConfig(vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 12, lr=3e-2,
-                  schedule="constant", warmup_frac=0.0, log_every=2, checkpoint_every=4,
-                  eval_sequences=8, keep_checkpoints=1)
+CFG = TrainConfig(
+    vocab_size=64,
+    seq_len=2,
+    batch_size=4,
+    tokens=4 * 2 * 12,
+    lr=3e-2,
+    schedule="constant",
+    warmup_frac=0.0,
+    log_every=2,
+    checkpoint_every=4,
+    eval_sequences=8,
+    keep_checkpoints=1,
+)
 CONFIGS = [CFG.replace(lr=lr, seed=i) for i, lr in enumerate((3e-2, 1e-1, 1e-2))]
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
 
@@ -50,10 +60,16 @@ def test_a_kill_between_two_members_saves_resumes_the_group_bitwise(tmp_path, mo
     run_group(CONFIGS, dirs, quiet=True)
     for got, want in zip(dirs, ref):
         assert _timeless(got, "metrics.jsonl") == _timeless(want, "metrics.jsonl"), got.name
-        result = {k: v for k, v in json.loads((got / "result.json").read_text()).items()
-                  if k not in TIMING}
-        assert result == {k: v for k, v in json.loads((want / "result.json").read_text()).items()
-                          if k not in TIMING}
+        result = {
+            k: v
+            for k, v in json.loads((got / "result.json").read_text()).items()
+            if k not in TIMING
+        }
+        assert result == {
+            k: v
+            for k, v in json.loads((want / "result.json").read_text()).items()
+            if k not in TIMING
+        }
         assert RunCheckpoints(got / "checkpoints", 1, read_only=True).steps() == [12]
     assert killed == [[4, 8], [4], [4]]  # keep_checkpoints 1, but 4 stays until all have 8
 
@@ -71,8 +87,7 @@ class _FullFile:
         raise OSError(errno.EIO, "Input/output error")
 
 
-def test_a_full_disk_keeps_its_message_and_every_log_and_manager_is_closed(tmp_path,
-                                                                          monkeypatch):
+def test_a_full_disk_keeps_its_message_and_every_log_and_manager_is_closed(tmp_path, monkeypatch):
     dirs = [tmp_path / f"run{i}" for i in range(3)]
     closed = []
     real_append, real_log_close = rundir.MetricsLog.append, rundir.MetricsLog.close

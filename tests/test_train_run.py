@@ -20,17 +20,42 @@ from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")
-RESULT_KEYS = {"final_train_loss", "final_eval_loss", "eval_method", "loss_above_floor", "optimal_loss",
-               "repetition_accuracy", "eval_accuracy", "diverged", "diverged_step", "steps",
-               "tokens", "tokens_per_s", "wall_seconds", *COVERAGE_KEYS,
-               "kernel_fraction", "projected_cosine", "head_rank", *HOLDOUT_KEYS,
-               *SYMBOL_KEYS}
+RESULT_KEYS = {
+    "final_train_loss",
+    "final_eval_loss",
+    "eval_method",
+    "loss_above_floor",
+    "optimal_loss",
+    "repetition_accuracy",
+    "eval_accuracy",
+    "diverged",
+    "diverged_step",
+    "steps",
+    "tokens",
+    "tokens_per_s",
+    "wall_seconds",
+    *COVERAGE_KEYS,
+    "kernel_fraction",
+    "projected_cosine",
+    "head_rank",
+    *HOLDOUT_KEYS,
+    *SYMBOL_KEYS,
+}
 # 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
 # schedule without warmup makes the compiled step independent of the step count, so the
 # longer runs of test_cli_train reuse these executables from the compilation cache.
-CFG = TrainConfig(vocab_size=32, seq_len=16, batch_size=8, tokens=8 * 16 * 60, lr=3e-3,
-                  schedule="constant", warmup_frac=0.0, log_every=5, checkpoint_every=20,
-                  eval_sequences=16)
+CFG = TrainConfig(
+    vocab_size=32,
+    seq_len=16,
+    batch_size=8,
+    tokens=8 * 16 * 60,
+    lr=3e-3,
+    schedule="constant",
+    warmup_frac=0.0,
+    log_every=5,
+    checkpoint_every=20,
+    eval_sequences=16,
+)
 ABSURD_LR = 1e6
 
 
@@ -68,9 +93,13 @@ def copy_unfinished(src, dst):
 
 def test_run_directory_contract(reference):
     out, result = reference
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoints", "config.json",
-                                                     "metrics.jsonl", "result.json",
-                                                     "symbols.npz"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checkpoints",
+        "config.json",
+        "metrics.jsonl",
+        "result.json",
+        "symbols.npz",
+    ]
     assert json.loads((out / "config.json").read_text()) == CFG.to_json()
     assert json.loads((out / "result.json").read_text()) == result
     assert set(result) == RESULT_KEYS == {*RESULT_COLUMNS, *RESULT_EXTRAS}  # the one contract
@@ -148,8 +177,9 @@ def test_different_config_is_refused_naming_the_field(reference):
     with pytest.raises(UserError, match=r"lr: 0\.003 -> 0\.01"):
         run_training(CFG.replace(lr=1e-2), reference[0], quiet=True)
     # Eight fields differ: six with their values, the other two by name.
-    changed = CFG.replace(lr=1e-2, seed=3, b1=0.8, b2=0.9, eps=1e-6, grad_clip=2.0,
-                          weight_decay=0.0, warmup_frac=0.1)
+    changed = CFG.replace(
+        lr=1e-2, seed=3, b1=0.8, b2=0.9, eps=1e-6, grad_clip=2.0, weight_decay=0.0, warmup_frac=0.1
+    )
     with pytest.raises(UserError, match=r"; and 2 more: warmup_frac, weight_decay\); choose"):
         run_training(changed, reference[0], quiet=True)
 
@@ -340,11 +370,13 @@ def test_bit_flipped_checkpoint_fails_its_checksum_and_falls_back(reference, tmp
     read back differ, the checksums saved beside them say so, and the run resumes from the
     checkpoint before, ending as the uninterrupted run does."""
     out = copy_unfinished(reference[0], tmp_path / "run")
-    largest = max((f for f in (out / "checkpoints" / "60" / "state").rglob("*") if f.is_file()),
-                  key=lambda f: f.stat().st_size)
+    largest = max(
+        (f for f in (out / "checkpoints" / "60" / "state").rglob("*") if f.is_file()),
+        key=lambda f: f.stat().st_size,
+    )
     data = bytearray(largest.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 64] = bytes(b ^ 0xFF for b in data[middle:middle + 64])
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
     largest.write_bytes(bytes(data))
     with pytest.warns(UserWarning, match=r"checkpoints/60 is unreadable .*fail their checksum"):
         result = run_training(CFG, out, quiet=True)

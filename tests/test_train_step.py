@@ -24,9 +24,17 @@ TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
 
 # ----- config ---------------------------------------------------------------------------------
 def test_config_json_round_trip():
-    config = TrainConfig(preset="tiny", model_overrides={"d_model": 32, "n_heads": 4},
-                         vocab_size=256, tie_embeddings=True, language="cycle",
-                         language_params={"k": 3}, tokens="2M", lr=3e-3, schedule="wsd")
+    config = TrainConfig(
+        preset="tiny",
+        model_overrides={"d_model": 32, "n_heads": 4},
+        vocab_size=256,
+        tie_embeddings=True,
+        language="cycle",
+        language_params={"k": 3},
+        tokens="2M",
+        lr=3e-3,
+        schedule="wsd",
+    )
     data = json.loads(json.dumps(config.to_json()))
     back = TrainConfig.from_json(data)
     assert back == config
@@ -36,8 +44,17 @@ def test_config_json_round_trip():
     assert TrainConfig.from_json({"lr": 1}).lr == 1.0  # JSON ints are fine for floats
 
 
-@pytest.mark.parametrize("text, value", [("2M", 2_000_000), ("1.5K", 1500), ("3b", 3 * 10**9),
-                                         ("1_048_576", 1_048_576), (4096, 4096), ("1e6", 10**6)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("2M", 2_000_000),
+        ("1.5K", 1500),
+        ("3b", 3 * 10**9),
+        ("1_048_576", 1_048_576),
+        (4096, 4096),
+        ("1e6", 10**6),
+    ],
+)
 def test_parse_count(text, value):
     assert parse_count(text) == value
 
@@ -48,28 +65,31 @@ def test_parse_count_rejects(text):
         parse_count(text)
 
 
-@pytest.mark.parametrize("changes, needle", [
-    (dict(schedule="linear"), "schedule"),
-    (dict(language="nope"), "unknown language"),
-    (dict(preset="huge"), "preset"),
-    (dict(tokens=100), "at least one batch"),
-    (dict(warmup_frac=1.0), "warmup_frac"),
-    (dict(schedule="wsd", warmup_frac=0.5, decay_frac=0.6), r"warmup_frac \+ decay_frac"),
-    (dict(final_lr_ratio=2.0), "final_lr_ratio"),
-    (dict(lr=0.0), "lr"),
-    (dict(b2=1.0), "b2"),
-    (dict(batch_size=0), "batch_size"),
-    (dict(model_overrides={"d_model": 30}), "n_heads"),  # validated by building ModelConfig
-    (dict(model_overrides={"nope": 1}), "nope"),
-    (dict(model_overrides={"vocab_size": 8}), "vocab_size"),
-    (dict(language_params={"k": 0}, language="cycle"), "k"),  # validated by the language
-    (dict(seq_len="sixty-four"), "seq_len must be an integer"),
-    (dict(tie_embeddings=1), "tie_embeddings"),
-    (dict(dtype="float16"), "dtype"),
-    (dict(batch_size=16, micro_batch=5), "micro_batch"),
-    (dict(micro_batch=-1), "micro_batch"),
-    (dict(kernels="cuda"), "kernels"),
-])
+@pytest.mark.parametrize(
+    "changes, needle",
+    [
+        (dict(schedule="linear"), "schedule"),
+        (dict(language="nope"), "unknown language"),
+        (dict(preset="huge"), "preset"),
+        (dict(tokens=100), "at least one batch"),
+        (dict(warmup_frac=1.0), "warmup_frac"),
+        (dict(schedule="wsd", warmup_frac=0.5, decay_frac=0.6), r"warmup_frac \+ decay_frac"),
+        (dict(final_lr_ratio=2.0), "final_lr_ratio"),
+        (dict(lr=0.0), "lr"),
+        (dict(b2=1.0), "b2"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(model_overrides={"d_model": 30}), "n_heads"),  # validated by building ModelConfig
+        (dict(model_overrides={"nope": 1}), "nope"),
+        (dict(model_overrides={"vocab_size": 8}), "vocab_size"),
+        (dict(language_params={"k": 0}, language="cycle"), "k"),  # validated by the language
+        (dict(seq_len="sixty-four"), "seq_len must be an integer"),
+        (dict(tie_embeddings=1), "tie_embeddings"),
+        (dict(dtype="float16"), "dtype"),
+        (dict(batch_size=16, micro_batch=5), "micro_batch"),
+        (dict(micro_batch=-1), "micro_batch"),
+        (dict(kernels="cuda"), "kernels"),
+    ],
+)
 def test_config_rejects(changes, needle):
     with pytest.raises(UserError, match=needle):
         TrainConfig(**changes)
@@ -96,8 +116,14 @@ def test_schedule_shapes():
     assert np.allclose(np.diff(wsd[80:]), -0.9 / 20, atol=1e-6) and wsd[100] == pytest.approx(0.1)
     const = _values(optim.relative_schedule("constant", 100, **kw), 101)
     assert np.allclose(const[10:], 1.0) and const[5] == pytest.approx(0.5)
-    assert float(optim.relative_schedule("constant", 100, warmup_frac=0.0, decay_frac=0.2,
-                                         final_ratio=0.1)(0)) == 1.0
+    assert (
+        float(
+            optim.relative_schedule(
+                "constant", 100, warmup_frac=0.0, decay_frac=0.2, final_ratio=0.1
+            )(0)
+        )
+        == 1.0
+    )
 
 
 def test_optimizer_is_adamw_times_the_schedule_with_a_settable_peak_lr():
@@ -109,9 +135,12 @@ def test_optimizer_is_adamw_times_the_schedule_with_a_settable_peak_lr():
     config = TrainConfig(**TINY, tokens=16 * 16 * 10, schedule="cosine", warmup_frac=0.2)
     tx, schedule = optim.from_config(config)
     peak = 3e-2
-    ref = optax.chain(optax.clip_by_global_norm(1.0),
-                      optax.adamw(lambda t: peak * schedule(t), b1=0.9, b2=0.95, eps=1e-8,
-                                  weight_decay=0.1, mask=mask))
+    ref = optax.chain(
+        optax.clip_by_global_norm(1.0),
+        optax.adamw(
+            lambda t: peak * schedule(t), b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1, mask=mask
+        ),
+    )
     p_ours, p_ref = params, params
     s_ours, s_ref = optim.with_peak_lr(tx.init(params), peak), ref.init(params)
     assert float(optim.peak_lr(s_ours)) == pytest.approx(peak)
@@ -153,9 +182,17 @@ def test_tiny_spam_run_learns(prog):
     assert losses[-10:].mean() < 0.05 * math.log(64)  # well below log V
     assert int(state["step"][0]) == prog.config.steps and not bool(state["diverged"][0])
     [metrics] = prog.evaluate(state)
-    assert set(metrics) == {"eval_loss", "loss_above_floor", "eval_accuracy", "repetition_accuracy",
-                            "eval_method", "symbol_loss", *COVERAGE_KEYS, *HOLDOUT_KEYS,
-                            *SYMBOL_KEYS}
+    assert set(metrics) == {
+        "eval_loss",
+        "loss_above_floor",
+        "eval_accuracy",
+        "repetition_accuracy",
+        "eval_method",
+        "symbol_loss",
+        *COVERAGE_KEYS,
+        *HOLDOUT_KEYS,
+        *SYMBOL_KEYS,
+    }
     assert metrics["heldout_symbols"] is None and metrics["symbols_learned"] > 0.9
     # 300 x 16 sequences over 64 symbols: every symbol is seen, so "seen" is the whole set.
     assert metrics["unseen_fraction"] == 0 and metrics["eval_unseen_sequences"] == 0
@@ -209,16 +246,19 @@ def test_abstract_state_matches_init(prog):
         assert a.shape == s.shape and a.dtype == s.dtype and a.sharding == s.sharding
         assert s.shape[0] == 3  # every leaf carries the member axis
     single = prog.abstract_state()
-    assert all(a.shape == s.shape[1:] for a, s in zip(jax.tree.leaves(single),
-                                                       jax.tree.leaves(state)))
+    assert all(
+        a.shape == s.shape[1:] for a, s in zip(jax.tree.leaves(single), jax.tree.leaves(state))
+    )
     assert isinstance(prog.model(state, 2), nnx.Module)
     assert prog.flops_per_step > 0
 
 
 def test_decay_mask_on_model_params(prog):
     params = prog.member(_init(prog), 0)["params"]
-    flat = {"/".join(str(getattr(k, "key", k)) for k in path): m
-            for path, m in jax.tree_util.tree_leaves_with_path(optim.decay_mask(params))}
+    flat = {
+        "/".join(str(getattr(k, "key", k)) for k in path): m
+        for path, m in jax.tree_util.tree_leaves_with_path(optim.decay_mask(params))
+    }
     assert flat, "no parameters"
     for name, decayed in flat.items():
         assert decayed == ("norm" not in name), name
@@ -236,8 +276,11 @@ def test_runs_differing_in_lr_and_seed_share_one_program(prog):
 def test_kernels_resolve_once_from_the_mesh(prog):
     """auto is cpu on a CPU mesh; xla keeps the plain path and no automatic micro-batches."""
     assert prog.kernels == "cpu" and prog.model_config.kernels == "cpu"
-    plain = Program(prog.config.replace(kernels="xla", preset="small", seq_len=128, batch_size=32,
-                                        tokens=32 * 128))
+    plain = Program(
+        prog.config.replace(
+            kernels="xla", preset="small", seq_len=128, batch_size=32, tokens=32 * 128
+        )
+    )
     assert plain.model_config.kernels == "xla" and plain.n_micro == 1
     assert "optimization_barrier" not in plain.lower_step(1).as_text()
     tuned = Program(plain.config.replace(kernels="cpu"))
@@ -245,19 +288,27 @@ def test_kernels_resolve_once_from_the_mesh(prog):
 
 
 # ----- micro-batches --------------------------------------------------------------------------
-@pytest.mark.parametrize("preset, seq_len, batch_size, micro_batch, kernels, expected", [
-    ("small", 128, 32, 0, "cpu", 8),    # auto: [tokens, 4 heads x 128] within 2^18 floats: 4 rows
-    ("small", 128, 6, 0, "cpu", 2),     # 4 rows wanted; the largest divisor of 6 up to 4 is 3
-    ("tiny", 64, 32, 0, "cpu", 1),      # the whole 2,048-token batch fits
-    ("tiny", 128, 32, 0, "cpu", 4),     # [tokens, 2 heads x 128]: 8 rows
-    ("tiny", 1024, 4, 0, "cpu", 4),     # one row is already over: one row per micro-batch
-    ("small", 128, 32, 0, "xla", 1),    # auto never splits on the plain path
-    ("small", 128, 32, 32, "cpu", 1),   # explicit: the whole batch
-    ("small", 128, 32, 2, "xla", 16),   # explicit holds on every backend
-])
+@pytest.mark.parametrize(
+    "preset, seq_len, batch_size, micro_batch, kernels, expected",
+    [
+        ("small", 128, 32, 0, "cpu", 8),  # auto: [tokens, 4 heads x 128] within 2^18 floats: 4 rows
+        ("small", 128, 6, 0, "cpu", 2),  # 4 rows wanted; the largest divisor of 6 up to 4 is 3
+        ("tiny", 64, 32, 0, "cpu", 1),  # the whole 2,048-token batch fits
+        ("tiny", 128, 32, 0, "cpu", 4),  # [tokens, 2 heads x 128]: 8 rows
+        ("tiny", 1024, 4, 0, "cpu", 4),  # one row is already over: one row per micro-batch
+        ("small", 128, 32, 0, "xla", 1),  # auto never splits on the plain path
+        ("small", 128, 32, 32, "cpu", 1),  # explicit: the whole batch
+        ("small", 128, 32, 2, "xla", 16),  # explicit holds on every backend
+    ],
+)
 def test_micro_batches(preset, seq_len, batch_size, micro_batch, kernels, expected):
-    config = TrainConfig(preset=preset, seq_len=seq_len, batch_size=batch_size,
-                         micro_batch=micro_batch, tokens=seq_len * batch_size)
+    config = TrainConfig(
+        preset=preset,
+        seq_len=seq_len,
+        batch_size=batch_size,
+        micro_batch=micro_batch,
+        tokens=seq_len * batch_size,
+    )
     mesh = jax.make_mesh((1,), ("data",))
     assert micro_batches(config, mesh, kernels) == expected
 
@@ -274,10 +325,12 @@ def test_micro_batched_step_equals_whole_batch(prog):
     _, a = _run(whole, _init(whole), 5, keep)
     _, b = _run(micro, _init(micro), 5, keep)
     np.testing.assert_allclose([m["loss"] for m, _ in b], [m["loss"] for m, _ in a], rtol=1e-5)
-    np.testing.assert_allclose([m["accuracy"] for m, _ in b], [m["accuracy"] for m, _ in a],
-                               atol=1e-6)
-    np.testing.assert_allclose([m["grad_norm"] for m, _ in b], [m["grad_norm"] for m, _ in a],
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        [m["accuracy"] for m, _ in b], [m["accuracy"] for m, _ in a], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        [m["grad_norm"] for m, _ in b], [m["grad_norm"] for m, _ in a], rtol=1e-4
+    )
     # The default config (16 x 16 tokens) is one micro-batch: the same program as micro_batch=16.
     _, c = _run(prog, _init(prog), 5, keep)
     for x, y in zip(jax.tree.leaves(c), jax.tree.leaves(a)):

@@ -19,6 +19,7 @@ V = 256
 
 # --- the rule ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("base", WIDTH_BASES)
 def test_a_base_at_its_own_width_is_the_base(base):
     assert preset_fields(f"{base}-w{PRESETS[base]['d_model']}") == PRESETS[base]
@@ -26,14 +27,26 @@ def test_a_base_at_its_own_width_is_the_base(base):
 
 def test_tiny_w64_and_small_w128_follow_the_rule():
     assert preset_fields("tiny-w64") == dict(
-        d_model=64, n_layers=2, n_heads=8, n_kv_heads=4, d_ff=256, max_seq_len=2048,
-        init_std=0.125)
+        d_model=64, n_layers=2, n_heads=8, n_kv_heads=4, d_ff=256, max_seq_len=2048, init_std=0.125
+    )
     assert preset_fields("small-w128") == dict(
-        d_model=128, n_layers=2, n_heads=8, n_kv_heads=4, d_ff=512, max_seq_len=2048,
-        init_std=1 / math.sqrt(128))
+        d_model=128,
+        n_layers=2,
+        n_heads=8,
+        n_kv_heads=4,
+        d_ff=512,
+        max_seq_len=2048,
+        init_std=1 / math.sqrt(128),
+    )
     c = ModelConfig.preset("medium-w256", vocab_size=V)
-    assert (c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff) == \
-        (256, 4, 8, 4, 32, 1024)
+    assert (c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff) == (
+        256,
+        4,
+        8,
+        4,
+        32,
+        1024,
+    )
 
 
 def test_lookup_returns_a_copy():
@@ -42,6 +55,7 @@ def test_lookup_returns_a_copy():
 
 
 # --- what the rule is for: the embedding row norm does not move with D --------------------
+
 
 def mean_embedding_row_norm(config: ModelConfig) -> float:
     model = Transformer(config, rngs=nnx.Rngs(0))
@@ -62,17 +76,21 @@ def test_a_plain_d_model_override_moves_the_embedding_norm():
 
 # --- bad names ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, message", [
-    ("tiny-w12", "not a positive multiple of tiny's head_dim 8"),
-    ("tiny-w24", "2 query heads per KV head"),  # 3 heads cannot share KV heads in pairs
-    ("tiny-w0", "positive integer"),
-    ("tiny-wx", "positive integer"),
-    ("tiny-w016", "positive integer"),  # one name per width, so one run id per model
-    ("nosuch-w32", "unknown model preset"),
-    ("huge", "unknown model preset"),
-    # The paper's model is a fixed shape: no family (d_ff ratio 8/3, 3 query heads per KV).
-    ("smollm2-106m-w64", "no width family"),
-])
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("tiny-w12", "not a positive multiple of tiny's head_dim 8"),
+        ("tiny-w24", "2 query heads per KV head"),  # 3 heads cannot share KV heads in pairs
+        ("tiny-w0", "positive integer"),
+        ("tiny-wx", "positive integer"),
+        ("tiny-w016", "positive integer"),  # one name per width, so one run id per model
+        ("nosuch-w32", "unknown model preset"),
+        ("huge", "unknown model preset"),
+        # The paper's model is a fixed shape: no family (d_ff ratio 8/3, 3 query heads per KV).
+        ("smollm2-106m-w64", "no width family"),
+    ],
+)
 def test_bad_names_raise_one_line_user_errors(name, message):
     with pytest.raises(UserError, match=message) as info:
         preset_fields(name)
@@ -85,8 +103,9 @@ def test_bad_names_raise_one_line_user_errors(name, message):
 
 
 def test_cli_rejects_a_bad_family_name_with_status_2(tmp_path, capsys):
-    status = main(["train", "--preset", "tiny-w12", "--vocab-size", "64",
-                   "--out", str(tmp_path / "run")])
+    status = main(
+        ["train", "--preset", "tiny-w12", "--vocab-size", "64", "--out", str(tmp_path / "run")]
+    )
     err = capsys.readouterr().err
     assert status == 2
     assert len(err.strip().splitlines()) == 1 and "tiny-w12" in err and "Traceback" not in err
@@ -94,8 +113,12 @@ def test_cli_rejects_a_bad_family_name_with_status_2(tmp_path, capsys):
 
 
 def test_cli_accepts_a_family_name_and_its_help_explains_it(capsys):
-    assert main(["train", "--preset", "tiny-w64", "--vocab-size", "64", "--out", "unused",
-                 "--dry-run"]) == 0
+    assert (
+        main(
+            ["train", "--preset", "tiny-w64", "--vocab-size", "64", "--out", "unused", "--dry-run"]
+        )
+        == 0
+    )
     assert '"preset": "tiny-w64"' in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["train", "--help"])
@@ -105,12 +128,18 @@ def test_cli_accepts_a_family_name_and_its_help_explains_it(capsys):
 
 # --- train config, sweep ids, results.csv ------------------------------------------------
 
+
 def test_train_config_and_sweep_use_the_family():
-    base = TrainConfig(preset="tiny-w32", vocab_size=64, seq_len=16, batch_size=8,
-                       tokens=8 * 16 * 4)
+    base = TrainConfig(
+        preset="tiny-w32", vocab_size=64, seq_len=16, batch_size=8, tokens=8 * 16 * 4
+    )
     model = base.model_config()
-    assert (model.d_model, model.n_heads, model.d_ff, model.init_std) == \
-        (32, 4, 128, 1 / math.sqrt(32))
+    assert (model.d_model, model.n_heads, model.d_ff, model.init_std) == (
+        32,
+        4,
+        128,
+        1 / math.sqrt(32),
+    )
     sweep = Sweep("width", base.replace(preset="tiny"), {"preset": ["tiny", "tiny-w32"]})
     ids = [run_id for run_id, _ in sweep.points()]
     assert ids == ["tiny", "tiny-w32"]
@@ -122,6 +151,5 @@ def test_train_config_and_sweep_use_the_family():
 def test_results_show_the_real_d_model():
     assert _model_value({"preset": "tiny-w32"}, "d_model") == 32
     assert _model_value({"preset": "tiny-w32"}, "n_kv_heads") == 2
-    assert _model_value({"preset": "tiny-w32", "model_overrides": {"d_model": 48}},
-                        "d_model") == 48
+    assert _model_value({"preset": "tiny-w32", "model_overrides": {"d_model": 48}}, "d_model") == 48
     assert _model_value({"preset": "gone"}, "d_model") == 64  # ModelConfig's default

@@ -62,8 +62,12 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run `spamlang ARGV` and return its exit status (see the module docstring)."""
     # argv None: this is the program (console script, python -m); its shutdown is quieted too.
-    return run_command(build_parser(), argv, lambda args: args.func(args),
-                       prog=lambda args: f"spamlang {args.verb}")
+    return run_command(
+        build_parser(),
+        argv,
+        lambda args: args.func(args),
+        prog=lambda args: f"spamlang {args.verb}",
+    )
 
 
 if __name__ == "__main__":

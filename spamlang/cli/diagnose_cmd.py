@@ -49,16 +49,20 @@ def check_writable(out_dir: str | os.PathLike) -> None:
         with tempfile.TemporaryFile(dir=where, prefix=".spamlang-write-check-"):
             pass
     except OSError as e:
-        raise UserError(f"cannot write {out / DIAGNOSTICS}: {where} takes no new files "
-                        f"({e.strerror or e}); choose another -o DIR") from None
+        raise UserError(
+            f"cannot write {out / DIAGNOSTICS}: {where} takes no new files "
+            f"({e.strerror or e}); choose another -o DIR"
+        ) from None
 
 
 def _sequences_note(config, diag: dict, n_seq: int, seed: int) -> str:
     """Which sequences the loss was measured on, for a reader comparing it with the run's."""
     positions = diag.get("loss_tokens")
-    return ((f"{positions} predicted positions of " if positions else "")
-            + f"{n_seq} fresh sequences of {config.language} (L={config.seq_len}, diagnose "
-            f"seed {seed}), not the run's eval set")
+    return (
+        (f"{positions} predicted positions of " if positions else "")
+        + f"{n_seq} fresh sequences of {config.language} (L={config.seq_len}, diagnose "
+        f"seed {seed}), not the run's eval set"
+    )
 
 
 def _run_eval_loss(run_dir) -> float | None:
@@ -79,16 +83,32 @@ def check_measure_flags(args: argparse.Namespace) -> None:
 
 def add_measure_flags(p: argparse.ArgumentParser) -> None:
     """--chunk-size, --rank-tokens, --format, --no-figures (shared with `diagnose-lm`)."""
-    p.add_argument("--chunk-size", type=int, default=256,
-                   help="tokens per chunk through the head; memory grows as chunk x V (default 256)")
-    p.add_argument("--rank-tokens", type=int, default=1024,
-                   help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=256,
+        help="tokens per chunk through the head; memory grows as chunk x V (default 256)",
+    )
+    p.add_argument(
+        "--rank-tokens",
+        type=int,
+        default=1024,
+        help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)",
+    )
     p.add_argument("--format", default="png", help="figure format: png (default) or pdf")
     p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
 
 
-def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_size: int = 256,
-                 rank_tokens: int = 1024, figures: str | None = "png") -> dict:
+def diagnose_run(
+    run_dir,
+    out_dir,
+    *,
+    tokens: int = 8192,
+    seed: int = 0,
+    chunk_size: int = 256,
+    rank_tokens: int = 1024,
+    figures: str | None = "png",
+) -> dict:
     """Load a run's latest checkpoint, diagnose it on `tokens` fresh predicted positions of its
     language, write out_dir/diagnostics.json (atomically) and, unless figures is None, the
     rank_curve / coefficient_profile / efficiency figures. Returns the diagnostics dict.
@@ -110,12 +130,18 @@ def diagnose_run(run_dir, out_dir, *, tokens: int = 8192, seed: int = 0, chunk_s
     n_seq = math.ceil(tokens / (L - 1))
     key = jax.random.fold_in(jax.random.PRNGKey(seed), _DIAG_STREAM)
     tokens_BxL = config.make_language().sample(key, n_seq, L)
-    diag = diagnose_model(model, tokens_BxL, chunk_size=chunk_size, rank_tokens=rank_tokens,
-                          max_tokens=tokens)
-    diag.update(run_dir=str(run_dir), language=config.language, seed=seed, seq_len=L,
-                loss_sequences=_sequences_note(config, diag, n_seq, seed),
-                run_final_eval_loss=_run_eval_loss(run_dir),
-                wall_seconds=round(time.perf_counter() - start, 3))
+    diag = diagnose_model(
+        model, tokens_BxL, chunk_size=chunk_size, rank_tokens=rank_tokens, max_tokens=tokens
+    )
+    diag.update(
+        run_dir=str(run_dir),
+        language=config.language,
+        seed=seed,
+        seq_len=L,
+        loss_sequences=_sequences_note(config, diag, n_seq, seed),
+        run_final_eval_loss=_run_eval_loss(run_dir),
+        wall_seconds=round(time.perf_counter() - start, 3),
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / DIAGNOSTICS, diag)
@@ -130,17 +156,30 @@ def handler(args: argparse.Namespace) -> int:
     _check_args(args)
     out_dir = args.output or args.run_dir
     check_writable(out_dir)
-    diag = diagnose_run(args.run_dir, out_dir, tokens=args.tokens, seed=args.seed,
-                        chunk_size=args.chunk_size, rank_tokens=args.rank_tokens,
-                        figures=None if args.no_figures else args.format)
-    print(f"{diag['head']} V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: "
-          f"kernel fraction {diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
-          f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
-          f"{diag['projected_cosine']:.4f}")
+    diag = diagnose_run(
+        args.run_dir,
+        out_dir,
+        tokens=args.tokens,
+        seed=args.seed,
+        chunk_size=args.chunk_size,
+        rank_tokens=args.rank_tokens,
+        figures=None if args.no_figures else args.format,
+    )
+    print(
+        f"{diag['head']} V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: "
+        f"kernel fraction {diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
+        f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
+        f"{diag['projected_cosine']:.4f}"
+    )
     run_loss = diag.get("run_final_eval_loss")
-    print(f"loss {diag['loss']:.4f} on {diag['loss_sequences']}"
-          + (f" (the run's final_eval_loss, on that set: {run_loss:.4f})"
-             if run_loss is not None else ""))
+    print(
+        f"loss {diag['loss']:.4f} on {diag['loss_sequences']}"
+        + (
+            f" (the run's final_eval_loss, on that set: {run_loss:.4f})"
+            if run_loss is not None
+            else ""
+        )
+    )
     print(f"wrote {Path(out_dir) / 'diagnostics.json'}")
     for path in diag.get("figures", []):
         print(f"wrote {path}")
@@ -149,18 +188,31 @@ def handler(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "diagnose", help="measure the gradient bottleneck of a trained run (eq. 10, Figures 2, 7, 8)",
+        "diagnose",
+        help="measure the gradient bottleneck of a trained run (eq. 10, Figures 2, 7, 8)",
         description="Load a run's latest checkpoint, take the logit gradient of its own next-token "
-                    "loss on fresh sequences of its language, and measure the fraction of its norm "
-                    "the LM head destroys (kernel fraction), the cosine of what survives, the rank "
-                    "of the gradient against batch tokens, the coefficient profile and the loss "
-                    "decrease along the logit gradient versus along the hidden-state gradient. "
-                    "Writes diagnostics.json and rank_curve / coefficient_profile / efficiency figures.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (config.json + checkpoints/)")
-    p.add_argument("-o", "--output", metavar="DIR", default=None,
-                   help="output directory (default: RUN_DIR, where `spamlang plot bottleneck` looks)")
-    p.add_argument("--tokens", type=int, default=8192,
-                   help="predicted positions to diagnose (default 8192; sequences of the run's seq_len)")
+        "loss on fresh sequences of its language, and measure the fraction of its norm "
+        "the LM head destroys (kernel fraction), the cosine of what survives, the rank "
+        "of the gradient against batch tokens, the coefficient profile and the loss "
+        "decrease along the logit gradient versus along the hidden-state gradient. "
+        "Writes diagnostics.json and rank_curve / coefficient_profile / efficiency figures.",
+    )
+    p.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a run directory (config.json + checkpoints/)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        default=None,
+        help="output directory (default: RUN_DIR, where `spamlang plot bottleneck` looks)",
+    )
+    p.add_argument(
+        "--tokens",
+        type=int,
+        default=8192,
+        help="predicted positions to diagnose (default 8192; sequences of the run's seq_len)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the fresh sequences (default 0)")
     add_measure_flags(p)
     p.set_defaults(func=handler)

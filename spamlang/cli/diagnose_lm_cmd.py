@@ -59,9 +59,18 @@ def handler(args: argparse.Namespace) -> int:
     require()
     from spamlang.diagnose_lm.diagnose import diagnose_lm
 
-    diag = diagnose_lm(args.model_dir, args.tokens, text=args.text, num_seqs=args.num_seqs,
-                       seq_len=args.seq_len, vocab_size=args.vocab_size, device=args.device,
-                       dtype=args.dtype, chunk_size=args.chunk_size, rank_tokens=args.rank_tokens)
+    diag = diagnose_lm(
+        args.model_dir,
+        args.tokens,
+        text=args.text,
+        num_seqs=args.num_seqs,
+        seq_len=args.seq_len,
+        vocab_size=args.vocab_size,
+        device=args.device,
+        dtype=args.dtype,
+        chunk_size=args.chunk_size,
+        rank_tokens=args.rank_tokens,
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)  # only once the measurement succeeded
     atomic_write_json(out / DIAGNOSTICS, diag)
@@ -70,12 +79,14 @@ def handler(args: argparse.Namespace) -> int:
         from spamlang.plots.diagnostics import plot_diagnostics
 
         paths = plot_diagnostics(diag, out, suffix="." + args.format)
-    print(f"{diag['model_name']} ({diag['model_type']}) V={diag['vocab_size']} "
-          f"D={diag['d_model']} tokens={diag['tokens']}: kernel fraction "
-          f"{diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
-          f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
-          f"{diag['projected_cosine']:.4f}, loss {diag['loss']:.4f} "
-          f"[{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]")
+    print(
+        f"{diag['model_name']} ({diag['model_type']}) V={diag['vocab_size']} "
+        f"D={diag['d_model']} tokens={diag['tokens']}: kernel fraction "
+        f"{diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
+        f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
+        f"{diag['projected_cosine']:.4f}, loss {diag['loss']:.4f} "
+        f"[{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]"
+    )
     for path in [out / DIAGNOSTICS, *paths]:
         print(f"wrote {path}")
     return 0
@@ -87,27 +98,57 @@ def register(subparsers) -> None:
         help="measure the gradient bottleneck of a Hugging Face causal LM (eq. 10, Figs 2, 6-8)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=_DESCRIPTION,
-        epilog=_MEMORY_HELP)
-    p.add_argument("model_dir", metavar="MODEL_DIR",
-                   help="checkpoint directory (config.json + weights, as save_pretrained writes)")
+        epilog=_MEMORY_HELP,
+    )
+    p.add_argument(
+        "model_dir",
+        metavar="MODEL_DIR",
+        help="checkpoint directory (config.json + weights, as save_pretrained writes)",
+    )
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--tokens", metavar="FILE", default=None,
-                     help="a spamlang token file (`spamlang export`); rows of its seq_len")
-    src.add_argument("--text", metavar="FILE.txt", default=None,
-                     help="plain UTF-8 text, tokenized with the checkpoint's own tokenizer and "
-                          "cut into rows of --seq-len tokens")
+    src.add_argument(
+        "--tokens",
+        metavar="FILE",
+        default=None,
+        help="a spamlang token file (`spamlang export`); rows of its seq_len",
+    )
+    src.add_argument(
+        "--text",
+        metavar="FILE.txt",
+        default=None,
+        help="plain UTF-8 text, tokenized with the checkpoint's own tokenizer and "
+        "cut into rows of --seq-len tokens",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
-    p.add_argument("--num-seqs", type=int, default=64,
-                   help="rows to measure, the first ones of the input (default 64)")
-    p.add_argument("--seq-len", type=int, default=None,
-                   help="tokens per row (default: the token file's seq_len; 128 for --text)")
-    p.add_argument("--vocab-size", type=int, default=None,
-                   help="real tokens among the head's rows (default: the tokenizer's length, "
-                        "or every row without a tokenizer); padding rows are left out")
-    p.add_argument("--device", default="auto",
-                   help="torch device: auto (a CUDA GPU when torch sees one, default), cpu, cuda")
-    p.add_argument("--dtype", default="float32",
-                   help="torch weights: float32 (default), bfloat16 or float16; the JAX stage "
-                        "is float32 either way")
+    p.add_argument(
+        "--num-seqs",
+        type=int,
+        default=64,
+        help="rows to measure, the first ones of the input (default 64)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        default=None,
+        help="tokens per row (default: the token file's seq_len; 128 for --text)",
+    )
+    p.add_argument(
+        "--vocab-size",
+        type=int,
+        default=None,
+        help="real tokens among the head's rows (default: the tokenizer's length, "
+        "or every row without a tokenizer); padding rows are left out",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (a CUDA GPU when torch sees one, default), cpu, cuda",
+    )
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        help="torch weights: float32 (default), bfloat16 or float16; the JAX stage "
+        "is float32 either way",
+    )
     add_measure_flags(p)
     p.set_defaults(func=handler)

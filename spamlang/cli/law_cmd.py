@@ -11,7 +11,8 @@ _FORMULA_HELP = (
     "R = V / B, Adam's memory M = min(1 / (1 - b2), steps) and its updates per symbol "
     "n = B x steps / V: L = p log V + (1 - p) a n^-k with p = exp(-c M / R), c and a "
     "log-linear in tying, width and weight decay (`python -c 'import spamlang.law.formula as "
-    "f; print(f.FORMULA)'`).")
+    "f; print(f.FORMULA)'`)."
+)
 
 
 def _frames(dirs: list[str]) -> dict[str, object]:
@@ -69,8 +70,12 @@ def _cells(sweep) -> dict[str, object]:
     for _, config in sweep.points():
         data = config.to_json()
         values = [config_field(data, n) for n in names]
-        label = " ".join(f"{n}={v if isinstance(v, str) else json.dumps(v)}"
-                         for n, v in zip(names, values)) or "base"
+        label = (
+            " ".join(
+                f"{n}={v if isinstance(v, str) else json.dumps(v)}" for n, v in zip(names, values)
+            )
+            or "base"
+        )
         cells.setdefault(label, config)
     return cells
 
@@ -83,9 +88,24 @@ def _validate(args: argparse.Namespace) -> int:
 
         check_figure_path(args.output)
     table = leave_one_out(_frames(args.dirs))
-    shown = table[["sweep", "vocab_size", "batch_size", "steps", "d_model", "tie_embeddings",
-                   "weight_decay", "M", "measured", "predicted", "error", "class_measured",
-                   "class_predicted", "extrapolation"]]
+    shown = table[
+        [
+            "sweep",
+            "vocab_size",
+            "batch_size",
+            "steps",
+            "d_model",
+            "tie_embeddings",
+            "weight_decay",
+            "M",
+            "measured",
+            "predicted",
+            "error",
+            "class_measured",
+            "class_predicted",
+            "extrapolation",
+        ]
+    ]
     with _wide():
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print()
@@ -100,54 +120,79 @@ def _validate(args: argparse.Namespace) -> int:
 def _wide():
     import pandas as pd
 
-    return pd.option_context("display.width", 250, "display.max_colwidth", 80,
-                             "display.max_rows", None)
+    return pd.option_context(
+        "display.width", 250, "display.max_colwidth", 80, "display.max_rows", None
+    )
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "law", help="fit, apply and test the law of a cell's loss (return time vs Adam's memory)",
-        description=_FORMULA_HELP)
+        "law",
+        help="fit, apply and test the law of a cell's loss (return time vs Adam's memory)",
+        description=_FORMULA_HELP,
+    )
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
 
     fit = kinds.add_parser(
-        "fit", help="fit the law on finished sweeps and print it",
+        "fit",
+        help="fit the law on finished sweeps and print it",
         description="Fit the law on the best-LR seed-mean final eval loss of every cell of the "
-                    "given sweeps (SpamLang, Adam-family optimizers, softmax head; other runs "
-                    "are left out with a warning) and print it: each constant with its "
-                    "standard error, the range it was fitted on. " + _FORMULA_HELP)
-    fit.add_argument("dirs", nargs="+", metavar="RUN_OR_SWEEP_DIR",
-                     help="sweep output directories (or single runs) holding finished runs")
-    fit.add_argument("-o", "--output", metavar="LAW_JSON",
-                     help="also write the law to this JSON file, in an existing folder")
+        "given sweeps (SpamLang, Adam-family optimizers, softmax head; other runs "
+        "are left out with a warning) and print it: each constant with its "
+        "standard error, the range it was fitted on. " + _FORMULA_HELP,
+    )
+    fit.add_argument(
+        "dirs",
+        nargs="+",
+        metavar="RUN_OR_SWEEP_DIR",
+        help="sweep output directories (or single runs) holding finished runs",
+    )
+    fit.add_argument(
+        "-o",
+        "--output",
+        metavar="LAW_JSON",
+        help="also write the law to this JSON file, in an existing folder",
+    )
     fit.set_defaults(func=_fit)
 
     predict = kinds.add_parser(
-        "predict", help="predict every cell of a sweep file before running it",
+        "predict",
+        help="predict every cell of a sweep file before running it",
         description="Print one line per cell of a sweep file (its runs' lr and seed collapsed): "
-                    "the predicted best-LR seed-mean loss, the return time R, Adam's memory M "
-                    "and the updates per symbol n, and 'extrapolation: reasons' where the cell "
-                    "is outside the range the law was fitted on (another language, optimizer "
-                    "or head, a width more than 2x beyond the fitted ones, V, R, M or n beyond "
-                    "theirs). Nothing is trained.")
-    predict.add_argument("file", metavar="SWEEP_FILE",
-                         help="sweeps/NAME.py or a .json sweep description")
-    predict.add_argument("--law", metavar="LAW_JSON",
-                         help="a law written by `spamlang law fit -o` (default: the law the "
-                              "package ships)")
+        "the predicted best-LR seed-mean loss, the return time R, Adam's memory M "
+        "and the updates per symbol n, and 'extrapolation: reasons' where the cell "
+        "is outside the range the law was fitted on (another language, optimizer "
+        "or head, a width more than 2x beyond the fitted ones, V, R, M or n beyond "
+        "theirs). Nothing is trained.",
+    )
+    predict.add_argument(
+        "file", metavar="SWEEP_FILE", help="sweeps/NAME.py or a .json sweep description"
+    )
+    predict.add_argument(
+        "--law",
+        metavar="LAW_JSON",
+        help="a law written by `spamlang law fit -o` (default: the law the package ships)",
+    )
     predict.set_defaults(func=_predict)
 
     validate = kinds.add_parser(
-        "validate", help="leave-one-sweep-out test of the law",
+        "validate",
+        help="leave-one-sweep-out test of the law",
         description="Fit the law on all sweeps but one and predict that one's cells, for each "
-                    "sweep in turn; print every cell (measured, predicted, error in "
-                    "log(L + 0.01), class learned / partial / failed at 0.1 and 0.5 log V, "
-                    "extrapolation) and per sweep the RMS error and the fraction classified "
-                    "correctly.")
-    validate.add_argument("dirs", nargs="+", metavar="SWEEP_DIR",
-                          help="at least two sweep output directories")
-    validate.add_argument("-o", "--output", metavar="FIGURE",
-                          help="also draw predicted against measured (log axes, one colour per "
-                               "sweep) to this .png or .pdf")
+        "sweep in turn; print every cell (measured, predicted, error in "
+        "log(L + 0.01), class learned / partial / failed at 0.1 and 0.5 log V, "
+        "extrapolation) and per sweep the RMS error and the fraction classified "
+        "correctly.",
+    )
+    validate.add_argument(
+        "dirs", nargs="+", metavar="SWEEP_DIR", help="at least two sweep output directories"
+    )
+    validate.add_argument(
+        "-o",
+        "--output",
+        metavar="FIGURE",
+        help="also draw predicted against measured (log axes, one colour per "
+        "sweep) to this .png or .pdf",
+    )
     validate.set_defaults(func=_validate)

@@ -31,7 +31,8 @@ def _where(items: list[str] | None) -> dict[str, list[str]]:
             raise UserError(f"--where takes key=value or key!=value, got {item!r}")
         key = key.strip()
         where.setdefault(key[:-1].strip() + "!" if key.endswith("!") else key, []).append(
-            value.strip())
+            value.strip()
+        )
     return where
 
 
@@ -47,9 +48,18 @@ def _lr(text: str | None) -> float | str | None:
 def _heatmap(args: argparse.Namespace) -> int:
     from spamlang.plots.sweep import plot_heatmap
 
-    path = plot_heatmap(args.sweep_dir, args.output, metric=args.metric, where=_where(args.where),
-                        x=args.x, y=args.y, cols=args.cols, rows=args.rows,
-                        best_over=args.best_over, diagonal=args.diagonal)
+    path = plot_heatmap(
+        args.sweep_dir,
+        args.output,
+        metric=args.metric,
+        where=_where(args.where),
+        x=args.x,
+        y=args.y,
+        cols=args.cols,
+        rows=args.rows,
+        best_over=args.best_over,
+        diagonal=args.diagonal,
+    )
     print(f"wrote {path}")
     return 0
 
@@ -57,9 +67,18 @@ def _heatmap(args: argparse.Namespace) -> int:
 def _curves(args: argparse.Namespace) -> int:
     from spamlang.plots.curves import plot_curves
 
-    path = plot_curves(args.sweep_dir, args.output, lr=_lr(args.lr), metric=args.y,
-                       where=_where(args.where), x=args.x, color=args.color, cols=args.cols,
-                       rows=args.rows, logy=args.logy)
+    path = plot_curves(
+        args.sweep_dir,
+        args.output,
+        lr=_lr(args.lr),
+        metric=args.y,
+        where=_where(args.where),
+        x=args.x,
+        color=args.color,
+        cols=args.cols,
+        rows=args.rows,
+        logy=args.logy,
+    )
     print(f"wrote {path}")
     return 0
 
@@ -67,10 +86,20 @@ def _curves(args: argparse.Namespace) -> int:
 def _lines(args: argparse.Namespace) -> int:
     from spamlang.plots.lines import plot_lines
 
-    path = plot_lines(args.sweep_dir, args.output, args.x, args.y, color=args.color,
-                      cols=args.cols, rows=args.rows, where=_where(args.where),
-                      best_over=args.best_over, points=args.points, logx=args.logx,
-                      logy=args.logy)
+    path = plot_lines(
+        args.sweep_dir,
+        args.output,
+        args.x,
+        args.y,
+        color=args.color,
+        cols=args.cols,
+        rows=args.rows,
+        where=_where(args.where),
+        best_over=args.best_over,
+        points=args.points,
+        logx=args.logx,
+        logy=args.logy,
+    )
     print(f"wrote {path}")
     return 0
 
@@ -99,8 +128,13 @@ def _symbols(args: argparse.Namespace) -> int:
     from spamlang.plots.layout import rows_option
     from spamlang.plots.symbol_curves import plot_symbols
 
-    path = plot_symbols(args.sweep_dir, args.output, where=_where(args.where), cols=args.cols,
-                        rows=rows_option(args.rows))
+    path = plot_symbols(
+        args.sweep_dir,
+        args.output,
+        where=_where(args.where),
+        cols=args.cols,
+        rows=rows_option(args.rows),
+    )
     print(f"wrote {path}")
     return 0
 
@@ -108,204 +142,336 @@ def _symbols(args: argparse.Namespace) -> int:
 def _recency(args: argparse.Namespace) -> int:
     from spamlang.plots.recency import plot_recency
 
-    path = plot_recency(args.dirs, args.output, where=_where(args.where), cols=args.cols,
-                        rows=args.rows)
+    path = plot_recency(
+        args.dirs, args.output, where=_where(args.where), cols=args.cols, rows=args.rows
+    )
     print(f"wrote {path}")
     return 0
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "plot", help="figures from a sweep directory (PNG or PDF, by extension)",
+        "plot",
+        help="figures from a sweep directory (PNG or PDF, by extension)",
         description="Draw figures from a sweep directory; they are read from disk, so a sweep "
-                    "still running elsewhere can be plotted. " + _AXES_HELP)
+        "still running elsewhere can be plotted. " + _AXES_HELP,
+    )
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
 
     def common(p):
         p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a sweep output directory")
-        p.add_argument("-o", "--output", required=True, metavar="FILE",
-                       help="output .png or .pdf, in an existing folder")
+        p.add_argument(
+            "-o",
+            "--output",
+            required=True,
+            metavar="FILE",
+            help="output .png or .pdf, in an existing folder",
+        )
 
     def facets(p, cols: str | None):
-        p.add_argument("--cols", default=cols, metavar="COL",
-                       help=f"one panel per value of this column (default: {cols or 'none'})")
-        p.add_argument("--rows", default=None, metavar="COL[,COL]",
-                       help="one row of panels per value (combination) of these columns; default: "
-                            "every other setting that varies, except seed (averaged); 'none': "
-                            "no rows, other settings are averaged and the caption says so")
-        p.add_argument("--where", action="append", metavar="KEY=VALUE",
-                       help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
-                            "numbers compare by value (lr=1e-2 matches 0.01; counts as figures "
-                            "write them, K = 1,000: tokens=100K, vocab_size=1024), text may use * and "
-                            "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
-                            "match instead; repeatable: different keys must all match, a "
-                            "repeated key matches any value")
+        p.add_argument(
+            "--cols",
+            default=cols,
+            metavar="COL",
+            help=f"one panel per value of this column (default: {cols or 'none'})",
+        )
+        p.add_argument(
+            "--rows",
+            default=None,
+            metavar="COL[,COL]",
+            help="one row of panels per value (combination) of these columns; default: "
+            "every other setting that varies, except seed (averaged); 'none': "
+            "no rows, other settings are averaged and the caption says so",
+        )
+        p.add_argument(
+            "--where",
+            action="append",
+            metavar="KEY=VALUE",
+            help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
+            "numbers compare by value (lr=1e-2 matches 0.01; counts as figures "
+            "write them, K = 1,000: tokens=100K, vocab_size=1024), text may use * and "
+            "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
+            "match instead; repeatable: different keys must all match, a "
+            "repeated key matches any value",
+        )
 
     heat = kinds.add_parser(
-        "heatmap", help="final loss on a V x LR grid, tied and untied (Figure 5)",
+        "heatmap",
+        help="final loss on a V x LR grid, tied and untied (Figure 5)",
         description="A final metric on an x by y grid of cells, one panel per --cols value. "
-                    "A cell shows the mean over seeds and, below it, their min-max range; the "
-                    "best y (LR) of each x (V) is outlined in red; colours span the data's range "
-                    "(log scale only for positive values spanning 10x or more). With --best-over "
-                    "COL a cell holds only the value of COL with the best seed-mean metric, "
-                    "named in the cell. Example, the return-time phase diagram: spamlang plot "
-                    "heatmap runs/return_time -o phase.png --x symbol_return_steps --y "
-                    "adam_memory_steps --best-over lr --cols none. Runs without a value of --x "
-                    "or --y (adam_memory_steps of sgd runs) are left out, with a note. A head "
-                    "kind that differs between cells (a rank axis from lowrank:r to mlp:r) is "
-                    "named in each cell. "
-                    + _AXES_HELP)
+        "A cell shows the mean over seeds and, below it, their min-max range; the "
+        "best y (LR) of each x (V) is outlined in red; colours span the data's range "
+        "(log scale only for positive values spanning 10x or more). With --best-over "
+        "COL a cell holds only the value of COL with the best seed-mean metric, "
+        "named in the cell. Example, the return-time phase diagram: spamlang plot "
+        "heatmap runs/return_time -o phase.png --x symbol_return_steps --y "
+        "adam_memory_steps --best-over lr --cols none. Runs without a value of --x "
+        "or --y (adam_memory_steps of sgd runs) are left out, with a note. A head "
+        "kind that differs between cells (a rank axis from lowrank:r to mlp:r) is "
+        "named in each cell. " + _AXES_HELP,
+    )
     common(heat)
-    heat.add_argument("--metric", default="final_eval_loss", metavar="COL",
-                      help="the outcome coloured (default final_eval_loss; also loss_above_floor, "
-                           "final_train_loss, eval_loss_unseen, repetition_accuracy, ...)")
-    heat.add_argument("--x", default="vocab_size", metavar="COL",
-                      help="column along the horizontal axis (default vocab_size)")
-    heat.add_argument("--y", default="lr", metavar="COL",
-                      help="column along the vertical axis (default lr); the best cell of each "
-                           "x is outlined (lowest metric; highest for *accuracy* metrics)")
-    heat.add_argument("--best-over", default=None, metavar="COL",
-                      help="a setting such as lr optimised per cell instead of averaged: the cell "
-                           "shows the value of COL with the best seed-mean metric (lowest; "
-                           "highest for *accuracy* metrics), that mean with its seeds' min-max "
-                           "range, and the value (e.g. 'lr 3e-2'); default: none")
-    heat.add_argument("--diagonal", action=argparse.BooleanOptionalAction, default=None,
-                      help="draw x = y across the cells, interpolated in log space between the "
-                           "ticks, labelled 'memory = return time' (default: on when one axis "
-                           "is symbol_return_steps and the other adam_memory_steps or "
-                           "adam_memory_steps_effective)")
+    heat.add_argument(
+        "--metric",
+        default="final_eval_loss",
+        metavar="COL",
+        help="the outcome coloured (default final_eval_loss; also loss_above_floor, "
+        "final_train_loss, eval_loss_unseen, repetition_accuracy, ...)",
+    )
+    heat.add_argument(
+        "--x",
+        default="vocab_size",
+        metavar="COL",
+        help="column along the horizontal axis (default vocab_size)",
+    )
+    heat.add_argument(
+        "--y",
+        default="lr",
+        metavar="COL",
+        help="column along the vertical axis (default lr); the best cell of each "
+        "x is outlined (lowest metric; highest for *accuracy* metrics)",
+    )
+    heat.add_argument(
+        "--best-over",
+        default=None,
+        metavar="COL",
+        help="a setting such as lr optimised per cell instead of averaged: the cell "
+        "shows the value of COL with the best seed-mean metric (lowest; "
+        "highest for *accuracy* metrics), that mean with its seeds' min-max "
+        "range, and the value (e.g. 'lr 3e-2'); default: none",
+    )
+    heat.add_argument(
+        "--diagonal",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw x = y across the cells, interpolated in log space between the "
+        "ticks, labelled 'memory = return time' (default: on when one axis "
+        "is symbol_return_steps and the other adam_memory_steps or "
+        "adam_memory_steps_effective)",
+    )
     facets(heat, "tie_embeddings")
     heat.set_defaults(func=_heatmap)
 
     curves = kinds.add_parser(
-        "curves", help="loss against tokens, one line per V (Figure 4)",
+        "curves",
+        help="loss against tokens, one line per V (Figure 4)",
         description="A metrics.jsonl value against training tokens, one line per --color value "
-                    "(seeds averaged: mean line, min-max band), one panel per --cols value, each "
-                    "line at its cell's best LR (lowest seed-mean final eval loss, the heatmap's "
-                    "red outline), named in the legend. Runs still in progress are drawn dotted. "
-                    + _AXES_HELP)
+        "(seeds averaged: mean line, min-max band), one panel per --cols value, each "
+        "line at its cell's best LR (lowest seed-mean final eval loss, the heatmap's "
+        "red outline), named in the legend. Runs still in progress are drawn dotted. " + _AXES_HELP,
+    )
     common(curves)
-    curves.add_argument("--y", "--metric", dest="y", default="loss", metavar="FIELD",
-                        help="metrics.jsonl field drawn: loss (train, every log step; default), "
-                             "eval_loss (every eval), or any other field such as accuracy")
-    curves.add_argument("--x", default="tokens", metavar="FIELD",
-                        help="metrics.jsonl field along the horizontal axis: tokens (default) or step")
-    curves.add_argument("--color", default="vocab_size", metavar="COL",
-                        help="one line per value of this column (default vocab_size)")
-    curves.add_argument("--lr", default=None, metavar="LR|best",
-                        help="learning rate to draw, the same for every line; default (or 'best'): "
-                             "each line at its own best LR (lowest seed-mean final eval loss; a "
-                             "cell with no finished run: lowest latest train loss), or every LR "
-                             "when lr is --color, --cols or --rows")
-    curves.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
-                        help="log y axis (default: on for losses)")
+    curves.add_argument(
+        "--y",
+        "--metric",
+        dest="y",
+        default="loss",
+        metavar="FIELD",
+        help="metrics.jsonl field drawn: loss (train, every log step; default), "
+        "eval_loss (every eval), or any other field such as accuracy",
+    )
+    curves.add_argument(
+        "--x",
+        default="tokens",
+        metavar="FIELD",
+        help="metrics.jsonl field along the horizontal axis: tokens (default) or step",
+    )
+    curves.add_argument(
+        "--color",
+        default="vocab_size",
+        metavar="COL",
+        help="one line per value of this column (default vocab_size)",
+    )
+    curves.add_argument(
+        "--lr",
+        default=None,
+        metavar="LR|best",
+        help="learning rate to draw, the same for every line; default (or 'best'): "
+        "each line at its own best LR (lowest seed-mean final eval loss; a "
+        "cell with no finished run: lowest latest train loss), or every LR "
+        "when lr is --color, --cols or --rows",
+    )
+    curves.add_argument(
+        "--logy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log y axis (default: on for losses)",
+    )
     facets(curves, "tie_embeddings")
     curves.set_defaults(func=_curves)
 
     lines = kinds.add_parser(
-        "lines", help="a metric against a numeric column, one line per value of another",
+        "lines",
+        help="a metric against a numeric column, one line per value of another",
         description="A results.csv outcome (--y) against a numeric column (--x, a setting or "
-                    "another outcome), one line per --color value. Each point is the mean over "
-                    "seeds with min-max error bars. With --best-over lr (the default when lr "
-                    "varies and is not an axis) each point is the best LR's value (lowest; "
-                    "highest for metrics named *accuracy*), seeds averaged first; a hollow marker "
-                    "says that LR is at the edge of the grid. Example, the coverage figure: "
-                    "spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol "
-                    "--y final_eval_loss --color vocab_size --cols tie_embeddings. " + _AXES_HELP)
+        "another outcome), one line per --color value. Each point is the mean over "
+        "seeds with min-max error bars. With --best-over lr (the default when lr "
+        "varies and is not an axis) each point is the best LR's value (lowest; "
+        "highest for metrics named *accuracy*), seeds averaged first; a hollow marker "
+        "says that LR is at the edge of the grid. Example, the coverage figure: "
+        "spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol "
+        "--y final_eval_loss --color vocab_size --cols tie_embeddings. " + _AXES_HELP,
+    )
     common(lines)
-    lines.add_argument("--x", required=True, metavar="COL",
-                       help="numeric column along the horizontal axis, e.g. updates_per_symbol, "
-                            "seq_len, d_model, kernel_fraction")
-    lines.add_argument("--y", required=True, metavar="COL",
-                       help="numeric outcome along the vertical axis, e.g. final_eval_loss")
-    lines.add_argument("--color", default="vocab_size", metavar="COL",
-                       help="one line per value of this column (default vocab_size; 'none': one line)")
-    lines.add_argument("--best-over", default="auto", metavar="COL|auto|none",
-                       help="setting optimised per point (default auto: lr when it varies and is "
-                            "not an axis); none: no optimisation, so a varying lr gets rows of "
-                            "panels like any other setting")
-    lines.add_argument("--points", action="store_true",
-                       help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)")
-    lines.add_argument("--logx", action=argparse.BooleanOptionalAction, default=None,
-                       help="log x axis (default: on when a positive x spans 8x or more)")
-    lines.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
-                       help="log y axis (default: on when the positive y values, error bars "
-                            "included, span more than 100x)")
+    lines.add_argument(
+        "--x",
+        required=True,
+        metavar="COL",
+        help="numeric column along the horizontal axis, e.g. updates_per_symbol, "
+        "seq_len, d_model, kernel_fraction",
+    )
+    lines.add_argument(
+        "--y",
+        required=True,
+        metavar="COL",
+        help="numeric outcome along the vertical axis, e.g. final_eval_loss",
+    )
+    lines.add_argument(
+        "--color",
+        default="vocab_size",
+        metavar="COL",
+        help="one line per value of this column (default vocab_size; 'none': one line)",
+    )
+    lines.add_argument(
+        "--best-over",
+        default="auto",
+        metavar="COL|auto|none",
+        help="setting optimised per point (default auto: lr when it varies and is "
+        "not an axis); none: no optimisation, so a varying lr gets rows of "
+        "panels like any other setting",
+    )
+    lines.add_argument(
+        "--points",
+        action="store_true",
+        help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)",
+    )
+    lines.add_argument(
+        "--logx",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log x axis (default: on when a positive x spans 8x or more)",
+    )
+    lines.add_argument(
+        "--logy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log y axis (default: on when the positive y values, error bars "
+        "included, span more than 100x)",
+    )
     facets(lines, None)
     lines.set_defaults(func=_lines)
 
     bottleneck = kinds.add_parser(
-        "bottleneck", help="kernel fraction against D/V: sweeps and pretrained LMs (Figure 6)",
+        "bottleneck",
+        help="kernel fraction against D/V: sweeps and pretrained LMs (Figure 6)",
         description="The fraction of the logit gradient's norm that the LM head destroys "
-                    "(kernel fraction, eq. 10) against D/V, one series per run setting of the "
-                    "spamlang runs and one per model family of the pretrained LMs, with "
-                    "sqrt(1 - D/V) (a gradient with no preferred direction) and, when LMs are "
-                    "drawn, the paper's 95-99% band for real LMs. Runs that logged diagnostics "
-                    "during training (diag_every > 0) also get kernel fraction against training "
-                    "tokens / V. Example: spamlang plot bottleneck runs/bottleneck lm/pythia-160m "
-                    "lm/gpt2 -o fig6.png")
+        "(kernel fraction, eq. 10) against D/V, one series per run setting of the "
+        "spamlang runs and one per model family of the pretrained LMs, with "
+        "sqrt(1 - D/V) (a gradient with no preferred direction) and, when LMs are "
+        "drawn, the paper's 95-99% band for real LMs. Runs that logged diagnostics "
+        "during training (diag_every > 0) also get kernel fraction against training "
+        "tokens / V. Example: spamlang plot bottleneck runs/bottleneck lm/pythia-160m "
+        "lm/gpt2 -o fig6.png",
+    )
     # Its own positional, not common()'s: any number of directories, of three kinds.
     bottleneck.add_argument(
-        "inputs", nargs="+", metavar="DIR",
+        "inputs",
+        nargs="+",
+        metavar="DIR",
         help="each one of: a sweep directory or a run directory of spamlang runs (a point per "
-             "run with diagnostics.json from `spamlang diagnose` or 'diag' rows in "
-             "metrics.jsonl); a `spamlang diagnose-lm` output directory (its diagnostics.json: "
-             "one pretrained LM); a directory whose subdirectories are diagnose-lm outputs "
-             "(alongside run directories or not)")
-    bottleneck.add_argument("-o", "--output", required=True, metavar="FILE",
-                            help="output .png or .pdf, in an existing folder")
-    bottleneck.add_argument("--labels", action=argparse.BooleanOptionalAction, default=True,
-                            help="write each pretrained LM's name beside its point (default on)")
+        "run with diagnostics.json from `spamlang diagnose` or 'diag' rows in "
+        "metrics.jsonl); a `spamlang diagnose-lm` output directory (its diagnostics.json: "
+        "one pretrained LM); a directory whose subdirectories are diagnose-lm outputs "
+        "(alongside run directories or not)",
+    )
+    bottleneck.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="output .png or .pdf, in an existing folder",
+    )
+    bottleneck.add_argument(
+        "--labels",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write each pretrained LM's name beside its point (default on)",
+    )
     bottleneck.set_defaults(func=_bottleneck)
 
     track = kinds.add_parser(
-        "track", help="mechanism diagnostic: tracked symbols' rows, pull-up vs between",
+        "track",
+        help="mechanism diagnostic: tracked symbols' rows, pull-up vs between",
         description="How each training step moved a few symbols' rows along themselves, from "
-                    "the track.jsonl of runs trained with --track-symbols K (or track_symbols "
-                    "in a sweep's base config). One panel per tracked id (at most "
-                    "6, spread over the tracked ones), one row of panels per run: the "
-                    "cumulative sum of each step's update along the row, <p' - p, p>/|p| (to "
-                    "first order the change of its norm), the per-step updates as bars on the "
-                    "right axis, and triangles at the steps whose batch showed the symbol. Each "
-                    "panel, and a table on stdout, sums the updates of those steps (pull) and "
-                    "of the others (between). Example: spamlang plot track runs/demo -o "
-                    "track.png --table head")
-    track.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                       help="a run directory with track.jsonl (one row of panels each)")
-    track.add_argument("-o", "--output", required=True, metavar="FILE",
-                       help="output .png or .pdf, in an existing folder")
-    track.add_argument("--table", choices=("embed", "head"), default="embed",
-                       help="the rows drawn: the embedding's (default) or the untied head's")
+        "the track.jsonl of runs trained with --track-symbols K (or track_symbols "
+        "in a sweep's base config). One panel per tracked id (at most "
+        "6, spread over the tracked ones), one row of panels per run: the "
+        "cumulative sum of each step's update along the row, <p' - p, p>/|p| (to "
+        "first order the change of its norm), the per-step updates as bars on the "
+        "right axis, and triangles at the steps whose batch showed the symbol. Each "
+        "panel, and a table on stdout, sums the updates of those steps (pull) and "
+        "of the others (between). Example: spamlang plot track runs/demo -o "
+        "track.png --table head",
+    )
+    track.add_argument(
+        "run_dirs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="a run directory with track.jsonl (one row of panels each)",
+    )
+    track.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="output .png or .pdf, in an existing folder",
+    )
+    track.add_argument(
+        "--table",
+        choices=("embed", "head"),
+        default="embed",
+        help="the rows drawn: the embedding's (default) or the untied head's",
+    )
     track.set_defaults(func=_track)
 
     symbols = kinds.add_parser(
-        "symbols", help="per-symbol sample complexity: symbol loss against its exposure",
+        "symbols",
+        help="per-symbol sample complexity: symbol loss against its exposure",
         description="How many updates a symbol needs: each SpamLang-family run scores every "
-                    "symbol (up to 4,096) at its end and bins the scores by the symbol's "
-                    "exposure (result.json's symbol_curve). Draws the bins' median loss against "
-                    "exposure, one colour per V, one line per seed at each cell's best LR, "
-                    "the learned threshold 0.1 log V dashed and each run's updates_to_learn "
-                    "as a diamond. Example: spamlang plot symbols runs/equal_batch -o "
-                    "symbols.png --cols weight_decay --rows b2,tie_embeddings")
+        "symbol (up to 4,096) at its end and bins the scores by the symbol's "
+        "exposure (result.json's symbol_curve). Draws the bins' median loss against "
+        "exposure, one colour per V, one line per seed at each cell's best LR, "
+        "the learned threshold 0.1 log V dashed and each run's updates_to_learn "
+        "as a diamond. Example: spamlang plot symbols runs/equal_batch -o "
+        "symbols.png --cols weight_decay --rows b2,tie_embeddings",
+    )
     common(symbols)
     facets(symbols, None)
     symbols.set_defaults(func=_symbols)
 
     recency = kinds.add_parser(
-        "recency", help="per-symbol loss against steps since the symbol was last shown",
+        "recency",
+        help="per-symbol loss against steps since the symbol was last shown",
         description="Does a symbol's loss jump once Adam has forgotten it? For each cell's "
-                    "best-LR seed-0 run (lowest seed-mean final eval loss), the final loss of "
-                    "every symbol on 's s' (log scale; dashed: chance, log V) against the steps "
-                    "since its last appearance in a training batch (steps - last_step), "
-                    "coloured by its appearances; symbols never shown are crosses at x = steps. "
-                    "A red line marks Adam's memory min(1/(1-b2), steps) (adamw, lazy_adamw). "
-                    "Reads symbols.npz, which finished runs of a position-invariant language "
-                    "write; runs without one are skipped with a warning. Example: spamlang plot "
-                    "recency runs/return_time -o recency.png --where batch_size=32 --cols b2")
-    recency.add_argument("dirs", nargs="+", metavar="DIR",
-                         help="a run directory, or a sweep directory of them")
-    recency.add_argument("-o", "--output", required=True, metavar="FILE",
-                         help="output .png or .pdf, in an existing folder")
+        "best-LR seed-0 run (lowest seed-mean final eval loss), the final loss of "
+        "every symbol on 's s' (log scale; dashed: chance, log V) against the steps "
+        "since its last appearance in a training batch (steps - last_step), "
+        "coloured by its appearances; symbols never shown are crosses at x = steps. "
+        "A red line marks Adam's memory min(1/(1-b2), steps) (adamw, lazy_adamw). "
+        "Reads symbols.npz, which finished runs of a position-invariant language "
+        "write; runs without one are skipped with a warning. Example: spamlang plot "
+        "recency runs/return_time -o recency.png --where batch_size=32 --cols b2",
+    )
+    recency.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="a run directory, or a sweep directory of them"
+    )
+    recency.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="output .png or .pdf, in an existing folder",
+    )
     facets(recency, None)
     recency.set_defaults(func=_recency)

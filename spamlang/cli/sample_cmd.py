@@ -31,16 +31,20 @@ def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
     rows = [{**r.result, **r.settings, "run_id": r.run_id} for r in runs]
     picks = []
     for best in best_lrs(rows):
-        cell = [r for r, row in zip(runs, rows) if row.get("lr") == best.lr
-                and all(row.get(k) == v for k, v in best.group)]
+        cell = [
+            r
+            for r, row in zip(runs, rows)
+            if row.get("lr") == best.lr and all(row.get(k) == v for k, v in best.group)
+        ]
         if cell:
             run = min(cell, key=lambda r: r.get("seed") or 0)
             varying = [(k, v) for k, v in best.group if len({row.get(k) for row in rows}) > 1]
             label = ", ".join(f"{k}={shown(k, v)}" for k, v in varying) or "the sweep"
             picks.append((f"{label}: best lr {shown('lr', best.lr)}", run.path))
     if not picks:
-        raise UserError(f"--where {where} selects no finished run with a final eval loss in "
-                        f"{sweep_dir}")
+        raise UserError(
+            f"--where {where} selects no finished run with a final eval loss in {sweep_dir}"
+        )
     return picks
 
 
@@ -58,13 +62,17 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
 
         picks = best_runs(str(path), _where(args.where))
         if len(picks) > 1 and (args.html or args.png):
-            raise UserError(f"--html and --png draw one run; --where selects {len(picks)} "
-                            "cells: add --where settings until one is left")
+            raise UserError(
+                f"--html and --png draw one run; --where selects {len(picks)} "
+                "cells: add --where settings until one is left"
+            )
         return picks
     if not is_run and ((path / "results.csv").exists() or (path / "sweep.json").exists()):
-        raise UserError(f"{path} is a sweep directory: pass --where KEY=VALUE (e.g. --where "
-                        "vocab_size=4096 --where tie_embeddings=True) to sample each cell's "
-                        "best-LR run, or a run directory")
+        raise UserError(
+            f"{path} is a sweep directory: pass --where KEY=VALUE (e.g. --where "
+            "vocab_size=4096 --where tie_embeddings=True) to sample each cell's "
+            "best-LR run, or a run directory"
+        )
     return [(None, path)]
 
 
@@ -81,9 +89,11 @@ def handler(args: argparse.Namespace) -> int:
 
         parse_prompt(args.prompt)  # a bad glyph is reported before the model is loaded
         if temperature == 0 and args.n > 1:
-            raise UserError(f"--greedy with --prompt gives {args.n} identical samples; use -n 1, "
-                            "or leave out --prompt to seed each sample with its own symbol drawn "
-                            "from the language")
+            raise UserError(
+                f"--greedy with --prompt gives {args.n} identical samples; use -n 1, "
+                "or leave out --prompt to seed each sample with its own symbol drawn "
+                "from the language"
+            )
 
     from spamlang.sample import render_html, render_text, sample_run, use_colour
 
@@ -91,10 +101,19 @@ def handler(args: argparse.Namespace) -> int:
     for cell, run_dir in targets:
         if cell is not None:
             print(f"== {cell} ({run_dir.name})")
-        result = sample_run(run_dir, n=args.n, length=args.length, temperature=temperature,
-                            prompt=args.prompt, seed=args.seed)
-        sys.stdout.write(render_text(result, ids=args.ids,
-                                     colour=use_colour(sys.stdout) if colour is None else colour))
+        result = sample_run(
+            run_dir,
+            n=args.n,
+            length=args.length,
+            temperature=temperature,
+            prompt=args.prompt,
+            seed=args.seed,
+        )
+        sys.stdout.write(
+            render_text(
+                result, ids=args.ids, colour=use_colour(sys.stdout) if colour is None else colour
+            )
+        )
     if args.html:
         atomic_write_text(args.html, render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
@@ -107,43 +126,79 @@ def handler(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sample", help="generate from a trained run and mark correct/incorrect tokens (Table 1)",
+        "sample",
+        help="generate from a trained run and mark correct/incorrect tokens (Table 1)",
         description="Sample from a run's latest checkpoint, seeded with token 0 (shown as A) or "
-                    "--prompt, and colour each generated token: correct when it is one of the "
-                    "language's most likely next tokens given the tokens before it (in SpamLang: "
-                    "the seed symbol again). Prints per-sample fraction correct, first error (0 = "
-                    "first generated token), longest run of correct tokens and longest repeat of "
-                    "any one symbol (a model that repeats the wrong symbol: run 0, repeat > 0), "
-                    "with their means. Tokens show as one glyph each (A-Z, a-z, then letters of "
-                    "other scripts, look-alikes left out) or, with --ids, as token ids.")
-    p.add_argument("run_dir", metavar="RUN_DIR",
-                   help="a run directory (config.json + checkpoints/), or a sweep directory "
-                        "with --where")
-    p.add_argument("--where", action="append", metavar="KEY=VALUE",
-                   help="with a sweep directory: sample the best-LR run (seed-mean final eval "
-                        "loss, lowest seed) of every cell whose settings match, e.g. --where "
-                        "vocab_size=4096 --where tie_embeddings=True (repeatable; key!=value "
-                        "excludes, as in spamlang plot)")
+        "--prompt, and colour each generated token: correct when it is one of the "
+        "language's most likely next tokens given the tokens before it (in SpamLang: "
+        "the seed symbol again). Prints per-sample fraction correct, first error (0 = "
+        "first generated token), longest run of correct tokens and longest repeat of "
+        "any one symbol (a model that repeats the wrong symbol: run 0, repeat > 0), "
+        "with their means. Tokens show as one glyph each (A-Z, a-z, then letters of "
+        "other scripts, look-alikes left out) or, with --ids, as token ids.",
+    )
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        help="a run directory (config.json + checkpoints/), or a sweep directory with --where",
+    )
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="with a sweep directory: sample the best-LR run (seed-mean final eval "
+        "loss, lowest seed) of every cell whose settings match, e.g. --where "
+        "vocab_size=4096 --where tie_embeddings=True (repeatable; key!=value "
+        "excludes, as in spamlang plot)",
+    )
     p.add_argument("-n", type=int, default=8, help="number of samples (default 8)")
-    p.add_argument("--length", type=int, default=None,
-                   help="tokens per sample, prompt included (default: 32, or the run's seq_len if "
-                        "shorter); beyond the run's seq_len a warning (untrained positions), "
-                        "beyond the model's max_seq_len an error")
-    p.add_argument("--temperature", type=float, default=0.9, help="sampling temperature (default 0.9, as in the paper)")
-    p.add_argument("--greedy", action="store_true",
-                   help="argmax decoding (temperature 0); with -n > 1 and no --prompt each "
-                        "sample is seeded with its own symbol drawn from the language, since "
-                        "one seed would give n identical samples")
-    p.add_argument("--prompt", metavar="GLYPHS_OR_IDS",
-                   help="seed tokens: glyphs ('AAb') or ids ('0,5,7'); default: token 0 (A), or the "
-                        "language's own first tokens when it needs a longer seed (cycle)")
+    p.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="tokens per sample, prompt included (default: 32, or the run's seq_len if "
+        "shorter); beyond the run's seq_len a warning (untrained positions), "
+        "beyond the model's max_seq_len an error",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.9,
+        help="sampling temperature (default 0.9, as in the paper)",
+    )
+    p.add_argument(
+        "--greedy",
+        action="store_true",
+        help="argmax decoding (temperature 0); with -n > 1 and no --prompt each "
+        "sample is seeded with its own symbol drawn from the language, since "
+        "one seed would give n identical samples",
+    )
+    p.add_argument(
+        "--prompt",
+        metavar="GLYPHS_OR_IDS",
+        help="seed tokens: glyphs ('AAb') or ids ('0,5,7'); default: token 0 (A), or the "
+        "language's own first tokens when it needs a longer seed (cycle)",
+    )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampling (default 0)")
-    p.add_argument("--html", metavar="FILE",
-                   help="also write the table as a self-contained .html page (folder must exist)")
-    p.add_argument("--png", metavar="FILE",
-                   help="also draw the table as a .png (or .pdf) figure (folder must exist)")
-    p.add_argument("--ids", action="store_true",
-                   help="show token ids instead of glyphs (in the terminal, --html and --png)")
-    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
-                   help="ANSI colours: auto = only on a terminal and when NO_COLOR is unset")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the table as a self-contained .html page (folder must exist)",
+    )
+    p.add_argument(
+        "--png",
+        metavar="FILE",
+        help="also draw the table as a .png (or .pdf) figure (folder must exist)",
+    )
+    p.add_argument(
+        "--ids",
+        action="store_true",
+        help="show token ids instead of glyphs (in the terminal, --html and --png)",
+    )
+    p.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="ANSI colours: auto = only on a terminal and when NO_COLOR is unset",
+    )
     p.set_defaults(func=handler)

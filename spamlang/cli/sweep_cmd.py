@@ -13,9 +13,11 @@ def register(subparsers) -> None:
     from spamlang.sweep.command import add_arguments
 
     parser = subparsers.add_parser(
-        "sweep", help="run a grid of training runs (skip finished, resume, shard, gather results.csv)",
+        "sweep",
+        help="run a grid of training runs (skip finished, resume, shard, gather results.csv)",
         description="Run a sweep from a Python file defining SWEEP = spamlang.sweep.Sweep(...) or "
-                    'from a JSON file {"name": ..., "base": {TrainConfig fields}, "axes": {...}}.')
+        'from a JSON file {"name": ..., "base": {TrainConfig fields}, "axes": {...}}.',
+    )
     parser.add_argument("file", metavar="FILE", help="sweeps/NAME.py or a .json sweep description")
     # The plots default comes from the file (PLOTS = True); None means "ask the file".
     add_arguments(parser, plots=None)

@@ -38,75 +38,99 @@ _DICT_HELP = {
 # trainer's internals (state arrays, device syncs) or runs over several lines.
 _HELP = {
     "language": "the language trained on (`spamlang languages` lists them); spam is the paper's "
-                "SpamLang",
+    "SpamLang",
     "residual": "--no-residual: each block replaces the residual stream instead of adding to it "
-                "(vanishing-gradient experiments)",
+    "(vanishing-gradient experiments)",
     "micro_batch": "split each batch into micro-batches of this many sequences, averaging their "
-                   "gradients: the same update in less memory; 0: automatic (on CPUs only)",
+    "gradients: the same update in less memory; 0: automatic (on CPUs only)",
     "optimizer": "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | "
-                 "adafactor",
+    "adafactor",
     "sampling": "iid: each sequence's symbol drawn independently (a symbol returns every V / B "
-                "steps on average, with a long tail); permuted: each epoch deals a seeded "
-                "permutation of the symbols into batches, so every symbol returns every V / B "
-                "steps exactly, and batch_size = V is full-batch training (spam only)",
+    "steps on average, with a long tail); permuted: each epoch deals a seeded "
+    "permutation of the symbols into batches, so every symbol returns every V / B "
+    "steps exactly, and batch_size = V is full-batch training (spam only)",
     "lazy_rows": "which row tables move only in steps that show their symbol: "
-                 "all (the embedding and the head), embed, or head",
+    "all (the embedding and the head), embed, or head",
     "lr": "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
     "momentum": "heavy-ball momentum (the common default)",
     "log_every": "steps between logged training metrics (metrics.jsonl rows and the progress "
-                 "line); Ctrl-C / SIGTERM also stop at the next of these steps, with a "
-                 "checkpoint; logging more often slows training a little",
+    "line); Ctrl-C / SIGTERM also stop at the next of these steps, with a "
+    "checkpoint; logging more often slows training a little",
     "eval_sequences": "sequences in the eval set, the same for every run of the language; fewer "
-                      "make the eval loss noisy (256 left a standard error of ~0.2 nats)",
+    "make the eval loss noisy (256 left a standard error of ~0.2 nats)",
     "eval_batch_size": "sequences per eval batch (no gradients, so it may exceed batch_size); "
-                       "0: max(batch_size, 256)",
+    "0: max(batch_size, 256)",
     "loss_chunk": "tokens per chunk of the cross-entropy, which never holds all logits at once: "
-                  "memory grows with chunk x V, the fastest size depends on D and the device "
-                  "(benchmarks/bench_model.py); 0: no chunks",
+    "memory grows with chunk x V, the fastest size depends on D and the device "
+    "(benchmarks/bench_model.py); 0: no chunks",
     "track_symbols": "follow this many symbol ids (spread over V): each step's update to their "
-                     "rows goes to track.jsonl, for `spamlang plot track`; 0: none",
+    "rows goes to track.jsonl, for `spamlang plot track`; 0: none",
     "kernels": "auto: kernels tuned for CPUs on CPU devices, plain XLA on GPUs and TPUs; xla or "
-               "cpu forces one",
+    "cpu forces one",
 }
 # How every integer flag reads a count (`spamlang.fields.parse_int`), in the help's words.
-COUNTS_HELP = ("Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
-               "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12). "
-               "Figures and `plot --where` write counts the same way: 1024, 100K.")
+COUNTS_HELP = (
+    "Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
+    "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12). "
+    "Figures and `plot --where` write counts the same way: 1024, 100K."
+)
 
 
 def register(subparsers) -> None:
     from spamlang.train.config import OPTIMIZER_FIELDS, TrainConfig
 
     parser = subparsers.add_parser(
-        "train", help="train one model into a run directory (resumes; skips if finished)",
+        "train",
+        help="train one model into a run directory (resumes; skips if finished)",
         formatter_class=_NamesHelpFormatter,
         description="Train one model on a language into --out DIR (config.json, metrics.jsonl, "
-                    "checkpoints/, result.json). Rerun the same command to resume an interrupted "
-                    "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
-                    "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out "
-                    "runs/x. " + COUNTS_HELP)
-    parser.add_argument("--out", required=True, metavar="DIR", help="run directory (created if needed)")
-    parser.add_argument("--config", metavar="FILE.json", default=None,
-                        help="start from this TrainConfig JSON; explicit flags override it")
+        "checkpoints/, result.json). Rerun the same command to resume an interrupted "
+        "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
+        "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out "
+        "runs/x. " + COUNTS_HELP,
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="run directory (created if needed)"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE.json",
+        default=None,
+        help="start from this TrainConfig JSON; explicit flags override it",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the resolved config as JSON and exit without training")
-    parser.add_argument("--json", action="store_true",
-                        help="print the whole result (result.json) as JSON on stdout instead of "
-                             "the short summary")
-    parser.add_argument("--tracker", choices=("tensorboard", "wandb", "none"), default=None,
-                        help="mirror the run's metrics rows, config and result to TensorBoard "
-                             "(DIR/tensorboard/) or W&B (WANDB_MODE=offline: DIR/wandb/, no "
-                             "network); needs the extra of that name; one that cannot start is "
-                             "an error before training")
-    parser.add_argument("--distributed", action="store_true",
-                        help="call jax.distributed.initialize() first (multi-host, e.g. under SLURM: "
-                             "one process per host, the same command on each)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved config as JSON and exit without training",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole result (result.json) as JSON on stdout instead of the short summary",
+    )
+    parser.add_argument(
+        "--tracker",
+        choices=("tensorboard", "wandb", "none"),
+        default=None,
+        help="mirror the run's metrics rows, config and result to TensorBoard "
+        "(DIR/tensorboard/) or W&B (WANDB_MODE=offline: DIR/wandb/, no "
+        "network); needs the extra of that name; one that cannot start is "
+        "an error before training",
+    )
+    parser.add_argument(
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize() first (multi-host, e.g. under SLURM: "
+        "one process per host, the same command on each)",
+    )
     group = parser.add_argument_group("TrainConfig fields")
     helps = {**_field_help(TrainConfig), **_HELP}
     for name, readers in OPTIMIZER_FIELDS.items():  # the one table of who reads what
-        helps[name] = (f"{helps.get(name, '')}; read only by {', '.join(readers)} (another "
-                       "--optimizer refuses a value other than the default)")
+        helps[name] = (
+            f"{helps.get(name, '')}; read only by {', '.join(readers)} (another "
+            "--optimizer refuses a value other than the default)"
+        )
     for f in dataclasses.fields(TrainConfig):
         _add_field_flag(group, f, helps.get(f.name, ""))
     parser.set_defaults(func=handler, unknown_hint=_unknown_hint, command_prog=parser.prog)
@@ -116,8 +140,14 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     default = f.default_factory() if f.default is dataclasses.MISSING else f.default
     kw = dict(dest=f.name, default=argparse.SUPPRESS)  # absent unless given: --config may set it
     if f.name in _DICT_FLAGS:
-        group.add_argument(_DICT_FLAGS[f.name], action="append", type=_key_value, metavar="K=V",
-                           help=_DICT_HELP.get(f.name, help_text), **kw)
+        group.add_argument(
+            _DICT_FLAGS[f.name],
+            action="append",
+            type=_key_value,
+            metavar="K=V",
+            help=_DICT_HELP.get(f.name, help_text),
+            **kw,
+        )
         return
     flag = "--" + f.name.replace("_", "-")
     if f.name in RENAMED:  # the optimizer's own name first; the bare one stays where unambiguous
@@ -126,17 +156,22 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
         flag = (flag,)
     shown = f" (default: {_default_text(f.name, default)})"
     if f.name == "tokens":
-        group.add_argument(*flag, type=_count, metavar="N", help=f"{help_text}; e.g. 100K or "
-                           f"2M{shown}", **kw)
+        group.add_argument(
+            *flag, type=_count, metavar="N", help=f"{help_text}; e.g. 100K or 2M{shown}", **kw
+        )
     elif isinstance(default, bool):
-        group.add_argument(*flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw)
+        group.add_argument(
+            *flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw
+        )
     elif isinstance(default, (int, float, str)):
         kind = type(default)
-        group.add_argument(*flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown,
-                           **kw)
+        group.add_argument(
+            *flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown, **kw
+        )
     elif default is None:  # an optional string (init_from); its help says what none means
-        group.add_argument(*flag, type=str, metavar=f.metadata.get("metavar", "STR"),
-                           help=help_text, **kw)
+        group.add_argument(
+            *flag, type=str, metavar=f.metadata.get("metavar", "STR"), help=help_text, **kw
+        )
 
 
 # Optimizer fields under names that say whose they are. `--eps` alone is not accepted: it would
@@ -160,8 +195,11 @@ def _unknown_hint(extras: list[str]) -> str | None:
         flag = extra.split("=", 1)[0]
         key = flag[2:].replace("-", "_")
         if key in owners or key in RENAMED:
-            where = [f"a language parameter ({', '.join(owners[key])}) is set with --param "
-                     f"{key}=VALUE"] if key in owners else []
+            where = (
+                [f"a language parameter ({', '.join(owners[key])}) is set with --param {key}=VALUE"]
+                if key in owners
+                else []
+            )
             if key in RENAMED:
                 where.append(f"the optimizer's {key} is {RENAMED[key]}")
             return f"{flag} is not a flag of spamlang train: {'; '.join(where)}"
@@ -194,8 +232,10 @@ def _preset_sizes() -> str:
     sizes = []
     for name in PRESETS:
         config = ModelConfig.preset(name, vocab_size=2)
-        sizes.append(f"{name} (d_model {config.d_model}, {config.n_layers} layers, "
-                     f"{_approx(count_params(config)['non_embedding'])} non-embedding params)")
+        sizes.append(
+            f"{name} (d_model {config.d_model}, {config.n_layers} layers, "
+            f"{_approx(count_params(config)['non_embedding'])} non-embedding params)"
+        )
     return "; ".join(sizes) + "; embedding and head add V x d_model each (untied)"
 
 
@@ -298,7 +338,9 @@ def enable_compile_cache() -> None:
     """Use JAX's persistent compilation cache, so reruns and sweeps of the same shapes skip XLA
     compilation. JAX_COMPILATION_CACHE_DIR chooses the folder (default
     $XDG_CACHE_HOME/spamlang/xla); SPAMLANG_COMPILE_CACHE=0 turns it off."""
-    if os.environ.get("SPAMLANG_COMPILE_CACHE", "1") == "0" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+    if os.environ.get("SPAMLANG_COMPILE_CACHE", "1") == "0" or os.environ.get(
+        "JAX_COMPILATION_CACHE_DIR"
+    ):
         return  # off, or JAX already reads the folder from its own variable
     import jax
 
@@ -337,8 +379,7 @@ def handler(args) -> int:
         return e.exit_status
     if finished:  # said after run_training, which refuses a finished run of another config
         print(f"{args.out} is already finished ({RESULT}); nothing to train", file=sys.stderr)
-    print(json.dumps(result, indent=2, sort_keys=True) if args.json
-          else summary(args.out, result))
+    print(json.dumps(result, indent=2, sort_keys=True) if args.json else summary(args.out, result))
     return 0
 
 
@@ -347,25 +388,34 @@ def budget_note(config) -> str | None:
     trained = config.steps * config.tokens_per_step
     if trained == config.tokens:
         return None
-    return (f"note: --tokens {config.tokens:,} is not a whole number of steps of "
-            f"{config.tokens_per_step:,} tokens (batch {config.batch_size} x seq_len "
-            f"{config.seq_len}): training {config.steps:,} steps = {trained:,} tokens")
+    return (
+        f"note: --tokens {config.tokens:,} is not a whole number of steps of "
+        f"{config.tokens_per_step:,} tokens (batch {config.batch_size} x seq_len "
+        f"{config.seq_len}): training {config.steps:,} steps = {trained:,} tokens"
+    )
 
 
 def summary(out: str, result: dict) -> str:
     """What a person reads after a run (--json: the whole result.json)."""
+
     def num(key: str, spec: str = ".4f") -> str:
         value = result.get(key)
         return "-" if value is None else format(value, spec)
 
-    status = (f"DIVERGED at step {result.get('diverged_step')}" if result.get("diverged")
-              else f"{result.get('steps', 0):,} steps, {result.get('tokens', 0):,} tokens")
+    status = (
+        f"DIVERGED at step {result.get('diverged_step')}"
+        if result.get("diverged")
+        else f"{result.get('steps', 0):,} steps, {result.get('tokens', 0):,} tokens"
+    )
     floor = result.get("optimal_loss")
-    return "\n".join([
-        f"{out}: {status}",
-        f"  eval loss {num('final_eval_loss')}"
-        + (f" (floor {num('optimal_loss')})" if floor else "")
-        + f", train loss {num('final_train_loss')}, repetition accuracy "
-          f"{num('repetition_accuracy', '.3f')}",
-        f"  {num('tokens_per_s', ',.0f')} tokens/s, {num('wall_seconds', '.1f')} s; every "
-        f"column: {os.path.join(out, 'result.json')} (or --json)"])
+    return "\n".join(
+        [
+            f"{out}: {status}",
+            f"  eval loss {num('final_eval_loss')}"
+            + (f" (floor {num('optimal_loss')})" if floor else "")
+            + f", train loss {num('final_train_loss')}, repetition accuracy "
+            f"{num('repetition_accuracy', '.3f')}",
+            f"  {num('tokens_per_s', ',.0f')} tokens/s, {num('wall_seconds', '.1f')} s; every "
+            f"column: {os.path.join(out, 'result.json')} (or --json)",
+        ]
+    )

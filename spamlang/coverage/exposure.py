@@ -29,10 +29,17 @@ def sequence_counts(tokens_BxL: jax.Array, vocab_size: int) -> jax.Array:
     # After the sort, an id's first position in its row is where it differs from its left
     # neighbour: counting only those counts sequences, not tokens.
     first_BxLm1 = jnp.concatenate(
-        [jnp.ones_like(inputs_BxLm1[:, :1], dtype=jnp.bool_),
-         inputs_BxLm1[:, 1:] != inputs_BxLm1[:, :-1]], axis=1)
-    return jnp.zeros(vocab_size, jnp.int32).at[inputs_BxLm1.reshape(-1)].add(
-        first_BxLm1.reshape(-1).astype(jnp.int32), mode="drop")
+        [
+            jnp.ones_like(inputs_BxLm1[:, :1], dtype=jnp.bool_),
+            inputs_BxLm1[:, 1:] != inputs_BxLm1[:, :-1],
+        ],
+        axis=1,
+    )
+    return (
+        jnp.zeros(vocab_size, jnp.int32)
+        .at[inputs_BxLm1.reshape(-1)]
+        .add(first_BxLm1.reshape(-1).astype(jnp.int32), mode="drop")
+    )
 
 
 def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
@@ -49,13 +56,18 @@ def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
 def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
     """bool[V]: the ids that occur anywhere in the batch (inputs or targets); rows may be
     split over the mesh's "data" axis (each device marks its own, one psum of V int32)."""
+
     def local(tokens_bxL):
         return jnp.zeros(vocab_size, jnp.int32).at[tokens_bxL.reshape(-1)].max(1, mode="drop")
 
     if mesh is None or mesh.shape.get("data", 1) == 1:
         return local(tokens_BxL) > 0
-    return jax.shard_map(lambda t: jax.lax.psum(local(t), "data"), mesh=mesh,
-                         in_specs=P("data"), out_specs=P())(tokens_BxL) > 0
+    return (
+        jax.shard_map(
+            lambda t: jax.lax.psum(local(t), "data"), mesh=mesh, in_specs=P("data"), out_specs=P()
+        )(tokens_BxL)
+        > 0
+    )
 
 
 def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:

@@ -56,10 +56,15 @@ def learning_curve(losses_V, exposure_V) -> dict:
     if len(seen) < len(bins) and curve["learned"][0] >= 0.5:  # it copies never-seen symbols
         value, bound = 0.0, ""
     else:  # never-seen symbols say nothing of how many updates a seen one needs
-        value, bound = crossing([curve["exposure"][k] for k in seen],
-                                [curve["learned"][k] for k in seen])
-    return {"updates_to_learn": value, "updates_to_learn_bound": bound,
-            "symbols_learned": float(learned.mean()), "symbol_curve": curve}
+        value, bound = crossing(
+            [curve["exposure"][k] for k in seen], [curve["learned"][k] for k in seen]
+        )
+    return {
+        "updates_to_learn": value,
+        "updates_to_learn_bound": bound,
+        "symbols_learned": float(learned.mean()),
+        "symbol_curve": curve,
+    }
 
 
 def _bins(exposure_S: np.ndarray) -> list[np.ndarray]:

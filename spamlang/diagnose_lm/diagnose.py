@@ -33,27 +33,40 @@ def peak_rss_mib() -> float:
 
 def _rows(ckpt, tokens, text, num_seqs, seq_len) -> tuple[np.ndarray, str]:
     if (tokens is None) == (text is None):
-        raise UserError("give exactly one input: --tokens FILE (a spamlang token file) or "
-                        "--text FILE.txt")
+        raise UserError(
+            "give exactly one input: --tokens FILE (a spamlang token file) or --text FILE.txt"
+        )
     if text is not None:
         if ckpt.tokenizer is None:
-            raise UserError(f"{ckpt.path} has no tokenizer to read --text with; pass token "
-                            "ids with --tokens instead")
-        return rows_from_text(text, ckpt.tokenizer, num_seqs=num_seqs,
-                              seq_len=seq_len or 128), os.fspath(text)
+            raise UserError(
+                f"{ckpt.path} has no tokenizer to read --text with; pass token "
+                "ids with --tokens instead"
+            )
+        return rows_from_text(
+            text, ckpt.tokenizer, num_seqs=num_seqs, seq_len=seq_len or 128
+        ), os.fspath(text)
     if isinstance(tokens, (str, os.PathLike)):
         return rows_from_token_file(tokens, num_seqs=num_seqs, seq_len=seq_len), os.fspath(tokens)
     rows = np.asarray(tokens)
     if rows.ndim != 2 or rows.shape[1] < 2 or not np.issubdtype(rows.dtype, np.integer):
-        raise UserError(f"tokens must be integer rows [N, L] with L >= 2, got {rows.dtype} "
-                        f"{rows.shape}")
+        raise UserError(
+            f"tokens must be integer rows [N, L] with L >= 2, got {rows.dtype} {rows.shape}"
+        )
     return rows[:num_seqs, :seq_len].astype(np.int32), "array"
 
 
-def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
-                num_seqs: int | None = None, seq_len: int | None = None,
-                vocab_size: int | None = None, device: str = "auto", dtype: str = "float32",
-                **settings) -> dict:
+def diagnose_lm(
+    model_dir: str | os.PathLike,
+    tokens=None,
+    *,
+    text=None,
+    num_seqs: int | None = None,
+    seq_len: int | None = None,
+    vocab_size: int | None = None,
+    device: str = "auto",
+    dtype: str = "float32",
+    **settings,
+) -> dict:
     """Every bottleneck measurement of the checkpoint in model_dir on its next-token loss.
 
     tokens: a spamlang token file path or an int array [N, L]; text: a UTF-8 file cut into
@@ -84,14 +97,30 @@ def diagnose_lm(model_dir: str | os.PathLike, tokens=None, *, text=None,
     forward, torch_peak = time.perf_counter(), peak_rss_mib()
     diag = diagnose_head(states.h_NxD, states.y_N, states.W_VxD, states.bias_V, **settings)
     config = ckpt.config
-    meta = {"source": "diagnose-lm", "model_type": config.model_type,
-            "model_name": ckpt.path.resolve().name, "model_dir": os.fspath(model_dir),
-            "tie_embeddings": bool(getattr(config, "tie_word_embeddings", False)),
-            "head_rows": states.head_rows, "head_bias": states.bias_V is not None,
-            "seq_len": int(rows_NxL.shape[1]), "num_seqs": int(rows_NxL.shape[0]),
-            "input": source, "torch_device": torch_device, "torch_dtype": dtype,
-            "head_check": states.head_check}
-    diag["seconds"] = {"load": round(loaded - start, 3),
-                       "torch_forward": round(forward - loaded, 3), **diag["seconds"]}
-    return {**meta, **diag, "wall_seconds": round(time.perf_counter() - start, 3),
-            "peak_rss_mib": peak_rss_mib(), "peak_rss_torch_mib": torch_peak}
+    meta = {
+        "source": "diagnose-lm",
+        "model_type": config.model_type,
+        "model_name": ckpt.path.resolve().name,
+        "model_dir": os.fspath(model_dir),
+        "tie_embeddings": bool(getattr(config, "tie_word_embeddings", False)),
+        "head_rows": states.head_rows,
+        "head_bias": states.bias_V is not None,
+        "seq_len": int(rows_NxL.shape[1]),
+        "num_seqs": int(rows_NxL.shape[0]),
+        "input": source,
+        "torch_device": torch_device,
+        "torch_dtype": dtype,
+        "head_check": states.head_check,
+    }
+    diag["seconds"] = {
+        "load": round(loaded - start, 3),
+        "torch_forward": round(forward - loaded, 3),
+        **diag["seconds"],
+    }
+    return {
+        **meta,
+        **diag,
+        "wall_seconds": round(time.perf_counter() - start, 3),
+        "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_torch_mib": torch_peak,
+    }

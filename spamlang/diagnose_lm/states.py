@@ -62,8 +62,10 @@ def open_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
     if not path.is_dir():
         raise UserError(f"no such model directory: {os.fspath(model_dir)}")
     if not (path / "config.json").is_file():
-        raise UserError(f"{os.fspath(model_dir)} has no config.json: not a transformers "
-                        "checkpoint directory (save one with model.save_pretrained(DIR))")
+        raise UserError(
+            f"{os.fspath(model_dir)} has no config.json: not a transformers "
+            "checkpoint directory (save one with model.save_pretrained(DIR))"
+        )
     import transformers
 
     try:
@@ -83,7 +85,7 @@ def open_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
 
 
 def torch_device(device: str) -> str:
-    """"auto" -> "cuda" when torch sees a GPU, else "cpu"; explicit choices are checked."""
+    """ "auto" -> "cuda" when torch sees a GPU, else "cpu"; explicit choices are checked."""
     import torch
 
     if device == "auto":
@@ -106,8 +108,10 @@ def load_weights(ckpt: Checkpoint, *, device: str = "auto", dtype: str = "float3
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(ckpt.path, local_files_only=True)
     except ValueError as e:  # transformers' word for "no causal-LM class for this config"
-        raise UserError(f"{ckpt.path} is not a causal LM that AutoModelForCausalLM can load "
-                        f"(model_type {ckpt.config.model_type!r}): {first_line(e)}") from None
+        raise UserError(
+            f"{ckpt.path} is not a causal LM that AutoModelForCausalLM can load "
+            f"(model_type {ckpt.config.model_type!r}): {first_line(e)}"
+        ) from None
     except OSError as e:  # no weights file
         why = first_line(e) or type(e).__name__
         raise UserError(f"cannot load the weights of {ckpt.path}: {why}") from None
@@ -119,57 +123,73 @@ def real_vocab(ckpt: Checkpoint, head_rows: int, vocab_size: int | None = None) 
     (Pythia pads 50,277 tokens to 50,304 rows, Qwen 151,665 to 151,936), else every row."""
     if vocab_size is not None:
         if not 2 <= vocab_size <= head_rows:
-            raise UserError(f"--vocab-size must lie in [2, {head_rows}] (the head's rows), "
-                            f"got {vocab_size}")
+            raise UserError(
+                f"--vocab-size must lie in [2, {head_rows}] (the head's rows), got {vocab_size}"
+            )
         return vocab_size
     if ckpt.tokenizer is not None:
         return min(head_rows, len(ckpt.tokenizer))
     return head_rows
 
 
-def head_states(model, ckpt: Checkpoint, rows_NxL: np.ndarray, *,
-                vocab_size: int | None = None) -> HeadStates:
+def head_states(
+    model, ckpt: Checkpoint, rows_NxL: np.ndarray, *, vocab_size: int | None = None
+) -> HeadStates:
     """Run the model on int rows [N, L] and return H over the N (L-1) predicted positions,
     their next tokens, and the real-token rows of the head."""
     import torch
 
     head = model.get_output_embeddings()
     if head is None or getattr(head, "weight", None) is None or head.weight.ndim != 2:
-        raise UserError(f"{ckpt.path}: the model has no linear output embedding "
-                        "(get_output_embeddings()) to measure")
+        raise UserError(
+            f"{ckpt.path}: the model has no linear output embedding "
+            "(get_output_embeddings()) to measure"
+        )
     head_rows, D = head.weight.shape
     V = real_vocab(ckpt, head_rows, vocab_size)
     N, L = rows_NxL.shape
     if rows_NxL.min() < 0 or rows_NxL.max() >= V:
-        raise UserError(f"token ids run from {rows_NxL.min()} to {rows_NxL.max()}, but the model "
-                        f"has {V} real tokens: the tokens were not made for this model")
+        raise UserError(
+            f"token ids run from {rows_NxL.min()} to {rows_NxL.max()}, but the model "
+            f"has {V} real tokens: the tokens were not made for this model"
+        )
     if ckpt.max_positions and L > ckpt.max_positions:
-        raise UserError(f"rows of {L} tokens exceed the model's {ckpt.max_positions} positions "
-                        "(pass a smaller --seq-len)")
+        raise UserError(
+            f"rows of {L} tokens exceed the model's {ckpt.max_positions} positions "
+            "(pass a smaller --seq-len)"
+        )
     base = model.base_model
     if base is model:
-        raise UserError(f"{ckpt.path}: cannot separate the decoder from the head of "
-                        f"{type(model).__name__}")
+        raise UserError(
+            f"{ckpt.path}: cannot separate the decoder from the head of {type(model).__name__}"
+        )
     device = head.weight.device
     h_NxD = np.empty((N * (L - 1), D), np.float32)
     per_call = max(1, _TOKENS_PER_CALL // L)
     with torch.no_grad():
         for start in range(0, N, per_call):
-            ids = torch.as_tensor(rows_NxL[start:start + per_call], device=device)
+            ids = torch.as_tensor(rows_NxL[start : start + per_call], device=device)
             out = base(input_ids=ids, use_cache=False)
             h = out[0][:, :-1].float().cpu().numpy()
-            h_NxD[start * (L - 1):start * (L - 1) + h.shape[0] * (L - 1)] = h.reshape(-1, D)
+            h_NxD[start * (L - 1) : start * (L - 1) + h.shape[0] * (L - 1)] = h.reshape(-1, D)
         W_VxD = head.weight[:V].float().cpu().numpy()
         bias = getattr(head, "bias", None)
         bias_V = None if bias is None else bias[:V].float().cpu().numpy()
-        logits = model(input_ids=torch.as_tensor(rows_NxL[:1], device=device),
-                       use_cache=False).logits[0, :-1, :V].float().cpu().numpy()
-    mine = h_NxD[:L - 1] @ W_VxD.T + (0 if bias_V is None else bias_V)
+        logits = (
+            model(input_ids=torch.as_tensor(rows_NxL[:1], device=device), use_cache=False)
+            .logits[0, :-1, :V]
+            .float()
+            .cpu()
+            .numpy()
+        )
+    mine = h_NxD[: L - 1] @ W_VxD.T + (0 if bias_V is None else bias_V)
     check = float(np.abs(logits - mine).max() / max(np.abs(logits).max(), 1e-30))
     dtype = str(head.weight.dtype).removeprefix("torch.")
     if not check <= _HEAD_CHECK_TOL.get(dtype, 1e-4):
-        raise UserError(f"{ckpt.path}: the model's logits are not H W^T (+ b) of its output "
-                        f"embedding (relative difference {check:.2g}); it transforms them after "
-                        "the head (a logit scale or soft cap?), which diagnose-lm does not model")
+        raise UserError(
+            f"{ckpt.path}: the model's logits are not H W^T (+ b) of its output "
+            f"embedding (relative difference {check:.2g}); it transforms them after "
+            "the head (a logit scale or soft cap?), which diagnose-lm does not model"
+        )
     y_N = np.ascontiguousarray(rows_NxL[:, 1:]).reshape(-1).astype(np.int32)
     return HeadStates(h_NxD, y_N, W_VxD, bias_V, int(head_rows), check)

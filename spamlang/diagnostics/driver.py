@@ -51,16 +51,19 @@ class _Heads:
         graphdef, state = nnx.split(model)
         if model.config.head_kind == "mos":
             return cls(state, linear=False, vocab_size=model.config.vocab_size, graphdef=graphdef)
-        return cls(LinearHead.of(model.diag_matrix()), linear=True,
-                   vocab_size=model.config.vocab_size)
+        return cls(
+            LinearHead.of(model.diag_matrix()), linear=True, vocab_size=model.config.vocab_size
+        )
 
     @classmethod
     def of_matrix(cls, W_VxD, bias_V=None) -> _Heads:
-        return cls(LinearHead.of(jnp.asarray(W_VxD), bias_V), linear=True,
-                   vocab_size=int(W_VxD.shape[0]))
+        return cls(
+            LinearHead.of(jnp.asarray(W_VxD), bias_V), linear=True, vocab_size=int(W_VxD.shape[0])
+        )
 
     def jit(self, fn, **static):
         """fn(head, h, y, m, *rest) jitted once -> callable(h, y, m, *rest)."""
+
         def traced(aux, *args):
             head = aux if self.linear else JacobianHead(nnx.merge(self.graphdef, aux).log_probs)
             return fn(head, *args, **static)
@@ -136,13 +139,14 @@ def _per_token_pass(fn, chunks, keep_rows: int):
             if grads is None:
                 grads = np.empty((keep_rows, G.shape[1]), np.float32)
             take = min(n, keep_rows - kept)
-            grads[kept:kept + take] = np.asarray(G)[:take]
+            grads[kept : kept + take] = np.asarray(G)[:take]
             kept += take
     return jax.tree.map(lambda *xs: np.concatenate(xs), *terms), grads
 
 
-def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
-                   max_tokens: int | None = None, **settings) -> dict:
+def diagnose_model(
+    model, tokens_BxL, *, chunk_size: int = 256, max_tokens: int | None = None, **settings
+) -> dict:
     """All gradient-bottleneck diagnostics of `model` on its own next-token loss.
 
     The logit gradient is taken at every predicted position of tokens_BxL (T = B (L-1)
@@ -158,7 +162,9 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
     tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
     B, L = tokens_BxL.shape
     if L < 2 or B < 1:
-        raise UserError(f"diagnose_model needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}")
+        raise UserError(
+            f"diagnose_model needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}"
+        )
     _check_chunk(chunk_size)
     clock = _Clock()
     rows = max(1, min(B, math.ceil(4 * chunk_size / L)))
@@ -171,8 +177,13 @@ def diagnose_model(model, tokens_BxL, *, chunk_size: int = 256,
     clock("head_basis")
     out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
     out["seconds"] = {**clock.laps, **out["seconds"]}
-    return {"head": cfg.head, "tie_embeddings": cfg.tie_embeddings, **out,
-            "d_model": cfg.d_model, "feature_dim": out["d_model"]}
+    return {
+        "head": cfg.head,
+        "tie_embeddings": cfg.tie_embeddings,
+        **out,
+        "d_model": cfg.d_model,
+        "feature_dim": out["d_model"],
+    }
 
 
 def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **settings) -> dict:
@@ -185,10 +196,13 @@ def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **se
     h_NxD, y_N = np.asarray(h_NxD, np.float32), np.asarray(y_N, np.int32)
     V = np.shape(W_VxD)[0]
     if h_NxD.ndim != 2 or y_N.shape != h_NxD.shape[:1] or h_NxD.shape[0] < 1:
-        raise UserError(f"diagnose_head needs h [N, D] and y [N] with N >= 1, got "
-                        f"{h_NxD.shape} and {y_N.shape}")
+        raise UserError(
+            f"diagnose_head needs h [N, D] and y [N] with N >= 1, got {h_NxD.shape} and {y_N.shape}"
+        )
     if np.shape(W_VxD)[1:] != h_NxD.shape[1:]:
-        raise UserError(f"head matrix {np.shape(W_VxD)} does not match hidden width {h_NxD.shape[1]}")
+        raise UserError(
+            f"head matrix {np.shape(W_VxD)} does not match hidden width {h_NxD.shape[1]}"
+        )
     if y_N.min() < 0 or y_N.max() >= V:
         raise UserError(f"target ids must lie in [0, {V}), got {y_N.min()}..{y_N.max()}")
     _check_chunk(chunk_size)
@@ -206,10 +220,20 @@ def _check_chunk(chunk_size: int) -> None:
         raise UserError(f"chunk_size must be >= 1, got {chunk_size}")
 
 
-def diagnose_states(h_NxD, y_N, heads: _Heads, *, chunk_size: int = 256, rank_tokens: int = 1024,
-                    rank_points: int = 12, rank_tol: float | None = None,
-                    profile_tokens: int = 512, efficiency_tokens: int = 1024,
-                    step_fractions=DEFAULT_FRACTIONS, jacobian_tokens: int = 64) -> dict:
+def diagnose_states(
+    h_NxD,
+    y_N,
+    heads: _Heads,
+    *,
+    chunk_size: int = 256,
+    rank_tokens: int = 1024,
+    rank_points: int = 12,
+    rank_tol: float | None = None,
+    profile_tokens: int = 512,
+    efficiency_tokens: int = 1024,
+    step_fractions=DEFAULT_FRACTIONS,
+    jacobian_tokens: int = 64,
+) -> dict:
     """Every measurement from host hidden states h_NxD, next tokens y_N and a bound head.
 
     Returns a JSON-able dict:
@@ -249,10 +273,18 @@ def diagnose_states(h_NxD, y_N, heads: _Heads, *, chunk_size: int = 256, rank_to
     terms, grads = _per_token_pass(heads.jit(_stats_fn), chunks(n_kf), n_rank)
     stats = total(jax.tree.map(lambda x: x[:n_kf], terms["stats"]))
     if n_kf < max(n_rank, n_eff):  # mos: a cheap pass without the per-token Jacobians
-        terms, grads = _per_token_pass(heads.jit(_stats_fn, projected=False),
-                                       chunks(max(n_rank, n_eff)), n_rank)
-    out = {"vocab_size": V, "d_model": D, "tokens": T, "bottleneck_tokens": n_kf,
-           "loss": float(terms["ce"].mean()), "loss_tokens": len(terms["ce"]), **stats.summary()}
+        terms, grads = _per_token_pass(
+            heads.jit(_stats_fn, projected=False), chunks(max(n_rank, n_eff)), n_rank
+        )
+    out = {
+        "vocab_size": V,
+        "d_model": D,
+        "tokens": T,
+        "bottleneck_tokens": n_kf,
+        "loss": float(terms["ce"].mean()),
+        "loss_tokens": len(terms["ce"]),
+        **stats.summary(),
+    }
     clock("bottleneck")
     out["head_rank"] = int(heads.aux.rank) if heads.linear else min(D, V)
     out["d_over_v"] = out["head_rank"] / V
@@ -261,32 +293,51 @@ def diagnose_states(h_NxD, y_N, heads: _Heads, *, chunk_size: int = 256, rank_to
     R = gradient_r_factor(grads)
     del grads
     counts = sorted({int(round(x)) for x in np.geomspace(1, n_rank, rank_points)})
-    out["rank_curve"] = {"tokens": counts, "rank": ranks_from_r(R, V, counts, rank_tol),
-                         "max_rank": [min(n, V - 1) for n in counts], "tol": rank_tol}
+    out["rank_curve"] = {
+        "tokens": counts,
+        "rank": ranks_from_r(R, V, counts, rank_tol),
+        "max_rank": [min(n, V - 1) for n in counts],
+        "tol": rank_tol,
+    }
     s = np.linalg.svd(R, compute_uv=False)
     out["singular_values"] = (s / s[0]).tolist() if s.size and s[0] > 0 else []
     clock("rank")
 
     n_prof = min(T, profile_tokens, n_kf)
-    out["coefficient_profile"] = {**finish_profile(_sum(heads.jit(_profile_fn), chunks(n_prof)),
-                                                   default_ranks(V)), "tokens": n_prof}
+    out["coefficient_profile"] = {
+        **finish_profile(_sum(heads.jit(_profile_fn), chunks(n_prof)), default_ranks(V)),
+        "tokens": n_prof,
+    }
     clock("profile")
 
     eff = jax.tree.map(lambda x: x[:n_eff], terms)
-    norms = {"g": eff["stats"].grad_sq.sum(), "u": eff["stats"].induced_sq.sum(),
-             "z": eff["z_sq"].sum(), "ce": eff["ce"].sum()}
+    norms = {
+        "g": eff["stats"].grad_sq.sum(),
+        "u": eff["stats"].induced_sq.sum(),
+        "z": eff["z_sq"].sum(),
+        "ce": eff["ce"].sum(),
+    }
     fractions = np.asarray(step_fractions, np.float64)
     step_norms = fractions * math.sqrt(norms["z"])
     s_grad = jnp.asarray(step_norms / math.sqrt(norms["g"]), jnp.float32)
     s_ind = jnp.asarray(step_norms / max(math.sqrt(norms["u"]), 1e-30), jnp.float32)
     ce_g, ce_u = _sum(heads.jit(_efficiency_fn), chunks(n_eff), s_grad, s_ind)
     base = norms["ce"] / n_eff
-    out["efficiency"] = {"fractions": fractions.tolist(), "step_norms": step_norms.tolist(),
-                         "loss": base, "tokens": n_eff,
-                         "delta_logit": (np.asarray(ce_g, np.float64) / n_eff - base).tolist(),
-                         "delta_induced": (np.asarray(ce_u, np.float64) / n_eff - base).tolist()}
+    out["efficiency"] = {
+        "fractions": fractions.tolist(),
+        "step_norms": step_norms.tolist(),
+        "loss": base,
+        "tokens": n_eff,
+        "delta_logit": (np.asarray(ce_g, np.float64) / n_eff - base).tolist(),
+        "delta_induced": (np.asarray(ce_u, np.float64) / n_eff - base).tolist(),
+    }
     clock("efficiency")
     out["seconds"] = clock.laps
-    out["settings"] = {"chunk_size": chunk_size, "rank_tokens": n_rank, "profile_tokens": n_prof,
-                       "efficiency_tokens": n_eff, "jacobian_tokens": jacobian_tokens}
+    out["settings"] = {
+        "chunk_size": chunk_size,
+        "rank_tokens": n_rank,
+        "profile_tokens": n_prof,
+        "efficiency_tokens": n_eff,
+        "jacobian_tokens": jacobian_tokens,
+    }
     return out

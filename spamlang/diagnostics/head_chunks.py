@@ -115,15 +115,16 @@ class JacobianHead(NamedTuple):
         G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
         U_CxV = self.induced(h_CxD, G_CxV) if induced else jnp.zeros_like(G_CxV)
         if projected:
+
             def one(args):
                 h_D, g_V = args
                 Q_VxK = head_basis(self.jacobian(h_D))
                 return (g_V @ Q_VxK) @ Q_VxK.T
+
             P_CxV = jax.lax.map(one, (h_CxD, G_CxV))
         else:
             P_CxV = jnp.zeros_like(G_CxV)
         return Chunk(logits_CxV, G_CxV, P_CxV, U_CxV)
-
 
     def terms(self, h_CxD, y_C, m_C, *, projected: bool = True):
         """(per-token BottleneckStats, logits, G) from explicit projections (`row_terms`);

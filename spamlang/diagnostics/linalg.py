@@ -101,11 +101,13 @@ class BottleneckStats:
     def summary(self) -> dict[str, float]:
         """The derived numbers as Python floats (host side); gradient_tokens counts the
         tokens with a non-zero gradient row (those the per-token cosine averages over)."""
-        return {"kernel_fraction": float(self.kernel_fraction),
-                "projected_cosine": float(self.projected_cosine),
-                "frobenius_cosine": float(self.frobenius_cosine),
-                "induced_cosine": float(self.induced_cosine),
-                "gradient_tokens": int(self.count)}
+        return {
+            "kernel_fraction": float(self.kernel_fraction),
+            "projected_cosine": float(self.projected_cosine),
+            "frobenius_cosine": float(self.frobenius_cosine),
+            "induced_cosine": float(self.induced_cosine),
+            "gradient_tokens": int(self.count),
+        }
 
 
 def row_terms(G_TxV, P_TxV, U_TxV) -> BottleneckStats:
@@ -118,9 +120,14 @@ def row_terms(G_TxV, P_TxV, U_TxV) -> BottleneckStats:
     nonzero_T = g_sq_T > 0
     cos_T = jnp.where(nonzero_T, jnp.sqrt(p_sq_T / jnp.where(nonzero_T, g_sq_T, 1.0)), 0.0)
     return BottleneckStats(
-        grad_sq=g_sq_T, kernel_sq=jnp.sum(residual_TxV * residual_TxV, axis=-1),
-        proj_sq=p_sq_T, cos_sum=cos_T, count=nonzero_T.astype(jnp.float32),
-        induced_dot=jnp.sum(G_TxV * U_TxV, axis=-1), induced_sq=jnp.sum(U_TxV * U_TxV, axis=-1))
+        grad_sq=g_sq_T,
+        kernel_sq=jnp.sum(residual_TxV * residual_TxV, axis=-1),
+        proj_sq=p_sq_T,
+        cos_sum=cos_T,
+        count=nonzero_T.astype(jnp.float32),
+        induced_dot=jnp.sum(G_TxV * U_TxV, axis=-1),
+        induced_sq=jnp.sum(U_TxV * U_TxV, axis=-1),
+    )
 
 
 def linear_row_terms(G_TxV, GQ_TxK, GW_TxD, gram_DxD) -> BottleneckStats:
@@ -137,9 +144,14 @@ def linear_row_terms(G_TxV, GQ_TxK, GW_TxD, gram_DxD) -> BottleneckStats:
     nonzero_T = g_sq_T > 0
     cos_T = jnp.where(nonzero_T, jnp.sqrt(p_sq_T / jnp.where(nonzero_T, g_sq_T, 1.0)), 0.0)
     return BottleneckStats(
-        grad_sq=g_sq_T, kernel_sq=g_sq_T - p_sq_T, proj_sq=p_sq_T, cos_sum=cos_T,
-        count=nonzero_T.astype(jnp.float32), induced_dot=jnp.sum(GW_TxD * GW_TxD, axis=-1),
-        induced_sq=jnp.sum((GW_TxD @ gram_DxD) * GW_TxD, axis=-1))
+        grad_sq=g_sq_T,
+        kernel_sq=g_sq_T - p_sq_T,
+        proj_sq=p_sq_T,
+        cos_sum=cos_T,
+        count=nonzero_T.astype(jnp.float32),
+        induced_dot=jnp.sum(GW_TxD * GW_TxD, axis=-1),
+        induced_sq=jnp.sum((GW_TxD @ gram_DxD) * GW_TxD, axis=-1),
+    )
 
 
 def total(per_token: BottleneckStats) -> BottleneckStats:
@@ -153,8 +165,9 @@ def row_stats(G_TxV, P_TxV, U_TxV) -> BottleneckStats:
 
 
 @jax.jit
-def bottleneck_stats(G_TxV: jax.Array, W_VxD: jax.Array, Q_VxK: jax.Array | None = None
-                     ) -> BottleneckStats:
+def bottleneck_stats(
+    G_TxV: jax.Array, W_VxD: jax.Array, Q_VxK: jax.Array | None = None
+) -> BottleneckStats:
     """BottleneckStats of one chunk of rows of G for a linear head W (Q: its `head_basis`).
 
     Pass Q when calling on many chunks so the QR is done once. Cost: ~8 T V D FLOPs.
@@ -215,6 +228,7 @@ def projected_cosine_jacobian(G_TxV: jax.Array, J_TxVxD: jax.Array) -> jax.Array
 
 # --- numerical rank (Figure 2) ------------------------------------------------------------
 
+
 def _default_tol(shape, dtype=np.float32) -> float:
     """numpy.linalg.matrix_rank's relative cutoff: max(M, N) * eps of the computing dtype."""
     return max(shape) * float(np.finfo(dtype).eps)
@@ -248,8 +262,14 @@ def _r_of_transpose(G_TxV):
     return jnp.linalg.qr(G_TxV.T, mode="r")
 
 
-def ranks_from_r(R_KxT: np.ndarray, vocab_size: int, token_counts, tol: float | None = None, *,
-                 method: str = "svd") -> list[int]:
+def ranks_from_r(
+    R_KxT: np.ndarray,
+    vocab_size: int,
+    token_counts,
+    tol: float | None = None,
+    *,
+    method: str = "svd",
+) -> list[int]:
     """`rank_curve` from a precomputed `gradient_r_factor`."""
     if method not in ("svd", "qr"):
         raise ValueError(f"method must be 'svd' or 'qr', got {method!r}")
@@ -269,8 +289,9 @@ def ranks_from_r(R_KxT: np.ndarray, vocab_size: int, token_counts, tol: float | 
     return ranks
 
 
-def rank_curve(G_TxV: jax.Array, token_counts, tol: float | None = None, *,
-               method: str = "svd") -> list[int]:
+def rank_curve(
+    G_TxV: jax.Array, token_counts, tol: float | None = None, *, method: str = "svd"
+) -> list[int]:
     """Numerical rank of the first n rows of G for each n in token_counts (Figure 2).
 
     One QR serves every prefix (see `gradient_r_factor`); tol and method as in

@@ -17,8 +17,9 @@ from spamlang.loss import log_softmax, nll_logit_gradient, token_nll
 
 
 @functools.partial(jax.jit, static_argnames="num_tokens")
-def logit_gradient(logits_TxV: jax.Array, targets_T: jax.Array, *,
-                   num_tokens: int | None = None) -> jax.Array:
+def logit_gradient(
+    logits_TxV: jax.Array, targets_T: jax.Array, *, num_tokens: int | None = None
+) -> jax.Array:
     """d(mean cross-entropy)/d(logits) = (softmax(logits) - onehot(targets)) / T.
 
     num_tokens: the T of the mean when this is one chunk of a larger batch (default: rows here).
@@ -43,6 +44,7 @@ def induced_direction(G_TxV: jax.Array, W_VxD: jax.Array) -> jax.Array:
 
 # --- update efficiency (Figure 8) ---------------------------------------------------------
 
+
 def efficiency_sums(logits_TxV, targets_T, grad_TxV, induced_TxV, scale_grad_S, scale_ind_S):
     """Summed cross-entropies of one chunk after the logits move by -s * direction, for every
     s in each scale vector: returns (ce_grad_S, ce_induced_S). Steps run one at a time
@@ -51,14 +53,17 @@ def efficiency_sums(logits_TxV, targets_T, grad_TxV, induced_TxV, scale_grad_S, 
 
     def one(scales):
         s_grad, s_ind = scales
-        return (cross_entropy_sum(logits_TxV - s_grad * grad_TxV, targets_T),
-                cross_entropy_sum(logits_TxV - s_ind * induced_TxV, targets_T))
+        return (
+            cross_entropy_sum(logits_TxV - s_grad * grad_TxV, targets_T),
+            cross_entropy_sum(logits_TxV - s_ind * induced_TxV, targets_T),
+        )
 
     return jax.lax.map(one, (scale_grad_S, scale_ind_S))
 
 
-def update_efficiency_directions(logits_TxV: jax.Array, targets_T: jax.Array,
-                                 induced_TxV: jax.Array, step_norms) -> dict[str, np.ndarray]:
+def update_efficiency_directions(
+    logits_TxV: jax.Array, targets_T: jax.Array, induced_TxV: jax.Array, step_norms
+) -> dict[str, np.ndarray]:
     """Exact mean-loss change when the logits move by a step of Frobenius norm e along
     -grad_L (the logit gradient) and along -induced, for each e in step_norms.
 
@@ -67,10 +72,15 @@ def update_efficiency_directions(logits_TxV: jax.Array, targets_T: jax.Array,
     is at equal budget in logit space. Returns numpy arrays "step_norms", "delta_logit",
     "delta_induced" (negative = the loss went down) and the base "loss".
     """
-    base, d_grad, d_ind = _efficiency(logits_TxV, targets_T, induced_TxV,
-                                      jnp.asarray(step_norms, jnp.float32))
-    return {"step_norms": np.asarray(step_norms, np.float64), "loss": float(base),
-            "delta_logit": np.asarray(d_grad), "delta_induced": np.asarray(d_ind)}
+    base, d_grad, d_ind = _efficiency(
+        logits_TxV, targets_T, induced_TxV, jnp.asarray(step_norms, jnp.float32)
+    )
+    return {
+        "step_norms": np.asarray(step_norms, np.float64),
+        "loss": float(base),
+        "delta_logit": np.asarray(d_grad),
+        "delta_induced": np.asarray(d_ind),
+    }
 
 
 @jax.jit
@@ -78,14 +88,20 @@ def _efficiency(logits_TxV, targets_T, induced_TxV, norms_S):
     T = logits_TxV.shape[0]
     G_TxV = logit_gradient(logits_TxV, targets_T)
     base = cross_entropy_sum(logits_TxV, targets_T) / T
-    ce_g, ce_u = efficiency_sums(logits_TxV, targets_T, G_TxV, induced_TxV,
-                                 norms_S / jnp.linalg.norm(G_TxV),
-                                 norms_S / jnp.linalg.norm(induced_TxV))
+    ce_g, ce_u = efficiency_sums(
+        logits_TxV,
+        targets_T,
+        G_TxV,
+        induced_TxV,
+        norms_S / jnp.linalg.norm(G_TxV),
+        norms_S / jnp.linalg.norm(induced_TxV),
+    )
     return base, ce_g / T - base, ce_u / T - base
 
 
-def update_efficiency(logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Array,
-                      step_norms) -> dict[str, np.ndarray]:
+def update_efficiency(
+    logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Array, step_norms
+) -> dict[str, np.ndarray]:
     """Figure 8 for a linear head: loss change along -grad_L against -(grad_H) W^T = -(G W) W^T,
     both normalised to each step norm (exact losses, not a first-order estimate).
 
@@ -93,11 +109,13 @@ def update_efficiency(logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Ar
     negative for d = G (Cauchy-Schwarz); so the logit direction never does worse for small e.
     """
     G_TxV = logit_gradient(logits_TxV, targets_T)
-    return update_efficiency_directions(logits_TxV, targets_T, induced_direction(G_TxV, W_VxD),
-                                        step_norms)
+    return update_efficiency_directions(
+        logits_TxV, targets_T, induced_direction(G_TxV, W_VxD), step_norms
+    )
 
 
 # --- coefficient profile (Figure 7) -------------------------------------------------------
+
 
 @jax.jit
 def profile_sums(G_TxV: jax.Array, P_TxV: jax.Array) -> dict[str, jax.Array]:
@@ -108,10 +126,15 @@ def profile_sums(G_TxV: jax.Array, P_TxV: jax.Array) -> dict[str, jax.Array]:
     order_TxV = jnp.argsort(-jnp.abs(G_TxV), axis=-1)
     full = jnp.take_along_axis(G_TxV, order_TxV, axis=-1)
     proj = jnp.take_along_axis(P_TxV, order_TxV, axis=-1)
-    return {"full_sum": full.sum(0), "full_sq": (full * full).sum(0),
-            "full_abs": jnp.abs(full).sum(0), "proj_sum": proj.sum(0),
-            "proj_sq": (proj * proj).sum(0), "proj_abs": jnp.abs(proj).sum(0),
-            "rows": jnp.asarray(G_TxV.shape[0], jnp.float32)}
+    return {
+        "full_sum": full.sum(0),
+        "full_sq": (full * full).sum(0),
+        "full_abs": jnp.abs(full).sum(0),
+        "proj_sum": proj.sum(0),
+        "proj_sq": (proj * proj).sum(0),
+        "proj_abs": jnp.abs(proj).sum(0),
+        "rows": jnp.asarray(G_TxV.shape[0], jnp.float32),
+    }
 
 
 def finish_profile(sums: dict, ranks=None) -> dict[str, list]:
@@ -139,8 +162,9 @@ def default_ranks(V: int, head: int = 64, tail_points: int = 64) -> np.ndarray:
     return np.unique(np.concatenate([lead, tail[tail < V]]))
 
 
-def coefficient_profile(G_TxV: jax.Array, W_VxD: jax.Array, *, top: int | None = None,
-                        ranks=None) -> dict[str, list]:
+def coefficient_profile(
+    G_TxV: jax.Array, W_VxD: jax.Array, *, top: int | None = None, ranks=None
+) -> dict[str, list]:
     """Figure 7: mean (and std) over tokens of the full logit-gradient coefficients and of its
     projection on col(W), each row sorted by |full| descending.
 

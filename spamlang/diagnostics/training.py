@@ -49,8 +49,9 @@ def _scan_stats(head, h_NxD, y_N, chunk: int) -> BottleneckStats:
     return stats
 
 
-def diag_metrics(model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
-                 ) -> dict[str, jax.Array]:
+def diag_metrics(
+    model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
+) -> dict[str, jax.Array]:
     """Kernel fraction, projected cosine and per-group gradient norms on one batch. Jittable.
 
     Returns float32 scalars under exactly these keys: "kernel_fraction" (equation 10),

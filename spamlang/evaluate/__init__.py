@@ -27,21 +27,27 @@ from spamlang.members import over_members
 class Evaluation:
     """The jitted evaluation of one training config's models (any number of members)."""
 
-    def __init__(self, config, lang, graphdef, rest, mesh: jax.sharding.Mesh,
-                 optimal_loss: float):
+    def __init__(self, config, lang, graphdef, rest, mesh: jax.sharding.Mesh, optimal_loss: float):
         self.config, self.lang, self.optimal_loss = config, lang, optimal_loss
         replicated = NamedSharding(mesh, P())
         self.exact = exact.applies(lang)
         if self.exact:
             self.probability_V = np.asarray(lang.symbol_probabilities(), np.float64)
-            symbol_fn = exact.make_symbol_fn(config.vocab_size, config.eval_batch,
-                                             config.loss_chunk or None, mesh)
-            self._symbols = jax.jit(over_members(
-                lambda member: symbol_fn(nnx.merge(graphdef, member["params"], rest))),
-                out_shardings=replicated)
+            symbol_fn = exact.make_symbol_fn(
+                config.vocab_size, config.eval_batch, config.loss_chunk or None, mesh
+            )
+            self._symbols = jax.jit(
+                over_members(lambda member: symbol_fn(nnx.merge(graphdef, member["params"], rest))),
+                out_shardings=replicated,
+            )
             return
-        args = (config.seq_len, config.eval_sequences, config.eval_batch,
-                config.loss_chunk or None, mesh)
+        args = (
+            config.seq_len,
+            config.eval_sequences,
+            config.eval_batch,
+            config.loss_chunk or None,
+            mesh,
+        )
         eval_model = make_eval_fn(lang, *args)
         heldout_eval = make_heldout_eval_fn(lang, *args)  # None without a holdout
 
@@ -76,8 +82,11 @@ class Evaluation:
             if self.exact:
                 loss_V, hit_V = out[0][i], out[1][i]
                 row = exact.metrics(loss_V, hit_V, self.probability_V, counts[i], held)
-                row.update(symbols.learning_curve(loss_V, counts[i]), symbol_loss=loss_V,
-                           eval_method="exact")
+                row.update(
+                    symbols.learning_curve(loss_V, counts[i]),
+                    symbol_loss=loss_V,
+                    eval_method="exact",
+                )
             else:
                 row = {k: float(v[i]) for k, v in out.items()}
                 for k in ("eval_seen_sequences", "eval_unseen_sequences"):
@@ -85,8 +94,13 @@ class Evaluation:
                 row.update(dict.fromkeys(symbols.RESULT_KEYS), eval_method="sampled")
             row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
             row.update(self._heldout_exposure(counts[i], held))
-            rows.append({**row, **exposure.summary(counts[i], sequences),
-                         **(self.config if configs is None else configs[i]).return_time})
+            rows.append(
+                {
+                    **row,
+                    **exposure.summary(counts[i], sequences),
+                    **(self.config if configs is None else configs[i]).return_time,
+                }
+            )
         return rows
 
     def symbol_stats(self, state) -> list[dict]:
@@ -94,8 +108,9 @@ class Evaluation:
         [] for languages without per-symbol scores. Cheap: V x 2 tokens per member."""
         if not self.exact:
             return []
-        (losses, _), counts = jax.device_get((self._symbols({"params": state["params"]}),
-                                              state["exposure"]))
+        (losses, _), counts = jax.device_get(
+            (self._symbols({"params": state["params"]}), state["exposure"])
+        )
         return [symbols.learning_curve(losses[i], counts[i]) for i in range(len(counts))]
 
     @staticmethod
@@ -103,6 +118,9 @@ class Evaluation:
         """The held-out symbols and the most training sequences any of them occurred in
         (0 unless training drew one: the check that the holdout held)."""
         if not len(held):
-            return {"heldout_symbols": None, "heldout_exposure_max": None,
-                    **dict.fromkeys(HELDOUT_KEYS)}
+            return {
+                "heldout_symbols": None,
+                "heldout_exposure_max": None,
+                **dict.fromkeys(HELDOUT_KEYS),
+            }
         return {"heldout_symbols": len(held), "heldout_exposure_max": int(counts_V[held].max())}

@@ -55,9 +55,11 @@ def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size, mesh):
             tokens_bx2 = jnp.broadcast_to(ids_b[:, None], (batch, SCORE_LEN))
             if split:
                 tokens_bx2 = jax.lax.with_sharding_constraint(
-                    tokens_bx2, NamedSharding(mesh, P("data", None)))
-            nll_bx1, hit_bx1 = token_stats(model, tokens_bx2, chunk_size=chunk_size,
-                                           mesh=mesh if split else None)
+                    tokens_bx2, NamedSharding(mesh, P("data", None))
+                )
+            nll_bx1, hit_bx1 = token_stats(
+                model, tokens_bx2, chunk_size=chunk_size, mesh=mesh if split else None
+            )
             return nll_bx1[:, 0], hit_bx1[:, 0] > 0
 
         if len(ids_KxB) == 1:  # V <= the eval batch: no loop to compile
@@ -100,6 +102,10 @@ def metrics(loss_V, hit_V, probability_V, exposure_V, heldout_ids=()) -> dict:
     }
     held = np.asarray(heldout_ids, np.int64)
     if held.size:
-        out.update(zip(HELDOUT_COLUMNS[:3], (float(loss[held].mean()), float(hit[held].mean()),
-                                             float(hit[held].mean()))))
+        out.update(
+            zip(
+                HELDOUT_COLUMNS[:3],
+                (float(loss[held].mean()), float(hit[held].mean()), float(hit[held].mean())),
+            )
+        )
     return out

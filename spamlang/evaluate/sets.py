@@ -71,21 +71,30 @@ def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_si
 
     def batch_sums(model, exposure_V, tokens_BxL, split: bool):
         # split: the rows are spread over "data", so the head runs on each device's own rows.
-        nll_BxLm1, hit_BxLm1 = token_stats(model, tokens_BxL, chunk_size=chunk_size,
-                                           mesh=mesh if split else None)
+        nll_BxLm1, hit_BxLm1 = token_stats(
+            model, tokens_BxL, chunk_size=chunk_size, mesh=mesh if split else None
+        )
         decoded_BxL = generate(model, tokens_BxL[:, :prompt_len], seq_len)
         # Column j of is_most_likely judges token j+1; only decoded tokens (>= prompt_len) count.
-        ok_BxLm1 = lang.is_most_likely(decoded_BxL)[:, prompt_len - 1:].astype(jnp.float32)
+        ok_BxLm1 = lang.is_most_likely(decoded_BxL)[:, prompt_len - 1 :].astype(jnp.float32)
         rep_B = ok_BxLm1.mean(axis=1) if ok_BxLm1.shape[1] else jnp.ones(len(tokens_BxL))
         nll_B = nll_BxLm1.sum(axis=1)
         seen_B = seen_rows(tokens_BxL, exposure_V)
-        return jnp.stack([jnp.where(seen_B, nll_B, 0).sum(), jnp.where(seen_B, 0, nll_B).sum(),
-                          hit_BxLm1.sum(), jnp.where(seen_B, rep_B, 0).sum(),
-                          jnp.where(seen_B, 0, rep_B).sum(), seen_B.sum().astype(jnp.float32)])
+        return jnp.stack(
+            [
+                jnp.where(seen_B, nll_B, 0).sum(),
+                jnp.where(seen_B, 0, nll_B).sum(),
+                hit_BxLm1.sum(),
+                jnp.where(seen_B, rep_B, 0).sum(),
+                jnp.where(seen_B, 0, rep_B).sum(),
+                seen_B.sum().astype(jnp.float32),
+            ]
+        )
 
     def eval_fn(model, exposure_V):
         total = jnp.zeros(len(_SUMS), jnp.float32)
         if n_full:
+
             def one_batch(b):
                 rows = b * batch_size + sharded_rows(batch_size, mesh, shard)
                 return batch_sums(model, exposure_V, sample_rows(lang, key, rows, seq_len), shard)
@@ -93,8 +102,9 @@ def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_si
             total = total + jax.lax.map(one_batch, jnp.arange(n_full, dtype=jnp.uint32)).sum(0)
         if remainder:
             rows = jnp.arange(n_full * batch_size, n_sequences, dtype=jnp.uint32)
-            total = total + batch_sums(model, exposure_V, sample_rows(lang, key, rows, seq_len),
-                                       False)
+            total = total + batch_sums(
+                model, exposure_V, sample_rows(lang, key, rows, seq_len), False
+            )
         t = dict(zip(_SUMS, total))
         n_seen = t["n_seen"]
         n_unseen = n_sequences - n_seen
@@ -120,20 +130,26 @@ HELDOUT_SEQUENCES = 1024
 HELDOUT_KEYS = HELDOUT_COLUMNS[:3]  # the held-out eval's own metrics
 
 
-def make_heldout_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size,
-                         mesh):
+def make_heldout_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size, mesh):
     """`(model, exposure_V) -> {HELDOUT_KEYS: device scalar}` on sequences of only the
     language's held-out symbols (`Spam.heldout_view`), which training never draws; None for a
     language without a holdout. Its own fixed set of max(n_sequences, HELDOUT_SEQUENCES)."""
     if not getattr(lang, "n_heldout", 0):
         return None
-    inner = make_eval_fn(lang.heldout_view(), seq_len, max(n_sequences, HELDOUT_SEQUENCES),
-                         batch_size, chunk_size, mesh)
+    inner = make_eval_fn(
+        lang.heldout_view(),
+        seq_len,
+        max(n_sequences, HELDOUT_SEQUENCES),
+        batch_size,
+        chunk_size,
+        mesh,
+    )
 
     def heldout_fn(model, exposure_V):
         out = inner(model, exposure_V)
-        return {f"{k}_heldout": out[k] for k in ("eval_loss", "eval_accuracy",
-                                                 "repetition_accuracy")}
+        return {
+            f"{k}_heldout": out[k] for k in ("eval_loss", "eval_accuracy", "repetition_accuracy")
+        }
 
     return heldout_fn
 

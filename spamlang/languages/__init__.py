@@ -21,19 +21,37 @@ from typing import Any
 from spamlang.errors import UserError
 
 __all__ = [
-    "Language", "Spam", "ZipfSpam", "NoisySpam", "Cycle", "Permutation", "Branching",
-    "MAX_VOCAB_SIZE", "names", "make", "language_class", "parse_params", "param_defaults",
+    "Language",
+    "Spam",
+    "ZipfSpam",
+    "NoisySpam",
+    "Cycle",
+    "Permutation",
+    "Branching",
+    "MAX_VOCAB_SIZE",
+    "names",
+    "make",
+    "language_class",
+    "parse_params",
+    "param_defaults",
 ]
 
 # name -> "module.Class", in the order names() lists them. The generators import JAX, so they
 # are imported when a language is built, not when its name is listed (`spamlang train --help`).
 _REGISTRY = {
-    "spam": "repeat.Spam", "zipf-spam": "repeat.ZipfSpam", "noisy-spam": "repeat.NoisySpam",
-    "cycle": "structured.Cycle", "permutation": "structured.Permutation",
+    "spam": "repeat.Spam",
+    "zipf-spam": "repeat.ZipfSpam",
+    "noisy-spam": "repeat.NoisySpam",
+    "cycle": "structured.Cycle",
+    "permutation": "structured.Permutation",
     "branching": "structured.Branching",
 }
-_EXPORTS = {"Language": "base", "MAX_VOCAB_SIZE": "base", "field_types": "base",
-            **{where.partition(".")[2]: where.partition(".")[0] for where in _REGISTRY.values()}}
+_EXPORTS = {
+    "Language": "base",
+    "MAX_VOCAB_SIZE": "base",
+    "field_types": "base",
+    **{where.partition(".")[2]: where.partition(".")[0] for where in _REGISTRY.values()},
+}
 
 
 def __getattr__(name: str):
@@ -60,8 +78,11 @@ def language_class(name: str) -> type:
 
 def param_defaults(name: str) -> dict[str, Any]:
     """{parameter: default} for a language, vocab_size excluded (it has no default)."""
-    return {f.name: f.default for f in dataclasses.fields(language_class(name))
-            if f.default is not dataclasses.MISSING}
+    return {
+        f.name: f.default
+        for f in dataclasses.fields(language_class(name))
+        if f.default is not dataclasses.MISSING
+    }
 
 
 def make(name: str, **params: Any):

@@ -51,8 +51,9 @@ class Language:
     def __post_init__(self):
         # Each parameter against its annotation (an int for a float parameter is stored as a
         # float, so `s=1` and `s=1.0` fingerprint the same), named "<language>: <parameter>".
-        fields.check_dataclass(self, owner=self.name,
-                               limits={"vocab_size": dict(ge=2, le=MAX_VOCAB_SIZE)})
+        fields.check_dataclass(
+            self, owner=self.name, limits={"vocab_size": dict(ge=2, le=MAX_VOCAB_SIZE)}
+        )
         self._check()
 
     def _check(self) -> None:
@@ -65,8 +66,9 @@ class Language:
 
     def fingerprint(self) -> int:
         """A stable id of (name, params): crc32 of their canonical JSON, equal across processes."""
-        canon = json.dumps({"name": self.name, "params": self.params()}, sort_keys=True,
-                           separators=(",", ":"))
+        canon = json.dumps(
+            {"name": self.name, "params": self.params()}, sort_keys=True, separators=(",", ":")
+        )
         return zlib.crc32(canon.encode("utf-8"))
 
     @property
@@ -107,8 +109,10 @@ class Language:
     def _check_seq_len(self, seq_len: int) -> int:
         seq_len = fields.as_int("seq_len", seq_len)
         if seq_len < 2:
-            raise UserError(f"{self.name}: optimal_loss needs seq_len >= 2 (one predicted "
-                            f"position), got {seq_len}")
+            raise UserError(
+                f"{self.name}: optimal_loss needs seq_len >= 2 (one predicted "
+                f"position), got {seq_len}"
+            )
         return seq_len
 
 
@@ -129,16 +133,20 @@ class Deterministic(Language):
 
 def check_shape(batch_size: int, seq_len: int) -> tuple[int, int]:
     """Validate the static sample shape; both must be positive Python ints."""
-    return tuple(fields.in_range(name, fields.as_int(name, value), ge=1)
-                 for name, value in (("batch_size", batch_size), ("seq_len", seq_len)))
+    return tuple(
+        fields.in_range(name, fields.as_int(name, value), ge=1)
+        for name, value in (("batch_size", batch_size), ("seq_len", seq_len))
+    )
 
 
 def as_tokens(tokens_BxL: Any) -> jax.Array:
     """Tokens as an int32 [B, L] array (UserError otherwise)."""
     tokens_BxL = jnp.asarray(tokens_BxL)
     if tokens_BxL.ndim != 2 or not jnp.issubdtype(tokens_BxL.dtype, jnp.integer):
-        raise UserError(f"tokens must be an integer [B, L] array, got {tokens_BxL.dtype}"
-                        f"{list(tokens_BxL.shape)}")
+        raise UserError(
+            f"tokens must be an integer [B, L] array, got {tokens_BxL.dtype}"
+            f"{list(tokens_BxL.shape)}"
+        )
     return tokens_BxL.astype(jnp.int32)
 
 

@@ -47,8 +47,10 @@ class Spam(Deterministic):
         if not 0.0 <= self.holdout < 1.0:
             raise UserError(f"{self.name}: holdout must be in [0, 1), got {self.holdout}")
         if self.holdout and not 1 <= self.n_heldout <= self.vocab_size - 2:
-            raise UserError(f"{self.name}: holdout={self.holdout} holds out {self.n_heldout} of "
-                            f"{self.vocab_size} symbols; it must leave at least 1 out and 2 in")
+            raise UserError(
+                f"{self.name}: holdout={self.holdout} holds out {self.n_heldout} of "
+                f"{self.vocab_size} symbols; it must leave at least 1 out and 2 in"
+            )
 
     def params(self):
         # Without a holdout the parameters (hence the fingerprint, the eval set and the run
@@ -66,10 +68,11 @@ class Spam(Deterministic):
     def _split(self) -> tuple[np.ndarray, np.ndarray]:
         """(kept ids, held-out ids), each sorted: a fixed permutation of V, so the set depends
         on V and holdout only (numpy's PCG64 stream is stable across versions and platforms)."""
+
         def build():
             perm = np.random.default_rng(0x5EED_0FF).permutation(self.vocab_size)
-            held = np.sort(perm[:self.n_heldout]).astype(np.int32)
-            kept = np.sort(perm[self.n_heldout:]).astype(np.int32)
+            held = np.sort(perm[: self.n_heldout]).astype(np.int32)
+            kept = np.sort(perm[self.n_heldout :]).astype(np.int32)
             return kept, held
 
         return self._table("split", build)
@@ -162,8 +165,10 @@ class ZipfSpam(Spam):
         if not self.s > 0:
             raise UserError(f"zipf-spam: s must be > 0, got {self.s}")
         if self.holdout:
-            raise UserError("zipf-spam: holdout is for uniform spam only (held-out symbols of a "
-                            "Zipf law would be picked by frequency); use language spam")
+            raise UserError(
+                "zipf-spam: holdout is for uniform spam only (held-out symbols of a "
+                "Zipf law would be picked by frequency); use language spam"
+            )
 
     def _counts(self) -> np.ndarray:
         """uint64 weight of each token, summing to exactly 2^64 (float64 law, integer rounding)."""
@@ -192,8 +197,10 @@ class ZipfSpam(Spam):
 
         def build():
             cum = np.cumsum(self._counts(), dtype=np.uint64)[:-1]
-            return (jnp.asarray((cum >> np.uint64(32)).astype(np.uint32)),
-                    jnp.asarray((cum & np.uint64(0xFFFFFFFF)).astype(np.uint32)))
+            return (
+                jnp.asarray((cum >> np.uint64(32)).astype(np.uint32)),
+                jnp.asarray((cum & np.uint64(0xFFFFFFFF)).astype(np.uint32)),
+            )
 
         return self._table("thresholds", build)
 
@@ -258,8 +265,9 @@ class NoisySpam(Language):
         w_Bx1 = jax.random.randint(k_w, (batch_size, 1), 0, self.vocab_size, dtype=jnp.int32)
         noisy_BxL = jax.random.bernoulli(k_mask, self.eps, (batch_size, seq_len))
         noisy_BxL = noisy_BxL.at[:, 0].set(False)
-        noise_BxL = jax.random.randint(k_noise, (batch_size, seq_len), 0, self.vocab_size,
-                                       dtype=jnp.int32)
+        noise_BxL = jax.random.randint(
+            k_noise, (batch_size, seq_len), 0, self.vocab_size, dtype=jnp.int32
+        )
         return jnp.where(noisy_BxL, noise_BxL, w_Bx1)
 
     def optimal_loss(self, seq_len):

@@ -61,7 +61,7 @@ class Cycle(Language):
         tokens_BxL = as_tokens(tokens_BxL)
         seq_len = tokens_BxL.shape[1]
         n_free = max(min(self.k, seq_len) - 1, 0)
-        copied_ok = tokens_BxL[:, self.k:] == tokens_BxL[:, : max(seq_len - self.k, 0)]
+        copied_ok = tokens_BxL[:, self.k :] == tokens_BxL[:, : max(seq_len - self.k, 0)]
         return n_free, copied_ok
 
     def bayes_logprob(self, tokens_BxL):
@@ -111,8 +111,12 @@ class Permutation(Deterministic):
 
     def table(self) -> jax.Array:
         """int32[V]: pi, with pi[t] the successor of token t."""
-        return self._table("perm", lambda: jax.random.permutation(
-            jax.random.PRNGKey(self.seed), self.vocab_size).astype(jnp.int32))
+        return self._table(
+            "perm",
+            lambda: jax.random.permutation(jax.random.PRNGKey(self.seed), self.vocab_size).astype(
+                jnp.int32
+            ),
+        )
 
     def sample(self, key, batch_size, seq_len):
         batch_size, seq_len = check_shape(batch_size, seq_len)
@@ -158,7 +162,8 @@ class Branching(Language):
     def _check(self):
         if not 1 <= self.b <= self.vocab_size:
             raise UserError(
-                f"branching: b must be in [1, vocab_size={self.vocab_size}], got {self.b}")
+                f"branching: b must be in [1, vocab_size={self.vocab_size}], got {self.b}"
+            )
 
     def _tables(self) -> tuple[jax.Array, jax.Array, jax.Array]:
         """(P: order -> token, P^-1: token -> place in the order, r: token -> window start)."""
@@ -166,8 +171,11 @@ class Branching(Language):
         def build():
             k_order, k_start = jax.random.split(jax.random.PRNGKey(self.seed))
             order_V = jax.random.permutation(k_order, self.vocab_size).astype(jnp.int32)
-            place_V = jnp.zeros_like(order_V).at[order_V].set(
-                jnp.arange(self.vocab_size, dtype=jnp.int32))
+            place_V = (
+                jnp.zeros_like(order_V)
+                .at[order_V]
+                .set(jnp.arange(self.vocab_size, dtype=jnp.int32))
+            )
             start_V = jax.random.permutation(k_start, self.vocab_size).astype(jnp.int32)
             return order_V, place_V, start_V
 
@@ -185,8 +193,9 @@ class Branching(Language):
         vocab = self.vocab_size
         k_first, k_branch = jax.random.split(key)
         first_B = jax.random.randint(k_first, (batch_size,), 0, vocab, dtype=jnp.int32)
-        branch_TxB = jax.random.randint(k_branch, (seq_len - 1, batch_size), 0, self.b,
-                                        dtype=jnp.int32)
+        branch_TxB = jax.random.randint(
+            k_branch, (seq_len - 1, batch_size), 0, self.b, dtype=jnp.int32
+        )
 
         def successor(x_B, j_B):
             place_B = start_V[x_B] + j_B  # < 2V, no overflow since V <= 2^30

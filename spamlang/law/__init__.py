@@ -19,5 +19,16 @@ from spamlang.law.frames import fill_from_configs
 from spamlang.law.law import Law, Prediction, load, shipped
 from spamlang.law.validate import classify, leave_one_out, summary
 
-__all__ = ["Law", "Prediction", "cells", "classify", "fill_from_configs", "fit", "fit_cells",
-           "leave_one_out", "load", "shipped", "summary"]
+__all__ = [
+    "Law",
+    "Prediction",
+    "cells",
+    "classify",
+    "fill_from_configs",
+    "fit",
+    "fit_cells",
+    "leave_one_out",
+    "load",
+    "shipped",
+    "summary",
+]

@@ -64,8 +64,9 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
     formula's R, M (memory capped at the run's steps) and n. UserError naming what is absent."""
     absent = [c for c in PREDICT_REQUIRED if missing(row.get(c))]
     if absent:
-        raise UserError(f"missing column(s) {', '.join(absent)}: the law needs "
-                        f"{', '.join(PREDICT_REQUIRED)}")
+        raise UserError(
+            f"missing column(s) {', '.join(absent)}: the law needs {', '.join(PREDICT_REQUIRED)}"
+        )
     fill = defaults() if fill is None else fill
     out = {c: (fill[c] if missing(row.get(c)) else row[c]) for c in DEFAULTED}
     try:
@@ -74,11 +75,21 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
     except (TypeError, ValueError) as e:
         raise UserError(f"a run's settings are not numbers ({e})") from None
     if min(V, B, D, steps) <= 0:
-        raise UserError(f"vocab_size, batch_size, d_model and steps must be > 0, got "
-                        f"{V:g}, {B:g}, {D:g}, {steps:g}")
-    out.update(vocab_size=int(V), batch_size=int(B), d_model=int(D), steps=int(steps),
-               tie_embeddings=bool(out["tie_embeddings"]), weight_decay=float(out["weight_decay"]),
-               R=V / B, M=min(memory, steps), n=B * steps / V)
+        raise UserError(
+            f"vocab_size, batch_size, d_model and steps must be > 0, got "
+            f"{V:g}, {B:g}, {D:g}, {steps:g}"
+        )
+    out.update(
+        vocab_size=int(V),
+        batch_size=int(B),
+        d_model=int(D),
+        steps=int(steps),
+        tie_embeddings=bool(out["tie_embeddings"]),
+        weight_decay=float(out["weight_decay"]),
+        R=V / B,
+        M=min(memory, steps),
+        n=B * steps / V,
+    )
     return out
 
 
@@ -109,8 +120,10 @@ def cells(frame) -> Any:
         raise UserError("no runs to fit: the frame is empty")
     absent = [c for c in REQUIRED if c not in frame.columns]
     if absent:
-        raise UserError(f"missing column(s) {', '.join(absent)}: the law needs a results.csv "
-                        f"table ({', '.join(REQUIRED)})")
+        raise UserError(
+            f"missing column(s) {', '.join(absent)}: the law needs a results.csv "
+            f"table ({', '.join(REQUIRED)})"
+        )
     settings = _settings(list(frame.columns))
     fill = defaults()
     groups: dict[tuple, dict] = {}
@@ -118,7 +131,8 @@ def cells(frame) -> Any:
     for row in frame.to_dict("records"):
         inputs = row_inputs(row, fill)
         if any(inputs[k] not in allowed for k, allowed in SCOPE.items()) or any(
-                not missing(row.get(k)) and float(row[k]) != v for k, v in FIXED.items()):
+            not missing(row.get(k)) and float(row[k]) != v for k, v in FIXED.items()
+        ):
             outside += 1
             continue
         cell = {**{c: _plain(row.get(c)) for c in settings}, **inputs}
@@ -127,18 +141,19 @@ def cells(frame) -> Any:
         lost = missing(row["final_eval_loss"]) or (not missing(diverged) and bool(diverged))
         loss = math.nan if lost else float(row["final_eval_loss"])
         groups.setdefault(key, {}).setdefault(float(row["lr"]), []).append(loss)
-    scope = "; ".join([f"{k} {', '.join(v)}" for k, v in SCOPE.items()]
-                      + [f"{k} {v:g}" for k, v in FIXED.items()])
+    scope = "; ".join(
+        [f"{k} {', '.join(v)}" for k, v in SCOPE.items()] + [f"{k} {v:g}" for k, v in FIXED.items()]
+    )
     if not groups:
         raise UserError(f"no run the law covers: all {outside} are outside its scope ({scope})")
     records = [_cell(dict(key), by_lr) for key, by_lr in groups.items()]
     records = [r for r in records if r is not None]
     if not records:
-        raise UserError("no cell to fit: every run in the law's scope has no final_eval_loss "
-                        "(or diverged)")
+        raise UserError(
+            "no cell to fit: every run in the law's scope has no final_eval_loss (or diverged)"
+        )
     if outside:  # said once the rest can be fitted, so that an error stays one line
-        warnings.warn(f"{outside} run(s) outside the law's scope left out ({scope})",
-                      stacklevel=2)
+        warnings.warn(f"{outside} run(s) outside the law's scope left out ({scope})", stacklevel=2)
     return pd.DataFrame.from_records(records)
 
 

@@ -27,15 +27,33 @@ def plot_validation(table, out_file: str | Path) -> Path:
         labelled = False
         for mask, face in ((inside, colour), (~inside, "none")):
             if mask.any():  # the legend names a sweep once, by the markers it has
-                ax.scatter(part["measured"][mask] + LOG_OFFSET,
-                           part["predicted"][mask] + LOG_OFFSET, s=18, facecolors=face,
-                           edgecolors=colour, label=None if labelled else name)
+                ax.scatter(
+                    part["measured"][mask] + LOG_OFFSET,
+                    part["predicted"][mask] + LOG_OFFSET,
+                    s=18,
+                    facecolors=face,
+                    edgecolors=colour,
+                    label=None if labelled else name,
+                )
                 labelled = True
-    ends = np.array([table["measured"].min(), table["measured"].max(),
-                     table["predicted"].min(), table["predicted"].max()]) + LOG_OFFSET
+    ends = (
+        np.array(
+            [
+                table["measured"].min(),
+                table["measured"].max(),
+                table["predicted"].min(),
+                table["predicted"].max(),
+            ]
+        )
+        + LOG_OFFSET
+    )
     ax.plot([ends.min(), ends.max()], [ends.min(), ends.max()], color="0.5", lw=0.8, zorder=0)
-    ax.set(xscale="log", yscale="log", xlabel=f"measured best-LR loss + {LOG_OFFSET:g}",
-           ylabel=f"predicted (fitted on the other sweeps) + {LOG_OFFSET:g}")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel=f"measured best-LR loss + {LOG_OFFSET:g}",
+        ylabel=f"predicted (fitted on the other sweeps) + {LOG_OFFSET:g}",
+    )
     ax.legend(fontsize=7, title="sweep (hollow: extrapolated)", title_fontsize=7)
     fig.tight_layout()
     return save_figure(fig, out_file)

@@ -43,15 +43,27 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
     """The law of cells as `spamlang.law.cells.cells` makes them."""
     from scipy.optimize import least_squares
 
-    x = formula.features(table["vocab_size"], table["batch_size"], table["steps"], table["M"],
-                         table["d_model"], table["tie_embeddings"], table["weight_decay"] > 0,
-                         table["sampling"] == "permuted")
+    x = formula.features(
+        table["vocab_size"],
+        table["batch_size"],
+        table["steps"],
+        table["M"],
+        table["d_model"],
+        table["tie_embeddings"],
+        table["weight_decay"] > 0,
+        table["sampling"] == "permuted",
+    )
     target = formula.log_loss(table["loss"])
-    free = [n for n in formula.NAMES
-            if n not in formula.FEATURE_OF or np.ptp(x[formula.FEATURE_OF[n]]) > 0]
+    free = [
+        n
+        for n in formula.NAMES
+        if n not in formula.FEATURE_OF or np.ptp(x[formula.FEATURE_OF[n]]) > 0
+    ]
     if len(target) <= len(free):
-        raise UserError(f"{len(target)} cell(s) cannot fit {len(free)} constants: the law "
-                        "needs more cells than constants")
+        raise UserError(
+            f"{len(target)} cell(s) cannot fit {len(free)} constants: the law "
+            "needs more cells than constants"
+        )
 
     def theta(p: np.ndarray) -> dict[str, float]:
         return {**dict.fromkeys(formula.NAMES, 0.0), **dict(zip(free, p))}
@@ -68,10 +80,15 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
     r = best.fun
     dof = len(r) - len(free)
     errors = _standard_errors(best.jac, float(r @ r) / dof)
-    return Law(constants=theta(best.x),
-               errors={n: (errors[free.index(n)] if n in free else None) for n in formula.NAMES},
-               cells=len(r), rms=float(np.sqrt(np.mean(r ** 2))),
-               ranges=_ranges(table, x), covered=_covered(table), sources=list(sources))
+    return Law(
+        constants=theta(best.x),
+        errors={n: (errors[free.index(n)] if n in free else None) for n in formula.NAMES},
+        cells=len(r),
+        rms=float(np.sqrt(np.mean(r**2))),
+        ranges=_ranges(table, x),
+        covered=_covered(table),
+        sources=list(sources),
+    )
 
 
 def _standard_errors(jac: np.ndarray, variance: float) -> list[float]:
@@ -86,13 +103,18 @@ def _standard_errors(jac: np.ndarray, variance: float) -> list[float]:
 
 
 def _ranges(table, x: dict[str, np.ndarray]) -> dict[str, list[float]]:
-    seen = {"D": np.asarray(table["d_model"], dtype=float), **{k: x[k] for k in ("V", "R", "M", "n")}}
+    seen = {
+        "D": np.asarray(table["d_model"], dtype=float),
+        **{k: x[k] for k in ("V", "R", "M", "n")},
+    }
     return {k: [float(v.min()), float(v.max())] for k, v in seen.items()}
 
 
 def _covered(table) -> dict[str, list[Any]]:
-    values = {**{c: list(table[c]) for c in COVERED if c != "decayed"},
-              "decayed": [bool(w > 0) for w in table["weight_decay"]]}
+    values = {
+        **{c: list(table[c]) for c in COVERED if c != "decayed"},
+        "decayed": [bool(w > 0) for w in table["weight_decay"]],
+    }
     return {c: sorted({_plain(v) for v in values[c]}, key=str) for c in COVERED}
 
 

@@ -45,17 +45,26 @@ def features(V, B, steps, memory, D, tied, decayed, permuted=False) -> dict[str,
     """The formula's inputs as float arrays: V, R, M, n, the terms of log c and the data order.
     `memory`: 1 / (1 - b2) (uncapped); the run's length caps it here."""
     V, B, steps = (np.asarray(x, dtype=float) for x in (V, B, steps))
-    return {"V": V, "R": V / B, "M": np.minimum(np.asarray(memory, dtype=float), steps),
-            "n": B * steps / V, "tied": np.asarray(tied, dtype=float),
-            "log_width": np.log(np.asarray(D, dtype=float) / D_REF),
-            "decayed": np.asarray(decayed, dtype=float),
-            "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape)}
+    return {
+        "V": V,
+        "R": V / B,
+        "M": np.minimum(np.asarray(memory, dtype=float), steps),
+        "n": B * steps / V,
+        "tied": np.asarray(tied, dtype=float),
+        "log_width": np.log(np.asarray(D, dtype=float) / D_REF),
+        "decayed": np.asarray(decayed, dtype=float),
+        "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape),
+    }
 
 
 def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
     """L of the module docstring for the constants `theta` (by name) at the features `x`."""
-    c = np.exp(theta["c0"] + theta["c_tied"] * x["tied"] + theta["c_D"] * x["log_width"]
-               + theta["c_wd"] * x["decayed"])
+    c = np.exp(
+        theta["c0"]
+        + theta["c_tied"] * x["tied"]
+        + theta["c_D"] * x["log_width"]
+        + theta["c_wd"] * x["decayed"]
+    )
     floor = np.exp(theta["log_a"] + theta["a_tied"] * x["tied"]) * x["n"] ** -theta["k"]
     ratio = c * x["M"] / x["R"]
     permuted = x.get("permuted", False)

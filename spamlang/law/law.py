@@ -58,32 +58,55 @@ class Law:
         """The prediction for a results.csv row or any mapping of its columns (vocab_size,
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
-        feats = formula.features(x["vocab_size"], x["batch_size"], x["steps"], x["M"],
-                                 x["d_model"], x["tie_embeddings"], x["weight_decay"] > 0,
-                                 x["sampling"] == "permuted")
+        feats = formula.features(
+            x["vocab_size"],
+            x["batch_size"],
+            x["steps"],
+            x["M"],
+            x["d_model"],
+            x["tie_embeddings"],
+            x["weight_decay"] > 0,
+            x["sampling"] == "permuted",
+        )
         loss = float(formula.loss(self.constants, feats))
         return Prediction(loss, self.outside(x), x["R"], x["M"], x["n"])
 
     def predict(self, config) -> Prediction:
         """The prediction for a `spamlang.train.config.TrainConfig` (its lr and seed do not
         matter: the law predicts the best LR's seed mean). Builds the model config for D."""
-        row = {f: getattr(config, f) for f in
-               ("vocab_size", "batch_size", "steps", "tie_embeddings", "weight_decay", "b2",
-                "language", "optimizer", "head", "sampling")}
+        row = {
+            f: getattr(config, f)
+            for f in (
+                "vocab_size",
+                "batch_size",
+                "steps",
+                "tie_embeddings",
+                "weight_decay",
+                "b2",
+                "language",
+                "optimizer",
+                "head",
+                "sampling",
+            )
+        }
         return self.predict_row({**row, "d_model": config.model_config().d_model})
 
     def outside(self, x: Mapping[str, Any]) -> tuple[str, ...]:
         """Why the inputs `x` (`row_inputs`) leave the fitted range, in words; () inside."""
         values = {**x, "decayed": x["weight_decay"] > 0}
-        reasons = [f"{name} {_show(values[name])} (fitted: "
-                   f"{', '.join(map(_show, self.covered[name]))})"
-                   for name in COVERED if values[name] not in self.covered[name]]
+        reasons = [
+            f"{name} {_show(values[name])} (fitted: {', '.join(map(_show, self.covered[name]))})"
+            for name in COVERED
+            if values[name] not in self.covered[name]
+        ]
         lo, hi = self.ranges["D"]
         if lo == hi != x["d_model"]:  # one width: c_D is not fitted, D is not in the law
             reasons.append(f"D {x['d_model']} (fitted: {lo:g} alone)")
         elif not lo / WIDTH_FACTOR <= x["d_model"] <= hi * WIDTH_FACTOR:
-            reasons.append(f"D {x['d_model']} more than {WIDTH_FACTOR:g}x beyond the fitted "
-                           f"widths {lo:g}-{hi:g}")
+            reasons.append(
+                f"D {x['d_model']} more than {WIDTH_FACTOR:g}x beyond the fitted "
+                f"widths {lo:g}-{hi:g}"
+            )
         named = {"V": x["vocab_size"], "R": x["R"], "M": x["M"], "n": x["n"]}
         for name in RANGED:
             lo, hi = self.ranges[name]
@@ -110,31 +133,53 @@ class Law:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise UserError(f"{where}: not a spamlang law file of format {FORMAT}")
         absent = sorted(set(names) - set(data))
-        if absent or not isinstance(data["constants"], dict) \
-                or set(data["constants"]) != set(formula.NAMES):
-            raise UserError(f"{where}: not a complete law (missing {', '.join(absent) or 'constants'})")
+        if (
+            absent
+            or not isinstance(data["constants"], dict)
+            or set(data["constants"]) != set(formula.NAMES)
+        ):
+            raise UserError(
+                f"{where}: not a complete law (missing {', '.join(absent) or 'constants'})"
+            )
         return cls(**{n: data[n] for n in names})
 
     # ----- text ---------------------------------------------------------------------------
     def __str__(self) -> str:
-        lines = [formula.FORMULA, "", f"fitted on {self.cells} cells"
-                 + (f" of {', '.join(self.sources)}" if self.sources else "")
-                 + f"; RMS error {self.rms:.3f} in log(L + {formula.LOG_OFFSET:g})"]
+        lines = [
+            formula.FORMULA,
+            "",
+            f"fitted on {self.cells} cells"
+            + (f" of {', '.join(self.sources)}" if self.sources else "")
+            + f"; RMS error {self.rms:.3f} in log(L + {formula.LOG_OFFSET:g})",
+        ]
         for name in formula.NAMES:
             value, error = self.constants[name], self.errors[name]
-            lines.append(f"  {name:<7} = {value:+.4g}" + (
-                f" ± {error:.2g}" if error is not None else
-                f"  (not fitted: every cell had the same "
-                f"{formula.FEATURE_WORDS[formula.FEATURE_OF[name]]})"))
+            lines.append(
+                f"  {name:<7} = {value:+.4g}"
+                + (
+                    f" ± {error:.2g}"
+                    if error is not None
+                    else f"  (not fitted: every cell had the same "
+                    f"{formula.FEATURE_WORDS[formula.FEATURE_OF[name]]})"
+                )
+            )
         c = math.exp(self.constants["c0"])
-        at = [f"D = {formula.D_REF}" if self.errors["c_D"] is not None else "the fitted width",
-              "no weight decay" if self.errors["c_wd"] is not None else "the fitted weight decay"]
-        lines.append(f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
-                     f"at {' and '.join(at)}")
-        lines.append("range: " + "; ".join(
-            [f"{n} {self.ranges[n][0]:.5g}-{self.ranges[n][1]:.5g}" for n in ("D", *RANGED)]
-            + [f"{n} {', '.join(map(_show, self.covered[n]))}" for n in COVERED])
-            + f" (D flagged beyond {WIDTH_FACTOR:g}x its range)")
+        at = [
+            f"D = {formula.D_REF}" if self.errors["c_D"] is not None else "the fitted width",
+            "no weight decay" if self.errors["c_wd"] is not None else "the fitted weight decay",
+        ]
+        lines.append(
+            f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
+            f"at {' and '.join(at)}"
+        )
+        lines.append(
+            "range: "
+            + "; ".join(
+                [f"{n} {self.ranges[n][0]:.5g}-{self.ranges[n][1]:.5g}" for n in ("D", *RANGED)]
+                + [f"{n} {', '.join(map(_show, self.covered[n]))}" for n in COVERED]
+            )
+            + f" (D flagged beyond {WIDTH_FACTOR:g}x its range)"
+        )
         return "\n".join(lines)
 
 
@@ -152,8 +197,10 @@ def load(path: str | Path | None = None) -> Law:
     file is absent or unreadable, or when the package ships none yet."""
     source = shipped_path() if path is None else Path(path)
     if path is None and not source.is_file():
-        raise UserError("spamlang ships no fitted law yet: fit one with `spamlang law fit "
-                        "SWEEP_DIR... -o law.json` and pass it with --law law.json")
+        raise UserError(
+            "spamlang ships no fitted law yet: fit one with `spamlang law fit "
+            "SWEEP_DIR... -o law.json` and pass it with --law law.json"
+        )
     if path is not None and not source.is_file():
         raise UserError(f"no such law file: {path}")
     try:

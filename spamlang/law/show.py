@@ -11,8 +11,9 @@ from spamlang.law.law import Prediction, shipped
 
 def text(p: Prediction) -> str:
     """`0.0512`, or `0.0512 extrapolation: reason; reason` when the law is outside its range."""
-    return f"{p.loss:.3g}" + (f" extrapolation: {'; '.join(p.extrapolation)}"
-                              if p.extrapolation else "")
+    return f"{p.loss:.3g}" + (
+        f" extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
+    )
 
 
 def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
@@ -26,15 +27,17 @@ def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
     for run_id, config in points:
         try:  # one prediction per cell: its runs differ only in lr and seed
             data = config.to_json()
-            key = json.dumps({k: v for k, v in data.items() if k not in ("lr", "seed")},
-                             sort_keys=True, default=str)
+            key = json.dumps(
+                {k: v for k, v in data.items() if k not in ("lr", "seed")},
+                sort_keys=True,
+                default=str,
+            )
             if key not in by_cell:
                 by_cell[key] = text(law.predict(config))
             notes[run_id] = by_cell[key]
         except (AttributeError, TypeError, UserError):
             notes[run_id] = "?"
     return notes
-
 
 
 def cell_lines(law, cells: dict[str, Any]) -> list[str]:
@@ -45,6 +48,7 @@ def cell_lines(law, cells: dict[str, Any]) -> list[str]:
     lines = [f"{'cell':<{width}}  {'loss':>8}  {'R':>8}  {'M':>8}  {'n':>8}"]
     for label, p in rows:
         mark = f"  extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
-        lines.append(f"{label:<{width}}  {p.loss:>8.3g}  {p.R:>8.4g}  {p.M:>8.4g}  "
-                     f"{p.n:>8.3g}{mark}")
+        lines.append(
+            f"{label:<{width}}  {p.loss:>8.3g}  {p.R:>8.4g}  {p.M:>8.4g}  {p.n:>8.3g}{mark}"
+        )
     return lines

@@ -16,18 +16,36 @@ import numpy as np
 from spamlang.law import formula
 
 # A law like the sketch's (c ~ 2.5 untied, ~4.2 tied at D = 16; floors 0.4 and 0.05 at n = 16).
-CONSTANTS = {"log_a": math.log(1.6), "a_tied": math.log(0.12), "k": 0.5, "c0": math.log(2.5),
-             "c_tied": math.log(4.2 / 2.5), "c_D": 0.8, "c_wd": -0.3}
+CONSTANTS = {
+    "log_a": math.log(1.6),
+    "a_tied": math.log(0.12),
+    "k": 0.5,
+    "c0": math.log(2.5),
+    "c_tied": math.log(4.2 / 2.5),
+    "c_D": 0.8,
+    "c_wd": -0.3,
+}
 # The grid: the README's sweeps in miniature (steps = n x V / B for these n).
-GRID = {"vocab_size": (256, 1024, 4096), "batch_size": (32, 128, 512), "n": (4, 16, 64),
-        "b2": (0.9, 0.95, 0.99, 0.999), "d_model": (16, 32, 64),
-        "tie_embeddings": (False, True), "weight_decay": (0.0, 0.1)}
+GRID = {
+    "vocab_size": (256, 1024, 4096),
+    "batch_size": (32, 128, 512),
+    "n": (4, 16, 64),
+    "b2": (0.9, 0.95, 0.99, 0.999),
+    "d_model": (16, 32, 64),
+    "tie_embeddings": (False, True),
+    "weight_decay": (0.0, 0.1),
+}
 LRS = (1e-3, 3e-3, 1e-2)  # the middle one is each cell's best
 OFF_BEST = 1.5  # loss factor of the LRs off the best
 
 
-def frame(constants: dict | None = None, noise: float = 0.02, seeds: int = 2, seed: int = 0,
-          grid: dict | None = None):
+def frame(
+    constants: dict | None = None,
+    noise: float = 0.02,
+    seeds: int = 2,
+    seed: int = 0,
+    grid: dict | None = None,
+):
     """A results.csv-shaped DataFrame of the runs (module docstring); `noise`: the standard
     deviation of the log-normal factor on each run's loss."""
     import pandas as pd
@@ -41,10 +59,24 @@ def frame(constants: dict | None = None, noise: float = 0.02, seeds: int = 2, se
         loss = float(formula.loss(constants, x))
         for lr, s in itertools.product(LRS, range(seeds)):
             factor = 1.0 if lr == LRS[1] else OFF_BEST
-            rows.append({"run_id": f"r{len(rows)}", "language": "spam", "preset": "tiny",
-                         "d_model": D, "vocab_size": V, "lr": lr, "tie_embeddings": tied,
-                         "head": "softmax", "seed": s, "seq_len": 2, "batch_size": B,
-                         "b2": b2, "weight_decay": wd,
-                         "final_eval_loss": loss * factor * math.exp(rng.normal(0, noise)),
-                         "steps": steps, "adam_memory_steps": 1 / (1 - b2)})
+            rows.append(
+                {
+                    "run_id": f"r{len(rows)}",
+                    "language": "spam",
+                    "preset": "tiny",
+                    "d_model": D,
+                    "vocab_size": V,
+                    "lr": lr,
+                    "tie_embeddings": tied,
+                    "head": "softmax",
+                    "seed": s,
+                    "seq_len": 2,
+                    "batch_size": B,
+                    "b2": b2,
+                    "weight_decay": wd,
+                    "final_eval_loss": loss * factor * math.exp(rng.normal(0, noise)),
+                    "steps": steps,
+                    "adam_memory_steps": 1 / (1 - b2),
+                }
+            )
     return pd.DataFrame.from_records(rows)

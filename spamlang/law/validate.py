@@ -18,8 +18,15 @@ LEARNED_BELOW = 0.1  # x log V: a loss under this is a learned cell
 FAILED_ABOVE = 0.5  # x log V: a loss over this is a failed cell
 CLASSES = ("learned", "partial", "failed")
 # The columns leave_one_out adds after a cell's settings.
-TABLE_COLUMNS = ("sweep", "measured", "predicted", "error", "class_measured",
-                 "class_predicted", "extrapolation")
+TABLE_COLUMNS = (
+    "sweep",
+    "measured",
+    "predicted",
+    "error",
+    "class_measured",
+    "class_predicted",
+    "extrapolation",
+)
 
 
 def classify(loss: float, V: int) -> str:
@@ -43,17 +50,25 @@ def leave_one_out(frames: Mapping[str, object]):
     rows = []
     for name, mine in by_sweep.items():
         others = [c for n, c in by_sweep.items() if n != name]
-        law = fit_cells(pd.concat(others, ignore_index=True), sources=[n for n in by_sweep
-                                                                        if n != name])
+        law = fit_cells(
+            pd.concat(others, ignore_index=True), sources=[n for n in by_sweep if n != name]
+        )
         for cell in mine.to_dict("records"):
             p = law.predict_row(cell)
             measured = cell["loss"]
             settings = {k: v for k, v in cell.items() if k not in ("loss", "best_lr", "seeds")}
-            rows.append({**settings, "sweep": name, "measured": measured, "predicted": p.loss,
-                         "error": float(formula.log_loss(p.loss) - formula.log_loss(measured)),
-                         "class_measured": classify(measured, cell["vocab_size"]),
-                         "class_predicted": classify(p.loss, cell["vocab_size"]),
-                         "extrapolation": "; ".join(p.extrapolation)})
+            rows.append(
+                {
+                    **settings,
+                    "sweep": name,
+                    "measured": measured,
+                    "predicted": p.loss,
+                    "error": float(formula.log_loss(p.loss) - formula.log_loss(measured)),
+                    "class_measured": classify(measured, cell["vocab_size"]),
+                    "class_predicted": classify(p.loss, cell["vocab_size"]),
+                    "extrapolation": "; ".join(p.extrapolation),
+                }
+            )
     table = pd.DataFrame.from_records(rows)
     front = [c for c in table.columns if c not in TABLE_COLUMNS]
     return table[[*front, *TABLE_COLUMNS]]
@@ -66,9 +81,13 @@ def summary(table):
 
     rows = []
     for name, part in table.groupby("sweep", sort=False):
-        rows.append({"sweep": name, "cells": len(part),
-                     "rms": float((part["error"] ** 2).mean() ** 0.5),
-                     "classified": float((part["class_measured"]
-                                          == part["class_predicted"]).mean()),
-                     "extrapolated": int((part["extrapolation"] != "").sum())})
+        rows.append(
+            {
+                "sweep": name,
+                "cells": len(part),
+                "rms": float((part["error"] ** 2).mean() ** 0.5),
+                "classified": float((part["class_measured"] == part["class_predicted"]).mean()),
+                "extrapolated": int((part["extrapolation"] != "").sum()),
+            }
+        )
     return pd.DataFrame.from_records(rows)

@@ -11,8 +11,13 @@ Llama-family Hugging Face checkpoints.
 import importlib
 
 _EXPORTS = {
-    "PRESETS": "config", "ModelConfig": "config", "count_params": "config",
-    "parse_head": "config", "generate": "decode", "load_hf": "hf_checkpoint", "Transformer": "transformer",
+    "PRESETS": "config",
+    "ModelConfig": "config",
+    "count_params": "config",
+    "parse_head": "config",
+    "generate": "decode",
+    "load_hf": "hf_checkpoint",
+    "Transformer": "transformer",
 }
 __all__ = sorted(_EXPORTS)
 

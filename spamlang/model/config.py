@@ -45,18 +45,35 @@ KERNELS = ("xla", "cpu")
 # the embedding norm, the MLP ratio or the head width).
 PRESETS: dict[str, dict[str, Any]] = {
     # The smallest thing that is still a Transformer: unit tests and CLI smoke runs.
-    "tiny": dict(d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64,
-                 max_seq_len=2048, init_std=0.25),
+    "tiny": dict(
+        d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_seq_len=2048, init_std=0.25
+    ),
     # Laptop-CPU sweeps: head_dim 16, grouped-query attention kept (4 query / 2 KV heads).
-    "small": dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=256,
-                  max_seq_len=2048, init_std=0.125),
+    "small": dict(
+        d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=256, max_seq_len=2048, init_std=0.125
+    ),
     # The largest preset that is still comfortable on a CPU.
-    "medium": dict(d_model=128, n_layers=4, n_heads=4, n_kv_heads=2, d_ff=512,
-                   max_seq_len=2048, init_std=1 / math.sqrt(128)),
+    "medium": dict(
+        d_model=128,
+        n_layers=4,
+        n_heads=4,
+        n_kv_heads=2,
+        d_ff=512,
+        max_seq_len=2048,
+        init_std=1 / math.sqrt(128),
+    ),
     # The paper's model: the SmolLM2-135M shape, 106,203,456 non-embedding parameters.
-    "smollm2-106m": dict(d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
-                         norm_eps=1e-5, rope_theta=100_000.0, max_seq_len=8192,
-                         init_std=1 / math.sqrt(576)),
+    "smollm2-106m": dict(
+        d_model=576,
+        n_layers=30,
+        n_heads=9,
+        n_kv_heads=3,
+        d_ff=1536,
+        norm_eps=1e-5,
+        rope_theta=100_000.0,
+        max_seq_len=8192,
+        init_std=1 / math.sqrt(576),
+    ),
 }
 
 # Bases of the width family `<base>-w<D>`; smollm2-106m has none (module docstring).
@@ -68,8 +85,10 @@ _WIDTH_NAME = re.compile(r"^(?P<base>.+)-w(?P<width>.*)$")
 def preset_names() -> str:
     """The known preset names in words, for help texts and error messages."""
     steps = ", ".join(str(_width_step(base)) for base in WIDTH_BASES)
-    return (f"{', '.join(PRESETS)}, and <base>-w<D> for base {', '.join(WIDTH_BASES)} "
-            f"(the width family; D a multiple of {steps} respectively)")
+    return (
+        f"{', '.join(PRESETS)}, and <base>-w<D> for base {', '.join(WIDTH_BASES)} "
+        f"(the width family; D a multiple of {steps} respectively)"
+    )
 
 
 def preset_fields(name: str) -> dict[str, Any]:
@@ -85,11 +104,15 @@ def preset_fields(name: str) -> dict[str, Any]:
         raise UserError(f"unknown model preset {name!r}; known presets: {preset_names()}")
     base, width = match["base"], match["width"]
     if base not in WIDTH_BASES:
-        raise UserError(f"preset {name!r}: {base} has no width family (a fixed shape); "
-                        f"width families: {', '.join(f'{b}-w<D>' for b in WIDTH_BASES)}")
+        raise UserError(
+            f"preset {name!r}: {base} has no width family (a fixed shape); "
+            f"width families: {', '.join(f'{b}-w<D>' for b in WIDTH_BASES)}"
+        )
     if not re.fullmatch(r"[1-9][0-9]*", width):
-        raise UserError(f"preset {name!r}: the width after '-w' must be a positive integer "
-                        f"like 64; {_valid_widths(base)}")
+        raise UserError(
+            f"preset {name!r}: the width after '-w' must be a positive integer "
+            f"like 64; {_valid_widths(base)}"
+        )
     return width_fields(base, int(width))
 
 
@@ -100,17 +123,26 @@ def width_fields(base: str, d_model: int) -> dict[str, Any]:
     kv_ratio = Fraction(fields["n_kv_heads"], fields["n_heads"])  # KV heads per query head
     name = f"{base}-w{d_model}"
     if d_model < 1 or d_model % head_dim:
-        raise UserError(f"preset {name!r}: D={d_model} is not a positive multiple of {base}'s "
-                        f"head_dim {head_dim}; {_valid_widths(base)}")
+        raise UserError(
+            f"preset {name!r}: D={d_model} is not a positive multiple of {base}'s "
+            f"head_dim {head_dim}; {_valid_widths(base)}"
+        )
     n_heads = d_model // head_dim
     if n_heads % kv_ratio.denominator:
-        raise UserError(f"preset {name!r}: {n_heads} heads cannot keep {base}'s "
-                        f"{kv_ratio.denominator} query heads per KV head; {_valid_widths(base)}")
+        raise UserError(
+            f"preset {name!r}: {n_heads} heads cannot keep {base}'s "
+            f"{kv_ratio.denominator} query heads per KV head; {_valid_widths(base)}"
+        )
     d_ff = Fraction(d_model * fields["d_ff"], fields["d_model"])
     if d_ff.denominator != 1:  # no base has such a ratio today; never round it silently
         raise UserError(f"preset {name!r}: d_ff = {d_ff} is not an integer")
-    fields.update(d_model=d_model, n_heads=n_heads, n_kv_heads=int(n_heads * kv_ratio),
-                  d_ff=int(d_ff), init_std=1 / math.sqrt(d_model))
+    fields.update(
+        d_model=d_model,
+        n_heads=n_heads,
+        n_kv_heads=int(n_heads * kv_ratio),
+        d_ff=int(d_ff),
+        init_std=1 / math.sqrt(d_model),
+    )
     return fields
 
 
@@ -127,15 +159,16 @@ def _valid_widths(base: str) -> str:
 
 
 # What the integer of each "kind:N" head spec means, for error messages.
-_HEAD_ARGS = {"lowrank": "rank r", "mos": "number of mixture components k",
-              "mlp": "hidden width r"}
+_HEAD_ARGS = {"lowrank": "rank r", "mos": "number of mixture components k", "mlp": "hidden width r"}
 
 
 def parse_head(head: str) -> tuple[str, int]:
     """Split a head spec into (kind, argument): "softmax" -> ("softmax", 0), "mos:4" -> ("mos", 4)."""
     if not isinstance(head, str):
-        raise UserError(f"head must be a string like 'softmax', 'lowrank:64', 'mos:4' or "
-                        f"'mlp:256', got {head!r}")
+        raise UserError(
+            f"head must be a string like 'softmax', 'lowrank:64', 'mos:4' or "
+            f"'mlp:256', got {head!r}"
+        )
     kind, sep, arg = head.partition(":")
     if kind == "softmax" and not sep:
         return "softmax", 0
@@ -147,16 +180,27 @@ def parse_head(head: str) -> tuple[str, int]:
         if value is None or value < 1 or str(value) != arg.strip():
             raise UserError(f"head {head!r}: the {_HEAD_ARGS[kind]} must be an integer >= 1")
         return kind, value
-    raise UserError(f"head must be 'softmax', 'lowrank:R', 'mos:K' or 'mlp:R' (R, K >= 1), "
-                    f"got {head!r}")
+    raise UserError(
+        f"head must be 'softmax', 'lowrank:R', 'mos:K' or 'mlp:R' (R, K >= 1), got {head!r}"
+    )
 
 
 # Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
 # `fields.check`); the checks that relate fields to each other are in `__post_init__`.
 _LIMITS: dict[str, dict] = {
     "vocab_size": dict(ge=2),
-    **{name: dict(ge=1) for name in ("d_model", "embed_dim", "n_layers", "n_heads", "n_kv_heads",
-                                     "d_ff", "max_seq_len")},
+    **{
+        name: dict(ge=1)
+        for name in (
+            "d_model",
+            "embed_dim",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "d_ff",
+            "max_seq_len",
+        )
+    },
     **{name: dict(gt=0) for name in ("rope_theta", "norm_eps", "init_std")},
     **{name: dict(choices=_DTYPES) for name in ("dtype", "param_dtype")},
     "kernels": dict(choices=KERNELS),
@@ -194,29 +238,39 @@ class ModelConfig:
     def __post_init__(self):
         fields.check_dataclass(self, limits=_LIMITS)
         if self.d_model % self.n_heads:
-            raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+            raise UserError(
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
+            )
         if self.n_heads % self.n_kv_heads:
             raise UserError(
-                f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})")
+                f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})"
+            )
         if self.head_dim % 2:
-            raise UserError(f"head_dim = d_model / n_heads must be even for RoPE, got {self.head_dim}")
+            raise UserError(
+                f"head_dim = d_model / n_heads must be even for RoPE, got {self.head_dim}"
+            )
         self._check_embed_dim()
         kind, _ = parse_head(self.head)
         if kind == "lowrank" and self.tie_embeddings:
-            raise UserError("head 'lowrank:R' is untied by construction (W = A B); "
-                            "use tie_embeddings=False")
+            raise UserError(
+                "head 'lowrank:R' is untied by construction (W = A B); use tie_embeddings=False"
+            )
         if kind == "mlp" and self.tie_embeddings:
-            raise UserError("head 'mlp:R' is untied by construction (its output matrix A is "
-                            "V x R, not the V x d_model embedding); use tie_embeddings=False")
+            raise UserError(
+                "head 'mlp:R' is untied by construction (its output matrix A is "
+                "V x R, not the V x d_model embedding); use tie_embeddings=False"
+            )
 
     def _check_embed_dim(self) -> None:
         e = self.embed_dim  # an integer >= 1 or None (= d_model): checked with the fields
         if e is None:
             return
         if self.embed_projected and self.tie_embeddings:
-            raise UserError(f"embed_dim {e} differs from d_model {self.d_model}, which a tied "
-                            f"head cannot use (it needs a V x d_model embedding); use "
-                            f"tie_embeddings=False")
+            raise UserError(
+                f"embed_dim {e} differs from d_model {self.d_model}, which a tied "
+                f"head cannot use (it needs a V x d_model embedding); use "
+                f"tie_embeddings=False"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -234,7 +288,7 @@ class ModelConfig:
 
     @property
     def head_kind(self) -> str:
-        """"softmax", "lowrank", "mos" or "mlp"."""
+        """ "softmax", "lowrank", "mos" or "mlp"."""
         return parse_head(self.head)[0]
 
     @property
@@ -279,7 +333,9 @@ def _check_fields(values: dict) -> None:
     known = {f.name for f in dataclasses.fields(ModelConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise UserError(f"unknown model field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise UserError(
+            f"unknown model field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
 
 
 def count_params(config: ModelConfig) -> dict[str, int]:
@@ -308,5 +364,9 @@ def count_params(config: ModelConfig) -> dict[str, int]:
         head = D * arg * D + D * arg + (0 if config.tie_embeddings else V * D)
     e = config.embed_width
     embedding = V * e + (e * D if config.embed_projected else 0)
-    return {"embedding": embedding, "head": head, "non_embedding": backbone,
-            "total": embedding + head + backbone}
+    return {
+        "embedding": embedding,
+        "head": head,
+        "non_embedding": backbone,
+        "total": embedding + head + backbone,
+    }

@@ -12,8 +12,14 @@ from spamlang.errors import UserError
 from spamlang.model import kernels
 
 
-def generate(model, prompt_BxP: jax.Array, length: int, *, key: jax.Array | None = None,
-             temperature: float = 0.0) -> jax.Array:
+def generate(
+    model,
+    prompt_BxP: jax.Array,
+    length: int,
+    *,
+    key: jax.Array | None = None,
+    temperature: float = 0.0,
+) -> jax.Array:
     """Continue `prompt_BxP` to `length` tokens; int32[B, length], the prompt included.
 
     temperature == 0 is greedy (argmax); temperature > 0 samples from softmax(logp / T) and
@@ -34,8 +40,9 @@ def generate(model, prompt_BxP: jax.Array, length: int, *, key: jax.Array | None
     if key is None:
         key = jax.random.key(0)  # unused by greedy decoding
     graphdef, state = nnx.split(model)
-    return _generate(graphdef, state, jnp.asarray(prompt_BxP, jnp.int32), key, length,
-                     float(temperature))
+    return _generate(
+        graphdef, state, jnp.asarray(prompt_BxP, jnp.int32), key, length, float(temperature)
+    )
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4, 5))

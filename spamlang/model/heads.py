@@ -49,8 +49,12 @@ def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.
     A plain einsum, so forward mode (jvp / jacfwd, used by spamlang.diagnostics) works; the
     training loss's fused chunked path computes the head gradient in its own fast layout.
     """
-    return jnp.einsum("...r,vr->...v", features_NxR.astype(dtype), w_VxR.astype(dtype),
-                      preferred_element_type=jnp.float32)
+    return jnp.einsum(
+        "...r,vr->...v",
+        features_NxR.astype(dtype),
+        w_VxR.astype(dtype),
+        preferred_element_type=jnp.float32,
+    )
 
 
 class _LinearLastStep(nnx.Module):
@@ -85,7 +89,6 @@ class SoftmaxHead(_LinearLastStep):
         return h_NxD, self.matrix(embed_VxD)
 
 
-
 def _factors(config: ModelConfig, rngs: nnx.Rngs, feature_rms: float):
     """(A: V x r, B: r x D) of a factored head whose features have RMS `feature_rms` when
     h B^T has unit RMS; the init rule of the module docstring (logit std init_std sqrt(D))."""
@@ -98,8 +101,12 @@ def _factors(config: ModelConfig, rngs: nnx.Rngs, feature_rms: float):
 
 def _project(h_NxD: jax.Array, b_RxD: nnx.Param, dtype: str) -> jax.Array:
     """h B^T in the compute dtype, accumulated and returned in float32."""
-    return jnp.einsum("...d,rd->...r", h_NxD.astype(dtype), b_RxD[...].astype(dtype),
-                      preferred_element_type=jnp.float32)
+    return jnp.einsum(
+        "...d,rd->...r",
+        h_NxD.astype(dtype),
+        b_RxD[...].astype(dtype),
+        preferred_element_type=jnp.float32,
+    )
 
 
 class LowRankHead(_LinearLastStep):
@@ -121,7 +128,6 @@ class LowRankHead(_LinearLastStep):
 
     def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
         return _project(h_NxD, self.b, self.dtype), self.a[...]
-
 
 
 def gelu(x: jax.Array) -> jax.Array:
@@ -160,8 +166,10 @@ class MLPHead(_LinearLastStep):
         return self.a[...]
 
 
-_MOS_NOT_LINEAR = ("a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
-                   "measure it by its Jacobians (spamlang.diagnostics.head_chunks.JacobianHead)")
+_MOS_NOT_LINEAR = (
+    "a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
+    "measure it by its Jacobians (spamlang.diagnostics.head_chunks.JacobianHead)"
+)
 
 
 class MoSHead(nnx.Module):
@@ -196,8 +204,12 @@ class MoSHead(nnx.Module):
 
     def log_mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
         """log pi, [..., K], float32."""
-        scores = jnp.einsum("...d,dk->...k", h_NxD.astype(self.dtype),
-                            self.prior[...].astype(self.dtype), preferred_element_type=jnp.float32)
+        scores = jnp.einsum(
+            "...d,dk->...k",
+            h_NxD.astype(self.dtype),
+            self.prior[...].astype(self.dtype),
+            preferred_element_type=jnp.float32,
+        )
         return jax.nn.log_softmax(scores, axis=-1)
 
     def mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
@@ -207,8 +219,12 @@ class MoSHead(nnx.Module):
     def component_log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         """log_softmax(c_k W^T) for every component, [..., K, V], float32."""
         *lead, D = h_NxD.shape
-        ctx = jnp.einsum("...d,de->...e", h_NxD.astype(self.dtype),
-                         self.proj[...].astype(self.dtype), preferred_element_type=jnp.float32)
+        ctx = jnp.einsum(
+            "...d,de->...e",
+            h_NxD.astype(self.dtype),
+            self.proj[...].astype(self.dtype),
+            preferred_element_type=jnp.float32,
+        )
         ctx_NxKxD = jnp.tanh(ctx).reshape(*lead, self.k, D)
         w = embed_VxD if self.tied else self.w[...]
         return jax.nn.log_softmax(linear_logits(ctx_NxKxD, w, self.dtype), axis=-1)
@@ -220,6 +236,7 @@ class MoSHead(nnx.Module):
 
 
 def make_head(config: ModelConfig, *, rngs: nnx.Rngs) -> nnx.Module:
-    cls = {"softmax": SoftmaxHead, "lowrank": LowRankHead, "mos": MoSHead,
-           "mlp": MLPHead}[config.head_kind]
+    cls = {"softmax": SoftmaxHead, "lowrank": LowRankHead, "mos": MoSHead, "mlp": MLPHead}[
+        config.head_kind
+    ]
     return cls(config, rngs=rngs)

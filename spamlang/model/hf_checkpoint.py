@@ -55,16 +55,36 @@ from spamlang.model.transformer import Transformer
 SUPPORTED_TYPES = ("llama",)
 # The ModelConfig fields a checkpoint fixes; vocab_size, tie_embeddings, head, residual, the
 # dtypes and kernels stay choices of the run (see the module docstring).
-ARCHITECTURE = ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "rope_theta", "norm_eps",
-                "max_seq_len", "init_std")
+ARCHITECTURE = (
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "d_ff",
+    "rope_theta",
+    "norm_eps",
+    "max_seq_len",
+    "init_std",
+)
 CONFIG = "config.json"
 SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 # LlamaConfig's defaults, which transformers applies to keys a config.json leaves out.
-_DEFAULTS = dict(hidden_act="silu", max_position_embeddings=2048, initializer_range=0.02,
-                 rms_norm_eps=1e-6, tie_word_embeddings=False, rope_theta=10_000.0)
-_REQUIRED = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-             "num_attention_heads")
+_DEFAULTS = dict(
+    hidden_act="silu",
+    max_position_embeddings=2048,
+    initializer_range=0.02,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=False,
+    rope_theta=10_000.0,
+)
+_REQUIRED = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+)
 # Non-parameter buffers that some checkpoints carry: RoPE frequencies, recomputed from theta.
 _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$")
 _EMBED, _HEAD = "model.embed_tokens.weight", "lm_head.weight"
@@ -74,9 +94,11 @@ def checkpoint_dir(model_dir: str | Path) -> Path:
     """`model_dir` as a Path; UserError unless it is a directory with a config.json."""
     path = Path(model_dir)
     if not path.exists():
-        raise UserError(f"checkpoint directory {path} does not exist (a local Hugging Face "
-                        f"checkpoint; download one first, e.g. hf download ORG/NAME "
-                        f"--local-dir DIR)")
+        raise UserError(
+            f"checkpoint directory {path} does not exist (a local Hugging Face "
+            f"checkpoint; download one first, e.g. hf download ORG/NAME "
+            f"--local-dir DIR)"
+        )
     if not path.is_dir():
         raise UserError(f"{path} is not a directory (expected a Hugging Face checkpoint directory)")
     if not (path / CONFIG).is_file():
@@ -93,9 +115,11 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
         raise UserError(f"{path} is not a JSON object")
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED_TYPES:
-        raise UserError(f"{path}: model_type {model_type!r} is not supported; spamlang reads "
-                        f"Llama-architecture checkpoints only "
-                        f"(model_type {', '.join(SUPPORTED_TYPES)})")
+        raise UserError(
+            f"{path}: model_type {model_type!r} is not supported; spamlang reads "
+            f"Llama-architecture checkpoints only "
+            f"(model_type {', '.join(SUPPORTED_TYPES)})"
+        )
     missing = [k for k in _REQUIRED if raw.get(k) is None]
     if missing:
         raise UserError(f"{path} lacks {', '.join(missing)}")
@@ -107,26 +131,39 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
         if raw.get(key):
             raise UserError(f"{path}: {key} is true, but spamlang's model has no biases")
     if get("hidden_act") not in ("silu", "swish"):  # transformers' "swish" is SiLU too
-        raise UserError(f"{path}: hidden_act {get('hidden_act')!r} is not supported (SwiGLU with "
-                        f"silu only)")
+        raise UserError(
+            f"{path}: hidden_act {get('hidden_act')!r} is not supported (SwiGLU with silu only)"
+        )
     if raw.get("rope_interleaved"):
-        raise UserError(f"{path}: rope_interleaved is true, but spamlang's RoPE rotates halves "
-                        f"(transformers' layout)")
+        raise UserError(
+            f"{path}: rope_interleaved is true, but spamlang's RoPE rotates halves "
+            f"(transformers' layout)"
+        )
     d_model, n_heads = raw["hidden_size"], raw["num_attention_heads"]
     head_dim = raw.get("head_dim")
-    if head_dim is not None and (not isinstance(n_heads, int) or n_heads < 1
-                                 or head_dim * n_heads != d_model):
-        raise UserError(f"{path}: head_dim {head_dim} differs from hidden_size / "
-                        f"num_attention_heads = {d_model} / {n_heads}; spamlang's model needs "
-                        f"them equal")
+    if head_dim is not None and (
+        not isinstance(n_heads, int) or n_heads < 1 or head_dim * n_heads != d_model
+    ):
+        raise UserError(
+            f"{path}: head_dim {head_dim} differs from hidden_size / "
+            f"num_attention_heads = {d_model} / {n_heads}; spamlang's model needs "
+            f"them equal"
+        )
     n_kv = raw.get("num_key_value_heads")
     try:
         return ModelConfig(
-            vocab_size=raw["vocab_size"], d_model=d_model, n_layers=raw["num_hidden_layers"],
-            n_heads=n_heads, n_kv_heads=n_heads if n_kv is None else n_kv,
-            d_ff=raw["intermediate_size"], rope_theta=_rope_theta(raw, path),
-            norm_eps=get("rms_norm_eps"), max_seq_len=get("max_position_embeddings"),
-            init_std=get("initializer_range"), tie_embeddings=get("tie_word_embeddings"))
+            vocab_size=raw["vocab_size"],
+            d_model=d_model,
+            n_layers=raw["num_hidden_layers"],
+            n_heads=n_heads,
+            n_kv_heads=n_heads if n_kv is None else n_kv,
+            d_ff=raw["intermediate_size"],
+            rope_theta=_rope_theta(raw, path),
+            norm_eps=get("rms_norm_eps"),
+            max_seq_len=get("max_position_embeddings"),
+            init_std=get("initializer_range"),
+            tie_embeddings=get("tie_word_embeddings"),
+        )
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
 
@@ -142,8 +179,10 @@ def _rope_theta(raw: dict, path: Path) -> float:
             raise UserError(f"{path}: {key} must be an object, got {params!r}")
         kind = params.get("rope_type", params.get("type", "default"))
         if kind != "default":
-            raise UserError(f"{path}: {key} has rope_type {kind!r}; spamlang's RoPE supports "
-                            f"'default' only (no scaling)")
+            raise UserError(
+                f"{path}: {key} has rope_type {kind!r}; spamlang's RoPE supports "
+                f"'default' only (no scaling)"
+            )
         theta = params.get("rope_theta", theta)
     theta = _DEFAULTS["rope_theta"] if theta is None else theta
     if isinstance(theta, bool) or not isinstance(theta, (int, float)):
@@ -158,20 +197,30 @@ def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
         if name in ("max_seq_len", "init_std"):  # shape nothing and change no function
             continue
         if getattr(config, name) != getattr(checkpoint, name):
-            raise UserError(f"{name} {getattr(config, name)!r} differs from {model_dir}'s "
-                            f"{getattr(checkpoint, name)!r}")
+            raise UserError(
+                f"{name} {getattr(config, name)!r} differs from {model_dir}'s "
+                f"{getattr(checkpoint, name)!r}"
+            )
     if config.vocab_size > checkpoint.vocab_size:
-        raise UserError(f"vocab_size {config.vocab_size} exceeds the {checkpoint.vocab_size} "
-                        f"token ids of {model_dir}; the model keeps the first vocab_size rows")
+        raise UserError(
+            f"vocab_size {config.vocab_size} exceeds the {checkpoint.vocab_size} "
+            f"token ids of {model_dir}; the model keeps the first vocab_size rows"
+        )
     if config.head_kind != "softmax":
-        raise UserError(f"head {config.head!r} cannot start from {model_dir}: a pretrained LM "
-                        f"head is one matrix (use head 'softmax')")
+        raise UserError(
+            f"head {config.head!r} cannot start from {model_dir}: a pretrained LM "
+            f"head is one matrix (use head 'softmax')"
+        )
     if config.embed_projected:
-        raise UserError(f"embed_dim {config.embed_dim} cannot start from {model_dir}, whose "
-                        f"embedding is {checkpoint.d_model} wide (leave embed_dim unset)")
+        raise UserError(
+            f"embed_dim {config.embed_dim} cannot start from {model_dir}, whose "
+            f"embedding is {checkpoint.d_model} wide (leave embed_dim unset)"
+        )
     if config.tie_embeddings and not checkpoint.tie_embeddings:
-        raise UserError(f"{model_dir} has an untied lm_head, which a tied model would discard; "
-                        f"load it untied (tie_embeddings false)")
+        raise UserError(
+            f"{model_dir} has an untied lm_head, which a tied model would discard; "
+            f"load it untied (tie_embeddings false)"
+        )
 
 
 def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
@@ -187,12 +236,16 @@ def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
     fixed = {name: getattr(checkpoint, name) for name in ARCHITECTURE}
     for name, value in overrides.items():
         if name in fixed and value != fixed[name]:
-            raise UserError(f"model_overrides {name}={value!r} contradicts {where}/{CONFIG} "
-                            f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
-                            f"architecture")
+            raise UserError(
+                f"model_overrides {name}={value!r} contradicts {where}/{CONFIG} "
+                f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
+                f"architecture"
+            )
     if config.seq_len > checkpoint.max_seq_len:
-        raise UserError(f"seq_len {config.seq_len} exceeds init_from {where}'s "
-                        f"max_position_embeddings ({checkpoint.max_seq_len})")
+        raise UserError(
+            f"seq_len {config.seq_len} exceeds init_from {where}'s "
+            f"max_position_embeddings ({checkpoint.max_seq_len})"
+        )
     return {**overrides, **fixed}, checkpoint
 
 
@@ -222,12 +275,14 @@ def _read_json(path: Path):
 
 # ----- tensors ----------------------------------------------------------------------------------
 
+
 def _safe_open():
     try:
         from safetensors import safe_open
     except ImportError:
-        raise UserError("reading Hugging Face checkpoints needs safetensors: "
-                        "pip install 'spamlang[hf]'") from None
+        raise UserError(
+            "reading Hugging Face checkpoints needs safetensors: pip install 'spamlang[hf]'"
+        ) from None
     return safe_open
 
 
@@ -249,9 +304,11 @@ def _tensor_files(path: Path) -> dict[str, Path]:
             return dict.fromkeys(f.keys(), single)
     other = sorted(p.name for p in path.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt"))
     if other:
-        raise UserError(f"{path} holds {other[0]} but no {SINGLE}; spamlang reads safetensors "
-                        f"only: convert it once with transformers, e.g. AutoModelForCausalLM."
-                        f"from_pretrained(DIR).save_pretrained(DIR)")
+        raise UserError(
+            f"{path} holds {other[0]} but no {SINGLE}; spamlang reads safetensors "
+            f"only: convert it once with transformers, e.g. AutoModelForCausalLM."
+            f"from_pretrained(DIR).save_pretrained(DIR)"
+        )
     raise UserError(f"{path} has no {SINGLE} or {INDEX}")
 
 
@@ -302,15 +359,23 @@ def _plan(model_dir, config: ModelConfig):
     layout = _layout(config, checkpoint)
     missing = [name for name in layout if name not in files]
     if missing:
-        raise UserError(f"{path} lacks tensor {missing[0]}"
-                        + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+        raise UserError(
+            f"{path} lacks tensor {missing[0]}"
+            + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+        )
     # A tied checkpoint may also store lm_head (the same matrix): it is not needed.
-    extra = sorted(n for n in files if n not in layout and not _IGNORED.search(n)
-                   and not (n == _HEAD and checkpoint.tie_embeddings))
+    extra = sorted(
+        n
+        for n in files
+        if n not in layout
+        and not _IGNORED.search(n)
+        and not (n == _HEAD and checkpoint.tie_embeddings)
+    )
     if extra:
-        raise UserError(f"{path} has tensor(s) spamlang's Llama model has no place for: "
-                        f"{', '.join(extra[:3])}" + (f" and {len(extra) - 3} more" if len(extra) > 3
-                                                     else ""))
+        raise UserError(
+            f"{path} has tensor(s) spamlang's Llama model has no place for: "
+            f"{', '.join(extra[:3])}" + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+        )
     for file in sorted(set(files[n] for n in layout)):
         with _open(file) as f:
             present = set(f.keys())
@@ -319,8 +384,10 @@ def _plan(model_dir, config: ModelConfig):
                     raise UserError(f"{file} lacks tensor {name}, which {INDEX} places there")
                 shape = tuple(f.get_slice(name).get_shape())
                 if shape != layout[name][1]:
-                    raise UserError(f"{path}: tensor {name} has shape {list(shape)}, config.json "
-                                    f"implies {list(layout[name][1])}")
+                    raise UserError(
+                        f"{path}: tensor {name} has shape {list(shape)}, config.json "
+                        f"implies {list(layout[name][1])}"
+                    )
     return layout, files
 
 
@@ -345,8 +412,11 @@ def read_weights(model_dir: str | Path, config: ModelConfig) -> dict[str, np.nda
     return weights
 
 
-def load_params(model_dir: str | Path, config: ModelConfig,
-                put: Callable[[np.ndarray, jax.ShapeDtypeStruct], jax.Array] | None = None):
+def load_params(
+    model_dir: str | Path,
+    config: ModelConfig,
+    put: Callable[[np.ndarray, jax.ShapeDtypeStruct], jax.Array] | None = None,
+):
     """The parameter state of `Transformer(config)` (what `nnx.split(model, nnx.Param, ...)[1]`
     holds) from the checkpoint. `put(host_array, abstract_leaf)` places each array (default:
     `jnp.asarray`); the training loop passes one that lays it out like its jitted init."""
@@ -366,13 +436,19 @@ def load_params(model_dir: str | Path, config: ModelConfig,
 
 
 def _param_name(path) -> str:
-    """"blocks/0/attn/wq" for the key path of a parameter leaf."""
+    """ "blocks/0/attn/wq" for the key path of a parameter leaf."""
     return "/".join(str(k.key) for k in path if isinstance(k, jax.tree_util.DictKey))
 
 
-def load_hf(model_dir: str | Path, *, vocab_size: int | None = None,
-            tie_embeddings: bool | None = None, dtype: str = "float32",
-            param_dtype: str = "float32", kernels: str = "xla") -> Transformer:
+def load_hf(
+    model_dir: str | Path,
+    *,
+    vocab_size: int | None = None,
+    tie_embeddings: bool | None = None,
+    dtype: str = "float32",
+    param_dtype: str = "float32",
+    kernels: str = "xla",
+) -> Transformer:
     """A Llama checkpoint directory as a spamlang `Transformer`; its ModelConfig is `.config`.
 
     vocab_size: keep the first V token ids (None: all of the checkpoint's). tie_embeddings:
@@ -385,7 +461,10 @@ def load_hf(model_dir: str | Path, *, vocab_size: int | None = None,
     config = checkpoint.replace(
         vocab_size=checkpoint.vocab_size if vocab_size is None else vocab_size,
         tie_embeddings=checkpoint.tie_embeddings if tie_embeddings is None else tie_embeddings,
-        dtype=dtype, param_dtype=param_dtype, kernels=kernels)
+        dtype=dtype,
+        param_dtype=param_dtype,
+        kernels=kernels,
+    )
     abstract = nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0)))
     graphdef, _, rest = nnx.split(abstract, nnx.Param, ...)
     rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)  # none in the current model

@@ -49,8 +49,9 @@ def dense(x_xA: jax.Array, w_AxB: jax.Array, kernels: str) -> jax.Array:
     return x_xA @ w_AxB
 
 
-def attention(q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array,
-              kernels: str) -> jax.Array:
+def attention(
+    q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array, kernels: str
+) -> jax.Array:
     """Causal (grouped-query) attention: dot_product_attention(q, k, v, is_causal=True)."""
     if kernels == "cpu":
         return causal_gqa_attention(q_BxLxNxH, k_BxLxKxH, v_BxLxKxH)
@@ -145,8 +146,9 @@ def _core_bwd(res, do):
 _attention_core.defvjp(_core_fwd, _core_bwd)
 
 
-def causal_gqa_attention(q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array,
-                         v_BxLxKxH: jax.Array) -> jax.Array:
+def causal_gqa_attention(
+    q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array
+) -> jax.Array:
     """Causal grouped-query attention, equal to dot_product_attention(q, k, v, is_causal=True).
 
     K and V are never repeated per query head: the G = N / K query heads of a KV head are
@@ -155,7 +157,7 @@ def causal_gqa_attention(q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array,
     B, L, N, H = q_BxLxNxH.shape
     K = k_BxLxKxH.shape[2]
     G = N // K
-    q = q_BxLxNxH * jnp.asarray(H ** -0.5, q_BxLxNxH.dtype)
+    q = q_BxLxNxH * jnp.asarray(H**-0.5, q_BxLxNxH.dtype)
     q_t = q.reshape(B, L, K, G, H).transpose(0, 2, 3, 1, 4).reshape(B, K, G * L, H)
     o_t = _attention_core(q_t, k_BxLxKxH.transpose(0, 2, 1, 3), v_BxLxKxH.transpose(0, 2, 1, 3))
     return o_t.reshape(B, K, G, L, H).transpose(0, 3, 1, 2, 4).reshape(B, L, N, H)
@@ -178,8 +180,10 @@ def micro_batches(config, mesh: jax.sharding.Mesh, kernels: str) -> int:
     rows = config.batch_size // n_dev  # per device
     if config.micro_batch:
         if config.micro_batch % n_dev:
-            raise UserError(f"micro_batch ({config.micro_batch}) must be divisible by the number "
-                            f"of devices ({n_dev})")
+            raise UserError(
+                f"micro_batch ({config.micro_batch}) must be divisible by the number "
+                f"of devices ({n_dev})"
+            )
         return config.batch_size // config.micro_batch
     if kernels != "cpu":
         return 1

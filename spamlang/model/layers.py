@@ -21,8 +21,9 @@ from spamlang.model import kernels
 from spamlang.model.config import ModelConfig
 
 
-def normal_param(rngs: nnx.Rngs, shape: tuple[int, ...], config: ModelConfig, *,
-                 std: float | None = None) -> nnx.Param:
+def normal_param(
+    rngs: nnx.Rngs, shape: tuple[int, ...], config: ModelConfig, *, std: float | None = None
+) -> nnx.Param:
     """A parameter drawn from N(0, std^2) (default: config.init_std), stored in param_dtype."""
     std = config.init_std if std is None else std
     value = jax.random.normal(rngs.params(), shape, jnp.float32) * std
@@ -114,11 +115,14 @@ class Attention(nnx.Module):
         T, S = x_BxTxD.shape[1], kv["k"].shape[1]
         q, k, v = self._qkv(x_BxTxD, pos + jnp.arange(T))
         start = (0, pos, 0, 0)
-        kv = {"k": jax.lax.dynamic_update_slice(kv["k"], k.astype(kv["k"].dtype), start),
-              "v": jax.lax.dynamic_update_slice(kv["v"], v.astype(kv["v"].dtype), start)}
+        kv = {
+            "k": jax.lax.dynamic_update_slice(kv["k"], k.astype(kv["k"].dtype), start),
+            "v": jax.lax.dynamic_update_slice(kv["v"], v.astype(kv["v"].dtype), start),
+        }
         visible_TxS = jnp.arange(S)[None, :] <= pos + jnp.arange(T)[:, None]
-        o = jax.nn.dot_product_attention(q, kv["k"].astype(q.dtype), kv["v"].astype(q.dtype),
-                                         mask=visible_TxS[None, None])
+        o = jax.nn.dot_product_attention(
+            q, kv["k"].astype(q.dtype), kv["v"].astype(q.dtype), mask=visible_TxS[None, None]
+        )
         return self._out(o), kv
 
 

@@ -58,7 +58,9 @@ class Transformer(nnx.Module):
 
     def _check_len(self, length: int) -> None:
         if length > self.config.max_seq_len:
-            raise UserError(f"sequence length {length} exceeds max_seq_len {self.config.max_seq_len}")
+            raise UserError(
+                f"sequence length {length} exceeds max_seq_len {self.config.max_seq_len}"
+            )
 
     def _embed(self, tokens_BxL: jax.Array) -> jax.Array:
         """The stream's input x_BxLxD, float32: E's rows, lifted by embed_proj if E is narrow."""
@@ -127,8 +129,10 @@ class Transformer(nnx.Module):
         self._check_len(max_len)
         c = self.config
         shape = (batch_size, max_len, c.n_kv_heads, c.head_dim)
-        return [{"k": jnp.zeros(shape, c.dtype), "v": jnp.zeros(shape, c.dtype)}
-                for _ in range(c.n_layers)]
+        return [
+            {"k": jnp.zeros(shape, c.dtype), "v": jnp.zeros(shape, c.dtype)}
+            for _ in range(c.n_layers)
+        ]
 
     def hidden_cached(self, tokens_BxT: jax.Array, cache: list[dict], pos: jax.Array):
         """Hidden states of T tokens at positions pos..pos+T-1 given the cache; (h_BxTxD, cache).

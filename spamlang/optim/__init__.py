@@ -37,15 +37,15 @@ from spamlang.optim import lazy
 
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # Per-member hyperparameters (state arrays): the config field of each, by optax's name.
-HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps",
-               "momentum": "momentum"}
+HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps", "momentum": "momentum"}
 # The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
 # their memory (for lazy_adamw counted in the row's own appearances, for other leaves in steps).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
 
 
-def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_frac: float,
-                      final_ratio: float) -> optax.Schedule:
+def relative_schedule(
+    schedule: str, steps: int, *, warmup_frac: float, decay_frac: float, final_ratio: float
+) -> optax.Schedule:
     """LR multiplier in [0, 1] as a function of the step (peak 1 after the warmup).
 
     All schedules start with a linear warmup from 0 over `round(warmup_frac * steps)` steps, then:
@@ -63,15 +63,19 @@ def relative_schedule(schedule: str, steps: int, *, warmup_frac: float, decay_fr
     elif schedule == "wsd":
         decay = min(int(round(decay_frac * steps)), rest)
         after = optax.join_schedules(
-            [optax.constant_schedule(1.0),
-             optax.linear_schedule(1.0, final_ratio, transition_steps=max(decay, 1))],
-            boundaries=[rest - decay])
+            [
+                optax.constant_schedule(1.0),
+                optax.linear_schedule(1.0, final_ratio, transition_steps=max(decay, 1)),
+            ],
+            boundaries=[rest - decay],
+        )
     else:
         raise ValueError(f"unknown schedule {schedule!r}")
     if warmup == 0:
         return after
     return optax.join_schedules(
-        [optax.linear_schedule(0.0, 1.0, transition_steps=warmup), after], boundaries=[warmup])
+        [optax.linear_schedule(0.0, 1.0, transition_steps=warmup), after], boundaries=[warmup]
+    )
 
 
 def _path_name(path) -> str:
@@ -85,7 +89,8 @@ def decay_mask(params):
     never turns a norm vector into a "matrix".
     """
     return jax.tree_util.tree_map_with_path(
-        lambda path, leaf: jnp.ndim(leaf) >= 2 and "norm" not in _path_name(path), params)
+        lambda path, leaf: jnp.ndim(leaf) >= 2 and "norm" not in _path_name(path), params
+    )
 
 
 def row_tables(vocab_size: int, which: str = "all"):
@@ -97,27 +102,38 @@ def row_tables(vocab_size: int, which: str = "all"):
 
     def is_rows(path, leaf):
         name = _path_name(path)
-        return (jnp.ndim(leaf) == 2 and leaf.shape[0] == vocab_size
-                and name.startswith(prefixes))
+        return jnp.ndim(leaf) == 2 and leaf.shape[0] == vocab_size and name.startswith(prefixes)
 
     return lambda params: jax.tree_util.tree_map_with_path(is_rows, params)
 
 
-def _optimizer(learning_rate, b1, b2, eps, momentum, *, name: str, weight_decay: float,
-               vocab_size: int, lazy_rows: str = "all") -> optax.GradientTransformationExtraArgs:
+def _optimizer(
+    learning_rate,
+    b1,
+    b2,
+    eps,
+    momentum,
+    *,
+    name: str,
+    weight_decay: float,
+    vocab_size: int,
+    lazy_rows: str = "all",
+) -> optax.GradientTransformationExtraArgs:
     """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate."""
     if name == "adamw":
         direction = optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
     elif name == "lazy_adamw":
-        direction = lazy.scale_by_lazy_adam(row_tables(vocab_size, lazy_rows), b1=b1, b2=b2,
-                                            eps=eps)
+        direction = lazy.scale_by_lazy_adam(
+            row_tables(vocab_size, lazy_rows), b1=b1, b2=b2, eps=eps
+        )
     elif name == "sgd":
         direction = optax.trace(decay=momentum)
     elif name == "adafactor":
         direction = optax.chain(
             optax.scale_by_factored_rms(min_dim_size_to_factor=1),
             optax.clip_by_block_rms(1.0),
-            optax.scale_by_param_block_rms())
+            optax.scale_by_param_block_rms(),
+        )
     else:
         raise ValueError(f"unknown optimizer {name!r}")
     parts = [direction, optax.add_decayed_weights(weight_decay, mask=decay_mask)]
@@ -130,12 +146,22 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
     """(clip -> the config's optimizer with an injected peak LR -> the relative schedule,
     that schedule). Its `update` takes `present_V` (bool[V], the ids in this step's batch)
     as an extra argument; only lazy_adamw reads it."""
-    schedule = relative_schedule(config.schedule, config.steps, warmup_frac=config.warmup_frac,
-                                 decay_frac=config.decay_frac, final_ratio=config.final_lr_ratio)
-    static = dict(name=config.optimizer, weight_decay=config.weight_decay,
-                  vocab_size=config.vocab_size, lazy_rows=config.lazy_rows)
+    schedule = relative_schedule(
+        config.schedule,
+        config.steps,
+        warmup_frac=config.warmup_frac,
+        decay_frac=config.decay_frac,
+        final_ratio=config.final_lr_ratio,
+    )
+    static = dict(
+        name=config.optimizer,
+        weight_decay=config.weight_decay,
+        vocab_size=config.vocab_size,
+        lazy_rows=config.lazy_rows,
+    )
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
-        **{name: getattr(config, field) for name, field in HYPERPARAMS.items()}, **static)
+        **{name: getattr(config, field) for name, field in HYPERPARAMS.items()}, **static
+    )
     parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []
     return optax.chain(*parts, inner, optax.scale_by_schedule(schedule)), schedule
 
@@ -148,8 +174,10 @@ def peak_lr(opt_state) -> jax.Array:
 def with_hyperparams(opt_state, values: dict):
     """`opt_state` with its hyperparameters replaced by a member's own: `values` maps config
     field names (lr, b1, b2, eps, momentum) to numbers or float32 arrays."""
-    return optax.tree_utils.tree_set(opt_state, **{
-        name: jnp.asarray(values[field], jnp.float32) for name, field in HYPERPARAMS.items()})
+    return optax.tree_utils.tree_set(
+        opt_state,
+        **{name: jnp.asarray(values[field], jnp.float32) for name, field in HYPERPARAMS.items()},
+    )
 
 
 def with_peak_lr(opt_state, lr):
@@ -169,16 +197,22 @@ def _map_inject_states(opt_state, fn):
 def legacy_layout(opt_state):
     """The optimizer state as checkpoints wrote it before b1, b2, eps and momentum became state
     arrays (only the learning rate injected), to restore such checkpoints against."""
-    return _map_inject_states(opt_state, lambda s: s._replace(
-        hyperparams={"learning_rate": s.hyperparams["learning_rate"]}))
+    return _map_inject_states(
+        opt_state,
+        lambda s: s._replace(hyperparams={"learning_rate": s.hyperparams["learning_rate"]}),
+    )
 
 
 def from_legacy(opt_state, config):
     """A `legacy_layout` state upgraded to the current one, the hyperparameters other than the
     learning rate taken from `config` (they were constants of the program then)."""
+
     def upgrade(s):
-        values = {name: jnp.asarray(getattr(config, field), jnp.float32)
-                  for name, field in HYPERPARAMS.items() if name != "learning_rate"}
+        values = {
+            name: jnp.asarray(getattr(config, field), jnp.float32)
+            for name, field in HYPERPARAMS.items()
+            if name != "learning_rate"
+        }
         return s._replace(hyperparams={**values, **s.hyperparams})
 
     return _map_inject_states(opt_state, upgrade)

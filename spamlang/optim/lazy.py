@@ -34,23 +34,28 @@ class LazyAdamState(NamedTuple):
 
 def _need(present_V):
     if present_V is None:
-        raise ValueError("lazy Adam needs present_V (bool[V], the ids in the step's batch) "
-                         "as an extra argument of update")
+        raise ValueError(
+            "lazy Adam needs present_V (bool[V], the ids in the step's batch) "
+            "as an extra argument of update"
+        )
     return present_V
 
 
-def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
-                       eps: float = 1e-8) -> optax.GradientTransformationExtraArgs:
+def scale_by_lazy_adam(
+    is_rows: Callable, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
+) -> optax.GradientTransformationExtraArgs:
     """Adam's m_hat / (sqrt(v_hat) + eps), lazy on the leaves where `is_rows(params)` is True.
 
     On a row table, row s at a step where present_V[s]: count_s += 1, mu_s and nu_s take the
     Adam update, and the output is the bias-corrected ratio with count_s; elsewhere the row's
     state is kept and its output is 0.
     """
+
     def init_fn(params):
         rows = is_rows(params)
         count = jax.tree.map(
-            lambda p, r: jnp.zeros(p.shape[:1] if r else (), jnp.int32), params, rows)
+            lambda p, r: jnp.zeros(p.shape[:1] if r else (), jnp.int32), params, rows
+        )
         zeros = jax.tree.map(jnp.zeros_like, params)
         return LazyAdamState(count=count, mu=zeros, nu=zeros)
 
@@ -59,12 +64,13 @@ def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
         if not rows:  # dense Adam: every step counts
             count = count + 1
             n = count.astype(g.dtype)
-            out = (new_mu / (1 - b1 ** n)) / (jnp.sqrt(new_nu / (1 - b2 ** n)) + eps)
+            out = (new_mu / (1 - b1**n)) / (jnp.sqrt(new_nu / (1 - b2**n)) + eps)
             return out, count, new_mu, new_nu
         here = present_V[:, None]
         count = count + present_V.astype(jnp.int32)
         mu, nu = jnp.where(here, new_mu, mu), jnp.where(here, new_nu, nu)
         n = count[:, None].astype(g.dtype)
+
         # A row that never occurred has n = 0 and zero moments: divide by 1, not by 0.
         def safe(b):
             return jnp.where(n > 0, 1 - b**n, 1)
@@ -77,10 +83,16 @@ def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
         present_V = _need(present_V)
         rows = is_rows(updates)
         treedef = jax.tree.structure(updates)
-        outs = [leaf(g, c, m, v, r, present_V) for g, c, m, v, r in zip(
-            treedef.flatten_up_to(updates), treedef.flatten_up_to(state.count),
-            treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu),
-            treedef.flatten_up_to(rows))]
+        outs = [
+            leaf(g, c, m, v, r, present_V)
+            for g, c, m, v, r in zip(
+                treedef.flatten_up_to(updates),
+                treedef.flatten_up_to(state.count),
+                treedef.flatten_up_to(state.mu),
+                treedef.flatten_up_to(state.nu),
+                treedef.flatten_up_to(rows),
+            )
+        ]
         new = [treedef.unflatten(part) for part in zip(*outs)]
         return new[0], LazyAdamState(count=new[1], mu=new[2], nu=new[3])
 
@@ -90,11 +102,13 @@ def scale_by_lazy_adam(is_rows: Callable, b1: float = 0.9, b2: float = 0.999,
 def keep_present_rows(is_rows: Callable) -> optax.GradientTransformationExtraArgs:
     """Zero the update of every absent row of the row tables (after the weight decay, so an
     absent row is not decayed either)."""
+
     def update_fn(updates, state, params=None, *, present_V=None, **extra_args):
         del params, extra_args
         present_V = _need(present_V)
-        kept = jax.tree.map(lambda u, r: jnp.where(present_V[:, None], u, 0) if r else u,
-                            updates, is_rows(updates))
+        kept = jax.tree.map(
+            lambda u, r: jnp.where(present_V[:, None], u, 0) if r else u, updates, is_rows(updates)
+        )
         return kept, state
 
     return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update_fn)

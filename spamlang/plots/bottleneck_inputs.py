@@ -28,9 +28,20 @@ LM_SOURCE = "diagnose-lm"
 # transformers' config.model_type -> the family's name in the legend. Qwen2 and Qwen3 are one
 # family here: the paper's point is the range real LMs span, not the version.
 FAMILIES = {
-    "gpt2": "GPT-2", "gpt_neox": "Pythia (GPT-NeoX)", "llama": "Llama", "qwen2": "Qwen",
-    "qwen3": "Qwen", "mistral": "Mistral", "gemma": "Gemma", "gemma2": "Gemma", "gemma3": "Gemma",
-    "opt": "OPT", "olmo": "OLMo", "olmo2": "OLMo", "phi": "Phi", "phi3": "Phi",
+    "gpt2": "GPT-2",
+    "gpt_neox": "Pythia (GPT-NeoX)",
+    "llama": "Llama",
+    "qwen2": "Qwen",
+    "qwen3": "Qwen",
+    "mistral": "Mistral",
+    "gemma": "Gemma",
+    "gemma2": "Gemma",
+    "gemma3": "Gemma",
+    "opt": "OPT",
+    "olmo": "OLMo",
+    "olmo2": "OLMo",
+    "phi": "Phi",
+    "phi3": "Phi",
 }
 
 
@@ -65,18 +76,25 @@ def _points_of(root: Path) -> list[dict]:
         return [standalone_point(root)]
     runs, missing = _sweep_points(root)
     if runs and missing:  # a figure of 1 run out of 8 must say why the other 7 are absent
-        print(f"note: {missing} of {missing + len(runs)} runs in {root} have no diagnostics.json "
-              f"(run `spamlang diagnose` on them, or train with diag_every > 0); drawing "
-              f"{len(runs)}", file=sys.stderr)
+        print(
+            f"note: {missing} of {missing + len(runs)} runs in {root} have no diagnostics.json "
+            f"(run `spamlang diagnose` on them, or train with diag_every > 0); drawing "
+            f"{len(runs)}",
+            file=sys.stderr,
+        )
     # A sweep's run directories hold their own diagnostics.json; they are read as runs above.
     found = runs + [standalone_point(sub) for sub in sorted(root.iterdir()) if _standalone(sub)]
     if found:
         return found
     if any((p / CONFIG).is_file() for p in (root, *root.iterdir())):
-        raise UserError(f"no run in {root} has a diagnostics.json or 'diag' rows in metrics.jsonl "
-                        "(train with diag_every > 0, or run `spamlang diagnose`)")
-    raise UserError(f"nothing to plot in {root}: no run in it (config.json) and no "
-                    f"{DIAGNOSTICS} in it or its subdirectories (`spamlang diagnose-lm` output)")
+        raise UserError(
+            f"no run in {root} has a diagnostics.json or 'diag' rows in metrics.jsonl "
+            "(train with diag_every > 0, or run `spamlang diagnose`)"
+        )
+    raise UserError(
+        f"nothing to plot in {root}: no run in it (config.json) and no "
+        f"{DIAGNOSTICS} in it or its subdirectories (`spamlang diagnose-lm` output)"
+    )
 
 
 def _standalone(path: Path) -> bool:
@@ -104,15 +122,26 @@ def standalone_point(out_dir: str | Path) -> dict:
     if not d_over_v or d_over_v <= 0:
         raise UserError(f"{file} has no d_over_v (nor head_rank or d_model with vocab_size)")
     name = str(diag.get("model_name") or Path(out_dir).resolve().name)
-    point = {"run_id": name, "d_over_v": d_over_v, "kernel_fraction": kf, "curve": ([], []),
-             "path": str(out_dir)}
+    point = {
+        "run_id": name,
+        "d_over_v": d_over_v,
+        "kernel_fraction": kf,
+        "curve": ([], []),
+        "path": str(out_dir),
+    }
     if diag.get("source") == LM_SOURCE or "model_type" in diag:
-        return {**point, "source": LM_SOURCE, "series": family_name(diag.get("model_type")),
-                "model_type": diag.get("model_type"), "model_name": name}
+        return {
+            **point,
+            "source": LM_SOURCE,
+            "series": family_name(diag.get("model_type")),
+            "model_type": diag.get("model_type"),
+            "model_name": name,
+        }
     return {**point, "source": "spamlang", "series": _series(diag)}
 
 
 # --- spamlang runs --------------------------------------------------------------------------
+
 
 def effective_rank(config: dict) -> int:
     """The head's rank from a run's config.json: d_model (preset or override), r for
@@ -162,11 +191,19 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
         if kf is None or not math.isfinite(kf):
             missing += 1
             continue
-        points.append({"run_id": run.run_id, "series": _series(config), "source": "spamlang",
-                       "d_over_v": effective_rank(config) / V, "kernel_fraction": kf,
-                       "curve": ([r["tokens"] / V for r in rows if r.get("tokens", 0) > 0],
-                                 [float(r["kernel_fraction"]) for r in rows
-                                  if r.get("tokens", 0) > 0])})
+        points.append(
+            {
+                "run_id": run.run_id,
+                "series": _series(config),
+                "source": "spamlang",
+                "d_over_v": effective_rank(config) / V,
+                "kernel_fraction": kf,
+                "curve": (
+                    [r["tokens"] / V for r in rows if r.get("tokens", 0) > 0],
+                    [float(r["kernel_fraction"]) for r in rows if r.get("tokens", 0) > 0],
+                ),
+            }
+        )
     return points, missing
 
 

@@ -61,8 +61,9 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
         except ValueError:
             raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
     if lr == "best":
-        chosen = [r for p in best_points(group_points(runs, [SEED]), "lr", BEST_METRIC)
-                  for r in p.runs]
+        chosen = [
+            r for p in best_points(group_points(runs, [SEED]), "lr", BEST_METRIC) for r in p.runs
+        ]
         done = {_cell(r) for r in chosen}
         going: dict[tuple, dict[float, list[Run]]] = {}
         for r in runs:
@@ -127,8 +128,10 @@ class _Metrics:
                     if metric in row:
                         return kind, f"{kind} {metric.replace('_', ' ')}"
                     fields.update(dict.fromkeys(k for k in row if k not in ("kind", x)))
-        raise UserError(f"unknown metric {metric!r} for --y; metrics.jsonl has: "
-                        f"{', '.join(fields) or 'no rows'}")
+        raise UserError(
+            f"unknown metric {metric!r} for --y; metrics.jsonl has: "
+            f"{', '.join(fields) or 'no rows'}"
+        )
 
     def curve(self, runs: list[Run], kind: str, x: str, y: str, positive: bool):
         """(xs, means, mins, maxs, most runs at one x): the runs' y at each x they logged."""
@@ -140,12 +143,23 @@ class _Metrics:
                 if ok and math.isfinite(v) and (v > 0 or not positive):
                     at.setdefault(float(t), []).append(float(v))
         xs = sorted(at)
-        return (xs, [statistics.fmean(at[t]) for t in xs], [min(at[t]) for t in xs],
-                [max(at[t]) for t in xs], max((len(v) for v in at.values()), default=0))
+        return (
+            xs,
+            [statistics.fmean(at[t]) for t in xs],
+            [min(at[t]) for t in xs],
+            [max(at[t]) for t in xs],
+            max((len(v) for v in at.values()), default=0),
+        )
 
 
-def plot_curves(sweep_dir, out_file, lr: float | str | None = None, metric: str = "loss",
-                where: dict | None = None, **axes) -> Path:
+def plot_curves(
+    sweep_dir,
+    out_file,
+    lr: float | str | None = None,
+    metric: str = "loss",
+    where: dict | None = None,
+    **axes,
+) -> Path:
     """A metrics.jsonl value (default: the train loss) against training tokens, one line per
     value of `color` (default V), each at its cell's best LR or at the one LR given (see
     `choose_runs`; the legend names each line's LR); one panel per value of `cols`
@@ -163,10 +177,17 @@ def plot_curves(sweep_dir, out_file, lr: float | str | None = None, metric: str 
     return save_figure(curves_figure(sweep_dir, lr, metric, where, **axes), out_file)
 
 
-def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss",
-                  where: dict | None = None, x: str = "tokens", color: str | None = "vocab_size",
-                  cols: str | None = "tie_embeddings", rows: str | list[str] | None = None,
-                  logy: bool | None = None) -> Figure:
+def curves_figure(
+    sweep_dir,
+    lr: float | str | None = None,
+    metric: str = "loss",
+    where: dict | None = None,
+    x: str = "tokens",
+    color: str | None = "vocab_size",
+    cols: str | None = "tie_embeddings",
+    rows: str | list[str] | None = None,
+    logy: bool | None = None,
+) -> Figure:
     """The figure of `plot_curves`, unsaved. `x` is a metrics.jsonl field (tokens or step);
     `color`, `cols` and `rows` are results.csv columns ('none' switches one off)."""
     runs = scan_runs(sweep_dir)
@@ -216,18 +237,27 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
                 any_x, most_points = any_x or bool(xs), max(most_points, len(xs))
                 k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
                 running = any(not r.finished for r in line.runs)
-                ax.plot(xs, mean, color=colours[k], lw=1.2,
-                        label=_line_label(line, color, values, best),
-                        linestyle=":" if running else "-", marker="o" if len(xs) < 5 else None,
-                        ms=5 if len(xs) == 1 else 3)
+                ax.plot(
+                    xs,
+                    mean,
+                    color=colours[k],
+                    lw=1.2,
+                    label=_line_label(line, color, values, best),
+                    linestyle=":" if running else "-",
+                    marker="o" if len(xs) < 5 else None,
+                    ms=5 if len(xs) == 1 else 3,
+                )
                 if most > 1:
                     ax.fill_between(xs, lo, hi, color=colours[k], alpha=0.2, linewidth=0)
             panel_runs = [r for p in panel for r in p.runs]
             if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
                 floor_named |= _draw_floors(ax, panel_runs, logy, name=not floor_named)
             ax.set_yscale("log" if logy else "linear")
-            ax.xaxis.set_major_formatter(FuncFormatter(  # tokens as counts: 750K, 1M, 1.25M
-                lambda v, _: format_count(v, decimals=3)))
+            ax.xaxis.set_major_formatter(
+                FuncFormatter(  # tokens as counts: 750K, 1M, 1.25M
+                    lambda v, _: format_count(v, decimals=3)
+                )
+            )
             # "both": a log axis within a decade labels its minor ticks, at the default size.
             ax.tick_params(which="both", labelsize=7)
             ax.set_xlabel(axis_label(x), fontsize=8)
@@ -237,31 +267,42 @@ def curves_figure(sweep_dir, lr: float | str | None = None, metric: str = "loss"
             lrs = sort_values(r.lr for r in panel_runs)
             if panel_runs and not best and len(lrs) == 1 and not lr_axis:
                 title = f"{title}, lr {format_lr(lrs[0])}" if title else f"lr {format_lr(lrs[0])}"
-            ax.set_title(f"{title} ({row_label})" if title and row_label else title or row_label,
-                         fontsize=9)
+            ax.set_title(
+                f"{title} ({row_label})" if title and row_label else title or row_label, fontsize=9
+            )
             if panel:
                 ax.legend(fontsize=6, frameon=False)
     if drawn and not any_x:
-        raise UserError(f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
-                        "--x takes a metrics.jsonl field such as tokens or step")
+        raise UserError(
+            f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
+            "--x takes a metrics.jsonl field such as tokens or step"
+        )
     single = _single_point_note(runs, kind) if drawn and most_points == 1 else ""
     if single:
         print(f"note: {single}", file=sys.stderr)
-    chosen = (f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})"
-              if lr in (None, "best") and not lr_axis and len(grid) > 1 and drawn else "")
-    dropped = _dropped_panels(before, runs, cols, rows, used, pooled) \
-        if lr not in (None, "best") else []
-    gone = (f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
-            f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
-            if dropped else "")
+    chosen = (
+        f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})"
+        if lr in (None, "best") and not lr_axis and len(grid) > 1 and drawn
+        else ""
+    )
+    dropped = (
+        _dropped_panels(before, runs, cols, rows, used, pooled) if lr not in (None, "best") else []
+    )
+    gone = (
+        f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
+        f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
+        if dropped
+        else ""
+    )
     note(fig, chosen, pool_note(drawn, "bands"), single, gone)
     if title := fixed_title(every, runs, where, [color, cols, *(rows or [])]):
         fig.suptitle(title, fontsize=9)
     return fig
 
 
-def _dropped_panels(before: list[Run], after: list[Run], cols: str | None, rows, used: list[str],
-                    pooled: list[str]) -> list[str]:
+def _dropped_panels(
+    before: list[Run], after: list[Run], cols: str | None, rows, used: list[str], pooled: list[str]
+) -> list[str]:
     """The titles of the panels that the runs before an `--lr` choice fill and the runs after
     it do not (no run of theirs at that LR)."""
     points = group_points(before, pooled)
@@ -270,12 +311,19 @@ def _dropped_panels(before: list[Run], after: list[Run], cols: str | None, rows,
     kept, names = {r.run_id for r in after}, []
     for row_label, members in row_groups:
         for cv in col_values:
-            panel = [r for p in members if cols is None or ident(p.value(cols)) == ident(cv)
-                     for r in p.runs]
+            panel = [
+                r
+                for p in members
+                if cols is None or ident(p.value(cols)) == ident(cv)
+                for r in p.runs
+            ]
             if panel and not any(r.run_id in kept for r in panel):
                 title = facet_title(cols, cv) if cols else ""
-                names.append(f"{title} ({row_label})" if title and row_label
-                             else title or row_label or "the only panel")
+                names.append(
+                    f"{title} ({row_label})"
+                    if title and row_label
+                    else title or row_label or "the only panel"
+                )
     return names
 
 
@@ -312,4 +360,3 @@ def _draw_floors(ax, runs: list[Run], logy: bool, name: bool) -> bool:
         # note clear of the curves.
         ax.plot([], [], " ", label="floor: 0 nats (off the log axis)")
     return name and bool(floors)
-

@@ -33,6 +33,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 # --- one model: diagnostics.json --------------------------------------------------------
 
+
 def rank_curve_figure(diag: dict) -> Figure:
     """Figure 2: numerical rank of the logit gradient against the number of batch tokens."""
     rc = diag["rank_curve"]
@@ -40,10 +41,19 @@ def rank_curve_figure(diag: dict) -> Figure:
     ax = fig.add_subplot()
     ax.plot(rc["tokens"], rc["rank"], "o-", color=OKABE_ITO[0], label="rank of G")
     ax.plot(rc["tokens"], rc["max_rank"], ":", color=OKABE_ITO[5], label="min(T, V-1)")
-    ax.axhline(2 * diag["head_rank"], ls="--", color=OKABE_ITO[1],
-               label=f"2D = {2 * diag['head_rank']} (eq. 6)")
-    ax.set(xscale="log", yscale="log", xlabel="batch tokens T", ylabel="empirical rank",
-           title=f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}")
+    ax.axhline(
+        2 * diag["head_rank"],
+        ls="--",
+        color=OKABE_ITO[1],
+        label=f"2D = {2 * diag['head_rank']} (eq. 6)",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="batch tokens T",
+        ylabel="empirical rank",
+        title=f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}",
+    )
     ax.legend(fontsize=8)
     return fig
 
@@ -56,8 +66,10 @@ def profile_figure(diag: dict, lead: int = 20) -> Figure:
     fig = Figure(figsize=(8, 3.4), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, keep in zip(axes, (ranks <= lead, ranks >= 1)):
-        for part, colour, label in (("full", OKABE_ITO[0], "full gradient"),
-                                    ("proj", OKABE_ITO[1], "projected on col(W)")):
+        for part, colour, label in (
+            ("full", OKABE_ITO[0], "full gradient"),
+            ("proj", OKABE_ITO[1], "projected on col(W)"),
+        ):
             mean = np.asarray(prof[f"{part}_mean"])[keep]
             std = np.asarray(prof[f"{part}_std"])[keep]
             ax.plot(ranks[keep], mean, color=colour, label=label)
@@ -68,8 +80,11 @@ def profile_figure(diag: dict, lead: int = 20) -> Figure:
     axes[1].set_title("all ranks", fontsize=9)
     axes[0].set_title(f"leading {lead}", fontsize=9)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{diag['head']}, V={diag['vocab_size']}: kernel fraction "
-                 f"{diag['kernel_fraction']:.3f}, cosine {diag['projected_cosine']:.3f}", fontsize=10)
+    fig.suptitle(
+        f"{diag['head']}, V={diag['vocab_size']}: kernel fraction "
+        f"{diag['kernel_fraction']:.3f}, cosine {diag['projected_cosine']:.3f}",
+        fontsize=10,
+    )
     return fig
 
 
@@ -91,23 +106,33 @@ def efficiency_figure(diag: dict) -> Figure:
         changes = np.abs(np.concatenate([d_logit, d_ind]))
         ax.set_yscale("symlog", linthresh=max(changes[changes > 0].min(initial=1e-6), 1e-9))
         ax.axhline(0, color="grey", lw=0.5)
-    ax.set(xscale="log", xlabel="step norm / ||logits||_F",
-           ylabel="loss decrease (nats)" if descent else "loss change (nats)",
-           title=f"{diag['head']}, V={diag['vocab_size']}, {eff['tokens']} tokens")
+    ax.set(
+        xscale="log",
+        xlabel="step norm / ||logits||_F",
+        ylabel="loss decrease (nats)" if descent else "loss change (nats)",
+        title=f"{diag['head']}, V={diag['vocab_size']}, {eff['tokens']} tokens",
+    )
     ax.legend(fontsize=8)
     return fig
 
 
-def plot_diagnostics(diag: dict | str | Path, out_dir: str | Path, suffix: str = ".png") -> list[Path]:
+def plot_diagnostics(
+    diag: dict | str | Path, out_dir: str | Path, suffix: str = ".png"
+) -> list[Path]:
     """Write rank_curve, coefficient_profile and efficiency figures for one diagnostics dict
     (or a diagnostics.json path) into out_dir; returns the paths."""
     if not isinstance(diag, dict):
         diag = read_json(diag)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)  # the command's own output directory
-    return [save_figure(make(diag), out / f"{name}{suffix}") for name, make in (
-        ("rank_curve", rank_curve_figure), ("coefficient_profile", profile_figure),
-        ("efficiency", efficiency_figure))]
+    return [
+        save_figure(make(diag), out / f"{name}{suffix}")
+        for name, make in (
+            ("rank_curve", rank_curve_figure),
+            ("coefficient_profile", profile_figure),
+            ("efficiency", efficiency_figure),
+        )
+    ]
 
 
 # --- Figure 6: spamlang runs and pretrained LMs -------------------------------------------
@@ -131,24 +156,49 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
     runs = sorted({p["series"] for p in points if p["source"] != LM_SOURCE})
     families = sorted({p["series"] for p in points if p["source"] == LM_SOURCE})
     for i, (lm, name) in enumerate([(False, n) for n in runs] + [(True, n) for n in families]):
-        mine = sorted((p for p in points if p["series"] == name
-                       and (p["source"] == LM_SOURCE) == lm), key=lambda p: p["d_over_v"])
+        mine = sorted(
+            (p for p in points if p["series"] == name and (p["source"] == LM_SOURCE) == lm),
+            key=lambda p: p["d_over_v"],
+        )
         # LM families: larger edged markers from their own set, apart from the runs' at a glance
         marker = LM_MARKERS[(i - len(runs)) % len(LM_MARKERS)] if lm else MARKERS[i % len(MARKERS)]
-        ax.plot([p["d_over_v"] for p in mine], [p["kernel_fraction"] for p in mine],
-                marker=marker, ls="none", color=OKABE_ITO[i % len(OKABE_ITO)], label=name,
-                ms=9 if lm else 6, mec="black" if lm else None, mew=0.5 if lm else None)
+        ax.plot(
+            [p["d_over_v"] for p in mine],
+            [p["kernel_fraction"] for p in mine],
+            marker=marker,
+            ls="none",
+            color=OKABE_ITO[i % len(OKABE_ITO)],
+            label=name,
+            ms=9 if lm else 6,
+            mec="black" if lm else None,
+            mew=0.5 if lm else None,
+        )
         for p in mine if lm and labels else ():
-            ax.annotate(p["model_name"], (p["d_over_v"], p["kernel_fraction"]), fontsize=5.5,
-                        color="0.25", xytext=(4, -7), textcoords="offset points")
+            ax.annotate(
+                p["model_name"],
+                (p["d_over_v"], p["kernel_fraction"]),
+                fontsize=5.5,
+                color="0.25",
+                xytext=(4, -7),
+                textcoords="offset points",
+            )
     lo, hi = min(p["d_over_v"] for p in points), max(p["d_over_v"] for p in points)
     grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 200)
     ax.plot(grid, np.sqrt(1 - grid), "--", color="grey", label="sqrt(1 - D/V) (isotropic G)")
     if families:
-        ax.axhspan(*PAPER_BAND, color="0.5", alpha=0.15, lw=0,  # grey: no series has it
-                   label="paper: 95-99% (real LMs)")
-    ax.set(xscale="log", xlabel="D / V", ylabel="kernel fraction ||P_ker G|| / ||G||",
-           title="logit-gradient norm destroyed by the head")
+        ax.axhspan(
+            *PAPER_BAND,
+            color="0.5",
+            alpha=0.15,
+            lw=0,  # grey: no series has it
+            label="paper: 95-99% (real LMs)",
+        )
+    ax.set(
+        xscale="log",
+        xlabel="D / V",
+        ylabel="kernel fraction ||P_ker G|| / ||G||",
+        title="logit-gradient norm destroyed by the head",
+    )
     ax.legend(fontsize=7)
     plain_log_ticks(ax.xaxis, grid[0], grid[-1])
     if with_curves:
@@ -160,15 +210,20 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
             ax.plot(*p["curve"], color=cmap(norm(p["d_over_v"])), lw=1.2)
         bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V (runs)")
         plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
-        ax.set(xscale="log", xlabel="training tokens / V", ylabel="kernel fraction",
-               title="along training")
+        ax.set(
+            xscale="log",
+            xlabel="training tokens / V",
+            ylabel="kernel fraction",
+            title="along training",
+        )
         xs = [x for p in with_curves for x in p["curve"][0] if x > 0]
         plain_log_ticks(ax.xaxis, min(xs), max(xs))
     return fig
 
 
-def plot_bottleneck(inputs: str | Path | Iterable[str | Path], out_file: str | Path,
-                    labels: bool = True) -> Path:
+def plot_bottleneck(
+    inputs: str | Path | Iterable[str | Path], out_file: str | Path, labels: bool = True
+) -> Path:
     """`spamlang plot bottleneck DIR [DIR ...] -o FILE`: see `bottleneck_figure`."""
     check_figure_path(out_file)
     return save_figure(bottleneck_figure(inputs, labels=labels), out_file)

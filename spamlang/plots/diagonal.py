@@ -36,8 +36,10 @@ def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
 def _edges(values: list[float]) -> tuple[float, float]:
     """The values at the grid's outer cell edges (index -0.5 and n - 0.5)."""
     logs = np.log(values)
-    return (float(np.exp(logs[0] - (logs[1] - logs[0]) / 2)),
-            float(np.exp(logs[-1] + (logs[-1] - logs[-2]) / 2)))
+    return (
+        float(np.exp(logs[0] - (logs[1] - logs[0]) / 2)),
+        float(np.exp(logs[-1] + (logs[-1] - logs[-2]) / 2)),
+    )
 
 
 def crossable(values: list) -> bool:
@@ -49,8 +51,10 @@ def crossable(values: list) -> bool:
 def check_axis(column: str, values: list) -> list[float]:
     """The axis' values as floats, or a UserError when the diagonal cannot cross it."""
     if not crossable(values):
-        raise UserError(f"--diagonal needs two or more positive numbers along --x and --y; "
-                        f"{column} has {len(values)} value(s), not all so")
+        raise UserError(
+            f"--diagonal needs two or more positive numbers along --x and --y; "
+            f"{column} has {len(values)} value(s), not all so"
+        )
     return [float(v) for v in values]
 
 
@@ -64,13 +68,29 @@ def draw_diagonal(ax, xs: list[float], ys: list[float], label: str = LABEL) -> b
     limits = ax.get_xlim(), ax.get_ylim()  # a line must not widen an image's extent
     # White under black dashes, both under the cells' numbers (zorder 3): seen on any colour.
     ax.plot(log_index(xs, t), log_index(ys, t), color="white", lw=2.2, zorder=2.1)
-    ax.plot(log_index(xs, t), log_index(ys, t), color="black", lw=1.2, ls="--", zorder=2.2,
-            label=label, gid=GID)
+    ax.plot(
+        log_index(xs, t),
+        log_index(ys, t),
+        color="black",
+        lw=1.2,
+        ls="--",
+        zorder=2.2,
+        label=label,
+        gid=GID,
+    )
     # Named on the line itself: a legend box would hide cells' numbers.
     at = int(0.8 * (_POINTS - 1))
-    ax.text(log_index(xs, t[at:at + 1])[0], log_index(ys, t[at:at + 1])[0], f" {label} ",
-            fontsize=6, ha="right", va="bottom", zorder=6, gid=GID,
-            bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8))
+    ax.text(
+        log_index(xs, t[at : at + 1])[0],
+        log_index(ys, t[at : at + 1])[0],
+        f" {label} ",
+        fontsize=6,
+        ha="right",
+        va="bottom",
+        zorder=6,
+        gid=GID,
+        bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8),
+    )
     ax.set_xlim(*limits[0])
     ax.set_ylim(*limits[1])
     return True

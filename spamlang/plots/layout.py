@@ -30,9 +30,14 @@ from spamlang.plots.runs import Run, complement_of, finite, is_number, varying_s
 SEED = "seed"
 MAX_FACETS = 8
 _LABELS = {
-    "vocab_size": "vocabulary size V", "lr": "learning rate", "tie_embeddings": "tied embeddings",
-    "tokens": "training tokens", "step": "step", "seq_len": "sequence length",
-    "d_model": "hidden size D", "batch_size": "batch size",
+    "vocab_size": "vocabulary size V",
+    "lr": "learning rate",
+    "tie_embeddings": "tied embeddings",
+    "tokens": "training tokens",
+    "step": "step",
+    "seq_len": "sequence length",
+    "d_model": "hidden size D",
+    "batch_size": "batch size",
     "symbol_return_steps": "return time V/B (steps)",
     "adam_memory_steps": "Adam memory 1/(1-b2) (steps)",
 }
@@ -56,7 +61,8 @@ def format_value(column: str, v: Any) -> str:
     if column == "lr" and is_number(v) and v > 0:
         return format_lr(float(v))
     if (isinstance(v, int) and not isinstance(v, bool)) or (
-            column == "vocab_size" and is_number(v) and float(v).is_integer()):
+        column == "vocab_size" and is_number(v) and float(v).is_integer()
+    ):
         return format_count(int(v))
     if isinstance(v, float):
         # Whole numbers up to float noise (1 / (1 - 0.999) = 999.9999999999991) read as
@@ -176,8 +182,9 @@ def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point
     return [Point(members) for members in groups.values()]
 
 
-def best_over(points: list[Point], column: str, metric: str,
-              keep_failed: bool = False) -> list[Point]:
+def best_over(
+    points: list[Point], column: str, metric: str, keep_failed: bool = False
+) -> list[Point]:
     """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
     (lowest; highest for accuracy-like metrics); it remembers the chosen value and the grid.
 
@@ -186,16 +193,22 @@ def best_over(points: list[Point], column: str, metric: str,
     as one point without a choice (a heatmap draws that cell as diverged rather than blank).
     """
     inner = set(pooled_settings(points)) | {column}
-    others = [k for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
-              if k not in inner]
+    others = [
+        k
+        for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
+        if k not in inner
+    ]
     groups: dict[tuple, list[Point]] = {}
     for p in points:
         groups.setdefault(tuple(ident(p.value(k)) for k in others), []).append(p)
     sign = -1.0 if higher_is_better(metric) else 1.0
     chosen = []
     for members in groups.values():
-        scored = [(sign * s.mean, order_key(p.value(column)), p) for p in members
-                  if (s := p.stats(metric)) is not None]
+        scored = [
+            (sign * s.mean, order_key(p.value(column)), p)
+            for p in members
+            if (s := p.stats(metric)) is not None
+        ]
         if not scored:
             if keep_failed:
                 chosen.append(merge(members))
@@ -211,8 +224,11 @@ def merge(points: list[Point]) -> Point:
     if len(points) == 1:
         return points[0]
     same = len({(ident(p.best), p.grid) for p in points}) == 1
-    return Point([r for p in points for r in p.runs], points[0].best if same else None,
-                 points[0].grid if same else ())
+    return Point(
+        [r for p in points for r in p.runs],
+        points[0].best if same else None,
+        points[0].grid if same else (),
+    )
 
 
 def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
@@ -249,14 +265,20 @@ def facets(points: list[Point], rows: list[str], cols: str | None) -> tuple[list
     """
     by_row = split(points, rows)
     if len(by_row) > MAX_FACETS:
-        raise UserError(f"{len(by_row)} combinations of {', '.join(rows)} would each get a row of "
-                        "panels: pick some with --where KEY=VALUE or choose --rows")
+        raise UserError(
+            f"{len(by_row)} combinations of {', '.join(rows)} would each get a row of "
+            "panels: pick some with --where KEY=VALUE or choose --rows"
+        )
     col_values = sort_values(p.value(cols) for p in points) if cols else [None]
     if len(col_values) > MAX_FACETS:
-        raise UserError(f"{cols} has {len(col_values)} values, too many panel columns: "
-                        "pick some with --where KEY=VALUE")
-    labelled = [(", ".join(facet_title(k, v) for k, v in zip(rows, values)), members)
-                for values, members in by_row]
+        raise UserError(
+            f"{cols} has {len(col_values)} values, too many panel columns: "
+            "pick some with --where KEY=VALUE"
+        )
+    labelled = [
+        (", ".join(facet_title(k, v) for k, v in zip(rows, values)), members)
+        for values, members in by_row
+    ]
     return labelled, col_values
 
 
@@ -283,7 +305,9 @@ def check_distinct(flags: list[tuple[str, str | None]]) -> None:
     seen: dict[str, str] = {}
     for flag, column in flags:
         if column and column in seen:
-            raise UserError(f"{flag} and {seen[column]} are both {column!r}; pick different columns")
+            raise UserError(
+                f"{flag} and {seen[column]} are both {column!r}; pick different columns"
+            )
         if column:
             seen[column] = flag
 
@@ -304,4 +328,3 @@ def rows_option(rows: str | list[str] | None) -> list[str] | None:
 
 def describe(values: list[Any], column: str) -> str:
     return ", ".join(format_value(column, v) for v in sort_values(values))
-

@@ -105,15 +105,18 @@ def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
     elif column == "lr":
         axis.set_major_formatter(FuncFormatter(lambda v, _: format_value(column, v)))
     elif all(v.is_integer() for v in values):  # counts: 2K, not 2000
-        axis.set_major_formatter(FuncFormatter(
-            lambda v, _: format_value(column, int(v) if float(v).is_integer() else v)))
+        axis.set_major_formatter(
+            FuncFormatter(lambda v, _: format_value(column, int(v) if float(v).is_integer() else v))
+        )
 
 
 def _numeric(runs: list[Run], column: str, flag: str) -> None:
     values = [r.get(column) for r in runs]
     if not is_numeric(values):
-        raise UserError(f"{flag} {column} is not numeric (values: {describe(values, column)}); "
-                        "use it as --color, --cols or --rows")
+        raise UserError(
+            f"{flag} {column} is not numeric (values: {describe(values, column)}); "
+            "use it as --color, --cols or --rows"
+        )
 
 
 def plot_lines(sweep_dir, out_file, x: str, y: str, **kwargs) -> Path:
@@ -122,11 +125,19 @@ def plot_lines(sweep_dir, out_file, x: str, y: str, **kwargs) -> Path:
     return save_figure(lines_figure(sweep_dir, x, y, **kwargs), out_file)
 
 
-def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
-                 cols: str | None = None, rows: str | list[str] | None = None,
-                 where: dict | None = None, best_over: str | None = AUTO,
-                 points: bool = False, logx: bool | None = None,
-                 logy: bool | None = None) -> Figure:
+def lines_figure(
+    sweep_dir,
+    x: str,
+    y: str,
+    color: str | None = "vocab_size",
+    cols: str | None = None,
+    rows: str | list[str] | None = None,
+    where: dict | None = None,
+    best_over: str | None = AUTO,
+    points: bool = False,
+    logx: bool | None = None,
+    logy: bool | None = None,
+) -> Figure:
     """Outcome `y` of the finished runs against the numeric column `x` (a setting or another
     outcome), one line per value of `color`, one panel per value of `cols` and of `rows`.
 
@@ -145,8 +156,10 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
     rows = rows_option(rows)
     rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
     axes = [x, y] + [c for c in (color, cols) if c] + (rows or [])
-    check_distinct([("--x", x), ("--y", y), ("--color", color), ("--cols", cols)]
-                   + [("--rows", r) for r in rows or []])
+    check_distinct(
+        [("--x", x), ("--y", y), ("--color", color), ("--cols", cols)]
+        + [("--rows", r) for r in rows or []]
+    )
     _numeric(runs, x, "--x")
     _numeric(runs, y, "--y")
     best = resolve_best_over(runs, best_over, axes)
@@ -176,8 +189,15 @@ def lines_figure(sweep_dir, x: str, y: str, color: str | None = "vocab_size",
             marks = [merge(at) for _, at in split(line_pts, [x])]
             marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
             drawn += marks
-            _draw_line(ax, marks, x, y, colours[k], points,
-                       facet_title(color, values[0]) if color else None)
+            _draw_line(
+                ax,
+                marks,
+                x,
+                y,
+                colours[k],
+                points,
+                facet_title(color, values[0]) if color else None,
+            )
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
         label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
@@ -203,8 +223,17 @@ def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, lab
     ys = [m.stats(y) for m in marks]
     means = [s.mean for s in ys]
     spread = [[s.mean - s.lo for s in ys], [s.hi - s.mean for s in ys]]
-    ax.errorbar(xs, means, yerr=spread if any(s.n > 1 for s in ys) else None,
-                fmt="o" if points else "o-", color=colour, ms=4, lw=1.2, capsize=2, label=label)
+    ax.errorbar(
+        xs,
+        means,
+        yerr=spread if any(s.n > 1 for s in ys) else None,
+        fmt="o" if points else "o-",
+        color=colour,
+        ms=4,
+        lw=1.2,
+        capsize=2,
+        label=label,
+    )
     edge = [(a, b) for a, b, m in zip(xs, means, marks) if m.at_edge]
     if edge:
         ax.plot(*zip(*edge), "o", ms=4, mfc="white", mec=colour, zorder=3)

@@ -20,8 +20,9 @@ class Panel:
     title: str  # "<cols facet> (<row label>)", either part alone, or ""
 
 
-def panel_grid(fig: Figure, row_groups: list, col_values: list, cols: str | None,
-               **subplots) -> tuple[Any, list[Panel]]:
+def panel_grid(
+    fig: Figure, row_groups: list, col_values: list, cols: str | None, **subplots
+) -> tuple[Any, list[Panel]]:
     """The axes grid (rows x columns, never squeezed) and its panels in reading order;
     `subplots` go to `Figure.subplots` (sharex, sharey)."""
     grid = fig.subplots(len(row_groups), len(col_values), squeeze=False, **subplots)

@@ -86,8 +86,12 @@ def load_symbols(run_dir: Path | None) -> Symbols | None:
         return None
     if arrays is None:
         return None
-    return Symbols(np.asarray(arrays["loss"]), np.asarray(arrays["appearances"]),
-                   np.asarray(arrays["last_step"]), int(arrays["steps"]))
+    return Symbols(
+        np.asarray(arrays["loss"]),
+        np.asarray(arrays["appearances"]),
+        np.asarray(arrays["last_step"]),
+        int(arrays["steps"]),
+    )
 
 
 def chosen_runs(runs: list[Run]) -> list[Run]:
@@ -104,8 +108,13 @@ def plot_recency(dirs: list, out_file, **kwargs) -> Path:
     return save_figure(recency_figure(dirs, **kwargs), out_file)
 
 
-def recency_figure(dirs: list, *, where: dict | None = None, cols: str | None = None,
-                   rows: str | list[str] | None = None) -> Figure:
+def recency_figure(
+    dirs: list,
+    *,
+    where: dict | None = None,
+    cols: str | None = None,
+    rows: str | list[str] | None = None,
+) -> Figure:
     """The figure of the module docstring. `dirs`: run or sweep directories; runs without a
     symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
@@ -118,11 +127,15 @@ def recency_figure(dirs: list, *, where: dict | None = None, cols: str | None = 
     missing = [run.run_id for run, s in symbols.values() if s is None]
     kept = [(run, s) for run, s in symbols.values() if s is not None]
     if not kept:
-        raise UserError(f"no run in {', '.join(map(str, dirs))} has a {SYMBOLS} (runs of a "
-                        "position-invariant language write one when they finish)")
+        raise UserError(
+            f"no run in {', '.join(map(str, dirs))} has a {SYMBOLS} (runs of a "
+            "position-invariant language write one when they finish)"
+        )
     if missing:
-        print(f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
-              file=sys.stderr)
+        print(
+            f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
+            file=sys.stderr,
+        )
     arrays = {id(run): s for run, s in kept}
     points = [Point([run]) for run, _ in kept]
     used = [cols] if cols else []
@@ -136,8 +149,10 @@ def recency_figure(dirs: list, *, where: dict | None = None, cols: str | None = 
     for panel in panels:
         ax = panel.ax
         if len(panel.points) > 1:
-            raise UserError(f"{len(panel.points)} runs would share the panel '{panel.title}': "
-                            "give --rows / --cols the settings that tell them apart")
+            raise UserError(
+                f"{len(panel.points)} runs would share the panel '{panel.title}': "
+                "give --rows / --cols the settings that tell them apart"
+            )
         if not panel.points:
             ax.set_axis_off()
             continue
@@ -155,9 +170,13 @@ def recency_figure(dirs: list, *, where: dict | None = None, cols: str | None = 
     if isinstance(norm, LogNorm):
         plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
     bar.ax.tick_params(which="both", labelsize=6)
-    note(fig, "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
-         "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
-         "own appearances)", "dashed: chance, log V")
+    note(
+        fig,
+        "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
+        "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
+        "own appearances)",
+        "dashed: chance, log V",
+    )
     return fig
 
 
@@ -172,22 +191,44 @@ def _appearance_norm(all_symbols: list[Symbols]):
 
 def _draw_run(ax, run: Run, s: Symbols, norm):
     vocab = len(s.loss)
-    image = ax.scatter(s.since_last, s.loss[s.shown], c=s.appearances[s.shown], cmap=CMAP,
-                       norm=norm, s=4, linewidths=0, rasterized=True, gid="shown",
-                       label=f"shown ({int(s.shown.sum())})")
+    image = ax.scatter(
+        s.since_last,
+        s.loss[s.shown],
+        c=s.appearances[s.shown],
+        cmap=CMAP,
+        norm=norm,
+        s=4,
+        linewidths=0,
+        rasterized=True,
+        gid="shown",
+        label=f"shown ({int(s.shown.sum())})",
+    )
     never = ~s.shown
     if never.any():
-        ax.scatter(np.full(int(never.sum()), s.steps), s.loss[never], marker="x", s=10,
-                   color="0.35", linewidths=0.6, gid="never",
-                   label=f"never shown ({int(never.sum())}), at x = steps")
-    ax.axhline(np.log(vocab), color="0.3", lw=0.8, ls="--", label=f"chance log V = {np.log(vocab):.2f}")
+        ax.scatter(
+            np.full(int(never.sum()), s.steps),
+            s.loss[never],
+            marker="x",
+            s=10,
+            color="0.35",
+            linewidths=0.6,
+            gid="never",
+            label=f"never shown ({int(never.sum())}), at x = steps",
+        )
+    ax.axhline(
+        np.log(vocab), color="0.3", lw=0.8, ls="--", label=f"chance log V = {np.log(vocab):.2f}"
+    )
     memory = run.get("adam_memory_steps")  # None for optimizers without a second moment
     if isinstance(memory, (int, float)) and memory > 0:
         # min(memory, steps): a shorter run's bias-corrected second moment averages all of it.
         effective = min(float(memory), s.steps)
         capped = f", capped at {s.steps} steps" if memory > s.steps else ""
-        ax.axvline(effective, color=BEST_EDGE, lw=1.0,
-                   label=f"Adam memory 1/(1\u2212b2) = {memory:g}{capped}")
+        ax.axvline(
+            effective,
+            color=BEST_EDGE,
+            lw=1.0,
+            label=f"Adam memory 1/(1\u2212b2) = {memory:g}{capped}",
+        )
     # Symlog: a symbol shown in the very last batch is 0 steps ago.
     ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -203,8 +244,9 @@ def _title(run: Run, faceted: list[str]) -> str:
     parts = [] if optimizer in (None, "adamw") else [str(optimizer)]
     for k in names:
         v = run.get(k)
-        if v is None or (k == "b2" and optimizer is not None
-                         and run.get("adam_memory_steps") is None):  # sgd, adafactor: no b2
+        if v is None or (
+            k == "b2" and optimizer is not None and run.get("adam_memory_steps") is None
+        ):  # sgd, adafactor: no b2
             continue
         if k == "sampling":
             parts.append(str(v))
@@ -214,5 +256,8 @@ def _title(run: Run, faceted: list[str]) -> str:
             text = facet_title(k, v)
             parts.append(text.replace(k + "=", _SHORT[k] + "=", 1) if k in _SHORT else text)
     half = (len(parts) + 1) // 2
-    return ", ".join(parts[:half]) + "\n" + ", ".join(parts[half:]) if len(parts) > 3 else \
-        ", ".join(parts)
+    return (
+        ", ".join(parts[:half]) + "\n" + ", ".join(parts[half:])
+        if len(parts) > 3
+        else ", ".join(parts)
+    )

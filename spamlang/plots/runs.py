@@ -89,7 +89,7 @@ class Run:
 def complement_of(column: str) -> str | None:
     """'kernel_fraction' for the derived column '1-kernel_fraction' (whose differences near 1
     a log axis shows), else None."""
-    return column[len(COMPLEMENT):] or None if column.startswith(COMPLEMENT) else None
+    return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
 
 
 def finite(v: Any) -> float | None:
@@ -155,16 +155,18 @@ def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
     table = {}
     for n, row in enumerate(rows):
         run_id = row.get("run_id") or f"row{n + 1}"
-        settings = {c: parse_cell(row.get(c)) for c in header
-                    if c not in outcomes and c != "run_id"}
+        settings = {
+            c: parse_cell(row.get(c)) for c in header if c not in outcomes and c != "run_id"
+        }
         result = {c: parse_cell(row.get(c)) for c in header if c in outcomes}
         result["diverged"] = bool(result.get("diverged"))
         table[run_id] = (settings, result)
     return table
 
 
-def _run(run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None,
-         on_disk: bool = False) -> Run | None:
+def _run(
+    run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None, on_disk: bool = False
+) -> Run | None:
     """A run from its directory and/or its results.csv row. With `on_disk`, the directory says
     whether it has finished (result.json), and the row only adds columns to a finished run."""
     files = read_run(path) if path else None
@@ -172,8 +174,11 @@ def _run(run_id: str, path: Path | None, csv_row: tuple[dict, dict] | None,
     settings = flatten_config(config) if config else {}
     if csv_row:
         # results.csv names a model.X axis plainly X (d_model): one column, not two.
-        settings = {k: v for k, v in settings.items()
-                    if not (k.startswith("model.") and k[len("model."):] in csv_row[0])}
+        settings = {
+            k: v
+            for k, v in settings.items()
+            if not (k.startswith("model.") and k[len("model.") :] in csv_row[0])
+        }
         settings.update(csv_row[0])
     if on_disk:
         if config is None:
@@ -198,8 +203,10 @@ def finished_runs(sweep_dir: str | Path) -> list[Run]:
     """Finished runs: rows of results.csv, or run directories with result.json when it is absent."""
     root = check_dir(sweep_dir)
     table = _read_csv(root)
-    runs = [_run(run_id, root / run_id if (root / run_id).is_dir() else None, row)
-            for run_id, row in table.items()]
+    runs = [
+        _run(run_id, root / run_id if (root / run_id).is_dir() else None, row)
+        for run_id, row in table.items()
+    ]
     if not runs:
         runs = [r for r in scan_runs(root) if r.finished]
     if not runs:
@@ -264,8 +271,9 @@ def same(a: str, b: str) -> bool:
 
 def matches(value: Any, wanted: str) -> bool:
     """Does a run's value match a `--where` value: `same`, or a * / ? pattern on its text?"""
-    return same(text(value), wanted) or (any(c in wanted for c in "*?[")
-                                         and fnmatch.fnmatchcase(text(value), wanted))
+    return same(text(value), wanted) or (
+        any(c in wanted for c in "*?[") and fnmatch.fnmatchcase(text(value), wanted)
+    )
 
 
 def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Run]:
@@ -283,16 +291,22 @@ def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Ru
         name = key if key == "run_id" else check_column(runs, key, "--where")
         get = (lambda r: r.run_id) if name == "run_id" else (lambda r, name=name: r.get(name))
         wanted = [wanted] if isinstance(wanted, str) else list(wanted)
-        kept = [r for r in runs if (v := get(r)) is not None
-                and any(matches(v, str(w)) for w in wanted) != exclude]
+        kept = [
+            r
+            for r in runs
+            if (v := get(r)) is not None and any(matches(v, str(w)) for w in wanted) != exclude
+        ]
         if exclude and not kept:
             raise UserError(f"--where {key}!={'|'.join(map(str, wanted))} leaves no run")
         if not kept:
             values = {shown(name, v): v for r in runs if (v := get(r)) is not None}
-            order = sorted(values, key=lambda t: (0, values[t], "") if is_number(values[t])
-                           else (1, 0, t))
-            raise UserError(f"no run has {key}={'|'.join(map(str, wanted))}; "
-                            f"its values are: {', '.join(order) or 'none'}")
+            order = sorted(
+                values, key=lambda t: (0, values[t], "") if is_number(values[t]) else (1, 0, t)
+            )
+            raise UserError(
+                f"no run has {key}={'|'.join(map(str, wanted))}; "
+                f"its values are: {', '.join(order) or 'none'}"
+            )
         runs = kept
     return runs
 

@@ -47,38 +47,73 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
     x_stats = length + 0.8
     step = _STATS_IN / _CELL_IN / 4  # stat columns, in cell units
     for j, head in enumerate(("correct", "1st err", "run", "repeat")):
-        ax.text(x_stats + (j + 1) * step, 0.9, head, ha="right", va="center", fontsize=7, weight="bold")
+        ax.text(
+            x_stats + (j + 1) * step, 0.9, head, ha="right", va="center", fontsize=7, weight="bold"
+        )
     rows = [(t, kinds[i], result.stats[i]) for i, t in enumerate(result.tokens)]
     for i, (tokens, row_kinds, s) in enumerate(rows):
         y = -i
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
         for x, (token, k) in enumerate(zip(tokens.tolist(), row_kinds)):
-            ax.add_patch(Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=COLOURS[k], linewidth=0))
+            ax.add_patch(
+                Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=COLOURS[k], linewidth=0)
+            )
             label, is_glyph = (str(int(token)), False) if ids else cell_label(token)
             if is_glyph:
-                ax.text(x, y, label, ha="center", va="center", fontsize=8, family=_FONT,
-                        weight="bold" if k == INCORRECT else "normal")
+                ax.text(
+                    x,
+                    y,
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    family=_FONT,
+                    weight="bold" if k == INCORRECT else "normal",
+                )
             else:  # 4-7 digits must fit a 0.2-inch cell
-                ax.text(x, y, label, ha="center", va="center", family=_FONT,
-                        fontsize=min(4.5, 15 / len(label)))
-        values = (f"{100 * s.fraction_correct:.0f}%", "-" if s.first_error < 0 else str(s.first_error),
-                  str(s.longest_run), str(s.longest_repeat))
+                ax.text(
+                    x,
+                    y,
+                    label,
+                    ha="center",
+                    va="center",
+                    family=_FONT,
+                    fontsize=min(4.5, 15 / len(label)),
+                )
+        values = (
+            f"{100 * s.fraction_correct:.0f}%",
+            "-" if s.first_error < 0 else str(s.first_error),
+            str(s.longest_run),
+            str(s.longest_repeat),
+        )
         for j, v in enumerate(values):
             ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7)
     m = result.summary
-    mean = (f"{100 * m.mean_fraction_correct:.0f}%",
-            "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}", f"{m.mean_longest_run:.1f}",
-            f"{m.mean_longest_repeat:.1f}")
+    mean = (
+        f"{100 * m.mean_fraction_correct:.0f}%",
+        "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}",
+        f"{m.mean_longest_run:.1f}",
+        f"{m.mean_longest_repeat:.1f}",
+    )
     ax.text(x_stats, -n, "mean", ha="right", va="center", fontsize=7, style="italic")
     for j, v in enumerate(mean):
-        ax.text(x_stats + (j + 1) * step, -n, v, ha="right", va="center", fontsize=7, style="italic")
+        ax.text(
+            x_stats + (j + 1) * step, -n, v, ha="right", va="center", fontsize=7, style="italic"
+        )
     ax.set_xlim(-1.5, x_stats + 4 * step + 0.3)
     ax.set_ylim(-n - 0.6, 1.4)
     fig.suptitle(describe(result, ids), fontsize=7, x=0.01, ha="left", y=0.97)
-    fig.text(0.01, 0.005, definitions(result), fontsize=6, color="0.3", ha="left", va="bottom",
-             wrap=True)
-    fig.legend(handles=[Patch(facecolor=COLOURS[k], label=k) for k in (SEED, CORRECT, INCORRECT)],
-               loc="upper right", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.99, 0.93))
+    fig.text(
+        0.01, 0.005, definitions(result), fontsize=6, color="0.3", ha="left", va="bottom", wrap=True
+    )
+    fig.legend(
+        handles=[Patch(facecolor=COLOURS[k], label=k) for k in (SEED, CORRECT, INCORRECT)],
+        loc="upper right",
+        ncol=3,
+        fontsize=7,
+        frameon=False,
+        bbox_to_anchor=(0.99, 0.93),
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
         return save_figure(fig, out_file)
@@ -97,6 +132,8 @@ def _font_code_points() -> frozenset[int]:
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
-    faces = [FT2Font(font_manager.findfont(font_manager.FontProperties(family=_FONT, weight=w)))
-             for w in ("normal", "bold")]
+    faces = [
+        FT2Font(font_manager.findfont(font_manager.FontProperties(family=_FONT, weight=w)))
+        for w in ("normal", "bold")
+    ]
     return frozenset(set(faces[0].get_charmap()) & set(faces[1].get_charmap()))

@@ -63,10 +63,25 @@ from spamlang.plots.title import fixed_title
 # Besides the heatmap, the names that callers import from here (this module was once the home
 # of every sweep figure and its helpers).
 __all__ = [
-    "CMAP", "CURVE_METRICS", "FIGURE_SUFFIXES", "HEATMAP_METRICS", "PAPER_WIDTH_IN", "best_cells",
-    "check_figure_path", "choose_runs", "color_limits", "curves_figure", "format_lr",
-    "format_vocab", "heatmap_figure", "line_colour", "lines_figure", "plot_curves",
-    "plot_heatmap", "plot_lines", "save_figure",
+    "CMAP",
+    "CURVE_METRICS",
+    "FIGURE_SUFFIXES",
+    "HEATMAP_METRICS",
+    "PAPER_WIDTH_IN",
+    "best_cells",
+    "check_figure_path",
+    "choose_runs",
+    "color_limits",
+    "curves_figure",
+    "format_lr",
+    "format_vocab",
+    "heatmap_figure",
+    "line_colour",
+    "lines_figure",
+    "plot_curves",
+    "plot_heatmap",
+    "plot_lines",
+    "save_figure",
 ]
 
 # Settings named in each cell when they are no axis yet differ between cells: the head kind
@@ -131,7 +146,7 @@ def _cell_text(v: float) -> str:
 
 
 def _range_text(lo: float, hi: float) -> str:
-    """"lo–hi", sharing one exponent where both have the same ("7.1–7.6e-7"): a cell is narrow."""
+    """ "lo–hi", sharing one exponent where both have the same ("7.1–7.6e-7"): a cell is narrow."""
     a, b = _cell_text(lo), _cell_text(hi)
     if "e" in a and "e" in b and a.split("e")[1] == b.split("e")[1]:
         a = a.split("e")[0]
@@ -143,8 +158,7 @@ def _text_colour(rgba) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def cell_label(point: Point, metric: str, best: str | None = None,
-               tags: Iterable[str] = ()) -> str:
+def cell_label(point: Point, metric: str, best: str | None = None, tags: Iterable[str] = ()) -> str:
     """A cell's text: the mean; below it the min-max range of several runs; the value of the
     `best` column chosen for the cell (its runs hold only that value, see `best_over`); the
     cell's value of each `tags` column (head: 'lowrank:16'); 'k/n div' if some diverged; 'div'
@@ -164,8 +178,9 @@ def cell_label(point: Point, metric: str, best: str | None = None,
     return "\n".join(lines)
 
 
-def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: dict | None = None,
-                 **axes) -> Path:
+def plot_heatmap(
+    sweep_dir, out_file, metric: str = "final_eval_loss", where: dict | None = None, **axes
+) -> Path:
     """Final metric of every finished run on an x by y grid (default: V by LR), one panel per
     value of `cols` (default: tied, untied) and one row of panels per combination of the other
     settings that vary (or per value of `rows`). Returns the written path.
@@ -181,10 +196,17 @@ def plot_heatmap(sweep_dir, out_file, metric: str = "final_eval_loss", where: di
     return save_figure(heatmap_figure(sweep_dir, metric, where, **axes), out_file)
 
 
-def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | None = None,
-                   x: str = "vocab_size", y: str = "lr", cols: str | None = "tie_embeddings",
-                   rows: str | list[str] | None = None, best_over: str | None = None,
-                   diagonal: bool | None = None) -> Figure:
+def heatmap_figure(
+    sweep_dir,
+    metric: str = "final_eval_loss",
+    where: dict | None = None,
+    x: str = "vocab_size",
+    y: str = "lr",
+    cols: str | None = "tie_embeddings",
+    rows: str | list[str] | None = None,
+    best_over: str | None = None,
+    diagonal: bool | None = None,
+) -> Figure:
     """The figure of `plot_heatmap`, unsaved. `cols` None or 'none': one panel column; `rows`
     None: automatic, [] or 'none': no row split (other settings are pooled and the figure says so).
     `best_over` None or 'none': off. Runs without a value of x or y are left out, with a note.
@@ -199,11 +221,14 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
     cols = column_or_none(cols) and check_column(runs, cols, "--cols")
     rows = rows_option(rows)
     rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
-    check_distinct([("--metric", metric), ("--x", x), ("--y", y), ("--cols", cols)]
-                   + [("--rows", r) for r in rows or []])
+    check_distinct(
+        [("--metric", metric), ("--x", x), ("--y", y), ("--cols", cols)]
+        + [("--rows", r) for r in rows or []]
+    )
     if not is_numeric(r.get(metric) for r in runs):
-        raise UserError(f"--metric {metric} is not numeric; "
-                        "pick an outcome such as final_eval_loss")
+        raise UserError(
+            f"--metric {metric} is not numeric; pick an outcome such as final_eval_loss"
+        )
     taken = [metric, x, y] + ([cols] if cols else []) + (rows or [])
     best = resolve_best_over(runs, best_over, taken) if column_or_none(best_over) else None
     runs, left_out = _with_values(runs, [x, y])
@@ -254,17 +279,29 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
         title = f"{title} ({row_label})" if title and row_label else title or row_label
         ax.set_title(title, fontsize=9)
     bar = fig.colorbar(image, ax=axes, shrink=0.9)
-    bar.set_label(HEATMAP_METRICS.get(metric, axis_label(metric)) + (", log scale" if log else ""),
-                  fontsize=7)
+    bar.set_label(
+        HEATMAP_METRICS.get(metric, axis_label(metric)) + (", log scale" if log else ""), fontsize=7
+    )
     if log:
         plain_log_ticks(bar.ax.yaxis, vmin, vmax)
     bar.ax.tick_params(which="both", labelsize=7)
-    outline = (f"red outline: best {axis_label(y)} of each {short_name(x)}"
-               + (" (highest)" if higher_is_better(metric) else "")) if len(ys) > 1 else ""
+    outline = (
+        (
+            f"red outline: best {axis_label(y)} of each {short_name(x)}"
+            + (" (highest)" if higher_is_better(metric) else "")
+        )
+        if len(ys) > 1
+        else ""
+    )
     # A cell where every value of `best` diverged pools them all, but shows only "div".
     pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
-    note(fig, outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line"),
-         left_out)
+    note(
+        fig,
+        outline,
+        _best_note(best, metric, runs),
+        pool_note(pooled_cells, "second line"),
+        left_out,
+    )
     if title := fixed_title(every, runs, where, taken + [best]):
         fig.suptitle(title, fontsize=9)
     return fig
@@ -273,6 +310,7 @@ def heatmap_figure(sweep_dir, metric: str = "final_eval_loss", where: dict | Non
 def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
     """The runs that have a (finite) value of every column, and a note on the others, also
     printed: a run without one has no cell (adam_memory_steps is empty for sgd and adafactor)."""
+
     def has(r: Run, c: str) -> bool:
         v = r.get(c)
         return v is not None and (not is_number(v) or finite(v) is not None)
@@ -297,16 +335,20 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
         return ""
     how = "highest" if higher_is_better(metric) else "lowest"
     grid = describe([r.get(best) for r in runs], best)
-    return (f"each cell: its best {short_name(best)} of {grid} ({how} seed-mean {metric}), "
-            "named in the cell")
+    return (
+        f"each cell: its best {short_name(best)} of {grid} ({how} seed-mean {metric}), "
+        "named in the cell"
+    )
 
 
 Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
 
 
-def _place(row_groups: list, col_values: list, cols: str | None, x: tuple[str, list],
-           y: tuple[str, list]) -> dict[tuple[int, int], Cells]:
+def _place(
+    row_groups: list, col_values: list, cols: str | None, x: tuple[str, list], y: tuple[str, list]
+) -> dict[tuple[int, int], Cells]:
     """Panel (row, column) -> its cells; points sharing a cell are merged (pooled)."""
+
     def index(axis: tuple[str, list], p: Point) -> int:
         return [ident(u) for u in axis[1]].index(ident(p.value(axis[0])))
 
@@ -329,8 +371,16 @@ def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
     return min(font, 0.9 * width_pt / (0.62 * max(longest, 1)))
 
 
-def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, font: float,
-                best: str | None = None, tags: Iterable[str] = ()):
+def _draw_cells(
+    ax,
+    cells: Cells,
+    shape: tuple[int, int],
+    metric: str,
+    norm,
+    font: float,
+    best: str | None = None,
+    tags: Iterable[str] = (),
+):
     """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
     grid = np.full(shape, np.nan)
     for (yi, xi), p in cells.items():
@@ -343,14 +393,33 @@ def _draw_cells(ax, cells: Cells, shape: tuple[int, int], metric: str, norm, fon
     for yi, xi in cells:
         label = labels[yi, xi]
         if label == "div":
-            ax.add_patch(Rectangle((xi - 0.5, yi - 0.5), 1, 1, facecolor="0.85",
-                                   edgecolor="0.4", hatch="////", linewidth=0))
+            ax.add_patch(
+                Rectangle(
+                    (xi - 0.5, yi - 0.5),
+                    1,
+                    1,
+                    facecolor="0.85",
+                    edgecolor="0.4",
+                    hatch="////",
+                    linewidth=0,
+                )
+            )
         v = grid[yi, xi]
         colour = "black" if np.isnan(v) else _text_colour(image.cmap(norm(v)))
-        ax.text(xi, yi, label, ha="center", va="center", fontsize=font, color=colour,
-                linespacing=1.1)
+        ax.text(
+            xi, yi, label, ha="center", va="center", fontsize=font, color=colour, linespacing=1.1
+        )
     for yi, xi in best_cells(grid, higher_is_better(metric)):
         # Inset, so that outlines of neighbouring cells stay two boxes.
-        ax.add_patch(Rectangle((xi - 0.45, yi - 0.45), 0.9, 0.9, fill=False,
-                               edgecolor=BEST_EDGE, linewidth=2.0, zorder=3))
+        ax.add_patch(
+            Rectangle(
+                (xi - 0.45, yi - 0.45),
+                0.9,
+                0.9,
+                fill=False,
+                edgecolor=BEST_EDGE,
+                linewidth=2.0,
+                zorder=3,
+            )
+        )
     return image

@@ -41,8 +41,14 @@ COLOR = "vocab_size"
 METRIC = "final_eval_loss"  # what the best LR is chosen by
 
 
-def plot_symbols(sweep_dir, out_file, *, where: dict | None = None, cols: str | None = None,
-                 rows: list[str] | None = None) -> Path:
+def plot_symbols(
+    sweep_dir,
+    out_file,
+    *,
+    where: dict | None = None,
+    cols: str | None = None,
+    rows: list[str] | None = None,
+) -> Path:
     """Write `symbols_figure`; returns the written path."""
     check_figure_path(out_file)
     return save_figure(symbols_figure(sweep_dir, where=where, cols=cols, rows=rows), out_file)
@@ -54,13 +60,16 @@ def _curve(run) -> dict | None:
     return curve if curve and curve.get("exposure") else None
 
 
-def symbols_figure(sweep_dir, *, where: dict | None = None, cols: str | None = None,
-                   rows: list[str] | None = None) -> Figure:
+def symbols_figure(
+    sweep_dir, *, where: dict | None = None, cols: str | None = None, rows: list[str] | None = None
+) -> Figure:
     """The figure of the module docstring; `cols` / `rows` facet it like `plot lines`."""
     runs = [r for r in select(finished_runs(sweep_dir), where) if _curve(r) is not None]
     if not runs:
-        raise UserError(f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
-                        "(SpamLang-family runs write one since per-symbol scoring exists)")
+        raise UserError(
+            f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
+            "(SpamLang-family runs write one since per-symbol scoring exists)"
+        )
     cols = column_or_none(cols) and check_column(runs, cols, "--cols")
     rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
     pts = group_points(runs, [SEED])
@@ -91,19 +100,31 @@ def symbols_figure(sweep_dir, *, where: dict | None = None, cols: str | None = N
         ax.set_title(panel.title, fontsize=9)
         if panel.points:
             ax.legend(fontsize=6, frameon=False)
-    note(fig, "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
-         "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn (hollow: an "
-         "upper bound, the least-exposed bin was already half learned)")
+    note(
+        fig,
+        "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
+        "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn (hollow: an "
+        "upper bound, the least-exposed bin was already half learned)",
+    )
     return fig
 
 
 def _draw_run(ax, run, colour, label) -> None:
     curve = _curve(run)
-    ax.plot(curve["exposure"], curve["loss_median"], color=colour, lw=1.0, marker=".", ms=3,
-            label=label)
+    ax.plot(
+        curve["exposure"], curve["loss_median"], color=colour, lw=1.0, marker=".", ms=3, label=label
+    )
     value = run.get("updates_to_learn")
     if isinstance(value, (int, float)) and math.isfinite(value):
         threshold = 0.1 * math.log(run.get(COLOR))
         upper = run.get("updates_to_learn_bound") == "upper"  # only bounded: drawn hollow
-        ax.plot([value], [threshold], marker="D", ms=4, color=colour, mec="black", mew=0.5,
-                mfc="white" if upper else colour)
+        ax.plot(
+            [value],
+            [threshold],
+            marker="D",
+            ms=4,
+            color=colour,
+            mec="black",
+            mew=0.5,
+            mfc="white" if upper else colour,
+        )

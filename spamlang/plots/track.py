@@ -51,8 +51,12 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
         for j, s in enumerate(ids):
             pull = sum(r[table][j] for r in rows if r["seen"][j] > 0)
             between = sum(r[table][j] for r in rows if r["seen"][j] == 0)
-            per[s] = {"appearances": sum(r["seen"][j] > 0 for r in rows), "pull": pull,
-                      "between": between, "net": pull + between}
+            per[s] = {
+                "appearances": sum(r["seen"][j] > 0 for r in rows),
+                "pull": pull,
+                "between": between,
+                "net": pull + between,
+            }
         out[table] = per
     return out
 
@@ -95,21 +99,28 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
         raise UserError(f"no such directory: {run}")
     path = run / TRACK_FILE
     if not path.is_file():
-        raise UserError(f"{run} has no {TRACK_FILE}: the run did not track symbols; train with "
-                        "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
-                        "base config")
+        raise UserError(
+            f"{run} has no {TRACK_FILE}: the run did not track symbols; train with "
+            "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
+            "base config"
+        )
     rows, broken = _read_rows(path)
     if not rows:
         raise UserError(f"{path} has no complete rows")
     if table not in rows[0]:
-        raise UserError(f"{run} is tied (no head rows in {TRACK_FILE}): its head row is its "
-                        "embedding row; use --table embed")
+        raise UserError(
+            f"{run} is tied (no head rows in {TRACK_FILE}): its head row is its "
+            "embedding row; use --table embed"
+        )
     usable = [r for r in rows if _complete(r, table, rows[0]["ids"])]
     if not usable:
         raise UserError(f"{path} has no rows with finite {table} updates")
     if broken or len(usable) < len(rows):
-        print(f"note: {run.name}: left out {broken + len(rows) - len(usable)} incomplete or "
-              f"non-finite rows of {TRACK_FILE}", file=sys.stderr)
+        print(
+            f"note: {run.name}: left out {broken + len(rows) - len(usable)} incomplete or "
+            f"non-finite rows of {TRACK_FILE}",
+            file=sys.stderr,
+        )
     return Track(run.name, _config(run), table, sorted(usable, key=lambda r: r["step"]))
 
 
@@ -123,13 +134,23 @@ def _read_rows(path: Path) -> tuple[list[dict], int]:
 def _complete(row: dict, table: str, ids: list) -> bool:
     """A row with the first row's ids and a finite number per id in "seen" and `table` (the
     trainer writes null for NaN: a diverged step)."""
-    def numbers(v) -> bool:
-        return (isinstance(v, list) and len(v) == len(ids)
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                        and math.isfinite(x) for x in v))
 
-    return (row.get("ids") == ids and isinstance(row.get("step"), (int, float))
-            and numbers(row.get("seen")) and numbers(row.get(table)))
+    def numbers(v) -> bool:
+        return (
+            isinstance(v, list)
+            and len(v) == len(ids)
+            and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                for x in v
+            )
+        )
+
+    return (
+        row.get("ids") == ids
+        and isinstance(row.get("step"), (int, float))
+        and numbers(row.get("seen"))
+        and numbers(row.get(table))
+    )
 
 
 def _config(run: Path) -> dict:
@@ -167,22 +188,38 @@ def _num(v: float) -> str:
 
 def sums_text(s: dict) -> str:
     """A panel's sums: 'pull +0.0312 over 12 appearances\nbetween -0.0044, net +0.0268'."""
-    return (f"pull {_num(s['pull'])} over {s['appearances']} appearances\n"
-            f"between {_num(s['between'])}, net {_num(s['net'])}")
+    return (
+        f"pull {_num(s['pull'])} over {s['appearances']} appearances\n"
+        f"between {_num(s['between'])}, net {_num(s['net'])}"
+    )
 
 
 def sums_table(tracks: list[Track]) -> str:
     """The sums of every run and tracked id as a plain-text table (stdout's)."""
     table = tracks[0].table if tracks else "embed"
     header = ("run", "id", "appearances", "pull", "between", "net")
-    lines = [[t.name, str(i), str(s["appearances"]), f"{s['pull']:+.6g}",
-              f"{s['between']:+.6g}", f"{s['net']:+.6g}"]
-             for t in tracks for i, s in t.sums.items()]
+    lines = [
+        [
+            t.name,
+            str(i),
+            str(s["appearances"]),
+            f"{s['pull']:+.6g}",
+            f"{s['between']:+.6g}",
+            f"{s['net']:+.6g}",
+        ]
+        for t in tracks
+        for i, s in t.sums.items()
+    ]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" if k < 1 else f"{{:>{w}}}" for k, w in enumerate(widths))
-    return "\n".join([f"{table} rows: update along the row, summed over the steps that showed "
-                      "the symbol (pull) and the others (between)",
-                      fmt.format(*header), *(fmt.format(*line) for line in lines)])
+    return "\n".join(
+        [
+            f"{table} rows: update along the row, summed over the steps that showed "
+            "the symbol (pull) and the others (between)",
+            fmt.format(*header),
+            *(fmt.format(*line) for line in lines),
+        ]
+    )
 
 
 def plot_track(tracks: list[Track], out_file) -> Path:
@@ -197,11 +234,13 @@ def track_figure(tracks: list[Track]) -> Figure:
     if not tracks:
         raise UserError("no run directory given")
     if len(tracks) > MAX_FACETS:
-        raise UserError(f"{len(tracks)} runs would each get a row of panels; "
-                        f"draw at most {MAX_FACETS} at once")
+        raise UserError(
+            f"{len(tracks)} runs would each get a row of panels; draw at most {MAX_FACETS} at once"
+        )
     n_cols = max(len(shown(len(t.ids))) for t in tracks)
-    fig = Figure(figsize=(max(PAPER_WIDTH_IN, 2.3 * n_cols), 2.5 * len(tracks) + 0.5),
-                 layout="constrained")
+    fig = Figure(
+        figsize=(max(PAPER_WIDTH_IN, 2.3 * n_cols), 2.5 * len(tracks) + 0.5), layout="constrained"
+    )
     subfigs = fig.subfigures(len(tracks), 1, squeeze=False)[:, 0]
     for sub, track in zip(subfigs, tracks):
         picked = shown(len(track.ids))
@@ -218,10 +257,13 @@ def track_figure(tracks: list[Track]) -> Figure:
             j = picked[c]
             _draw_panel(ax, track, j, sums[track.ids[j]], first=c == 0, last=c == len(picked) - 1)
     what = "embedding" if tracks[0].table == "embed" else "head"
-    note(fig, f"line: cumulative sum over steps of the update to the symbol's {what} row along "
-              "itself, <p'-p, p>/|p|; bars (right axis): each step's, dark when the batch "
-              "showed the symbol", "triangles: steps that showed it; pull/between: sums over "
-              "those steps / the others")
+    note(
+        fig,
+        f"line: cumulative sum over steps of the update to the symbol's {what} row along "
+        "itself, <p'-p, p>/|p|; bars (right axis): each step's, dark when the batch "
+        "showed the symbol",
+        "triangles: steps that showed it; pull/between: sums over those steps / the others",
+    )
     return fig
 
 

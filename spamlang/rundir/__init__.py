@@ -66,12 +66,16 @@ _MISSING = object()
 
 # Why a started run's token budget is fixed; said by `prepare` and by a sweep directory whose
 # base differs only in tokens (`spamlang.sweep.sweep_file`).
-BUDGET_FIXED = ("a run's token budget cannot change: the LR schedule's warmup and decay are "
-                "fractions of its total steps, so another budget would change the LR of every "
-                "step already trained")
+BUDGET_FIXED = (
+    "a run's token budget cannot change: the LR schedule's warmup and decay are "
+    "fractions of its total steps, so another budget would change the LR of every "
+    "step already trained"
+)
 # What to do instead, for `spamlang train` and sweeps alike.
-BUDGET_INSTEAD = ("train the new budget in another directory (another --out; a sweep: "
-                  "--set tokens=N, which writes runs/<name>-tok<N>)")
+BUDGET_INSTEAD = (
+    "train the new budget in another directory (another --out; a sweep: "
+    "--set tokens=N, which writes runs/<name>-tok<N>)"
+)
 
 
 def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
@@ -84,8 +88,10 @@ def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise UserError(f"{what} {ascii(text)} is not valid UTF-8 (checkpoints need UTF-8 "
-                        f"paths); choose another name") from None
+        raise UserError(
+            f"{what} {ascii(text)} is not valid UTF-8 (checkpoints need UTF-8 "
+            f"paths); choose another name"
+        ) from None
     return Path(text)
 
 
@@ -126,8 +132,10 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             pass  # compared as written, and refused below if it differs
         diff = config_differences(old, new)
         if diff == ["tokens"]:  # "continue with more tokens": say why not, and what instead
-            raise UserError(f"{out} holds a run with tokens: {old.get('tokens')!r} -> "
-                            f"{new.get('tokens')!r}; {BUDGET_FIXED}; {BUDGET_INSTEAD}")
+            raise UserError(
+                f"{out} holds a run with tokens: {old.get('tokens')!r} -> "
+                f"{new.get('tokens')!r}; {BUDGET_FIXED}; {BUDGET_INSTEAD}"
+            )
         if diff:
             # Values for the first few, every other field by name: one line, nothing hidden.
             shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
@@ -179,13 +187,11 @@ def write_symbols(out_dir: str | os.PathLike, *, steps: int, **arrays) -> None:
 
     import numpy as np
 
-    dtypes = dict(loss=np.float32, probability=np.float64, appearances=np.int32,
-                  last_step=np.int32)
+    dtypes = dict(loss=np.float32, probability=np.float64, appearances=np.int32, last_step=np.int32)
     if sorted(arrays) != sorted(SYMBOL_ARRAYS):
         raise ValueError(f"symbols.npz holds {SYMBOL_ARRAYS}, got {sorted(arrays)}")
     buf = io.BytesIO()
-    np.savez(buf, steps=np.int64(steps),
-             **{k: np.asarray(v, dtypes[k]) for k, v in arrays.items()})
+    np.savez(buf, steps=np.int64(steps), **{k: np.asarray(v, dtypes[k]) for k, v in arrays.items()})
     atomic_write_bytes(Path(out_dir) / SYMBOLS, buf.getvalue())
 
 
@@ -212,8 +218,14 @@ class MetricsLog:
     other than 0 of a multi-host job) reads but never touches the file.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, keep_through_step: int, *, write: bool = True,
-                 name: str = METRICS):
+    def __init__(
+        self,
+        out_dir: str | os.PathLike,
+        keep_through_step: int,
+        *,
+        write: bool = True,
+        name: str = METRICS,
+    ):
         self.path = Path(out_dir) / name
         self.records: list[dict] = []
         if self.path.exists():
@@ -221,8 +233,10 @@ class MetricsLog:
             try:
                 lines = self.path.read_text(encoding="utf-8").splitlines()
             except UnicodeDecodeError as e:
-                raise UserError(f"{self.path} is not UTF-8 text ({e.reason} at byte "
-                                f"{e.start}); nothing was changed: repair or move it") from None
+                raise UserError(
+                    f"{self.path} is not UTF-8 text ({e.reason} at byte "
+                    f"{e.start}); nothing was changed: repair or move it"
+                ) from None
             for number, line in enumerate(lines, start=1):
                 try:
                     record = json.loads(line)
@@ -230,9 +244,11 @@ class MetricsLog:
                         raise ValueError("not a JSON object")
                 except ValueError as e:
                     if number < len(lines):  # only a crash's torn last write may be cut
-                        raise UserError(f"{self.path} line {number} is not a metrics row "
-                                        f"({e}); nothing was changed: repair or delete that "
-                                        f"line") from None
+                        raise UserError(
+                            f"{self.path} line {number} is not a metrics row "
+                            f"({e}); nothing was changed: repair or delete that "
+                            f"line"
+                        ) from None
                     changed = True  # a last line cut short by a crash
                     continue
                 if record.get("step", 0) <= keep_through_step:
@@ -287,7 +303,7 @@ def final_train_loss(losses: list) -> float | None:
     """
     if not losses:
         return None
-    tail = losses[-max(1, math.ceil(len(losses) / 10)):]
+    tail = losses[-max(1, math.ceil(len(losses) / 10)) :]
     if any(v is None for v in tail):
         return None
     return sum(tail) / len(tail)

@@ -50,9 +50,12 @@ class RunCheckpoints:
         self.directory = Path(directory).absolute()
         self.read_only, self.keep = read_only, keep
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=None, enable_async_checkpointing=False,  # `prune` keeps `keep`
+            max_to_keep=None,
+            enable_async_checkpointing=False,  # `prune` keeps `keep`
             # Leftovers of a save killed half-way are invisible to orbax; clean them up.
-            cleanup_tmp_directories=not read_only, create=not read_only)
+            cleanup_tmp_directories=not read_only,
+            create=not read_only,
+        )
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:
@@ -80,7 +83,7 @@ class RunCheckpoints:
         """Delete all but the newest `keep` checkpoints."""
         if self.read_only:
             return
-        for s in self.steps()[:-self.keep or None]:
+        for s in self.steps()[: -self.keep or None]:
             try:
                 self._manager.delete(s)
             except Exception:  # a damaged step may not even read its own metadata
@@ -90,14 +93,16 @@ class RunCheckpoints:
     def meta(self, step: int) -> dict:
         """The meta of checkpoint `step` alone ({} when it does not read back)."""
         try:
-            meta = self._manager.restore(step, args=ocp.args.Composite(
-                meta=ocp.args.JsonRestore())).meta
+            meta = self._manager.restore(
+                step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())
+            ).meta
         except Exception:  # damaged: restore_latest says so when it gets there
             return {}
         return dict(meta) if isinstance(meta, dict) else {}
 
-    def restore_latest(self, abstract_state: Any, legacy: tuple | None = None,
-                       at_most: int | None = None) -> tuple[int, Any, dict] | None:
+    def restore_latest(
+        self, abstract_state: Any, legacy: tuple | None = None, at_most: int | None = None
+    ) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
         `at_most`: only steps up to it count; newer ones are deleted like unreadable ones (a
         vmapped group's member ahead of its partners, `spamlang.train.loop`).
@@ -121,8 +126,9 @@ class RunCheckpoints:
                 continue
             errors = []
             for abstract, upgrade in layouts:  # noqa: B007 (the one that reads back is used below)
-                args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
-                                          meta=ocp.args.JsonRestore())
+                args = ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()
+                )
                 try:
                     restored = self._manager.restore(step, args=args)
                 except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
@@ -140,15 +146,20 @@ class RunCheckpoints:
                 continue
             state = restored.state if upgrade is None else upgrade(restored.state)
             for bad, e in failures:
-                warnings.warn(f"checkpoint {self.directory / str(bad)} is unreadable "
-                              f"({describe(e)}); falling back to the one before", stacklevel=2)
+                warnings.warn(
+                    f"checkpoint {self.directory / str(bad)} is unreadable "
+                    f"({describe(e)}); falling back to the one before",
+                    stacklevel=2,
+                )
             self._delete_after(step)
             return step, state, dict(restored.meta or {})
         if failures:
             step, e = failures[0]
-            raise UserError(f"no checkpoint can be restored (newest: {self.directory / str(step)}: "
-                            f"{describe(e)}); delete the checkpoints/ folder to restart the run "
-                            f"from scratch") from e
+            raise UserError(
+                f"no checkpoint can be restored (newest: {self.directory / str(step)}: "
+                f"{describe(e)}); delete the checkpoints/ folder to restart the run "
+                f"from scratch"
+            ) from e
         return None
 
     def _delete_after(self, step: int) -> None:
@@ -205,10 +216,13 @@ def _verify(state: Any, meta: Any) -> str | None:
     if "checksums" not in meta and meta.get("layout") == OLDER_LAYOUT:
         return None
     if saved is None:
-        return ("it has no checksum record (a checkpoint written without one must say "
-                f'"layout": "{OLDER_LAYOUT}" in its meta)')
+        return (
+            "it has no checksum record (a checkpoint written without one must say "
+            f'"layout": "{OLDER_LAYOUT}" in its meta)'
+        )
     if not isinstance(saved, dict) or not all(
-            isinstance(v, str) and len(v) == 8 for v in saved.values()):
+        isinstance(v, str) and len(v) == 8 for v in saved.values()
+    ):
         return "its checksum record is damaged"
     now = checksums(state)
     if set(saved) != set(now):

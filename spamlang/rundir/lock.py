@@ -32,8 +32,10 @@ class RunDirBusy(UserError):
 
     def __init__(self, run_dir: str | os.PathLike, holder: Holder | None):
         self.run_dir, self.holder = Path(run_dir), holder
-        super().__init__(f"{run_dir} is in use by {self.by} (another spamlang train or sweep); "
-                         "wait for it or use another --out")
+        super().__init__(
+            f"{run_dir} is in use by {self.by} (another spamlang train or sweep); "
+            "wait for it or use another --out"
+        )
 
     @property
     def by(self) -> str:
@@ -56,8 +58,9 @@ def hold_run_dirs(run_dirs: Iterable[str | os.PathLike]) -> Iterator[None]:
             except Taken as e:
                 raise RunDirBusy(run_dir, e.holder) from None
             except OSError as e:
-                raise UserError(f"cannot write to run directory {run_dir}: "
-                                f"{e.strerror or e}") from None
+                raise UserError(
+                    f"cannot write to run directory {run_dir}: {e.strerror or e}"
+                ) from None
         yield
 
 
@@ -82,12 +85,20 @@ def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
                 busy = e
         if jax.process_count() > 1:
             # 0: all locked; i: run_dirs[i - 1] is busy; len + 1: another error.
-            code = 0 if busy is None else len(run_dirs) + 1 if not isinstance(busy, RunDirBusy) \
+            code = (
+                0
+                if busy is None
+                else len(run_dirs) + 1
+                if not isinstance(busy, RunDirBusy)
                 else run_dirs.index(busy.run_dir) + 1
+            )
             code = _max_over_processes(code)
             if busy is None and code:
-                busy = RunDirBusy(run_dirs[code - 1], None) if code <= len(run_dirs) else \
-                    UserError("process 0 could not lock the run directories (see its error)")
+                busy = (
+                    RunDirBusy(run_dirs[code - 1], None)
+                    if code <= len(run_dirs)
+                    else UserError("process 0 could not lock the run directories (see its error)")
+                )
         if busy is not None:
             raise busy
         yield
@@ -98,4 +109,3 @@ def _max_over_processes(value: int) -> int:
     from jax.experimental import multihost_utils
 
     return int(np.max(multihost_utils.process_allgather(np.int32(value))))
-

@@ -22,5 +22,17 @@ from spamlang.sweep.results_csv import RESULT_COLUMNS, SETTING_COLUMNS, gather, 
 from spamlang.sweep.runner import run_sweep
 from spamlang.sweep.spec import Sweep, format_number
 
-__all__ = ["RESULT_COLUMNS", "SETTING_COLUMNS", "Sweep", "format_number", "gather", "groups",
-           "load_sweep_file", "main", "parse_shard", "run_sweep", "shard_groups", "write_results"]
+__all__ = [
+    "RESULT_COLUMNS",
+    "SETTING_COLUMNS",
+    "Sweep",
+    "format_number",
+    "gather",
+    "groups",
+    "load_sweep_file",
+    "main",
+    "parse_shard",
+    "run_sweep",
+    "shard_groups",
+    "write_results",
+]

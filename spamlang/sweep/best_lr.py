@@ -83,8 +83,11 @@ def swept_values(points: list[tuple[str, Any]], axes: Iterable[str]) -> dict[str
     return out
 
 
-def best_lrs(rows: list[dict], metric: str = "final_eval_loss",
-             swept: dict[str, dict[str, Any]] | None = None) -> list[BestLR]:
+def best_lrs(
+    rows: list[dict],
+    metric: str = "final_eval_loss",
+    swept: dict[str, dict[str, Any]] | None = None,
+) -> list[BestLR]:
     """The best LR (lowest seed-mean `metric`, diverged runs excluded) of every group of rows
     sharing all settings but lr and seed (with `swept`, also the swept fields of each run id);
     groups without a finite value are left out."""
@@ -110,8 +113,18 @@ def best_lrs(rows: list[dict], metric: str = "final_eval_loss",
         if means:
             lr = min(means, key=lambda x: (means[x], x))
             floor = statistics.fmean(floors[key]) if key in floors else math.nan
-            best.append(BestLR(key, lr, tuple(sorted(by_lr)), means[lr], min(by_lr[lr]),
-                               max(by_lr[lr]), len(by_lr[lr]), means[lr] - floor))
+            best.append(
+                BestLR(
+                    key,
+                    lr,
+                    tuple(sorted(by_lr)),
+                    means[lr],
+                    min(by_lr[lr]),
+                    max(by_lr[lr]),
+                    len(by_lr[lr]),
+                    means[lr] - floor,
+                )
+            )
     return best
 
 
@@ -142,12 +155,14 @@ def labelled(best: list[BestLR]) -> list[tuple[BestLR, str]]:
     names = dict.fromkeys(k for b in best for k, _ in b.group)
     varying = [k for k in names if len({dict(b.group).get(k) for b in best}) > 1]
     best = sorted(best, key=lambda b: [_order(dict(b.group).get(k)) for k in varying])
-    return [(b, ", ".join(f"{k}={_text(dict(b.group).get(k), k)}" for k in varying))
-            for b in best]
+    return [(b, ", ".join(f"{k}={_text(dict(b.group).get(k), k)}" for k in varying)) for b in best]
 
 
-def cell_lines(rows: list[dict], metric: str = "final_eval_loss",
-               swept: dict[str, dict[str, Any]] | None = None) -> list[str]:
+def cell_lines(
+    rows: list[dict],
+    metric: str = "final_eval_loss",
+    swept: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
     """One line per cell (the runs sharing every setting but lr and seed): its best LR, the
     seed-mean metric there and the seed spread (min .. max, n seeds), and where the best sits
     in the grid, e.g. "vocab_size=4096, tie_embeddings=True: best lr 1e-1 of 1e-2 .. 3e-1,
@@ -155,15 +170,27 @@ def cell_lines(rows: list[dict], metric: str = "final_eval_loss",
     lines = []
     for b, label in labelled(best_lrs(rows, metric, swept)):
         spread = f"{b.low:.3f} .. {b.high:.3f}, {b.seeds} seeds" if b.seeds > 1 else "1 seed"
-        where = ("solved" if b.solved else f"at the {b.edge} LR" if b.edge else
-                 "interior" if len(b.grid) >= MIN_GRID else f"{len(b.grid)} LRs")
-        lines.append(f"{label or 'all'}: best lr {_text(b.lr)} of {_text(b.grid[0])} .. "
-                     f"{_text(b.grid[-1])} ({where}), {metric} {b.value:.3f} ({spread})")
+        where = (
+            "solved"
+            if b.solved
+            else f"at the {b.edge} LR"
+            if b.edge
+            else "interior"
+            if len(b.grid) >= MIN_GRID
+            else f"{len(b.grid)} LRs"
+        )
+        lines.append(
+            f"{label or 'all'}: best lr {_text(b.lr)} of {_text(b.grid[0])} .. "
+            f"{_text(b.grid[-1])} ({where}), {metric} {b.value:.3f} ({spread})"
+        )
     return lines
 
 
-def edge_warnings(rows: list[dict], metric: str = "final_eval_loss",
-                  swept: dict[str, dict[str, Any]] | None = None) -> list[str]:
+def edge_warnings(
+    rows: list[dict],
+    metric: str = "final_eval_loss",
+    swept: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
     """One line per group whose best LR is the smallest or largest of a grid of 3 or more LRs,
     e.g. "warning: best lr for vocab_size=4096, tie_embeddings=True is 3e-2, the largest in the
     grid (3e-3 .. 3e-2): the optimum may lie outside it". A group is named by the settings that
@@ -175,7 +202,9 @@ def edge_warnings(rows: list[dict], metric: str = "final_eval_loss",
     for b, label in labelled(best_lrs(rows, metric, swept)):
         if b.edge is None or b.solved:
             continue
-        lines.append(f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
-                     f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
-                     "the optimum may lie outside it")
+        lines.append(
+            f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
+            f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
+            "the optimum may lie outside it"
+        )
     return lines

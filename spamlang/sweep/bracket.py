@@ -39,12 +39,17 @@ def step_beyond(grid: tuple[float, ...], side: str) -> float:
     """The LR one step past `grid`'s `side` end ("largest" or "smallest"), at the grid's ratio."""
     grid = tuple(sorted(grid))
     edge = grid[-1] if side == "largest" else grid[0]
-    ratio = 3.0 if len(grid) < 2 else (grid[-1] / grid[-2] if side == "largest" else grid[1] / grid[0])
+    ratio = (
+        3.0 if len(grid) < 2 else (grid[-1] / grid[-2] if side == "largest" else grid[1] / grid[0])
+    )
     up = side == "largest"
     if _HALF_DECADE[0] <= ratio <= _HALF_DECADE[1] and _mantissa(edge) in (1.0, 3.0):
         # 1 -> 3 -> 10 upwards, 3 -> 1 -> 0.3 downwards.
-        factor = (3.0 if _mantissa(edge) == 1.0 else 10 / 3) if up else \
-            (1 / 3 if _mantissa(edge) == 3.0 else 3 / 10)
+        factor = (
+            (3.0 if _mantissa(edge) == 1.0 else 10 / 3)
+            if up
+            else (1 / 3 if _mantissa(edge) == 3.0 else 3 / 10)
+        )
     else:
         factor = ratio if up else 1 / ratio
     new = edge * factor
@@ -57,12 +62,20 @@ def decide(best: BestLR, original: tuple[float, ...], limit: int) -> tuple[str, 
     LRs beyond its ends are the ones bracketing added."""
     if best.solved:
         return "solved", None
-    side = "largest" if best.lr == max(best.grid) else "smallest" if best.lr == min(best.grid) \
+    side = (
+        "largest"
+        if best.lr == max(best.grid)
+        else "smallest"
+        if best.lr == min(best.grid)
         else None
+    )
     if side is None:
         return "interior", None
-    added = sum(lr > max(original) for lr in best.grid) if side == "largest" else \
-        sum(lr < min(original) for lr in best.grid)
+    added = (
+        sum(lr > max(original) for lr in best.grid)
+        if side == "largest"
+        else sum(lr < min(original) for lr in best.grid)
+    )
     if added >= limit:
         return "limit", None
     return "extend", step_beyond(best.grid, side)
@@ -76,14 +89,23 @@ def cell_rows(run_dirs: dict[str, Path], configs: dict[str, Any]) -> list[dict]:
         if result is None:
             continue  # not finished (or being written): not part of the decision yet
         config = configs[run_id]
-        rows.append({"lr": config.lr, "seed": config.seed, **{
-            k: result.get(k) for k in ("final_eval_loss", "optimal_loss", "diverged")}})
+        rows.append(
+            {
+                "lr": config.lr,
+                "seed": config.seed,
+                **{k: result.get(k) for k in ("final_eval_loss", "optimal_loss", "diverged")},
+            }
+        )
     return rows
 
 
-def bracket_cell(cell: list[tuple[str, Any]], run_id_of: Callable[[Any], str], out: Path,
-                 limit: int, train: Callable[[list[tuple[str, Any]]], None]
-                 ) -> tuple[str, list[tuple[str, Any]]]:
+def bracket_cell(
+    cell: list[tuple[str, Any]],
+    run_id_of: Callable[[Any], str],
+    out: Path,
+    limit: int,
+    train: Callable[[list[tuple[str, Any]]], None],
+) -> tuple[str, list[tuple[str, Any]]]:
     """Extend one cell's LR grid until its best LR is interior (module docstring).
 
     `cell`: its (run id, config) points, all trained; `train(points)` trains new points (one
@@ -99,10 +121,10 @@ def bracket_cell(cell: list[tuple[str, Any]], run_id_of: Callable[[Any], str], o
         rows = cell_rows({run_id: out / run_id for run_id in by_id}, by_id)
         best = best_lrs(rows)
         if not best:
-            return "none", points[len(cell):]
+            return "none", points[len(cell) :]
         status, lr = decide(best[0], original, limit)
         if status != "extend":
-            return status, points[len(cell):]
+            return status, points[len(cell) :]
         new = [(run_id_of(c), c) for c in (t.replace(lr=lr) for t in templates.values())]
         points.extend(new)
         todo = [(run_id, c) for run_id, c in new if not (out / run_id / RESULT).is_file()]

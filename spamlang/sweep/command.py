@@ -47,66 +47,113 @@ def _bracket_limit(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
     """The flags of a sweep run: --out, --shard, --group-size, --vmap, --bracket-lr, --seq-len,
     --max-points, --set, --quiet, --dry-run, --plots, --figures, --tracker."""
-    parser.add_argument("--out", metavar="DIR", default=None,
-                        help="sweep directory (default: runs/<sweep name>)")
-    parser.add_argument("--shard", metavar="i/n", default="0/1",
-                        help="run only shard i of n (0 <= i < n): groups i, i+n, ... of the sorted "
-                             "group list; e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT "
-                             "with a 0-based array (default 0/1: everything)")
-    parser.add_argument("--group-size", metavar="K", type=int, default=0,
-                        help="at most K runs (differing in lr/seed) per vmapped program; "
-                             "1: every run on its own; 0 (default): as many as fit the device "
-                             "when its memory is known (an accelerator's, or "
-                             "SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), from XLA's memory analysis "
-                             "of the compiled step with a 10%% margin, else no limit. An explicit "
-                             "K is kept, with a warning if it does not fit")
-    parser.add_argument("--vmap", action=argparse.BooleanOptionalAction, default=None,
-                        help="train each group of runs differing only in lr/seed as one vmapped "
-                             "program (default: on accelerators, and on CPU for steps of at most "
-                             "256 tokens; a vmapped group measured 0.6-1.0x the throughput of its "
-                             "runs one by one at 2,048 tokens per step on CPU, and faster at 64)")
-    parser.add_argument("--bracket-lr", metavar="N", type=_bracket_limit, nargs="?",
-                        const=DEFAULT_LIMIT, default=None,
-                        help="when a cell's best LR (seed-mean final eval loss) is the largest or "
-                             "smallest of its grid, train the next LR beyond it (the grid's own "
-                             "ratio, x3 for one LR) for every seed, until the best is inside the "
-                             f"grid, reaches the loss floor, or N LRs were added on that side "
-                             f"(default N: {DEFAULT_LIMIT}; 0 turns it off; without the flag: as "
-                             "the sweep says, Sweep.bracket_lr)")
-    parser.add_argument("--seq-len", metavar="L", type=int, default=None,
-                        help="run the equivalent sweep at sequence length L: same batch and "
-                             "steps, token budgets scaled, named <name>-L<L> (default dir "
-                             "runs/<name>-L<L>). SpamLang (spam, zipf-spam) with RoPE gives "
-                             "the same results at any length, so --seq-len 2 costs about 2/L of "
-                             "the original; refused for languages with context")
-    parser.add_argument("--max-points", metavar="N", type=_max_points, default=MAX_POINTS,
-                        help=f"refuse a sweep of more than N points, before expanding it "
-                             f"(default {MAX_POINTS:,}: a larger grid is usually a slip)")
-    parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[],
-                        help=SET_HELP)
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress bar, progress lines or per-run lines (without it: "
-                             "a line when a run resumes from a checkpoint and, when stderr is "
-                             "not a terminal, one per running run or group every "
-                             "SPAMLANG_LOG_SECONDS seconds, default 30)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="list the points, their status (partial: the checkpointed step), "
-                             "the token/FLOP budget and a time estimate (at the tokens/s of "
-                             "finished runs of the same group; else a lower bound at the matmul "
-                             "peak where it is known); run nothing")
-    parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=plots,
-                        help="after the runs, write heatmap.png and curves.png (default: "
-                             + ("as the sweep file says (PLOTS)" if plots is None
-                                else "on" if plots else "off") + ")")
-    parser.add_argument("--figures", metavar="DIR", default=None,
-                        help="where --plots writes (default: the sweep directory)")
-    parser.add_argument("--tracker", choices=("tensorboard", "wandb", "none"), default=None,
-                        help="mirror every run's metrics rows, config and result to one "
-                             "experiment: TensorBoard (<sweep dir>/tensorboard/<run id>, with "
-                             "the HParams dashboard) or W&B (group <sweep name>; "
-                             "WANDB_MODE=offline: <sweep dir>/wandb/); needs the extra of that "
-                             "name; one that cannot start is an error before any training "
-                             "(default: the sweep's own Sweep(tracker=...), which only warns)")
+    parser.add_argument(
+        "--out", metavar="DIR", default=None, help="sweep directory (default: runs/<sweep name>)"
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="i/n",
+        default="0/1",
+        help="run only shard i of n (0 <= i < n): groups i, i+n, ... of the sorted "
+        "group list; e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT "
+        "with a 0-based array (default 0/1: everything)",
+    )
+    parser.add_argument(
+        "--group-size",
+        metavar="K",
+        type=int,
+        default=0,
+        help="at most K runs (differing in lr/seed) per vmapped program; "
+        "1: every run on its own; 0 (default): as many as fit the device "
+        "when its memory is known (an accelerator's, or "
+        "SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), from XLA's memory analysis "
+        "of the compiled step with a 10%% margin, else no limit. An explicit "
+        "K is kept, with a warning if it does not fit",
+    )
+    parser.add_argument(
+        "--vmap",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="train each group of runs differing only in lr/seed as one vmapped "
+        "program (default: on accelerators, and on CPU for steps of at most "
+        "256 tokens; a vmapped group measured 0.6-1.0x the throughput of its "
+        "runs one by one at 2,048 tokens per step on CPU, and faster at 64)",
+    )
+    parser.add_argument(
+        "--bracket-lr",
+        metavar="N",
+        type=_bracket_limit,
+        nargs="?",
+        const=DEFAULT_LIMIT,
+        default=None,
+        help="when a cell's best LR (seed-mean final eval loss) is the largest or "
+        "smallest of its grid, train the next LR beyond it (the grid's own "
+        "ratio, x3 for one LR) for every seed, until the best is inside the "
+        f"grid, reaches the loss floor, or N LRs were added on that side "
+        f"(default N: {DEFAULT_LIMIT}; 0 turns it off; without the flag: as "
+        "the sweep says, Sweep.bracket_lr)",
+    )
+    parser.add_argument(
+        "--seq-len",
+        metavar="L",
+        type=int,
+        default=None,
+        help="run the equivalent sweep at sequence length L: same batch and "
+        "steps, token budgets scaled, named <name>-L<L> (default dir "
+        "runs/<name>-L<L>). SpamLang (spam, zipf-spam) with RoPE gives "
+        "the same results at any length, so --seq-len 2 costs about 2/L of "
+        "the original; refused for languages with context",
+    )
+    parser.add_argument(
+        "--max-points",
+        metavar="N",
+        type=_max_points,
+        default=MAX_POINTS,
+        help=f"refuse a sweep of more than N points, before expanding it "
+        f"(default {MAX_POINTS:,}: a larger grid is usually a slip)",
+    )
+    parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[], help=SET_HELP)
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar, progress lines or per-run lines (without it: "
+        "a line when a run resumes from a checkpoint and, when stderr is "
+        "not a terminal, one per running run or group every "
+        "SPAMLANG_LOG_SECONDS seconds, default 30)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the points, their status (partial: the checkpointed step), "
+        "the token/FLOP budget and a time estimate (at the tokens/s of "
+        "finished runs of the same group; else a lower bound at the matmul "
+        "peak where it is known); run nothing",
+    )
+    parser.add_argument(
+        "--plots",
+        action=argparse.BooleanOptionalAction,
+        default=plots,
+        help="after the runs, write heatmap.png and curves.png (default: "
+        + ("as the sweep file says (PLOTS)" if plots is None else "on" if plots else "off")
+        + ")",
+    )
+    parser.add_argument(
+        "--figures",
+        metavar="DIR",
+        default=None,
+        help="where --plots writes (default: the sweep directory)",
+    )
+    parser.add_argument(
+        "--tracker",
+        choices=("tensorboard", "wandb", "none"),
+        default=None,
+        help="mirror every run's metrics rows, config and result to one "
+        "experiment: TensorBoard (<sweep dir>/tensorboard/<run id>, with "
+        "the HParams dashboard) or W&B (group <sweep name>; "
+        "WANDB_MODE=offline: <sweep dir>/wandb/); needs the extra of that "
+        "name; one that cannot start is an error before any training "
+        "(default: the sweep's own Sweep(tracker=...), which only warns)",
+    )
 
 
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
@@ -116,9 +163,11 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
     from spamlang.sweep.results_csv import is_read_only
 
     def skipped(what: str, e: OSError) -> None:
-        print(f"note: skipped {what}: {figures} cannot be written "
-              f"({e.strerror or describe(e)}); --figures DIR draws them elsewhere",
-              file=sys.stderr)
+        print(
+            f"note: skipped {what}: {figures} cannot be written "
+            f"({e.strerror or describe(e)}); --figures DIR draws them elsewhere",
+            file=sys.stderr,
+        )
 
     try:
         figures.mkdir(parents=True, exist_ok=True)
@@ -126,10 +175,14 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
         if not is_read_only(e):
             raise
         return skipped("the figures", e)
-    drawers = [("heatmap.png", lambda: [plot_heatmap(out, figures / "heatmap.png")]),
-               ("curves.png", lambda: [plot_curves(out, figures / "curves.png")])]
-    drawers += [(f"the samples of {where}", lambda where=where:
-                 _sample_figure(out, figures, rows, where)) for where in samples]
+    drawers = [
+        ("heatmap.png", lambda: [plot_heatmap(out, figures / "heatmap.png")]),
+        ("curves.png", lambda: [plot_curves(out, figures / "curves.png")]),
+    ]
+    drawers += [
+        (f"the samples of {where}", lambda where=where: _sample_figure(out, figures, rows, where))
+        for where in samples
+    ]
     written = []
     for what, draw in drawers:
         try:
@@ -176,30 +229,45 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     if args.seq_len is not None:
         sweep = at_seq_len(sweep, args.seq_len)
     out = Path(args.out) if args.out else Path("runs") / sweep.name
-    limit = check_bracket(sweep.bracket_lr if args.bracket_lr is None else args.bracket_lr,
-                          sweep.axes)
+    limit = check_bracket(
+        sweep.bracket_lr if args.bracket_lr is None else args.bracket_lr, sweep.axes
+    )
     if args.dry_run:
         dry_run(sweep, out, shard, args.group_size, args.vmap)
         if limit:
-            print(f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "
-                  f"to {limit} LRs per side, for every seed (not listed above)")
+            print(
+                f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "
+                f"to {limit} LRs per side, for every seed (not listed above)"
+            )
         return 0
     spec = tracking.TrackerSpec(kind, explicit, out, group=sweep.name) if kind else None
     try:
         with tracking.session(spec):  # an explicit tracker that cannot start: exit 2 here
-            rows = run_sweep(sweep, out, shard, quiet=args.quiet, group_size=args.group_size,
-                             vmap=args.vmap, bracket_lr=limit, max_points=args.max_points)
+            rows = run_sweep(
+                sweep,
+                out,
+                shard,
+                quiet=args.quiet,
+                group_size=args.group_size,
+                vmap=args.vmap,
+                bracket_lr=limit,
+                max_points=args.max_points,
+            )
     except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
-        print(f"interrupted; rerun the same command to resume (finished runs are in "
-              f"{out / 'results.csv'})", file=sys.stderr)
+        print(
+            f"interrupted; rerun the same command to resume (finished runs are in "
+            f"{out / 'results.csv'})",
+            file=sys.stderr,
+        )
         return int(getattr(e, "exit_status", 130))
     if args.plots and rows:
         _plot(out, Path(args.figures) if args.figures else out, rows, samples)
     return 0
 
 
-def main(sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False,
-         samples: tuple = ()) -> int:
+def main(
+    sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False, samples: tuple = ()
+) -> int:
     """Entry point of a sweep script: parse the flags, run, return an exit status.
 
     The same entry point as `spamlang sweep FILE`: the same flags (`add_arguments`), parsed by
@@ -251,13 +319,18 @@ def _load_py(path: Path) -> tuple[Sweep, bool, tuple]:
         raise UserError(f"{path}: {describe(e)}") from None
     except SystemExit as e:
         # Whatever the status, nothing was swept: a quiet exit 0 would read as success.
-        raise UserError(f"{path} called sys.exit({e.code!r}) while being loaded; a sweep file "
-                        "defines SWEEP and runs nothing on import (put `main(SWEEP)` under "
-                        "`if __name__ == \"__main__\":`)") from None
+        raise UserError(
+            f"{path} called sys.exit({e.code!r}) while being loaded; a sweep file "
+            "defines SWEEP and runs nothing on import (put `main(SWEEP)` under "
+            '`if __name__ == "__main__":`)'
+        ) from None
     sweep = getattr(module, "SWEEP", None)
     if not isinstance(sweep, Sweep):
-        what = "does not define SWEEP" if sweep is None else \
-            f"defines SWEEP as a {type(sweep).__name__}, not a spamlang.sweep.Sweep"
+        what = (
+            "does not define SWEEP"
+            if sweep is None
+            else f"defines SWEEP as a {type(sweep).__name__}, not a spamlang.sweep.Sweep"
+        )
         raise UserError(f"{path} {what}")
     samples = getattr(module, "SAMPLES", ())
     if not isinstance(samples, (list, tuple)) or not all(isinstance(c, dict) for c in samples):
@@ -277,25 +350,40 @@ def _load_json(path: Path) -> Sweep:
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
     # grown and set: what a sweep directory's own sweep.json adds, so that it loads too.
-    unknown = sorted(set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set",
-                                  "axis_order"})
+    unknown = sorted(
+        set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set", "axis_order"}
+    )
     missing = sorted({"name", "axes"} - set(data))
     if unknown or missing:
-        raise UserError(f"{path}: " + "; ".join(
-            ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
-            + ([f"missing key(s) {', '.join(missing)}"] if missing else []))
-            + " (expected name, base, axes, optionally bracket_lr)")
+        raise UserError(
+            f"{path}: "
+            + "; ".join(
+                ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
+                + ([f"missing key(s) {', '.join(missing)}"] if missing else [])
+            )
+            + " (expected name, base, axes, optionally bracket_lr)"
+        )
     base = data.get("base", {})
     if not isinstance(base, dict):
         raise UserError(f"{path}: base must be an object of TrainConfig fields")
     order = data.get("axis_order")
-    if isinstance(data["axes"], dict) and isinstance(order, list) \
-            and sorted(map(str, order)) == sorted(data["axes"]):
+    if (
+        isinstance(data["axes"], dict)
+        and isinstance(order, list)
+        and sorted(map(str, order)) == sorted(data["axes"])
+    ):
         # A sweep directory's sweep.json (sorted keys): the axes in the order its runs use.
         data["axes"] = {axis: data["axes"][axis] for axis in order}
     try:
-        return Sweep(data["name"], TrainConfig.from_json(base), data["axes"],
-                     bracket_lr=data.get("bracket_lr", 0), grown=data.get("grown") or {},
-                     overrides=data.get("set") or {})
+        return Sweep(
+            data["name"],
+            TrainConfig.from_json(base),
+            data["axes"],
+            bracket_lr=data.get("bracket_lr", 0),
+            grown=data.get("grown") or {},
+            overrides=data.get("set") or {},
+        )
     except (ValueError, TypeError) as e:
-        raise UserError(f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise UserError(
+            f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None

@@ -115,8 +115,11 @@ def other_partial_runs(out: Path, points: list) -> list[str]:
     known = {run_id for run_id, _ in points}
     lines = []
     for run_dir in sorted(out.iterdir()) if out.is_dir() else ():
-        if run_dir.name in known or not (run_dir / CONFIG).is_file() \
-                or (run_dir / RESULT).is_file():
+        if (
+            run_dir.name in known
+            or not (run_dir / CONFIG).is_file()
+            or (run_dir / RESULT).is_file()
+        ):
             continue
         try:
             config = read_json(run_dir / CONFIG)
@@ -182,22 +185,31 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
         return "time: nothing left to train"
     parts = []
     if timed:
-        parts.append(f"about {duration(seconds)} for {timed} run(s), at the tokens/s of finished "
-                     "runs of their groups")
+        parts.append(
+            f"about {duration(seconds)} for {timed} run(s), at the tokens/s of finished "
+            "runs of their groups"
+        )
     if alike:
-        parts.append(f"about {duration(alike_s)} for {alike} run(s) with no finished run in "
-                     "their group, at the tokens/s of finished runs of the same preset and V")
+        parts.append(
+            f"about {duration(alike_s)} for {alike} run(s) with no finished run in "
+            "their group, at the tokens/s of finished runs of the same preset and V"
+        )
     if bound:
-        parts.append(f"at least {duration(floor_s)} for {bound} run(s) with no finished run in "
-                     "their group (their FLOPs at the matmul peak: a lower bound)")
+        parts.append(
+            f"at least {duration(floor_s)} for {bound} run(s) with no finished run in "
+            "their group (their FLOPs at the matmul peak: a lower bound)"
+        )
     if unknown:
-        parts.append(f"no estimate for {unknown} run(s) with no finished run in their group "
-                     "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives a lower bound)")
+        parts.append(
+            f"no estimate for {unknown} run(s) with no finished run in their group "
+            "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives a lower bound)"
+        )
     return "time: " + "; ".join(parts)
 
 
-def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int,
-            vmap: bool | None = None) -> int:
+def dry_run(
+    sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int, vmap: bool | None = None
+) -> int:
     """Print the points of this shard with their group, status and budget, and the time the
     rest should take; run nothing.
 
@@ -208,36 +220,49 @@ def dry_run(sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int,
     if not mine and (empty := empty_shard_note(sweep, shard, group_size)):
         print(empty, file=sys.stderr)
     points = [p for g in mine for p in g]
-    status = {run_id: _status(out / run_id, getattr(config, "steps", "?"))
-              for run_id, config in points}
+    status = {
+        run_id: _status(out / run_id, getattr(config, "steps", "?")) for run_id, config in points
+    }
     width = max((len(run_id) for run_id, _ in points), default=6)
     wide = max((len(s) for s in status.values()), default=7)
     # The shipped law's prediction of each point's cell ({} while the package ships none).
     from spamlang.law.show import dry_run_notes
 
     law = dry_run_notes(points)
-    print(f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
-          f"{'tokens':>13}  {'upd/symbol':>10}" + ("  law loss" if law else ""))
+    print(
+        f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
+        f"{'tokens':>13}  {'upd/symbol':>10}" + ("  law loss" if law else "")
+    )
     for k, group in enumerate(mine):
         for run_id, config in group:
             steps = getattr(config, "steps", "?")
-            print(f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {steps:>8}  "
-                  f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}"
-                  + (f"  {law[run_id]}" if law else ""))
+            print(
+                f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {steps:>8}  "
+                f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}"
+                + (f"  {law[run_id]}" if law else "")
+            )
     tokens = sum(_run_tokens(c) for _, c in points)
     per_token: dict = {}
     flops = [_flops_per_token(c, per_token, sweep.group_key_of(r, c)) for r, c in points]
-    total = sum(f * _run_tokens(c) for f, (_, c) in zip(flops, points)) \
-        if flops and None not in flops else None
-    where = f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" \
-        if shard[1] > 1 else ""
-    print(f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
-          + (f"; about {total:.3g} training FLOPs" if total is not None else "")
-          + f"; out: {out}")
+    total = (
+        sum(f * _run_tokens(c) for f, (_, c) in zip(flops, points))
+        if flops and None not in flops
+        else None
+    )
+    where = (
+        f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
+    )
+    print(
+        f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
+        + (f"; about {total:.3g} training FLOPs" if total is not None else "")
+        + f"; out: {out}"
+    )
     others = other_partial_runs(out, sweep.points())
     if others:
-        print(f"{len(others)} partial run(s) outside the grid (LR bracketing's; they resume when "
-              "their cell is bracketed again):")
+        print(
+            f"{len(others)} partial run(s) outside the grid (LR bracketing's; they resume when "
+            "their cell is bracketed again):"
+        )
         print("\n".join(others))
     print(estimate(mine, out, vmap, flops))
     return 0

@@ -40,10 +40,10 @@ def build_point(base: Any, assignment: dict[str, Any]) -> Any:
     params = dict(getattr(base, "language_params", None) or {})
     for axis, value in assignment.items():
         if axis.startswith(_MODEL_PREFIX):
-            overrides[axis[len(_MODEL_PREFIX):]] = value
+            overrides[axis[len(_MODEL_PREFIX) :]] = value
             changes["model_overrides"] = overrides
         elif axis.startswith(_PARAM_PREFIX):
-            params[axis[len(_PARAM_PREFIX):]] = value
+            params[axis[len(_PARAM_PREFIX) :]] = value
             changes["language_params"] = params
         else:
             changes[axis] = value
@@ -145,8 +145,14 @@ class Progress:
             return lambda: None
         from tqdm import tqdm
 
-        self.bar = tqdm(total=self.total, desc=f"sweep {self.name}: expanding", unit="point",
-                        unit_scale=True, file=sys.stderr, mininterval=0.5)
+        self.bar = tqdm(
+            total=self.total,
+            desc=f"sweep {self.name}: expanding",
+            unit="point",
+            unit_scale=True,
+            file=sys.stderr,
+            mininterval=0.5,
+        )
         return self.bar.update
 
     def __exit__(self, *exc):

@@ -49,9 +49,21 @@ MARGIN = 0.10
 # that did not fit.
 MAX_COMPILES = 4
 
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
-          "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40,
-          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS = {
+    "": 1,
+    "k": 2**10,
+    "m": 2**20,
+    "g": 2**30,
+    "t": 2**40,
+    "ki": 2**10,
+    "mi": 2**20,
+    "gi": 2**30,
+    "ti": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 _BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*((?:[kmgt]i?)?)b?\s*$", re.I)
 
 
@@ -90,8 +102,10 @@ def device_memory() -> DeviceMemory | None:
         try:
             return DeviceMemory(parse_bytes(text), ENV)
         except ValueError as e:
-            raise UserError(f"{ENV}={os.environ[ENV]!r} is not a memory size ({e}); use bytes "
-                            "or a size such as 80GiB") from None
+            raise UserError(
+                f"{ENV}={os.environ[ENV]!r} is not a memory size ({e}); use bytes "
+                "or a size such as 80GiB"
+            ) from None
     import jax
 
     device = jax.local_devices()[0]
@@ -113,8 +127,12 @@ def compiled_bytes(compiled: Any) -> int:
     mem = compiled.memory_analysis()
     if mem is None:
         raise RuntimeError("this backend gives no memory analysis of a compiled program")
-    return int(mem.argument_size_in_bytes + mem.output_size_in_bytes
-               + mem.temp_size_in_bytes - mem.alias_size_in_bytes)
+    return int(
+        mem.argument_size_in_bytes
+        + mem.output_size_in_bytes
+        + mem.temp_size_in_bytes
+        - mem.alias_size_in_bytes
+    )
 
 
 def program_bytes(config: Any, k: int, mesh: Any = None) -> int:
@@ -152,16 +170,23 @@ class Fit:
         group_size: the user's --group-size (0: none), which the sweep keeps: the line warns."""
         explicit = bool(group_size)
         where = f"{gib(self.memory)}" + (f" from {self.source}" if self.source else "")
-        head = (f"{label}: group of {self.k}"
-                + (f" (--group-size {group_size})" if explicit else "")
-                + f" needs {gib(self.needed[self.k])} > {gib(self.usable)} usable ({where}, "
-                + f"{self.margin:.0%} margin): ")
+        head = (
+            f"{label}: group of {self.k}"
+            + (f" (--group-size {group_size})" if explicit else "")
+            + f" needs {gib(self.needed[self.k])} > {gib(self.usable)} usable ({where}, "
+            + f"{self.margin:.0%} margin): "
+        )
         if self.members == 0:
             one = f"even 1 member needs {gib(self.needed[1])}"
-            return head + (f"it may run out of memory ({one})" if explicit else
-                           f"{one}; training 1 member per program, which may run out of memory")
-        fits = f"{self.members} member{'s' if self.members > 1 else ''} per program " \
-               f"({gib(self.needed[self.members])})"
+            return head + (
+                f"it may run out of memory ({one})"
+                if explicit
+                else f"{one}; training 1 member per program, which may run out of memory"
+            )
+        fits = (
+            f"{self.members} member{'s' if self.members > 1 else ''} per program "
+            f"({gib(self.needed[self.members])})"
+        )
         return head + (f"it may run out of memory; {fits} would fit" if explicit else fits)
 
 
@@ -173,8 +198,15 @@ def gib(n: int) -> str:
     return f"{n} B"
 
 
-def members_that_fit(config: Any, k: int, mesh: Any = None, *, memory_bytes: int,
-                     margin: float = MARGIN, source: str = "") -> Fit:
+def members_that_fit(
+    config: Any,
+    k: int,
+    mesh: Any = None,
+    *,
+    memory_bytes: int,
+    margin: float = MARGIN,
+    source: str = "",
+) -> Fit:
     """The most members, at most `k`, whose step of `config` fits `memory_bytes` x (1 - margin)
     per device, by compiling the step (never running it).
 

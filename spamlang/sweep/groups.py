@@ -23,12 +23,12 @@ def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
     out = []
     for members in by_key.values():
         size = group_size or len(members)
-        out.extend(members[i:i + size] for i in range(0, len(members), size))
+        out.extend(members[i : i + size] for i in range(0, len(members), size))
     return sorted(out, key=lambda g: g[0][0])
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """"i/n" -> (i, n) with 0 <= i < n (shards are numbered from 0)."""
+    """ "i/n" -> (i, n) with 0 <= i < n (shards are numbered from 0)."""
     i, sep, n = str(text).partition("/")
     try:
         shard = (int(i), int(n))
@@ -68,7 +68,8 @@ def empty_shard_note(sweep: Sweep, shard: tuple[int, int], group_size: int = 0) 
     count = len(groups(sweep, group_size))
     if n == 1 or i < count:
         return None
-    return (f"warning: shard {i}/{n} is empty: the sweep has {count} group(s) of runs, dealt "
-            f"round-robin to shards 0..{min(count, n) - 1}; nothing to do here (use n <= "
-            f"{count} to give every shard work)")
-
+    return (
+        f"warning: shard {i}/{n} is empty: the sweep has {count} group(s) of runs, dealt "
+        f"round-robin to shards 0..{min(count, n) - 1}; nothing to do here (use n <= "
+        f"{count} to give every shard work)"
+    )

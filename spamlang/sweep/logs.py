@@ -31,8 +31,11 @@ def checkpoint_step(run_dir: Path) -> int | None:
     """The newest checkpoint's step (the largest integer subfolder of checkpoints/), or None.
     A damaged newest one makes the trainer fall back to an older one, and say so itself."""
     try:
-        steps = [int(p.name) for p in (run_dir / CHECKPOINTS).iterdir()
-                 if p.name.isdigit() and p.is_dir()]
+        steps = [
+            int(p.name)
+            for p in (run_dir / CHECKPOINTS).iterdir()
+            if p.name.isdigit() and p.is_dir()
+        ]
     except OSError:
         return None
     return max(steps, default=None)
@@ -40,8 +43,9 @@ def checkpoint_step(run_dir: Path) -> int | None:
 
 def last_train_row(run_dir: Path) -> dict | None:
     """The newest train row of a live run's metrics.jsonl (reads only the file's tail)."""
-    return last_row(run_dir / METRICS, lambda r: r.get("kind") == "train" and "loss" in r,
-                    _TAIL_BYTES)
+    return last_row(
+        run_dir / METRICS, lambda r: r.get("kind") == "train" and "loss" in r, _TAIL_BYTES
+    )
 
 
 def _losses(rows: list[dict]) -> str:
@@ -59,22 +63,32 @@ def position(first: int, count: int, total: int) -> str:
     return f"[{first}/{total}]" if count == 1 else f"[{first}-{first + count - 1}/{total}]"
 
 
-def announce_resumes(bar, run_ids: list[str], run_dirs: list[Path], done: int,
-                     total: int) -> None:
+def announce_resumes(bar, run_ids: list[str], run_dirs: list[Path], done: int, total: int) -> None:
     """A line on stderr for each run about to resume from a checkpoint."""
     for k, (run_id, run_dir) in enumerate(zip(run_ids, run_dirs)):
         step = checkpoint_step(run_dir)
         if step:
-            bar.write(f"{position(done + 1 + k, 1, total)} {run_id}: resuming from step {step}",
-                      file=sys.stderr)
+            bar.write(
+                f"{position(done + 1 + k, 1, total)} {run_id}: resuming from step {step}",
+                file=sys.stderr,
+            )
 
 
 class Watcher:
     """While a run or group trains: its latest loss on the bar (a terminal), or a line every
     `log_seconds()` in a log (module doc). A daemon thread polls the run directories."""
 
-    def __init__(self, bar, label: str, run_dirs: list[Path], *, steps: int, first: int,
-                 total: int, quiet: bool):
+    def __init__(
+        self,
+        bar,
+        label: str,
+        run_dirs: list[Path],
+        *,
+        steps: int,
+        first: int,
+        total: int,
+        quiet: bool,
+    ):
         self.bar, self.label, self.run_dirs, self.steps = bar, label, run_dirs, steps
         self.prefix = position(first, len(run_dirs), total)
         self.on_bar = not bar.disable
@@ -95,8 +109,11 @@ class Watcher:
             step = min(r.get("step", 0) for r in rows)
             if step > self.said:
                 self.said = step
-                print(f"{self.prefix} {self.label}: step {step}/{self.steps}, loss "
-                      f"{_losses(rows)}", file=sys.stderr, flush=True)
+                print(
+                    f"{self.prefix} {self.label}: step {step}/{self.steps}, loss {_losses(rows)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     def __enter__(self):
         if self.on_bar:

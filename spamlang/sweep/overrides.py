@@ -22,12 +22,14 @@ from spamlang.errors import UserError
 from spamlang.sweep.expand import build_point
 from spamlang.sweep.spec import Sweep, _axis_type, _check_value, fields_of, id_part
 
-SET_HELP = ("change a field of the sweep's base for this invocation (repeatable): a run field "
-            "(tokens=200K, batch_size=64), model.<field> (model.d_model=32) or "
-            "param.<language parameter>, not one the axes set. The sweep is then named "
-            "<name>-<field><value> (default dir runs/<name>-tok200K for tokens=200K), so it never "
-            "mixes with the original's runs, and its sweep.json records the --set. This is how "
-            "to train a larger budget: a finished run cannot be extended")
+SET_HELP = (
+    "change a field of the sweep's base for this invocation (repeatable): a run field "
+    "(tokens=200K, batch_size=64), model.<field> (model.d_model=32) or "
+    "param.<language parameter>, not one the axes set. The sweep is then named "
+    "<name>-<field><value> (default dir runs/<name>-tok200K for tokens=200K), so it never "
+    "mixes with the original's runs, and its sweep.json records the --set. This is how "
+    "to train a larger budget: a finished run cannot be extended"
+)
 
 
 def _is_text(tp: Any) -> bool:
@@ -68,9 +70,11 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
         except UserError as e:
             raise UserError(f"--set {text}: {_field_words(str(e))}") from None
         if name in on_axes:
-            raise UserError(f"--set {text}: {name} is an axis of sweep {sweep.name!r}, which "
-                            "sets it for every point; --set changes the fields the axes leave "
-                            "to the base")
+            raise UserError(
+                f"--set {text}: {name} is an axis of sweep {sweep.name!r}, which "
+                "sets it for every point; --set changes the fields the axes leave "
+                "to the base"
+            )
         try:
             changes[name] = _check_value(sweep.base, name, _read(raw, tp))
         except ValueError as e:
@@ -79,8 +83,15 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
         base = build_point(sweep.base, changes)
     except (ValueError, TypeError) as e:
         said = " ".join(f"--set {t}" for t in texts)
-        raise UserError(f"{said}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") \
-            from None
+        raise UserError(
+            f"{said}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
     name = "-".join([sweep.name, *(id_part(k, v) for k, v in changes.items())])
-    return Sweep(name, base, sweep.axes, bracket_lr=sweep.bracket_lr, grown=sweep.grown,
-                 overrides={**sweep.overrides, **changes})
+    return Sweep(
+        name,
+        base,
+        sweep.axes,
+        bracket_lr=sweep.bracket_lr,
+        grown=sweep.grown,
+        overrides={**sweep.overrides, **changes},
+    )

@@ -67,8 +67,13 @@ class Report:
 
     def lines(self) -> list[str]:
         """One line per unreadable run, then the notes."""
-        return [*(f"warning: {run}: finished but left out of {RESULTS_FILE}: {why}"
-                  for run, why in self.unreadable.items()), *self.notes]
+        return [
+            *(
+                f"warning: {run}: finished but left out of {RESULTS_FILE}: {why}"
+                for run, why in self.unreadable.items()
+            ),
+            *self.notes,
+        ]
 
 
 class _Printer(Report):
@@ -141,9 +146,9 @@ def _setting(config: dict, column: str) -> Any:
     if column == "d_model":
         return _model_value(config, "d_model")
     if column.startswith("model."):
-        return _model_value(config, column[len("model."):])
+        return _model_value(config, column[len("model.") :])
     if column.startswith("param."):
-        return _param_value(config, column[len("param."):])
+        return _param_value(config, column[len("param.") :])
     return config.get(column)
 
 
@@ -197,7 +202,7 @@ def repair_metrics(run_dir: str | Path) -> str | None:
     cut = tail.rfind(b"\n")
     if cut < 0 and size > len(tail):
         return None  # one line longer than the tail: not a row this writer makes
-    last = tail[cut + 1:]
+    last = tail[cut + 1 :]
     if parse_row(last) is not None:
         return None  # a whole row without its newline: nothing lost, nothing to cut
     keep = size - len(last)
@@ -206,8 +211,10 @@ def repair_metrics(run_dir: str | Path) -> str | None:
             kept = f.read(keep)
         atomic_write_bytes(path, kept)
     except OSError as e:
-        return (f"warning: {path}: its last line is torn ({len(last)} bytes cut mid-row); "
-                f"could not cut it away ({e.strerror or describe(e)})")
+        return (
+            f"warning: {path}: its last line is torn ({len(last)} bytes cut mid-row); "
+            f"could not cut it away ({e.strerror or describe(e)})"
+        )
     return f"repaired {path}: cut its torn last line ({len(last)} bytes cut mid-row)"
 
 
@@ -278,8 +285,10 @@ def write_results(out_dir: str | Path, report: Report | None = None, check=None)
             raise
         # Nothing else can write here either, so there is nothing to take turns with.
         rows = gather(root, report, check) if rows is None else rows
-        report.note(f"note: left {root / RESULTS_FILE} as it was: {root} cannot be written "
-                    f"({e.strerror or describe(e)})")
+        report.note(
+            f"note: left {root / RESULTS_FILE} as it was: {root} cannot be written "
+            f"({e.strerror or describe(e)})"
+        )
     return rows
 
 

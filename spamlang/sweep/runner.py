@@ -45,10 +45,15 @@ def summary_line(run_id: str, result: dict) -> str:
     """One line per finished run: id, final loss, loss above the floor (only where the language
     has one: above a floor of 0 it would repeat the loss), repetition acc, divergence."""
     floor = result.get("optimal_loss")
-    above = f" (above floor {_fmt(result.get('loss_above_floor'))})" \
-        if isinstance(floor, (int, float)) and floor else ""
-    line = (f"{run_id}: loss {_fmt(result.get('final_eval_loss'))}{above}, "
-            f"repetition acc {_fmt(result.get('repetition_accuracy'), '.3f')}")
+    above = (
+        f" (above floor {_fmt(result.get('loss_above_floor'))})"
+        if isinstance(floor, (int, float)) and floor
+        else ""
+    )
+    line = (
+        f"{run_id}: loss {_fmt(result.get('final_eval_loss'))}{above}, "
+        f"repetition acc {_fmt(result.get('repetition_accuracy'), '.3f')}"
+    )
     if result.get("diverged"):
         line += f", DIVERGED at step {result.get('diverged_step')}"
     return line
@@ -75,9 +80,17 @@ def trains_together(vmap: bool | None, config: Any) -> bool:
     return jax.default_backend() != "cpu" or config.tokens_per_step <= CPU_VMAP_TOKENS
 
 
-def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1), *,
-              quiet: bool = False, group_size: int = 0, vmap: bool | None = None,
-              bracket_lr: int | None = None, max_points: int = MAX_POINTS) -> list[dict]:
+def run_sweep(
+    sweep: Sweep,
+    out_dir: str | Path,
+    shard: tuple[int, int] = (0, 1),
+    *,
+    quiet: bool = False,
+    group_size: int = 0,
+    vmap: bool | None = None,
+    bracket_lr: int | None = None,
+    max_points: int = MAX_POINTS,
+) -> list[dict]:
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
 
     Points that differ only in MEMBER_FIELDS (lr, seed and the optimizer's b1, b2, eps,
@@ -133,9 +146,14 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
     total = sum(len(g) for g in my_groups)
     done = sum(_finished(out / run_id) for g in my_groups for run_id, _ in g)
     # The bar only on a terminal (a log file gets the per-run lines, which carry [i/n]).
-    bar = tqdm(total=total, initial=done, unit="run", dynamic_ncols=True,
-               disable=quiet or not sys.stderr.isatty(),
-               desc=f"{sweep.name}" + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else ""))
+    bar = tqdm(
+        total=total,
+        initial=done,
+        unit="run",
+        dynamic_ncols=True,
+        disable=quiet or not sys.stderr.isatty(),
+        desc=f"{sweep.name}" + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else ""),
+    )
     held = 0  # runs skipped because another process is training them
     report = Report()  # finished runs results.csv cannot list, repairs: said once, at the end
     added, at_limit = [], []  # bracketing: the points it added, the cells left at its limit
@@ -149,8 +167,9 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         together = trains_together(vmap, todo[0][1])
         parts = [todo] if together else [[run] for run in todo]
         if together and len(todo) > 1 and memory is not None:
-            parts = _fit_parts(todo, memory, group_size, fits,
-                               lambda line: bar.write(line, file=sys.stderr))
+            parts = _fit_parts(
+                todo, memory, group_size, fits, lambda line: bar.write(line, file=sys.stderr)
+            )
         all_done = True
         for part in parts:
             try:
@@ -182,15 +201,25 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         rows = write_results(out, report, check)
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
-        best = [r["final_eval_loss"] for r in rows if isinstance(r.get("final_eval_loss"), float)
-                and math.isfinite(r["final_eval_loss"])]
+        best = [
+            r["final_eval_loss"]
+            for r in rows
+            if isinstance(r.get("final_eval_loss"), float) and math.isfinite(r["final_eval_loss"])
+        ]
         unreadable = len(report.unreadable)
-        print(f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
-              + (f", best eval loss {min(best):.4f}" if best else "") + ")"
-              + (f", and {unreadable} more finished run(s) it could not read (left out of the "
-                 "table; see below)" if unreadable else "")
-              + (f"; {held} skipped, in use by another process" if held else "")
-              + f"; table: {out / 'results.csv'}")
+        print(
+            f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
+            + (f", best eval loss {min(best):.4f}" if best else "")
+            + ")"
+            + (
+                f", and {unreadable} more finished run(s) it could not read (left out of the "
+                "table; see below)"
+                if unreadable
+                else ""
+            )
+            + (f"; {held} skipped, in use by another process" if held else "")
+            + f"; table: {out / 'results.csv'}"
+        )
     # Even when quiet, once each: results it cannot list, and what it repaired or left alone.
     for line in report.lines():
         print(line, file=sys.stderr)
@@ -200,9 +229,11 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, shard: tuple[int, int] = (0, 1)
         for line in cell_lines(rows, swept=swept):
             print("  " + line)
     if at_limit:
-        print(f"LR bracketing stopped at its limit ({limit} LRs per side) in {len(at_limit)} "
-              f"cell(s), whose optimum may lie further out: {', '.join(at_limit)}",
-              file=sys.stderr)
+        print(
+            f"LR bracketing stopped at its limit ({limit} LRs per side) in {len(at_limit)} "
+            f"cell(s), whose optimum may lie further out: {', '.join(at_limit)}",
+            file=sys.stderr,
+        )
     # Even when quiet: a best LR at the edge of the grid questions the sweep's conclusions.
     for line in edge_warnings(rows, swept=swept):
         print(line, file=sys.stderr)
@@ -218,9 +249,11 @@ def point_check(sweep: Sweep):
 
     points = dict(sweep.points())
     axis_fields = {n for axis in sweep.axes for n in fields_of(axis)}
-    axis_fields |= {whole for whole, prefix in (("model_overrides", "model."),
-                                                ("language_params", "param."))
-                    if any(n.startswith(prefix) for n in axis_fields)}
+    axis_fields |= {
+        whole
+        for whole, prefix in (("model_overrides", "model."), ("language_params", "param."))
+        if any(n.startswith(prefix) for n in axis_fields)
+    }
     base = as_json(sweep.base.to_json())
     verdicts: dict[str, str | None] = {}
 
@@ -245,14 +278,22 @@ def point_check(sweep: Sweep):
             want = as_json(point.to_json())
             shown = ", ".join(f"{k}={json.dumps(data.get(k))}" for k in diff[:4])
             wanted = ", ".join(f"{k}={json.dumps(want.get(k))}" for k in diff[:4])
-            return (f"its config.json has {shown}, but its run id {run_id} is the sweep's point "
-                    f"with {wanted} (config.json edited?)")
+            return (
+                f"its config.json has {shown}, but its run id {run_id} is the sweep's point "
+                f"with {wanted} (config.json edited?)"
+            )
         diff = [k for k in differences(data, base) if k not in axis_fields]
         named = sweep.run_id(config)
         if diff or named != run_id:
-            return (f"its config.json is not the sweep's point {run_id} (it "
-                    + (f"differs from the base in {', '.join(diff[:4])}" if diff else
-                       f"names the point {named}") + ")")
+            return (
+                f"its config.json is not the sweep's point {run_id} (it "
+                + (
+                    f"differs from the base in {', '.join(diff[:4])}"
+                    if diff
+                    else f"names the point {named}"
+                )
+                + ")"
+            )
         return None
 
     def check(run_id: str, data: dict) -> str | None:
@@ -264,10 +305,9 @@ def point_check(sweep: Sweep):
     return check
 
 
-
-
-def _fit_parts(todo: list, memory: fit.DeviceMemory, group_size: int, known: dict,
-               write) -> list[list]:
+def _fit_parts(
+    todo: list, memory: fit.DeviceMemory, group_size: int, known: dict, write
+) -> list[list]:
     """`todo` (one vmapped group) cut into parts that fit `memory`, or whole when it fits or
     when the user's --group-size (`group_size` > 0) made it; `write` gets the one line for a group
     that does not fit. The step is compiled, never run, to read its memory
@@ -277,8 +317,9 @@ def _fit_parts(todo: list, memory: fit.DeviceMemory, group_size: int, known: dic
     if any(kk == key and k <= f.members for (kk, _), f in known.items()):
         return [todo]  # a larger group of the same program already fitted
     if (key, k) not in known:
-        known[key, k] = fit.members_that_fit(config, k, memory_bytes=memory.bytes,
-                                             source=memory.source)
+        known[key, k] = fit.members_that_fit(
+            config, k, memory_bytes=memory.bytes, source=memory.source
+        )
     found = known[key, k]
     if found.members >= k:
         return [todo]
@@ -287,7 +328,7 @@ def _fit_parts(todo: list, memory: fit.DeviceMemory, group_size: int, known: dic
     if group_size:
         return [todo]
     size = max(found.members, 1)
-    return [todo[i:i + size] for i in range(0, k, size)]
+    return [todo[i : i + size] for i in range(0, k, size)]
 
 
 def _whole_group(sweep: Sweep, group: list, group_size: int) -> list:
@@ -335,8 +376,9 @@ def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, tr
     dirs = [out / i for i in ids]
     if not quiet:
         announce_resumes(bar, ids, dirs, done, total)
-    with Watcher(bar, label, dirs, steps=todo[0][1].steps, first=done + 1, total=total,
-                 quiet=quiet):
+    with Watcher(
+        bar, label, dirs, steps=todo[0][1].steps, first=done + 1, total=total, quiet=quiet
+    ):
         if len(todo) == 1:
             results = [train_run.run_training(todo[0][1], dirs[0], quiet=True)]
         else:

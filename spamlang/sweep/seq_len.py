@@ -29,13 +29,16 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
         raise UserError(f"--seq-len must be an integer >= 2, got {seq_len!r}")
     fields = [n for axis in sweep.axes for n in fields_of(axis)]
     if "seq_len" in fields:
-        raise UserError(f"sweep {sweep.name!r} varies seq_len itself; --seq-len would erase "
-                        "that axis")
+        raise UserError(
+            f"sweep {sweep.name!r} varies seq_len itself; --seq-len would erase that axis"
+        )
     for run_id, config in sweep.points():
         if not config.make_language().position_invariant:
-            raise UserError(f"--seq-len: run {run_id} trains on {config.language!r}, whose "
-                            "positions differ (context matters), so its length changes the "
-                            "run; only position-invariant languages (spam, zipf-spam) can")
+            raise UserError(
+                f"--seq-len: run {run_id} trains on {config.language!r}, whose "
+                "positions differ (context matters), so its length changes the "
+                "run; only position-invariant languages (spam, zipf-spam) can"
+            )
     base = sweep.base
     old = base.seq_len
 
@@ -49,14 +52,18 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
         values[i] = _budget(values[i], batch, old, seq_len)
         return values if len(names) > 1 else values[0]
 
-    short = Sweep(f"{sweep.name}-L{seq_len}",
-                  base.replace(seq_len=seq_len,
-                               tokens=_budget(base.tokens, base.batch_size, old, seq_len)),
-                  {axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
-                  bracket_lr=sweep.bracket_lr, overrides=sweep.overrides)
+    short = Sweep(
+        f"{sweep.name}-L{seq_len}",
+        base.replace(seq_len=seq_len, tokens=_budget(base.tokens, base.batch_size, old, seq_len)),
+        {axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
+        bracket_lr=sweep.bracket_lr,
+        overrides=sweep.overrides,
+    )
     for (run_id, a), (_, b) in zip(sweep.points(), short.points()):
         if (a.steps, a.batch_size) != (b.steps, b.batch_size):
             # One budget over several batch sizes that do not divide it evenly.
-            raise UserError(f"--seq-len: run {run_id} would change from {a.steps} to {b.steps} "
-                            "steps; give each batch size its own tokens (a linked axis)")
+            raise UserError(
+                f"--seq-len: run {run_id} would change from {a.steps} to {b.steps} "
+                "steps; give each batch size its own tokens (a linked axis)"
+            )
     return short

@@ -40,11 +40,24 @@ from spamlang.sweep.expand import (
 
 # Abbreviations used in run ids; a field not listed here appears under its own name.
 _SHORT = {
-    "vocab_size": "V", "lr": "lr", "seed": "seed", "seq_len": "L", "batch_size": "B",
-    "tokens": "tok", "weight_decay": "wd", "warmup_frac": "warmup", "decay_frac": "decay",
-    "final_lr_ratio": "final", "grad_clip": "clip", "loss_chunk": "chunk",
-    "model.d_model": "D", "model.n_layers": "layers", "model.n_heads": "heads",
-    "model.n_kv_heads": "kv", "model.d_ff": "ff", "model.init_std": "init",
+    "vocab_size": "V",
+    "lr": "lr",
+    "seed": "seed",
+    "seq_len": "L",
+    "batch_size": "B",
+    "tokens": "tok",
+    "weight_decay": "wd",
+    "warmup_frac": "warmup",
+    "decay_frac": "decay",
+    "final_lr_ratio": "final",
+    "grad_clip": "clip",
+    "loss_chunk": "chunk",
+    "model.d_model": "D",
+    "model.n_layers": "layers",
+    "model.n_heads": "heads",
+    "model.n_kv_heads": "kv",
+    "model.d_ff": "ff",
+    "model.init_std": "init",
 }
 # Fields whose values are already readable names: the id shows the value alone.
 _VALUE_ONLY = frozenset({"preset", "language", "schedule", "dtype", "optimizer"})
@@ -124,23 +137,27 @@ def _axis_type(base: Any, axis: str) -> Any:
     if axis.startswith(_MODEL_PREFIX):
         from spamlang.model.config import ModelConfig
 
-        name = axis[len(_MODEL_PREFIX):]
+        name = axis[len(_MODEL_PREFIX) :]
         model_fields = field_types(ModelConfig)
         if "model_overrides" not in fields:
             raise UserError(f"axis {axis!r}: the base config has no model_overrides field")
         if name in fields:
             raise UserError(f"axis {axis!r}: {name} is a run field, use the axis {name!r}")
         if name not in model_fields:
-            raise UserError(f"unknown axis {axis!r}: {name!r} is not a model field; "
-                            f"known: {', '.join(sorted(model_fields))}")
+            raise UserError(
+                f"unknown axis {axis!r}: {name!r} is not a model field; "
+                f"known: {', '.join(sorted(model_fields))}"
+            )
         return model_fields[name]
     if axis.startswith(_PARAM_PREFIX):
-        if "language_params" not in fields or not axis[len(_PARAM_PREFIX):]:
+        if "language_params" not in fields or not axis[len(_PARAM_PREFIX) :]:
             raise UserError(f"unknown axis {axis!r}: expected param.<language parameter>")
         return Any
     if axis not in fields:
-        raise UserError(f"unknown axis {axis!r}; known: {', '.join(sorted(fields))}, "
-                        "model.<model field>, param.<language parameter>")
+        raise UserError(
+            f"unknown axis {axis!r}; known: {', '.join(sorted(fields))}, "
+            "model.<model field>, param.<language parameter>"
+        )
     return fields[axis]
 
 
@@ -161,7 +178,9 @@ def _check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
 def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
     """Validate names, emptiness, duplicates and value types; return normalised axes."""
     if not isinstance(axes, dict):
-        raise UserError(f"axes must be a dict of axis name -> list of values, got {type(axes).__name__}")
+        raise UserError(
+            f"axes must be a dict of axis name -> list of values, got {type(axes).__name__}"
+        )
     normalised: dict[str, list] = {}
     for axis, values in axes.items():
         if not isinstance(axis, str):
@@ -180,8 +199,10 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
             if len(names) == 1:
                 value = _check_value(base, axis, value, owner)
             elif not isinstance(value, (list, tuple)) or len(value) != len(names):
-                raise UserError(f"linked axis {axis!r}: each value must list {len(names)} values "
-                                f"({', '.join(names)}), got {value!r}")
+                raise UserError(
+                    f"linked axis {axis!r}: each value must list {len(names)} values "
+                    f"({', '.join(names)}), got {value!r}"
+                )
             else:
                 value = [_check_value(base, n, v, owner) for n, v in zip(names, value)]
             if _canonical(value) in seen:
@@ -195,7 +216,9 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
         raise UserError(f"field(s) {', '.join(twice)} set by more than one axis")
     for whole, prefix in (("model_overrides", _MODEL_PREFIX), ("language_params", _PARAM_PREFIX)):
         if whole in every and any(a.startswith(prefix) for a in every):
-            raise UserError(f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other")
+            raise UserError(
+                f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other"
+            )
     return normalised
 
 
@@ -229,30 +252,36 @@ class Sweep:
     # `spamlang.tracking`): one that cannot start is a warning, the runs train without it.
     # `--tracker` overrides it. Not part of sweep.json: it changes no run.
     tracker: str | None = dataclasses.field(default=None, compare=False)
-    _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False,
-                                              default=None)  # None until expanded
-    _group_keys: dict | None = dataclasses.field(init=False, repr=False, compare=False,
-                                                 default=None)  # run id -> group_key
+    _points: tuple | None = dataclasses.field(
+        init=False, repr=False, compare=False, default=None
+    )  # None until expanded
+    _group_keys: dict | None = dataclasses.field(
+        init=False, repr=False, compare=False, default=None
+    )  # run id -> group_key
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
-            raise UserError(f"sweep name must be a non-empty [A-Za-z0-9._-] string, "
-                            f"got {self.name!r}")
+            raise UserError(
+                f"sweep name must be a non-empty [A-Za-z0-9._-] string, got {self.name!r}"
+            )
         if not dataclasses.is_dataclass(self.base) or isinstance(self.base, type):
-            raise UserError(f"sweep {self.name!r}: base must be a TrainConfig, "
-                            f"got {type(self.base).__name__}")
+            raise UserError(
+                f"sweep {self.name!r}: base must be a TrainConfig, got {type(self.base).__name__}"
+            )
         owner = f"sweep {self.name!r}"
         axes = _check_axes(self.base, self.axes, owner)
         object.__setattr__(self, "axes", axes)
         check_bracket(self.bracket_lr, axes, owner)
         if not isinstance(self.grown, dict) or set(self.grown) - set(axes):
-            raise UserError(f"{owner}: grown must map axes of the sweep to a value, "
-                            f"got {self.grown!r}")
+            raise UserError(
+                f"{owner}: grown must map axes of the sweep to a value, got {self.grown!r}"
+            )
         object.__setattr__(self, "grown", as_json(self.grown))
         object.__setattr__(self, "overrides", as_json(dict(self.overrides or {})))
         if self.tracker not in (None, "tensorboard", "wandb"):
-            raise UserError(f"{owner}: tracker must be 'tensorboard', 'wandb' or None, "
-                            f"got {self.tracker!r}")
+            raise UserError(
+                f"{owner}: tracker must be 'tensorboard', 'wandb' or None, got {self.tracker!r}"
+            )
         object.__setattr__(self, "_points", None)
         if self.size <= MAX_POINTS:
             self._expand()
@@ -277,8 +306,10 @@ class Sweep:
                     assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
                 run_id = self._join_id(zip(self.axes, combo))
                 if run_id in seen:
-                    raise UserError(f"{owner}: points {seen[run_id]} and {assignment} "
-                                    f"share the run id {run_id!r}")
+                    raise UserError(
+                        f"{owner}: points {seen[run_id]} and {assignment} "
+                        f"share the run id {run_id!r}"
+                    )
                 seen[run_id] = assignment
                 points.append((run_id, build(run_id, assignment)))
                 tick()
@@ -295,8 +326,9 @@ class Sweep:
         or a point at another LR that LR bracketing adds): the same pieces as the points'."""
         data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
         values = [[config_field(data, name) for name in fields_of(axis)] for axis in self.axes]
-        return self._join_id((axis, v if len(v) > 1 else v[0])
-                             for axis, v in zip(self.axes, values))
+        return self._join_id(
+            (axis, v if len(v) > 1 else v[0]) for axis, v in zip(self.axes, values)
+        )
 
     def _join_id(self, axis_values) -> str:
         """A run id from (axis, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base".
@@ -319,8 +351,12 @@ class Sweep:
         """What sweep.json holds: name, the base config's JSON, the axes and their order (run ids
         list the axes in it; sweep.json's keys are sorted); `grown` and `set` (the fields
         --set changed) only when there are any."""
-        data = {"name": self.name, "base": self.base.to_json(), "axes": self.axes,
-                "axis_order": list(self.axes)}
+        data = {
+            "name": self.name,
+            "base": self.base.to_json(),
+            "axes": self.axes,
+            "axis_order": list(self.axes),
+        }
         if self.grown:
             data["grown"] = self.grown
         if self.overrides:
@@ -345,9 +381,11 @@ def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
     size = sweep.size
     if size > limit:
         shape = " x ".join(f"{len(v):,} {a}" for a, v in sweep.axes.items())
-        raise UserError(f"sweep {sweep.name!r} has {size:,} points ({shape}), more than the "
-                        f"limit of {limit:,}; pass --max-points {size} (max_points={size} from "
-                        "Python) to run it anyway")
+        raise UserError(
+            f"sweep {sweep.name!r} has {size:,} points ({shape}), more than the "
+            f"limit of {limit:,}; pass --max-points {size} (max_points={size} from "
+            "Python) to run it anyway"
+        )
     return size
 
 
@@ -355,7 +393,7 @@ def config_field(data: dict, field: str) -> Any:
     """An axis field's value in a config's JSON (`model.*` and `param.*` read their dicts)."""
     for prefix, key in ((_PARAM_PREFIX, "language_params"), (_MODEL_PREFIX, "model_overrides")):
         if field.startswith(prefix):
-            return (data.get(key) or {}).get(field[len(prefix):])
+            return (data.get(key) or {}).get(field[len(prefix) :])
     return data.get(field)
 
 

@@ -62,8 +62,10 @@ def _check_base(sweep: Sweep, old: dict, new: dict, out_dir: Path) -> None:
     line = f"{out_dir} holds a sweep with a different base config (fields: {', '.join(diff)})"
     stored_set = old.get("set") if isinstance(old.get("set"), dict) else {}
     if sweep.overrides and set(diff) <= set(sweep.overrides):
-        why = (f"--set changed the base, and a directory holds one base: without --out this "
-               f"--set sweep goes to its own, runs/{sweep.name}; or use another --out")
+        why = (
+            f"--set changed the base, and a directory holds one base: without --out this "
+            f"--set sweep goes to its own, runs/{sweep.name}; or use another --out"
+        )
     elif stored_set:
         why = f"it was run with {_set_text(stored_set)}: pass the same, or use another --out"
     elif diff == ["tokens"]:
@@ -78,8 +80,9 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
     to the stored ones (each must list the old runs' value). UserError for anything else."""
     new_axes = list(sweep.axes)
     # Shown in the sweep's order: sweep.json keeps its keys sorted.
-    old_axes = [a for a in new_axes if a in old["axes"]] + \
-        [a for a in old["axes"] if a not in new_axes]
+    old_axes = [a for a in new_axes if a in old["axes"]] + [
+        a for a in old["axes"] if a not in new_axes
+    ]
     stored = old.get("axis_order")
     if isinstance(stored, list) and set(stored) == set(old["axes"]):
         old_axes = list(stored)  # sweep.json records the order its runs' ids use
@@ -88,14 +91,19 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
         if stored is not None:
             old_axes = stored + [a for a in old_axes if a not in stored]
     head = f"{out_dir} holds a sweep with axes {old_axes}, not {new_axes}"
-    if isinstance(stored, list) and [a for a in new_axes if a in old_axes] != \
-            [a for a in old_axes if a in new_axes]:
-        raise UserError(f"{head}; the axes in another order would rename every run (a run id "
-                        f"lists the axes in order) and retrain them all: keep the order "
-                        f"{old_axes}, adding new axes anywhere, or use another --out")
+    if isinstance(stored, list) and [a for a in new_axes if a in old_axes] != [
+        a for a in old_axes if a in new_axes
+    ]:
+        raise UserError(
+            f"{head}; the axes in another order would rename every run (a run id "
+            f"lists the axes in order) and retrain them all: keep the order "
+            f"{old_axes}, adding new axes anywhere, or use another --out"
+        )
     if set(old_axes) - set(new_axes):
-        raise UserError(f"{head}; axes may be added (listing the value the existing runs "
-                        "have) but not removed or renamed; use another --out")
+        raise UserError(
+            f"{head}; axes may be added (listing the value the existing runs "
+            "have) but not removed or renamed; use another --out"
+        )
     grown = dict(old.get("grown") or {})
     base = sweep.base.to_json()
     for axis in new_axes:
@@ -105,12 +113,16 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
         value = value if len(value) > 1 else value[0]
         shown = ", ".join(fields_of(axis))
         if value is None or (isinstance(value, list) and None in value):
-            raise UserError(f"{head}: its runs take {shown} from the preset or the language, "
-                            "not from a value the new axis can list; use another --out")
+            raise UserError(
+                f"{head}: its runs take {shown} from the preset or the language, "
+                "not from a value the new axis can list; use another --out"
+            )
         if _canonical(value) not in {_canonical(v) for v in sweep.axes[axis]}:
-            raise UserError(f"{head}: its runs have {axis}={json.dumps(value)} (the base's), "
-                            f"which the new axis {axis!r} does not list; add it to extend this "
-                            "directory (those runs keep their ids), or use another --out")
+            raise UserError(
+                f"{head}: its runs have {axis}={json.dumps(value)} (the base's), "
+                f"which the new axis {axis!r} does not list; add it to extend this "
+                "directory (those runs keep their ids), or use another --out"
+            )
         grown[axis] = value
     return grown
 
@@ -124,10 +136,13 @@ def _order_of_runs(sweep: Sweep, old: dict, out_dir: Path) -> list | None:
     pieces = {}
     for axis in axes:
         names = fields_of(axis)
-        pieces[axis] = {"-".join(id_part(n, v) for n, v in
-                                 (zip(names, value) if len(names) > 1 else [(axis, value)]))
-                        for value in sweep.axes[axis]
-                        if not (axis in grown and _canonical(value) == _canonical(grown[axis]))}
+        pieces[axis] = {
+            "-".join(
+                id_part(n, v) for n, v in (zip(names, value) if len(names) > 1 else [(axis, value)])
+            )
+            for value in sweep.axes[axis]
+            if not (axis in grown and _canonical(value) == _canonical(grown[axis]))
+        }
     try:
         names = sorted(p.name for p in out_dir.iterdir() if (p / CONFIG).is_file())
     except OSError:
@@ -161,8 +176,7 @@ def _parses(name: str, pieces: dict[str, set], optional: set, limit: int = 8) ->
                 continue
             for piece in options:
                 end = pos + len(piece)
-                if piece and name.startswith(piece, pos) and (end == len(name) or
-                                                               name[end] == "-"):
+                if piece and name.startswith(piece, pos) and (end == len(name) or name[end] == "-"):
                     walk(end + 1, seq + [axis])
 
     walk(0, [])
@@ -202,12 +216,16 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
         try:
             with open(path, encoding="utf-8") as f:
                 old = json.load(f)
-            if not isinstance(old, dict) or not isinstance(old.get("axes"), dict) \
-                    or not isinstance(old.get("grown", {}), dict):
+            if (
+                not isinstance(old, dict)
+                or not isinstance(old.get("axes"), dict)
+                or not isinstance(old.get("grown", {}), dict)
+            ):
                 raise ValueError("not a sweep description")
         except (OSError, ValueError) as e:
-            raise UserError(f"{path} is unreadable ({e}); move it away or use another "
-                            "--out") from None
+            raise UserError(
+                f"{path} is unreadable ({e}); move it away or use another --out"
+            ) from None
         _check_base(sweep, old, as_json(sweep.to_json()), out_dir)
         grown = _grown(sweep, old, out_dir)
         if grown != sweep.grown:
@@ -216,8 +234,10 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
         for axis, values in old["axes"].items():
             lost = [v for v in values if v not in new["axes"][axis]]
             if lost:
-                raise UserError(f"{out_dir} holds a sweep whose axis {axis!r} also lists {lost}; "
-                                "axes may only grow; use another --out")
+                raise UserError(
+                    f"{out_dir} holds a sweep whose axis {axis!r} also lists {lost}; "
+                    "axes may only grow; use another --out"
+                )
         if old == new:
             return sweep
     new = as_json(sweep.to_json())
@@ -230,6 +250,8 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
             raise
         # Same sweep, stored in an older spelling: nothing to record on storage that takes
         # no writes (a finished sweep read from a read-only copy).
-        print(f"note: left {path} as it was: {out_dir} cannot be written "
-              f"({e.strerror or e})", file=sys.stderr)
+        print(
+            f"note: left {path} as it was: {out_dir} cannot be written ({e.strerror or e})",
+            file=sys.stderr,
+        )
     return sweep

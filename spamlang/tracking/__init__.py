@@ -77,8 +77,7 @@ def attach(log, run_dir: Path, config, restored_step: int):
         return log
     spec = _ACTIVE[-1]
     try:
-        writer = _backend(spec.kind).Writer(spec, Path(run_dir), config, log.records,
-                                            restored_step)
+        writer = _backend(spec.kind).Writer(spec, Path(run_dir), config, log.records, restored_step)
     except Exception as e:  # noqa: BLE001 (a tracker never stops a run it was not asked for)
         if spec.explicit and isinstance(e, UserError):
             raise
@@ -96,8 +95,10 @@ def finished(log, result: dict) -> None:
 def _drop(kind: str, error: Exception) -> None:
     _DROPPED.add(kind)
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    print(f"warning: {kind} tracker off for this process ({text}); training goes on without it",
-          file=sys.stderr)
+    print(
+        f"warning: {kind} tracker off for this process ({text}); training goes on without it",
+        file=sys.stderr,
+    )
 
 
 class TrackedLog:

@@ -46,8 +46,11 @@ def flat_config(config) -> dict:
 def scalars(record: dict) -> dict:
     """A metrics row's numbers as {"<kind>/<key>": float} (lists, text and nulls are left out)."""
     kind = record.get("kind", "train")
-    return {f"{kind}/{k}": float(v) for k, v in record.items()
-            if k not in ("kind", "step") and isinstance(v, (int, float))}
+    return {
+        f"{kind}/{k}": float(v)
+        for k, v in record.items()
+        if k not in ("kind", "step") and isinstance(v, (int, float))
+    }
 
 
 def result_scalars(result: dict) -> dict:

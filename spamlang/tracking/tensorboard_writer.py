@@ -30,8 +30,9 @@ def check() -> None:
     try:
         import tensorboard.summary.writer.event_file_writer  # noqa: F401
     except ImportError as e:
-        raise UserError(f"--tracker tensorboard needs tensorboard ({e}): "
-                        f"{INSTALL['tensorboard']}") from None
+        raise UserError(
+            f"--tracker tensorboard needs tensorboard ({e}): {INSTALL['tensorboard']}"
+        ) from None
 
 
 def logdir(spec: TrackerSpec, run_dir: Path) -> Path:
@@ -41,8 +42,7 @@ def logdir(spec: TrackerSpec, run_dir: Path) -> Path:
 class Writer:
     """One run's event files (see the module doc)."""
 
-    def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list,
-                 restored_step: int):
+    def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
         check()
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
@@ -72,14 +72,18 @@ class Writer:
         new = [(tag, v) for tag, v in values.items() if (step, tag) not in self.written]
         if new:
             self.written.update((step, tag) for tag, _ in new)
-            self._summary(step, [summary_pb2.Summary.Value(tag=tag, simple_value=v)
-                                 for tag, v in new])
+            self._summary(
+                step, [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in new]
+            )
 
     def _summary(self, step: int, values: list) -> None:
         from tensorboard.compat.proto import event_pb2, summary_pb2
 
-        self.file.add_event(event_pb2.Event(wall_time=time.time(), step=step,
-                                            summary=summary_pb2.Summary(value=values)))
+        self.file.add_event(
+            event_pb2.Event(
+                wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values)
+            )
+        )
 
 
 def _written(path: Path) -> set:
@@ -112,5 +116,7 @@ def _hparams_value(hparams: dict):
     return summary_pb2.Summary.Value(
         tag=metadata.SESSION_START_INFO_TAG,
         metadata=metadata.create_summary_metadata(
-            plugin_data_pb2.HParamsPluginData(session_start_info=info)),
-        tensor=metadata.NULL_TENSOR)
+            plugin_data_pb2.HParamsPluginData(session_start_info=info)
+        ),
+        tensor=metadata.NULL_TENSOR,
+    )

@@ -37,17 +37,21 @@ def check(verify: bool = False) -> None:
     if _mode() in ("offline", "disabled", "dryrun"):
         return
     if not (os.environ.get("WANDB_API_KEY") or wandb.login(prompt=False, verify=False)):
-        raise UserError("--tracker wandb has no W&B API key: run `wandb login` or set "
-                        "WANDB_API_KEY, or set WANDB_MODE=offline to log to disk")
+        raise UserError(
+            "--tracker wandb has no W&B API key: run `wandb login` or set "
+            "WANDB_API_KEY, or set WANDB_MODE=offline to log to disk"
+        )
     if verify:
         try:
             wandb.login(prompt=False, verify=True, timeout=30)
         except Exception as e:  # noqa: BLE001 (a bad key, no network: the same advice)
             wandb.teardown()  # else W&B's service process keeps this one from exiting
             text = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise UserError(f"--tracker wandb cannot log in ({text}): check the network and "
-                            "the key (`wandb login --relogin`), or set WANDB_MODE=offline to "
-                            "log to disk and `wandb sync` later") from None
+            raise UserError(
+                f"--tracker wandb cannot log in ({text}): check the network and "
+                "the key (`wandb login --relogin`), or set WANDB_MODE=offline to "
+                "log to disk and `wandb sync` later"
+            ) from None
 
 
 def _mode() -> str:
@@ -64,16 +68,21 @@ def run_id(run_dir: Path) -> str:
 class Writer:
     """One run's W&B run (see the module doc)."""
 
-    def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list,
-                 restored_step: int):
+    def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
         check()
         import wandb
 
         spec.root.mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(
-            id=run_id(run_dir), name=run_dir.name, group=spec.group, resume="allow",
-            dir=str(spec.root), config=flat_config(config), reinit="create_new",
-            settings=wandb.Settings(silent=True, console="off"))
+            id=run_id(run_dir),
+            name=run_dir.name,
+            group=spec.group,
+            resume="allow",
+            dir=str(spec.root),
+            config=flat_config(config),
+            reinit="create_new",
+            settings=wandb.Settings(silent=True, console="off"),
+        )
         online = _mode() not in ("offline", "dryrun", "disabled")
         # The first step not logged yet: online W&B knows it; offline, the restored step's next
         # (a fresh run starts at 0, where a run with diagnostics logs its init row).
@@ -91,8 +100,9 @@ class Writer:
         values = result_scalars(result)
         if self.step >= self.next:
             self.run.log(values, step=self.step)
-        self.run.summary.update({k: v for k, v in result.items()
-                                 if isinstance(v, (int, float, str, bool))})
+        self.run.summary.update(
+            {k: v for k, v in result.items() if isinstance(v, (int, float, str, bool))}
+        )
 
     def close(self) -> None:
         self.run.finish()

@@ -49,22 +49,36 @@ _INIT_FROM_HELP = (
     "init at step 0 (a resumed run restores its own checkpoints). The run keeps the first "
     "--vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied or untied "
     "(head = a copy of the embedding), an untied one untied only; head softmax only; '' for none "
-    "(default: none)")
+    "(default: none)"
+)
 
 
 # Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
 # `fields.check`); the checks that relate fields to each other are in `__post_init__`.
 _LIMITS: dict[str, dict] = {
     "seq_len": dict(ge=2, why="one predicted position"),
-    **{name: dict(ge=1) for name in ("batch_size", "log_every", "eval_sequences",
-                                     "keep_checkpoints")},
+    **{
+        name: dict(ge=1)
+        for name in ("batch_size", "log_every", "eval_sequences", "keep_checkpoints")
+    },
     # jax.random.PRNGKey (threefry, 32-bit ints) keeps a seed's low 32 bits: 2^32 would be
     # seed 0 again, and 2^63 overflows.
-    "seed": dict(ge=0, lt=2**32, why="jax.random.PRNGKey keeps 32 bits; larger seeds repeat "
-                 "smaller ones"),
-    **{name: dict(ge=0) for name in ("micro_batch", "eval_every", "eval_batch_size",
-                                     "checkpoint_every", "loss_chunk", "diag_every",
-                                     "weight_decay", "grad_clip")},
+    "seed": dict(
+        ge=0, lt=2**32, why="jax.random.PRNGKey keeps 32 bits; larger seeds repeat smaller ones"
+    ),
+    **{
+        name: dict(ge=0)
+        for name in (
+            "micro_batch",
+            "eval_every",
+            "eval_batch_size",
+            "checkpoint_every",
+            "loss_chunk",
+            "diag_every",
+            "weight_decay",
+            "grad_clip",
+        )
+    },
     **{name: dict(gt=0) for name in ("lr", "eps", "diverge_loss")},
     **{name: dict(ge=0, lt=1) for name in ("b1", "b2", "momentum", "warmup_frac")},
     **{name: dict(ge=0, le=1) for name in ("decay_frac", "final_lr_ratio")},
@@ -83,8 +97,9 @@ class TrainConfig:
 
     # --- model ---
     preset: str = "tiny"  # model preset; <base>-w<D> is the base at width D, the rest scaled
-    init_from: str | None = dataclasses.field(default=None, metadata=dict(
-        metavar="DIR", help=_INIT_FROM_HELP))  # HF Llama checkpoint: architecture, step-0 weights
+    init_from: str | None = dataclasses.field(
+        default=None, metadata=dict(metavar="DIR", help=_INIT_FROM_HELP)
+    )  # HF Llama checkpoint: architecture, step-0 weights
     model_overrides: dict = dataclasses.field(default_factory=dict)  # other ModelConfig fields
     vocab_size: int = 1024  # V: the paper's smallest vocabulary, learnable on a CPU
     tie_embeddings: bool = False  # head W = input embedding E; the paper sweeps both
@@ -95,7 +110,9 @@ class TrainConfig:
     language_params: dict = dataclasses.field(default_factory=dict)  # extra language params
     seq_len: int = 64  # L: SpamLang needs little context, and 64 keeps CPU runs fast
     batch_size: int = 32  # global batch (sequences per step), split over the devices
-    micro_batch: int = 0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
+    micro_batch: int = (
+        0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
+    )
     tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
     sampling: str = "iid"  # iid | permuted: epochs of shuffled symbols, exact return times
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
@@ -134,28 +151,39 @@ class TrainConfig:
         fields.check_dataclass(self, limits=_LIMITS, whole_floats=True)
         object.__setattr__(self, "init_from", self.init_from or None)  # "" means none
         if self.tokens < self.batch_size * self.seq_len:
-            raise UserError(f"tokens ({self.tokens}) must be at least one batch: "
-                            f"batch_size * seq_len = {self.batch_size * self.seq_len}")
+            raise UserError(
+                f"tokens ({self.tokens}) must be at least one batch: "
+                f"batch_size * seq_len = {self.batch_size * self.seq_len}"
+            )
         _check_optimizer_fields(self)
         if self.micro_batch and self.batch_size % self.micro_batch:
-            raise UserError(f"micro_batch ({self.micro_batch}) must divide batch_size "
-                            f"({self.batch_size})")
+            raise UserError(
+                f"micro_batch ({self.micro_batch}) must divide batch_size ({self.batch_size})"
+            )
         if not 0 <= self.track_symbols <= self.vocab_size:
-            raise UserError(f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
-                            f"got {self.track_symbols}")
+            raise UserError(
+                f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
+                f"got {self.track_symbols}"
+            )
         if self.schedule == "wsd" and self.warmup_frac + self.decay_frac > 1:
-            raise UserError(f"wsd: warmup_frac + decay_frac must be <= 1, got "
-                            f"{self.warmup_frac} + {self.decay_frac}")
+            raise UserError(
+                f"wsd: warmup_frac + decay_frac must be <= 1, got "
+                f"{self.warmup_frac} + {self.decay_frac}"
+            )
         if self.lazy_rows != "all" and self.tie_embeddings:
-            raise UserError(f"lazy_rows {self.lazy_rows!r} splits the embedding from the head, "
-                            f"which a tied model shares: use lazy_rows 'all' or "
-                            f"--no-tie-embeddings")
+            raise UserError(
+                f"lazy_rows {self.lazy_rows!r} splits the embedding from the head, "
+                f"which a tied model shares: use lazy_rows 'all' or "
+                f"--no-tie-embeddings"
+            )
         if "vocab_size" in self.language_params:
             raise UserError("language_params must not set vocab_size; use the vocab_size field")
         own = sorted(set(self.model_overrides) & set(_OWN_MODEL_FIELDS))
         if own:
-            raise UserError(f"model_overrides must not set {', '.join(own)}; "
-                            f"use the TrainConfig field(s) of the same name")
+            raise UserError(
+                f"model_overrides must not set {', '.join(own)}; "
+                f"use the TrainConfig field(s) of the same name"
+            )
         if self.init_from is not None:  # its architecture, written into model_overrides
             from spamlang.model.hf_checkpoint import adopt_checkpoint, check_fits
 
@@ -169,12 +197,16 @@ class TrainConfig:
         self.model_config()
         if self.sampling == "permuted":
             if not getattr(lang, "permutable", False):
-                raise UserError(f"sampling 'permuted' deals every symbol once per epoch, which "
-                                f"needs a uniform one-symbol language (spam); {self.language} "
-                                f"has none to deal: use sampling 'iid'")
+                raise UserError(
+                    f"sampling 'permuted' deals every symbol once per epoch, which "
+                    f"needs a uniform one-symbol language (spam); {self.language} "
+                    f"has none to deal: use sampling 'iid'"
+                )
             if self.steps * self.batch_size >= 2**32:
-                raise UserError(f"sampling 'permuted' counts rows in 32 bits: steps x batch_size "
-                                f"= {self.steps * self.batch_size:,} must stay below 2^32")
+                raise UserError(
+                    f"sampling 'permuted' counts rows in 32 bits: steps x batch_size "
+                    f"= {self.steps * self.batch_size:,} must stay below 2^32"
+                )
 
     # ----- derived -------------------------------------------------------------------------
     @property
@@ -207,11 +239,13 @@ class TrainConfig:
         adam = self.optimizer in ADAM_FAMILY
         # 10 significant digits: 1 / (1 - 0.999) is 1000, not 999.9999999999991
         memory = float(f"{1 / (1 - self.b2):.10g}") if adam else None
-        return {"symbol_return_steps": self.vocab_size / self.batch_size,
-                "adam_memory_steps": memory,
-                # Bias correction makes the second moment a running mean since step 0 in a run
-                # shorter than 1 / (1 - b2): its memory is then the run's length.
-                "adam_memory_steps_effective": min(memory, self.steps) if adam else None}
+        return {
+            "symbol_return_steps": self.vocab_size / self.batch_size,
+            "adam_memory_steps": memory,
+            # Bias correction makes the second moment a running mean since step 0 in a run
+            # shorter than 1 / (1 - b2): its memory is then the run's length.
+            "adam_memory_steps_effective": min(memory, self.steps) if adam else None,
+        }
 
     @property
     def tracked_ids(self) -> list[int]:
@@ -229,14 +263,24 @@ class TrainConfig:
         fields = {**preset_fields(self.preset), **self.model_overrides}
         max_len = fields.get("max_seq_len", ModelConfig.__dataclass_fields__["max_seq_len"].default)
         if max_len < self.seq_len:  # never raised silently: attention and eval cost grow with it
-            where = "model_overrides max_seq_len" if "max_seq_len" in self.model_overrides \
+            where = (
+                "model_overrides max_seq_len"
+                if "max_seq_len" in self.model_overrides
                 else f"preset {self.preset}'s max_seq_len"
-            raise UserError(f"seq_len {self.seq_len} exceeds {where} ({max_len}); raise it with "
-                            f"--model max_seq_len={self.seq_len}")
+            )
+            raise UserError(
+                f"seq_len {self.seq_len} exceeds {where} ({max_len}); raise it with "
+                f"--model max_seq_len={self.seq_len}"
+            )
         return ModelConfig.preset(
-            self.preset, **self.model_overrides,
-            vocab_size=self.vocab_size, tie_embeddings=self.tie_embeddings, head=self.head,
-            residual=self.residual, dtype=self.dtype)
+            self.preset,
+            **self.model_overrides,
+            vocab_size=self.vocab_size,
+            tie_embeddings=self.tie_embeddings,
+            head=self.head,
+            residual=self.residual,
+            dtype=self.dtype,
+        )
 
     def make_language(self):
         """The `spamlang.languages.Language` this run trains on."""
@@ -272,19 +316,21 @@ def _check_optimizer_fields(config: TrainConfig) -> None:
     for name, readers in OPTIMIZER_FIELDS.items():
         value, default = getattr(config, name), TrainConfig.__dataclass_fields__[name].default
         if config.optimizer not in readers and value != default:
-            raise UserError(f"optimizer {config.optimizer} ignores {name} (only "
-                            f"{' and '.join(readers)} read it), so {name}={value!r} would change "
-                            f"nothing; leave it at its default ({default!r}) or choose "
-                            f"{' or '.join(readers)}")
+            raise UserError(
+                f"optimizer {config.optimizer} ignores {name} (only "
+                f"{' and '.join(readers)} read it), so {name}={value!r} would change "
+                f"nothing; leave it at its default ({default!r}) or choose "
+                f"{' or '.join(readers)}"
+            )
 
 
 def optimizer_fields_table() -> list[str]:
     """README's table of `OPTIMIZER_FIELDS`: one Markdown row per field, an x per reader."""
-    lines = ["| field | " + " | ".join(OPTIMIZERS) + " |",
-             "|---|" + "---|" * len(OPTIMIZERS)]
+    lines = ["| field | " + " | ".join(OPTIMIZERS) + " |", "|---|" + "---|" * len(OPTIMIZERS)]
     for name, readers in OPTIMIZER_FIELDS.items():
-        lines.append(f"| `{name}` | " + " | ".join("x" if o in readers else ""
-                                                     for o in OPTIMIZERS) + " |")
+        lines.append(
+            f"| `{name}` | " + " | ".join("x" if o in readers else "" for o in OPTIMIZERS) + " |"
+        )
     return lines
 
 
@@ -292,4 +338,6 @@ def _check_names(values: dict) -> None:
     known = [f.name for f in dataclasses.fields(TrainConfig)]
     unknown = sorted(set(values) - set(known))
     if unknown:
-        raise UserError(f"unknown train config field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        raise UserError(
+            f"unknown train config field(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )

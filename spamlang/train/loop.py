@@ -45,12 +45,15 @@ class _Member:
     result: dict | None = None
 
 
-def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step, received,
-                  peak) -> list[dict]:
+def train_members(
+    configs, dirs, *, quiet: bool, writer: bool, stop_after_step, received, peak
+) -> list[dict]:
     """Train every member to the end (or an interruption); returns their results."""
     cfg, t_start = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
-    members = [_Member(c, d, RunCheckpoints(d / rundir.CHECKPOINTS, c.keep_checkpoints))
-               for c, d in zip(configs, dirs)]
+    members = [
+        _Member(c, d, RunCheckpoints(d / rundir.CHECKPOINTS, c.keep_checkpoints))
+        for c, d in zip(configs, dirs)
+    ]
     progress, raised = None, True
     try:
         program = get_program(cfg)
@@ -100,8 +103,11 @@ def _common_steps(members: list[_Member]) -> dict[int, int | None]:
             mine = sorted(s for s in steps[id(m)] if cap[id(m)] is None or s <= cap[id(m)])
             if not mine:
                 continue
-            partners = [by_name[n] for n in m.ckpt.meta(mine[-1]).get("group") or ()
-                        if n in by_name and by_name[n] is not m]
+            partners = [
+                by_name[n]
+                for n in m.ckpt.meta(mine[-1]).get("group") or ()
+                if n in by_name and by_name[n] is not m
+            ]
             if all(mine[-1] in steps[id(p)] for p in partners):
                 continue
             shared = set(mine).intersection(*(steps[id(p)] for p in partners))
@@ -119,8 +125,10 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
     caps = _common_steps(members) if len(members) > 1 else {}
     for m in members:
         restored = m.ckpt.restore_latest(
-            abstract, (legacy, lambda state, c=m.config: program.from_legacy(state, c)),
-            at_most=caps.get(id(m)))
+            abstract,
+            (legacy, lambda state, c=m.config: program.from_legacy(state, c)),
+            at_most=caps.get(id(m)),
+        )
         if restored is not None:
             m.step, m.state, meta = restored
             m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))
@@ -139,8 +147,15 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
 class _Group:
     """Members at one step, trained together (vmapped) from there to the end."""
 
-    def __init__(self, program, members: list[_Member], progress: Progress, writer: bool, peak,
-                 t_start: float):
+    def __init__(
+        self,
+        program,
+        members: list[_Member],
+        progress: Progress,
+        writer: bool,
+        peak,
+        t_start: float,
+    ):
         # program.config has placeholders for the cadence fields; the members' own are real.
         self.program, self.cfg, self.ms = program, members[0].config, members
         self.progress, self.writer, self.peak, self.t_start = progress, writer, peak, t_start
@@ -171,8 +186,10 @@ class _Group:
                 jax.block_until_ready(self.state)
                 self.clock = (time.perf_counter(), step)
             self.progress.advance(step)
-            due = [every and step % every == 0 for every in
-                   (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every)]
+            due = [
+                every and step % every == 0
+                for every in (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every)
+            ]
             if step % cfg.log_every and not any(due) and step < cfg.steps:
                 continue
             signum = stop_signal(received, step, stop_after_step)
@@ -209,7 +226,7 @@ class _Group:
     def _log(self, step: int) -> None:
         """Read the metrics of steps <= `step` (one transfer) and write each member's row."""
         take = [(s, m) for s, m in self.pending if s <= step]
-        self.pending = self.pending[len(take):]
+        self.pending = self.pending[len(take) :]
         host = jax.device_get([m for _, m in take])
         now, (began, first) = time.perf_counter(), self.clock
         timed = step - first
@@ -219,8 +236,10 @@ class _Group:
         self.clock = (now, step)
         losses, diverged = [], {}
         for j, m in enumerate(self.ms):
-            entries = [(s, {k: float(v[j]) if v.ndim == 1 else v[j].tolist()
-                            for k, v in values.items()}) for (s, _), values in zip(take, host)]
+            entries = [
+                (s, {k: float(v[j]) if v.ndim == 1 else v[j].tolist() for k, v in values.items()})
+                for (s, _), values in zip(take, host)
+            ]
             if m.result is not None or not entries:
                 continue
             if entries[-1][1]["diverged"]:  # the row ends at the diverging batch
@@ -241,25 +260,39 @@ class _Group:
         """One track.jsonl row per step: the tracked rows' updates along themselves and the
         sequences that showed each tracked id (`spamlang.coverage.tracking`)."""
         for step, values in entries:
-            row = {"step": step, "ids": self.cfg.tracked_ids,
-                   "seen": [int(x) for x in values["track_seen"]]}
-            row.update({k[len("track_"):]: values[k] for k in ("track_embed", "track_head")
-                        if k in values})
+            row = {
+                "step": step,
+                "ids": self.cfg.tracked_ids,
+                "seen": [int(x) for x in values["track_seen"]],
+            }
+            row.update(
+                {
+                    k[len("track_") :]: values[k]
+                    for k in ("track_embed", "track_head")
+                    if k in values
+                }
+            )
             m.track.append(row)
 
     def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
         for m in members:
             row = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
-            m.log.append({**row, **{k: v for k, v in values[id(m)].items()
-                                    if k not in _NOT_LOGGED}})
+            m.log.append(
+                {**row, **{k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED}}
+            )
 
     def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
         """{id(member): its evaluation} (the whole group is evaluated: one program)."""
         cfg = self.cfg
-        what = (f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
-                f"{cfg.seq_len:,} tokens) in batches of {cfg.eval_batch:,}")
-        out = self.program.evaluate(self.state, [m.config for m in self.ms],
-                                    wait=lambda arrays: wait_for(arrays, self.progress, what))
+        what = (
+            f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
+            f"{cfg.seq_len:,} tokens) in batches of {cfg.eval_batch:,}"
+        )
+        out = self.program.evaluate(
+            self.state,
+            [m.config for m in self.ms],
+            wait=lambda arrays: wait_for(arrays, self.progress, what),
+        )
         return {id(m): out[self.ms.index(m)] for m in members}
 
     def _diag(self, step: int, members: list[_Member]) -> dict[int, dict]:
@@ -268,11 +301,18 @@ class _Group:
         from spamlang.diagnostics.training import logged_diagnostics
 
         cfg = self.program.config  # its compiled fields: the language, shapes and chunk
-        fn, tokens = logged_diagnostics(self.program.lang, cfg.batch_size, cfg.seq_len,
-                                        cfg.loss_chunk or None)
-        values = {id(m): {k: float(v) for k, v in jax.device_get(
-            fn(self.program.model(self.state, self.ms.index(m)), tokens)).items()}
-            for m in members}
+        fn, tokens = logged_diagnostics(
+            self.program.lang, cfg.batch_size, cfg.seq_len, cfg.loss_chunk or None
+        )
+        values = {
+            id(m): {
+                k: float(v)
+                for k, v in jax.device_get(
+                    fn(self.program.model(self.state, self.ms.index(m)), tokens)
+                ).items()
+            }
+            for m in members
+        }
         # How many updates a symbol needs, as training goes (a few thousand 2-token sequences).
         learning = self.program.symbol_stats(self.state)
         for m in members if learning else ():
@@ -292,14 +332,21 @@ class _Group:
             for log in (m.log, m.track):
                 if log is not None:
                     log.sync()
-            m.ckpt.save(step, self.program.member(self.state, self.ms.index(m)),
-                        {"wall_seconds": m.wall_before + wall, "final": final,
-                         **({"group": together} if len(members) > 1 else {})})
+            m.ckpt.save(
+                step,
+                self.program.member(self.state, self.ms.index(m)),
+                {
+                    "wall_seconds": m.wall_before + wall,
+                    "final": final,
+                    **({"group": together} if len(members) > 1 else {}),
+                },
+            )
         for m in members:
             m.ckpt.prune()
 
-    def _finish(self, members: list[_Member], diverged: dict[int, int], step: int,
-                write_rows: bool = True) -> None:
+    def _finish(
+        self, members: list[_Member], diverged: dict[int, int], step: int, write_rows: bool = True
+    ) -> None:
         """Final eval (+ diag), checkpoint and result.json of `members`; they stop here.
 
         write_rows=False: members restored from their final checkpoints, whose rows are
@@ -318,8 +365,11 @@ class _Group:
             # A diverged member trained up to its diverging batch; the steps after it, up to
             # the log step that noticed, were frozen and are not counted.
             at = diverged.get(j, step)
-            rates = [r["tokens_per_s"] for r in m.log.records
-                     if r.get("kind") == "train" and r.get("tokens_per_s")]
+            rates = [
+                r["tokens_per_s"]
+                for r in m.log.records
+                if r.get("kind") == "train" and r.get("tokens_per_s")
+            ]
             values = {
                 **ev,  # coverage, held-out and per-symbol fields under their column names
                 "final_train_loss": rundir.final_train_loss(m.log.train_losses()),
@@ -333,13 +383,16 @@ class _Group:
                 "tokens_per_s": statistics.median(rates) if rates else None,
                 "wall_seconds": m.wall_before + wall,
                 # The bottleneck measured on the final model, when the run logs diagnostics.
-                **{k: (diags.get(id(m)) or {}).get(k)
-                   for k in ("kernel_fraction", "projected_cosine")},
+                **{
+                    k: (diags.get(id(m)) or {}).get(k)
+                    for k in ("kernel_fraction", "projected_cosine")
+                },
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
             }
-            m.result = rundir.json_safe({k: values.get(k) for k in (*RESULT_COLUMNS,
-                                                                    *RESULT_EXTRAS)})
+            m.result = rundir.json_safe(
+                {k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)}
+            )
             if self.writer:
                 if "symbol_loss" in ev:  # before result.json, which marks the run finished
                     self._write_symbols(m, j, ev["symbol_loss"], at)
@@ -349,14 +402,20 @@ class _Group:
             self.progress.message(
                 f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "
                 f"eval loss {_fmt(m.result['final_eval_loss'])}, "
-                f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}")
-
+                f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
+            )
 
     def _write_symbols(self, m: _Member, j: int, loss_V, steps: int) -> None:
         """symbols.npz: each symbol's final loss, probability, appearances and last step."""
         counts_V, last_V = jax.device_get((self.state["exposure"][j], self.state["last_seen"][j]))
-        rundir.write_symbols(m.dir, loss=loss_V, probability=self.program.evaluation.probability_V,
-                             appearances=counts_V, last_step=last_V, steps=steps)
+        rundir.write_symbols(
+            m.dir,
+            loss=loss_V,
+            probability=self.program.evaluation.probability_V,
+            appearances=counts_V,
+            last_step=last_V,
+            steps=steps,
+        )
 
 
 def _fmt(value) -> str:

@@ -23,8 +23,15 @@ from spamlang.evaluate.sets import sample_rows
 _PERMUTED = 0x5045524D
 
 
-def batch_rows(sampling: str, lang, data_key: jax.Array, step: jax.Array, rows: jax.Array,
-               batch_size: int, seq_len: int) -> jax.Array:
+def batch_rows(
+    sampling: str,
+    lang,
+    data_key: jax.Array,
+    step: jax.Array,
+    rows: jax.Array,
+    batch_size: int,
+    seq_len: int,
+) -> jax.Array:
     """int32[len(rows), L]: the training rows `rows` (indices into the step's batch of
     `batch_size`) of step `step`."""
     if sampling == "iid":
@@ -37,9 +44,11 @@ def batch_rows(sampling: str, lang, data_key: jax.Array, step: jax.Array, rows: 
     # A batch of B rows touches at most this many epochs (static).
     n_epochs = (batch_size - 1) // n + 2
     key = jax.random.fold_in(data_key, _PERMUTED)
-    perm_ExN = jax.vmap(lambda e: jax.random.permutation(
-        jax.random.fold_in(key, epoch0 + e), n))(jnp.arange(n_epochs, dtype=jnp.uint32))
+    perm_ExN = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(key, epoch0 + e), n))(
+        jnp.arange(n_epochs, dtype=jnp.uint32)
+    )
     position = first + rows.astype(jnp.uint32)
-    symbol = ids_N[perm_ExN[(position // n - epoch0).astype(jnp.int32),
-                            (position % n).astype(jnp.int32)]]
+    symbol = ids_N[
+        perm_ExN[(position // n - epoch0).astype(jnp.int32), (position % n).astype(jnp.int32)]
+    ]
     return jnp.broadcast_to(symbol[:, None], (rows.shape[0], seq_len)).astype(jnp.int32)

@@ -29,8 +29,9 @@ from spamlang.train.config import MEMBER_FIELDS
 __all__ = ["Interrupted", "load_run", "run_group", "run_training"]
 
 
-def run_training(config, out_dir, *, quiet: bool = False,
-                 stop_after_step: int | None = None) -> dict:
+def run_training(
+    config, out_dir, *, quiet: bool = False, stop_after_step: int | None = None
+) -> dict:
     """Train `config` into `out_dir` (or resume it, or return its result if finished).
 
     Returns the result dict (the contents of result.json). `stop_after_step` checkpoints and
@@ -41,8 +42,9 @@ def run_training(config, out_dir, *, quiet: bool = False,
     return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
-def run_group(configs, out_dirs, *, quiet: bool = False,
-              stop_after_step: int | None = None) -> list[dict]:
+def run_group(
+    configs, out_dirs, *, quiet: bool = False, stop_after_step: int | None = None
+) -> list[dict]:
     """Train configs that differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
     together (vmapped), one run dir each.
 
@@ -76,10 +78,15 @@ def run_group(configs, out_dirs, *, quiet: bool = False,
 
             with stop_requests() as received:
                 # One process's progress is enough: under srun every process prints to one log.
-                done = train_members([configs[i] for i in todo], [dirs[i] for i in todo],
-                                     quiet=quiet or not writer, writer=writer,
-                                     stop_after_step=stop_after_step, received=received,
-                                     peak=functools.partial(peak_flops, configs[0].dtype))
+                done = train_members(
+                    [configs[i] for i in todo],
+                    [dirs[i] for i in todo],
+                    quiet=quiet or not writer,
+                    writer=writer,
+                    stop_after_step=stop_after_step,
+                    received=received,
+                    peak=functools.partial(peak_flops, configs[0].dtype),
+                )
             for i, result in zip(todo, done):
                 results[i] = result
     return results
@@ -111,7 +118,8 @@ def load_run(run_dir):
     try:
         restored = ckpt.restore_latest(
             prog.abstract_state(),
-            (prog.legacy_abstract_state(), lambda state: prog.from_legacy(state, config)))
+            (prog.legacy_abstract_state(), lambda state: prog.from_legacy(state, config)),
+        )
     finally:
         ckpt.close()
     if restored is None:
@@ -131,4 +139,5 @@ def check_groupable(configs) -> None:
                 raise UserError(
                     f"configs in a run group may differ only in {', '.join(MEMBER_FIELDS)}; "
                     f"config {i} differs "
-                    f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})")
+                    f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})"
+                )

@@ -38,13 +38,23 @@ from spamlang.train.order import batch_rows
 
 State = dict[str, Any]
 
+
 def default_mesh() -> jax.sharding.Mesh:
     """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
     return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
-def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedule, n_micro: int,
-                     count_exposure: bool = True):
+def make_member_step(
+    config: TrainConfig,
+    graphdef,
+    rest,
+    lang,
+    mesh,
+    tx,
+    schedule,
+    n_micro: int,
+    count_exposure: bool = True,
+):
     """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped).
 
     count_exposure=False leaves the exposure counts untouched (only for the benchmark that
@@ -69,7 +79,8 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         tokens_MxbxL = tokens_BxL.reshape(B // n_micro, n_micro, L).swapaxes(0, 1)
         if shard:
             tokens_MxbxL = jax.lax.with_sharding_constraint(
-                tokens_MxbxL, NamedSharding(mesh, P(None, "data", None)))
+                tokens_MxbxL, NamedSharding(mesh, P(None, "data", None))
+            )
 
         def accumulate(total, tokens_bxL):
             return jax.tree.map(jnp.add, total, grad_fn(params, tokens_bxL)), None
@@ -82,18 +93,22 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
     def member_step(state: State) -> tuple[State, dict]:
         step = state["step"]
         with jax.named_scope("data"):
-            tokens_BxL = batch_rows(config.sampling, lang, state["data_key"], step,
-                                    sharded_rows(B, mesh, shard), B, L)
+            tokens_BxL = batch_rows(
+                config.sampling, lang, state["data_key"], step, sharded_rows(B, mesh, shard), B, L
+            )
             if shard:
                 tokens_BxL = jax.lax.with_sharding_constraint(
-                    tokens_BxL, NamedSharding(mesh, P("data", None)))
+                    tokens_BxL, NamedSharding(mesh, P("data", None))
+                )
         (loss, aux), grads = loss_and_grads(state["params"], tokens_BxL)
-        present_V = exposure.present_ids(tokens_BxL, V, mesh if shard else None) \
-            if needs_present else None
+        present_V = (
+            exposure.present_ids(tokens_BxL, V, mesh if shard else None) if needs_present else None
+        )
         with jax.named_scope("optimizer"):
             grad_norm = optax.tree.norm(grads)
-            updates, opt_state = tx.update(grads, state["opt_state"], state["params"],
-                                           present_V=present_V)
+            updates, opt_state = tx.update(
+                grads, state["opt_state"], state["params"], present_V=present_V
+            )
             params = optax.apply_updates(state["params"], updates)
         bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
         frozen = state["diverged"] | bad
@@ -123,14 +138,22 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
         lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
         # The divergence flags ride with the metrics: the loop reads a log step's metrics after
         # the next step has taken (donated) this state.
-        metrics = {"loss": loss, "accuracy": aux["accuracy"], "grad_norm": grad_norm,
-                   "lr": jnp.asarray(lr_t, jnp.float32), "diverged": new_state["diverged"],
-                   "diverged_step": new_state["diverged_step"]}
+        metrics = {
+            "loss": loss,
+            "accuracy": aux["accuracy"],
+            "grad_norm": grad_norm,
+            "lr": jnp.asarray(lr_t, jnp.float32),
+            "diverged": new_state["diverged"],
+            "diverged_step": new_state["diverged_step"],
+        }
         if tracked:
             with jax.named_scope("track"):
                 metrics.update(tracking.row_updates(state["params"], new_params, tracked, V))
-                metrics["track_seen"] = added[jnp.asarray(tracked)] \
-                    if count_exposure else present_V[jnp.asarray(tracked)].astype(jnp.int32)
+                metrics["track_seen"] = (
+                    added[jnp.asarray(tracked)]
+                    if count_exposure
+                    else present_V[jnp.asarray(tracked)].astype(jnp.int32)
+                )
         return new_state, metrics
 
     return member_step
@@ -139,8 +162,19 @@ def make_member_step(config: TrainConfig, graphdef, rest, lang, mesh, tx, schedu
 # Fields that change neither the step nor the evaluation: runs that differ only in these
 # share one Program. MEMBER_FIELDS: lr, b1, b2, eps and momentum live in each member's state,
 # and the seed only enters the initial state; the rest is the loop's cadence.
-_NOT_COMPILED = dict(lr=1e-3, seed=0, b1=0.9, b2=0.95, eps=1e-8, momentum=0.9, log_every=1,
-                     eval_every=0, checkpoint_every=0, keep_checkpoints=1, diag_every=0)
+_NOT_COMPILED = dict(
+    lr=1e-3,
+    seed=0,
+    b1=0.9,
+    b2=0.95,
+    eps=1e-8,
+    momentum=0.9,
+    log_every=1,
+    eval_every=0,
+    checkpoint_every=0,
+    keep_checkpoints=1,
+    diag_every=0,
+)
 assert set(MEMBER_FIELDS) <= set(_NOT_COMPILED)
 
 
@@ -153,16 +187,23 @@ class Program:
     >>> program.evaluate(state)[1]["eval_loss"]
     """
 
-    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None, *,
-                 count_exposure: bool = True):
+    def __init__(
+        self,
+        config: TrainConfig,
+        mesh: jax.sharding.Mesh | None = None,
+        *,
+        count_exposure: bool = True,
+    ):
         """count_exposure=False: a step without the exposure counting, for its benchmark."""
         mesh = default_mesh() if mesh is None else mesh
         if "data" not in mesh.axis_names:
             raise UserError(f"the mesh needs a 'data' axis, got axes {mesh.axis_names}")
         n_dev = mesh.devices.size
         if config.batch_size % n_dev:
-            raise UserError(f"batch_size ({config.batch_size}) must be divisible by the number "
-                            f"of devices ({n_dev})")
+            raise UserError(
+                f"batch_size ({config.batch_size}) must be divisible by the number "
+                f"of devices ({n_dev})"
+            )
         self.config, self.mesh = config, mesh
         self.kernels = resolve(config.kernels, mesh.devices.flat[0].platform)
         self.lang = config.make_language()
@@ -173,21 +214,33 @@ class Program:
         self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
         from spamlang.perf import flops_per_token
 
-        self.flops_per_step = float(flops_per_token(self.model_config, config.seq_len)) \
-            * config.tokens_per_step
+        self.flops_per_step = (
+            float(flops_per_token(self.model_config, config.seq_len)) * config.tokens_per_step
+        )
 
         abstract = nnx.eval_shape(lambda: Transformer(self.model_config, rngs=nnx.Rngs(0)))
         self.graphdef, _, rest = nnx.split(abstract, nnx.Param, ...)
         # Non-parameter variables (none in the current model) are constants of the program.
         self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
-        step = make_member_step(config, self.graphdef, self.rest, self.lang, mesh, self.tx,
-                                self.schedule, self.n_micro, count_exposure)
-        self.evaluation = Evaluation(config, self.lang, self.graphdef, self.rest, mesh,
-                                     self.optimal_loss)
+        step = make_member_step(
+            config,
+            self.graphdef,
+            self.rest,
+            self.lang,
+            mesh,
+            self.tx,
+            self.schedule,
+            self.n_micro,
+            count_exposure,
+        )
+        self.evaluation = Evaluation(
+            config, self.lang, self.graphdef, self.rest, mesh, self.optimal_loss
+        )
         # One member at a time: compiled once per program, not once per group size.
         self._init = jax.jit(self._member_init, out_shardings=self.replicated)
-        self._step = jax.jit(over_members(step), donate_argnums=0,
-                             out_shardings=(self.replicated, self.replicated))
+        self._step = jax.jit(
+            over_members(step), donate_argnums=0, out_shardings=(self.replicated, self.replicated)
+        )
 
     def _member_init(self, key: jax.Array, hyper: dict) -> State:
         param_key, data_key = jax.random.split(key)
@@ -210,8 +263,13 @@ class Program:
         pretrained = self.pretrained_params()
         return self.stack([self.init_member(s, lr, pretrained) for s, lr in zip(seeds, lrs)])
 
-    def init_member(self, seed: int, lr: float, pretrained: State | None = None,
-                    config: TrainConfig | None = None) -> State:
+    def init_member(
+        self,
+        seed: int,
+        lr: float,
+        pretrained: State | None = None,
+        config: TrainConfig | None = None,
+    ) -> State:
         """One member's step-0 state, without the member axis.
 
         Its optimizer hyperparameters (b1, b2, eps, momentum) are `config`'s, default the
@@ -237,18 +295,24 @@ class Program:
 
         def put(value, abstract):
             # From a callback, so that a multi-host mesh gets each process's own devices' copies.
-            return jax.make_array_from_callback(value.shape, self.replicated,
-                                                lambda index: value[index])
+            return jax.make_array_from_callback(
+                value.shape, self.replicated, lambda index: value[index]
+            )
 
         return load_params(self.config.init_from, self.model_config, put)
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
-        shapes = jax.eval_shape(self._member_init, jax.random.PRNGKey(0),
-                                {f: jnp.float32(0) for f in optim.HYPERPARAMS.values()})
+        shapes = jax.eval_shape(
+            self._member_init,
+            jax.random.PRNGKey(0),
+            {f: jnp.float32(0) for f in optim.HYPERPARAMS.values()},
+        )
         lead = () if k is None else (k,)
-        return jax.tree.map(lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype,
-                                                           sharding=self.replicated), shapes)
+        return jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype, sharding=self.replicated),
+            shapes,
+        )
 
     def legacy_abstract_state(self) -> State:
         """`abstract_state()` in the layout of checkpoints written before b1, b2, eps and
@@ -278,8 +342,9 @@ class Program:
         """One step of every member; `state` is donated. Metrics stay on device, shape [K]."""
         return self._step(state)
 
-    def evaluate(self, state: State, configs: list | None = None,
-                 wait=None) -> list[dict[str, float]]:
+    def evaluate(
+        self, state: State, configs: list | None = None, wait=None
+    ) -> list[dict[str, float]]:
         """Each member's evaluation (`spamlang.evaluate.Evaluation.evaluate`)."""
         return self.evaluation.evaluate(state, configs, wait)
 
