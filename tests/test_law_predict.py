@@ -135,3 +135,25 @@ def test_a_broken_law_file_is_a_user_error(tmp_path, text, match):
         load(tmp_path / "law.json")
     with pytest.raises(UserError, match="no such law file"):
         load(tmp_path / "absent.json")
+
+
+def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
+    """Under permuted order every gap is exactly R, so the share past c M steps is
+    max(0, 1 - cM/R), where iid's geometric gaps give exp(-cM/R) (the formula's docstring)."""
+    import math
+
+    from spamlang.law import formula
+
+    theta = dict(synthetic.CONSTANTS)
+    c = math.exp(theta["c0"])  # untied, D = 16, no decay
+    n, V = 16.0, 4096.0
+
+    def loss(M, R, permuted):
+        x = formula.features(V, V / R, n * R, M, 16, False, False, permuted)
+        return float(formula.loss(theta, x))
+
+    floor = loss(1e6, 1.0, False)  # remembered: the floor l(n)
+    assert loss(R=c * 20, M=20, permuted=True) == pytest.approx(floor)  # cM = R: nobody away
+    assert loss(R=c * 20, M=20, permuted=False) > floor + 0.3 * (math.log(V) - floor)
+    half = loss(R=2 * c * 20, M=20, permuted=True)
+    assert half == pytest.approx(0.5 * math.log(V) + 0.5 * floor)

@@ -4,7 +4,7 @@
     M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
     n = B x steps / V                updates per symbol
     c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0])
-    l(n) = exp(log_a + a_tied*tied) * n^-k        the loss a symbol reaches with n updates
+    l(n) = exp(log_a + a_tied*tied + a_D*log(D/16)) * n^-k    the loss n updates reach
     p = exp(-c M / R)                the share of symbols away longer than c M steps (iid)
     p = max(0, 1 - c M / R)          the same under permuted order (every gap is exactly R)
     L = p * log V + (1 - p) * l(n)
@@ -27,12 +27,18 @@ from __future__ import annotations
 import numpy as np
 
 # The constants, in the order of the fit's parameter vector.
-NAMES = ("log_a", "a_tied", "k", "c0", "c_tied", "c_D", "c_wd")
+NAMES = ("log_a", "a_tied", "a_D", "k", "c0", "c_tied", "c_D", "c_wd")
 # The width c0 refers to: the `tiny` preset's, that of most CPU sweeps.
 D_REF = 16
 # What a constant multiplies, for the constants that vanish when the fit's cells do not vary
 # it (every cell untied, one width, one sign of weight decay): they are held at 0, unfitted.
-FEATURE_OF = {"a_tied": "tied", "c_tied": "tied", "c_D": "log_width", "c_wd": "decayed"}
+FEATURE_OF = {
+    "a_tied": "tied",
+    "a_D": "log_width",
+    "c_tied": "tied",
+    "c_D": "log_width",
+    "c_wd": "decayed",
+}
 # Those features in words, for a constant held at 0 ("every cell had the same width").
 FEATURE_WORDS = {"tied": "tying", "log_width": "width", "decayed": "sign of weight decay"}
 # The offset of the fitted loss's log: log(L + 0.01), so that a learned cell at 0.001 and one
@@ -65,7 +71,10 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         + theta["c_D"] * x["log_width"]
         + theta["c_wd"] * x["decayed"]
     )
-    floor = np.exp(theta["log_a"] + theta["a_tied"] * x["tied"]) * x["n"] ** -theta["k"]
+    floor = (
+        np.exp(theta["log_a"] + theta["a_tied"] * x["tied"] + theta["a_D"] * x["log_width"])
+        * x["n"] ** -theta["k"]
+    )
     ratio = c * x["M"] / x["R"]
     permuted = x.get("permuted", False)
     forgotten = np.where(permuted, np.clip(1 - ratio, 0.0, 1.0), np.exp(-ratio))

@@ -19,6 +19,7 @@ from spamlang.law import formula
 CONSTANTS = {
     "log_a": math.log(1.6),
     "a_tied": math.log(0.12),
+    "a_D": -1.5,
     "k": 0.5,
     "c0": math.log(2.5),
     "c_tied": math.log(4.2 / 2.5),
