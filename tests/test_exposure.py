@@ -145,3 +145,23 @@ def test_seen_unseen_split_on_a_handmade_case():
     nothing = jax.device_get(eval_fn(model, jnp.zeros(16, jnp.int32)))
     assert math.isnan(nothing["eval_loss_seen"]) and math.isnan(nothing["repetition_accuracy_seen"])
     assert nothing["eval_loss_unseen"] == pytest.approx(float(out["eval_loss"]), rel=1e-5)
+
+
+def test_the_exposure_benchmark_prices_the_counting_without_a_switch_in_the_step(capsys):
+    """benchmarks/bench_exposure.py times the counting alone against the step every run takes:
+    the step has no switch to leave the counting out, and the benchmark runs at a toy size."""
+    import importlib.util
+    import inspect
+    from pathlib import Path
+
+    from spamlang.train.step import Program, make_member_step
+
+    assert "count_exposure" not in inspect.signature(Program).parameters
+    assert "count_exposure" not in inspect.signature(make_member_step).parameters
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_exposure.py"
+    spec = importlib.util.spec_from_file_location("bench_exposure", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick", "--presets", "tiny", "--vocab", "256", "--steps", "1"]) == 0
+    row = [line.split("|") for line in capsys.readouterr().out.splitlines() if "tiny |" in line]
+    assert len(row) == 1 and row[0][-1].strip().endswith("%")

@@ -53,18 +53,14 @@ def make_member_step(
     tx,
     schedule,
     n_micro: int,
-    count_exposure: bool = True,
 ):
-    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped).
-
-    count_exposure=False leaves the exposure counts untouched (only for the benchmark that
-    prices the counting; every run counts)."""
+    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped)."""
     B, L = config.batch_size, config.seq_len
     chunk = config.loss_chunk or None
     shard = mesh.devices.size > 1
     limit = jnp.float32(config.diverge_loss)
     V, tracked = config.vocab_size, config.tracked_ids
-    needs_present = config.optimizer == "lazy_adamw" or (tracked and not count_exposure)
+    needs_present = config.optimizer == "lazy_adamw"
 
     def loss_fn(params, tokens_BxL):
         model = nnx.merge(graphdef, params, rest)
@@ -116,14 +112,12 @@ def make_member_step(
         def unless_frozen(new, old):
             return jax.tree.map(lambda n, o: jnp.where(frozen, o, n), new, old)
 
-        counts, added, last_seen = state["exposure"], None, state["last_seen"]
-        if count_exposure:
-            with jax.named_scope("exposure"):
-                # A frozen (diverged) member's batch is not trained on, so it is not counted.
-                added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
-                added = jnp.where(frozen, 0, added)
-                counts = counts + added
-                last_seen = jnp.where(added > 0, step + 1, last_seen)
+        with jax.named_scope("exposure"):
+            # A frozen (diverged) member's batch is not trained on, so it is not counted.
+            added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
+            added = jnp.where(frozen, 0, added)
+            counts = state["exposure"] + added
+            last_seen = jnp.where(added > 0, step + 1, state["last_seen"])
         new_params = unless_frozen(params, state["params"])
         new_state = {
             "params": new_params,
@@ -149,11 +143,7 @@ def make_member_step(
         if tracked:
             with jax.named_scope("track"):
                 metrics.update(tracking.row_updates(state["params"], new_params, tracked, V))
-                metrics["track_seen"] = (
-                    added[jnp.asarray(tracked)]
-                    if count_exposure
-                    else present_V[jnp.asarray(tracked)].astype(jnp.int32)
-                )
+                metrics["track_seen"] = added[jnp.asarray(tracked)]
         return new_state, metrics
 
     return member_step
@@ -187,14 +177,7 @@ class Program:
     >>> program.evaluate(state)[1]["eval_loss"]
     """
 
-    def __init__(
-        self,
-        config: TrainConfig,
-        mesh: jax.sharding.Mesh | None = None,
-        *,
-        count_exposure: bool = True,
-    ):
-        """count_exposure=False: a step without the exposure counting, for its benchmark."""
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
         mesh = default_mesh() if mesh is None else mesh
         if "data" not in mesh.axis_names:
             raise UserError(f"the mesh needs a 'data' axis, got axes {mesh.axis_names}")
@@ -231,7 +214,6 @@ class Program:
             self.tx,
             self.schedule,
             self.n_micro,
-            count_exposure,
         )
         self.evaluation = Evaluation(
             config, self.lang, self.graphdef, self.rest, mesh, self.optimal_loss
