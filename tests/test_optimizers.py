@@ -314,28 +314,3 @@ def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
         np.testing.assert_allclose(metrics["loss"][j], own_metrics["loss"][0], rtol=1e-5)
     # each member reports its own Adam memory
     assert [r["adam_memory_steps"] for r in program.evaluate(state, variants)] == [10.0, 1000.0]
-
-
-def test_checkpoints_written_before_the_member_hyperparameters_still_restore(tmp_path):
-    """Earlier versions injected only the learning rate; their checkpoints (a finished run's
-    final one, read by `spamlang sample`) restore, b2 and the rest taken from the config."""
-    from spamlang.rundir.checkpoint import RunCheckpoints
-
-    config = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 6, b2=0.99)
-    program = Program(config)
-    state = program.init_member(0, 3e-2)
-    old = {**state, "opt_state": optim.legacy_layout(state["opt_state"])}
-    assert optax.tree_utils.tree_get(old["opt_state"], "b2", None) is None
-    ckpt = RunCheckpoints(tmp_path / "checkpoints", 2)
-    ckpt.save(5, old, {"final": True})
-    with pytest.raises(UserError, match="no checkpoint can be restored"):
-        ckpt.restore_latest(program.abstract_state())
-    step, restored, meta = ckpt.restore_latest(
-        program.abstract_state(),
-        (program.legacy_abstract_state(), lambda s: program.from_legacy(s, config)),
-    )
-    ckpt.close()
-    assert step == 5 and meta["final"] is True and set(meta) == {"final", "checksums"}
-    assert jax.tree.structure(restored) == jax.tree.structure(state)
-    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state)):
-        np.testing.assert_array_equal(a, b)

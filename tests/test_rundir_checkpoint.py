@@ -61,3 +61,64 @@ def test_saves_keep_every_step_until_pruned(tmp_path):
     ckpt.prune()
     assert ckpt.steps() == [3]
     ckpt.close()
+
+
+def test_a_checkpoint_holding_part_of_the_state_is_an_older_layout_anything_else_is_not(tmp_path):
+    """Fewer arrays than the current state, all of them its own: written by an older layout
+    (one line, nothing deleted). Other arrays: the generic message of a code or config change."""
+    ckpt = RunCheckpoints(tmp_path / "older" / "checkpoints", 2)
+    ckpt.save(4, {"a": STATE["a"]}, {"final": False})
+    with pytest.raises(UserError, match="older spamlang layout") as caught:
+        ckpt.restore_latest(ABSTRACT)
+    ckpt.close()
+    assert "\n" not in str(caught.value) and caught.value.__cause__ is not None
+    assert ckpt.steps() == [4]
+    other = RunCheckpoints(tmp_path / "other" / "checkpoints", 2)
+    other.save(4, {"a": STATE["a"], "c": STATE["b"]}, {"final": False})
+    with pytest.raises(UserError, match="no checkpoint can be restored") as caught:
+        other.restore_latest(ABSTRACT)
+    other.close()
+    assert "older spamlang layout" not in str(caught.value)
+
+
+def _older_layout(state):
+    """A train state as spamlang wrote it before b1, b2, eps and momentum were state arrays
+    (only the learning rate injected) and before the state held last_seen."""
+    import optax
+
+    def lr_only(node):
+        if isinstance(node, optax.InjectStatefulHyperparamsState):
+            return node._replace(hyperparams={"learning_rate": node.hyperparams["learning_rate"]})
+        if isinstance(node, tuple) and not hasattr(node, "_fields"):
+            return tuple(lr_only(x) for x in node)
+        return node
+
+    old = {k: v for k, v in state.items() if k != "last_seen"}
+    return {**old, "opt_state": lr_only(state["opt_state"])}
+
+
+def test_a_run_checkpointed_by_an_older_layout_is_one_line_saying_what_to_do(tmp_path):
+    """Resuming (`restore_latest`) and reading (`load_run`) an older run's checkpoint: one
+    UserError naming the older layout, that result.json is still read, and both ways out."""
+    from spamlang import rundir
+    from spamlang.rundir.checkpoint import older_layout_message
+    from spamlang.train.config import TrainConfig
+    from spamlang.train.run import load_run
+    from spamlang.train.step import Program
+
+    config = TrainConfig(vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 6, b2=0.99)
+    program = Program(config)
+    run = rundir.prepare(rundir.make_dir(tmp_path / "run"), config, write=True)
+    ckpt = RunCheckpoints(run / "checkpoints", 2)
+    ckpt.save(5, _older_layout(program.init_member(0, 3e-2)), {"final": True})
+    message = older_layout_message(run.absolute() / "checkpoints")
+    for attempt in (lambda: ckpt.restore_latest(program.abstract_state()), lambda: load_run(run)):
+        with pytest.raises(UserError) as caught:
+            attempt()
+        assert str(caught.value) == message
+    ckpt.close()
+    assert ckpt.steps() == [5]  # nothing deleted: the older version can still finish it
+    assert "\n" not in message
+    for words in ("b1, b2, eps and momentum", "last_seen", "result.json", "version that wrote"):
+        assert words in message
+    assert "delete the checkpoints/ folder" in message

@@ -183,36 +183,3 @@ def with_hyperparams(opt_state, values: dict):
 def with_peak_lr(opt_state, lr):
     """`opt_state` with its peak learning rate replaced (a member's own LR)."""
     return optax.tree_utils.tree_set(opt_state, learning_rate=jnp.asarray(lr, jnp.float32))
-
-
-def _map_inject_states(opt_state, fn):
-    """`opt_state` with `fn` applied to its InjectStatefulHyperparamsState node(s)."""
-    if isinstance(opt_state, optax.InjectStatefulHyperparamsState):
-        return fn(opt_state)
-    if isinstance(opt_state, tuple) and not hasattr(opt_state, "_fields"):
-        return tuple(_map_inject_states(x, fn) for x in opt_state)
-    return opt_state
-
-
-def legacy_layout(opt_state):
-    """The optimizer state as checkpoints wrote it before b1, b2, eps and momentum became state
-    arrays (only the learning rate injected), to restore such checkpoints against."""
-    return _map_inject_states(
-        opt_state,
-        lambda s: s._replace(hyperparams={"learning_rate": s.hyperparams["learning_rate"]}),
-    )
-
-
-def from_legacy(opt_state, config):
-    """A `legacy_layout` state upgraded to the current one, the hyperparameters other than the
-    learning rate taken from `config` (they were constants of the program then)."""
-
-    def upgrade(s):
-        values = {
-            name: jnp.asarray(getattr(config, field), jnp.float32)
-            for name, field in HYPERPARAMS.items()
-            if name != "learning_rate"
-        }
-        return s._replace(hyperparams={**values, **s.hyperparams})
-
-    return _map_inject_states(opt_state, upgrade)

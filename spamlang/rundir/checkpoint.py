@@ -19,6 +19,10 @@ Verification fails closed: a meta without a checksum record, or with one that do
 exactly the state's arrays (a flipped bit in a key), is damaged too, unless the meta says
 explicitly that the checkpoint is of the older, unchecked layout (`OLDER_LAYOUT`).
 
+A train state of an older spamlang (fewer arrays, every one of them the current state's: before
+b1, b2, eps and momentum were per-member arrays, before `last_seen`) is not restored; the one
+line of `older_layout_message` says so and what to do, and nothing is deleted.
+
 Old checkpoints are deleted only by `prune`, never by a save, so that the caller decides when
 (the training loop prunes a vmapped group's members after all of them saved a step: a kill
 between two members' saves then leaves a step every member still has).
@@ -101,50 +105,38 @@ class RunCheckpoints:
         return dict(meta) if isinstance(meta, dict) else {}
 
     def restore_latest(
-        self, abstract_state: Any, legacy: tuple | None = None, at_most: int | None = None
+        self, abstract_state: Any, *, at_most: int | None = None
     ) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
         `at_most`: only steps up to it count; newer ones are deleted like unreadable ones (a
         vmapped group's member ahead of its partners, `spamlang.train.loop`).
 
-        `legacy` = (abstract state, upgrade): an older layout that a step which does not read
-        back against `abstract_state` is tried with next, and the function that turns such a
-        state into the current layout (checkpoints of earlier versions of the package).
-
         An unreadable step is skipped and, with everything newer, deleted (the resumed run
         writes them again); once an older step reads back, each skipped one is reported by a
         one-line warning. UserError when checkpoints exist but none reads back (its message
         names the newest one's error, and its cause is that error, for debugging): more likely
-        a code or config change than damage, and restarting silently would discard work.
+        a code or config change than damage, and restarting silently would discard work. When
+        the newest one holds only arrays of the current layout but not all of them, the
+        message says it was written by an older layout (`older_layout_message`).
         """
         failures: list[tuple[int, Exception]] = []
         if at_most is not None:
             self._delete_after(at_most)  # retrained from there, so saved again
-        layouts = [(abstract_state, None)] + ([legacy] if legacy else [])
+        args = ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
+        )
         for step in reversed(self.steps()):
             if at_most is not None and step > at_most:
                 continue
-            errors = []
-            for abstract, upgrade in layouts:  # noqa: B007 (the one that reads back is used below)
-                args = ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()
-                )
-                try:
-                    restored = self._manager.restore(step, args=args)
-                except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
-                    errors.append(e)
-                    continue
-                bad = _verify(restored.state, restored.meta)
-                if bad:
-                    errors.append(ValueError(bad))
-                    continue
-                break
-            else:
-                # The current layout's error says what is wrong; the legacy one's only that
-                # the checkpoint is not of that layout either.
-                failures.append((step, errors[0]))
+            try:
+                restored = self._manager.restore(step, args=args)
+            except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
+                failures.append((step, e))
                 continue
-            state = restored.state if upgrade is None else upgrade(restored.state)
+            bad = _verify(restored.state, restored.meta)
+            if bad:
+                failures.append((step, ValueError(bad)))
+                continue
             for bad, e in failures:
                 warnings.warn(
                     f"checkpoint {self.directory / str(bad)} is unreadable "
@@ -152,15 +144,27 @@ class RunCheckpoints:
                     stacklevel=2,
                 )
             self._delete_after(step)
-            return step, state, dict(restored.meta or {})
+            return step, restored.state, dict(restored.meta or {})
         if failures:
             step, e = failures[0]
+            if self._older_layout(step, abstract_state):
+                raise UserError(older_layout_message(self.directory)) from e
             raise UserError(
                 f"no checkpoint can be restored (newest: {self.directory / str(step)}: "
                 f"{describe(e)}); delete the checkpoints/ folder to restart the run "
                 f"from scratch"
             ) from e
         return None
+
+    def _older_layout(self, step: int, abstract_state: Any) -> bool:
+        """Whether checkpoint `step`'s state holds a strict subset of `abstract_state`'s arrays
+        (by their paths): a train state of an older spamlang, which only ever added arrays."""
+        try:
+            saved = ocp.StandardCheckpointHandler().metadata(self.directory / str(step) / "state")
+            have = set(ocp.tree.to_flat_dict(saved.tree, sep="."))
+        except Exception:  # damaged beyond its metadata: not a layout question
+            return False
+        return have < set(ocp.tree.to_flat_dict(abstract_state, sep="."))
 
     def _delete_after(self, step: int) -> None:
         if self.read_only:
@@ -176,6 +180,17 @@ class RunCheckpoints:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
+
+
+def older_layout_message(directory: Path) -> str:
+    """The one line for checkpoints that this version's train state does not read back."""
+    return (
+        f"{directory} was written by an older spamlang layout (before b1, b2, eps and momentum "
+        f"became per-member state arrays, and before the train state held last_seen), which "
+        f"this version does not restore; a finished run (result.json) is still read, but to "
+        f"resume or sample this one, finish it with the spamlang version that wrote it, or "
+        f"delete the checkpoints/ folder to restart the run from scratch"
+    )
 
 
 def checksums(state: Any) -> dict[str, str]:

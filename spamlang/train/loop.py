@@ -121,14 +121,10 @@ def _common_steps(members: list[_Member]) -> dict[int, int | None]:
 def _restore(program, members: list[_Member], writer: bool) -> None:
     """Each member from its newest readable checkpoint (no newer than its group's newest
     common step, `_common_steps`), or a fresh state."""
-    abstract, legacy = program.abstract_state(), program.legacy_abstract_state()
+    abstract = program.abstract_state()
     caps = _common_steps(members) if len(members) > 1 else {}
     for m in members:
-        restored = m.ckpt.restore_latest(
-            abstract,
-            (legacy, lambda state, c=m.config: program.from_legacy(state, c)),
-            at_most=caps.get(id(m)),
-        )
+        restored = m.ckpt.restore_latest(abstract, at_most=caps.get(id(m)))
         if restored is not None:
             m.step, m.state, meta = restored
             m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))

@@ -116,10 +116,7 @@ def load_run(run_dir):
     prog = program(config.replace(kernels="xla"))
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
     try:
-        restored = ckpt.restore_latest(
-            prog.abstract_state(),
-            (prog.legacy_abstract_state(), lambda state: prog.from_legacy(state, config)),
-        )
+        restored = ckpt.restore_latest(prog.abstract_state())
     finally:
         ckpt.close()
     if restored is None:

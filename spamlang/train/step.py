@@ -296,17 +296,6 @@ class Program:
             shapes,
         )
 
-    def legacy_abstract_state(self) -> State:
-        """`abstract_state()` in the layout of checkpoints written before b1, b2, eps and
-        momentum were member fields (`optim.legacy_layout`); `from_legacy` upgrades one."""
-        abstract = self.abstract_state()
-        return {**abstract, "opt_state": optim.legacy_layout(abstract["opt_state"])}
-
-    def from_legacy(self, state: State, config: TrainConfig) -> State:
-        """A member state restored against `legacy_abstract_state`, in the current layout."""
-        opt_state = optim.from_legacy(state["opt_state"], config)
-        return {**state, "opt_state": jax.device_put(opt_state, self.replicated)}
-
     def member(self, state: State, i: int) -> State:
         """Member i's state without the member axis (what a run directory checkpoints)."""
         return jax.tree.map(lambda x: x[i], state)
