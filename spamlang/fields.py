@@ -173,6 +173,11 @@ def is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def finite(value: Any) -> float | None:
+    """`value` as a finite float, else None (None, a bool, text, inf and nan among them)."""
+    return float(value) if is_number(value) and math.isfinite(value) else None
+
+
 # ----- one value of one kind ------------------------------------------------------------------
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
     """`value` as an int, a string read by `parse_int` ("4K"); a bool, other text or a

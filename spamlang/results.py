@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe
+from spamlang.fields import is_int, is_number
 from spamlang.plots.runs import check_dir, flatten_config, parse_cell
 from spamlang.rundir.reading import is_run, read_json, read_lines, run_dirs
 from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE, SETTING_COLUMNS
@@ -277,9 +278,9 @@ def _column(pd, values: list[Any]):
         return pd.Series(
             values if complete else [_nan(v) for v in values], dtype=bool if complete else object
         )
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+    if present and all(is_int(v) for v in present):
         return pd.Series([_nan(v) for v in values], dtype="int64" if complete else "float64")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+    if all(is_number(v) for v in present):
         return pd.Series([_nan(v) for v in values], dtype="float64")  # all empty: all NaN
     return pd.Series([_nan(v) for v in values])
 

@@ -193,3 +193,25 @@ def test_the_checker_imports_nothing_heavy():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_one_definition_of_is_number_and_finite_used_everywhere():
+    """`fields.is_number` and `fields.finite` are the package's only number tests: no module
+    defines its own copy (results, plots and sweep summaries read them from here)."""
+    from pathlib import Path
+
+    package = Path(fields.__file__).parent
+    copies = [
+        f"{path.relative_to(package)}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        for line in path.read_text().splitlines()
+        if re.match(r"\s*def _?(is_number|finite)\(", line)
+    ]
+    assert copies == [
+        "fields.py: def is_number(value: Any) -> bool:",
+        "fields.py: def finite(value: Any) -> float | None:",
+    ]
+    for value in (None, True, "1", math.inf, -math.inf, math.nan, [1.0]):
+        assert fields.finite(value) is None
+    assert fields.finite(3) == 3.0 and isinstance(fields.finite(3), float)
+    assert fields.finite(np.float32(0.5)) == 0.5 and fields.finite(-2.5) == -2.5

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from spamlang.errors import UserError
+from spamlang.fields import is_number
 from spamlang.rundir.reading import read_json
 from spamlang.schema import DIAGNOSTICS, RESULT
 
@@ -70,7 +71,7 @@ def _run_eval_loss(run_dir) -> float | None:
         loss = read_json(Path(run_dir) / RESULT)["final_eval_loss"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return loss if isinstance(loss, (int, float)) and not isinstance(loss, bool) else None
+    return loss if is_number(loss) else None
 
 
 def check_measure_flags(args: argparse.Namespace) -> None:

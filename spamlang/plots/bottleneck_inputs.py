@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from spamlang.errors import UserError, first_line
+from spamlang.fields import finite
 from spamlang.plots.runs import check_dir, read_metrics, scan_runs
 from spamlang.rundir.reading import read_json, read_object
 from spamlang.schema import CONFIG, DIAGNOSTICS
@@ -111,13 +112,13 @@ def standalone_point(out_dir: str | Path) -> dict:
         raise UserError(f"cannot read {file}: {first_line(e)}") from None
     if not isinstance(diag, dict):
         raise UserError(f"{file} is not a JSON object")
-    kf = _finite(diag.get("kernel_fraction"))
+    kf = finite(diag.get("kernel_fraction"))
     if kf is None:
         raise UserError(f"{file} has no finite kernel_fraction")
-    d_over_v = _finite(diag.get("d_over_v"))
+    d_over_v = finite(diag.get("d_over_v"))
     if d_over_v is None:  # older files: the ratio from its parts
-        V = _finite(diag.get("vocab_size"))
-        D = _finite(diag.get("head_rank")) or _finite(diag.get("d_model"))
+        V = finite(diag.get("vocab_size"))
+        D = finite(diag.get("head_rank")) or finite(diag.get("d_model"))
         d_over_v = D / V if D and V else None
     if not d_over_v or d_over_v <= 0:
         raise UserError(f"{file} has no d_over_v (nor head_rank or d_model with vocab_size)")
@@ -180,7 +181,7 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
     for run in scan_runs(check_dir(sweep_dir)):
         config = read_object(run.path / CONFIG)
         V = int(config["vocab_size"])
-        rows = [r for r in read_metrics(run.path, "diag") if _finite(r.get("kernel_fraction"))]
+        rows = [r for r in read_metrics(run.path, "diag") if finite(r.get("kernel_fraction"))]
         diag_file = run.path / DIAGNOSTICS
         try:  # absent, or being written by `spamlang diagnose`: the diag rows stand in
             kf = float((read_object(diag_file) or {})["kernel_fraction"])
@@ -205,8 +206,3 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
             }
         )
     return points, missing
-
-
-def _finite(v) -> float | None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    return float(v) if ok else None

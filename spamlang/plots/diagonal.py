@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from spamlang.errors import UserError
+from spamlang.fields import is_number
 
 LABEL = "memory = return time"
 GID = "diagonal"  # tells the line's label apart from the cells' texts
@@ -44,7 +45,7 @@ def _edges(values: list[float]) -> tuple[float, float]:
 
 def crossable(values: list) -> bool:
     """Can the diagonal cross this axis: two or more values, all positive numbers?"""
-    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numbers = [v for v in values if is_number(v)]
     return len(numbers) == len(values) >= 2 and min(numbers) > 0
 
 

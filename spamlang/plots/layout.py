@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.fields import format_count, format_lr
-from spamlang.plots.runs import Run, complement_of, finite, is_number, varying_settings
+from spamlang.fields import finite, format_count, format_lr, is_int, is_number
+from spamlang.plots.runs import Run, complement_of, varying_settings
 
 SEED = "seed"
 MAX_FACETS = 8
@@ -60,9 +60,7 @@ def format_value(column: str, v: Any) -> str:
         return "n/a"
     if column == "lr" and is_number(v) and v > 0:
         return format_lr(float(v))
-    if (isinstance(v, int) and not isinstance(v, bool)) or (
-        column == "vocab_size" and is_number(v) and float(v).is_integer()
-    ):
+    if is_int(v) or (column == "vocab_size" and is_number(v) and float(v).is_integer()):
         return format_count(int(v))
     if isinstance(v, float):
         # Whole numbers up to float noise (1 / (1 - 0.999) = 999.9999999999991) read as

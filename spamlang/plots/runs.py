@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.fields import format_count, format_lr, parse_int
+from spamlang.fields import finite, format_count, format_lr, is_int, is_number, parse_int
 from spamlang.rundir.reading import iter_metrics, read_run, run_dirs
 from spamlang.schema import RESULT_COLUMNS, RESULTS_FILE
 
@@ -90,17 +90,6 @@ def complement_of(column: str) -> str | None:
     """'kernel_fraction' for the derived column '1-kernel_fraction' (whose differences near 1
     a log axis shows), else None."""
     return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
-
-
-def finite(v: Any) -> float | None:
-    """`v` as a finite float, else None (bools are not numbers here)."""
-    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(v) else None
-
-
-def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def parse_cell(text: str | None) -> Any:
@@ -240,7 +229,7 @@ def text(v: Any) -> str:
 def shown(column: str, v: Any) -> str:
     """A value as messages list it, in the figures' notation: counts as `format_count` writes
     them (4096, 100K), learning rates as `format_lr` (3e-2), other floats by repr."""
-    if isinstance(v, int) and not isinstance(v, bool):
+    if is_int(v):
         return format_count(v)
     if column == "lr" and isinstance(v, float) and v > 0:
         return format_lr(v)

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from spamlang.errors import UserError
+from spamlang.fields import finite, is_number
 from spamlang.plots.canvas import (
     BEST_EDGE,
     CMAP,
@@ -57,7 +58,7 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.lines import lines_figure, plot_lines, resolve_best_over
-from spamlang.plots.runs import Run, check_column, finished_runs, finite, is_number, select
+from spamlang.plots.runs import Run, check_column, finished_runs, select
 from spamlang.plots.title import fixed_title
 
 # Besides the heatmap, the names that callers import from here (this module was once the home

@@ -13,7 +13,6 @@ the appearances, and the sums of both sides, taken from `summarise` below.
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from spamlang.errors import UserError
+from spamlang.fields import finite
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.rundir.reading import read_lines, read_object
@@ -136,14 +136,7 @@ def _complete(row: dict, table: str, ids: list) -> bool:
     trainer writes null for NaN: a diverged step)."""
 
     def numbers(v) -> bool:
-        return (
-            isinstance(v, list)
-            and len(v) == len(ids)
-            and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                for x in v
-            )
-        )
+        return isinstance(v, list) and len(v) == len(ids) and all(finite(x) is not None for x in v)
 
     return (
         row.get("ids") == ids

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from spamlang.fields import finite
 from spamlang.sweep.results_csv import RESULT_COLUMNS
 from spamlang.sweep.spec import config_field, fields_of, format_number
 
@@ -61,12 +62,6 @@ def settings_of(row: dict) -> list[str]:
     return [k for k in keys[:first] if k != "run_id" and k not in RESULT_COLUMNS]
 
 
-def _finite(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
 def _hashable(v: Any) -> Any:
     return json.dumps(v, sort_keys=True, default=str) if isinstance(v, (dict, list)) else v
 
@@ -94,17 +89,17 @@ def best_lrs(
     groups: dict[tuple, dict[float, list[float]]] = {}
     floors: dict[tuple, list[float]] = {}
     for row in rows:
-        lr = _finite(row.get("lr"))
+        lr = finite(row.get("lr"))
         if lr is None:
             continue
         settings = {k: row.get(k) for k in settings_of(row)}
         settings.update((swept or {}).get(row.get("run_id"), {}))
         key = tuple((k, _hashable(v)) for k, v in settings.items() if k not in ("lr", "seed"))
         values = groups.setdefault(key, {}).setdefault(lr, [])
-        v = _finite(row.get(metric))
+        v = finite(row.get(metric))
         if v is not None and not row.get("diverged"):
             values.append(v)
-            floor = _finite(row.get("optimal_loss"))
+            floor = finite(row.get("optimal_loss"))
             if floor is not None and "loss" in metric:
                 floors.setdefault(key, []).append(0.0 if metric == "loss_above_floor" else floor)
     best = []

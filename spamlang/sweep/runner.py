@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spamlang.fields import is_number
 from spamlang.rundir.lock import RunDirBusy
 from spamlang.schema import RESULT
 from spamlang.sweep import fit
@@ -38,7 +39,7 @@ CPU_VMAP_TOKENS = 256
 
 
 def _fmt(x: Any, spec: str = ".4f") -> str:
-    return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "-"
+    return format(x, spec) if is_number(x) else "-"
 
 
 def summary_line(run_id: str, result: dict) -> str:
