@@ -3,7 +3,7 @@ injected into the state, times a relative schedule.
 
     p <- p - peak_lr * schedule(t) * (direction(clip(g)) + wd * p),   decay on matrices only
 
-`config.optimizer` picks the direction:
+`config.optimizer` picks the direction (the names: `spamlang.train.config.OPTIMIZERS`):
 - "adamw": Adam's m / (sqrt(v) + eps) (`optax.scale_by_adam`, b1, b2, eps): the default.
 - "lazy_adamw": the same, except that a row of a row table (the embedding, and the head's
   V-row matrices) moves -- moments, step count, weight decay and parameters -- only in steps
@@ -35,12 +35,8 @@ import optax
 
 from spamlang.optim import lazy
 
-OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # Per-member hyperparameters (state arrays): the config field of each, by optax's name.
 HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps", "momentum": "momentum"}
-# The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
-# their memory (for lazy_adamw counted in the row's own appearances, for other leaves in steps).
-ADAM_FAMILY = ("adamw", "lazy_adamw")
 
 
 def relative_schedule(

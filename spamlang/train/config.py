@@ -17,9 +17,10 @@ from spamlang.fields import parse_count  # noqa: F401  (spamlang.train.parse_cou
 SCHEDULES = ("constant", "cosine", "wsd")
 SAMPLINGS = ("iid", "permuted")
 LAZY_ROWS = ("all", "embed", "head")
-# spamlang.optim's names, repeated here so that building a config imports no JAX
-# (tests/test_optimizers.py checks that the two agree).
+# The optimizers of `spamlang.optim` (named here, where no JAX is imported).
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
+# The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
+# their memory (for lazy_adamw counted in the row's own appearances, for other leaves in steps).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
 # Fields that enter only a run's initial state (its seed, and the optimizer hyperparameters
 # held as arrays in the optimizer state): runs that differ only in these share one compiled
