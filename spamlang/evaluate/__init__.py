@@ -60,13 +60,12 @@ class Evaluation:
 
         self._eval = jax.jit(over_members(member_eval), out_shardings=replicated)
 
-    def evaluate(self, state, configs: list | None = None, wait=None) -> list[dict]:
+    def evaluate(self, state, configs: list, wait=None) -> list[dict]:
         """Each member's evaluation (`exact.metrics` or `sets`: the loss, its floor,
         accuracies, the seen / unseen split), its coverage so far
         (`spamlang.coverage.exposure.summary`) and its return time against its Adam memory,
-        from `configs[i]` (default: the program's config, whose b2 is a placeholder when
-        members differ in it). An exact evaluation's rows also hold "symbol_loss", float32[V]
-        (for symbols.npz; not a result column). `wait(arrays)` is called on the dispatched
+        from `configs[i]`, member i's own config (its b2). An exact evaluation's rows also hold
+        "symbol_loss", float32[V] (for symbols.npz; not a result column). `wait(arrays)` is called on the dispatched
         evaluation before it is read (the loop shows progress there)."""
         if self.exact:
             dispatched = self._symbols({"params": state["params"]})
@@ -98,7 +97,7 @@ class Evaluation:
                 {
                     **row,
                     **exposure.summary(counts[i], sequences),
-                    **(self.config if configs is None else configs[i]).return_time,
+                    **configs[i].return_time,
                 }
             )
         return rows

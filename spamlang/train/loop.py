@@ -152,7 +152,7 @@ class _Group:
         peak,
         t_start: float,
     ):
-        # program.config has placeholders for the cadence fields; the members' own are real.
+        # The members share every field but MEMBER_FIELDS: the first one's cadence is theirs.
         self.program, self.cfg, self.ms = program, members[0].config, members
         self.progress, self.writer, self.peak, self.t_start = progress, writer, peak, t_start
         self.state = program.stack([m.state for m in members])
@@ -296,7 +296,7 @@ class _Group:
             return {}
         from spamlang.diagnostics.training import logged_diagnostics
 
-        cfg = self.program.config  # its compiled fields: the language, shapes and chunk
+        cfg = self.cfg
         fn, tokens = logged_diagnostics(
             self.program.lang, cfg.batch_size, cfg.seq_len, cfg.loss_chunk or None
         )

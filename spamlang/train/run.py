@@ -113,7 +113,7 @@ def load_run(run_dir):
         raise UserError(f"{run_dir} has no checkpoints yet")
     # The plain path, whatever the run trained with: readers sample and take forward-mode
     # Jacobians, which the cpu kernels' custom VJPs do not support (same parameters either way).
-    prog = program(config.replace(kernels="xla"))
+    prog = program(config if config.kernels == "xla" else config.replace(kernels="xla"))
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
     try:
         restored = ckpt.restore_latest(prog.abstract_state())

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
-import functools
+import collections
+import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -150,22 +152,27 @@ def make_member_step(
 
 
 # Fields that change neither the step nor the evaluation: runs that differ only in these
-# share one Program. MEMBER_FIELDS: lr, b1, b2, eps and momentum live in each member's state,
-# and the seed only enters the initial state; the rest is the loop's cadence.
-_NOT_COMPILED = dict(
-    lr=1e-3,
-    seed=0,
-    b1=0.9,
-    b2=0.95,
-    eps=1e-8,
-    momentum=0.9,
-    log_every=1,
-    eval_every=0,
-    checkpoint_every=0,
-    keep_checkpoints=1,
-    diag_every=0,
+# share one compiled program. MEMBER_FIELDS: lr, b1, b2, eps and momentum live in each member's
+# state, and the seed only enters the initial state; the rest is the loop's cadence.
+NOT_COMPILED = (
+    *MEMBER_FIELDS,
+    "log_every",
+    "eval_every",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "diag_every",
 )
-assert set(MEMBER_FIELDS) <= set(_NOT_COMPILED)
+assert set(NOT_COMPILED) <= {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def program_key(config: TrainConfig) -> tuple:
+    """What of `config` changes its compiled program, as a hashable value: every field but
+    NOT_COMPILED, each as JSON. Read off the config as it is (no config is built)."""
+    return tuple(
+        (f.name, json.dumps(getattr(config, f.name), sort_keys=True))
+        for f in dataclasses.fields(config)
+        if f.name not in NOT_COMPILED
+    )
 
 
 class Program:
@@ -175,6 +182,10 @@ class Program:
     >>> state = program.init([0, 1], [1e-3, 3e-3])     # two members
     >>> state, metrics = program.step(state)            # metrics: device arrays of shape [K]
     >>> program.evaluate(state)[1]["eval_loss"]
+
+    `config` is a real config (its lr, seed, b2 and cadence too): `program(config)`
+    shares the compiled functions between configs of one `program_key` and gives each caller a
+    Program holding its own config.
     """
 
     def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
@@ -316,7 +327,10 @@ class Program:
     def evaluate(
         self, state: State, configs: list | None = None, wait=None
     ) -> list[dict[str, float]]:
-        """Each member's evaluation (`spamlang.evaluate.Evaluation.evaluate`)."""
+        """Each member's evaluation (`spamlang.evaluate.Evaluation.evaluate`); member i's
+        return time is `configs[i]`'s (default: this program's config for every member)."""
+        if configs is None:
+            configs = [self.config] * len(state["step"])
         return self.evaluation.evaluate(state, configs, wait)
 
     def symbol_stats(self, state: State) -> list[dict]:
@@ -328,13 +342,25 @@ class Program:
         return self._step.lower(self.abstract_state(k))
 
 
-@functools.lru_cache(maxsize=8)
-def _cached(key: str, mesh: jax.sharding.Mesh) -> Program:
-    return Program(TrainConfig.from_json(json.loads(key)), mesh)
+# The newest Programs built by `program`, by (program_key, mesh), least recently used first.
+_SHARED: collections.OrderedDict = collections.OrderedDict()
+_SHARED_MAX = 8
 
 
 def program(config: TrainConfig, mesh: jax.sharding.Mesh | None = None) -> Program:
-    """The Program of `config`, shared by every config that differs only in lr, seed and
-    logging cadence (so a sweep over LRs compiles once per process)."""
-    shared = config.replace(**_NOT_COMPILED).to_json()
-    return _cached(json.dumps(shared, sort_keys=True), default_mesh() if mesh is None else mesh)
+    """The Program of `config`, whose compiled functions every config of the same
+    `program_key` shares (a sweep over LRs compiles once per process); its `config` is the
+    caller's own."""
+    mesh = default_mesh() if mesh is None else mesh
+    key = (program_key(config), mesh)
+    shared = _SHARED.pop(key, None)
+    if shared is None:
+        shared = Program(config, mesh)
+    _SHARED[key] = shared
+    if len(_SHARED) > _SHARED_MAX:
+        _SHARED.popitem(last=False)
+    if shared.config is config:
+        return shared
+    own = copy.copy(shared)  # the same jitted functions, evaluation and tables
+    own.config = config
+    return own

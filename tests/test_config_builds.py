@@ -1,0 +1,64 @@
+"""How often one `spamlang train` builds a TrainConfig, and how deep the step's trace sits.
+
+A TrainConfig validates itself on every build (the language and the model config are built
+to check them), so a run builds it once, the CLI's, plus the one `rundir.prepare` reads back
+from an existing config.json to compare. The compiled program is keyed by
+a frozen value of the fields that change it (`spamlang.train.step.program_key`), never by a
+rebuilt config."""
+
+from __future__ import annotations
+
+import traceback
+
+import spamlang.cli
+from spamlang.cli import main
+from spamlang.train import step as step_module
+from spamlang.train.config import TrainConfig
+
+CLI = spamlang.cli.__file__
+# A shape no other test trains, so that its Program is built (and its step traced) here.
+ARGS = [
+    "train",
+    *("--vocab-size", "24", "--seq-len", "8", "--batch-size", "4", "--tokens", str(4 * 8 * 4)),
+    *("--schedule", "constant", "--warmup-frac", "0", "--eval-sequences", "8"),
+    *("--log-every", "2", "--quiet"),
+]
+
+
+def measure(monkeypatch, out) -> tuple[int, list[int]]:
+    """(TrainConfig builds, Python frames from `spamlang.cli.main` to member_step, per trace)."""
+    builds, depths = [], []
+    post_init = TrainConfig.__post_init__
+
+    def counted(self):
+        builds.append(1)
+        post_init(self)
+
+    make = step_module.make_member_step
+
+    def measured(*args, **kwargs):
+        member_step = make(*args, **kwargs)
+
+        def traced(state):
+            stack = traceback.extract_stack()
+            start = max(i for i, f in enumerate(stack) if f.name == "main" and CLI in f.filename)
+            depths.append(len(stack) - start)
+            return member_step(state)
+
+        return traced
+
+    monkeypatch.setattr(TrainConfig, "__post_init__", counted)
+    monkeypatch.setattr(step_module, "make_member_step", measured)
+    assert main([*ARGS, "--out", str(out)]) == 0
+    return len(builds), depths
+
+
+def test_one_train_run_builds_its_config_once(monkeypatch, tmp_path):
+    """Before #32 a run built it 3 times (the CLI's, then `config.replace` and `from_json` to
+    key and build the shared Program) and 18 frames led from `spamlang.cli.main` to the step."""
+    builds, depths = measure(monkeypatch, tmp_path / "run")
+    assert builds == 1  # the CLI's
+    assert len(depths) == 1 and depths[0] <= 18, depths  # traced once, no deeper than before
+    # rerun on the finished directory: the CLI's, and config.json read back to compare
+    builds, depths = measure(monkeypatch, tmp_path / "run")
+    assert builds == 2 and depths == []
