@@ -218,3 +218,41 @@ def test_four_devices_deal_what_one_deals():
     assert out["4"] == out["1"]
     exposure = np.asarray(out["1"]["exposure"])
     assert exposure.sum() == 2 * 6 * 16 and set(exposure.ravel()) == {1, 2}  # 1.5 epochs
+
+
+# The exact evaluation on 4 devices: each device scores a quarter of the symbols, so the
+# per-device FLOPs of the compiled evaluation fall to a quarter, and the only all-gathers are
+# of the per-symbol results ([K, V] losses and hits, replicated for the host), never of
+# another device's hidden states or logits. V fits one eval batch and one loss chunk, so XLA's cost analysis (which
+# counts a loop body once) sees the whole evaluation.
+EXACT_DP_CHILD = textwrap.dedent("""
+    import json, re
+    import jax
+    from jax.sharding import AxisType
+    from spamlang.train.config import TrainConfig
+    from spamlang.train.step import Program
+
+    config = TrainConfig(preset="small", vocab_size=1024, seq_len=2, batch_size=32,
+                         tokens=32 * 2 * 10, kernels="xla", loss_chunk=4096,
+                         eval_batch_size=1024)
+    out = {}
+    for n in (1, 4):
+        mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
+                             devices=jax.devices()[:n])
+        prog = Program(config, mesh)
+        params = prog.abstract_state(2)["params"]
+        compiled = prog.evaluation._symbols.lower({"params": params}).compile()
+        cost = compiled.cost_analysis()
+        gathers = [re.match(r"\\s*%\\S+ = (\\S+) ", line).group(1)
+                   for line in compiled.as_text().splitlines()
+                   if re.search(r"all-gather(-start)?\\(", line)]
+        out[n] = {"flops": (cost[0] if isinstance(cost, list) else cost)["flops"],
+                  "gathers": sorted(g.split("{")[0] for g in gathers)}
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def test_exact_eval_is_split_over_devices_in_the_compiled_program():
+    out = run_child(EXACT_DP_CHILD, timeout=200)
+    assert 0.2 <= out["4"]["flops"] / out["1"]["flops"] <= 0.3, out
+    assert out["1"]["gathers"] == [] and out["4"]["gathers"] == ["f32[2,1024]", "pred[2,1024]"]
