@@ -127,6 +127,19 @@ def test_leave_one_sweep_out_predicts_each_sweep_from_the_others():
         leave_one_out({"one": frame})
 
 
+def test_leave_one_sweep_out_never_fits_on_a_copy_of_a_held_out_cell():
+    frame = synthetic.frame(noise=0.05, grid={"d_model": (16,), "weight_decay": (0.1,)})
+    low, high = frame[frame["b2"] < 0.99], frame[frame["b2"] >= 0.99]
+    # "copy" repeats every cell of "low" (other seeds' noise aside, the same cells to the law):
+    # predicting "low" must use "high" alone, exactly as if "copy" were not there.
+    copy = synthetic.frame(noise=0.05, seed=1, grid={"d_model": (16,), "weight_decay": (0.1,)})
+    copy = copy[copy["b2"] < 0.99]
+    with_copy = leave_one_out({"low": low, "high": high, "copy": copy})
+    without = leave_one_out({"low": low, "high": high})
+    got = with_copy[with_copy["sweep"] == "low"]["predicted"].to_numpy()
+    np.testing.assert_allclose(got, without[without["sweep"] == "low"]["predicted"].to_numpy())
+
+
 def test_importing_the_law_imports_no_jax():
     code = (
         "import sys, spamlang.law, spamlang.law.figure, spamlang.law.show; "
