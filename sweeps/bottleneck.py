@@ -19,7 +19,8 @@ Writes runs/bottleneck/ (run directories with "diag" rows, results.csv) and then
 sqrt(1 - D/V) for reference, and kernel fraction against training tokens per V.
 
 Run: python sweeps/bottleneck.py [--out DIR] [--figure FILE]   (default FILE: <out>/bottleneck.png)
-     the repository's figure: python sweeps/bottleneck.py --figure figures/bottleneck.png
+(Its figure was withdrawn from figures/: one LR, one seed, L = 64 and a sampled evaluation
+are not this package's protocol any more; rerun with seeds and an LR grid before reading it.)
 """
 
 import argparse

@@ -147,3 +147,13 @@ def test_importing_the_law_imports_no_jax():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_sweep_the_law_does_not_cover_is_left_out_of_a_fit_of_several():
+    frame = synthetic.frame(noise=0.02, grid={"d_model": (16,), "weight_decay": (0.1,)})
+    sgd = frame.assign(optimizer="sgd")
+    with pytest.warns(UserWarning, match="1 of 2 sweeps have no cell"):
+        law = fit([frame, sgd], sources=["adam", "sgd"])
+    assert law.sources == ["adam"] and law.cells == len(cells(frame))
+    with pytest.raises(UserError, match="no run the law covers"):
+        fit([sgd, sgd])

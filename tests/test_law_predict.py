@@ -103,7 +103,7 @@ def test_save_and_load_round_trip(law, tmp_path):
 
 def test_str_names_every_constant_with_its_error(law):
     text = str(law)
-    assert "L = p * log V + (1 - p) * l(n)" in text
+    assert "L = q * log V + (1 - q) * (p * log V + (1 - p) * l(n))" in text
     for name in NAMES:
         line = next(x for x in text.splitlines() if x.strip().startswith(name + " "))
         assert "±" in line or "not fitted" in line
@@ -152,8 +152,10 @@ def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
         x = formula.features(V, V / R, n * R, M, 16, False, False, permuted)
         return float(formula.loss(theta, x))
 
-    floor = loss(1e6, 1.0, False)  # remembered: the floor l(n)
+    floor = loss(1e6, 1.0, True)  # remembered, every symbol shown: the floor l(n)
     assert loss(R=c * 20, M=20, permuted=True) == pytest.approx(floor)  # cM = R: nobody away
     assert loss(R=c * 20, M=20, permuted=False) > floor + 0.3 * (math.log(V) - floor)
+    # Never shown: under iid a share exp(-n) of the symbols, at chance whatever the memory.
+    assert loss(1e6, 1.0, False) == pytest.approx(floor + math.exp(-n) * (math.log(V) - floor))
     half = loss(R=2 * c * 20, M=20, permuted=True)
     assert half == pytest.approx(0.5 * math.log(V) + 0.5 * floor)

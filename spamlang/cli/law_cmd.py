@@ -9,9 +9,10 @@ from pathlib import Path
 _FORMULA_HELP = (
     "The law predicts a SpamLang cell's best-LR seed-mean final eval loss from its return time "
     "R = V / B, Adam's memory M = min(1 / (1 - b2), steps) and its updates per symbol "
-    "n = B x steps / V: L = p log V + (1 - p) a n^-k with p = exp(-c M / R), c and a "
-    "log-linear in tying, width and weight decay (`python -c 'import spamlang.law.formula as "
-    "f; print(f.FORMULA)'`)."
+    "n = B x steps / V: the symbols never shown (exp(-n) of them) and those away longer than "
+    "c M steps (exp(-c M / R); under permuted order max(0, 1 - c M / R)) are at chance log V, "
+    "the rest at a n^-k, with c and a log-linear in tying, width and weight decay "
+    "(`python -c 'import spamlang.law.formula as f; print(f.FORMULA)'`)."
 )
 
 

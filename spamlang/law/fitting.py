@@ -10,6 +10,7 @@ degree of freedom per fitted constant.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,8 +24,11 @@ from spamlang.law.law import COVERED, Law
 # Starting points of c0 (log c): the sketch's c is 2.5-12, and a start far on the wrong side
 # of M / R = 1 can settle where every cell is learned or every one failed.
 C0_STARTS = (math.log(1.0), math.log(3.0), math.log(10.0))
-# Start of the rest: a floor of about 0.5 nats falling as n^-0.5.
-START = {"log_a": math.log(0.5), "k": 0.5}
+# Starting points of the floor's exponent k, each with log_a putting l(16) near 0.3 nats: the
+# floor is fitted from few distinct n, so the fit has more than one local optimum, and which
+# one a single start reaches depended on the order of the cells.
+K_STARTS = (0.5, 1.5, 3.0)
+START = {"log_a": math.log(0.3)}
 
 
 def fit(frame, sources: Sequence[str] = ()) -> Law:
@@ -36,7 +40,24 @@ def fit(frame, sources: Sequence[str] = ()) -> Law:
     frames = [frame] if not isinstance(frame, (list, tuple)) else list(frame)
     if not frames:
         raise UserError("no runs to fit: no frame given")
-    return fit_cells(pd.concat([to_cells(f) for f in frames], ignore_index=True), sources)
+    names = list(sources) if len(sources) == len(frames) else [""] * len(frames)
+    tables, used, refused = [], [], []
+    for f, name in zip(frames, names):
+        try:
+            tables.append(to_cells(f))
+            used.append(name)
+        except UserError as e:  # a sweep of SGD runs among Adam ones: left out, said once
+            refused.append(e)
+    if not tables:
+        raise refused[0]
+    if refused:
+        warnings.warn(
+            f"{len(refused)} of {len(frames)} sweeps have no cell the law covers "
+            f"and are left out ({refused[0]})",
+            stacklevel=2,
+        )
+    sources = used if len(sources) == len(frames) else sources
+    return fit_cells(pd.concat(tables, ignore_index=True), sources)
 
 
 def fit_cells(table, sources: Sequence[str] = ()) -> Law:
@@ -72,8 +93,9 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
         return formula.log_loss(formula.loss(theta(p), x)) - target
 
     best = None
-    for c0 in C0_STARTS:
-        start = np.array([{**START, "c0": c0}.get(n, 0.0) for n in free])
+    for c0, k in [(c0, k) for c0 in C0_STARTS for k in K_STARTS]:
+        first = {"log_a": START["log_a"] + k * math.log(16), "k": k, "c0": c0}
+        start = np.array([first.get(n, 0.0) for n in free])
         result = least_squares(residuals, start, method="trf", x_scale="jac")
         if best is None or result.cost < best.cost:
             best = result

@@ -7,7 +7,8 @@
     l(n) = exp(log_a + a_tied*tied + a_D*log(D/16)) * n^-k    the loss n updates reach
     p = exp(-c M / R)                the share of symbols away longer than c M steps (iid)
     p = max(0, 1 - c M / R)          the same under permuted order (every gap is exactly R)
-    L = p * log V + (1 - p) * l(n)
+    q = exp(-n) (iid), max(0, 1 - n) (permuted)    the share of symbols never shown
+    L = q * log V + (1 - q) * (p * log V + (1 - p) * l(n))
 
 The exponential term is the reviewer's sketch: a symbol Adam remembers (M >> R) reaches l(n);
 one it forgets is pushed back to chance, log V. At the end of training a symbol's steps since
@@ -78,7 +79,11 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
     ratio = c * x["M"] / x["R"]
     permuted = x.get("permuted", False)
     forgotten = np.where(permuted, np.clip(1 - ratio, 0.0, 1.0), np.exp(-ratio))
-    return forgotten * np.log(x["V"]) + (1 - forgotten) * floor
+    # Symbols training never showed are at chance whatever the optimizer: a share exp(-n) of
+    # them under iid draws, none under permuted order once n >= 1. No constant is fitted.
+    unseen = np.where(permuted, np.clip(1 - x["n"], 0.0, 1.0), np.exp(-x["n"]))
+    seen = forgotten * np.log(x["V"]) + (1 - forgotten) * floor
+    return unseen * np.log(x["V"]) + (1 - unseen) * seen
 
 
 def log_loss(values) -> np.ndarray:

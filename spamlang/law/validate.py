@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 
 from spamlang.errors import UserError
@@ -58,7 +59,19 @@ def leave_one_out(frames: Mapping[str, object]):
 
     if len(frames) < 2:
         raise UserError(f"leave-one-sweep-out needs at least 2 sweeps, got {len(frames)}")
-    by_sweep = {name: to_cells(frame) for name, frame in frames.items()}
+    by_sweep, refused = {}, []
+    for name, frame in frames.items():
+        try:
+            by_sweep[name] = to_cells(frame)
+        except UserError:  # a sweep with no cell in the law's scope (SGD runs): left out
+            refused.append(name)
+    if refused:
+        warnings.warn(f"left out, no cell the law covers: {', '.join(refused)}", stacklevel=2)
+    if len(by_sweep) < 2:
+        raise UserError(
+            f"leave-one-sweep-out needs at least 2 sweeps with cells the law covers, "
+            f"got {len(by_sweep)}"
+        )
     rows = []
     for name, mine in by_sweep.items():
         held = {_key(c) for c in mine.to_dict("records")}
