@@ -34,21 +34,9 @@ runs/cpu_demo/curves.png (loss vs tokens) and runs/cpu_demo/samples_V4096_tied_b
 ..._b2_0.999.png (Table 1: six 32-token samples at temperature 0.9 seeded with `A`, from the
 best-LR tied V = 4,096 run); `--no-plots` skips the figures, `--figures DIR` puts them elsewhere.
 
-Measured (`/usr/bin/time -v python sweeps/cpu_demo.py`, the project's 2-core AMD EPYC, nothing
-else running): 3 min 36 s wall with the figures, 96 runs + 2 added by bracketing (untied
-V = 4,096 at b2 0.999 took 3e-3). Best-LR final eval loss, seed mean (min .. max):
-  b2 = 0.95    V =    64  tied 0.000 (0.000 .. 0.000)   untied 0.000 (0.000 .. 0.000)
-               V =   256  tied 0.000 (0.000 .. 0.000)   untied 0.000 (0.000 .. 0.001)
-               V = 1,024  tied 0.442 (0.411 .. 0.474)   untied 1.324 (1.241 .. 1.406)   lr 3e-2
-               V = 4,096  tied 5.974 (5.518 .. 6.430)   untied 6.915 (6.873 .. 6.958)   lr 3e-2
-  b2 = 0.999   V =    64  tied 0.001 (0.001 .. 0.002)   untied 0.002 (0.002 .. 0.003)
-               V =   256  tied 0.008 (0.008 .. 0.008)   untied 0.006 (0.005 .. 0.007)
-               V = 1,024  tied 0.017 (0.016 .. 0.017)   untied 0.285 (0.230 .. 0.340)   lr 3e-2
-               V = 4,096  tied 2.039 (2.013 .. 2.065)   untied 5.618 (5.589 .. 5.646)   lr 3e-2 / 1e-2
-(The previous version of this demo, b2 = 0.95 alone, in groups of 6 rather than 12 members
-and with b2 a constant of the program rather than a state array, gave 0.448 / 1.328 and
-5.920 / 6.942 at V = 1,024 and 4,096: float rounding moves a run that has not converged by up
-to 0.05 nats, within the seed spread.)
+Its numbers (best-LR final eval loss per cell, exact evaluation, 2 seeds) are the README's
+headline paragraph and `results/cpu_demo/results.csv`, from one run of this script; the time
+is the README's Quickstart's.
 
 Run: python sweeps/cpu_demo.py [--out DIR] [--shard i/n] [--no-plots] [--bracket-lr N]
 """
