@@ -16,6 +16,9 @@ Read it with
   spamlang plot lines runs/longer_training -o longer_training.png --x updates_per_symbol \\
       --y final_eval_loss --color b2 --cols tie_embeddings
 
+The 256-updates groups (32,768 steps) dominate: run it as two shards (`--shard 0/2`,
+`--shard 1/2`) to keep each under 20 minutes on two cores.
+
 Run: python sweeps/longer_training.py [--out DIR] [--shard i/n] [--dry-run]
 """
 

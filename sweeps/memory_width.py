@@ -18,7 +18,9 @@ backbone's capacity with the head's rank. Weight decay is crossed with b2, V and
 
 The full cross (D = 16, 32, 64, 128 x R = 32, 128, 512 x weight decay 0.1 and 0) is 48
 groups of 18 members and about 4e14 training FLOPs, most of them at R = 512 and D >= 32:
-several hours on two cores. This grid keeps the 14 groups that fit about 30 minutes there.
+several hours on two cores. This grid keeps 14 of its groups: measured, 36 min 06 s for all of
+them with two other sweeps running beside it; run it as two shards (`--shard 0/2`, then
+`--shard 1/2`, or on two machines) to keep each under 20 minutes.
 
 Read it with
   spamlang plot heatmap runs/memory_width -o memory_width.png --x symbol_return_steps \\
