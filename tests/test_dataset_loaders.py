@@ -107,6 +107,7 @@ def test_torch_dataloader_with_worker_processes(lang, monkeypatch):
     np.testing.assert_array_equal(np.unique(got, axis=0), np.unique(want, axis=0))
 
 
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # the fork is what is tested
 def test_forked_worker_fails_at_once_naming_forkserver(lang):
     """A worker forked (the DataLoader's default) after the parent's JAX started would hang
     forever; it stops at its first read with one line naming the fix, and the parent's
