@@ -16,6 +16,7 @@ from pathlib import Path
 import jax
 
 from spamlang import rundir, tracking
+from spamlang.coverage.symbols import RESULT_KEYS
 from spamlang.errors import Interrupted
 from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
@@ -200,10 +201,11 @@ class _Group:
                 self._save(step, live)
                 raise Interrupted(step, signum or None)
             elif live:
+                evals = self._evaluate(live) if due[0] else None
                 if due[0]:
-                    self._rows("eval", step, live, self._evaluate(live))
+                    self._rows("eval", step, live, evals)
                 if due[1]:
-                    self._diag(step, live)
+                    self._diag(step, live, evals)
                 if due[2]:
                     self._save(step, live)
             self.clock = (time.perf_counter(), step)  # evals and saves are not train time
@@ -291,7 +293,11 @@ class _Group:
         )
         return {id(m): out[self.ms.index(m)] for m in members}
 
-    def _diag(self, step: int, members: list[_Member]) -> dict[int, dict]:
+    def _diag(
+        self, step: int, members: list[_Member], evals: dict | None = None
+    ) -> dict[int, dict]:
+        """Diag rows of `members`; `evals` (`_evaluate`'s, at this step) already holds each
+        member's per-symbol learning, which is then not scored a second time."""
         if not members:
             return {}
         from spamlang.diagnostics.training import logged_diagnostics
@@ -309,10 +315,14 @@ class _Group:
             }
             for m in members
         }
-        # How many updates a symbol needs, as training goes (a few thousand 2-token sequences).
-        learning = self.program.symbol_stats(self.state)
-        for m in members if learning else ():
-            values[id(m)].update(learning[self.ms.index(m)])
+        # How many updates a symbol needs, as training goes (V 2-token sequences a member).
+        if evals is not None and self.program.evaluation.exact:
+            for m in members:
+                values[id(m)].update({k: evals[id(m)][k] for k in RESULT_KEYS})
+        else:
+            learning = self.program.symbol_stats(self.state)
+            for m in members if learning else ():
+                values[id(m)].update(learning[self.ms.index(m)])
         self._rows("diag", step, members, values)
         return values
 
@@ -351,7 +361,7 @@ class _Group:
         if write_rows:
             self._rows("eval", step, members, evals)
             healthy = [m for m in members if self.ms.index(m) not in diverged]
-            diags = self._diag(step, healthy) if self.cfg.diag_every else {}
+            diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
             self._save(step, members, final=True)
         else:
             diags = {id(m): m.log.last_diag() for m in members}
