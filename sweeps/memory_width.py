@@ -56,8 +56,9 @@ SWEEP = Sweep(
         checkpoint_every=0,
     ),
     axes={
-        "preset,batch_size,tokens": [cell("tiny", 128), cell("tiny", 32), cell("tiny", 8)]
-        + [cell(p, b) for p in ("tiny-w32", "tiny-w64") for b in (128, 32)],
+        "preset,batch_size,tokens": [
+            cell(p, b) for p in ("tiny", "tiny-w32", "tiny-w64") for b in (128, 32, 8)
+        ],
         "tie_embeddings": [True, False],
         "b2": [0.95, 0.99, 0.999],
         "lr": [1e-2, 3e-2, 1e-1],

@@ -1,0 +1,51 @@
+"""`memory_width.py`'s boundary at the paper's head width: D = 576 (2 layers), V = 4,096, b2 0.95.
+
+The law of `spamlang.law` is fitted at D = 16-64, where the boundary's constant c grows with the
+width; extrapolated to D = 576, it forecasts that a 20-step memory (b2 = 0.95) holds a symbol
+away for 128 steps (learned) and only partly one away for 512 (`--dry-run` prints its numbers).
+At D = 16 both cells fail (`memory_width.py`). These cells test that extrapolation in D before
+any accelerator runs: if R = 128 fails, the law's width term is wrong.
+
+The block is `paper_width.py`'s (smollm2-106m's shape, 2 of its 30 layers); V = 4,096 untied
+(V / D = 7.1), 16 updates per symbol, return time 128 (B = 32, 2,048 steps) and 512 (B = 8,
+8,192 steps); AdamW b1 0.9, b2 0.95, weight decay 0.1, 5% warmup then cosine to 0.1x, clipping
+at 1.0; 2 seeds; peak LRs 1e-3, 3e-3, 1e-2 with up to 2 more beyond an end where a cell's best
+sits; L = 2; exact evaluation. What else moves along R: the batch, the steps, and the gradient
+noise per step. `paper_width_cpu.py` holds the R = 32 cell.
+
+Run: python sweeps/memory_width_576.py [--out DIR] [--shard i/n] [--dry-run]
+"""
+
+import spamlang.sweep
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+
+VOCAB = 4096
+UPDATES = 16  # B x steps / V in every cell
+SEQ_LEN = 2
+
+SWEEP = Sweep(
+    name="memory_width_576",
+    base=TrainConfig(
+        preset="smollm2-106m",
+        model_overrides={"n_layers": 2},
+        language="spam",
+        vocab_size=VOCAB,
+        seq_len=SEQ_LEN,
+        batch_size=32,  # each cell sets its own
+        tokens=UPDATES * VOCAB * SEQ_LEN,
+        tie_embeddings=False,
+        b2=0.95,
+        log_every=32,
+        checkpoint_every=1024,
+    ),
+    axes={
+        "batch_size": [32, 8],
+        "lr": [1e-3, 3e-3, 1e-2],
+        "seed": [0, 1],
+    },
+    bracket_lr=2,
+)
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))

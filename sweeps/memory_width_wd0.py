@@ -1,0 +1,37 @@
+"""`memory_width.py` without weight decay: the same cells (D = 16, 32, 64 x return time 32, 128,
+512 x b2 0.95, 0.99, 0.999 x tying, 16 updates per symbol, V = 4,096) at weight decay 0.
+
+Decay is the one setting the earlier sweeps found to move the boundary at fixed memory
+(`clipping.py`: V = 1,024, tied, b2 0.95 ends at 0.47 with decay 0.1 and 0.0073 without). This
+file crosses it with the width and the return time, so the law's decay term is fitted on more
+than one width. What else moves: nothing; every other setting is `memory_width.py`'s.
+
+Run it as two shards (`--shard 0/2`, then `--shard 1/2`) to keep each under 20 minutes.
+
+Run: python sweeps/memory_width_wd0.py [--out DIR] [--shard i/n] [--dry-run]
+"""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import spamlang.sweep
+
+# The grid's file sits next to this one; `spamlang sweep` loads this file by path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory_width import SWEEP as WITH_DECAY  # noqa: E402
+
+axes = dict(WITH_DECAY.axes)
+SWEEP = dataclasses.replace(
+    WITH_DECAY,
+    name="memory_width_wd0",
+    axes={
+        "preset,batch_size,tokens": axes.pop("preset,batch_size,tokens"),
+        "tie_embeddings": axes.pop("tie_embeddings"),
+        "weight_decay": [0.0],
+        **axes,
+    },
+)
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))
