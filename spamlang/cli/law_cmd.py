@@ -37,7 +37,7 @@ def _fit(args: argparse.Namespace) -> int:
     from spamlang.law import fit
 
     if args.output:  # a bad output path fails before the fit, not after
-        from spamlang.fileio import check_output_file
+        from spamlang.rundir.atomic import check_output_file
 
         check_output_file(args.output)
     frames = _frames(args.dirs)
@@ -50,7 +50,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from spamlang.law import load
-    from spamlang.law.show import cell_lines
+    from spamlang.law.law import cell_lines
     from spamlang.sweep.command import load_sweep_file
 
     law = load(args.law)
@@ -82,48 +82,26 @@ def _cells(sweep) -> dict[str, object]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from spamlang.law import leave_one_out, summary
+    from spamlang.law.fitting import TABLE_COLUMNS, plot_validation
 
     if args.output:
         from spamlang.plots.canvas import check_figure_path
 
         check_figure_path(args.output)
     table = leave_one_out(_frames(args.dirs))
-    shown = table[
-        [
-            "sweep",
-            "vocab_size",
-            "batch_size",
-            "steps",
-            "d_model",
-            "tie_embeddings",
-            "weight_decay",
-            "M",
-            "measured",
-            "predicted",
-            "error",
-            "class_measured",
-            "class_predicted",
-            "extrapolation",
-        ]
-    ]
-    with _wide():
+    settings = ["vocab_size", "batch_size", "steps", "d_model", "tie_embeddings", "weight_decay"]
+    shown = table[["sweep", *settings, "M", *TABLE_COLUMNS[1:]]]
+    wide = ("display.width", 250, "display.max_colwidth", 80, "display.max_rows", None)
+    with pd.option_context(*wide):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print()
         print(summary(table).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if args.output:
-        from spamlang.law.figure import plot_validation
-
         print(f"wrote {plot_validation(table, args.output)}")
     return 0
-
-
-def _wide():
-    import pandas as pd
-
-    return pd.option_context(
-        "display.width", 250, "display.max_colwidth", 80, "display.max_rows", None
-    )
 
 
 def register(subparsers) -> None:

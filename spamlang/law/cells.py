@@ -3,25 +3,27 @@
 A cell is every setting but the LR and the seed. Its loss is the best LR's seed mean: the mean
 over seeds of final_eval_loss at each LR, then the least of those means (a seed that diverged
 makes its LR's mean missing, so a diverged LR never wins). A run's settings are the columns of
-results.csv before its first outcome (`spamlang.schema.RESULT_COLUMNS`), as `spamlang.results`
-reads them, so a sweep's extra axes split cells too.
+results.csv before its first outcome (`spamlang.rundir.schema.RESULT_COLUMNS`), as
+`spamlang.results` reads them, so a sweep's extra axes split cells too.
 
 Columns that older sweeps lack (weight_decay, b2, optimizer, sampling: results.csv lists them
 only when they are axes) take the TrainConfig default, except Adam's memory, which every
-result reports (adam_memory_steps); `spamlang.law.frames.fill_from_configs` reads them from
-the runs' config.json first where a sweep directory is at hand.
+result reports (adam_memory_steps); `fill_from_configs` reads them from the runs' config.json
+first where a sweep directory is at hand.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.schema import RESULT_COLUMNS
+from spamlang.rundir.schema import CONFIG, RESULT_COLUMNS
 
 # What the law is a law of: SpamLang (one symbol repeated, position-invariant) trained by an
 # Adam-family optimizer (the formula's memory is Adam's second moment) with the softmax head
@@ -39,8 +41,6 @@ DEFAULTED = ("tie_embeddings", "weight_decay", "b2", "language", "optimizer", "h
 # The memory columns of results.csv, most direct first: the capped memory (newer sweeps), then
 # 1 / (1 - b2) as every result reports it.
 MEMORY_COLUMNS = ("adam_memory_steps_effective", "adam_memory_steps")
-# Columns a cell adds to its settings: the formula's R, M, n, then the outcome and its origin.
-CELL_COLUMNS = ("R", "M", "n", "loss", "best_lr", "seeds")
 
 
 def defaults() -> dict[str, Any]:
@@ -112,7 +112,7 @@ def _steps(b2: float) -> float:
 
 def cells(frame) -> Any:
     """The cells of one sweep's runs (module docstring): a DataFrame of each cell's settings,
-    the law's inputs filled in, and CELL_COLUMNS. Runs outside SCOPE are left out with a
+    the law's inputs filled in, R, M, n, loss, best_lr and seeds. Runs outside SCOPE are left out with a
     warning; UserError for an empty frame, a missing column, or no run in scope."""
     import pandas as pd
 
@@ -178,3 +178,32 @@ def _cell(settings: dict, by_lr: dict[float, list[float]]) -> dict | None:
         return None
     best = min(means, key=means.get)
     return {**settings, "loss": means[best], "best_lr": best, "seeds": len(by_lr[best])}
+
+
+def fill_from_configs(frame, sweep_dir: str | Path):
+    """`frame` (results.csv of `sweep_dir`, or of the single run `sweep_dir`) with the
+    DEFAULTED columns it lacks, or lacks in some rows, taken from each run's config.json:
+    results.csv lists weight_decay, b2, optimizer and sampling only when they are axes, and a
+    sweep that fixed b2 = 0.999 in its base would otherwise be fitted at the default. A run
+    whose config.json cannot be read keeps the cell empty (the default, later)."""
+    root = Path(sweep_dir)
+    frame = frame.copy()
+    wanted = [c for c in DEFAULTED if c not in frame.columns or frame[c].map(missing).any()]
+    if not wanted or "run_id" not in frame.columns:
+        return frame
+    configs = [_config(root, run_id) for run_id in frame["run_id"]]
+    for column in wanted:
+        old = list(frame[column]) if column in frame.columns else [None] * len(frame)
+        frame[column] = [c.get(column) if missing(v) else v for v, c in zip(old, configs)]
+    return frame
+
+
+def _config(root: Path, run_id) -> dict:
+    for path in (root / str(run_id) / CONFIG, root / CONFIG):  # a sweep's run, or the run
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}

@@ -1,4 +1,5 @@
-"""`fit`: the formula's constants by least squares on log(L + 0.01) over a sweep's cells.
+"""`fit`: the formula's constants by least squares on log(L + 0.01) over a sweep's cells; and
+how well the law carries over: each sweep predicted by a law fitted on the others.
 
 A constant whose term does not vary over the cells (every cell untied, one width, one sign of
 weight decay) cannot be told from the others: it is held at 0 and reported as not fitted, and
@@ -11,14 +12,17 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from spamlang.errors import UserError
 from spamlang.law import formula
+from spamlang.law.cells import _plain
 from spamlang.law.cells import cells as to_cells
+from spamlang.law.formula import LOG_OFFSET
 from spamlang.law.law import COVERED, Law
 
 # Starting points of c0 (log c): the sketch's c is 2.5-12, and a start far on the wrong side
@@ -64,16 +68,7 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
     """The law of cells as `spamlang.law.cells.cells` makes them."""
     from scipy.optimize import least_squares
 
-    x = formula.features(
-        table["vocab_size"],
-        table["batch_size"],
-        table["steps"],
-        table["M"],
-        table["d_model"],
-        table["tie_embeddings"],
-        table["weight_decay"] > 0,
-        table["sampling"] == "permuted",
-    )
+    x = formula.features_of(table)
     target = formula.log_loss(table["loss"])
     free = [
         n
@@ -140,5 +135,149 @@ def _covered(table) -> dict[str, list[Any]]:
     return {c: sorted({_plain(v) for v in values[c]}, key=str) for c in COVERED}
 
 
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
+# ----- validation: `classify` sorts a loss as the README reads its tables: learned below a
+# tenth of chance (log V), failed above half of it, partial between.
+LEARNED_BELOW = 0.1  # x log V: a loss under this is a learned cell
+FAILED_ABOVE = 0.5  # x log V: a loss over this is a failed cell
+# The columns leave_one_out adds after a cell's settings.
+TABLE_COLUMNS = (
+    "sweep",
+    "measured",
+    "predicted",
+    "error",
+    "class_measured",
+    "class_predicted",
+    "extrapolation",
+)
+
+
+def classify(loss: float, V: int) -> str:
+    """learned (< 0.1 log V), partial, or failed (> 0.5 log V)."""
+    chance = math.log(V)
+    if loss < LEARNED_BELOW * chance:
+        return "learned"
+    return "failed" if loss > FAILED_ABOVE * chance else "partial"
+
+
+# What the formula sees of a cell: two cells equal in these are the same cell to the law.
+_INPUTS = ("vocab_size", "batch_size", "steps", "M", "d_model", "tie_embeddings", "sampling")
+
+
+def _key(cell) -> tuple:
+    return (*(cell[k] for k in _INPUTS), cell["weight_decay"] > 0)
+
+
+def leave_one_out(frames: Mapping[str, object]):
+    """For each sweep (name -> its results.csv DataFrame), the law fitted on the other sweeps'
+    cells predicting this one's: a DataFrame of one row per cell, its settings then
+    R, M, n, TABLE_COLUMNS (error: predicted minus measured in log(L + 0.01); extrapolation: the
+    reasons the cell is outside the law's range, joined by '; ', '' inside).
+
+    Sweeps share cells (the default V = 4,096, B = 32 cell is in five of them), so the fit for
+    a sweep also leaves out every other sweep's cell that is the same cell to the law
+    (`_INPUTS`): each prediction is of a cell the fit never saw."""
+    import pandas as pd
+
+    if len(frames) < 2:
+        raise UserError(f"leave-one-sweep-out needs at least 2 sweeps, got {len(frames)}")
+    by_sweep, refused = {}, []
+    for name, frame in frames.items():
+        try:
+            by_sweep[name] = to_cells(frame)
+        except UserError:  # a sweep with no cell in the law's scope (SGD runs): left out
+            refused.append(name)
+    if refused:
+        warnings.warn(f"left out, no cell the law covers: {', '.join(refused)}", stacklevel=2)
+    if len(by_sweep) < 2:
+        raise UserError(
+            f"leave-one-sweep-out needs at least 2 sweeps with cells the law covers, "
+            f"got {len(by_sweep)}"
+        )
+    rows = []
+    for name, mine in by_sweep.items():
+        held = {_key(c) for c in mine.to_dict("records")}
+        others = [
+            c[[_key(r) not in held for r in c.to_dict("records")]]
+            for n, c in by_sweep.items()
+            if n != name
+        ]
+        law = fit_cells(
+            pd.concat(others, ignore_index=True), sources=[n for n in by_sweep if n != name]
+        )
+        for cell in mine.to_dict("records"):
+            p = law.predict_row(cell)
+            measured = cell["loss"]
+            settings = {k: v for k, v in cell.items() if k not in ("loss", "best_lr", "seeds")}
+            rows.append(
+                {
+                    **settings,
+                    "sweep": name,
+                    "measured": measured,
+                    "predicted": p.loss,
+                    "error": float(formula.log_loss(p.loss) - formula.log_loss(measured)),
+                    "class_measured": classify(measured, cell["vocab_size"]),
+                    "class_predicted": classify(p.loss, cell["vocab_size"]),
+                    "extrapolation": "; ".join(p.extrapolation),
+                }
+            )
+    table = pd.DataFrame.from_records(rows)
+    front = [c for c in table.columns if c not in TABLE_COLUMNS]
+    return table[[*front, *TABLE_COLUMNS]]
+
+
+def summary(table):
+    """Per sweep of a `leave_one_out` table: cells, RMS error in log(L + 0.01), the fraction
+    whose class the law predicted, and how many it predicted by extrapolation."""
+    import pandas as pd
+
+    rows = [
+        {
+            "sweep": name,
+            "cells": len(part),
+            "rms": float((part["error"] ** 2).mean() ** 0.5),
+            "classified": float((part["class_measured"] == part["class_predicted"]).mean()),
+            "extrapolated": int((part["extrapolation"] != "").sum()),
+        }
+        for name, part in table.groupby("sweep", sort=False)
+    ]
+    return pd.DataFrame.from_records(rows)
+
+
+def plot_validation(table, out_file: str | Path) -> Path:
+    """Scatter a `spamlang.law.leave_one_out` table (log axes, L + 0.01 so that a loss of 0
+    has a place; hollow markers: predicted by extrapolation) with the diagonal; write it."""
+    from matplotlib.figure import Figure
+
+    from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, save_figure
+
+    check_figure_path(out_file)
+    fig = Figure(figsize=(PAPER_WIDTH_IN * 0.6, PAPER_WIDTH_IN * 0.6))
+    ax = fig.add_subplot()
+    names = list(dict.fromkeys(table["sweep"]))
+    for i, name in enumerate(names):
+        part = table[table["sweep"] == name]
+        colour = line_colour(i, len(names))
+        inside = (part["extrapolation"] == "").to_numpy()
+        labelled = False
+        for mask, face in ((inside, colour), (~inside, "none")):
+            if mask.any():  # the legend names a sweep once, by the markers it has
+                ax.scatter(
+                    part["measured"][mask] + LOG_OFFSET,
+                    part["predicted"][mask] + LOG_OFFSET,
+                    s=18,
+                    facecolors=face,
+                    edgecolors=colour,
+                    label=None if labelled else name,
+                )
+                labelled = True
+    ends = table[["measured", "predicted"]].to_numpy() + LOG_OFFSET
+    ax.plot([ends.min(), ends.max()], [ends.min(), ends.max()], color="0.5", lw=0.8, zorder=0)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel=f"measured best-LR loss + {LOG_OFFSET:g}",
+        ylabel=f"predicted (fitted on the other sweeps) + {LOG_OFFSET:g}",
+    )
+    ax.legend(fontsize=7, title="sweep (hollow: extrapolated)", title_fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, out_file)

@@ -20,7 +20,7 @@ sketch's known misses are multiplicative: c ~ 2.5 untied and ~4.2 tied, ~7 and ~
 and 64, and it moves with weight decay. l(n) gets a tied term too, because at equal n the
 tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999).
 
-Numpy only: this module is the math, shared by the fit, the prediction and the tests.
+Numpy only: the math, shared by the fit, the prediction and the tests.
 """
 
 from __future__ import annotations
@@ -62,6 +62,20 @@ def features(V, B, steps, memory, D, tied, decayed, permuted=False) -> dict[str,
         "decayed": np.asarray(decayed, dtype=float),
         "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape),
     }
+
+
+def features_of(x) -> dict[str, np.ndarray]:
+    """`features` of a mapping or table of the law's inputs (`cells.row_inputs`' names)."""
+    return features(
+        x["vocab_size"],
+        x["batch_size"],
+        x["steps"],
+        x["M"],
+        x["d_model"],
+        x["tie_embeddings"],
+        x["weight_decay"] > 0,
+        x["sampling"] == "permuted",
+    )
 
 
 def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""`Law`: fitted constants with their standard errors and the range they were fitted on, and
-the predictions it makes, each flagged when it leaves that range; saved and loaded as JSON."""
+"""`Law`: fitted constants, their standard errors and the range they were fitted on; its
+predictions, each flagged when it leaves that range, as text; saved and loaded as JSON."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.law import formula
-from spamlang.law.cells import row_inputs
+from spamlang.law.cells import DEFAULTED, row_inputs
 
 # Bumped when the file's meaning changes; a file of another format is refused, not misread.
 FORMAT = 1
@@ -53,42 +53,17 @@ class Law:
     covered: dict[str, list]  # COVERED -> the values seen in the fit
     sources: list[str] = dataclasses.field(default_factory=list)  # what it was fitted on
 
-    # ----- predictions --------------------------------------------------------------------
     def predict_row(self, row: Mapping[str, Any]) -> Prediction:
         """The prediction for a results.csv row or any mapping of its columns (vocab_size,
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
-        feats = formula.features(
-            x["vocab_size"],
-            x["batch_size"],
-            x["steps"],
-            x["M"],
-            x["d_model"],
-            x["tie_embeddings"],
-            x["weight_decay"] > 0,
-            x["sampling"] == "permuted",
-        )
-        loss = float(formula.loss(self.constants, feats))
+        loss = float(formula.loss(self.constants, formula.features_of(x)))
         return Prediction(loss, self.outside(x), x["R"], x["M"], x["n"])
 
     def predict(self, config) -> Prediction:
-        """The prediction for a `spamlang.train.config.TrainConfig` (its lr and seed do not
-        matter: the law predicts the best LR's seed mean). Builds the model config for D."""
-        row = {
-            f: getattr(config, f)
-            for f in (
-                "vocab_size",
-                "batch_size",
-                "steps",
-                "tie_embeddings",
-                "weight_decay",
-                "b2",
-                "language",
-                "optimizer",
-                "head",
-                "sampling",
-            )
-        }
+        """The prediction for a `TrainConfig` (its lr and seed do not matter: the law predicts
+        the best LR's seed mean)."""
+        row = {f: getattr(config, f) for f in ("vocab_size", "batch_size", "steps", *DEFAULTED)}
         return self.predict_row({**row, "d_model": config.model_config().d_model})
 
     def outside(self, x: Mapping[str, Any]) -> tuple[str, ...]:
@@ -114,13 +89,12 @@ class Law:
                 reasons.append(f"{name} {named[name]:.5g} outside the fitted {lo:.5g}-{hi:.5g}")
         return tuple(reasons)
 
-    # ----- files --------------------------------------------------------------------------
     def to_json(self) -> dict:
         return {"format": FORMAT, **dataclasses.asdict(self)}
 
     def save(self, path: str | Path) -> Path:
         """Write the law as JSON (atomically) to `path`, in an existing folder."""
-        from spamlang.fileio import atomic_write_text, check_output_file
+        from spamlang.rundir.atomic import atomic_write_text, check_output_file
 
         path = check_output_file(path)
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
@@ -143,7 +117,6 @@ class Law:
             )
         return cls(**{n: data[n] for n in names})
 
-    # ----- text ---------------------------------------------------------------------------
     def __str__(self) -> str:
         lines = [
             formula.FORMULA,
@@ -196,13 +169,13 @@ def load(path: str | Path | None = None) -> Law:
     """The law saved at `path`; without one, the law the package ships. UserError when the
     file is absent or unreadable, or when the package ships none yet."""
     source = shipped_path() if path is None else Path(path)
-    if path is None and not source.is_file():
+    if not source.is_file():
         raise UserError(
-            "spamlang ships no fitted law yet: fit one with `spamlang law fit "
+            f"no such law file: {path}"
+            if path is not None
+            else "spamlang ships no fitted law yet: fit one with `spamlang law fit "
             "SWEEP_DIR... -o law.json` and pass it with --law law.json"
         )
-    if path is not None and not source.is_file():
-        raise UserError(f"no such law file: {path}")
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
@@ -215,3 +188,48 @@ def load(path: str | Path | None = None) -> Law:
 def shipped() -> Law | None:
     """The package's own law, or None while it ships none (a dry run then shows nothing)."""
     return load() if shipped_path().is_file() else None
+
+
+def text(p: Prediction) -> str:
+    """`0.0512`, or `0.0512 extrapolation: reason; reason` when the law is outside its range."""
+    return f"{p.loss:.3g}" + (
+        f" extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
+    )
+
+
+def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
+    """{run id: the shipped law's prediction for its cell, as `text`} for a dry run's points;
+    {} while the package ships no law, so that the dry run shows nothing of it. A point the
+    law cannot read (not a TrainConfig) gets "?"."""
+    law = shipped()
+    if law is None:
+        return {}
+    notes, by_cell = {}, {}
+    for run_id, config in points:
+        try:  # one prediction per cell: its runs differ only in lr and seed
+            data = config.to_json()
+            key = json.dumps(
+                {k: v for k, v in data.items() if k not in ("lr", "seed")},
+                sort_keys=True,
+                default=str,
+            )
+            if key not in by_cell:
+                by_cell[key] = text(law.predict(config))
+            notes[run_id] = by_cell[key]
+        except (AttributeError, TypeError, UserError):
+            notes[run_id] = "?"
+    return notes
+
+
+def cell_lines(law, cells: dict[str, Any]) -> list[str]:
+    """One aligned line per cell ({label: a TrainConfig of it}): its label, the predicted
+    loss, R, M, n, and the extrapolation mark where the law is outside its range."""
+    rows = [(label, law.predict(config)) for label, config in cells.items()]
+    width = max(len("cell"), *(len(label) for label, _ in rows))
+    lines = [f"{'cell':<{width}}  {'loss':>8}  {'R':>8}  {'M':>8}  {'n':>8}"]
+    for label, p in rows:
+        mark = f"  extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
+        lines.append(
+            f"{label:<{width}}  {p.loss:>8.3g}  {p.R:>8.4g}  {p.M:>8.4g}  {p.n:>8.3g}{mark}"
+        )
+    return lines

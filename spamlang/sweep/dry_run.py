@@ -23,7 +23,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.rundir.reading import read_json, read_object
-from spamlang.schema import CONFIG, RESULT, SWEEP_FILE
+from spamlang.rundir.schema import CONFIG, RESULT, SWEEP_FILE
 from spamlang.sweep.groups import empty_shard_note, shard_groups
 from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep
@@ -226,7 +226,7 @@ def dry_run(
     width = max((len(run_id) for run_id, _ in points), default=6)
     wide = max((len(s) for s in status.values()), default=7)
     # The shipped law's prediction of each point's cell ({} while the package ships none).
-    from spamlang.law.show import dry_run_notes
+    from spamlang.law.law import dry_run_notes
 
     law = dry_run_notes(points)
     print(
