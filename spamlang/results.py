@@ -31,7 +31,14 @@ from spamlang.errors import UserError, describe
 from spamlang.fields import is_int, is_number
 from spamlang.plots.runs import check_dir, flatten_config, parse_cell
 from spamlang.rundir.reading import is_run, read_json, read_lines, run_dirs
-from spamlang.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE, SETTING_COLUMNS
+from spamlang.rundir.schema import (
+    CONFIG,
+    METRICS,
+    RESULT,
+    RESULT_COLUMNS,
+    RESULTS_FILE,
+    SETTING_COLUMNS,
+)
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")

@@ -4,7 +4,7 @@ A token file is little-endian, row-major [N, L], uint16 when V <= 65536 else uin
 header (so any framework reads it with a plain memory map); its sidecar `<file>.json` names the
 format (`FORMAT`), language, seed, shape and byte count. The sidecar is how an export knows its
 own files: the pair is published by renames that never leave it without a sidecar of ours
-(`spamlang.publish`), the first of them a sidecar marked "publishing". So:
+(`spamlang.rundir.atomic`), the first of them a sidecar marked "publishing". So:
 - a sidecar of ours that is final and matches the token file's size: a complete export, which
   a new export replaces only with force;
 - a sidecar of ours marked "publishing", without its token file, or whose size disagrees: an
@@ -35,14 +35,14 @@ from pathlib import Path
 import numpy as np
 
 from spamlang.errors import UserError
-from spamlang.fileio import read_json
-from spamlang.publish import (
+from spamlang.rundir.atomic import (
     clean_stale_temps,
     open_temp,
-    publish_pair,
+    publish,
     signals_raise,
     staged,
 )
+from spamlang.rundir.reading import read_json
 
 FORMAT = "spamlang-tokens-v1"  # the sidecar's "format" field
 _SIDECAR_SLACK = 64 * 1024  # room the sidecar and directory entries need beside the data
@@ -251,8 +251,8 @@ def write_tokens(
     Refuses (NeedsForce) to replace a complete export, or any file it did not write, unless
     `force`; an export of its own cut short is replaced. Refuses a .npy or .npz name (the file
     is not NumPy's format). `progress` (None: only for >= 16M tokens) shows a tqdm bar on
-    stderr. Whatever stops it (an error, a full disk, Ctrl-C, SIGTERM: `publish.Terminated`)
-    removes its temporaries and leaves the old pair as it was.
+    stderr. Whatever stops it (an error, a full disk, Ctrl-C, SIGTERM:
+    `spamlang.rundir.atomic.Terminated`) removes its temporaries and leaves the old pair as it was.
     """
     from tqdm import tqdm
 
@@ -296,7 +296,7 @@ def write_tokens(
             _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
         _write(side_tmp, side, [_json_bytes(meta)])
         _write(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
-        publish_pair(data_tmp, path, side_tmp, side, publishing_tmp)
+        publish((publishing_tmp, side), (data_tmp, path), (side_tmp, side))
     return meta
 
 

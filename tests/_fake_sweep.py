@@ -4,7 +4,7 @@ one (results tables, damage reports, read-only storage) without training anythin
 import json
 from pathlib import Path
 
-from spamlang.schema import RESULT_COLUMNS
+from spamlang.rundir.schema import RESULT_COLUMNS
 from spamlang.sweep.sweep_file import check_sweep_file
 
 

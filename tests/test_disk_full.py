@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from spamlang import fileio, rundir
+from spamlang import rundir
 from spamlang.cli import main
 from spamlang.errors import UserError, no_space
+from spamlang.rundir import atomic
 
 TRAIN = [
     "train",
@@ -53,9 +54,9 @@ def test_no_space_names_the_file_and_the_free_space(tmp_path):
 
 
 def test_atomic_write_on_a_full_disk_names_the_file_and_leaves_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(fileio.os, "fsync", _full)
+    monkeypatch.setattr(atomic.os, "fsync", _full)
     with pytest.raises(UserError, match=r"no space left on device writing .*result\.json"):
-        fileio.atomic_write_json(tmp_path / "result.json", {"a": 1})
+        atomic.atomic_write_json(tmp_path / "result.json", {"a": 1})
     assert list(tmp_path.iterdir()) == []
 
 

@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from spamlang import data, languages, publish, token_files
+from spamlang import data, languages, token_files
 from spamlang.cli import main
 from spamlang.errors import UserError
+from spamlang.rundir import atomic
 
 L = 8
 LANG = languages.make("spam", vocab_size=8)
@@ -114,7 +115,7 @@ def test_half_published_pair_is_incomplete_and_replaced_without_force(
         calls.append(dst)
         real_replace(src, dst)
 
-    monkeypatch.setattr(publish.os, "replace", crash_after)
+    monkeypatch.setattr(atomic.os, "replace", crash_after)
     with pytest.raises(OSError):
         data.export_tokens(LANG, 1, L, 6, path, force=True)
     monkeypatch.undo()
@@ -152,8 +153,8 @@ def test_what_counts_as_incomplete(capsys, tmp_path):
 def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    path, host = tmp_path / "y.bin", publish._host()
-    assert publish.temp_path(path) == tmp_path / f".y.bin.tmp-{host}-{os.getpid()}"
+    path, host = tmp_path / "y.bin", atomic._host()
+    assert atomic.temp_path(path) == tmp_path / f".y.bin.tmp-{host}-{os.getpid()}"
     stale = tmp_path / f".y.bin.tmp-{host}-{dead.pid}"
     stale_side = tmp_path / f".y.bin.json.tmp-{host}-{dead.pid}"
     alive = tmp_path / f".y.bin.tmp-{host}-1"  # pid 1 is always alive
@@ -231,7 +232,7 @@ def test_sigterm_handler_is_scoped(tmp_path):
         pytest.skip("the test runner handles SIGTERM itself")
     data.export_tokens(LANG, 0, L, 4, tmp_path / "y.bin")
     assert signal.getsignal(signal.SIGTERM) is before
-    with publish.signals_raise(), pytest.raises(publish.Terminated) as e:
+    with atomic.signals_raise(), pytest.raises(atomic.Terminated) as e:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     assert e.value.code == 143

@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from spamlang.plots.sweep import heatmap_figure  # noqa: E402
-from spamlang.schema import RESULT_COLUMNS, SETTING_COLUMNS  # noqa: E402
+from spamlang.rundir.schema import RESULT_COLUMNS, SETTING_COLUMNS  # noqa: E402
 
 VOCABS = (64, 256, 1024, 4096, 16384, 65536, 131072)
 

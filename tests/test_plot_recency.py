@@ -10,7 +10,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.plots.recency import recency_figure
-from spamlang.schema import SYMBOLS
+from spamlang.rundir.schema import SYMBOLS
 
 STEPS = 50
 VOCAB = 16

@@ -11,7 +11,7 @@ import pytest
 from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
 import spamlang.sweep as sweep_mod
-from spamlang.schema import RESULT_COLUMNS
+from spamlang.rundir.schema import RESULT_COLUMNS
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 

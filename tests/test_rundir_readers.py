@@ -1,6 +1,6 @@
 """One reader of run directories: outside spamlang/rundir/, no module that names a run file
 (config.json, metrics.jsonl, result.json, track.jsonl, diagnostics.json, by its constant in
-spamlang.schema or its literal name) parses JSON itself (`json.load`, `json.loads`, a
+spamlang.rundir.schema or its literal name) parses JSON itself (`json.load`, `json.loads`, a
 `read_json` of its own); it reads through `spamlang.rundir.reading`. Read from the source with
 `ast`, like tests/test_layers.py."""
 
@@ -31,7 +31,7 @@ ALLOWED = {
 
 def _offending_lines(tree: ast.AST) -> list[int]:
     """Lines of the calls that parse JSON (json.load(s), a read_json not imported from
-    spamlang.rundir) in functions that name a run file (its spamlang.schema constant or its
+    spamlang.rundir) in functions that name a run file (its spamlang.rundir.schema constant or its
     file name)."""
     from_rundir = {
         alias.asname or alias.name

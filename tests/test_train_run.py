@@ -14,9 +14,9 @@ import pytest
 from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
 from spamlang.rundir.lock import hold_run_dirs
-from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
-from spamlang.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
-from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
+from spamlang.rundir.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
+from spamlang.rundir.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
+from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train import Interrupted, TrainConfig, load_run, run_group, run_training
 
 TIMING = ("tokens_per_s", "mfu", "wall_seconds")

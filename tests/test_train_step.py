@@ -14,8 +14,8 @@ from spamlang import optim
 from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
 from spamlang.model.kernels import micro_batches
-from spamlang.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
-from spamlang.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
+from spamlang.rundir.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
+from spamlang.rundir.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.train.config import TrainConfig, parse_count
 from spamlang.train.step import Program, program
 

@@ -136,7 +136,7 @@ def preview_handler(args) -> int:
 def export_handler(args) -> int:
     """Export; Ctrl-C exits 130 and SIGTERM 143, each with one line and no partial file."""
     from spamlang.data import export_tokens
-    from spamlang.publish import Terminated
+    from spamlang.rundir.atomic import Terminated
     from spamlang.token_files import NeedsForce
 
     try:

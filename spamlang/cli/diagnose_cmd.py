@@ -12,7 +12,7 @@ from pathlib import Path
 from spamlang.errors import UserError
 from spamlang.fields import is_number
 from spamlang.rundir.reading import read_json
-from spamlang.schema import DIAGNOSTICS, RESULT
+from spamlang.rundir.schema import DIAGNOSTICS, RESULT
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
 _DIAG_STREAM = 0xD1A6
@@ -121,7 +121,7 @@ def diagnose_run(
     import jax
 
     from spamlang.diagnostics import diagnose_model
-    from spamlang.fileio import atomic_write_json
+    from spamlang.rundir.atomic import atomic_write_json
     from spamlang.train import load_run
 
     check_writable(out_dir)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from spamlang.cli.diagnose_cmd import add_measure_flags, check_measure_flags
 from spamlang.errors import UserError
-from spamlang.schema import DIAGNOSTICS
+from spamlang.rundir.schema import DIAGNOSTICS
 
 _MEMORY_HELP = """\
 memory: about 0.5 GiB for torch and JAX themselves, plus the larger of two stages (never
@@ -54,7 +54,7 @@ def _check_args(args: argparse.Namespace) -> None:
 def handler(args: argparse.Namespace) -> int:
     _check_args(args)
     from spamlang.diagnose_lm import require
-    from spamlang.fileio import atomic_write_json
+    from spamlang.rundir.atomic import atomic_write_json
 
     require()
     from spamlang.diagnose_lm.diagnose import diagnose_lm

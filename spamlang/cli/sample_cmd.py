@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_text, check_output_file
+from spamlang.rundir.atomic import atomic_write_text, check_output_file
 
 
 def _check_outputs(args: argparse.Namespace) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spamlang.schema import HELDOUT_COLUMNS
+from spamlang.rundir.schema import HELDOUT_COLUMNS
 
 SCORE_LEN = 2  # `s s`: one predicted position, the same loss as at every position of any L
 

@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P
 from spamlang.coverage.exposure import seen_rows
 from spamlang.loss import token_stats
 from spamlang.model import generate
-from spamlang.schema import HELDOUT_COLUMNS
+from spamlang.rundir.schema import HELDOUT_COLUMNS
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:

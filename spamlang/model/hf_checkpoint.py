@@ -254,7 +254,7 @@ def check_unstarted_weights(configs, out_dirs) -> None:
     weights cannot read them (its config may come from a config.json that already records
     the architecture, so validating the config did not need the checkpoint). A run that has
     started restores its own weights and needs none."""
-    from spamlang.schema import CHECKPOINTS, RESULT
+    from spamlang.rundir.schema import CHECKPOINTS, RESULT
 
     checked = set()
     for config, d in zip(configs, out_dirs):

@@ -23,7 +23,7 @@ from spamlang.errors import UserError, first_line
 from spamlang.fields import finite
 from spamlang.plots.runs import check_dir, read_metrics, scan_runs
 from spamlang.rundir.reading import read_json, read_object
-from spamlang.schema import CONFIG, DIAGNOSTICS
+from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
 
 LM_SOURCE = "diagnose-lm"
 # transformers' config.model_type -> the family's name in the legend. Qwen2 and Qwen3 are one

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_bytes, check_output_file
+from spamlang.rundir.atomic import atomic_write_bytes, check_output_file
 
 FIGURE_SUFFIXES = (".png", ".pdf")
 CMAP = "viridis"  # perceptually uniform and colour-blind safe

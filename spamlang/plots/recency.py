@@ -50,7 +50,7 @@ from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid
 from spamlang.plots.runs import Run, check_column, finished_runs, select, varying_settings
 from spamlang.rundir import read_symbols
-from spamlang.schema import SYMBOLS
+from spamlang.rundir.schema import SYMBOLS
 
 METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
 # What tells the panels of this figure apart, always named in each title.

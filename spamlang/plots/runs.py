@@ -32,7 +32,7 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fields import finite, format_count, format_lr, is_int, is_number, parse_int
 from spamlang.rundir.reading import iter_metrics, read_run, run_dirs
-from spamlang.schema import RESULT_COLUMNS, RESULTS_FILE
+from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
 
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
 _FLATTENED = {"language_params": "param.", "model_overrides": "model."}

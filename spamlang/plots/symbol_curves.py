@@ -35,7 +35,7 @@ from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.panels import panel_grid
 from spamlang.plots.runs import check_column, finished_runs, select, varying_settings
 from spamlang.rundir.reading import read_object
-from spamlang.schema import RESULT
+from spamlang.rundir.schema import RESULT
 
 COLOR = "vocab_size"
 METRIC = "final_eval_loss"  # what the best LR is chosen by

@@ -26,7 +26,7 @@ from spamlang.fields import finite
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.rundir.reading import read_lines, read_object
-from spamlang.schema import CONFIG
+from spamlang.rundir.schema import CONFIG
 
 TRACK_FILE = "track.jsonl"  # spamlang.rundir.TRACK, not imported (see Track.sums)
 TABLES = ("embed", "head")

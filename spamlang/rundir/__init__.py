@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, no_space
-from spamlang.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
+from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from spamlang.rundir.reading import (  # noqa: F401
     Lines,
     RunFiles,
@@ -41,7 +41,15 @@ from spamlang.rundir.reading import (  # noqa: F401
     read_run,
     run_dirs,
 )
-from spamlang.schema import CHECKPOINTS, CONFIG, METRICS, RESULT, SYMBOL_ARRAYS, SYMBOLS, TRACK  # noqa: F401
+from spamlang.rundir.schema import (  # noqa: F401
+    CHECKPOINTS,
+    CONFIG,
+    METRICS,
+    RESULT,
+    SYMBOL_ARRAYS,
+    SYMBOLS,
+    TRACK,
+)
 
 
 def json_safe(value: Any) -> Any:

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spamlang.schema import CONFIG, METRICS, RESULT
+from spamlang.rundir.schema import CONFIG, METRICS, RESULT
 
 
 def read_json(path: str | Path) -> Any:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.rundir.reading import read_object
-from spamlang.schema import RESULT
+from spamlang.rundir.schema import RESULT
 from spamlang.sweep.best_lr import BestLR, best_lrs
 
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from spamlang.progress import log_seconds
 from spamlang.rundir.reading import last_row
-from spamlang.schema import CHECKPOINTS, METRICS
+from spamlang.rundir.schema import CHECKPOINTS, METRICS
 
 _TAIL_BYTES = 8192  # the newest train row is in the file's last few lines
 _BAR_SECONDS = 2.0  # how often the bar's loss is refreshed

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import describe
-from spamlang.fileio import atomic_write_bytes, atomic_write_text
-from spamlang.filelock import locked
+from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
+from spamlang.rundir.lock import locked
 from spamlang.rundir import reading as rundir_reading
 from spamlang.rundir.reading import is_finished, parse_row, read_json
-from spamlang.schema import (
+from spamlang.rundir.schema import (
     CONFIG,
     METRICS,
     RESULT,

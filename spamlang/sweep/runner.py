@@ -22,7 +22,7 @@ from typing import Any
 
 from spamlang.fields import is_number
 from spamlang.rundir.lock import RunDirBusy
-from spamlang.schema import RESULT
+from spamlang.rundir.schema import RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell

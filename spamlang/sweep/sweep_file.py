@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.fileio import atomic_write_json
-from spamlang.filelock import locked
+from spamlang.rundir.atomic import atomic_write_json
+from spamlang.rundir.lock import locked
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
-from spamlang.schema import CONFIG, SWEEP_FILE
+from spamlang.rundir.schema import CONFIG, SWEEP_FILE
 from spamlang.sweep.expand import _canonical
 from spamlang.sweep.spec import Sweep, as_json, config_field, fields_of, id_part
 

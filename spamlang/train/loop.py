@@ -20,7 +20,7 @@ from spamlang.coverage.symbols import RESULT_KEYS
 from spamlang.errors import Interrupted
 from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
-from spamlang.schema import RESULT_COLUMNS, RESULT_EXTRAS
+from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.signals import stop_signal
 from spamlang.train.step import program as get_program
 

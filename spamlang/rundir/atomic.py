@@ -1,21 +1,29 @@
-"""Crash-safe output of a file pair: temporaries named after their target, published together.
+"""Atomic writes: a reader never sees a half-written file, a crash never leaves one.
 
-A large output (a token file) and its description (a JSON sidecar) are written to temporaries
-beside their targets, `.<name>.tmp-<host>-<pid>`, fsynced, and only then renamed into place in
-three renames: a "publishing" sidecar (one that says the pair is being replaced) over the old
+One scheme serves a single file and a file pair alike. Each output is written to a temporary
+beside its target, `.<name>.tmp-<host>-<pid>` (`staged`, `open_temp`), fsynced, and only then
+renamed into place (`publish`) with Ctrl-C and SIGTERM held until the renames are done, then
+the directory is fsynced. Until the renames the old file is untouched; whatever stops the
+writer before them (an error, a full disk, Ctrl-C, `Terminated`) removes its temporaries.
+Temporaries that a SIGKILL or a power cut left behind carry a pid that is no longer alive;
+`clean_stale_temps` removes them.
+
+A pair (a token file and its JSON sidecar, `spamlang.token_files`) is published in three
+renames: a "publishing" sidecar (one that says the pair is being replaced) over the old
 sidecar, the data over the old data, the final sidecar last. So a final sidecar always
 describes the data beside it, and a pair cut between the renames still carries a sidecar of
-the writer's own, which says so: a file with no sidecar at all was never written here (see
-`spamlang.token_files`). Until the renames the old pair is untouched.
+the writer's own, which says so.
 
-SIGINT already raises KeyboardInterrupt; inside `signals_raise()` SIGTERM raises `Terminated`,
-so the `staged()` cleanup runs for both. Temporaries that a SIGKILL or a power cut left behind
-carry a pid that is no longer alive; `clean_stale_temps` removes them on the next run.
+Output files follow one rule: their folder must exist (`check_output_file`). A command creates
+only the directories that are its own output (a run or sweep directory, `diagnose -o DIR`,
+`sweep --figures DIR`), never the folder of a file it was asked to write: a typo in that
+folder is more likely than a wish for a new one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -23,6 +31,9 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from spamlang.errors import UserError, no_space
 
 _TMP_TAG = ".tmp-"
 
@@ -32,6 +43,44 @@ class Terminated(SystemExit):
 
     def __init__(self):
         super().__init__(128 + signal.SIGTERM)
+
+
+def check_output_file(path: str | os.PathLike) -> Path:
+    """`path` as a Path; UserError unless its folder exists and it is not itself a folder."""
+    path = Path(path)
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise UserError(f"{parent} is not a directory")
+    if not parent.is_dir():
+        raise UserError(f"no such directory: {parent} (create it first)")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a file")
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` to `path` by the scheme of the module doc; a full disk is a UserError."""
+    path = Path(path)
+    try:
+        with staged(path) as tmp:
+            with open_temp(tmp) as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            publish((tmp, path))
+    except BaseException as e:
+        full = no_space(path, e)
+        if full is not None:
+            raise full from e
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def _host() -> str:
@@ -106,25 +155,21 @@ def staged(target: Path) -> Iterator[Path]:
 
 
 def open_temp(tmp: Path):
-    """Create `tmp` afresh for writing, with the mode a plain open() would give (umask)."""
+    """Create `tmp` afresh for writing, with the mode a plain open() would give (umask), not
+    mkstemp's private 0600: a run directory or token file is usually shared."""
     tmp.unlink(missing_ok=True)  # a leftover of an earlier process that had our pid
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     return os.fdopen(os.open(tmp, flags, 0o666), "wb")
 
 
-def publish_pair(
-    data_tmp: Path, data: Path, side_tmp: Path, side: Path, publishing_tmp: Path
-) -> None:
-    """Rename complete, fsynced temporaries into place (see the module doc): `publishing_tmp`
-    (a sidecar marking the pair as being replaced) over `side`, then the data, then `side_tmp`.
-    Ctrl-C and SIGTERM wait until the renames are done, so they never split the pair."""
+def publish(*renames: tuple[Path, Path]) -> None:
+    """Rename complete, fsynced temporaries onto their targets, (temporary, target) in the
+    order given, then fsync the directory. Ctrl-C and SIGTERM wait until the renames are done,
+    so they never split a pair."""
     with _signals_deferred():
-        # Atomically: an old sidecar must never describe the new data, and the pair must
-        # never be left without a sidecar of ours (that would look like someone else's file).
-        os.replace(publishing_tmp, side)
-        os.replace(data_tmp, data)
-        os.replace(side_tmp, side)
-    _fsync_dir(data.parent)
+        for tmp, target in renames:
+            os.replace(tmp, target)
+    _fsync_dir(renames[-1][1].parent)
 
 
 @contextlib.contextmanager
