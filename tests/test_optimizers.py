@@ -294,7 +294,7 @@ def test_summarise_splits_pull_and_between():
 
 
 def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
-    from spamlang.sweep.expand import cell_key, group_key
+    from spamlang.sweep.spec import cell_key, group_key
 
     # lazy_adamw: each member draws its own batch and so has its own present ids; a member
     # must still equal its own run (for adamw with LRs: test_group.py)

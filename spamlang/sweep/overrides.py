@@ -19,8 +19,7 @@ import typing
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.sweep.expand import build_point
-from spamlang.sweep.spec import Sweep, _axis_type, _check_value, fields_of, id_part
+from spamlang.sweep.spec import Sweep, axis_type, build_point, check_value, fields_of, id_part
 
 SET_HELP = (
     "change a field of the sweep's base for this invocation (repeatable): a run field "
@@ -66,7 +65,7 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
         if name in changes:
             raise UserError(f"--set {name} is given twice")
         try:
-            tp = _axis_type(sweep.base, name)
+            tp = axis_type(sweep.base, name)
         except UserError as e:
             raise UserError(f"--set {text}: {_field_words(str(e))}") from None
         if name in on_axes:
@@ -76,7 +75,7 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
                 "to the base"
             )
         try:
-            changes[name] = _check_value(sweep.base, name, _read(raw, tp))
+            changes[name] = check_value(sweep.base, name, _read(raw, tp))
         except ValueError as e:
             raise UserError(f"--set {text}: {str(e).splitlines()[0]}") from None
     try:

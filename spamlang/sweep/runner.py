@@ -26,11 +26,19 @@ from spamlang.rundir.schema import RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
 from spamlang.sweep.bracket import bracket_cell
-from spamlang.sweep.expand import cell_key, group_key
 from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
 from spamlang.sweep.logs import Watcher, announce_resumes
 from spamlang.sweep.results_csv import Report, write_results
-from spamlang.sweep.spec import MAX_POINTS, Sweep, as_json, check_bracket, check_size, fields_of
+from spamlang.sweep.spec import (
+    MAX_POINTS,
+    Sweep,
+    as_json,
+    cell_key,
+    check_bracket,
+    check_size,
+    fields_of,
+    group_key,
+)
 from spamlang.sweep.sweep_file import check_sweep_file
 
 # On CPU, groups whose steps hold at most this many tokens train vmapped by default: between

@@ -18,31 +18,25 @@ before it is expanded: its size comes from the axes alone.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import itertools
 import json
 import math
 import re
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import as_int, conform, field_types, in_range, parse_count
-from spamlang.sweep.expand import (
-    _MODEL_PREFIX,
-    _PARAM_PREFIX,
-    Builder,
-    Progress,
-    _canonical,
-    group_key,
-)
 
+MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
 # Abbreviations used in run ids; a field not listed here appears under its own name.
 _SHORT = {
     "vocab_size": "V",
-    "lr": "lr",
-    "seed": "seed",
     "seq_len": "L",
     "batch_size": "B",
     "tokens": "tok",
@@ -70,6 +64,8 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # beyond it is far more likely a slip (1,000 LRs x 1,000 seeds) than a plan. A Sweep this
 # large is not expanded when constructed, so that the refusal comes at once.
 MAX_POINTS = 100_000
+# Expanding at least this many points shows progress on stderr (about 0.4 s of expanding).
+PROGRESS_POINTS = 20_000
 
 
 def format_number(x: int | float) -> str:
@@ -131,13 +127,13 @@ def id_part(axis: str, value: Any) -> str:
     return short + _value_text(value)
 
 
-def _axis_type(base: Any, axis: str) -> Any:
+def axis_type(base: Any, axis: str) -> Any:
     """The annotated type of `axis` (Any for `param.*`); UserError naming the known axes."""
     fields = field_types(type(base))
-    if axis.startswith(_MODEL_PREFIX):
+    if axis.startswith(MODEL_PREFIX):
         from spamlang.model.config import ModelConfig
 
-        name = axis[len(_MODEL_PREFIX) :]
+        name = axis[len(MODEL_PREFIX) :]
         model_fields = field_types(ModelConfig)
         if "model_overrides" not in fields:
             raise UserError(f"axis {axis!r}: the base config has no model_overrides field")
@@ -149,8 +145,8 @@ def _axis_type(base: Any, axis: str) -> Any:
                 f"known: {', '.join(sorted(model_fields))}"
             )
         return model_fields[name]
-    if axis.startswith(_PARAM_PREFIX):
-        if "language_params" not in fields or not axis[len(_PARAM_PREFIX) :]:
+    if axis.startswith(PARAM_PREFIX):
+        if "language_params" not in fields or not axis[len(PARAM_PREFIX) :]:
             raise UserError(f"unknown axis {axis!r}: expected param.<language parameter>")
         return Any
     if axis not in fields:
@@ -166,13 +162,24 @@ def fields_of(axis: str) -> list[str]:
     return [name.strip() for name in axis.split(",")]
 
 
-def _check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
+def _pairs(axis: str, value: Any) -> list[tuple[str, Any]]:
+    """(field, value) pairs of one axis value: a linked axis' value lists one per field."""
+    names = fields_of(axis)
+    return list(zip(names, value)) if len(names) > 1 else [(axis, value)]
+
+
+def check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
     """One value of a one-field axis, checked against its field's annotation and normalised
     (`spamlang.fields.conform`: an int for a float field becomes a float)."""
-    tp = _axis_type(base, axis)
+    tp = axis_type(base, axis)
     if axis == "tokens" and isinstance(value, str):
         value = parse_count(value)  # "2M"-style budgets, stored (and named) as ints
     return conform(axis, value, tp, owner=owner)
+
+
+def canonical(value: Any) -> str:
+    """`value` as compared: JSON with sorted keys."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
@@ -187,7 +194,7 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
             raise UserError(f"axis names must be strings, got {axis!r}")
         names = fields_of(axis)
         for name in names:
-            _axis_type(base, name)
+            axis_type(base, name)
         if len(set(names)) != len(names):
             raise UserError(f"linked axis {axis!r} names a field twice")
         if not isinstance(values, (list, tuple)):
@@ -197,29 +204,128 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
         clean, seen = [], set()
         for value in values:
             if len(names) == 1:
-                value = _check_value(base, axis, value, owner)
+                value = check_value(base, axis, value, owner)
             elif not isinstance(value, (list, tuple)) or len(value) != len(names):
                 raise UserError(
                     f"linked axis {axis!r}: each value must list {len(names)} values "
                     f"({', '.join(names)}), got {value!r}"
                 )
             else:
-                value = [_check_value(base, n, v, owner) for n, v in zip(names, value)]
-            if _canonical(value) in seen:
+                value = [check_value(base, n, v, owner) for n, v in zip(names, value)]
+            if canonical(value) in seen:
                 raise UserError(f"axis {axis!r} lists {value!r} twice")
-            seen.add(_canonical(value))
+            seen.add(canonical(value))
             clean.append(value)
         normalised[axis] = clean
     every = [n for axis in normalised for n in fields_of(axis)]
     twice = sorted({n for n in every if every.count(n) > 1})
     if twice:
         raise UserError(f"field(s) {', '.join(twice)} set by more than one axis")
-    for whole, prefix in (("model_overrides", _MODEL_PREFIX), ("language_params", _PARAM_PREFIX)):
+    for whole, prefix in (("model_overrides", MODEL_PREFIX), ("language_params", PARAM_PREFIX)):
         if whole in every and any(a.startswith(prefix) for a in every):
             raise UserError(
                 f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other"
             )
     return normalised
+
+
+def build_point(base: Any, assignment: dict[str, Any]) -> Any:
+    """The config at one point: `base` with each axis set (dotted axes merged into their dicts)."""
+    changes: dict[str, Any] = {}
+    overrides, params = dict(base.model_overrides), dict(base.language_params)
+    for axis, value in assignment.items():
+        if axis.startswith(MODEL_PREFIX):
+            overrides[axis[len(MODEL_PREFIX) :]] = value
+            changes["model_overrides"] = overrides
+        elif axis.startswith(PARAM_PREFIX):
+            params[axis[len(PARAM_PREFIX) :]] = value
+            changes["language_params"] = params
+        else:
+            changes[axis] = value
+    return base.replace(**changes)
+
+
+def _key_without(config: Any, fields) -> str:
+    return canonical({k: v for k, v in config.to_json().items() if k not in fields})
+
+
+def group_key(config: Any) -> str:
+    """Points with the same key differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
+    and can share one vmapped program."""
+    from spamlang.train.config import MEMBER_FIELDS
+
+    return _key_without(config, MEMBER_FIELDS)
+
+
+def cell_key(config: Any) -> str:
+    """Points with the same key differ only in lr and seed: one cell of an LR grid, whose best
+    LR the summary reports and LR bracketing brackets."""
+    return _key_without(config, ("lr", "seed"))
+
+
+class _Builder:
+    """Builds the points' configs, each group's checks once.
+
+    Points that differ only in MEMBER_FIELDS share everything else, so each such shell is built
+    and checked whole once (its model config and language built too), and each member value
+    once; a point is then its shell with the member fields set. That is sound because a member
+    field is a per-run scalar whose checks involve no other field (a state array of the vmapped
+    step: `spamlang.train.step`); it makes a point some 25x cheaper
+    (`benchmarks/bench_sweep_expand.py`). Also records each point's `group_key`, once per shell.
+    """
+
+    def __init__(self, base: Any, owner: str):
+        from spamlang.train.config import MEMBER_FIELDS
+
+        self.base, self.owner, self.members = base, owner, frozenset(MEMBER_FIELDS)
+        self.shells: dict[str, tuple[Any, str]] = {}  # other fields' values -> (config, key)
+        self.checked: dict[tuple[str, str], Any] = {}  # (member field, value) -> stored value
+        self.group_keys: dict[str, str] = {}
+
+    def __call__(self, run_id: str, assignment: dict[str, Any]) -> Any:
+        member = {k: v for k, v in assignment.items() if k in self.members}
+        rest = {k: v for k, v in assignment.items() if k not in self.members}
+        shell_key = canonical(rest)
+        try:
+            if shell_key not in self.shells:
+                shell = build_point(self.base, rest)
+                shell.model_config()
+                shell.make_language()
+                self.shells[shell_key] = (shell, group_key(shell))
+            shell, key = self.shells[shell_key]
+            self.group_keys[run_id] = key
+            stored = {}
+            for name, value in member.items():
+                check = (name, canonical(value))
+                if check not in self.checked:
+                    self.checked[check] = getattr(build_point(shell, {name: value}), name)
+                stored[name] = self.checked[check]
+        except (ValueError, TypeError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise UserError(f"{self.owner}, run {run_id}: {msg}") from None
+        if not stored:
+            return shell
+        config = copy.copy(shell)
+        for name, value in stored.items():
+            object.__setattr__(config, name, value)
+        return config
+
+
+@contextlib.contextmanager
+def _progress(name: str, total: int):
+    """A tick per expanded point; a bar on a terminal (a line elsewhere) for large sweeps."""
+    if total < PROGRESS_POINTS:
+        yield lambda: None
+    elif not sys.stderr.isatty():
+        print(f"sweep {name}: expanding {total:,} points", file=sys.stderr)
+        yield lambda: None
+    else:
+        from tqdm import tqdm
+
+        desc = f"sweep {name}: expanding"
+        kw = dict(unit="point", unit_scale=True, file=sys.stderr, mininterval=0.5)
+        with tqdm(total=total, desc=desc, **kw) as bar:
+            yield bar.update
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,32 +345,31 @@ class Sweep:
     base: Any  # the TrainConfig every point starts from
     axes: dict[str, list]  # axis name -> values, in the order the run id lists them
     # At most this many LRs added beyond each end of a cell's LR grid while its best LR sits
-    # at that end (`spamlang.sweep.bracket`); 0: the grid as written. `--bracket-lr` overrides.
+    # at that end (`spamlang.sweep.best_lr`); 0: the grid as written. `--bracket-lr` overrides.
     bracket_lr: int = 0
     # Axes added to a sweep directory after it had runs: axis -> the value those runs have (the
     # base's). A point at that value leaves the axis out of its id, so the earlier runs keep
     # theirs. Set from the directory's sweep.json (`spamlang.sweep.sweep_file`), not by hand.
     grown: dict = dataclasses.field(default_factory=dict)
-    # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.overrides`):
+    # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.command`):
     # already in `base`; kept so that sweep.json says where its base came from.
     overrides: dict = dataclasses.field(default_factory=dict)
     # The experiment tracker its runs use by default ("tensorboard", "wandb" or None;
     # `spamlang.tracking`): one that cannot start is a warning, the runs train without it.
     # `--tracker` overrides it. Not part of sweep.json: it changes no run.
     tracker: str | None = dataclasses.field(default=None, compare=False)
-    _points: tuple | None = dataclasses.field(
-        init=False, repr=False, compare=False, default=None
-    )  # None until expanded
-    _group_keys: dict | None = dataclasses.field(
-        init=False, repr=False, compare=False, default=None
-    )  # run id -> group_key
+    # The expanded points and run id -> group_key, None until expanded.
+    _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False, default=None)
+    _group_keys: dict = dataclasses.field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise UserError(
                 f"sweep name must be a non-empty [A-Za-z0-9._-] string, got {self.name!r}"
             )
-        if not dataclasses.is_dataclass(self.base) or isinstance(self.base, type):
+        from spamlang.train.config import TrainConfig
+
+        if not isinstance(self.base, TrainConfig):
             raise UserError(
                 f"sweep {self.name!r}: base must be a TrainConfig, got {type(self.base).__name__}"
             )
@@ -282,7 +387,6 @@ class Sweep:
             raise UserError(
                 f"{owner}: tracker must be 'tensorboard', 'wandb' or None, got {self.tracker!r}"
             )
-        object.__setattr__(self, "_points", None)
         if self.size <= MAX_POINTS:
             self._expand()
 
@@ -296,14 +400,11 @@ class Sweep:
         if self._points is not None:
             return self._points
         owner = f"sweep {self.name!r}"
-        build = Builder(self.base, owner)  # spamlang.sweep.expand
+        build = _Builder(self.base, owner)
         points, seen = [], {}
-        with Progress(self.name, self.size) as tick:
+        with _progress(self.name, self.size) as tick:
             for combo in itertools.product(*self.axes.values()):
-                assignment = {}
-                for axis, value in zip(self.axes, combo):
-                    names = fields_of(axis)
-                    assignment.update(zip(names, value) if len(names) > 1 else [(axis, value)])
+                assignment = dict(p for a, v in zip(self.axes, combo) for p in _pairs(a, v))
                 run_id = self._join_id(zip(self.axes, combo))
                 if run_id in seen:
                     raise UserError(
@@ -324,22 +425,18 @@ class Sweep:
     def run_id(self, config: Any) -> str:
         """The run id of any config that differs from the base only in axis fields (a point,
         or a point at another LR that LR bracketing adds): the same pieces as the points'."""
-        data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
-        values = [[config_field(data, name) for name in fields_of(axis)] for axis in self.axes]
-        return self._join_id(
-            (axis, v if len(v) > 1 else v[0]) for axis, v in zip(self.axes, values)
-        )
+        return self._join_id((axis, axis_value(config.to_json(), axis)) for axis in self.axes)
 
     def _join_id(self, axis_values) -> str:
         """A run id from (axis, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base".
         A grown axis at the value of the runs made before it existed adds nothing."""
-        pairs = []
-        for axis, value in axis_values:
-            if axis in self.grown and _canonical(value) == _canonical(self.grown[axis]):
-                continue
-            names = fields_of(axis)
-            pairs.extend(zip(names, value) if len(names) > 1 else [(axis, value)])
-        return _join_id(pairs)
+        pieces = [
+            id_part(name, v)
+            for axis, value in axis_values
+            if not (axis in self.grown and canonical(value) == canonical(self.grown[axis]))
+            for name, v in _pairs(axis, value)
+        ]
+        return "-".join(pieces) or "base"
 
     def points(self) -> list[tuple[str, Any]]:
         """Every (run_id, config) in cartesian order, the first axis varying slowest. A sweep
@@ -369,11 +466,6 @@ def as_json(obj: Any) -> Any:
     return json.loads(json.dumps(obj, sort_keys=True))
 
 
-def _join_id(pairs) -> str:
-    """A run id from (field, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base"."""
-    return "-".join(id_part(name, value) for name, value in pairs) or "base"
-
-
 def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
     """`sweep.size`, or a UserError naming the size, the axes and the limit when it is larger
     than `limit` (the flag `--max-points` raises it). Nothing is expanded."""
@@ -391,10 +483,16 @@ def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
 
 def config_field(data: dict, field: str) -> Any:
     """An axis field's value in a config's JSON (`model.*` and `param.*` read their dicts)."""
-    for prefix, key in ((_PARAM_PREFIX, "language_params"), (_MODEL_PREFIX, "model_overrides")):
+    for prefix, key in ((PARAM_PREFIX, "language_params"), (MODEL_PREFIX, "model_overrides")):
         if field.startswith(prefix):
             return (data.get(key) or {}).get(field[len(prefix) :])
     return data.get(field)
+
+
+def axis_value(data: dict, axis: str) -> Any:
+    """An axis' value in a config's JSON: a list of its fields' values for a linked axis."""
+    values = [config_field(data, name) for name in fields_of(axis)]
+    return values if len(values) > 1 else values[0]
 
 
 def check_bracket(limit: Any, axes: dict, owner: str = "") -> int:

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.rundir.lock import locked
-from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.rundir.schema import CONFIG, SWEEP_FILE
-from spamlang.sweep.expand import _canonical
-from spamlang.sweep.spec import Sweep, as_json, config_field, fields_of, id_part
+from spamlang.sweep.spec import Sweep, as_json, canonical, config_field, fields_of, id_part
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
@@ -117,7 +116,7 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
                 f"{head}: its runs take {shown} from the preset or the language, "
                 "not from a value the new axis can list; use another --out"
             )
-        if _canonical(value) not in {_canonical(v) for v in sweep.axes[axis]}:
+        if canonical(value) not in {canonical(v) for v in sweep.axes[axis]}:
             raise UserError(
                 f"{head}: its runs have {axis}={json.dumps(value)} (the base's), "
                 f"which the new axis {axis!r} does not list; add it to extend this "
@@ -141,7 +140,7 @@ def _order_of_runs(sweep: Sweep, old: dict, out_dir: Path) -> list | None:
                 id_part(n, v) for n, v in (zip(names, value) if len(names) > 1 else [(axis, value)])
             )
             for value in sweep.axes[axis]
-            if not (axis in grown and _canonical(value) == _canonical(grown[axis]))
+            if not (axis in grown and canonical(value) == canonical(grown[axis]))
         }
     try:
         names = sorted(p.name for p in out_dir.iterdir() if (p / CONFIG).is_file())
