@@ -11,17 +11,12 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError
+from spamlang.fields import format_count as format_vocab
+from spamlang.fields import format_lr
 from spamlang.plots import layout
 from spamlang.plots import runs as plot_runs
-from spamlang.plots.sweep import (
-    choose_runs,
-    curves_figure,
-    format_lr,
-    format_vocab,
-    heatmap_figure,
-    plot_curves,
-    plot_heatmap,
-)
+from spamlang.plots.curves import choose_runs, curves_figure, plot_curves
+from spamlang.plots.sweep import heatmap_figure, plot_heatmap
 
 COLUMNS = [
     "run_id",
@@ -268,7 +263,7 @@ def test_heatmap_facets_by_head(sweep_dir, tmp_path):
         csv.DictWriter(f, fieldnames=COLUMNS).writerow(_row(1024, 1e-3, True, 0.2, head="mos:4"))
     points = layout.group_points(plot_runs.finished_runs(sweep_dir))
     rows = layout.auto_rows(points, ["vocab_size", "lr", "tie_embeddings"], ["seed"])
-    assert [label for label, _ in layout.facets(points, rows, None)[0]] == [
+    assert [p.row_label for p in layout.Facets(points, None, rows, []).panels] == [
         "head=mos:4",
         "head=softmax",
     ]

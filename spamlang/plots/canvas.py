@@ -25,7 +25,7 @@ BEST_EDGE = "#ff3b30"  # a red that stands out against every viridis colour
 
 
 def check_figure_path(out_file: str | Path) -> Path:
-    """A PNG or PDF output path in an existing folder (`spamlang.fileio.check_output_file`);
+    """A PNG or PDF output path in an existing folder (`spamlang.rundir.atomic.check_output_file`);
     anything else is a UserError. Figure functions call it before drawing."""
     path = Path(out_file)
     if path.suffix.lower() not in FIGURE_SUFFIXES:

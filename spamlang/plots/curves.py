@@ -15,28 +15,26 @@ from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.fields import format_count
-from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
+from spamlang.plots.canvas import check_figure_path, save_figure
 from spamlang.plots.layout import (
     SEED,
+    Facets,
     Point,
-    auto_rows,
     axis_label,
-    check_distinct,
-    column_or_none,
+    check_axes,
     facet_title,
-    facets,
+    finish,
     format_lr,
     group_points,
     ident,
     merge,
+    palette,
     pool_note,
-    rows_option,
     sort_values,
     split,
 )
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.runs import Run, check_column, read_metrics, scan_runs, select
-from spamlang.plots.title import fixed_title
+from spamlang.plots.runs import Run, read_metrics, scan_runs, select
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")
@@ -194,16 +192,12 @@ def curves_figure(
     if not runs:
         raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
     every, runs = runs, select(runs, where)
-    color = column_or_none(color) and check_column(runs, color, "--color")
-    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
-    rows = rows_option(rows)
-    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
-    check_distinct([("--color", color), ("--cols", cols)] + [("--rows", r) for r in rows or []])
+    (color, cols), rows = check_axes(runs, {"--color": color, "--cols": cols}, rows)
     lr_axis = "lr" in (color, cols, *(rows or []))
     if lr_axis and lr == "best":
         raise UserError("--lr best picks one lr per line; it cannot be combined with lr as an axis")
     grid = {ident(r.lr) for r in runs}
-    before = runs  # what --lr chooses from (`_dropped_panels`)
+    before = runs  # what --lr chooses from (its panels left empty are named)
     if not lr_axis or lr is not None:
         runs = choose_runs(runs, lr)
     # Lines at their own best LRs, when there was a choice and it differs between them: each
@@ -216,62 +210,42 @@ def curves_figure(
     used = [c for c in (color, cols) if c]
     pooled = [] if SEED in used + (rows or []) else [SEED]
     points = group_points(runs, pooled)
-    skip = pooled + (["lr"] if best else [])
-    row_keys = auto_rows(points, used, skip) if rows is None else rows
-    row_groups, col_values = facets(points, row_keys, cols)
-    colour_values = sort_values(p.value(color) for p in points) if color else [None]
-    colours = [line_colour(i, len(colour_values)) for i in range(len(colour_values))]
+    facets = Facets(points, cols, rows, used, pooled + (["lr"] if best else []))
+    colours = palette(points, color)
 
-    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.8 * len(row_groups) + 0.4), layout="constrained")
-    axes = fig.subplots(len(row_groups), len(col_values), squeeze=False, sharey=True)
+    fig = facets.figure(2.8, 0.4, sharey=True)
     drawn: list[Point] = []
     any_x, most_points, floor_named = False, 0, False
-    for i, (row_label, members) in enumerate(row_groups):
-        for j, cv in enumerate(col_values):
-            ax = axes[i, j]
-            panel = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
-            for values, pts in split(panel, [color] if color else []):
-                line = merge(pts)
-                drawn.append(line)
-                xs, mean, lo, hi, most = metrics.curve(line.runs, kind, x, metric, logy)
-                any_x, most_points = any_x or bool(xs), max(most_points, len(xs))
-                k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
-                running = any(not r.finished for r in line.runs)
-                ax.plot(
-                    xs,
-                    mean,
-                    color=colours[k],
-                    lw=1.2,
-                    label=_line_label(line, color, values, best),
-                    linestyle=":" if running else "-",
-                    marker="o" if len(xs) < 5 else None,
-                    ms=5 if len(xs) == 1 else 3,
-                )
-                if most > 1:
-                    ax.fill_between(xs, lo, hi, color=colours[k], alpha=0.2, linewidth=0)
-            panel_runs = [r for p in panel for r in p.runs]
-            if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
-                floor_named |= _draw_floors(ax, panel_runs, logy, name=not floor_named)
-            ax.set_yscale("log" if logy else "linear")
-            ax.xaxis.set_major_formatter(
-                FuncFormatter(  # tokens as counts: 750K, 1M, 1.25M
-                    lambda v, _: format_count(v, decimals=3)
-                )
+    for panel in facets.panels:
+        ax = panel.ax
+        for values, pts in split(panel.points, [color] if color else []):
+            line = merge(pts)
+            drawn.append(line)
+            xs, mean, lo, hi, most = metrics.curve(line.runs, kind, x, metric, logy)
+            any_x, most_points = any_x or bool(xs), max(most_points, len(xs))
+            colour = colours[ident(values[0] if color else None)]
+            ax.plot(
+                xs,
+                mean,
+                color=colour,
+                lw=1.2,
+                label=_line_label(line, color, values, best),
+                linestyle=":" if any(not r.finished for r in line.runs) else "-",
+                marker="o" if len(xs) < 5 else None,
+                ms=5 if len(xs) == 1 else 3,
             )
-            # "both": a log axis within a decade labels its minor ticks, at the default size.
-            ax.tick_params(which="both", labelsize=7)
-            ax.set_xlabel(axis_label(x), fontsize=8)
-            if j == 0:
-                ax.set_ylabel(ylabel, fontsize=8)
-            title = facet_title(cols, cv) if cols else ""
-            lrs = sort_values(r.lr for r in panel_runs)
-            if panel_runs and not best and len(lrs) == 1 and not lr_axis:
-                title = f"{title}, lr {format_lr(lrs[0])}" if title else f"lr {format_lr(lrs[0])}"
-            ax.set_title(
-                f"{title} ({row_label})" if title and row_label else title or row_label, fontsize=9
-            )
-            if panel:
-                ax.legend(fontsize=6, frameon=False)
+            if most > 1:
+                ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        panel_runs = [r for p in panel.points for r in p.runs]
+        if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
+            floor_named |= _draw_floors(ax, panel_runs, logy, name=not floor_named)
+        ax.set_yscale("log" if logy else "linear")
+        # Tokens as counts: 750K, 1M, 1.25M.
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
+        head, lrs = panel.head, sort_values(r.lr for r in panel_runs)
+        if panel_runs and not best and len(lrs) == 1 and not lr_axis:
+            head = f"{head}, lr {format_lr(lrs[0])}" if head else f"lr {format_lr(lrs[0])}"
+        panel.label(axis_label(x), ylabel, panel.title(head))
     if drawn and not any_x:
         raise UserError(
             f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
@@ -285,46 +259,31 @@ def curves_figure(
         if lr in (None, "best") and not lr_axis and len(grid) > 1 and drawn
         else ""
     )
-    dropped = (
-        _dropped_panels(before, runs, cols, rows, used, pooled) if lr not in (None, "best") else []
+    gone = ""
+    if lr not in (None, "best"):  # the panels that no run at that LR fills
+        kept = {r.run_id for r in runs}
+        old = Facets(group_points(before, pooled), cols, rows, used, pooled + ["lr"])
+        dropped = [
+            p.title() or "the only panel"
+            for p in old.panels
+            if p.points and not any(r.run_id in kept for q in p.points for r in q.runs)
+        ]
+        if dropped:
+            gone = (
+                f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
+                f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
+            )
+    return finish(
+        fig,
+        every,
+        runs,
+        where,
+        [color, cols, *(rows or [])],
+        chosen,
+        pool_note(drawn, "bands"),
+        single,
+        gone,
     )
-    gone = (
-        f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
-        f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
-        if dropped
-        else ""
-    )
-    note(fig, chosen, pool_note(drawn, "bands"), single, gone)
-    if title := fixed_title(every, runs, where, [color, cols, *(rows or [])]):
-        fig.suptitle(title, fontsize=9)
-    return fig
-
-
-def _dropped_panels(
-    before: list[Run], after: list[Run], cols: str | None, rows, used: list[str], pooled: list[str]
-) -> list[str]:
-    """The titles of the panels that the runs before an `--lr` choice fill and the runs after
-    it do not (no run of theirs at that LR)."""
-    points = group_points(before, pooled)
-    row_keys = auto_rows(points, used, pooled + ["lr"]) if rows is None else rows
-    row_groups, col_values = facets(points, row_keys, cols)
-    kept, names = {r.run_id for r in after}, []
-    for row_label, members in row_groups:
-        for cv in col_values:
-            panel = [
-                r
-                for p in members
-                if cols is None or ident(p.value(cols)) == ident(cv)
-                for r in p.runs
-            ]
-            if panel and not any(r.run_id in kept for r in panel):
-                title = facet_title(cols, cv) if cols else ""
-                names.append(
-                    f"{title} ({row_label})"
-                    if title and row_label
-                    else title or row_label or "the only panel"
-                )
-    return names
 
 
 def _single_point_note(runs: list[Run], kind: str) -> str:

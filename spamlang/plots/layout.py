@@ -1,4 +1,4 @@
-"""Where each run goes in a figure: points, averages over seeds, best LR, rows and columns.
+"""Where each run goes in a figure: points, averages over seeds, best LR, the panel grid.
 
 The figures share one model. Runs that differ only in `seed` form a *point*, drawn as the mean
 of its runs with their min-max range. A point is placed by the values of the figure's columns
@@ -23,9 +23,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from matplotlib.figure import Figure
+
 from spamlang.errors import UserError
 from spamlang.fields import finite, format_count, format_lr, is_int, is_number
-from spamlang.plots.runs import Run, complement_of, varying_settings
+from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
+from spamlang.plots.runs import Run, check_column, complement_of, varying_settings
 
 SEED = "seed"
 MAX_FACETS = 8
@@ -50,7 +53,6 @@ def higher_is_better(metric: str) -> bool:
 
 # Counts (V, tokens) and LRs print as everywhere else: `spamlang.fields.format_count` (1024,
 # 100K) and `format_lr` (3e-2), so that `--where` takes back what a figure shows.
-format_vocab = format_count  # the name figures used before counts had one notation
 
 
 def format_value(column: str, v: Any) -> str:
@@ -256,28 +258,85 @@ def split(points: list[Point], keys: list[str]) -> list[tuple[tuple, list[Point]
     return sorted(groups.values(), key=lambda g: [order_key(v) for v in g[0]])
 
 
-def facets(points: list[Point], rows: list[str], cols: str | None) -> tuple[list, list]:
-    """Row labels with their points, and the sorted values of the column facet.
+@dataclass
+class Panel:
+    """One axes of a faceted figure: its place, its points and its title's two parts."""
+
+    row: int
+    col: int
+    points: list[Point]
+    head: str  # the column facet's value ('tied', 'd_model=64'); '' without one
+    row_label: str  # the row's settings ('head=softmax, b2=0.99'); '' without rows
+    ax: Any = None  # matplotlib Axes, once `Facets.figure` has drawn the grid
+
+    def title(self, head: str | None = None) -> str:
+        """'<head> (<row label>)', either part alone, or ''."""
+        head = self.head if head is None else head
+        return f"{head} ({self.row_label})" if head and self.row_label else head or self.row_label
+
+    def label(self, xlabel: str, ylabel: str, title: str | None = None, legend: bool = True):
+        """Axis labels (the y label on the first column only), title and a legend if it has
+        points: the same sizes in every faceted figure."""
+        # "both": a log axis within a decade labels its minor ticks, at the default size.
+        self.ax.tick_params(which="both", labelsize=7)
+        self.ax.set_xlabel(xlabel, fontsize=8)
+        if self.col == 0:
+            self.ax.set_ylabel(ylabel, fontsize=8)
+        self.ax.set_title(self.title() if title is None else title, fontsize=9)
+        if legend and self.points:
+            self.ax.legend(fontsize=6, frameon=False)
+
+
+class Facets:
+    """The panel grid every faceted figure shares: one row per combination of `rows` (None:
+    `auto_rows` of `used`, `skip` excepted), one column per value of `cols`, in plotting order.
 
     More than MAX_FACETS rows or columns would not be readable: a UserError asks for `--where`.
     """
-    by_row = split(points, rows)
-    if len(by_row) > MAX_FACETS:
-        raise UserError(
-            f"{len(by_row)} combinations of {', '.join(rows)} would each get a row of "
-            "panels: pick some with --where KEY=VALUE or choose --rows"
+
+    def __init__(self, points, cols: str | None, rows, used: list[str], skip: Iterable[str] = ()):
+        self.row_keys = auto_rows(points, used, skip) if rows is None else rows
+        by_row = split(points, self.row_keys)
+        if len(by_row) > MAX_FACETS:
+            raise UserError(
+                f"{len(by_row)} combinations of {', '.join(self.row_keys)} would each get a "
+                "row of panels: pick some with --where KEY=VALUE or choose --rows"
+            )
+        col_values = sort_values(p.value(cols) for p in points) if cols else [None]
+        if len(col_values) > MAX_FACETS:
+            raise UserError(
+                f"{cols} has {len(col_values)} values, too many panel columns: "
+                "pick some with --where KEY=VALUE"
+            )
+        self.shape = (len(by_row), len(col_values))
+        self.panels = [
+            Panel(
+                i,
+                j,
+                [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)],
+                facet_title(cols, cv) if cols else "",
+                ", ".join(facet_title(k, v) for k, v in zip(self.row_keys, values)),
+            )
+            for i, (values, members) in enumerate(by_row)
+            for j, cv in enumerate(col_values)
+        ]
+
+    def figure(self, row_height: float, extra: float, **subplots) -> Figure:
+        """A figure of the paper's width, `row_height` inches per row plus `extra`, with the
+        axes grid (never squeezed; `subplots`: sharex, sharey) given to the panels."""
+        fig = Figure(
+            figsize=(PAPER_WIDTH_IN, row_height * self.shape[0] + extra), layout="constrained"
         )
-    col_values = sort_values(p.value(cols) for p in points) if cols else [None]
-    if len(col_values) > MAX_FACETS:
-        raise UserError(
-            f"{cols} has {len(col_values)} values, too many panel columns: "
-            "pick some with --where KEY=VALUE"
-        )
-    labelled = [
-        (", ".join(facet_title(k, v) for k, v in zip(rows, values)), members)
-        for values, members in by_row
-    ]
-    return labelled, col_values
+        self.grid = fig.subplots(*self.shape, squeeze=False, **subplots)
+        for p in self.panels:
+            p.ax = self.grid[p.row, p.col]
+        return fig
+
+
+def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
+    """ident(value) -> line colour, one per value of `column` (one colour, at None, without)."""
+    values = sort_values(p.value(column) for p in points) if column else [None]
+    return {ident(v): line_colour(i, len(values)) for i, v in enumerate(values)}
 
 
 def pooled_settings(points: list[Point]) -> list[str]:
@@ -310,6 +369,24 @@ def check_distinct(flags: list[tuple[str, str | None]]) -> None:
             seen[column] = flag
 
 
+def check_axes(
+    runs: list[Run], flags: dict[str, str | None], rows: str | list[str] | None
+) -> tuple[list, list[str] | None]:
+    """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against `runs` (`check_column`;
+    'none' switches --color and --cols off), --rows likewise (`rows_option`; None: automatic),
+    and no column in two parts (`check_distinct`)."""
+    columns = [
+        column_or_none(c) and check_column(runs, c, f)
+        if f in ("--color", "--cols")
+        else check_column(runs, c, f)
+        for f, c in flags.items()
+    ]
+    rows = rows_option(rows)
+    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    check_distinct(list(zip(flags, columns)) + [("--rows", r) for r in rows or []])
+    return columns, rows
+
+
 def column_or_none(column: str | None) -> str | None:
     """'' and 'none' switch an axis off."""
     return None if column is None or column.strip().lower() in ("", "none") else column
@@ -326,3 +403,40 @@ def rows_option(rows: str | list[str] | None) -> list[str] | None:
 
 def describe(values: list[Any], column: str) -> str:
     return ", ".join(format_value(column, v) for v in sort_values(values))
+
+
+def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: str) -> Figure:
+    """The caption (`note`) and, above the panels, the title of what the figure holds fixed."""
+    note(fig, *notes)
+    if title := fixed_title(data, shown, where, axes):
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def fixed_title(
+    data: list[Run], shown: list[Run], where: dict | None, axes: Iterable[str | None] = ()
+) -> str:
+    """What a figure cut out of a sweep (by `--where`, `--lr`) holds fixed: every `--where`
+    filter, then every other setting that `data` (the sweep's runs) holds more than one value
+    of and `shown` (the runs drawn) only one, unless it is an axis (`axes`). A setting at one
+    value reads `name=value` ('tied' / 'untied'); other filters (several values, exclusions,
+    patterns) as written. '' when nothing is fixed."""
+
+    def single(key: str) -> list:
+        values = {ident(r.settings.get(key)): r.settings.get(key) for r in shown}
+        return list(values.values()) if len(values) == 1 and key in shown[0].settings else []
+
+    axes = {a for a in axes if a}
+    parts, said = [], set()
+    for key, wanted in (where or {}).items():
+        name, op = (key[:-1], "!=") if key.endswith("!") else (key, "=")
+        one = single(name) if op == "=" and shown else []
+        wanted = wanted if isinstance(wanted, (list, tuple)) else [wanted]
+        parts.append(
+            facet_title(name, one[0]) if one else f"{name}{op}{'|'.join(map(str, wanted))}"
+        )
+        said.add(name)
+    for key in sorted({k for r in data for k in r.settings} - axes - said):
+        if len({ident(r.settings.get(key)) for r in data}) > 1 and (one := single(key)):
+            parts.append(facet_title(key, one[0]))
+    return ", ".join(parts)

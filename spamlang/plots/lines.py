@@ -19,40 +19,35 @@ from matplotlib.ticker import FuncFormatter
 from spamlang.errors import UserError
 from spamlang.plots.canvas import (
     MAX_DATA_TICKS,
-    PAPER_WIDTH_IN,
     check_figure_path,
     data_ticks,
-    line_colour,
-    note,
     plain_log_ticks,
     save_figure,
 )
 from spamlang.plots.layout import (
     SEED,
+    Facets,
     Point,
-    auto_rows,
     axis_label,
-    check_distinct,
+    check_axes,
     column_or_none,
     describe,
     facet_title,
-    facets,
+    finish,
     format_value,
     group_points,
     higher_is_better,
     ident,
     is_numeric,
     merge,
+    palette,
     pool_note,
-    rows_option,
     short_name,
     sort_values,
     split,
 )
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.panels import panel_grid
 from spamlang.plots.runs import Run, check_column, finished_runs, select, varying_settings
-from spamlang.plots.title import fixed_title
 
 AUTO = "auto"
 LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
@@ -150,16 +145,9 @@ def lines_figure(
     """
     every = finished_runs(sweep_dir)
     runs = select(every, where)
-    x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
-    color = column_or_none(color) and check_column(runs, color, "--color")
-    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
-    rows = rows_option(rows)
-    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    flags = {"--x": x, "--y": y, "--color": color, "--cols": cols}
+    (x, y, color, cols), rows = check_axes(runs, flags, rows)
     axes = [x, y] + [c for c in (color, cols) if c] + (rows or [])
-    check_distinct(
-        [("--x", x), ("--y", y), ("--color", color), ("--cols", cols)]
-        + [("--rows", r) for r in rows or []]
-    )
     _numeric(runs, x, "--x")
     _numeric(runs, y, "--y")
     best = resolve_best_over(runs, best_over, axes)
@@ -170,52 +158,32 @@ def lines_figure(
     if not any(p.stats(y) for p in pts):
         raise UserError(f"no run has a finite {y}")
     used = [x] + [c for c in (color, cols) if c]
-    row_keys = auto_rows(pts, used, pooled + ([best] if best else [])) if rows is None else rows
-    row_groups, col_values = facets(pts, row_keys, cols)
-    colour_values = sort_values(p.value(color) for p in pts) if color else [None]
-    colours = [line_colour(i, len(colour_values)) for i in range(len(colour_values))]
+    facets = Facets(pts, cols, rows, used, pooled + ([best] if best else []))
+    colours = palette(pts, color)
     x_values = [v for p in pts if (v := p.value(x)) is not None]
     y_values = [v for p in pts if (s := p.stats(y)) for v in (s.lo, s.mean, s.hi)]
     logx = auto_logx(x_values) if logx is None else logx
     logy = auto_logy(y_values) if logy is None else logy
 
-    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.9 * len(row_groups) + 0.4), layout="constrained")
-    _, panels = panel_grid(fig, row_groups, col_values, cols, sharex=True, sharey=True)
+    fig = facets.figure(2.9, 0.4, sharex=True, sharey=True)
     drawn: list[Point] = []
-    for panel in panels:
+    for panel in facets.panels:
         ax = panel.ax
         for values, line_pts in split(panel.points, [color] if color else []):
-            k = [ident(v) for v in colour_values].index(ident(values[0])) if color else 0
             marks = [merge(at) for _, at in split(line_pts, [x])]
             marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
             drawn += marks
-            _draw_line(
-                ax,
-                marks,
-                x,
-                y,
-                colours[k],
-                points,
-                facet_title(color, values[0]) if color else None,
-            )
+            label = facet_title(color, values[0]) if color else None
+            colour = colours[ident(values[0] if color else None)]
+            _draw_line(ax, marks, x, y, colour, points, label)
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
         label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
         if logy:
             plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
-        # "both": a log axis labels its minor ticks when it spans little, and those labels
-        # must not come out at the default size, larger than the major ones.
-        ax.tick_params(which="both", labelsize=7)
-        ax.set_xlabel(axis_label(x), fontsize=8)
-        if panel.col == 0:
-            ax.set_ylabel(axis_label(y), fontsize=8)
-        ax.set_title(panel.title, fontsize=9)
-        if color and panel.points:
-            ax.legend(fontsize=6, frameon=False)
-    note(fig, _best_note(best, y, drawn), pool_note(drawn, "bars"))
-    if title := fixed_title(every, runs, where, axes + [best]):
-        fig.suptitle(title, fontsize=9)
-    return fig
+        panel.label(axis_label(x), axis_label(y), legend=bool(color))
+    notes = _best_note(best, y, drawn), pool_note(drawn, "bars")
+    return finish(fig, every, runs, where, axes + [best], *notes)
 
 
 def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, label: str | None):

@@ -1,6 +1,6 @@
 """`spamlang plot recency DIR... -o FILE`: does a symbol's loss jump once Adam forgot it?
 
-Each finished run of a position-invariant language writes `symbols.npz` (`spamlang.schema`):
+Each finished run of a position-invariant language writes `symbols.npz` (`spamlang.rundir.schema`):
 every symbol's final loss on `s s`, how many training sequences showed it and the step right
 after the last one that did. A panel scatters, for one run, that loss (log y) against the
 steps since the symbol's last appearance, steps - last_step, coloured by its appearances.
@@ -30,25 +30,14 @@ from spamlang.errors import UserError
 from spamlang.plots.canvas import (
     BEST_EDGE,
     CMAP,
-    PAPER_WIDTH_IN,
     check_figure_path,
     note,
     plain_log_ticks,
     save_figure,
 )
-from spamlang.plots.layout import (
-    SEED,
-    Point,
-    auto_rows,
-    column_or_none,
-    facet_title,
-    facets,
-    group_points,
-    rows_option,
-)
+from spamlang.plots.layout import SEED, Facets, Point, check_axes, facet_title, group_points
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.panels import panel_grid
-from spamlang.plots.runs import Run, check_column, finished_runs, select, varying_settings
+from spamlang.plots.runs import Run, finished_runs, select, varying_settings
 from spamlang.rundir import read_symbols
 from spamlang.rundir.schema import SYMBOLS
 
@@ -118,9 +107,7 @@ def recency_figure(
     """The figure of the module docstring. `dirs`: run or sweep directories; runs without a
     symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
-    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
-    rows = rows_option(rows)
-    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
     symbols = {}
     for run in chosen_runs(runs):
         symbols[run.run_id, str(run.path)] = (run, load_symbols(run.path))
@@ -137,20 +124,17 @@ def recency_figure(
             file=sys.stderr,
         )
     arrays = {id(run): s for run, s in kept}
-    points = [Point([run]) for run, _ in kept]
     used = [cols] if cols else []
-    row_keys = auto_rows(points, used, [SEED, "lr"]) if rows is None else rows
-    row_groups, col_values = facets(points, row_keys, cols)
+    facets = Facets([Point([run]) for run, _ in kept], cols, rows, used, [SEED, "lr"])
     norm = _appearance_norm([s for _, s in kept])
 
-    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.6 * len(row_groups) + 0.8), layout="constrained")
-    grid, panels = panel_grid(fig, row_groups, col_values, cols, sharey=True)
+    fig = facets.figure(2.6, 0.8, sharey=True)
     image = None
-    for panel in panels:
+    for panel in facets.panels:
         ax = panel.ax
         if len(panel.points) > 1:
             raise UserError(
-                f"{len(panel.points)} runs would share the panel '{panel.title}': "
+                f"{len(panel.points)} runs would share the panel '{panel.title()}': "
                 "give --rows / --cols the settings that tell them apart"
             )
         if not panel.points:
@@ -158,14 +142,14 @@ def recency_figure(
             continue
         run = panel.points[0].runs[0]
         image = _draw_run(ax, run, arrays[id(run)], norm)
-        ax.set_title(_title(run, row_keys + used), fontsize=7)
+        ax.set_title(_title(run, facets.row_keys + used), fontsize=7)
         ax.set_xlabel("steps since last appearance (steps \u2212 last_step)", fontsize=7)
         if panel.col == 0:
             ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
         ax.tick_params(which="both", labelsize=6)
         # Upper left: under the hypothesis recently shown symbols sit low, so it stays empty.
         ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
-    bar = fig.colorbar(image, ax=grid, shrink=0.9)
+    bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
     bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
     if isinstance(norm, LogNorm):
         plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)

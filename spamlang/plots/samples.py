@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
-from spamlang.plots.sweep import PAPER_WIDTH_IN, check_figure_path, save_figure
+from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, save_figure
 from spamlang.sample import (
     COLOURS,
     CORRECT,

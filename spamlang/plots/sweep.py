@@ -1,9 +1,8 @@
-"""Sweep figures: the final-loss heatmap (the paper's Figure 5), with the curves of Figure 4
-(`spamlang.plots.curves`) and metric-against-column lines (`spamlang.plots.lines`) re-exported.
+"""The final-loss heatmap (the paper's Figure 5): a final metric on an x by y grid of cells.
 
-All of them read a sweep directory from disk (see `spamlang.plots.runs`) and never import
-the trainer; any results.csv column can be an axis (see `spamlang.plots.layout` for how runs
-are averaged over seeds and split into panels).
+It reads a sweep directory from disk (`spamlang.plots.runs`) and never imports the trainer;
+any results.csv column can be an axis (`spamlang.plots.layout` says how runs are averaged
+over seeds and split into panels).
 """
 
 from __future__ import annotations
@@ -23,67 +22,34 @@ from spamlang.fields import finite, is_number
 from spamlang.plots.canvas import (
     BEST_EDGE,
     CMAP,
-    FIGURE_SUFFIXES,
     PAPER_WIDTH_IN,
     check_figure_path,
-    line_colour,
-    note,
     plain_log_ticks,
     save_figure,
 )
-from spamlang.plots.curves import CURVE_METRICS, choose_runs, curves_figure, plot_curves
 from spamlang.plots.diagonal import check_axis, crossable, default_diagonal, draw_diagonal
 from spamlang.plots.layout import (
     SEED,
+    Facets,
     Point,
-    auto_rows,
     axis_label,
-    check_distinct,
+    check_axes,
     column_or_none,
     describe,
-    facet_title,
-    facets,
-    format_lr,
+    finish,
     format_value,
-    format_vocab,
     group_points,
     higher_is_better,
     ident,
     is_numeric,
     merge,
     pool_note,
-    rows_option,
     short_name,
     sort_values,
 )
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.lines import lines_figure, plot_lines, resolve_best_over
-from spamlang.plots.runs import Run, check_column, finished_runs, select
-from spamlang.plots.title import fixed_title
-
-# Besides the heatmap, the names that callers import from here (this module was once the home
-# of every sweep figure and its helpers).
-__all__ = [
-    "CMAP",
-    "CURVE_METRICS",
-    "FIGURE_SUFFIXES",
-    "HEATMAP_METRICS",
-    "PAPER_WIDTH_IN",
-    "best_cells",
-    "check_figure_path",
-    "choose_runs",
-    "color_limits",
-    "curves_figure",
-    "format_lr",
-    "format_vocab",
-    "heatmap_figure",
-    "line_colour",
-    "lines_figure",
-    "plot_curves",
-    "plot_heatmap",
-    "plot_lines",
-    "save_figure",
-]
+from spamlang.plots.lines import resolve_best_over
+from spamlang.plots.runs import Run, finished_runs, select
 
 # Settings named in each cell when they are no axis yet differ between cells: the head kind
 # of rank_width.png, whose rank axis crosses from lowrank:r through softmax to mlp:r.
@@ -217,15 +183,8 @@ def heatmap_figure(
     """
     every = finished_runs(sweep_dir)
     runs = select(every, where)
-    metric = check_column(runs, metric, "--metric")
-    x, y = check_column(runs, x, "--x"), check_column(runs, y, "--y")
-    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
-    rows = rows_option(rows)
-    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
-    check_distinct(
-        [("--metric", metric), ("--x", x), ("--y", y), ("--cols", cols)]
-        + [("--rows", r) for r in rows or []]
-    )
+    flags = {"--metric": metric, "--x": x, "--y": y, "--cols": cols}
+    (metric, x, y, cols), rows = check_axes(runs, flags, rows)
     if not is_numeric(r.get(metric) for r in runs):
         raise UserError(
             f"--metric {metric} is not numeric; pick an outcome such as final_eval_loss"
@@ -238,48 +197,42 @@ def heatmap_figure(
     points = group_points(runs, pooled)
     if best:
         points = best_points(points, best, metric, keep_failed=True)
-    skip = pooled + ([best] if best else [])
-    row_keys = auto_rows(points, used, skip) if rows is None else rows
-    row_groups, col_values = facets(points, row_keys, cols)
+    facets = Facets(points, cols, rows, used, pooled + ([best] if best else []))
     xs = sort_values(p.value(x) for p in points)
     ys = sort_values(p.value(y) for p in points)
     if diagonal is None:  # by default only where it can be drawn: no error for one b2
         diagonal = default_diagonal(x, y) and crossable(xs) and crossable(ys)
     if diagonal:
         diagonal_axes = check_axis(x, xs), check_axis(y, ys)
-    panels = _place(row_groups, col_values, cols, (x, xs), (y, ys))
-    drawn = [c for cells in panels.values() for c in cells.values()]
+    # Each panel's cells, (y index, x index) -> the points there pooled into one.
+    cells = [
+        {at: merge(group) for at, group in _by_cell(panel.points, (x, xs), (y, ys)).items()}
+        for panel in facets.panels
+    ]
+    drawn = [c for panel in cells for c in panel.values()]
     vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
     ranged = any(len(c.runs) > 1 for c in drawn)
     tags = [c for c in CELL_TAGS if c not in taken and len({ident(p.value(c)) for p in drawn}) > 1]
     text_lines = 1 + ranged + bool(best) + len(tags)
 
-    cell_w = (PAPER_WIDTH_IN - 1.2) / (len(col_values) * len(xs))
+    cell_w = (PAPER_WIDTH_IN - 1.2) / (facets.shape[1] * len(xs))
     font = float(np.clip(cell_w * 72 / 3.4, 4.5, 8.0))
-    height = len(row_groups) * max(2.1, 0.15 * (text_lines + 1) * len(ys) + 0.9) + 0.4
-    fig = Figure(figsize=(PAPER_WIDTH_IN, height), layout="constrained")
-    axes = fig.subplots(len(row_groups), len(col_values), squeeze=False)
+    fig = facets.figure(max(2.1, 0.15 * (text_lines + 1) * len(ys) + 0.9), 0.4)
     x_labels = [format_value(x, v) for v in xs]
     # Labels wider than a cell (131072 beside 65536: about 0.6 em per digit at 7 pt) are tilted.
     tilted = max(map(len, x_labels)) * 7 * 0.6 / 72 > 0.9 * cell_w
     x_tilt = dict(rotation=30, ha="right", rotation_mode="anchor") if tilted else {}
     image = None
-    for (i, j), cells in panels.items():
-        ax = axes[i, j]
-        image = _draw_cells(ax, cells, (len(ys), len(xs)), metric, norm, font, best, tags)
+    for panel, panel_cells in zip(facets.panels, cells):
+        ax = panel.ax
+        image = _draw_cells(ax, panel_cells, (len(ys), len(xs)), metric, norm, font, best, tags)
         if diagonal:
             draw_diagonal(ax, *diagonal_axes)
         ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
         ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
-        ax.set_xlabel(axis_label(x), fontsize=8)
-        if j == 0:
-            ax.set_ylabel(axis_label(y), fontsize=8)
-        title = facet_title(cols, col_values[j]) if cols else ""
-        row_label = row_groups[i][0]
-        title = f"{title} ({row_label})" if title and row_label else title or row_label
-        ax.set_title(title, fontsize=9)
-    bar = fig.colorbar(image, ax=axes, shrink=0.9)
+        panel.label(axis_label(x), axis_label(y), legend=False)
+    bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
     bar.set_label(
         HEATMAP_METRICS.get(metric, axis_label(metric)) + (", log scale" if log else ""), fontsize=7
     )
@@ -296,16 +249,8 @@ def heatmap_figure(
     )
     # A cell where every value of `best` diverged pools them all, but shows only "div".
     pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
-    note(
-        fig,
-        outline,
-        _best_note(best, metric, runs),
-        pool_note(pooled_cells, "second line"),
-        left_out,
-    )
-    if title := fixed_title(every, runs, where, taken + [best]):
-        fig.suptitle(title, fontsize=9)
-    return fig
+    notes = outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line")
+    return finish(fig, every, runs, where, taken + [best], *notes, left_out)
 
 
 def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
@@ -345,23 +290,17 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
 Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
 
 
-def _place(
-    row_groups: list, col_values: list, cols: str | None, x: tuple[str, list], y: tuple[str, list]
-) -> dict[tuple[int, int], Cells]:
-    """Panel (row, column) -> its cells; points sharing a cell are merged (pooled)."""
+def _by_cell(points: list[Point], x: tuple[str, list], y: tuple[str, list]) -> dict:
+    """(y index, x index) -> the points there, by their values of the columns x[0] and y[0]
+    along the axes' sorted values x[1] and y[1]."""
 
     def index(axis: tuple[str, list], p: Point) -> int:
         return [ident(u) for u in axis[1]].index(ident(p.value(axis[0])))
 
-    panels = {}
-    for i, (_, members) in enumerate(row_groups):
-        for j, cv in enumerate(col_values):
-            cells: dict[tuple[int, int], list[Point]] = {}
-            for p in members:
-                if cols is None or ident(p.value(cols)) == ident(cv):
-                    cells.setdefault((index(y, p), index(x, p)), []).append(p)
-            panels[i, j] = {k: merge(v) for k, v in cells.items()}
-    return panels
+    cells: dict[tuple[int, int], list[Point]] = {}
+    for p in points:
+        cells.setdefault((index(y, p), index(x, p)), []).append(p)
+    return cells
 
 
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:

@@ -20,20 +20,18 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from spamlang.errors import UserError
-from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
+from spamlang.plots.canvas import check_figure_path, note, save_figure
 from spamlang.plots.layout import (
     SEED,
-    auto_rows,
-    column_or_none,
+    Facets,
+    check_axes,
     facet_title,
-    facets,
     group_points,
     ident,
-    sort_values,
+    palette,
 )
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.panels import panel_grid
-from spamlang.plots.runs import check_column, finished_runs, select, varying_settings
+from spamlang.plots.runs import finished_runs, select, varying_settings
 from spamlang.rundir.reading import read_object
 from spamlang.rundir.schema import RESULT
 
@@ -70,36 +68,28 @@ def symbols_figure(
             f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
             "(SpamLang-family runs write one since per-symbol scoring exists)"
         )
-    cols = column_or_none(cols) and check_column(runs, cols, "--cols")
-    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
+    (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
     pts = group_points(runs, [SEED])
     best = "lr" if "lr" in varying_settings(runs) else None
     if best:
         pts = best_points(pts, best, METRIC)
-    used = [COLOR] + ([cols] if cols else [])
-    row_keys = auto_rows(pts, used, [SEED] + ([best] if best else [])) if rows is None else rows
-    row_groups, col_values = facets(pts, row_keys, cols)
-    vocabs = sort_values(p.value(COLOR) for p in pts)
-    colours = {ident(v): line_colour(i, len(vocabs)) for i, v in enumerate(vocabs)}
+    facets = Facets(pts, cols, rows, [COLOR] + ([cols] if cols else []), [SEED, best or SEED])
+    colours = palette(pts, COLOR)
 
-    fig = Figure(figsize=(PAPER_WIDTH_IN, 2.7 * len(row_groups) + 0.5), layout="constrained")
-    _, panels = panel_grid(fig, row_groups, col_values, cols, sharex=True, sharey=True)
-    for panel in panels:
-        ax = panel.ax
+    fig = facets.figure(2.7, 0.5, sharex=True, sharey=True)
+    for panel in facets.panels:
         for p in sorted(panel.points, key=lambda p: p.value(COLOR)):
             V = p.value(COLOR)
-            colour = colours[ident(V)]
             for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
-                _draw_run(ax, run, colour, facet_title(COLOR, V) if k == 0 else None)
-            ax.axhline(0.1 * math.log(V), color=colour, lw=0.6, ls="--")
-        ax.set_yscale("log")
-        ax.tick_params(which="both", labelsize=7)
-        ax.set_xlabel("exposure: training sequences that showed the symbol", fontsize=8)
-        if panel.col == 0:
-            ax.set_ylabel("symbol loss (bin median, nats)", fontsize=8)
-        ax.set_title(panel.title, fontsize=9)
-        if panel.points:
-            ax.legend(fontsize=6, frameon=False)
+                _draw_run(
+                    panel.ax, run, colours[ident(V)], facet_title(COLOR, V) if k == 0 else None
+                )
+            panel.ax.axhline(0.1 * math.log(V), color=colours[ident(V)], lw=0.6, ls="--")
+        panel.ax.set_yscale("log")
+        panel.label(
+            "exposure: training sequences that showed the symbol",
+            "symbol loss (bin median, nats)",
+        )
     note(
         fig,
         "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",

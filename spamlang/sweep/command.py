@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from spamlang.error_policy import Parser, add_debug_flag, run_command
+from spamlang.error_policy import Parser, run_command
 from spamlang.errors import UserError, describe
-from spamlang.sweep.bracket import DEFAULT_LIMIT
+from spamlang.sweep.best_lr import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
 from spamlang.sweep.groups import parse_shard
 from spamlang.sweep.overrides import SET_HELP, with_overrides
@@ -159,7 +159,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
     """Draw the sweep's figures into `figures`. A figure that storage refuses (a read-only
     copy of a finished sweep) is skipped with one line on stderr; the others are drawn."""
-    from spamlang.plots.sweep import plot_curves, plot_heatmap
+    from spamlang.plots.curves import plot_curves
+    from spamlang.plots.sweep import plot_heatmap
     from spamlang.sweep.results_csv import is_read_only
 
     def skipped(what: str, e: OSError) -> None:
@@ -279,7 +280,6 @@ def main(
     prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
     parser = Parser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
     add_arguments(parser, plots=plots)
-    add_debug_flag(parser)
     return run_command(parser, argv, lambda args: execute(sweep, args, samples))
 
 
