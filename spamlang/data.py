@@ -1,19 +1,16 @@
 """The generators as a dataset: random access by index, batched NumPy iteration, other loaders.
 
 Sequence i of `SequenceDataset(lang, seed, L)` is `lang.sample(fold_in(PRNGKey(seed), i), 1, L)[0]`:
-no iterator state, so any slice can be generated on any host, in any order, after any resume,
-and `batches(B, start)` yields the same sequences whatever B and start.
+no iterator state, so any slice can be generated on any host, in any order, after any resume.
 
-Generation is one jitted function per process, shared by every dataset: the language and L are
-static, the seed's key and a vector of row indices are arguments. Index vectors are padded to a
-power of two, at least 8 (large requests: to one fixed chunk of about 1M tokens), so any mix of
-slice and index-list lengths compiles O(log n) programs. A dataset holds no compiled code, so
-it pickles: with `num_sequences=N` it is a finite map-style dataset (`len`, batched reads) that
-a PyTorch `DataLoader` or Grain's `MapDataset.source` can serve from worker processes.
+Generation is one jitted function per process (language and L static; key and row indices
+arguments). Index vectors are padded to a power of two, at least 8 (large requests: one fixed
+chunk of about 1M tokens), so any mix of request lengths compiles O(log n) programs. A dataset
+holds no compiled code, so it pickles: with `num_sequences=N` it is a map-style dataset that a
+PyTorch `DataLoader` or Grain's `MapDataset.source` can serve from worker processes.
 
-`export_tokens` writes sequences 0..N-1 to a token file. The file format (sidecar, crash-safe
-writing, `load_tokens`) is `spamlang.token_files`, a module below this one that knows nothing of
-datasets; its reading API is re-exported here (`spamlang.data.load_tokens`).
+`export_tokens` writes sequences 0..N-1 to a token file (the format: `spamlang.token_files`,
+whose reading API is re-exported here).
 """
 
 from __future__ import annotations
@@ -48,19 +45,12 @@ def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:
 
 
 def chunk_tokens() -> int:
-    """Tokens generated per device call for large requests (exports, long slices)."""
     return _CHUNK_TOKENS
 
 
 def rows_per_chunk(seq_len: int) -> int:
     """Rows per device call for large requests: a power of two, about 1M tokens, at least 1."""
     return 1 << max(0, (_CHUNK_TOKENS // seq_len).bit_length() - 1)
-
-
-def _bucket(n: int, max_rows: int) -> int:
-    """The padded length of a request of n <= max_rows rows: the next power of two, at least
-    8 (one program serves every request of 1..8 rows), at most max_rows."""
-    return min(max_rows, 1 << max(3, (n - 1).bit_length()))
 
 
 # True in a process forked from one whose JAX runtime had started: JAX's threads do not survive
@@ -182,26 +172,25 @@ class SequenceDataset:
         )
         return _rows_fn()(self.lang, self.seq_len, self._key, idx_N)
 
-    @staticmethod
-    def _host(rows_NxL, n: int) -> np.ndarray:
-        return np.array(rows_NxL)[:n]
-
-    def _generate(self, rows: range | np.ndarray) -> Iterator[np.ndarray]:
-        """NumPy chunks of the given rows, in order; the next chunk is dispatched before the
-        current one is copied to the host, so generation overlaps the consumer."""
-        count, max_rows = len(rows), rows_per_chunk(self.seq_len)
-        # Large requests reuse one chunk size (one compilation); small ones round up to a power
-        # of two so that arbitrary lengths share a few compilations.
-        size = max_rows if count > max_rows else _bucket(count, max_rows)
+    def _stream(self, rows: range | np.ndarray, size: int) -> Iterator[np.ndarray]:
+        """NumPy chunks of `size` rows (the last shorter), each generated padded to `size`; the
+        next chunk is dispatched before the current one is copied to the host, so generation
+        overlaps the consumer."""
         pending = None
-        for first in range(0, count, size):
+        for first in range(0, len(rows), size):
             piece = rows[first : first + size]
             nxt = (self._dispatch(piece, size), len(piece))
             if pending is not None:
-                yield self._host(*pending)
+                yield np.array(pending[0])[: pending[1]]
             pending = nxt
         if pending is not None:
-            yield self._host(*pending)
+            yield np.array(pending[0])[: pending[1]]
+
+    def _generate(self, rows: range | np.ndarray) -> Iterator[np.ndarray]:
+        # Large requests reuse one chunk size (one compilation); small ones round up to a power
+        # of two, at least 8, so that arbitrary lengths share a few compilations.
+        max_rows = rows_per_chunk(self.seq_len)
+        return self._stream(rows, min(max_rows, 1 << max(3, (len(rows) - 1).bit_length())))
 
     def _take(self, rows: range | np.ndarray) -> np.ndarray:
         chunks = list(self._generate(rows))
@@ -278,21 +267,11 @@ class SequenceDataset:
         """
         batch_size = _as_int("batch_size", batch_size, 1)
         start = _as_int("start", start, 0, MAX_INDEX)
-        infinite = self.num_sequences is None
-        end = MAX_INDEX if infinite else self.num_sequences
-
-        def dispatch(first: int):  # None at the end
-            n = min(batch_size, end - first)
-            if n <= 0 or (infinite and n < batch_size):
-                return None
-            return self._dispatch(range(first, first + n), batch_size), n
-
-        cur = dispatch(start)
-        while cur is not None:
-            start += batch_size
-            nxt = dispatch(start)  # generated while the consumer works on `cur`
-            yield self._host(*cur)
-            cur = nxt
+        if self.num_sequences is None:  # whole batches only
+            end = start + (MAX_INDEX - start) // batch_size * batch_size
+        else:
+            end = max(start, self.num_sequences)
+        yield from self._stream(range(start, end), batch_size)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Sequences 0, 1, ... as int32[L]: all N of a finite dataset, else up to 2^32."""
@@ -316,16 +295,8 @@ def export_tokens(
     progress: bool | None = None,
 ) -> dict:
     """Write sequences 0..num_seqs-1 of `SequenceDataset(lang, seed, seq_len)` to a token file
-    and its sidecar (`spamlang.token_files.write_tokens`); return the sidecar dict.
-
-    Memory stays bounded (chunks of about 1M tokens); `progress` (None: only for >= 16M tokens)
-    shows a tqdm bar on stderr. Before creating any file it refuses a sequence longer than one
-    generation chunk, a file that does not fit on the disk, a .npy or .npz name, and replacing
-    a complete export, or any file it did not write, unless `force` (`token_files.NeedsForce`,
-    naming what is there); an export of its own cut short is replaced. Whatever stops it
-    (an error, a full disk, Ctrl-C, SIGTERM: `publish.Terminated`) removes its temporaries and
-    leaves the old pair as it was.
-    """
+    and its sidecar (`spamlang.token_files.write_tokens`: its checks, `force` and `progress`);
+    return the sidecar dict. A sequence longer than one generation chunk is refused."""
     seq_len = _as_int("seq_len", seq_len, 1)
     num_seqs = fields.in_range(
         "num_seqs",

@@ -1,26 +1,18 @@
 """Token files: flat binaries of token rows plus a JSON sidecar, written crash-safely.
 
 A token file is little-endian, row-major [N, L], uint16 when V <= 65536 else uint32, with no
-header (so any framework reads it with a plain memory map); its sidecar `<file>.json` names the
-format (`FORMAT`), language, seed, shape and byte count. The sidecar is how an export knows its
-own files: the pair is published by renames that never leave it without a sidecar of ours
-(`spamlang.rundir.atomic`), the first of them a sidecar marked "publishing". So:
-- a sidecar of ours that is final and matches the token file's size: a complete export, which
-  a new export replaces only with force;
-- a sidecar of ours marked "publishing", without its token file, or whose size disagrees: an
-  export cut short (a crash or kill mid-publication, a file damaged since), refused by
-  `load_tokens` and replaced by a new export without force, with a note;
-- anything else (a file with no sidecar, a sidecar of another format): not ours, refused by
-  `load_tokens` and replaced only with force, with a note naming its size.
-(Before the "publishing" sidecar, an export cut between its renames left a token file with no
-sidecar; such a leftover now counts as not ours and needs force. The sidecar's format, and so
-reading any export, is unchanged.)
+header (any framework memory-maps it); its sidecar `<file>.json` names the format (`FORMAT`),
+language, seed, shape and byte count. The pair is published by renames that never leave it
+without a sidecar of ours (`spamlang.rundir.atomic`), the first of them a sidecar marked
+"publishing". So a sidecar of ours that is final and matches the file's size is a complete
+export (replaced only with force); one marked "publishing", without its token file, or whose
+size disagrees is an export cut short (refused by `load_tokens`, replaced without force, with a
+note); anything else is not ours (refused, replaced only with force). A token file left with
+no sidecar by an export older than the "publishing" sidecar counts as not ours.
 
-This module is the file format only: it knows nothing of languages or datasets, and
-`spamlang.data` (above it) builds on it: `spamlang.data.export_tokens` generates the rows of a
-`SequenceDataset` and hands them to `write_tokens` here. A write checks everything it can before
-creating a file (the target, and that the whole file fits on the disk) and never holds more than
-one chunk of rows in memory.
+The file format only: `spamlang.data.export_tokens` generates the rows and hands them to
+`write_tokens`, which checks the target and the free space before creating a file and never
+holds more than one chunk of rows in memory.
 """
 
 from __future__ import annotations
@@ -242,17 +234,14 @@ def write_tokens(
     force: bool = False,
     progress: bool | None = None,
 ) -> dict:
-    """Write the [num_seqs, seq_len] = `shape` token rows that `chunks` yields, in order, to a
-    token file at `path` and its sidecar; return the sidecar dict.
+    """Write the [num_seqs, seq_len] = `shape` token rows that `chunks` yields (cast to
+    `token_dtype(vocab_size)`; iterated only once every check passed) to a token file at `path`
+    and its sidecar (the format fields and `about`); return the sidecar dict.
 
-    `chunks` is iterated only after every check passed; its arrays are cast to the dtype of
-    `vocab_size` (`token_dtype`). The sidecar holds the format fields (format, dtype,
-    byte_order, shape, bytes, vocab_size) and `about` (what the rows are: language, seed, ...).
-    Refuses (NeedsForce) to replace a complete export, or any file it did not write, unless
-    `force`; an export of its own cut short is replaced. Refuses a .npy or .npz name (the file
-    is not NumPy's format). `progress` (None: only for >= 16M tokens) shows a tqdm bar on
-    stderr. Whatever stops it (an error, a full disk, Ctrl-C, SIGTERM:
-    `spamlang.rundir.atomic.Terminated`) removes its temporaries and leaves the old pair as it was.
+    Refuses a .npy or .npz name, a file that does not fit on the disk, and (NeedsForce)
+    replacing a complete export or any file it did not write unless `force`. `progress` (None:
+    only for >= 16M tokens) shows a tqdm bar on stderr. Whatever stops it (an error, a full
+    disk, Ctrl-C, SIGTERM) removes its temporaries and leaves the old pair as it was.
     """
     from tqdm import tqdm
 
@@ -324,17 +313,3 @@ def _write(tmp: Path, target: Path, blocks) -> None:
         if e.filename is not None or e.errno is None:
             raise
         raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(target)) from e
-
-
-__all__ = [
-    "FORMAT",
-    "IncompleteExport",
-    "NeedsForce",
-    "NotAnExport",
-    "token_dtype",
-    "sidecar_path",
-    "read_sidecar",
-    "check_complete",
-    "load_tokens",
-    "write_tokens",
-]
