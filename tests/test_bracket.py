@@ -10,8 +10,7 @@ import pytest
 from spamlang.cli import main as cli_main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep, run_sweep
-from spamlang.sweep.best_lr import BestLR
-from spamlang.sweep.bracket import decide, step_beyond
+from spamlang.sweep.best_lr import BestLR, decide, step_beyond
 from spamlang.sweep.results_csv import gather
 from spamlang.train import run as train_run
 from spamlang.train.config import TrainConfig

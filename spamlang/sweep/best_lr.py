@@ -1,25 +1,39 @@
-"""Is each best learning rate inside the swept grid? Warnings for the end-of-sweep summary.
+"""Is each best learning rate inside the swept grid? Summary lines, warnings, and LR bracketing.
 
 A best LR at the smallest or largest LR of the grid means the true optimum may lie outside it,
-and comparisons between settings at "their best LR" are then unreliable. Pure functions over
-result rows (the dicts of `spamlang.sweep.results_csv.gather`), so that they can be tested without
-training.
+and comparisons between settings at "their best LR" are then unreliable. The summary functions
+are pure functions over result rows (the dicts of `spamlang.sweep.results_csv.gather`).
+
+Bracketing (`bracket_cell`) extends such a cell's grid: it trains the next LR beyond that end,
+for every seed of the cell (the set of runs that share every setting but lr and seed), and
+looks again, until the best is interior, or the cell is solved (its best within SOLVED of the
+floor: any LR that reaches the floor is optimal), or `limit` LRs have been added beyond that
+end (the cell "stayed at the limit", which the summary lists). The next LR continues the grid
+by its own ratio at that end (x3 for a grid of one LR); a half-decade grid (1, 3, 10, 30, ...)
+continues as one, so 3e-2 is followed by 1e-1, not 9e-2. A run that diverges has no value, so
+a grid that reaches divergence is bracketed from above. Every decision is a function of the
+finished runs on disk, so a rerun of the same sweep makes the same decisions, skips the added
+runs that finished and resumes the one that did not.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from spamlang.fields import finite
+from spamlang.rundir.reading import read_object
+from spamlang.rundir.schema import RESULT
 from spamlang.sweep.results_csv import RESULT_COLUMNS
 from spamlang.sweep.spec import config_field, fields_of, format_number
 
+DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
+_HALF_DECADE = (2.9, 3.5)  # ratios of a 1-3-10 grid: 3 and 10/3
 MIN_GRID = 3  # with two LRs every best one is at an edge; nothing to warn about
 # A cell whose best LR ends within this many nats of the loss floor is solved: every LR that
 # reaches the floor is optimal, so where the best sits in the grid says nothing.
@@ -73,7 +87,7 @@ def swept_values(points: list[tuple[str, Any]], axes: Iterable[str]) -> dict[str
     fields = [f for axis in axes for f in fields_of(axis)]
     out = {}
     for run_id, config in points:
-        data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
+        data = config.to_json()
         out[run_id] = {f: config_field(data, f) for f in fields}
     return out
 
@@ -203,3 +217,73 @@ def edge_warnings(
             "the optimum may lie outside it"
         )
     return lines
+
+
+def _mantissa(x: float) -> float:
+    return round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
+
+
+def step_beyond(grid: tuple[float, ...], side: str) -> float:
+    """The LR one step past `grid`'s `side` end ("largest" or "smallest"), at the grid's ratio."""
+    grid, up = sorted(grid), side == "largest"
+    edge = grid[-1] if up else grid[0]
+    ratio = 3.0 if len(grid) < 2 else grid[-1] / grid[-2] if up else grid[1] / grid[0]
+    factor, mantissa = ratio if up else 1 / ratio, _mantissa(edge)
+    if _HALF_DECADE[0] <= ratio <= _HALF_DECADE[1] and mantissa in (1.0, 3.0):
+        # 1 -> 3 -> 10 upwards, 3 -> 1 -> 0.3 downwards.
+        factor = {(1, 1.0): 3.0, (1, 3.0): 10 / 3, (0, 3.0): 1 / 3, (0, 1.0): 3 / 10}[up, mantissa]
+    return float(f"{edge * factor:.3g}")  # a readable run id (lr1e-1), never 0.09999999999999999
+
+
+def decide(best: BestLR, original: tuple[float, ...], limit: int) -> tuple[str, float | None]:
+    """What bracketing does with a cell: ("interior" | "solved" | "limit", None) to stop, or
+    ("extend", lr) to train `lr` next. `original` is the cell's grid as the sweep wrote it; the
+    LRs beyond its ends are the ones bracketing added."""
+    if best.solved:
+        return "solved", None
+    up = best.lr == max(best.grid)
+    if not up and best.lr != min(best.grid):
+        return "interior", None
+    if sum(lr > max(original) if up else lr < min(original) for lr in best.grid) >= limit:
+        return "limit", None
+    return "extend", step_beyond(best.grid, "largest" if up else "smallest")
+
+
+def bracket_cell(
+    cell: list[tuple[str, Any]],
+    run_id_of: Callable[[Any], str],
+    out: Path,
+    limit: int,
+    train: Callable[[list[tuple[str, Any]]], bool],
+) -> tuple[str, list[tuple[str, Any]]]:
+    """Extend one cell's LR grid until its best LR is interior (module docstring).
+
+    `cell`: its (run id, config) points, all trained; `train(points)` trains new points (one
+    LR, every seed of the cell), False when another process holds one. Returns the final status
+    ("interior", "solved", "limit", "none": no finite result, "busy": `train` was refused, with
+    no points) and the points it added, finished ones of earlier runs included.
+    """
+    points = list(cell)
+    original = tuple(sorted({config.lr for _, config in cell}))
+    # One template per seed (any LR of it): an added LR is trained for every seed.
+    templates = {config.seed: config for _, config in cell}
+    while True:
+        rows = []  # lr, seed and outcomes of its finished runs (being written: not yet)
+        for run_id, config in dict(points).items():
+            result = read_object(out / run_id / RESULT)
+            if result is not None:
+                outcome = {
+                    k: result.get(k) for k in ("final_eval_loss", "optimal_loss", "diverged")
+                }
+                rows.append({"lr": config.lr, "seed": config.seed, **outcome})
+        best = best_lrs(rows)
+        if not best:
+            return "none", points[len(cell) :]
+        status, lr = decide(best[0], original, limit)
+        if status != "extend":
+            return status, points[len(cell) :]
+        new = [(run_id_of(c), c) for c in (t.replace(lr=lr) for t in templates.values())]
+        points.extend(new)
+        todo = [(run_id, c) for run_id, c in new if not (out / run_id / RESULT).is_file()]
+        if todo and not train(todo):
+            return "busy", []

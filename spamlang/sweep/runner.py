@@ -1,11 +1,9 @@
 """Run a sweep (or one shard of it): skip finished runs, resume the others, gather results.csv.
 
-Layout of `out_dir`: `sweep.json` (name, base config, axes; what a directory may hold next:
-`spamlang.sweep.sweep_file`), one run directory per point named by its run id, and
-`results.csv`. Re-running the same sweep into the same directory is always safe: finished runs
-(result.json present) are skipped, interrupted ones resume from their last checkpoint (said in
-a line), and results.csv is rebuilt from the run directories after every run or group. Progress
-between finished runs: a bar on a terminal, lines in a log (`spamlang.sweep.logs`).
+Layout of `out_dir`: `sweep.json` (`spamlang.sweep.sweep_file`), one run directory per point
+named by its run id, and `results.csv`, rebuilt from the run directories after every run or
+group. Re-running the same sweep into the same directory is always safe: finished runs
+(result.json present) are skipped, interrupted ones resume from their last checkpoint.
 
 Sweeps at the same time on one directory (shards of a SLURM array, or the same command started
 twice) cooperate: each run directory has one owner (`spamlang.rundir.lock`), so a sweep skips
@@ -15,6 +13,7 @@ on stderr, and goes on with the rest; results.csv is written by one process at a
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -24,15 +23,17 @@ from spamlang.fields import is_number
 from spamlang.rundir.lock import RunDirBusy
 from spamlang.rundir.schema import RESULT
 from spamlang.sweep import fit
-from spamlang.sweep.best_lr import cell_lines, edge_warnings, swept_values
-from spamlang.sweep.bracket import bracket_cell
+from spamlang.sweep.best_lr import bracket_cell, cell_lines, edge_warnings, swept_values
 from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
 from spamlang.sweep.logs import Watcher, announce_resumes
 from spamlang.sweep.results_csv import Report, write_results
 from spamlang.sweep.spec import (
     MAX_POINTS,
+    MODEL_PREFIX,
+    PARAM_PREFIX,
     Sweep,
     as_json,
+    canonical,
     cell_key,
     check_bracket,
     check_size,
@@ -42,7 +43,8 @@ from spamlang.sweep.spec import (
 from spamlang.sweep.sweep_file import check_sweep_file
 
 # On CPU, groups whose steps hold at most this many tokens train vmapped by default: between
-# 64 (vmapped faster) and 2,048 (one by one faster), benchmarks/README.md; see run_sweep.
+# 64 (vmapped faster) and 2,048 (one by one faster: one run already keeps the cores busy),
+# benchmarks/README.md.
 CPU_VMAP_TOKENS = 256
 
 
@@ -100,36 +102,21 @@ def run_sweep(
     bracket_lr: int | None = None,
     max_points: int = MAX_POINTS,
 ) -> list[dict]:
-    """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`.
+    """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`; return
+    the rows of results.csv (every finished run in `out_dir`, all shards).
 
-    Points that differ only in MEMBER_FIELDS (lr, seed and the optimizer's b1, b2, eps,
-    momentum) form a group, trained as one vmapped program by
-    `spamlang.train.run_group` (its members share every matmul launch); a group of one uses
-    `run_training`. Shard i of n takes groups i, i+n, ... of the sorted group list (see
-    `groups.shard_groups`), so hosts or array jobs split a sweep with no coordination.
-    `group_size` caps the members of one vmapped program (0: no cap, 1: no vmapping).
-    Without it, on a device whose memory is known (SPAMLANG_DEVICE_MEMORY, else the
-    accelerator's `bytes_limit`; never a CPU without the variable), a vmapped group is first
-    compiled, not run, and cut into programs of as many members as fit that memory less
-    `fit.MARGIN`, with one line on stderr (`spamlang.sweep.fit`); with it, a group that does
-    not fit is kept whole and warned about in one line. When not even one member fits, the
-    line says so and the members train one by one (the runtime then says what ran out).
-    `vmap` False trains a group's members one after another (same shards, same results up to
-    float rounding); None (auto) vmaps on accelerators, and on CPU only groups whose steps
-    hold at most CPU_VMAP_TOKENS tokens: at 2,048 tokens per step one run already keeps the
-    cores busy and a vmapped group is no faster, while tiny steps gain from it
-    (benchmarks/README.md).
-    A run or group whose directory another process holds (another sweep on `out_dir`) is
-    skipped with a line on stderr and counted in the summary; a later rerun picks it up if
-    that process did not finish it. A sweep of more than `max_points` points is refused
-    before anything is expanded or written (`spec.check_size`).
-    `bracket_lr` (None: the sweep's own `bracket_lr`) > 0 extends the LR grid of every cell
-    whose best LR sits at an end of it, by up to that many LRs per end
-    (`spamlang.sweep.bracket`); cells that stayed at the limit are listed in the summary.
-    Returns the rows of results.csv (every finished run in `out_dir`, all shards). The summary
-    gives each cell's best LR with its seed spread (`best_lr.cell_lines`) and ends with a
-    warning on stderr for each group whose best LR is the smallest or largest of an LR grid of
-    3 or more (`spamlang.sweep.best_lr.edge_warnings`).
+    Points that differ only in MEMBER_FIELDS form a group, trained as one vmapped program
+    (`spamlang.train.run_group`: its members share every matmul launch) or, `vmap` False, one
+    run after another (same results up to float rounding); `vmap` None vmaps on accelerators,
+    and on CPU only steps of at most CPU_VMAP_TOKENS tokens. `group_size` caps the members of
+    one program (0: no cap, 1: no vmapping); without it, a group is cut to what fits a device
+    whose memory is known (`spamlang.sweep.fit`, one line on stderr). Shard i of n takes groups
+    i, i+n, ... (`groups.shard_groups`), so hosts split a sweep with no coordination. A run
+    another process holds is skipped with a line and counted in the summary. A sweep of more
+    than `max_points` points is refused before anything is expanded or written. `bracket_lr`
+    (None: the sweep's own) > 0 extends the LR grid of every cell whose best LR sits at an
+    end of it (`best_lr.bracket_cell`). The summary gives each cell's best LR with its seed
+    spread and warns on stderr of best LRs at the edge of a grid.
     """
     shard = check_shard(shard)
     check_size(sweep, max_points)
@@ -197,14 +184,22 @@ def run_sweep(
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
-            if todo and not train(todo):
+            if (todo and not train(todo)) or not limit:
                 continue
-            if limit:
-                for cell in _cells(_whole_group(sweep, group, group_size)):
-                    status, extra = _bracket(sweep, cell, out, limit, train)
-                    added.extend(extra)
-                    if status == "limit":
-                        at_limit.append(cell[0][0])
+            # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts.
+            if group_size:
+                group = next(g for g in groups(sweep, 0) if group[0] in g)
+            cells: dict[str, list] = {}
+            for point in group:
+                cells.setdefault(cell_key(point[1]), []).append(point)
+            for cell in cells.values():
+                # A cell not finished (a capped group's other part) or held elsewhere: "busy".
+                if not all(_finished(out / run_id) for run_id, _ in cell):
+                    continue
+                status, extra = bracket_cell(cell, sweep.run_id, out, limit, train)
+                added.extend(extra)
+                if status == "limit":
+                    at_limit.append(cell[0][0])
     finally:
         bar.close()
         rows = write_results(out, report, check)
@@ -254,61 +249,51 @@ def point_check(sweep: Sweep):
     is the point its run id names (a point of the sweep, or one LR bracketing added), else
     one line saying what differs (a config.json edited by hand must not put its settings
     under another run's name)."""
-    import json
-
     points = dict(sweep.points())
     axis_fields = {n for axis in sweep.axes for n in fields_of(axis)}
     axis_fields |= {
         whole
-        for whole, prefix in (("model_overrides", "model."), ("language_params", "param."))
+        for whole, prefix in (("model_overrides", MODEL_PREFIX), ("language_params", PARAM_PREFIX))
         if any(n.startswith(prefix) for n in axis_fields)
     }
     base = as_json(sweep.base.to_json())
-    verdicts: dict[str, str | None] = {}
+    verdicts: dict[tuple, str | None] = {}
 
     def differences(data: dict, want: dict) -> list[str]:
         return [k for k in sorted(set(data) | set(want)) if data.get(k) != want.get(k)]
 
     def verdict(run_id: str, data: dict) -> str | None:
-        cls = type(sweep.base)
-        point = points.get(run_id)
-        data = as_json(data)
-        if point is not None and data == as_json(point.to_json()):
-            return None
         try:  # a config.json of an older version: its missing fields take their defaults
-            config = cls.from_json(data)
+            config = type(sweep.base).from_json(data)
         except (ValueError, TypeError) as e:
             return f"its config.json is not a valid config ({str(e).splitlines()[0]})"
         data = as_json(config.to_json())
-        if point is not None:
-            diff = differences(data, as_json(point.to_json()))
+        if run_id in points:
+            want = as_json(points[run_id].to_json())
+            diff = differences(data, want)[:4]
             if not diff:
                 return None
-            want = as_json(point.to_json())
-            shown = ", ".join(f"{k}={json.dumps(data.get(k))}" for k in diff[:4])
-            wanted = ", ".join(f"{k}={json.dumps(want.get(k))}" for k in diff[:4])
+            shown = ", ".join(f"{k}={json.dumps(data.get(k))}" for k in diff)
+            wanted = ", ".join(f"{k}={json.dumps(want.get(k))}" for k in diff)
             return (
                 f"its config.json has {shown}, but its run id {run_id} is the sweep's point "
                 f"with {wanted} (config.json edited?)"
             )
         diff = [k for k in differences(data, base) if k not in axis_fields]
         named = sweep.run_id(config)
-        if diff or named != run_id:
-            return (
-                f"its config.json is not the sweep's point {run_id} (it "
-                + (
-                    f"differs from the base in {', '.join(diff[:4])}"
-                    if diff
-                    else f"names the point {named}"
-                )
-                + ")"
-            )
-        return None
+        if not diff and named == run_id:
+            return None
+        why = (
+            f"differs from the base in {', '.join(diff[:4])}"
+            if diff
+            else f"names the point {named}"
+        )
+        return f"its config.json is not the sweep's point {run_id} (it {why})"
 
     def check(run_id: str, data: dict) -> str | None:
-        key = run_id + "\0" + json.dumps(data, sort_keys=True, default=str)
+        key = (run_id, canonical(data))
         if key not in verdicts:
-            verdicts[key] = verdict(run_id, data)
+            verdicts[key] = verdict(run_id, as_json(data))
         return verdicts[key]
 
     return check
@@ -338,44 +323,6 @@ def _fit_parts(
         return [todo]
     size = max(found.members, 1)
     return [todo[i : i + size] for i in range(0, k, size)]
-
-
-def _whole_group(sweep: Sweep, group: list, group_size: int) -> list:
-    """The uncapped group of `group`: a `group_size` cap may have cut it (and a cell in it)
-    into several groups, and bracketing needs whole cells."""
-    if not group_size:
-        return group
-    first = group[0][0]
-    return next(g for g in groups(sweep, 0) if any(run_id == first for run_id, _ in g))
-
-
-def _cells(group: list) -> list[list]:
-    """The cells of a group, in order: the points sharing every setting but lr and seed (a
-    group may hold several, e.g. one per b2, since b2 is a member field too)."""
-    cells: dict[str, list] = {}
-    for run_id, config in group:
-        cells.setdefault(cell_key(config), []).append((run_id, config))
-    return list(cells.values())
-
-
-def _bracket(sweep: Sweep, cell: list, out: Path, limit: int, train) -> tuple[str, list]:
-    """Bracket one cell's LR grid (`spamlang.sweep.bracket`); "busy" when another process
-    holds a run it needs, or when the cell is not finished (a capped group's other part)."""
-    if not all(_finished(out / run_id) for run_id, _ in cell):
-        return "busy", []
-
-    def train_or_stop(todo):
-        if not train(todo):
-            raise _Busy
-
-    try:
-        return bracket_cell(cell, sweep.run_id, out, limit, train_or_stop)
-    except _Busy:
-        return "busy", []
-
-
-class _Busy(Exception):
-    """Another process holds a run that bracketing wanted to train."""
 
 
 def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, train_run) -> int:
