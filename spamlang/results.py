@@ -22,15 +22,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe
-from spamlang.fields import is_int, is_number
-from spamlang.plots.runs import check_dir, flatten_config, parse_cell
-from spamlang.rundir.reading import is_run, read_json, read_lines, run_dirs
+from spamlang.plots.runs import flatten_config
+from spamlang.rundir.reading import (
+    RunWarning,
+    check_dir,
+    frame,
+    is_finished,
+    is_run,
+    pandas,
+    read_json,
+    read_lines,
+    read_table,
+    run_dirs,
+    scan,
+)
 from spamlang.rundir.schema import (
     CONFIG,
     METRICS,
@@ -47,27 +57,33 @@ ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
 CLASH_SUFFIX = "_at_step"
 
 
-class RunWarning(UserWarning):
-    """A run that `load` or `load_metrics` left out, or read only in part."""
-
-
 def load(sweep_dir: str | Path):
-    """results.csv of `sweep_dir` as a DataFrame: one row per finished run, settings then
-    outcomes, in the file's column order, typed as the module docstring says. A finished run
-    directory missing from the table gets a RunWarning saying why (its config.json is gone or
-    garbled, or the table predates it). A single finished run directory gives its one row, in
+    """results.csv of `sweep_dir` as a DataFrame (`spamlang.rundir.reading.scan`): one row per
+    finished run, settings then outcomes, typed as the module docstring says, a RunWarning for
+    each finished run the table lacks. A single finished run directory gives its one row, in
     results.csv's columns."""
-    pd = _pandas()
+    pandas()
     root = check_dir(sweep_dir)
-    if not (root / RESULTS_FILE).is_file() and is_run(root):
-        header, rows = _one_run(root)
-    else:
-        header, rows = _read_csv(root / RESULTS_FILE)
-        if "run_id" in header:
-            _warn_unlisted(root, {row[header.index("run_id")] for row in rows})
-    return pd.DataFrame(
-        {c: _column(pd, [row[i] for row in rows]) for i, c in enumerate(header)}, columns=header
-    )
+    if (root / RESULTS_FILE).is_file() or not is_run(root):
+        return scan(root)
+    from spamlang.sweep.results_csv import read_run
+
+    if not is_finished(root):
+        raise UserError(
+            f"{root} is a run that has not finished (no {RESULT}); "
+            "load_metrics reads its curves so far"
+        )
+    try:
+        row = read_run(root)
+    except ValueError as e:
+        raise UserError(f"{root} cannot be read: {e}") from None
+    header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
+    # As results.csv would hold it: containers as JSON text, the rest as the values are.
+    cells = [
+        json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+        for v in map(row.get, header)
+    ]
+    return frame(header, [cells])
 
 
 def load_metrics(sweep_dir: str | Path):
@@ -82,13 +98,13 @@ def load_metrics(sweep_dir: str | Path):
     the run's peak LR). A torn last line of a live run is skipped; anything else it cannot
     read is skipped with one RunWarning per run (module docstring).
     """
-    pd = _pandas()
+    pandas()
     root = check_dir(sweep_dir)
     axes, known = _axes(root)
     records: list[dict[str, Any]] = []
     for run_dir in run_dirs(root):
         problems = []
-        finished = (run_dir / RESULT).is_file()
+        finished = is_finished(run_dir)
         settings = known.get(run_dir.name)
         if settings is None:
             config, why = _read_config(run_dir)
@@ -105,91 +121,7 @@ def load_metrics(sweep_dir: str | Path):
     names = dict.fromkeys([*ROW_COLUMNS, *(k for r in records for k in r)])
     # Metrics first, in order of appearance, then the axes, then `finished`.
     columns = [*(c for c in names if c not in axes and c != "finished"), *axes, "finished"]
-    return pd.DataFrame(
-        {c: _column(pd, [r.get(c) for r in records]) for c in columns}, columns=columns
-    )
-
-
-# ----- reading ---------------------------------------------------------------------------------
-
-
-def _pandas():
-    try:
-        import pandas
-    except ImportError:
-        raise UserError('spamlang.results needs pandas: pip install "spamlang[analysis]"') from None
-    return pandas
-
-
-def _read_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
-    """results.csv as (header, rows of cells parsed by `spamlang.plots.runs.parse_cell`)."""
-    import csv
-
-    if not path.is_file():
-        raise UserError(
-            f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first run finishes)"
-        )
-    with open(path, newline="", encoding="utf-8") as f:
-        table = list(csv.reader(f))
-    if not table:
-        raise UserError(f"{path} is empty")
-    header = table[0]
-    rows = []
-    for row in table[1:]:
-        if row:
-            cells = (row + [""] * len(header))[: len(header)]
-            # run_id is a directory name, never a number ("1e-3" must not become 0.001)
-            rows.append(
-                [
-                    cell if name == "run_id" else parse_cell(cell)
-                    for name, cell in zip(header, cells)
-                ]
-            )
-    return header, rows
-
-
-def _one_run(run_dir: Path) -> tuple[list[str], list[list[Any]]]:
-    """A single run directory as results.csv would list it: (header, [its row])."""
-    from spamlang.sweep.results_csv import read_run
-
-    if not (run_dir / RESULT).is_file():
-        raise UserError(
-            f"{run_dir} is a run that has not finished (no {RESULT}); "
-            "load_metrics reads its curves so far"
-        )
-    try:
-        row = read_run(run_dir)
-    except ValueError as e:
-        raise UserError(f"{run_dir} cannot be read: {e}") from None
-    header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
-    # As results.csv would hold it: containers as JSON text, the rest as the values are.
-    return header, [
-        [
-            json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-            for v in (row.get(c) for c in header)
-        ]
-    ]
-
-
-def _warn_unlisted(root: Path, listed: set) -> None:
-    """A RunWarning per finished run directory that results.csv does not list, saying why."""
-    from spamlang.sweep.results_csv import read_run
-
-    for run_dir in sorted(p for p in root.iterdir() if (p / RESULT).is_file()):
-        if run_dir.name in listed:
-            continue
-        try:
-            read_run(run_dir)
-        except ValueError as e:
-            why = f"{e}, so no table can list it"
-        else:
-            why = (
-                f"{RESULTS_FILE} predates it (a rerun of the sweep, or "
-                "spamlang.sweep.write_results, adds it)"
-            )
-        warnings.warn(
-            f"{run_dir}: finished but not in {RESULTS_FILE}: {why}", RunWarning, stacklevel=3
-        )
+    return frame(columns, [[r.get(c) for c in columns] for r in records])
 
 
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -200,7 +132,7 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
         from spamlang.sweep.results_csv import SETTING_COLUMNS, extra_axes
 
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
-    header, rows = _read_csv(root / RESULTS_FILE)
+    header, rows = read_table(root / RESULTS_FILE)
     first = min((i for i, c in enumerate(header) if c in RESULT_COLUMNS), default=len(header))
     axes = [c for c in header[:first] if c != "run_id"]
     by_id = {}
@@ -272,25 +204,3 @@ def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]
             "mid-row; the next `spamlang sweep` on it cuts it away)"
         )
     return lines.rows, dropped
-
-
-# ----- typing ----------------------------------------------------------------------------------
-
-
-def _column(pd, values: list[Any]):
-    """A Series typed from its non-empty values (see the module docstring); None is NaN."""
-    present = [v for v in values if v is not None]
-    complete = len(present) == len(values)
-    if present and all(isinstance(v, bool) for v in present):
-        return pd.Series(
-            values if complete else [_nan(v) for v in values], dtype=bool if complete else object
-        )
-    if present and all(is_int(v) for v in present):
-        return pd.Series([_nan(v) for v in values], dtype="int64" if complete else "float64")
-    if all(is_number(v) for v in present):
-        return pd.Series([_nan(v) for v in values], dtype="float64")  # all empty: all NaN
-    return pd.Series([_nan(v) for v in values])
-
-
-def _nan(v: Any) -> Any:
-    return math.nan if v is None else v

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import tempfile
 import time
 from pathlib import Path
 
 from spamlang.errors import UserError
 from spamlang.fields import is_number
+from spamlang.rundir import probe_writable
 from spamlang.rundir.reading import read_json
 from spamlang.rundir.schema import DIAGNOSTICS, RESULT
 
@@ -38,8 +38,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def check_writable(out_dir: str | os.PathLike) -> None:
     """UserError unless files can be created in `out_dir` (or, while it does not exist, in
-    the folder that would hold it), so that minutes of measuring never end in a refused write.
-    Tried by creating a file: permission bits do not tell (root, read-only mounts, ACLs)."""
+    the folder that would hold it), so that minutes of measuring never end in a refused write."""
     out = Path(out_dir)
     where = out
     while not where.exists() and where != where.parent:
@@ -47,8 +46,7 @@ def check_writable(out_dir: str | os.PathLike) -> None:
     if not where.is_dir():
         raise UserError(f"cannot write {out / DIAGNOSTICS}: {where} is not a directory")
     try:
-        with tempfile.TemporaryFile(dir=where, prefix=".spamlang-write-check-"):
-            pass
+        probe_writable(where)
     except OSError as e:
         raise UserError(
             f"cannot write {out / DIAGNOSTICS}: {where} takes no new files "

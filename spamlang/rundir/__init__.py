@@ -1,17 +1,13 @@
-"""The files of a run directory other than checkpoints: config.json, metrics.jsonl,
-track.jsonl, result.json.
+"""The files of a run directory other than checkpoints (names: `spamlang.rundir.schema`).
 
 - config.json is written first (atomically). An existing one must equal the new config, field
   by field, or the directory is refused: resuming someone else's run would corrupt both.
-- metrics.jsonl gets one JSON object per line, flushed as written. A resume first cuts it back
-  to the restored checkpoint's step, so the finished file equals an uninterrupted run's.
-- track.jsonl (runs with track_symbols > 0): one row per step with the tracked rows' updates
-  (`spamlang.coverage.tracking`), kept like metrics.jsonl: cut back on resume, synced before
-  each checkpoint.
-- symbols.npz (position-invariant languages) is written just before result.json, atomically.
-- result.json is written last (atomically); its presence marks the run finished.
-- .lock is the lock of the process training the run (`spamlang.rundir.lock`), deleted when
-  it ends; one left by a killed process is harmless (the lock died with it).
+- metrics.jsonl and track.jsonl get one JSON object per line, flushed as written (`MetricsLog`),
+  synced before each checkpoint. A resume first cuts them back to the restored checkpoint's
+  step, so the finished file equals an uninterrupted run's.
+- symbols.npz, then result.json, are written last (atomically); result.json marks the run
+  finished.
+- .lock is the lock of the process training the run (`spamlang.rundir.lock`).
 
 Non-finite floats are written as null (strict JSON, readable by every tool).
 """
@@ -27,20 +23,7 @@ from typing import Any
 
 from spamlang.errors import UserError, no_space
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
-from spamlang.rundir.reading import (  # noqa: F401
-    Lines,
-    RunFiles,
-    is_finished,
-    is_run,
-    iter_metrics,
-    last_row,
-    parse_row,
-    read_json,
-    read_lines,
-    read_object,
-    read_run,
-    run_dirs,
-)
+from spamlang.rundir.reading import read_json
 from spamlang.rundir.schema import (  # noqa: F401
     CHECKPOINTS,
     CONFIG,
@@ -124,7 +107,10 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
     """
     out = make_dir(out_dir)
     if write and not (out / RESULT).exists():  # a finished run may live on read-only storage
-        _check_writable(out)
+        try:
+            probe_writable(out)
+        except OSError as e:
+            raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
     new = config.to_json()
     path = out / CONFIG
     if path.exists():
@@ -164,14 +150,13 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
     return out
 
 
-def _check_writable(out: Path) -> None:
-    """UserError now, rather than an OSError half-way through a run (read-only mounts, ...)."""
-    try:
-        fd, probe = tempfile.mkstemp(dir=out, prefix=".write-test-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
+def probe_writable(directory: Path) -> None:
+    """OSError unless a file can be created in `directory`: now, rather than half-way through a
+    run or a measurement. Tried by creating one, since permission bits do not tell (root,
+    read-only mounts, ACLs)."""
+    fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-test-")
+    os.close(fd)
+    os.unlink(probe)
 
 
 def read_result(out_dir: str | os.PathLike) -> dict | None:

@@ -1,21 +1,35 @@
 """Reading run directories: the one place that parses a run's files (config.json,
-metrics.jsonl, track.jsonl, result.json, diagnostics.json) and says what a run is.
+metrics.jsonl, track.jsonl, result.json, diagnostics.json) and a sweep's results.csv, and says
+what a run is.
 
 A run directory is a directory holding any of config.json, metrics.jsonl and result.json,
 damaged or not (`is_run`); it has finished when it holds result.json (`is_finished`). Readers
 of live runs meet files being written: config.json and result.json are written atomically
 (whole or absent), metrics.jsonl and track.jsonl grow by whole lines, so only their last line
-may be cut mid-row (`Lines.torn`). Imports no JAX and nothing above the run-directory layer.
+may be cut mid-row (`Lines.torn`). Imports no JAX and nothing above the run-directory layer;
+pandas (an optional extra) only inside `scan` and `frame`.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
+import math
+import re
+import warnings
 from pathlib import Path
 from typing import Any
 
-from spamlang.rundir.schema import CONFIG, METRICS, RESULT
+from spamlang.errors import UserError, describe
+from spamlang.fields import is_int, is_number
+from spamlang.rundir.schema import CONFIG, METRICS, RESULT, RESULTS_FILE
+
+_INT = re.compile(r"[+-]?\d+")
+
+
+class RunWarning(UserWarning):
+    """A run that `scan` or `spamlang.results` left out, or read only in part."""
 
 
 def read_json(path: str | Path) -> Any:
@@ -23,6 +37,21 @@ def read_json(path: str | Path) -> Any:
     cannot be read."""
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def read_strict(run_dir: Path, name: str) -> dict:
+    """A run's JSON file `name` as a dict; ValueError saying, in words, why it cannot be."""
+    try:
+        data = read_json(run_dir / name)
+    except FileNotFoundError:
+        raise ValueError(f"its {name} is missing") from None
+    except OSError as e:
+        raise ValueError(f"its {name} cannot be read ({describe(e)})") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"its {name} cannot be parsed ({describe(e)})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"its {name} is not a JSON object")
+    return data
 
 
 def read_object(path: str | Path) -> dict | None:
@@ -124,6 +153,12 @@ def run_dirs(root: str | Path) -> list[Path]:
     return ([root] if is_run(root) else []) + sorted(seen.values())
 
 
+def finished_run_dirs(root: str | Path) -> list[Path]:
+    """The finished runs of a sweep directory (`run_dirs` but `root`, with result.json): the
+    runs results.csv lists."""
+    return [p for p in run_dirs(root) if p != Path(root) and is_finished(p)]
+
+
 @dataclasses.dataclass
 class RunFiles:
     """A run directory's JSON objects as read: None for a file missing or unreadable."""
@@ -141,3 +176,104 @@ def read_run(run_dir: str | Path) -> RunFiles:
     """config.json and result.json of a run, leniently (`read_object`)."""
     run_dir = Path(run_dir)
     return RunFiles(run_dir, read_object(run_dir / CONFIG), read_object(run_dir / RESULT))
+
+
+def check_dir(sweep_dir: str | Path) -> Path:
+    path = Path(sweep_dir)
+    if not path.is_dir():
+        raise UserError(f"no such directory: {path}")
+    return path
+
+
+def parse_cell(text: str | None) -> Any:
+    """A results.csv cell as a value: '' -> None, True/False -> bool, then int, float, text."""
+    s = (text or "").strip()
+    if s == "":
+        return None
+    if s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    if _INT.fullmatch(s):
+        return int(s)
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
+    """results.csv as (header, rows of cells parsed by `parse_cell`); UserError when it is
+    missing or empty."""
+    if not path.is_file():
+        raise UserError(
+            f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first run finishes)"
+        )
+    with open(path, newline="", encoding="utf-8") as f:
+        table = list(csv.reader(f))
+    if not table:
+        raise UserError(f"{path} is empty")
+    header, rows = table[0], []
+    for row in filter(None, table[1:]):
+        cells = (row + [""] * len(header))[: len(header)]
+        # run_id is a directory name, never a number ("1e-3" must not become 0.001)
+        rows.append([c if h == "run_id" else parse_cell(c) for h, c in zip(header, cells)])
+    return header, rows
+
+
+def scan(sweep_dir: str | Path):
+    """results.csv of a sweep directory as a pandas DataFrame: one row per finished run,
+    settings then outcomes, in the file's column order, typed by `frame`. A finished run
+    (`finished_run_dirs`) missing from the table gets a `RunWarning` saying why (its
+    config.json or result.json is gone or garbled, or the table predates it)."""
+    pandas()  # without it nothing is read
+    root = check_dir(sweep_dir)
+    header, rows = read_table(root / RESULTS_FILE)
+    if "run_id" in header:
+        listed = {row[header.index("run_id")] for row in rows}
+        for run_dir in finished_run_dirs(root):
+            if run_dir.name in listed:
+                continue
+            try:
+                for name in (RESULT, CONFIG):
+                    read_strict(run_dir, name)
+            except ValueError as e:
+                why = f"{e}, so no table can list it"
+            else:
+                why = (
+                    f"{RESULTS_FILE} predates it (a rerun of the sweep, or "
+                    "spamlang.sweep.write_results, adds it)"
+                )
+            warnings.warn(
+                f"{run_dir}: finished but not in {RESULTS_FILE}: {why}", RunWarning, stacklevel=3
+            )
+    return frame(header, rows)
+
+
+def pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise UserError('spamlang.results needs pandas: pip install "spamlang[analysis]"') from None
+    return pandas
+
+
+def frame(columns: list[str], rows: list[list[Any]]):
+    """A DataFrame whose columns are typed from their cells: whole numbers int64 (float64 when
+    some cells are None), other numbers float64, True/False bool (object when some are None),
+    anything else text; None is NaN."""
+    pd = pandas()
+
+    def column(values: list[Any]):
+        present = [v for v in values if v is not None]
+        complete = len(present) == len(values)
+        nan = [math.nan if v is None else v for v in values]
+        if present and all(isinstance(v, bool) for v in present):
+            return pd.Series(values if complete else nan, dtype=bool if complete else object)
+        if present and all(is_int(v) for v in present):
+            return pd.Series(nan, dtype="int64" if complete else "float64")
+        if all(is_number(v) for v in present):
+            return pd.Series(nan, dtype="float64")  # all empty: all NaN
+        return pd.Series(nan)
+
+    return pd.DataFrame(
+        {c: column([row[i] for row in rows]) for i, c in enumerate(columns)}, columns=columns
+    )
