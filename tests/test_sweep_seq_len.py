@@ -9,8 +9,7 @@ import pytest
 import spamlang.sweep
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
-from spamlang.sweep.command import load_sweep_file
-from spamlang.sweep.seq_len import at_seq_len
+from spamlang.sweep.command import at_seq_len, load_sweep_file
 from spamlang.train.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,44 +4,62 @@ A script in sweeps/ defines `SWEEP = Sweep(...)` and ends with
 `raise SystemExit(spamlang.sweep.main(SWEEP))`; `spamlang sweep FILE` loads the same file (or a
 JSON description) and takes the same flags. A script may set a module-level `PLOTS = True` to
 make `--plots` its default (`spamlang sweep` honours it too; `--no-plots` turns it off).
+Two flags run a variant of the sweep in a directory of its own: `--set` (`with_overrides`) and
+`--seq-len` (`at_seq_len`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import sys
+import typing
 from pathlib import Path
+from typing import Any
 
 from spamlang.error_policy import Parser, run_command
 from spamlang.errors import UserError, describe
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
 from spamlang.sweep.groups import parse_shard
-from spamlang.sweep.overrides import SET_HELP, with_overrides
-from spamlang.sweep.spec import MAX_POINTS, Sweep, check_bracket, check_size, id_part
+from spamlang.sweep.spec import (
+    MAX_POINTS,
+    Sweep,
+    axis_type,
+    build_point,
+    check_bracket,
+    check_size,
+    check_value,
+    fields_of,
+    id_part,
+)
+
+SET_HELP = (
+    "change a field of the sweep's base for this invocation (repeatable): a run field "
+    "(tokens=200K, batch_size=64), model.<field> (model.d_model=32) or "
+    "param.<language parameter>, not one the axes set. The sweep is then named "
+    "<name>-<field><value> (default dir runs/<name>-tok200K for tokens=200K), so it never "
+    "mixes with the original's runs, and its sweep.json records the --set. This is how "
+    "to train a larger budget: a finished run cannot be extended"
+)
 
 
-def _max_points(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
+def _at_least(low: int):
+    """An argparse type: an integer >= `low`."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
 
-def _bracket_limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+    return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
@@ -82,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
     parser.add_argument(
         "--bracket-lr",
         metavar="N",
-        type=_bracket_limit,
+        type=_at_least(0),
         nargs="?",
         const=DEFAULT_LIMIT,
         default=None,
@@ -107,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
     parser.add_argument(
         "--max-points",
         metavar="N",
-        type=_max_points,
+        type=_at_least(1),
         default=MAX_POINTS,
         help=f"refuse a sweep of more than N points, before expanding it "
         f"(default {MAX_POINTS:,}: a larger grid is usually a slip)",
@@ -215,12 +233,128 @@ def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> l
     return [plot_samples(result, figures / f"{name}.png")]
 
 
+def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
+    """`sweep` with each "FIELD=VALUE" of `texts` (`--set`) set in its base; `sweep` itself when
+    there are none. UserError naming the --set for anything bad.
+
+    FIELD is what an axis may name, but not a field the sweep's axes set. VALUE is read as
+    `spamlang train --param` reads one: JSON where it parses (numbers, true/false, null), else
+    the text ("200K", "lowrank:8"); a string field keeps the text as typed. A sweep directory
+    holds one base config (`spamlang.sweep.sweep_file`), so the changed sweep is named
+    `<name>-<one run-id piece per field>` (`--set tokens=200K`: `cpu_demo-tok200K`): a variant
+    never mixes with the original's runs. Its sweep.json records the --set fields ("set").
+    """
+    if not texts:
+        return sweep
+    on_axes = {name for axis in sweep.axes for name in fields_of(axis)}
+    changes: dict[str, Any] = {}
+    for text in texts:
+        name, sep, raw = str(text).partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UserError(f"--set must look like FIELD=VALUE (e.g. tokens=200K), got {text!r}")
+        if name in changes:
+            raise UserError(f"--set {name} is given twice")
+        try:
+            tp = axis_type(sweep.base, name)
+        except UserError as e:  # in the words of --set, which names fields
+            words = str(e).replace("unknown axis", "unknown field").replace("axis '", "field '")
+            raise UserError(f"--set {text}: {words}") from None
+        if name in on_axes:
+            raise UserError(
+                f"--set {text}: {name} is an axis of sweep {sweep.name!r}, which "
+                "sets it for every point; --set changes the fields the axes leave "
+                "to the base"
+            )
+        if not (tp is str or str in typing.get_args(tp)):
+            with contextlib.suppress(ValueError):  # else a count such as 200K, checked below
+                raw = json.loads(raw)
+        try:
+            changes[name] = check_value(sweep.base, name, raw)
+        except ValueError as e:
+            raise UserError(f"--set {text}: {str(e).splitlines()[0]}") from None
+    try:
+        base = build_point(sweep.base, changes)
+    except (ValueError, TypeError) as e:
+        said = " ".join(f"--set {t}" for t in texts)
+        raise UserError(
+            f"{said}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
+    name = "-".join([sweep.name, *(id_part(k, v) for k, v in changes.items())])
+    return Sweep(
+        name,
+        base,
+        sweep.axes,
+        bracket_lr=sweep.bracket_lr,
+        grown=sweep.grown,
+        overrides={**sweep.overrides, **changes},
+    )
+
+
+def _budget(tokens: int, batch_size: int, old_len: int, new_len: int) -> int:
+    """The token budget that keeps the step count of `tokens` at the new length."""
+    return tokens // (batch_size * old_len) * batch_size * new_len
+
+
+def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
+    """`sweep` with every point at `seq_len` and the same batch and step count (each token
+    budget scaled to match), named `<name>-L<seq_len>` so that it never mixes with the
+    original's runs.
+
+    With RoPE a SpamLang sequence (one symbol repeated) has the same hidden state at every
+    position, and the loss averages over positions, so the length only multiplies the compute:
+    `at_seq_len(sweep, 2)` costs about 2 / L of the original. Refused for languages whose
+    positions differ (`Language.position_invariant`), and for sweeps that vary seq_len.
+    """
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
+        raise UserError(f"--seq-len must be an integer >= 2, got {seq_len!r}")
+    fields = [n for axis in sweep.axes for n in fields_of(axis)]
+    if "seq_len" in fields:
+        raise UserError(
+            f"sweep {sweep.name!r} varies seq_len itself; --seq-len would erase that axis"
+        )
+    for run_id, config in sweep.points():
+        if not config.make_language().position_invariant:
+            raise UserError(
+                f"--seq-len: run {run_id} trains on {config.language!r}, whose "
+                "positions differ (context matters), so its length changes the "
+                "run; only position-invariant languages (spam, zipf-spam) can"
+            )
+    base = sweep.base
+    old = base.seq_len
+
+    def scaled(axis: str, value: Any) -> Any:
+        names = fields_of(axis)
+        if "tokens" not in names:
+            return value
+        values = list(value) if len(names) > 1 else [value]
+        batch = values[names.index("batch_size")] if "batch_size" in names else base.batch_size
+        i = names.index("tokens")
+        values[i] = _budget(values[i], batch, old, seq_len)
+        return values if len(names) > 1 else values[0]
+
+    short = Sweep(
+        f"{sweep.name}-L{seq_len}",
+        base.replace(seq_len=seq_len, tokens=_budget(base.tokens, base.batch_size, old, seq_len)),
+        {axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
+        bracket_lr=sweep.bracket_lr,
+        overrides=sweep.overrides,
+    )
+    for (run_id, a), (_, b) in zip(sweep.points(), short.points()):
+        if (a.steps, a.batch_size) != (b.steps, b.batch_size):
+            # One budget over several batch sizes that do not divide it evenly.
+            raise UserError(
+                f"--seq-len: run {run_id} would change from {a.steps} to {b.steps} "
+                "steps; give each batch size its own tokens (a linked axis)"
+            )
+    return short
+
+
 def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     """Run (or list) the sweep as the parsed flags say. Raises UserError on bad input.
     `samples`: the cells whose sample tables --plots also draws (a script's SAMPLES)."""
     from spamlang import tracking
     from spamlang.sweep.runner import run_sweep
-    from spamlang.sweep.seq_len import at_seq_len
 
     explicit = getattr(args, "tracker", None) is not None
     kind = tracking.parse_kind(args.tracker if explicit else sweep.tracker)
