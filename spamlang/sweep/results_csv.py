@@ -1,18 +1,10 @@
 """Gather finished runs into results.csv: one row per run directory that holds result.json.
 
-Gathering reads only what is on disk (each run's config.json and result.json, and the sweep's
-sweep.json for the extra axis columns), never any in-memory state, so however a sweep was
-interrupted (even SIGKILL), the next gather lists every finished run exactly once. Shards
-running at the same time take turns at results.csv (`write_results` holds a lock).
-
-A finished run that cannot be read (config.json or result.json deleted or garbled by hand) is
-left out of the table and reported, one line per run, to a `Report` (a sweep says each once,
-beside its count of finished runs) or else on stderr. A finished run's metrics.jsonl whose last
-line was cut mid-JSON (a kill mid-write; nothing writes it once result.json exists) has that
-line cut away when it is gathered, with one line saying so.
-
-On storage it cannot write (a read-only copy of a finished sweep), `write_results` still
-gathers and returns the rows, and reports that it left results.csv as it was.
+Gathering reads only what is on disk, never any in-memory state, so however a sweep was
+interrupted (even SIGKILL), the next gather lists every finished run exactly once. A finished
+run that cannot be read (config.json or result.json deleted or garbled by hand) is left out and
+reported; a finished run's metrics.jsonl whose last line was cut mid-JSON (a kill mid-write;
+nothing writes it once result.json exists) has that line cut away, with one line saying so.
 """
 
 from __future__ import annotations
@@ -26,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import describe
+from spamlang.rundir import reading as rundir_reading
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
-from spamlang.rundir import reading as rundir_reading
 from spamlang.rundir.reading import is_finished, parse_row, read_json
 from spamlang.rundir.schema import (
     CONFIG,
@@ -52,18 +44,20 @@ def is_read_only(e: BaseException) -> bool:
 
 
 class Report:
-    """What gathering left out or repaired, kept so that a sweep says each thing once.
+    """What gathering left out or repaired: a sweep keeps it to say each thing once, at the end;
+    with `echo` (a gather outside a sweep) each line goes to stderr at once."""
 
-    `unreadable` holds the latest gather's finished runs it could not read (a later gather
-    that reads one drops it); `notes` keeps every repair and every write left undone.
-    """
-
-    def __init__(self):
-        self.unreadable: dict[str, str] = {}  # run directory -> why it was left out
-        self.notes: dict[str, None] = {}  # lines, in order, each once
+    def __init__(self, echo: bool = False):
+        self.echo = echo
+        # The latest gather's finished runs it could not read (run directory -> why).
+        self.unreadable: dict[str, str] = {}
+        self.notes: dict[str, None] = {}  # every repair and write left undone, in order, once
 
     def note(self, line: str) -> None:
-        self.notes[line] = None
+        if self.echo:
+            print(line, file=sys.stderr)
+        else:
+            self.notes[line] = None
 
     def lines(self) -> list[str]:
         """One line per unreadable run, then the notes."""
@@ -74,13 +68,6 @@ class Report:
             ),
             *self.notes,
         ]
-
-
-class _Printer(Report):
-    """A Report that prints each line at once on stderr (gathers outside a sweep)."""
-
-    def note(self, line: str) -> None:
-        print(line, file=sys.stderr)
 
 
 def _read_object(run_dir: Path, name: str) -> dict:
@@ -143,10 +130,8 @@ def _param_value(config: dict, name: str) -> Any:
 
 
 def _setting(config: dict, column: str) -> Any:
-    if column == "d_model":
-        return _model_value(config, "d_model")
-    if column.startswith("model."):
-        return _model_value(config, column[len("model.") :])
+    if column == "d_model" or column.startswith("model."):
+        return _model_value(config, column.removeprefix("model."))
     if column.startswith("param."):
         return _param_value(config, column[len("param.") :])
     return config.get(column)
@@ -185,10 +170,9 @@ def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) ->
 
 
 def repair_metrics(run_dir: str | Path) -> str | None:
-    """Cut a torn last line (a row cut mid-JSON) from a finished run's metrics.jsonl; the line
-    that says what was done (or could not be), or None when there was nothing to cut.
-
-    Only for finished runs: a live run's last line may be a row being written."""
+    """Cut a torn last line (a row cut mid-JSON) from a finished run's metrics.jsonl (a live
+    run's last line may be a row being written); the line that says what was done (or could
+    not be), or None when there was nothing to cut."""
     path = Path(run_dir) / METRICS
     try:
         with open(path, "rb") as f:
@@ -218,29 +202,25 @@ def repair_metrics(run_dir: str | Path) -> str | None:
     return f"repaired {path}: cut its torn last line ({len(last)} bytes cut mid-row)"
 
 
-def run_dirs(root: Path) -> list[Path]:
-    """The finished run directories under `root`, sorted by name, each once: a symbolic link
-    to a run listed already (under its own name, or by another link) is left out."""
-    return [p for p in rundir_reading.run_dirs(root) if p != root and is_finished(p)]
-
-
 def gather(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
-    """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id.
+    """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id;
+    each once, however many links reach it (`spamlang.rundir.reading.run_dirs`).
 
-    A finished run whose result.json or config.json cannot be read is left out and recorded
-    in `report` (None: a warning on stderr); it is picked up once it is whole. So is one
-    whose config.json `check` (see `read_run`) finds is not its run id's point. A torn last
-    line of a finished run's metrics.jsonl is cut away (`repair_metrics`), noted there too.
-    A run that links reach is listed once (`run_dirs`).
+    A finished run whose result.json or config.json cannot be read, or whose config.json
+    `check` (see `read_run`) finds is not its run id's point, is left out and recorded in
+    `report` (None: a warning on stderr); it is picked up once it is whole. A torn last line of
+    its metrics.jsonl is cut away (`repair_metrics`), noted there too.
     """
-    report = _Printer() if report is None else report
+    report = Report(echo=True) if report is None else report
     report.unreadable = {}
     root = Path(out_dir)
     if not root.is_dir():
         return []
     extras = extra_axes(root)
     rows = []
-    for run_dir in run_dirs(root):
+    for run_dir in rundir_reading.run_dirs(root):
+        if run_dir == root or not is_finished(run_dir):
+            continue
         fixed = repair_metrics(run_dir)
         if fixed:
             report.note(fixed)
@@ -248,7 +228,7 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
             rows.append(read_run(run_dir, extras, check))
         except ValueError as e:
             report.unreadable[str(run_dir)] = str(e)
-    if isinstance(report, _Printer):
+    if report.echo:
         for line in report.lines():
             print(line, file=sys.stderr)
     return rows
@@ -264,17 +244,14 @@ def _cell(value: Any) -> Any:
 def write_results(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
     """Gather `out_dir` and rewrite its results.csv atomically; return the rows.
 
-    Gather and write happen under a lock (`.results.lock` in `out_dir`, waited for), so that
-    concurrent writers (the shards of one sweep) take turns: a gather that began before
-    another shard's run finished can no longer overwrite that shard's newer table, and the
-    last table written lists every run finished before its writer took the lock.
-    `check`: see `read_run` (a sweep's `runner.point_check`).
-    Where `out_dir` takes no writes (read-only storage: no lock, no results.csv can be
-    written), the rows are still gathered and returned, and a line in `report` (None: on
-    stderr) says that results.csv was left as it was.
+    Gather and write hold a lock (`.results.lock` in `out_dir`, waited for), so that concurrent
+    writers (the shards of one sweep) take turns: the last table written lists every run
+    finished before its writer took the lock. Where `out_dir` takes no writes (a read-only copy
+    of a finished sweep), the rows are still gathered and returned, and a line in `report`
+    (None: on stderr) says that results.csv was left as it was.
     """
     root = Path(out_dir)
-    report = _Printer() if report is None else report
+    report = Report(echo=True) if report is None else report
     rows = None
     try:
         with locked(root / RESULTS_LOCK):
