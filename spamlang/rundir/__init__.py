@@ -48,13 +48,6 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def config_differences(old: dict, new: dict) -> list[str]:
-    """Names of the fields whose values differ between two config dicts (sorted)."""
-    return sorted(k for k in set(old) | set(new) if old.get(k, _MISSING) != new.get(k, _MISSING))
-
-
-_MISSING = object()
-
 # Why a started run's token budget is fixed; said by `prepare` and by a sweep directory whose
 # base differs only in tokens (`spamlang.sweep.sweep_file`).
 BUDGET_FIXED = (
@@ -124,7 +117,11 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             old = type(config).from_json(old).to_json()
         except (UserError, TypeError, ValueError):
             pass  # compared as written, and refused below if it differs
-        diff = config_differences(old, new)
+        diff = [
+            k
+            for k in sorted(old.keys() | new.keys())
+            if (k in old, old.get(k)) != (k in new, new.get(k))
+        ]
         if diff == ["tokens"]:  # "continue with more tokens": say why not, and what instead
             raise UserError(
                 f"{out} holds a run with tokens: {old.get('tokens')!r} -> "

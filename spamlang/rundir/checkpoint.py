@@ -1,31 +1,22 @@
-"""Orbax checkpoints of one run directory: a member's state plus a small JSON sidecar, and
-the newest checkpoint that reads back, skipping damaged ones with a warning.
+"""Orbax checkpoints of one run directory: a member's state plus a small JSON meta, and the
+newest checkpoint that reads back, skipping damaged ones with a warning.
 
-Each checkpoint step holds `state` (one member's state, restored against
-`Program.abstract_state()` so every array lands with its sharding) and `meta` (JSON: the wall
-seconds spent so far, whether it is the final step's, the runs of a group saved together, and
-the state's checksums); metrics.jsonl is synced before each save, so a resumed run cuts it
-back to the checkpoint's step and writes exactly the file of an uninterrupted one. Every run directory checkpoints on its
-own; the members of a vmapped group resume from their own steps, never beyond the newest one
-they all saved together (`spamlang.train.loop`).
+Each step holds `state` (restored against `Program.abstract_state()`, so every array lands
+with its sharding) and `meta` (JSON: wall seconds so far, whether it is the final step's, the
+runs of a group saved together, and the state's checksums). metrics.jsonl is synced before each
+save, so a resumed run cuts it back to the checkpoint's step and writes exactly the file of an
+uninterrupted one. Saves are synchronous: the next step donates the state's buffers, and a
+checkpoint every few hundred steps makes the simplicity worth more than the overlap.
 
-Saves are synchronous: the next step donates the state's buffers, and a checkpoint is
-written every few hundred steps, so the simplicity is worth more than the overlap.
+Every array's checksum (computed on the device: 4 bytes per array reach the host) is checked on
+restore; a mismatch (a bit flipped on disk or in transfer) is damage like an unreadable step.
+Verification fails closed: a meta without a whole checksum record is damaged too, unless it
+says it is of the older, unchecked layout (`OLDER_LAYOUT`). A train state of an older spamlang
+(a strict subset of today's arrays) is not restored; `older_layout_message` says what to do.
 
-Every array's checksum (`checksums`, computed on the device, so only 4 bytes per array reach
-the host) is saved in `meta`; a restored state is checked against it, and a mismatch (a bit
-flipped on disk or in transfer) counts as a damaged checkpoint like an unreadable one.
-Verification fails closed: a meta without a checksum record, or with one that does not name
-exactly the state's arrays (a flipped bit in a key), is damaged too, unless the meta says
-explicitly that the checkpoint is of the older, unchecked layout (`OLDER_LAYOUT`).
-
-A train state of an older spamlang (fewer arrays, every one of them the current state's: before
-b1, b2, eps and momentum were per-member arrays, before `last_seen`) is not restored; the one
-line of `older_layout_message` says so and what to do, and nothing is deleted.
-
-Old checkpoints are deleted only by `prune`, never by a save, so that the caller decides when
-(the training loop prunes a vmapped group's members after all of them saved a step: a kill
-between two members' saves then leaves a step every member still has).
+Old checkpoints are deleted only by `prune`, never by a save, so that the caller decides when:
+the training loop prunes a vmapped group's members after all of them saved a step, so a kill
+between two members' saves leaves a step every member still has.
 """
 
 from __future__ import annotations
@@ -85,14 +76,7 @@ class RunCheckpoints:
 
     def prune(self) -> None:
         """Delete all but the newest `keep` checkpoints."""
-        if self.read_only:
-            return
-        for s in self.steps()[: -self.keep or None]:
-            try:
-                self._manager.delete(s)
-            except Exception:  # a damaged step may not even read its own metadata
-                shutil.rmtree(self.directory / str(s), ignore_errors=True)
-        self._manager.reload()
+        self._delete(self.steps()[: -self.keep or None])
 
     def meta(self, step: int) -> dict:
         """The meta of checkpoint `step` alone ({} when it does not read back)."""
@@ -109,19 +93,19 @@ class RunCheckpoints:
     ) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
         `at_most`: only steps up to it count; newer ones are deleted like unreadable ones (a
-        vmapped group's member ahead of its partners, `spamlang.train.loop`).
+        vmapped group's member ahead of its partners).
 
         An unreadable step is skipped and, with everything newer, deleted (the resumed run
-        writes them again); once an older step reads back, each skipped one is reported by a
-        one-line warning. UserError when checkpoints exist but none reads back (its message
-        names the newest one's error, and its cause is that error, for debugging): more likely
-        a code or config change than damage, and restarting silently would discard work. When
-        the newest one holds only arrays of the current layout but not all of them, the
-        message says it was written by an older layout (`older_layout_message`).
+        writes them again), each with a one-line warning once an older step reads back.
+        UserError when checkpoints exist but none reads back (caused by the newest one's
+        error): more likely a code or config change than damage, and restarting silently would
+        discard work.
         """
         failures: list[tuple[int, Exception]] = []
         if at_most is not None:
-            self._delete_after(at_most)  # retrained from there, so saved again
+            self._delete(
+                [s for s in self.steps() if s > at_most]
+            )  # retrained from there, so saved again
         args = ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
         )
@@ -143,7 +127,7 @@ class RunCheckpoints:
                     f"({describe(e)}); falling back to the one before",
                     stacklevel=2,
                 )
-            self._delete_after(step)
+            self._delete([s for s in self.steps() if s > step])
             return step, restored.state, dict(restored.meta or {})
         if failures:
             step, e = failures[0]
@@ -166,15 +150,14 @@ class RunCheckpoints:
             return False
         return have < set(ocp.tree.to_flat_dict(abstract_state, sep="."))
 
-    def _delete_after(self, step: int) -> None:
+    def _delete(self, steps: list[int]) -> None:
         if self.read_only:
             return
-        for s in self.steps():
-            if s > step:
-                try:
-                    self._manager.delete(s)
-                except Exception:  # a damaged step may not even read its own metadata
-                    shutil.rmtree(self.directory / str(s), ignore_errors=True)
+        for s in steps:
+            try:
+                self._manager.delete(s)
+            except Exception:  # a damaged step may not even read its own metadata
+                shutil.rmtree(self.directory / str(s), ignore_errors=True)
         self._manager.reload()
 
     def close(self) -> None:

@@ -1,28 +1,20 @@
-"""Locks: exclusive advisory flocks that die with their process, and one owner per run
-directory (a flock on `<run_dir>/.lock` for the whole training of a run).
+"""Exclusive advisory flocks that die with their process, and one owner per run directory.
 
 Two processes training one directory corrupt it (duplicated and truncated metrics.jsonl rows,
 orbax tripping over the other's temporary checkpoint directories), so `spamlang.train.run`
-takes the run's lock before it writes anything there, and a second trainer gets `RunDirBusy`
-naming the holder. Only training needs it: reading a run (`load_run`, plots, diagnose) never
-takes it, so that works while a run is in progress and on read-only storage.
+holds `<run_dir>/.lock` before it writes anything there, and a second trainer gets `RunDirBusy`
+naming the holder. Reading a run never takes it, so that works during training and on
+read-only storage.
 
 The kernel drops a flock when the last descriptor of the locked open file closes, so a crash
-or SIGKILL never leaves a stale lock behind: the next process simply takes it. The holder
-writes who it is (pid, host, start time) into the lock file, for the message of whoever finds
-the lock taken, and deletes the file when it lets go (a file left by a killed holder is taken
-over as it is). Deleting is safe because a taker checks, once it holds the flock, that the
-path still names the file it locked, and starts over on the new file if not.
-
-flock belongs to an open file, not to a process: two `open()`s of one lock file in the same
-process exclude each other as two processes do. Python opens the descriptor close-on-exec, so
-an exec'd child never inherits the lock; a bare `fork()` child would share it.
-
-Filesystems: local ones, and NFS (Linux turns flock into NFS byte-range locks, seen by every
-client, but those belong to a process: there, two open()s in one process do not exclude each
-other, and closing either lets go). Lustre needs its `flock` mount option; where a
-filesystem refuses locks, a warning says so once per lock file and the work goes on unlocked,
-as it did before locks existed.
+or SIGKILL never leaves a stale lock: the next process simply takes it. The holder writes who
+it is (pid, host, start time) into the lock file, for the message of whoever finds it taken,
+and deletes the file when it lets go; a taker checks, once it holds the flock, that the path
+still names the file it locked, and starts over on the new file if not. flock belongs to an
+open file: two `open()`s in one process exclude each other as two processes do (except on NFS,
+where Linux turns flock into byte-range locks, which belong to a process). Where a filesystem
+refuses locks (Lustre without its `flock` mount option), a warning says so once per lock file
+and the work goes on unlocked.
 """
 
 from __future__ import annotations
@@ -226,6 +218,9 @@ def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
             except UserError as e:
                 busy = e
         if jax.process_count() > 1:
+            import numpy as np
+            from jax.experimental import multihost_utils
+
             # 0: all locked; i: run_dirs[i - 1] is busy; len + 1: another error.
             code = (
                 0
@@ -234,7 +229,7 @@ def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
                 if not isinstance(busy, RunDirBusy)
                 else run_dirs.index(busy.run_dir) + 1
             )
-            code = _max_over_processes(code)
+            code = int(np.max(multihost_utils.process_allgather(np.int32(code))))
             if busy is None and code:
                 busy = (
                     RunDirBusy(run_dirs[code - 1], None)
@@ -244,10 +239,3 @@ def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
         if busy is not None:
             raise busy
         yield
-
-
-def _max_over_processes(value: int) -> int:
-    import numpy as np
-    from jax.experimental import multihost_utils
-
-    return int(np.max(multihost_utils.process_allgather(np.int32(value))))
