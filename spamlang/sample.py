@@ -1,26 +1,16 @@
 """Samples from a trained run, and how well they follow the language (the paper's Table 1).
 
 `sample_run(run_dir, ...)` restores the run's latest checkpoint, seeds every sample with a prompt
-(by default the single token 0, shown as `A`, as in the paper; for a language that needs a longer
-seed, such as `cycle`, and for greedy decoding of several samples, which would otherwise be n
-copies of one, each sample's own first `prompt_len` tokens drawn from the language), continues
-it with KV-cached temperature sampling (greedy at temperature 0) and labels every generated token
-*correct* when it is one of the language's most likely next tokens given the tokens before it
-(`Language.is_most_likely`; in SpamLang: the seed symbol again), *incorrect* otherwise.
+(by default token 0, shown as `A`, as in the paper; each sample's own first `prompt_len` tokens
+drawn from the language for a language that needs a longer seed, such as `cycle`, and for
+greedy decoding of several samples, which would otherwise be n copies of one), continues it with
+KV-cached temperature sampling and labels every generated token *correct* when it is one of the
+language's most likely next tokens given the tokens before it (`Language.is_most_likely`).
 
-Per sample, counted over the generated tokens only (the prompt is not predicted):
-- `fraction_correct`: correct generated tokens / generated tokens;
-- `first_error`: index of the first incorrect generated token, 0 being the first token after the
-  prompt; -1 when there is none;
-- `longest_run`: the longest stretch of consecutive correct generated tokens;
-- `longest_repeat`: the longest stretch of one symbol, correct or not, so that a sample that
-  repeats the wrong symbol (`A` then nine `ξ`: longest run 0) shows what it learned (9).
-`Summary` averages them; its mean first error is over the samples that have an error
-(None when none has), and `error_free` counts the others.
-
-Renderers: `render_text` (ANSI colours on a terminal; without colour a marker line under each
-sample: `s` seed, `.` correct, `x` incorrect; glyphs or, with `ids`, token ids), `render_html` (a Table-1-like table, one coloured
-cell per token) and `spamlang.plots.samples.plot_samples` (the same table as PNG or PDF).
+Per sample, over the generated tokens only (`SampleStats`); `longest_repeat` is there so that a
+sample repeating the wrong symbol (`A` then nine `ξ`: longest run 0) shows what it learned (9).
+Renderers: `render_text` (ANSI colours on a terminal, else a marker line under each sample),
+`render_html` and `spamlang.plots.samples.plot_samples` (the same table as a figure).
 """
 
 from __future__ import annotations
@@ -38,14 +28,11 @@ import numpy as np
 
 from spamlang import glyphs
 from spamlang.errors import UserError
-from spamlang.fields import format_count, format_lr
+from spamlang.notation import format_count, format_lr
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
-_ANSI = {
-    SEED: "\x1b[1;34m",
-    CORRECT: "\x1b[32m",
-    INCORRECT: "\x1b[1;4;31m",
-}  # underline: not colour alone
+# Underlined: incorrect is not told by colour alone.
+_ANSI = {SEED: "\x1b[1;34m", CORRECT: "\x1b[32m", INCORRECT: "\x1b[1;4;31m"}
 _MARK = {SEED: "s", CORRECT: ".", INCORRECT: "x"}
 # Okabe-Ito tints (colour-blind safe): sky blue seed, bluish green correct, vermillion incorrect.
 COLOURS = {SEED: "#9fd3f2", CORRECT: "#a6dccb", INCORRECT: "#f2b38c"}
@@ -77,8 +64,8 @@ class Summary:
 def sample_stats(
     correct_Lm1: Sequence[bool], prompt_len: int = 1, tokens_L: Sequence[int] | None = None
 ) -> SampleStats:
-    """Statistics of one sample from its `is_most_likely` flags (`bool[L-1]`, flag t judges token
-    t+1); with its tokens (`int[L]`), also its longest repeat of one symbol."""
+    """One sample's statistics from its `is_most_likely` flags (`bool[L-1]`, flag t judges token
+    t+1); with its tokens (`int[L]`), also its longest repeat."""
     flags = np.asarray(correct_Lm1, dtype=bool).reshape(-1)[max(prompt_len, 1) - 1 :]
     if prompt_len < 1 or flags.size == 0:
         raise UserError(f"a sample needs at least one token after its {prompt_len}-token prompt")
@@ -102,7 +89,7 @@ def sample_stats(
 
 
 def summarize(stats: Sequence[SampleStats]) -> Summary:
-    """Means over samples (see the module docstring for the first-error convention)."""
+    """Means over samples; the mean first error is over the samples that have an error."""
     if not stats:
         raise UserError("no samples to summarize")
     firsts = [s.first_error for s in stats if s.first_error >= 0]
@@ -206,10 +193,8 @@ def sample_with(
     seed: int = 0,
     info: dict | None = None,
 ) -> SampleResult:
-    """Sample with `generate_fn(prompt_NxP, length, key, temperature) -> int[N, length]`, then judge.
-
-    The model-agnostic core of `sample_run`: `length` counts the prompt too.
-    """
+    """Sample with `generate_fn(prompt_NxP, length, key, temperature) -> int[N, length]`
+    (`length` counts the prompt), then judge: the model-agnostic core of `sample_run`."""
     import jax
     import jax.numpy as jnp
 
@@ -247,12 +232,9 @@ def sample_with(
 
 def check_length(length: int, seq_len: int, max_seq_len: int, invariant: bool = False) -> None:
     """UserError for samples longer than the model accepts (`max_seq_len`); a warning for ones
-    longer than it trained on (`seq_len`): RoPE positions past training are extrapolation, so
-    errors there say little about how well the run learned the language. Not for a
-    position-invariant language (SpamLang): a repeated symbol has the same hidden state at
-    every position, so while a sample repeats it tests exactly what the run learned. After a
-    wrong token the sample has context the run never trained on (an L = 2 run's wq and wk
-    get no gradient at all), which is how the repetition fails, the samples' question."""
+    longer than it trained on (`seq_len`): RoPE positions past training are extrapolation.
+    Not for a position-invariant language (SpamLang): a repeated symbol has the same hidden
+    state at every position, so while a sample repeats it tests exactly what the run learned."""
     if length > max_seq_len:
         raise UserError(f"length {length} exceeds the model's max_seq_len {max_seq_len}")
     if length > seq_len and not invariant:
@@ -272,13 +254,9 @@ def sample_run(
     prompt: str | Sequence[int] | None = None,
     seed: int = 0,
 ) -> SampleResult:
-    """Sample `n` sequences of `length` tokens (prompt included) from a run's latest checkpoint.
-
-    `length` defaults to 32, or to the run's training `seq_len` when that is shorter: past it
-    the model extrapolates positions it never trained on, which is not what the samples test
-    (a longer `length` is sampled with a warning, see `check_length`). A position-invariant
-    language (SpamLang, trained at L = 2 to save compute) samples 32 tokens without a warning.
-    """
+    """Sample `n` sequences of `length` tokens (prompt included) from a run's latest checkpoint;
+    `length` defaults to 32, or to the run's `seq_len` when shorter and the language is not
+    position-invariant (`check_length`)."""
     if not os.path.isdir(run_dir):
         raise UserError(f"no such run directory: {run_dir}")
     if not temperature >= 0:
@@ -320,14 +298,12 @@ def use_colour(stream) -> bool:
 
 
 def shows_ids(result: SampleResult, ids: bool = False) -> bool:
-    """Whether the renderers show token ids: asked for (`ids`), or some token has no glyph
-    (past `glyphs.num_glyphs()`). Every renderer decides the same way."""
+    """Whether every renderer shows token ids: asked for, or some token has no glyph."""
     return ids or not glyphs.has_glyphs(result.tokens)
 
 
 def describe(result: SampleResult, ids: bool = False) -> str:
-    """One line: where the samples come from and how they were drawn (the prompt as ids when
-    `ids`)."""
+    """One line: where the samples come from and how they were drawn."""
     i = result.info
     t = i.get("temperature", 0.0)
     parts = [str(i["run_dir"])] if "run_dir" in i else []
@@ -363,27 +339,18 @@ def definitions(result: SampleResult) -> str:
 
 
 def _cells(s: SampleStats) -> tuple[str, str, str, str]:
-    return (
-        f"{100 * s.fraction_correct:.1f}%",
-        "-" if s.first_error < 0 else str(s.first_error),
-        str(s.longest_run),
-        str(s.longest_repeat),
-    )
+    first = "-" if s.first_error < 0 else str(s.first_error)
+    return f"{100 * s.fraction_correct:.1f}%", first, str(s.longest_run), str(s.longest_repeat)
 
 
 def _summary_cells(m: Summary) -> tuple[str, str, str, str]:
     first = "-" if m.mean_first_error is None else f"{m.mean_first_error:.1f}"
-    return (
-        f"{100 * m.mean_fraction_correct:.1f}%",
-        first,
-        f"{m.mean_longest_run:.1f}",
-        f"{m.mean_longest_repeat:.1f}",
-    )
+    runs = f"{m.mean_longest_run:.1f}", f"{m.mean_longest_repeat:.1f}"
+    return f"{100 * m.mean_fraction_correct:.1f}%", first, *runs
 
 
 def _ansi(cells: Sequence[str], kinds) -> str:
-    """Colour runs of same-kind cells (glyphs, or ids with their separators) with one escape
-    sequence each."""
+    """Cells coloured by kind, one escape sequence per run of one kind."""
     out, start = [], 0
     for j in range(1, len(cells) + 1):
         if j == len(cells) or kinds[j] != kinds[start]:
@@ -404,9 +371,7 @@ def _token_cells(tokens, ids: bool, width: int) -> list[str]:
 
 
 def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -> str:
-    """The samples as terminal text: statistics first (so columns align), then the glyphs, or
-    with `ids` (or when a token has no glyph: `shows_ids`) the token ids (no glyph to mistake
-    for another)."""
+    """The samples as terminal text: statistics first (so columns align), then the tokens."""
     ids = shows_ids(result, ids)
     kinds = result.kinds()
     if colour:
@@ -448,8 +413,7 @@ tr.mean td {{ border-top: 1px solid #444; }}"""
 
 
 def render_html(result: SampleResult, ids: bool = False) -> str:
-    """A self-contained HTML page: one table row per sample, one coloured cell per token (its
-    glyph, or with `ids` or when a token has no glyph its id)."""
+    """A self-contained HTML page: one table row per sample, one coloured cell per token."""
     ids = shows_ids(result, ids)
     e = html.escape
     kinds = result.kinds()
