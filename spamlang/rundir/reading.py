@@ -39,18 +39,18 @@ def read_json(path: str | Path) -> Any:
         return json.load(f)
 
 
-def read_strict(run_dir: Path, name: str) -> dict:
-    """A run's JSON file `name` as a dict; ValueError saying, in words, why it cannot be."""
+def read_strict(path: Path) -> dict:
+    """A run's JSON file as a dict; ValueError saying, in words, why it cannot be."""
     try:
-        data = read_json(run_dir / name)
+        data = read_json(path)
     except FileNotFoundError:
-        raise ValueError(f"its {name} is missing") from None
+        raise ValueError(f"its {path.name} is missing") from None
     except OSError as e:
-        raise ValueError(f"its {name} cannot be read ({describe(e)})") from None
+        raise ValueError(f"its {path.name} cannot be read ({describe(e)})") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-        raise ValueError(f"its {name} cannot be parsed ({describe(e)})") from None
+        raise ValueError(f"its {path.name} cannot be parsed ({describe(e)})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"its {name} is not a JSON object")
+        raise ValueError(f"its {path.name} is not a JSON object")
     return data
 
 
@@ -58,10 +58,9 @@ def read_object(path: str | Path) -> dict | None:
     """A JSON file holding an object, or None when it is missing, unreadable, being written
     or not an object: what a reader of live runs treats as absent."""
     try:
-        value = read_json(path)
-    except (OSError, ValueError):
+        return read_strict(Path(path))
+    except ValueError:
         return None
-    return value if isinstance(value, dict) else None
 
 
 def parse_row(line: str | bytes) -> dict | None:
@@ -86,22 +85,18 @@ def read_lines(path: str | Path) -> Lines:
     """`path` as `Lines`; OSError when it cannot be read. A last line without its newline is a
     row when it parses (a whole row not yet ended), else `torn`."""
     with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    tail = lines.pop()  # after the last newline: b"" unless the last row is cut
+        lines = f.read().split(b"\n")  # the last: b"" unless the last row is cut
     out = Lines([], [])
     for number, line in enumerate(lines, 1):
-        if line.strip():
-            row = parse_row(line)
-            if row is None:
-                out.bad.append(number)
-            else:
-                out.rows.append(row)
-    if tail.strip():
-        row = parse_row(tail)
-        if row is None:
-            out.torn = tail
-        else:
+        if not line.strip():
+            continue
+        row = parse_row(line)
+        if row is not None:
             out.rows.append(row)
+        elif number == len(lines):
+            out.torn = line
+        else:
+            out.bad.append(number)
     return out
 
 
@@ -167,10 +162,6 @@ class RunFiles:
     config: dict | None
     result: dict | None
 
-    @property
-    def finished(self) -> bool:
-        return self.result is not None
-
 
 def read_run(run_dir: str | Path) -> RunFiles:
     """config.json and result.json of a run, leniently (`read_object`)."""
@@ -234,7 +225,7 @@ def scan(sweep_dir: str | Path):
                 continue
             try:
                 for name in (RESULT, CONFIG):
-                    read_strict(run_dir, name)
+                    read_strict(run_dir / name)
             except ValueError as e:
                 why = f"{e}, so no table can list it"
             else:
@@ -257,9 +248,7 @@ def pandas():
 
 
 def frame(columns: list[str], rows: list[list[Any]]):
-    """A DataFrame whose columns are typed from their cells: whole numbers int64 (float64 when
-    some cells are None), other numbers float64, True/False bool (object when some are None),
-    anything else text; None is NaN."""
+    """A DataFrame of `rows`, each column typed from its cells as `spamlang.results` says."""
     pd = pandas()
 
     def column(values: list[Any]):
