@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from spamlang.errors import UserError
 
@@ -36,72 +37,18 @@ def _where(items: list[str] | None) -> dict[str, list[str]]:
     return where
 
 
-def _lr(text: str | None) -> float | str | None:
-    if text is None or text == "best":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise UserError(f"--lr must be a number or 'best', got {text!r}") from None
+def _plot(module: str, function: str, *options: str):
+    """The handler of one figure: `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`,
+    each option the parsed flag of that name (--where as `_where` reads it), imported only when
+    drawn so that `--help` imports no plotting library."""
 
+    def handler(args: argparse.Namespace) -> int:
+        plot = getattr(importlib.import_module(f"spamlang.plots.{module}"), function)
+        kwargs = {k: _where(args.where) if k == "where" else getattr(args, k) for k in options}
+        print(f"wrote {plot(args.inputs, args.output, **kwargs)}")
+        return 0
 
-def _heatmap(args: argparse.Namespace) -> int:
-    from spamlang.plots.sweep import plot_heatmap
-
-    path = plot_heatmap(
-        args.sweep_dir,
-        args.output,
-        metric=args.metric,
-        where=_where(args.where),
-        x=args.x,
-        y=args.y,
-        cols=args.cols,
-        rows=args.rows,
-        best_over=args.best_over,
-        diagonal=args.diagonal,
-    )
-    print(f"wrote {path}")
-    return 0
-
-
-def _curves(args: argparse.Namespace) -> int:
-    from spamlang.plots.curves import plot_curves
-
-    path = plot_curves(
-        args.sweep_dir,
-        args.output,
-        lr=_lr(args.lr),
-        metric=args.y,
-        where=_where(args.where),
-        x=args.x,
-        color=args.color,
-        cols=args.cols,
-        rows=args.rows,
-        logy=args.logy,
-    )
-    print(f"wrote {path}")
-    return 0
-
-
-def _lines(args: argparse.Namespace) -> int:
-    from spamlang.plots.lines import plot_lines
-
-    path = plot_lines(
-        args.sweep_dir,
-        args.output,
-        args.x,
-        args.y,
-        color=args.color,
-        cols=args.cols,
-        rows=args.rows,
-        where=_where(args.where),
-        best_over=args.best_over,
-        points=args.points,
-        logx=args.logx,
-        logy=args.logy,
-    )
-    print(f"wrote {path}")
-    return 0
+    return handler
 
 
 def _bottleneck(args: argparse.Namespace) -> int:
@@ -117,34 +64,9 @@ def _bottleneck(args: argparse.Namespace) -> int:
 def _track(args: argparse.Namespace) -> int:
     from spamlang.plots.track import load_track, plot_track, sums_table
 
-    tracks = [load_track(d, args.table) for d in args.run_dirs]
+    tracks = [load_track(d, args.table) for d in args.inputs]
     path = plot_track(tracks, args.output)
     print(sums_table(tracks))
-    print(f"wrote {path}")
-    return 0
-
-
-def _symbols(args: argparse.Namespace) -> int:
-    from spamlang.plots.layout import rows_option
-    from spamlang.plots.symbol_curves import plot_symbols
-
-    path = plot_symbols(
-        args.sweep_dir,
-        args.output,
-        where=_where(args.where),
-        cols=args.cols,
-        rows=rows_option(args.rows),
-    )
-    print(f"wrote {path}")
-    return 0
-
-
-def _recency(args: argparse.Namespace) -> int:
-    from spamlang.plots.recency import plot_recency
-
-    path = plot_recency(
-        args.dirs, args.output, where=_where(args.where), cols=args.cols, rows=args.rows
-    )
     print(f"wrote {path}")
     return 0
 
@@ -159,8 +81,9 @@ def register(subparsers) -> None:
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
 
-    def common(p):
-        p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a sweep output directory")
+    def common(p, metavar: str = "SWEEP_DIR", help: str = "a sweep output directory", **kw):
+        """The input directories (`inputs`) and -o FILE."""
+        p.add_argument("inputs", metavar=metavar, help=help, **kw)
         p.add_argument(
             "-o",
             "--output",
@@ -251,7 +174,20 @@ def register(subparsers) -> None:
         "adam_memory_steps_effective)",
     )
     facets(heat, "tie_embeddings")
-    heat.set_defaults(func=_heatmap)
+    heat.set_defaults(
+        func=_plot(
+            "sweep",
+            "plot_heatmap",
+            "metric",
+            "where",
+            "x",
+            "y",
+            "cols",
+            "rows",
+            "best_over",
+            "diagonal",
+        )
+    )
 
     curves = kinds.add_parser(
         "curves",
@@ -265,7 +201,7 @@ def register(subparsers) -> None:
     curves.add_argument(
         "--y",
         "--metric",
-        dest="y",
+        dest="metric",
         default="loss",
         metavar="FIELD",
         help="metrics.jsonl field drawn: loss (train, every log step; default), "
@@ -299,7 +235,11 @@ def register(subparsers) -> None:
         help="log y axis (default: on for losses)",
     )
     facets(curves, "tie_embeddings")
-    curves.set_defaults(func=_curves)
+    curves.set_defaults(
+        func=_plot(
+            "curves", "plot_curves", "lr", "metric", "where", "x", "color", "cols", "rows", "logy"
+        )
+    )
 
     lines = kinds.add_parser(
         "lines",
@@ -360,7 +300,22 @@ def register(subparsers) -> None:
         "included, span more than 100x)",
     )
     facets(lines, None)
-    lines.set_defaults(func=_lines)
+    lines.set_defaults(
+        func=_plot(
+            "lines",
+            "plot_lines",
+            "x",
+            "y",
+            "color",
+            "cols",
+            "rows",
+            "where",
+            "best_over",
+            "points",
+            "logx",
+            "logy",
+        )
+    )
 
     bottleneck = kinds.add_parser(
         "bottleneck",
@@ -374,23 +329,15 @@ def register(subparsers) -> None:
         "tokens / V. Example: spamlang plot bottleneck runs/bottleneck lm/pythia-160m "
         "lm/gpt2 -o fig6.png",
     )
-    # Its own positional, not common()'s: any number of directories, of three kinds.
-    bottleneck.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="DIR",
-        help="each one of: a sweep directory or a run directory of spamlang runs (a point per "
+    common(
+        bottleneck,
+        "DIR",
+        "each one of: a sweep directory or a run directory of spamlang runs (a point per "
         "run with diagnostics.json from `spamlang diagnose` or 'diag' rows in "
         "metrics.jsonl); a `spamlang diagnose-lm` output directory (its diagnostics.json: "
         "one pretrained LM); a directory whose subdirectories are diagnose-lm outputs "
         "(alongside run directories or not)",
-    )
-    bottleneck.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="FILE",
-        help="output .png or .pdf, in an existing folder",
+        nargs="+",
     )
     bottleneck.add_argument(
         "--labels",
@@ -414,19 +361,7 @@ def register(subparsers) -> None:
         "of the others (between). Example: spamlang plot track runs/demo -o "
         "track.png --table head",
     )
-    track.add_argument(
-        "run_dirs",
-        nargs="+",
-        metavar="RUN_DIR",
-        help="a run directory with track.jsonl (one row of panels each)",
-    )
-    track.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="FILE",
-        help="output .png or .pdf, in an existing folder",
-    )
+    common(track, "RUN_DIR", "a run directory with track.jsonl (one row of panels each)", nargs="+")
     track.add_argument(
         "--table",
         choices=("embed", "head"),
@@ -448,7 +383,7 @@ def register(subparsers) -> None:
     )
     common(symbols)
     facets(symbols, None)
-    symbols.set_defaults(func=_symbols)
+    symbols.set_defaults(func=_plot("symbol_curves", "plot_symbols", "where", "cols", "rows"))
 
     recency = kinds.add_parser(
         "recency",
@@ -463,15 +398,6 @@ def register(subparsers) -> None:
         "write; runs without one are skipped with a warning. Example: spamlang plot "
         "recency runs/return_time -o recency.png --where batch_size=32 --cols b2",
     )
-    recency.add_argument(
-        "dirs", nargs="+", metavar="DIR", help="a run directory, or a sweep directory of them"
-    )
-    recency.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="FILE",
-        help="output .png or .pdf, in an existing folder",
-    )
+    common(recency, "DIR", "a run directory, or a sweep directory of them", nargs="+")
     facets(recency, None)
-    recency.set_defaults(func=_recency)
+    recency.set_defaults(func=_plot("recency", "plot_recency", "where", "cols", "rows"))

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
-from spamlang.fields import format_count
+from spamlang.notation import format_count
 from spamlang.plots.canvas import check_figure_path, save_figure
 from spamlang.plots.layout import (
     SEED,
@@ -51,13 +51,7 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
     (`spamlang.sweep.best_lr`). A cell without a finished run yet takes the LR whose runs have
     the lowest latest train loss. A float: that LR (relative tolerance 1e-6), for every cell.
     """
-    if lr is None:
-        lr = "best"
-    if isinstance(lr, str) and lr != "best":
-        try:
-            lr = float(lr)
-        except ValueError:
-            raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
+    lr = "best" if lr is None else parse_lr(lr)
     if lr == "best":
         chosen = [
             r for p in best_points(group_points(runs, [SEED]), "lr", BEST_METRIC) for r in p.runs
@@ -75,6 +69,16 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
         have = ", ".join(format_lr(x) for x in sorted({r.lr for r in runs}))
         raise UserError(f"no run has lr={format_lr(float(lr))}; the sweep has {have}")
     return chosen
+
+
+def parse_lr(lr: float | str | None) -> float | str | None:
+    """--lr: None (the default), 'best' or a number; other text is a UserError."""
+    if lr is None or lr == "best" or not isinstance(lr, str):
+        return lr
+    try:
+        return float(lr)
+    except ValueError:
+        raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
 
 
 def _cell(r: Run) -> tuple:
@@ -171,6 +175,7 @@ def plot_curves(
     When every line is a single point (eval_loss of runs that evaluate only at the end,
     `eval_every=0`), the end points are drawn and a note on stderr and in the caption says why.
     """
+    lr = parse_lr(lr)
     check_figure_path(out_file)
     return save_figure(curves_figure(sweep_dir, lr, metric, where, **axes), out_file)
 
