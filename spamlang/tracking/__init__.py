@@ -1,21 +1,17 @@
 """Experiment trackers (TensorBoard, Weights & Biases): a run's metrics.jsonl rows, its config
 and its result, mirrored to a tracker the user browses. Optional extras: `.[tensorboard]`,
-`.[wandb]`.
+`.[wandb]`. A tracker only reads what the loop already wrote (`attach` wraps the run's
+`rundir.MetricsLog`; `finished` hands it result.json's columns) and never feeds anything back,
+so a run's numbers are the same with or without one (tested bitwise).
 
-A tracker only reads what the loop already computed: every row the loop appends to
-metrics.jsonl (`attach` wraps the run's `rundir.MetricsLog`), the config (hyperparameters) and
-result.json's columns (`finished`). It never feeds anything back, so a run's numbers are the
-same with or without one (tested bitwise).
+`--tracker` on `spamlang train` / `spamlang sweep` is explicit: a tracker that cannot start is a
+UserError, exit 2, before any training (`preflight`). `Sweep(tracker=...)` is a default: one
+warning line, and the runs train without it. A tracker that fails later (the network goes
+away) is one warning line and is dropped, never the run's failure.
 
-The command layer says which tracker a process uses (`session`): `--tracker` on `spamlang
-train` and `spamlang sweep` is explicit (a tracker that cannot start is a UserError, exit 2,
-before any training: `preflight`), `Sweep(tracker=...)` is a default (a tracker that cannot
-start is one warning line, and the runs train without it). Either way a tracker that fails
-later (the network goes away) is one warning line and is dropped, never the run's failure.
-
-Where: for a sweep, one experiment per sweep directory (TensorBoard: `<sweep>/tensorboard/<run
-id>`; W&B: the group `<sweep name>`, runs named by run id, offline files under
-`<sweep>/wandb/`); for `spamlang train --out DIR`, `DIR/tensorboard/<name>` and `DIR/wandb/`.
+Where: for a sweep, `<sweep>/tensorboard/<run id>`, or the W&B group `<sweep name>` (runs named
+by run id, offline files under `<sweep>/wandb/`); for `spamlang train --out DIR`,
+`DIR/tensorboard/<name>` and `DIR/wandb/`.
 """
 
 from __future__ import annotations
@@ -58,8 +54,7 @@ def session(spec: TrackerSpec | None):
 
 def preflight(spec: TrackerSpec) -> None:
     """UserError (one line naming the fix) when `spec`'s tracker cannot start here."""
-    backend = _backend(spec.kind)
-    backend.check(verify=True) if spec.kind == "wandb" else backend.check()
+    _backend(spec.kind).check(verify=True)
 
 
 def _backend(kind: str):

@@ -1,5 +1,5 @@
-"""What both trackers share: which tracker and where (`TrackerSpec`), and a run's config, rows
-and result as the flat numbers and strings trackers take."""
+"""What both trackers share: which tracker and where (`TrackerSpec`), a run's config, rows and
+result as the flat numbers and strings trackers take, and the writer's row bookkeeping."""
 
 from __future__ import annotations
 
@@ -43,16 +43,31 @@ def flat_config(config) -> dict:
     return out
 
 
-def scalars(record: dict) -> dict:
-    """A metrics row's numbers as {"<kind>/<key>": float} (lists, text and nulls are left out)."""
-    kind = record.get("kind", "train")
-    return {
-        f"{kind}/{k}": float(v)
-        for k, v in record.items()
-        if k not in ("kind", "step") and isinstance(v, (int, float))
-    }
+class Writer:
+    """A run's writer: each metrics row's numbers as {"<kind>/<key>": float} at its step (lists,
+    text and nulls left out), result.json's as {"result/<column>": float} at the last step.
+    `records`: the rows before this process (a resume), given to `row` first."""
 
+    def __init__(self, records: list):
+        self.step = 0
+        for record in records:
+            self.row(record)
 
-def result_scalars(result: dict) -> dict:
-    """result.json's numeric columns as {"result/<column>": float}."""
-    return {f"result/{k}": float(v) for k, v in result.items() if isinstance(v, (int, float))}
+    def row(self, record: dict) -> None:
+        self.step = step = int(record.get("step", 0))
+        kind = record.get("kind", "train")
+        self.log(
+            step,
+            {
+                f"{kind}/{k}": float(v)
+                for k, v in record.items()
+                if k not in ("kind", "step") and isinstance(v, (int, float))
+            },
+        )
+
+    def finish(self, result: dict) -> None:
+        numbers = {k: float(v) for k, v in result.items() if isinstance(v, (int, float))}
+        self.log(self.step, {f"result/{k}": v for k, v in numbers.items()})
+
+    def log(self, step: int, values: dict) -> None:
+        raise NotImplementedError

@@ -1,17 +1,11 @@
 """TensorBoard: one event-file folder per run, `<experiment>/tensorboard/<run name>`, written
-with tensorboard's own writer (`tensorboard.summary.writer`, no TensorFlow).
+with tensorboard's own writer (no TensorFlow). The config is the HParams plugin's session, and
+result.json's numeric columns are the scalars `result/<column>` the HParams dashboard compares.
 
-Each metrics row is one scalar per number (`train/loss`, `eval/eval_loss`, `diag/...`) at the
-row's step; the config is the HParams plugin's session (every field a hyperparameter), and
-result.json's numeric columns are scalars `result/<column>` at the last step, the metrics the
-HParams dashboard compares the sweep's runs on.
-
-Resuming: a (step, tag) pair is written once. At open the writer reads the run's existing
-event files (tensorboard's own loader) and writes, of the run's restored rows and of every row
-after them, only the pairs not there yet: a process that went past the checkpoint it resumes
-from has written those steps already (the same numbers: a resume is exact), and one that ran
-without the tracker left them all to write. So any reader sees every step once, and nothing
-is deleted or rewritten.
+Resuming: a (step, tag) pair is written once. At open the writer reads the run's existing event
+files and writes only the pairs not there yet: a process that went past the checkpoint it
+resumes from wrote those steps already (the same numbers: a resume is exact), one that ran
+without the tracker left them all to write. Nothing is deleted or rewritten.
 """
 
 from __future__ import annotations
@@ -20,13 +14,15 @@ import time
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config, result_scalars, scalars
+from spamlang.tracking import common
+from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config
 
 FOLDER = "tensorboard"
 
 
-def check() -> None:
-    """UserError naming the extra when tensorboard cannot be imported."""
+def check(verify: bool = False) -> None:
+    """UserError naming the extra when tensorboard cannot be imported (`verify`: nothing more
+    to check, unlike W&B's key)."""
     try:
         import tensorboard.summary.writer.event_file_writer  # noqa: F401
     except ImportError as e:
@@ -39,7 +35,7 @@ def logdir(spec: TrackerSpec, run_dir: Path) -> Path:
     return spec.root / FOLDER / run_dir.name
 
 
-class Writer:
+class Writer(common.Writer):
     """One run's event files (see the module doc)."""
 
     def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
@@ -49,24 +45,18 @@ class Writer:
         path = logdir(spec, run_dir)
         self.written = _written(path)
         self.file = EventFileWriter(str(path), flush_secs=10)
-        self.step = 0
         if not any(tag.startswith("_hparams_") for _, tag in self.written):
             self._summary(0, [_hparams_value(flat_config(config))])
-        for record in records:  # the rows before this process: what is missing of them
-            self.row(record)
-
-    def row(self, record: dict) -> None:
-        self.step = step = int(record.get("step", 0))
-        self._scalars(step, scalars(record))
+        super().__init__(records)
 
     def finish(self, result: dict) -> None:
-        self._scalars(self.step, result_scalars(result))
+        super().finish(result)
         self.file.flush()
 
     def close(self) -> None:
         self.file.close()
 
-    def _scalars(self, step: int, values: dict) -> None:
+    def log(self, step: int, values: dict) -> None:
         from tensorboard.compat.proto import summary_pb2
 
         new = [(tag, v) for tag, v in values.items() if (step, tag) not in self.written]

@@ -1,18 +1,12 @@
-"""Weights & Biases: one W&B run per run directory, in the group of its sweep.
-
-The W&B run id is derived from the run directory (its resolved path), so a resumed run
-continues its own W&B run (`resume="allow"`). Each metrics row is logged at its training step
-(`train/loss`, `eval/eval_loss`, ...; rows of one step merge into one history row), the config
-is the run's config, and result.json's numeric columns go to the run's summary (and to its
-history at the last step as `result/<column>`). WANDB_MODE is W&B's own: `offline` writes
-`<experiment>/wandb/offline-run-*` with no network (`wandb sync` uploads it later),
-`disabled` turns it off.
+"""Weights & Biases: one W&B run per run directory, in the group of its sweep, its id derived
+from the run directory, so that a resumed run continues its own W&B run (`resume="allow"`).
+result.json's columns go to the run's summary too. WANDB_MODE is W&B's own: `offline` writes
+`<experiment>/wandb/offline-run-*` (`wandb sync` uploads it later), `disabled` turns it off.
 
 Resuming: W&B keeps a run's steps increasing and ignores a step it has. Online, rows from the
-run's next step on are logged (the steps a process logged past its checkpoint are not sent
-again: the same numbers, a resume is exact), and a run W&B has never seen gets every row of
-metrics.jsonl. Offline, W&B cannot say which steps it holds: rows after the restored step are
-logged.
+run's next step on are logged (a resume is exact, so the steps a process logged past its
+checkpoint are not sent again); offline, W&B cannot say which steps it holds: rows after the
+restored step are logged.
 """
 
 from __future__ import annotations
@@ -23,7 +17,8 @@ import re
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config, result_scalars, scalars
+from spamlang.tracking import common
+from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config
 
 
 def check(verify: bool = False) -> None:
@@ -65,7 +60,7 @@ def run_id(run_dir: Path) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', run_dir.name)[:50]}-{digest}"
 
 
-class Writer:
+class Writer(common.Writer):
     """One run's W&B run (see the module doc)."""
 
     def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
@@ -87,19 +82,14 @@ class Writer:
         # The first step not logged yet: online W&B knows it; offline, the restored step's next
         # (a fresh run starts at 0, where a run with diagnostics logs its init row).
         self.next = int(self.run.step) if online else restored_step + 1 if restored_step else 0
-        self.step = 0
-        for record in records:
-            self.row(record)
+        super().__init__(records)
 
-    def row(self, record: dict) -> None:
-        self.step = step = int(record.get("step", 0))
+    def log(self, step: int, values: dict) -> None:
         if step >= self.next:
-            self.run.log(scalars(record), step=step)
+            self.run.log(values, step=step)
 
     def finish(self, result: dict) -> None:
-        values = result_scalars(result)
-        if self.step >= self.next:
-            self.run.log(values, step=self.step)
+        super().finish(result)
         self.run.summary.update(
             {k: v for k, v in result.items() if isinstance(v, (int, float, str, bool))}
         )
