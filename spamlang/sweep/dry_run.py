@@ -28,6 +28,17 @@ from spamlang.sweep.groups import empty_shard_note, shard_groups
 from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep
 
+# How each way of timing runs reads in the time line (`estimate`).
+_TIMED_BY = {
+    "group": "about {t} for {n} run(s), at the tokens/s of finished runs of their groups",
+    "alike": "about {t} for {n} run(s) with no finished run in their group, at the tokens/s "
+    "of finished runs of the same preset and V",
+    "bound": "at least {t} for {n} run(s) with no finished run in their group (their FLOPs "
+    "at the matmul peak: a lower bound)",
+    "unknown": "no estimate for {n} run(s) with no finished run in their group "
+    "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives a lower bound)",
+}
+
 
 def _status(run_dir: Path, steps: Any) -> str:
     if (run_dir / RESULT).is_file():
@@ -37,19 +48,12 @@ def _status(run_dir: Path, steps: Any) -> str:
     return f"partial (step {checkpoint_step(run_dir) or 0}/{steps})"
 
 
-def _run_tokens(config: Any) -> int:
-    steps = getattr(config, "steps", None)
-    if isinstance(steps, int):
-        return steps * config.batch_size * config.seq_len
-    return int(getattr(config, "tokens", 0))
-
-
 def _left_tokens(config: Any, run_dir: Path) -> int:
     """Tokens a run has still to train: all of them, less its newest checkpoint's."""
     if (run_dir / RESULT).is_file():
         return 0
     step = checkpoint_step(run_dir) if run_dir.is_dir() else None
-    return _run_tokens(config) - (step or 0) * config.batch_size * config.seq_len
+    return (config.steps - (step or 0)) * config.tokens_per_step
 
 
 def _per_symbol(config: Any) -> str:
@@ -58,18 +62,6 @@ def _per_symbol(config: Any) -> str:
         return f"{config.updates_per_symbol:.1f}"
     except (AttributeError, TypeError, ZeroDivisionError):
         return "?"
-
-
-def _flops_per_token(config: Any, per_token: dict, key: str) -> float | None:
-    """The model's training FLOPs per token, cached by group key (a group's runs share the
-    model), so that a large grid is not rebuilt point by point."""
-    try:
-        from spamlang.perf import flops_per_token
-    except ImportError:
-        return None
-    if key not in per_token:
-        per_token[key] = flops_per_token(config.model_config(), config.seq_len)
-    return per_token[key]
 
 
 def check_out_dir(sweep: Sweep, out: Path) -> Sweep:
@@ -102,9 +94,7 @@ def _finished_runs(out: Path) -> dict[tuple, list[float]]:
     rates: dict[tuple, list[float]] = {}
     for run_dir in sorted(out.iterdir()) if out.is_dir() else ():
         rate = _rate(run_dir)
-        if rate is None:
-            continue
-        config = read_object(run_dir / CONFIG)
+        config = read_object(run_dir / CONFIG) if rate is not None else None
         if config is not None:
             rates.setdefault((config.get("preset"), config.get("vocab_size")), []).append(rate)
     return rates
@@ -143,118 +133,84 @@ def duration(seconds: float) -> str:
 
 def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
     """The time line of a dry run (module doc); `flops[k]`: the FLOPs per token of the k-th
-    point of `mine` (groups flattened), or None."""
+    point of `mine` (groups flattened)."""
+    from spamlang.perf import peak_flops
     from spamlang.sweep.runner import trains_together
 
-    timed, seconds, bound, floor_s, unknown = 0, 0.0, 0, 0.0, 0
-    alike, alike_s = 0, 0.0  # runs timed from finished runs of the same preset and V
+    timed = {way: [0, 0.0] for way in _TIMED_BY}  # way -> [runs, seconds]
     similar = _finished_runs(out)
     peak: dict = {}  # dtype -> its known peak or None, looked up once
     k = 0
     for group in mine:
         left = [(_left_tokens(c, out / r), c, flops[k + j]) for j, (r, c) in enumerate(group)]
         k += len(group)
-        rates = [x for x in (_rate(out / r) for r, _ in group) if x is not None]
         todo = [item for item in left if item[0] > 0]
         if not todo:
             continue
-        if rates:
-            each = [tokens / statistics.median(rates) for tokens, _, _ in todo]
-            seconds += max(each) if trains_together(vmap, group[0][1]) else sum(each)
-            timed += len(todo)
-            continue
         config = group[0][1]
-        near = similar.get((getattr(config, "preset", None), getattr(config, "vocab_size", None)))
+        rates = [x for x in (_rate(out / r) for r, _ in group) if x is not None]
+        near = rates or similar.get((config.preset, config.vocab_size))
         if near:
+            way = "group" if rates else "alike"
             each = [tokens / statistics.median(near) for tokens, _, _ in todo]
-            alike_s += max(each) if trains_together(vmap, config) else sum(each)
-            alike += len(todo)
-            continue
-        for _, c, _ in todo:
-            if c.dtype not in peak:
-                from spamlang.perf import peak_flops
-
-                peak[c.dtype] = peak_flops(c.dtype, measure=False)
-        peaks = [(peak[c.dtype], tokens * f) for tokens, c, f in todo if f is not None]
-        if len(peaks) < len(todo) or any(p is None for p, _ in peaks):
-            unknown += len(todo)
-            continue
-        floor_s += sum(work / rate for rate, work in peaks)
-        bound += len(todo)
-    if not (timed or alike or bound or unknown):
-        return "time: nothing left to train"
-    parts = []
-    if timed:
-        parts.append(
-            f"about {duration(seconds)} for {timed} run(s), at the tokens/s of finished "
-            "runs of their groups"
-        )
-    if alike:
-        parts.append(
-            f"about {duration(alike_s)} for {alike} run(s) with no finished run in "
-            "their group, at the tokens/s of finished runs of the same preset and V"
-        )
-    if bound:
-        parts.append(
-            f"at least {duration(floor_s)} for {bound} run(s) with no finished run in "
-            "their group (their FLOPs at the matmul peak: a lower bound)"
-        )
-    if unknown:
-        parts.append(
-            f"no estimate for {unknown} run(s) with no finished run in their group "
-            "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives a lower bound)"
-        )
-    return "time: " + "; ".join(parts)
+            seconds = max(each) if trains_together(vmap, config) else sum(each)
+        else:
+            for _, c, _ in todo:
+                if c.dtype not in peak:
+                    peak[c.dtype] = peak_flops(c.dtype, measure=False)
+            known = all(peak[c.dtype] is not None for _, c, _ in todo)
+            way = "bound" if known else "unknown"
+            seconds = sum(t * f / peak[c.dtype] for t, c, f in todo) if known else 0.0
+        timed[way][0] += len(todo)
+        timed[way][1] += seconds
+    parts = [_TIMED_BY[way].format(t=duration(s), n=n) for way, (n, s) in timed.items() if n]
+    return "time: " + ("; ".join(parts) or "nothing left to train")
 
 
 def dry_run(
     sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int, vmap: bool | None = None
 ) -> int:
     """Print the points of this shard with their group, status and budget, and the time the
-    rest should take; run nothing.
+    rest should take; run nothing. UserError, as the real run would raise, when `out` holds a
+    different sweep."""
+    from spamlang.law.law import dry_run_notes
+    from spamlang.perf import flops_per_token
 
-    UserError, as the real run would raise, when `out` holds a different sweep."""
     shard_groups(sweep, shard, group_size)  # bad arguments first, as the real run
     sweep = check_out_dir(sweep, out)
     mine = shard_groups(sweep, shard, group_size)
     if not mine and (empty := empty_shard_note(sweep, shard, group_size)):
         print(empty, file=sys.stderr)
     points = [p for g in mine for p in g]
-    status = {
-        run_id: _status(out / run_id, getattr(config, "steps", "?")) for run_id, config in points
-    }
+    status = {run_id: _status(out / run_id, config.steps) for run_id, config in points}
     width = max((len(run_id) for run_id, _ in points), default=6)
     wide = max((len(s) for s in status.values()), default=7)
-    # The shipped law's prediction of each point's cell ({} while the package ships none).
-    from spamlang.law.law import dry_run_notes
-
-    law = dry_run_notes(points)
+    law = dry_run_notes(points)  # the shipped law's prediction of each point's cell, or {}
     print(
         f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
         f"{'tokens':>13}  {'upd/symbol':>10}" + ("  law loss" if law else "")
     )
     for k, group in enumerate(mine):
-        for run_id, config in group:
-            steps = getattr(config, "steps", "?")
+        for run_id, c in group:
             print(
-                f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {steps:>8}  "
-                f"{_run_tokens(config):>13,}  {_per_symbol(config):>10}"
+                f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {c.steps:>8}  "
+                f"{c.steps * c.tokens_per_step:>13,}  {_per_symbol(c):>10}"
                 + (f"  {law[run_id]}" if law else "")
             )
-    tokens = sum(_run_tokens(c) for _, c in points)
-    per_token: dict = {}
-    flops = [_flops_per_token(c, per_token, sweep.group_key_of(r, c)) for r, c in points]
-    total = (
-        sum(f * _run_tokens(c) for f, (_, c) in zip(flops, points))
-        if flops and None not in flops
-        else None
-    )
+    tokens = sum(c.steps * c.tokens_per_step for _, c in points)
+    per_token: dict = {}  # group key -> FLOPs per token: a group's runs share the model
+    for run_id, c in points:
+        key = sweep.group_key_of(run_id, c)
+        if key not in per_token:
+            per_token[key] = flops_per_token(c.model_config(), c.seq_len)
+    flops = [per_token[sweep.group_key_of(r, c)] for r, c in points]
+    total = sum(f * c.steps * c.tokens_per_step for f, (_, c) in zip(flops, points))
     where = (
         f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
     )
     print(
         f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
-        + (f"; about {total:.3g} training FLOPs" if total is not None else "")
+        + (f"; about {total:.3g} training FLOPs" if flops else "")
         + f"; out: {out}"
     )
     others = other_partial_runs(out, sweep.points())
