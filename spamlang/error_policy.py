@@ -33,11 +33,12 @@ import logging
 import os
 import re
 import sys
+import types
 import warnings
 from collections.abc import Callable, Iterator
 
 from spamlang.errors import UserError, describe, first_line
-from spamlang.fields import INT_TEXT, parse_int
+from spamlang.notation import INT_TEXT, parse_int
 
 DEBUG_ENV = "SPAMLANG_DEBUG"
 HINT = "rerun with --debug or SPAMLANG_DEBUG=1 for the trace"
@@ -45,17 +46,28 @@ _LIBRARY_LOGGERS = ("absl", "orbax", "asyncio", "tensorstore")
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse already exits 2 on bad flags; keep its message to one line."""
+    """argparse already exits 2 on bad flags; keep its message to one line. Every (sub)command
+    takes --debug, so that it may follow the verb, and reports a bad flag under its own name
+    (`spamlang plot heatmap: error: ...`): the innermost command given sets `command_parser`."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # argparse before Python 3.13 takes "-1e-3" (an exponent) for an option, so `--lr -1e-3`
         # failed with "expected one argument" instead of reaching the check that lr must be > 0.
         # Here a dash before a digit (or before ".digit") always starts a value, as in newer
-        # Pythons; no spamlang option looks like a number.
+        # Pythons; no spamlang option looks like a number. (No public API sets this.)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
         # Every integer flag reads counts as configs do: --vocab-size 4K, --num-seqs 1_000.
         self.register("type", int, _int_flag)
+        self.set_defaults(command_parser=self)
+        # No default: absent unless given (`debug_given`), so a subcommand's never overwrites
+        # the one given before the verb.
+        self.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)",
+        )
 
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -66,11 +78,12 @@ class Parser(argparse.ArgumentParser):
         subparser may set) when that knows what the user meant."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
+            command = parsed.command_parser
             hint = getattr(parsed, "unknown_hint", None)
             message = (
                 hint(extras) if hint else None
-            ) or f"unrecognized arguments: {' '.join(extras)}{_suggestion(self, parsed, extras)}"
-            self.exit(2, f"{getattr(parsed, 'command_prog', self.prog)}: error: {message}\n")
+            ) or f"unrecognized arguments: {' '.join(extras)}{_suggestion(command, extras)}"
+            self.exit(2, f"{command.prog}: error: {message}\n")
         return parsed
 
 
@@ -83,18 +96,10 @@ def _int_flag(text: str) -> int:
         ) from None
 
 
-def _suggestion(
-    parser: argparse.ArgumentParser, parsed: argparse.Namespace, extras: list[str]
-) -> str:
+def _suggestion(command: argparse.ArgumentParser, extras: list[str]) -> str:
     """' (did you mean --tokens?)' for the first unknown flag close to one of the given
     (sub)command's flags; '' when none is."""
-    command = parser
-    while True:  # down to the subcommand given (spamlang plot heatmap), whose flags count
-        sub = next((a for a in command._actions if isinstance(a, argparse._SubParsersAction)), None)
-        name = getattr(parsed, sub.dest, None) if sub else None
-        if name not in (sub.choices if sub else {}):
-            break
-        command = sub.choices[name]
+    # argparse (before 3.14's suggest_on_error) has no public list of a parser's flags.
     flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
     for extra in extras:
         if extra.startswith("--"):
@@ -104,35 +109,20 @@ def _suggestion(
     return ""
 
 
-def add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
-    """--debug on `parser` and every subcommand under it, so that it may follow the verb."""
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        # Only the top level has a default: a subcommand's would overwrite it.
-        default=False if top else argparse.SUPPRESS,
-        help="show tracebacks and library log messages (also SPAMLANG_DEBUG=1)",
-    )
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in {id(p): p for p in action.choices.values()}.values():
-                add_debug_flag(sub, top=False)
-
-
 def run_command(
     parser: argparse.ArgumentParser,
     argv: list[str] | None,
     run: Callable[[argparse.Namespace], int | None],
-    prog: Callable[[argparse.Namespace], str] | None = None,
+    prog: str | None = None,
 ) -> int:
-    """A command's whole life: parse `argv` with `parser` (which has `add_debug_flag`'s
-    --debug), then call `run(args)` under `debug_mode(args.debug)` and `run_guarded`, reporting
-    as `prog(args)` (default: the parser's prog). `argv` None means this is the program
-    (sys.argv): its shutdown is quieted too. Returns the exit status."""
+    """A command's whole life: parse `argv` with `parser` (a `Parser`), then call `run(args)`
+    under `debug_mode` (--debug) and `guarded`, reporting as `prog` (default: the parser's
+    prog). `argv` None means this is the program (sys.argv): its shutdown is quieted too.
+    Returns the exit status."""
     args = parser.parse_args(argv)
-    name = parser.prog if prog is None else prog(args)
-    with debug_mode(args.debug):
-        return run_guarded(lambda: run(args), name, at_exit=argv is None)
+    with debug_mode(args), guarded(prog or parser.prog, at_exit=argv is None) as outcome:
+        outcome.status = run(args)
+    return outcome.status
 
 
 def debug_enabled() -> bool:
@@ -141,10 +131,11 @@ def debug_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def debug_mode(on: bool = True) -> Iterator[None]:
-    """Debug mode for the body when `on` (through the variable, so that the processes it starts
-    agree); the variable's previous state is put back afterwards."""
+def debug_mode(args: argparse.Namespace) -> Iterator[None]:
+    """Debug mode for the body when `args` has --debug (through the variable, so that the
+    processes it starts agree); the variable's previous state is put back afterwards."""
     before = os.environ.get(DEBUG_ENV)
+    on = getattr(args, "debug", False)
     if on:
         os.environ[DEBUG_ENV] = "1"
     try:
@@ -167,27 +158,29 @@ def error_line(prog: str, e: BaseException) -> tuple[str, int]:
     return f"{prog}: error: {describe(e)} ({HINT})", 1
 
 
-def run_guarded(fn: Callable[[], int | None], prog: str, *, at_exit: bool = False) -> int:
-    """Call `fn()` (it returns an exit status) under `quiet(prog)`; an exception becomes its
-    `error_line` and status, or propagates in debug mode. `at_exit`: the process ends with this
-    call, so stay quiet through its shutdown too (orbax's failed tasks are logged when they are
-    garbage collected)."""
+@contextlib.contextmanager
+def guarded(prog: str, *, at_exit: bool = False) -> Iterator[types.SimpleNamespace]:
+    """The body sets `outcome.status` (None: 0), its exit status; under `quiet(prog)`, an
+    exception becomes its `error_line` and status instead, or propagates in debug mode.
+    `at_exit`: the process ends with this command, so stay quiet through its shutdown too
+    (orbax's failed tasks are logged when they are garbage collected)."""
+    outcome = types.SimpleNamespace(status=0)
     with quiet(prog, restore=not at_exit):
         try:
-            return int(fn() or 0)
+            yield outcome
+            outcome.status = int(outcome.status or 0)
         except BrokenPipeError:
             # The reader left (`spamlang sweep X --dry-run | head`): nothing is wrong and
             # nothing more can be shown. Quiet, with the shell's status for SIGPIPE; stdout
             # goes to devnull so that the interpreter's final flush does not complain.
             if at_exit:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 128 + 13
+            outcome.status = 128 + 13
         except (Exception, KeyboardInterrupt) as e:
             if debug_enabled():
                 raise
-            line, status = error_line(prog, e)
+            line, outcome.status = error_line(prog, e)
             print(line, file=sys.stderr)
-            return status
 
 
 @contextlib.contextmanager

@@ -16,20 +16,13 @@ fails is refused with one `UserError` line of one shape everywhere:
 The rules, the same for every owner:
 - int: an integer that is not a bool (NumPy integers included), stored as a Python int;
   with `whole_floats` a whole float (16.0) is accepted too (TrainConfig's JSON does). A string
-  is read by `parse_int` ("4096", "4K", "1.5M"), so a JSON config, a sweep file and a flag
-  take the same text.
+  is read by `spamlang.notation.parse_int` ("4096", "4K", "1.5M"), so a JSON config, a sweep
+  file and a flag take the same text.
 - float: a real number that is not a bool, stored as a finite Python float, so an int is fine
   (`lr=1` and `lr=1.0` are the same config, fingerprint and run id); a string holding a
   number ("3e-3") is read as that number.
 - bool: True or False, not 0 or 1. str: a string. dict: a mapping with string keys (copied).
   list: a list or tuple. `X | None`: null or an X. `Literal[...]`: one of its values. `Any`.
-
-How counts are written, read and printed is decided here too, once for every place a user
-types or reads one (flags, JSON configs, sweep files, `plot --where`, figures, samples):
-K, M and B are decimal (1K = 1,000, 2M = 2,000,000, as in "41M tokens"); `format_count`
-prints a suffix only where it is exact with at most one decimal (100K, 1.5K, 2M) and the
-digits otherwise (1024, 131072), so that every count a figure shows can be typed back.
-Learning rates print as `format_lr` does (3e-2, 2.5e-4).
 
 Plain Python (no JAX or NumPy import): building a config stays cheap.
 """
@@ -41,119 +34,20 @@ import functools
 import math
 import numbers
 import operator
-import re
 import types
 import typing
 from collections.abc import Collection
-from decimal import Decimal
 from typing import Any, NoReturn
 
 from spamlang.errors import UserError
+from spamlang.notation import parse_int
 
 _NONE = type(None)
-SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}  # decimal, as in "41M tokens"
-INT_TEXT = "an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)"  # parse_int's text, in words
-_INT_RE = re.compile(r"\s*([+-]?[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*")
-_MAX_DIGITS = 30  # no count has more; "1e999999" would build a million-digit int
-
-
-# ----- numbers as text ------------------------------------------------------------------------
-def parse_int(text: str) -> int:
-    """An integer from text: digits (with "_" between them), optionally a decimal part or an
-    exponent, and a K / M / B suffix; the value must be whole. "4096", "4K" (4,000), "1.5M",
-    "1_048_576", "1e6", "-3". ValueError otherwise (`INT_TEXT` says what is expected)."""
-    m = _INT_RE.fullmatch(text) if isinstance(text, str) else None
-    if m is None or "__" in m.group(1) or m.group(1).endswith("_"):
-        raise ValueError(f"expected {INT_TEXT}, got {text!r}")
-    number = Decimal(m.group(1).replace("_", "")) * SUFFIXES.get(m.group(2).upper(), 1)
-    if number.adjusted() > _MAX_DIGITS:
-        raise ValueError(f"{text!r} is too large")
-    if number != number.to_integral_value():
-        raise ValueError(f"{text!r} is not a whole number")
-    return int(number)
-
-
-def parse_float(text: str) -> float:
-    """A float from text ("3e-3", "0.1", "1_000.5"); ValueError otherwise. Finiteness is the
-    caller's check (`as_float` names it)."""
-    if not isinstance(text, str):
-        raise ValueError(f"expected a number, got {text!r}")
-    return float(text)
-
-
-def format_count(value: Any, decimals: int = 1) -> str:
-    """A count as figures and summaries print it (module docstring): 1000 -> '1K', 1500 ->
-    '1.5K', 100000 -> '100K', 2000000 -> '2M', 1024 -> '1024', 64 -> '64'; a number that is
-    not whole as '%g'. A suffix is used where it is exact with at most `decimals` decimals
-    (tick labels of a tokens axis allow more: 1250 -> '1.25K' beside 1K and 1.5K).
-    `parse_int` reads every result back to the same value."""
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:g}"
-    n = int(value)
-    sign, n = ("-" if n < 0 else ""), abs(n)
-    scale = 10**decimals
-    for suffix, unit in sorted(SUFFIXES.items(), key=lambda item: -item[1]):
-        scaled, rest = divmod(scale * n, unit)
-        if n >= unit and rest == 0:
-            whole, fraction = divmod(scaled, scale)
-            fraction = f".{fraction:0{decimals}d}".rstrip("0") if fraction else ""
-            return f"{sign}{whole}{fraction}{suffix}"
-    return f"{sign}{n}"
-
-
-def format_lr(lr: float) -> str:
-    """A learning rate as every figure, legend and caption prints it: 5e-4 -> '5e-4',
-    0.00025 -> '2.5e-4', 0.01 -> '1e-2' (3 significant digits)."""
-    mantissa, exponent = f"{float(lr):.3e}".split("e")
-    return f"{float(mantissa):g}e{int(exponent)}"
-
-
-def parse_count(value: Any) -> int:
-    """A token count from an int or a string with an optional K / M / B suffix.
-
-    Suffixes are decimal (K = 1e3, M = 1e6, B = 1e9), as in "41M tokens" in papers, and the
-    text is read by `parse_int`, the one reader of every integer flag and field:
-    parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500, parse_count("1_048_576") == 1048576.
-    The result must be a whole, non-negative number (UserError otherwise).
-    """
-    if is_int(value):
-        count = int(value)
-    elif isinstance(value, float) and value.is_integer():
-        count = int(value)
-    elif isinstance(value, str):
-        try:
-            count = parse_int(value)
-        except ValueError:
-            raise UserError(f"a token count must be {INT_TEXT}, got {value!r}") from None
-    else:
-        raise UserError(f"a token count must be {INT_TEXT}, got {value!r}")
-    if count < 0:
-        raise UserError(f"a token count must be >= 0, got {value!r}")
-    return count
-
-
-# ----- the message ----------------------------------------------------------------------------
-def label(name: str, owner: str = "") -> str:
-    """How a field is named in a message: `name`, or `owner: name`."""
-    return f"{owner}: {name}" if owner else name
 
 
 def refuse(name: str, what: str, value: Any, owner: str = "") -> NoReturn:
     """Raise the one message shape: `[owner: ]name must be what, got value!r`."""
-    raise UserError(f"{label(name, owner)} must be {what}, got {value!r}")
-
-
-def limit_text(*, ge: Any = None, gt: Any = None, le: Any = None, lt: Any = None) -> str:
-    """A limit in words: ">= 1", "> 0", "<= 8", "in [0, 1)", "in (0, 1]"."""
-    low = f"[{ge}" if ge is not None else f"({gt}" if gt is not None else None
-    high = f"{le}]" if le is not None else f"{lt})" if lt is not None else None
-    if low and high:
-        return f"in {low}, {high}"
-    if low:
-        return f">= {ge}" if ge is not None else f"> {gt}"
-    if high:
-        return f"<= {le}" if le is not None else f"< {lt}"
-    return "anything"
+    raise UserError(f"{owner + ': ' if owner else ''}{name} must be {what}, got {value!r}")
 
 
 # ----- predicates -----------------------------------------------------------------------------
@@ -199,10 +93,7 @@ def as_float(name: str, value: Any, *, owner: str = "") -> float:
     or other text is not."""
     given = value  # what the message quotes: the text as written, not its number
     if isinstance(value, str):
-        try:
-            value = parse_float(value)
-        except ValueError:
-            refuse(name, "a number", given, owner)
+        value = _float_text(value)
     if not is_number(value):
         refuse(name, "a number", given, owner)
     try:
@@ -212,18 +103,6 @@ def as_float(name: str, value: Any, *, owner: str = "") -> float:
     if not math.isfinite(number):
         refuse(name, "finite", given, owner)
     return number
-
-
-def as_bool(name: str, value: Any, *, owner: str = "") -> bool:
-    if not isinstance(value, bool):
-        refuse(name, "true or false", value, owner)
-    return value
-
-
-def as_str(name: str, value: Any, *, owner: str = "") -> str:
-    if not isinstance(value, str):
-        refuse(name, "a string", value, owner)
-    return value
 
 
 def one_of(name: str, value: Any, choices: Collection, *, owner: str = "") -> Any:
@@ -253,7 +132,14 @@ def in_range(
         and (lt is None or value < lt)
     )
     if not ok:
-        what = limit_text(ge=ge, gt=gt, le=le, lt=lt)
+        low = f"[{ge}" if ge is not None else f"({gt}" if gt is not None else None
+        high = f"{le}]" if le is not None else f"{lt})" if lt is not None else None
+        if low and high:
+            what = f"in {low}, {high}"
+        elif low:
+            what = f">= {ge}" if ge is not None else f"> {gt}"
+        else:
+            what = f"<= {le}" if le is not None else f"< {lt}"
         refuse(name, f"{what} ({why})" if why else what, value, owner)
     return value
 
@@ -330,7 +216,7 @@ def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
             or (isinstance(value, str) and _reads(parse_int, value))
         )
     if tp is float:
-        return is_number(value) or (isinstance(value, str) and _reads(parse_float, value))
+        return is_number(value) or (isinstance(value, str) and _float_text(value) is not None)
     if tp is dict or origin is dict:
         return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     if tp in (list, tuple) or origin in (list, tuple):
@@ -345,6 +231,14 @@ def _reads(parse, text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _float_text(text: str) -> float | None:
+    """The number a string holds ("3e-3", "1_000.5"; "inf" too: see `as_float`), else None."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 # ----- a whole field --------------------------------------------------------------------------
@@ -375,8 +269,9 @@ def check_dataclass(
     obj: Any, *, owner: str = "", limits: dict[str, dict] | None = None, whole_floats: bool = False
 ) -> None:
     """Check every field of the (frozen) dataclass `obj` against its annotation and
-    `limits[name]` (keyword arguments of `check`: choices, ge, gt, le, lt, why), in field
-    order, and store each canonical value back. Checks that relate fields stay with `obj`."""
+    `limits[name]` or else its `metadata["check"]` (keyword arguments of `check`: choices, ge,
+    gt, le, lt, why), in field order, and store each canonical value back. Checks that relate
+    fields stay with `obj`."""
     hints = field_types(type(obj))
     limits = limits or {}
     for f in dataclasses.fields(obj):
@@ -386,7 +281,7 @@ def check_dataclass(
             hints[f.name],
             owner=owner,
             whole_floats=whole_floats,
-            **limits.get(f.name, {}),
+            **limits.get(f.name, f.metadata.get("check", {})),
         )
         object.__setattr__(obj, f.name, value)
 

@@ -4,18 +4,21 @@ A TrainConfig validates itself on every build (the language and the model config
 to check them), so a run builds it once, the CLI's, plus the one `rundir.prepare` reads back
 from an existing config.json to compare. The compiled program is keyed by
 a frozen value of the fields that change it (`spamlang.train.step.program_key`), never by a
-rebuilt config."""
+rebuilt config. The step's trace is measured in spamlang's own frames from `spamlang.cli.main`
+to `member_step` (both counted; JAX's tracing frames between them are not spamlang's)."""
 
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 
-import spamlang.cli
+import spamlang
 from spamlang.cli import main
 from spamlang.train import step as step_module
 from spamlang.train.config import TrainConfig
 
 CLI = spamlang.cli.__file__
+PACKAGE = str(Path(spamlang.__file__).parent)
 # A shape no other test trains, so that its Program is built (and its step traced) here.
 ARGS = [
     "train",
@@ -25,8 +28,9 @@ ARGS = [
 ]
 
 
-def measure(monkeypatch, out) -> tuple[int, list[int]]:
-    """(TrainConfig builds, Python frames from `spamlang.cli.main` to member_step, per trace)."""
+def measure(monkeypatch, out) -> tuple[int, list[tuple[int, int]]]:
+    """(TrainConfig builds, (spamlang frames, their files) from `spamlang.cli.main` to
+    member_step, per trace)."""
     builds, depths = [], []
     post_init = TrainConfig.__post_init__
 
@@ -40,9 +44,11 @@ def measure(monkeypatch, out) -> tuple[int, list[int]]:
         member_step = make(*args, **kwargs)
 
         def traced(state):
-            stack = traceback.extract_stack()
+            stack = traceback.extract_stack()[:-1]  # this wrapper stands for member_step
             start = max(i for i, f in enumerate(stack) if f.name == "main" and CLI in f.filename)
-            depths.append(len(stack) - start)
+            ours = [f.filename for f in stack[start:] if f.filename.startswith(PACKAGE)]
+            ours.append(step_module.__file__)  # member_step's own frame
+            depths.append((len(ours), len(set(ours))))
             return member_step(state)
 
         return traced
@@ -55,10 +61,14 @@ def measure(monkeypatch, out) -> tuple[int, list[int]]:
 
 def test_one_train_run_builds_its_config_once(monkeypatch, tmp_path):
     """Before #32 a run built it 3 times (the CLI's, then `config.replace` and `from_json` to
-    key and build the shared Program) and 18 frames led from `spamlang.cli.main` to the step."""
+    key and build the shared Program), and 13 spamlang frames in 7 files led from
+    `spamlang.cli.main` to the step (cli, error_policy, train_cmd, train/run, train/loop,
+    train/step, members)."""
     builds, depths = measure(monkeypatch, tmp_path / "run")
     assert builds == 1  # the CLI's
-    assert len(depths) == 1 and depths[0] <= 18, depths  # traced once, no deeper than before
+    assert len(depths) == 1, depths  # traced once
+    frames, files = depths[0]
+    assert frames <= 8 and files <= 5, depths
     # rerun on the finished directory: the CLI's, and config.json read back to compare
     builds, depths = measure(monkeypatch, tmp_path / "run")
     assert builds == 2 and depths == []

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from spamlang.cli import main
-from spamlang.error_policy import debug_enabled, error_line, quiet, run_guarded
+from spamlang.error_policy import debug_enabled, error_line, guarded, quiet
 from spamlang.errors import UserError, describe
 
 
@@ -44,8 +44,8 @@ def test_debug_variable(monkeypatch):
         monkeypatch.setenv("SPAMLANG_DEBUG", value)
         assert debug_enabled() is on
     monkeypatch.setenv("SPAMLANG_DEBUG", "1")
-    with pytest.raises(UserError):
-        run_guarded(lambda: (_ for _ in ()).throw(UserError("bad")), "p")
+    with pytest.raises(UserError), guarded("p"):
+        raise UserError("bad")
 
 
 def test_error_lines_and_statuses():

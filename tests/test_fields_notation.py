@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spamlang import fields
+from spamlang import notation
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.sweep.spec import Sweep
@@ -109,10 +109,10 @@ def test_counts_print_so_that_they_read_back():
         41_000_000,
         3_000_000_000,
     ]
-    printed = [fields.format_count(n) for n in counts]
+    printed = [notation.format_count(n) for n in counts]
     assert printed[4:10] == ["1K", "1024", "1.5K", "1550", "4096", "100K"]
-    assert all(fields.parse_int(text) == n for text, n in zip(printed, counts))
-    assert fields.format_lr(0.005) == "5e-3" and fields.format_lr(2.5e-4) == "2.5e-4"
+    assert all(notation.parse_int(text) == n for text, n in zip(printed, counts))
+    assert notation.format_lr(0.005) == "5e-3" and notation.format_lr(2.5e-4) == "2.5e-4"
 
 
 def test_train_help_means_something_to_a_user(capsys):

@@ -34,6 +34,7 @@ LAYERS = (
     (
         "spamlang",
         "errors",
+        "notation",
         "fields",
         "fileio",
         "publish",

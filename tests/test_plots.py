@@ -11,8 +11,8 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.fields import format_count as format_vocab
-from spamlang.fields import format_lr
+from spamlang.notation import format_count as format_vocab
+from spamlang.notation import format_lr
 from spamlang.plots import layout
 from spamlang.plots import runs as plot_runs
 from spamlang.plots.curves import choose_runs, curves_figure, plot_curves

@@ -149,7 +149,7 @@ def lock_checking_loop(configs, run_dirs, **kwargs):
 
 
 def test_a_sweep_skips_the_runs_another_process_holds(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("spamlang.train.loop.train_members", lock_checking_loop)
+    monkeypatch.setattr("spamlang.train.run.train_members", lock_checking_loop)
     sweep = Sweep("held", TINY, {"lr": [3e-3, 1e-2]})
     out = tmp_path / "sweep"
     with held_by_child(out / "lr3e-3") as proc:

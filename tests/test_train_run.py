@@ -309,7 +309,7 @@ def test_load_run(reference, tmp_path):
 
 
 def test_signals_become_a_flag_then_act_as_usual():
-    from spamlang.signals import stop_requests
+    from spamlang.train.run import stop_requests
 
     before = signal.getsignal(signal.SIGTERM)
     with stop_requests() as received:

@@ -20,7 +20,7 @@ import argparse
 import importlib
 import sys
 
-from spamlang.error_policy import Parser, add_debug_flag, run_command
+from spamlang.error_policy import Parser, debug_mode, guarded
 
 # Verb modules, in the order `spamlang --help` lists them; every one must import.
 _VERB_MODULES = (
@@ -44,30 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in _VERB_MODULES:
         importlib.import_module(name).register(sub)  # an ImportError here is a broken install
-    add_debug_flag(parser)
-    _name_commands(parser)
     return parser
-
-
-def _name_commands(parser: argparse.ArgumentParser) -> None:
-    """Every (sub)command reports a bad flag under its own name (`spamlang plot heatmap:
-    error: ...`), not the program's: the innermost command given sets `command_prog`."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in {id(p): p for p in action.choices.values()}.values():
-                child.set_defaults(command_prog=child.prog)
-                _name_commands(child)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run `spamlang ARGV` and return its exit status (see the module docstring)."""
+    # `error_policy.run_command`, without its frames between this one and the verb's handler.
+    args = build_parser().parse_args(argv)
     # argv None: this is the program (console script, python -m); its shutdown is quieted too.
-    return run_command(
-        build_parser(),
-        argv,
-        lambda args: args.func(args),
-        prog=lambda args: f"spamlang {args.verb}",
-    )
+    with debug_mode(args), guarded(f"spamlang {args.verb}", at_exit=argv is None) as outcome:
+        outcome.status = args.func(args)
+    return outcome.status
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """`spamlang train`: one training run into a run directory, with flags derived from TrainConfig.
 
 Every TrainConfig field is a flag (`vocab_size` -> `--vocab-size`, booleans as
-`--tie-embeddings/--no-tie-embeddings`, `--tokens 2M`), with the field's comment as help and
-its default shown; `language_params` and `model_overrides` are `--param K=V` and
+`--tie-embeddings/--no-tie-embeddings`, `--tokens 2M`), with the field's `metadata["help"]` as
+help and its default shown; `language_params` and `model_overrides` are `--param K=V` and
 `--model K=V` (repeatable; V is parsed as JSON when it can be, else kept as a string).
 `--init-from DIR` starts from a Hugging Face Llama checkpoint (see `spamlang.train.config`).
 `--config FILE.json` (a TrainConfig JSON, e.g. another run's config.json) gives the starting
@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -30,45 +28,7 @@ from spamlang.errors import UserError
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
 _DICT_FLAGS = {"language_params": "--param", "model_overrides": "--model"}
-_DICT_HELP = {
-    "language_params": "a language parameter, e.g. --param s=1.1 (repeatable)",
-    "model_overrides": "a ModelConfig field beyond the preset, e.g. --model d_model=32 (repeatable)",
-}
-# Help that says what a flag means to a user, where the field's source comment speaks of the
-# trainer's internals (state arrays, device syncs) or runs over several lines.
-_HELP = {
-    "language": "the language trained on (`spamlang languages` lists them); spam is the paper's "
-    "SpamLang",
-    "residual": "--no-residual: each block replaces the residual stream instead of adding to it "
-    "(vanishing-gradient experiments)",
-    "micro_batch": "split each batch into micro-batches of this many sequences, averaging their "
-    "gradients: the same update in less memory; 0: automatic (on CPUs only)",
-    "optimizer": "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | "
-    "adafactor",
-    "sampling": "iid: each sequence's symbol drawn independently (a symbol returns every V / B "
-    "steps on average, with a long tail); permuted: each epoch deals a seeded "
-    "permutation of the symbols into batches, so every symbol returns every V / B "
-    "steps exactly, and batch_size = V is full-batch training (spam only)",
-    "lazy_rows": "which row tables move only in steps that show their symbol: "
-    "all (the embedding and the head), embed, or head",
-    "lr": "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
-    "momentum": "heavy-ball momentum (the common default)",
-    "log_every": "steps between logged training metrics (metrics.jsonl rows and the progress "
-    "line); Ctrl-C / SIGTERM also stop at the next of these steps, with a "
-    "checkpoint; logging more often slows training a little",
-    "eval_sequences": "sequences in the eval set, the same for every run of the language; fewer "
-    "make the eval loss noisy (256 left a standard error of ~0.2 nats)",
-    "eval_batch_size": "sequences per eval batch (no gradients, so it may exceed batch_size); "
-    "0: max(batch_size, 256)",
-    "loss_chunk": "tokens per chunk of the cross-entropy, which never holds all logits at once: "
-    "memory grows with chunk x V, the fastest size depends on D and the device "
-    "(benchmarks/bench_model.py); 0: no chunks",
-    "track_symbols": "follow this many symbol ids (spread over V): each step's update to their "
-    "rows goes to track.jsonl, for `spamlang plot track`; 0: none",
-    "kernels": "auto: kernels tuned for CPUs on CPU devices, plain XLA on GPUs and TPUs; xla or "
-    "cpu forces one",
-}
-# How every integer flag reads a count (`spamlang.fields.parse_int`), in the help's words.
+# How every integer flag reads a count (`spamlang.notation.parse_int`), in the help's words.
 COUNTS_HELP = (
     "Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
     "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12). "
@@ -125,15 +85,15 @@ def register(subparsers) -> None:
         "one process per host, the same command on each)",
     )
     group = parser.add_argument_group("TrainConfig fields")
-    helps = {**_field_help(TrainConfig), **_HELP}
-    for name, readers in OPTIMIZER_FIELDS.items():  # the one table of who reads what
-        helps[name] = (
-            f"{helps.get(name, '')}; read only by {', '.join(readers)} (another "
-            "--optimizer refuses a value other than the default)"
-        )
     for f in dataclasses.fields(TrainConfig):
-        _add_field_flag(group, f, helps.get(f.name, ""))
-    parser.set_defaults(func=handler, unknown_hint=_unknown_hint, command_prog=parser.prog)
+        help_text = f.metadata["help"].replace("%", "%%")  # argparse %-formats help
+        if f.name in OPTIMIZER_FIELDS:  # the one table of who reads what
+            help_text += (
+                f"; read only by {', '.join(OPTIMIZER_FIELDS[f.name])} (another --optimizer "
+                "refuses a value other than the default)"
+            )
+        _add_field_flag(group, f, help_text)
+    parser.set_defaults(func=handler, unknown_hint=_unknown_hint)
 
 
 def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
@@ -145,7 +105,7 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
             action="append",
             type=_key_value,
             metavar="K=V",
-            help=_DICT_HELP.get(f.name, help_text),
+            help=help_text,
             **kw,
         )
         return
@@ -208,7 +168,7 @@ def _unknown_hint(extras: list[str]) -> str | None:
 
 def _default_text(name: str, default) -> str:
     """A default as the user would type it: counts and LRs in the figures' notation."""
-    from spamlang.fields import format_count, format_lr
+    from spamlang.notation import format_count, format_lr
 
     if name == "lr":
         return format_lr(default)
@@ -266,23 +226,8 @@ class _NamesHelpFormatter(argparse.HelpFormatter):
         return f"{text}; one of: {names}" if names else text
 
 
-def _field_help(cls) -> dict[str, str]:
-    """Help per field: `metadata["help"]` if given, else the field's `# comment` in the source."""
-    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(cls) if "help" in f.metadata}
-    try:
-        source = inspect.getsource(cls)
-    except (OSError, TypeError):
-        return helps
-    for line in source.splitlines():
-        m = re.match(r"\s+(\w+)\s*:[^#]*#\s*(.+?)\s*$", line)
-        if m and m.group(1) not in helps:
-            # argparse %-formats help strings.
-            helps[m.group(1)] = m.group(2).replace("%", "%%")
-    return helps
-
-
 def _count(text: str) -> int:
-    from spamlang.fields import parse_count
+    from spamlang.notation import parse_count
 
     try:
         return parse_count(text)
@@ -364,7 +309,7 @@ def handler(args) -> int:
     check_peak_env()
     enable_compile_cache()
     from spamlang import tracking
-    from spamlang.train.run import Interrupted, run_training
+    from spamlang.train.run import Interrupted, run_group
 
     kind = tracking.parse_kind(args.tracker)
     spec = tracking.TrackerSpec(kind, explicit=True, root=Path(args.out)) if kind else None
@@ -373,11 +318,11 @@ def handler(args) -> int:
         with tracking.session(spec):  # an explicit tracker that cannot start: exit 2 here
             if not finished and not args.quiet and (note := budget_note(config)):
                 print(note, file=sys.stderr)
-            result = run_training(config, args.out, quiet=args.quiet)
+            (result,) = run_group([config], [args.out], quiet=args.quiet)
     except Interrupted as e:
         print(f"spamlang train: {e}", file=sys.stderr)
         return e.exit_status
-    if finished:  # said after run_training, which refuses a finished run of another config
+    if finished:  # said after run_group, which refuses a finished run of another config
         print(f"{args.out} is already finished ({RESULT}); nothing to train", file=sys.stderr)
     print(json.dumps(result, indent=2, sort_keys=True) if args.json else summary(args.out, result))
     return 0

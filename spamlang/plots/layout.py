@@ -26,7 +26,8 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from spamlang.errors import UserError
-from spamlang.fields import finite, format_count, format_lr, is_int, is_number
+from spamlang.fields import finite, is_int, is_number
+from spamlang.notation import format_count, format_lr
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
 from spamlang.plots.runs import Run, check_column, complement_of, varying_settings
 

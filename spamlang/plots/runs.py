@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.fields import finite, format_count, format_lr, is_int, is_number, parse_int
+from spamlang.fields import finite, is_int, is_number
+from spamlang.notation import format_count, format_lr, parse_int
 from spamlang.rundir.reading import iter_metrics, read_run, run_dirs
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
 

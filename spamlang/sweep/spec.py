@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.fields import as_int, conform, field_types, in_range, parse_count
+from spamlang.fields import as_int, conform, field_types, in_range
+from spamlang.notation import parse_count
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
 # Abbreviations used in run ids; a field not listed here appears under its own name.

@@ -12,7 +12,7 @@ import importlib
 
 _EXPORTS = {
     "TrainConfig": "spamlang.train.config",
-    "parse_count": "spamlang.fields",
+    "parse_count": "spamlang.notation",
     "Program": "spamlang.train.step",
     "program": "spamlang.train.step",
     "run_training": "spamlang.train.run",

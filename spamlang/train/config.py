@@ -12,11 +12,8 @@ import dataclasses
 
 from spamlang import fields
 from spamlang.errors import UserError
-from spamlang.fields import parse_count  # noqa: F401  (spamlang.train.parse_count)
+from spamlang.notation import parse_count
 
-SCHEDULES = ("constant", "cosine", "wsd")
-SAMPLINGS = ("iid", "permuted")
-LAZY_ROWS = ("all", "embed", "head")
 # The optimizers of `spamlang.optim` (named here, where no JAX is imported).
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
@@ -37,59 +34,19 @@ OPTIMIZER_FIELDS = {
     "momentum": ("sgd",),
     "lazy_rows": ("lazy_adamw",),
 }
-KERNELS = ("auto", "xla", "cpu")
-DTYPES = ("float32", "bfloat16")
 
 # Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
 # model_overrides where a sweep could not see them.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
 
-_INIT_FROM_HELP = (
-    "start from this local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
-    "architecture replaces the preset (written into model_overrides) and its weights the random "
-    "init at step 0 (a resumed run restores its own checkpoints). The run keeps the first "
-    "--vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied or untied "
-    "(head = a copy of the embedding), an untied one untied only; head softmax only; '' for none "
-    "(default: none)"
-)
 
-
-# Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
-# `fields.check`); the checks that relate fields to each other are in `__post_init__`.
-_LIMITS: dict[str, dict] = {
-    "seq_len": dict(ge=2, why="one predicted position"),
-    **{
-        name: dict(ge=1)
-        for name in ("batch_size", "log_every", "eval_sequences", "keep_checkpoints")
-    },
-    # jax.random.PRNGKey (threefry, 32-bit ints) keeps a seed's low 32 bits: 2^32 would be
-    # seed 0 again, and 2^63 overflows.
-    "seed": dict(
-        ge=0, lt=2**32, why="jax.random.PRNGKey keeps 32 bits; larger seeds repeat smaller ones"
-    ),
-    **{
-        name: dict(ge=0)
-        for name in (
-            "micro_batch",
-            "eval_every",
-            "eval_batch_size",
-            "checkpoint_every",
-            "loss_chunk",
-            "diag_every",
-            "weight_decay",
-            "grad_clip",
-        )
-    },
-    **{name: dict(gt=0) for name in ("lr", "eps", "diverge_loss")},
-    **{name: dict(ge=0, lt=1) for name in ("b1", "b2", "momentum", "warmup_frac")},
-    **{name: dict(ge=0, le=1) for name in ("decay_frac", "final_lr_ratio")},
-    "schedule": dict(choices=SCHEDULES),
-    "sampling": dict(choices=SAMPLINGS),
-    "lazy_rows": dict(choices=LAZY_ROWS),
-    "optimizer": dict(choices=OPTIMIZERS),
-    "kernels": dict(choices=KERNELS),
-    "dtype": dict(choices=DTYPES),
-}
+def _field(default, help: str, metavar: str = "", **check):
+    """A field with its `spamlang train --help` text and its own limits, checked with its type
+    by `spamlang.fields` (keyword arguments of `fields.check`: choices, ge, gt, le, lt, why); the
+    checks that relate fields to each other are in `__post_init__`."""
+    key = "default_factory" if callable(default) else "default"
+    metadata = {"help": help, "check": check, **({"metavar": metavar} if metavar else {})}
+    return dataclasses.field(**{key: default}, metadata=metadata)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,59 +54,167 @@ class TrainConfig:
     """One training run: model, language, data shape, budget, optimizer, logging."""
 
     # --- model ---
-    preset: str = "tiny"  # model preset; <base>-w<D> is the base at width D, the rest scaled
-    init_from: str | None = dataclasses.field(
-        default=None, metadata=dict(metavar="DIR", help=_INIT_FROM_HELP)
-    )  # HF Llama checkpoint: architecture, step-0 weights
-    model_overrides: dict = dataclasses.field(default_factory=dict)  # other ModelConfig fields
-    vocab_size: int = 1024  # V: the paper's smallest vocabulary, learnable on a CPU
-    tie_embeddings: bool = False  # head W = input embedding E; the paper sweeps both
-    head: str = "softmax"  # "softmax", "lowrank:R", "mos:K" or "mlp:R"; the paper's standard head
-    residual: bool = True  # False: blocks replace the stream (vanishing-gradient experiments)
-    # --- data ---
-    language: str = "spam"  # spamlang.languages name; SpamLang is the paper's language
-    language_params: dict = dataclasses.field(default_factory=dict)  # extra language params
-    seq_len: int = 64  # L: SpamLang needs little context, and 64 keeps CPU runs fast
-    batch_size: int = 32  # global batch (sequences per step), split over the devices
-    micro_batch: int = (
-        0  # sequences per gradient micro-batch (scanned, gradients averaged); 0: auto
+    preset: str = _field(
+        "tiny", "model preset; <base>-w<D> is the base at width D, the rest scaled"
     )
-    tokens: int = 1_048_576  # training budget; steps = tokens // (batch_size * seq_len)
-    sampling: str = "iid"  # iid | permuted: epochs of shuffled symbols, exact return times
+    init_from: str | None = _field(
+        None,
+        "start from this local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
+        "architecture replaces the preset (written into model_overrides) and its weights the "
+        "random init at step 0 (a resumed run restores its own checkpoints). The run keeps the "
+        "first --vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied "
+        "or untied (head = a copy of the embedding), an untied one untied only; head softmax "
+        "only; '' for none (default: none)",
+        metavar="DIR",
+    )
+    model_overrides: dict = _field(
+        dict, "a ModelConfig field beyond the preset, e.g. --model d_model=32 (repeatable)"
+    )
+    vocab_size: int = _field(1024, "V: the paper's smallest vocabulary, learnable on a CPU")
+    tie_embeddings: bool = _field(False, "head W = input embedding E; the paper sweeps both")
+    head: str = _field(
+        "softmax", '"softmax", "lowrank:R", "mos:K" or "mlp:R"; the paper\'s standard head'
+    )
+    residual: bool = _field(
+        True,
+        "--no-residual: each block replaces the residual stream instead of adding to it "
+        "(vanishing-gradient experiments)",
+    )
+    # --- data ---
+    language: str = _field(
+        "spam",
+        "the language trained on (`spamlang languages` lists them); spam is the paper's SpamLang",
+    )
+    language_params: dict = _field(dict, "a language parameter, e.g. --param s=1.1 (repeatable)")
+    seq_len: int = _field(
+        64,
+        "L: SpamLang needs little context, and 64 keeps CPU runs fast",
+        ge=2,
+        why="one predicted position",
+    )
+    batch_size: int = _field(32, "global batch (sequences per step), split over the devices", ge=1)
+    micro_batch: int = _field(
+        0,
+        "split each batch into micro-batches of this many sequences, averaging their "
+        "gradients: the same update in less memory; 0: automatic (on CPUs only)",
+        ge=0,
+    )
+    tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
+    sampling: str = _field(
+        "iid",
+        "iid: each sequence's symbol drawn independently (a symbol returns every V / B steps on "
+        "average, with a long tail); permuted: each epoch deals a seeded permutation of the "
+        "symbols into batches, so every symbol returns every V / B steps exactly, and "
+        "batch_size = V is full-batch training (spam only)",
+        choices=("iid", "permuted"),
+    )
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
-    optimizer: str = "adamw"  # adamw | lazy_adamw | sgd | adafactor (spamlang.optim)
-    lr: float = 1e-3  # peak learning rate; the sweeps' main axis, a state array (MEMBER_FIELDS)
-    schedule: str = "cosine"  # constant | cosine | wsd; all start with the linear warmup
-    warmup_frac: float = 0.05  # fraction of steps of linear warmup from 0 (common: 1-5%)
-    decay_frac: float = 0.2  # wsd only: final fraction of steps with linear decay (WSD papers)
-    final_lr_ratio: float = 0.1  # end LR / peak LR for cosine and wsd (Chinchilla-style 10%)
-    weight_decay: float = 0.1  # decoupled (AdamW) decay on matrices only, never norms
-    b1: float = 0.9  # Adam first-moment decay (the near-universal default)
-    b2: float = 0.95  # Adam second-moment decay; 0.95 is steadier than 0.999 for LMs
-    eps: float = 1e-8  # Adam denominator epsilon
-    momentum: float = 0.9  # sgd only: heavy-ball momentum (the common default)
-    lazy_rows: str = "all"  # lazy_adamw only: all | embed | head, the row tables moved lazily
-    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
-    seed: int = 0  # one seed, split into the parameter-init and data streams
+    optimizer: str = _field(
+        "adamw",
+        "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | adafactor",
+        choices=OPTIMIZERS,
+    )
+    lr: float = _field(
+        1e-3,
+        "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
+        gt=0,
+    )
+    schedule: str = _field(
+        "cosine",
+        "constant | cosine | wsd; all start with the linear warmup",
+        choices=("constant", "cosine", "wsd"),
+    )
+    warmup_frac: float = _field(
+        0.05, "fraction of steps of linear warmup from 0 (common: 1-5%)", ge=0, lt=1
+    )
+    decay_frac: float = _field(
+        0.2, "wsd only: final fraction of steps with linear decay (WSD papers)", ge=0, le=1
+    )
+    final_lr_ratio: float = _field(
+        0.1, "end LR / peak LR for cosine and wsd (Chinchilla-style 10%)", ge=0, le=1
+    )
+    weight_decay: float = _field(0.1, "decoupled (AdamW) decay on matrices only, never norms", ge=0)
+    b1: float = _field(0.9, "Adam first-moment decay (the near-universal default)", ge=0, lt=1)
+    b2: float = _field(
+        0.95, "Adam second-moment decay; 0.95 is steadier than 0.999 for LMs", ge=0, lt=1
+    )
+    eps: float = _field(1e-8, "Adam denominator epsilon", gt=0)
+    momentum: float = _field(0.9, "heavy-ball momentum (the common default)", ge=0, lt=1)
+    lazy_rows: str = _field(
+        "all",
+        "which row tables move only in steps that show their symbol: all (the embedding and the "
+        "head), embed, or head",
+        choices=("all", "embed", "head"),
+    )
+    grad_clip: float = _field(
+        1.0, "clip the global gradient norm to this; 0 disables clipping", ge=0
+    )
+    # jax.random.PRNGKey (threefry, 32-bit ints) keeps a seed's low 32 bits: 2^32 would be seed 0
+    # again, and 2^63 overflows.
+    seed: int = _field(
+        0,
+        "one seed, split into the parameter-init and data streams",
+        ge=0,
+        lt=2**32,
+        why="jax.random.PRNGKey keeps 32 bits; larger seeds repeat smaller ones",
+    )
     # --- logging, evaluation, checkpoints ---
-    log_every: int = 10  # steps between log steps: rows, signals, and the only device reads
-    eval_every: int = 0  # steps between evaluations; 0 evaluates only at the end
-    eval_sequences: int = 2048  # fixed eval set (keyed by the language); 256 left SE ~0.2 nats
-    eval_batch_size: int = 0  # eval batch (no gradients, may exceed batch_size); 0: max(B, 256)
-    checkpoint_every: int = 500  # steps between checkpoints; 0: only the final one
-    keep_checkpoints: int = 2  # checkpoints kept; >1 so a corrupt latest has a fallback
+    log_every: int = _field(
+        10,
+        "steps between logged training metrics (metrics.jsonl rows and the progress line); "
+        "Ctrl-C / SIGTERM also stop at the next of these steps, with a checkpoint; logging more "
+        "often slows training a little",
+        ge=1,
+    )
+    eval_every: int = _field(0, "steps between evaluations; 0 evaluates only at the end", ge=0)
+    eval_sequences: int = _field(
+        2048,
+        "sequences in the eval set, the same for every run of the language; fewer make the eval "
+        "loss noisy (256 left a standard error of ~0.2 nats)",
+        ge=1,
+    )
+    eval_batch_size: int = _field(
+        0,
+        "sequences per eval batch (no gradients, so it may exceed batch_size); 0: "
+        "max(batch_size, 256)",
+        ge=0,
+    )
+    checkpoint_every: int = _field(500, "steps between checkpoints; 0: only the final one", ge=0)
+    keep_checkpoints: int = _field(
+        2, "checkpoints kept; >1 so a corrupt latest has a fallback", ge=1
+    )
     # --- numerics ---
-    dtype: str = "float32"  # compute dtype of the matmuls (bfloat16 on accelerators)
-    loss_chunk: int = 256  # tokens per chunk of the fused loss (memory grows with it x V; the best
-    # size depends on D and the device: benchmarks/bench_model.py measures it); 0: plain
-    diverge_loss: float = 100.0  # a loss above this (or non-finite) stops the run as diverged
-    diag_every: int = 0  # steps between gradient-bottleneck diagnostics; 0: never
-    track_symbols: int = 0  # ids whose rows' updates are logged every step (track.jsonl); 0: none
-    kernels: str = "auto"  # auto | xla | cpu: cpu-tuned layouts on CPU meshes, plain XLA elsewhere
+    dtype: str = _field(
+        "float32",
+        "compute dtype of the matmuls (bfloat16 on accelerators)",
+        choices=("float32", "bfloat16"),
+    )
+    loss_chunk: int = _field(
+        256,
+        "tokens per chunk of the cross-entropy, which never holds all logits at once: memory "
+        "grows with chunk x V, the fastest size depends on D and the device "
+        "(benchmarks/bench_model.py); 0: no chunks",
+        ge=0,
+    )
+    diverge_loss: float = _field(
+        100.0, "a loss above this (or non-finite) stops the run as diverged", gt=0
+    )
+    diag_every: int = _field(0, "steps between gradient-bottleneck diagnostics; 0: never", ge=0)
+    track_symbols: int = _field(
+        0,
+        "follow this many symbol ids (spread over V): each step's update to their rows goes to "
+        "track.jsonl, for `spamlang plot track`; 0: none",
+    )
+    kernels: str = _field(
+        "auto",
+        "auto: kernels tuned for CPUs on CPU devices, plain XLA on GPUs and TPUs; xla or cpu "
+        "forces one",
+        choices=("auto", "xla", "cpu"),
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "tokens", parse_count(self.tokens))  # "2M"-style budgets too
-        fields.check_dataclass(self, limits=_LIMITS, whole_floats=True)
+        fields.check_dataclass(self, whole_floats=True)
         object.__setattr__(self, "init_from", self.init_from or None)  # "" means none
         if self.tokens < self.batch_size * self.seq_len:
             raise UserError(

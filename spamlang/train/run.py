@@ -1,30 +1,50 @@
-"""Train one run (or a vmapped group of runs) into run directories, resumably.
+"""Train one run (or a vmapped group of runs) into run directories, resumably: the one loop.
 
 `run_training(config, out_dir)` and `run_group(configs, out_dirs)` are the same loop over K
-members (`spamlang.train.loop`). Each directory follows the run-directory contract
-(`spamlang.rundir`): config.json first, metrics.jsonl as the run goes, checkpoints/ and
-result.json last; a finished one is returned as it is, an unfinished one resumes from its
-newest good checkpoint to the numbers of an uninterrupted run. A diverged run is a result;
-SIGINT / SIGTERM checkpoint at the next log step and raise `Interrupted` (exit 130 / 143);
-a directory another process trains raises `RunDirBusy`. Several hosts: call
-`jax.distributed.initialize()` first (`--distributed`); process 0 writes the run files, all
-write the checkpoints, and a signal is acted on once the processes agree. README: "Training
-one run", "Several hosts (SLURM)" and "Concurrent runs, and when something goes wrong".
+members. Each directory follows the run-directory contract (`spamlang.rundir`): config.json
+first, metrics.jsonl as the run goes, checkpoints/ and result.json last; a finished one is
+returned as it is, an unfinished one resumes from its newest good checkpoint to the numbers of
+an uninterrupted run. A diverged run is a result; a directory another process trains raises
+`RunDirBusy`. README: "Training one run", "Several hosts (SLURM)" and "Concurrent runs, and
+when something goes wrong".
+
+The loop, in nanodo's shape: between log steps (every `log_every`-th, each eval, diag and
+checkpoint step, the last) it only dispatches steps. At one it reads the interval's metrics in
+one transfer (after dispatching the next step when only the row is due, so the device never
+idles), writes each member's row, then evaluates, checkpoints and acts on a signal: no
+checkpoint holds unlogged metrics. Members restored at different steps train as subgroups by
+step, each to the end.
+
+The first SIGINT / SIGTERM becomes a flag read at log steps, where the loop checkpoints and
+raises `Interrupted` (exit 130 / 143). Several hosts: call `jax.distributed.initialize()` first
+(`--distributed`); process 0 writes the run files, all write the checkpoints, and a signal is
+acted on once the processes agree, so that they save the same step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import signal
+import statistics
+import threading
+import time
 from pathlib import Path
 
-from spamlang import rundir
+import jax
+import numpy as np
+
+from spamlang import rundir, tracking
+from spamlang.coverage.symbols import RESULT_KEYS
 from spamlang.errors import Interrupted, UserError
 from spamlang.perf import peak_flops
+from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.rundir.lock import hold_for_job
-from spamlang.signals import stop_requests
-from spamlang.train.config import MEMBER_FIELDS
+from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
+from spamlang.train.config import MEMBER_FIELDS, TrainConfig
+from spamlang.train.step import program as get_program
 
 __all__ = ["Interrupted", "load_run", "run_group", "run_training"]
 
@@ -49,7 +69,7 @@ def run_group(
     together (vmapped), one run dir each.
 
     Finished members are skipped; the rest resume from their own newest checkpoints (members
-    at different steps train as subgroups, `spamlang.train.loop`). Each member's files
+    at different steps train as subgroups). Each member's files
     are those of its own `run_training`; its numbers equal a sequential run's up to float
     rounding of the batched matmuls. Returns the results in member order.
     """
@@ -59,8 +79,6 @@ def run_group(
     if len({d.resolve() for d in out_dirs}) != len(out_dirs):
         raise UserError("run_group: out dirs must be distinct")
     check_groupable(configs)
-    import jax
-
     from spamlang.model.hf_checkpoint import check_unstarted_weights
 
     writer = jax.process_index() == 0
@@ -74,19 +92,14 @@ def run_group(
         results = [rundir.read_result(d) for d in dirs]
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
-            from spamlang.train.loop import train_members
-
-            with stop_requests() as received:
-                # One process's progress is enough: under srun every process prints to one log.
-                done = train_members(
-                    [configs[i] for i in todo],
-                    [dirs[i] for i in todo],
-                    quiet=quiet or not writer,
-                    writer=writer,
-                    stop_after_step=stop_after_step,
-                    received=received,
-                    peak=functools.partial(peak_flops, configs[0].dtype),
-                )
+            # One process's progress is enough: under srun every process prints to one log.
+            done = train_members(
+                [configs[i] for i in todo],
+                [dirs[i] for i in todo],
+                quiet=quiet or not writer,
+                writer=writer,
+                stop_after_step=stop_after_step,
+            )
             for i, result in zip(todo, done):
                 results[i] = result
     return results
@@ -96,9 +109,6 @@ def load_run(run_dir):
     """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint.
 
     The model runs the plain ("xla") kernels, whatever `config.kernels` trained it."""
-    from spamlang.train.config import TrainConfig
-    from spamlang.train.step import program
-
     run_dir = Path(run_dir)
     path = run_dir / rundir.CONFIG
     if not run_dir.is_dir():
@@ -113,7 +123,7 @@ def load_run(run_dir):
         raise UserError(f"{run_dir} has no checkpoints yet")
     # The plain path, whatever the run trained with: readers sample and take forward-mode
     # Jacobians, which the cpu kernels' custom VJPs do not support (same parameters either way).
-    prog = program(config if config.kernels == "xla" else config.replace(kernels="xla"))
+    prog = get_program(config if config.kernels == "xla" else config.replace(kernels="xla"))
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
     try:
         restored = ckpt.restore_latest(prog.abstract_state())
@@ -138,3 +148,453 @@ def check_groupable(configs) -> None:
                     f"config {i} differs "
                     f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})"
                 )
+
+
+@contextlib.contextmanager
+def stop_requests():
+    """Yields the list the first SIGINT / SIGTERM is appended to. The handlers restore the
+    previous ones on the first signal, so a second Ctrl-C interrupts at once."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signals are only delivered to the main thread
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum, frame):
+        received.append(signum)
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+    for s in previous:
+        signal.signal(s, handler)
+    try:
+        yield received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def stop_signal(received: list, step: int, stop_after_step: int | None) -> int | None:
+    """The signal to stop on at this log step (0: `stop_after_step`), or None to go on. With
+    several processes all must agree, or their saves would deadlock: one allgather per log
+    step, and all exit with the same status."""
+    if stop_after_step is not None and step >= stop_after_step:
+        return 0
+    if jax.process_count() == 1:
+        return received[0] if received else None
+    from jax.experimental import multihost_utils
+
+    signum = int(
+        np.max(multihost_utils.process_allgather(np.int32(received[0] if received else 0)))
+    )
+    return signum or None
+
+
+_TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
+# Evaluation outputs too big for a metrics row: the curve goes to result.json, the per-symbol
+# losses to symbols.npz.
+_NOT_LOGGED = ("symbol_curve", "symbol_loss")
+
+
+@dataclasses.dataclass(eq=False)  # members are told apart by identity
+class _Member:
+    """One member's run directory and where it stands."""
+
+    config: object
+    dir: Path
+    ckpt: RunCheckpoints
+    log: rundir.MetricsLog | None = None
+    track: rundir.MetricsLog | None = None  # track.jsonl, when the run tracks symbols
+    step: int = 0  # steps done
+    state: object = None  # restored or initial state, until its group stacks it
+    wall_before: float = 0.0  # wall seconds of earlier processes
+    final: bool = False  # restored from the checkpoint `_finish` saves: only result.json is due
+    result: dict | None = None
+
+
+def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) -> list[dict]:
+    """Train every member to the end (or an interruption); returns their results."""
+    cfg, t_start = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
+    peak = functools.partial(peak_flops, cfg.dtype)
+    members = [
+        _Member(c, d, RunCheckpoints(d / rundir.CHECKPOINTS, c.keep_checkpoints))
+        for c, d in zip(configs, dirs)
+    ]
+    progress, raised = None, True
+    with stop_requests() as received:
+        try:
+            program = get_program(cfg)
+            _restore(program, members, writer)
+            label = dirs[0].name if len(dirs) == 1 else f"group of {len(dirs)}"
+            progress = Progress(cfg.steps, min(m.step for m in members), label=label, quiet=quiet)
+            peak()  # measured once per process, before any interval is timed
+            for final, step in sorted({(m.final, m.step) for m in members}):
+                group = [m for m in members if (m.final, m.step) == (final, step)]
+                if step and not final:
+                    progress.message(
+                        f"resumed {len(group)} run(s) from the checkpoint at step {step}"
+                    )
+                _Group(program, group, progress, writer, peak, t_start).run(
+                    received, stop_after_step
+                )
+            if received:  # finished anyway, but a sweep calling us must still stop
+                raise Interrupted(cfg.steps, received[0])
+            results, raised = [m.result for m in members], False
+            return results
+        finally:
+            # Every log and manager is closed, whatever fails; an error on the way out (a full
+            # disk flushing a log) is raised only when nothing else is: the first error wins.
+            closers = [progress.close] if progress is not None else []
+            for m in members:
+                closers += [m.ckpt.close] + [
+                    log.close for log in (m.log, m.track) if log is not None
+                ]
+            failed = None
+            for close in closers:
+                try:
+                    close()
+                except Exception as e:  # noqa: BLE001 (kept, and raised below if it is the first)
+                    failed = failed or e
+            if failed is not None and not raised:
+                raise failed
+
+
+def _common_steps(members: list[_Member]) -> dict[int, int | None]:
+    """{id(member): the newest step it may resume from} (None: any). A vmapped group saves its
+    members one after another; a kill between two saves leaves some members a step ahead of
+    their partners. Such a member goes back, with the partners of that save, to the newest step
+    all of them have (none: a fresh start), so that the group trains at its original size and
+    reproduces an uninterrupted run bitwise. Members trained apart on purpose (a save of one
+    run alone, or of another group that every partner completed) keep their own steps."""
+    by_name = {m.dir.name: m for m in members}
+    steps = {id(m): set(m.ckpt.steps()) for m in members}
+    cap: dict[int, int | None] = {id(m): None for m in members}
+    changed = True
+    while changed:
+        changed = False
+        for m in members:
+            mine = sorted(s for s in steps[id(m)] if cap[id(m)] is None or s <= cap[id(m)])
+            if not mine:
+                continue
+            partners = [
+                by_name[n]
+                for n in m.ckpt.meta(mine[-1]).get("group") or ()
+                if n in by_name and by_name[n] is not m
+            ]
+            if all(mine[-1] in steps[id(p)] for p in partners):
+                continue
+            shared = set(mine).intersection(*(steps[id(p)] for p in partners))
+            common = max(shared, default=-1)  # -1: no step in common, a fresh start
+            for x in (m, *partners):
+                if cap[id(x)] is None or common < cap[id(x)]:
+                    cap[id(x)], changed = common, True
+    return cap
+
+
+def _restore(program, members: list[_Member], writer: bool) -> None:
+    """Each member from its newest readable checkpoint (no newer than its group's newest
+    common step, `_common_steps`), or a fresh state."""
+    abstract = program.abstract_state()
+    caps = _common_steps(members) if len(members) > 1 else {}
+    for m in members:
+        restored = m.ckpt.restore_latest(abstract, at_most=caps.get(id(m)))
+        if restored is not None:
+            m.step, m.state, meta = restored
+            m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))
+        m.log = rundir.MetricsLog(m.dir, m.step, write=writer)
+        if writer:  # the rows also go to the command's tracker, when it has one
+            m.log = tracking.attach(m.log, m.dir, m.config, m.step)
+        if m.config.track_symbols:
+            m.track = rundir.MetricsLog(m.dir, m.step, write=writer, name=rundir.TRACK)
+    fresh = [m for m in members if m.state is None]
+    # init_from's weights are read once for the group, and never for a restored run.
+    pretrained = program.pretrained_params() if fresh else None
+    for m in fresh:
+        m.state = program.init_member(m.config.seed, m.config.lr, pretrained, m.config)
+
+
+class _Group:
+    """Members at one step, trained together (vmapped) from there to the end."""
+
+    def __init__(
+        self,
+        program,
+        members: list[_Member],
+        progress: Progress,
+        writer: bool,
+        peak,
+        t_start: float,
+    ):
+        # The members share every field but MEMBER_FIELDS: the first one's cadence is theirs.
+        self.program, self.cfg, self.ms = program, members[0].config, members
+        self.progress, self.writer, self.peak, self.t_start = progress, writer, peak, t_start
+        self.state = program.stack([m.state for m in members])
+        for m in members:
+            m.state = None  # the stacked state owns the buffers now
+        self.pending: list = []  # (step, device metrics) not yet read
+        self.clock: tuple[float, int] | None = None  # (time, step) the open interval began
+
+    def run(self, received: list, stop_after_step: int | None) -> None:
+        cfg, step = self.cfg, self.ms[0].step
+        if self.ms[0].final:  # a crash between the final checkpoint and result.json
+            self._finish(self.ms, self._diverged_steps(), step, write_rows=False)
+            return
+        if step == 0 and cfg.diag_every:
+            # The bottleneck at init, so that the log shows how it moves, not only where it
+            # ends; once, even when a run restarts from scratch.
+            self._diag(0, [m for m in self.ms if m.log.last_diag() is None])
+        deferred = None
+        while step < cfg.steps and self._live():
+            self.state, metrics = self.program.step(self.state)
+            step += 1
+            self.pending.append((step, metrics))
+            if deferred is not None:  # the last log step's row, now that this step is queued
+                self._log(deferred)
+                deferred = None
+            if self.clock is None:  # time from the end of the first (compiling) step
+                jax.block_until_ready(self.state)
+                self.clock = (time.perf_counter(), step)
+            self.progress.advance(step)
+            due = [
+                every and step % every == 0
+                for every in (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every)
+            ]
+            if step % cfg.log_every and not any(due) and step < cfg.steps:
+                continue
+            signum = stop_signal(received, step, stop_after_step)
+            if not any(due) and signum is None and step < cfg.steps:
+                deferred = step
+                continue
+            self._log(step)
+            live = self._live()
+            if step == cfg.steps:
+                self._finish(live, {}, step)
+            elif signum is not None and live:
+                self._save(step, live)
+                raise Interrupted(step, signum or None)
+            elif live:
+                evals = self._evaluate(live) if due[0] else None
+                if due[0]:
+                    self._rows("eval", step, live, evals)
+                if due[1]:
+                    self._diag(step, live, evals)
+                if due[2]:
+                    self._save(step, live)
+            self.clock = (time.perf_counter(), step)  # evals and saves are not train time
+        if deferred is not None:
+            self._log(deferred)
+
+    def _live(self) -> list[_Member]:
+        return [m for m in self.ms if m.result is None]
+
+    def _diverged_steps(self) -> dict[int, int]:
+        """{member index: steps it trained} of the diverged members, from the state."""
+        flags = jax.device_get((self.state["diverged"], self.state["diverged_step"]))
+        return {j: int(s) + 1 for j, (d, s) in enumerate(zip(*flags)) if d}
+
+    # ----- rows --------------------------------------------------------------------------------
+    def _log(self, step: int) -> None:
+        """Read the metrics of steps <= `step` (one transfer) and write each member's row."""
+        take = [(s, m) for s, m in self.pending if s <= step]
+        self.pending = self.pending[len(take) :]
+        host = jax.device_get([m for _, m in take])
+        now, (began, first) = time.perf_counter(), self.clock
+        timed = step - first
+        tokens_per_s = timed * self.cfg.tokens_per_step / (now - began) if timed > 0 else None
+        peak = self.peak() if tokens_per_s else None
+        mfu = timed * self.program.flops_per_step / (now - began) / peak if peak else None
+        self.clock = (now, step)
+        losses, diverged = [], {}
+        for j, m in enumerate(self.ms):
+            entries = [
+                (s, {k: float(v[j]) if v.ndim == 1 else v[j].tolist() for k, v in values.items()})
+                for (s, _), values in zip(take, host)
+            ]
+            if m.result is not None or not entries:
+                continue
+            if entries[-1][1]["diverged"]:  # the row ends at the diverging batch
+                diverged[j] = int(entries[-1][1]["diverged_step"]) + 1
+                entries = [e for e in entries if e[0] <= diverged[j]] or entries
+            if m.track is not None:
+                self._track(m, entries)
+            row = {"kind": "train", "step": step, "tokens": step * self.cfg.tokens_per_step}
+            row.update({k: sum(e[1][k] for e in entries) / len(entries) for k in _TRAIN_KEYS})
+            row.update(lr=entries[-1][1]["lr"], tokens_per_s=tokens_per_s, mfu=mfu)
+            m.log.append(row)
+            losses.append(row["loss"])
+        self.progress.logged(step, losses, tokens_per_s)
+        if diverged:
+            self._finish([self.ms[j] for j in diverged], diverged, step)
+
+    def _track(self, m: _Member, entries: list) -> None:
+        """One track.jsonl row per step: the tracked rows' updates along themselves and the
+        sequences that showed each tracked id (`spamlang.coverage.tracking`)."""
+        for step, values in entries:
+            row = {
+                "step": step,
+                "ids": self.cfg.tracked_ids,
+                "seen": [int(x) for x in values["track_seen"]],
+            }
+            row.update(
+                {
+                    k[len("track_") :]: values[k]
+                    for k in ("track_embed", "track_head")
+                    if k in values
+                }
+            )
+            m.track.append(row)
+
+    def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
+        for m in members:
+            row = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
+            m.log.append(
+                {**row, **{k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED}}
+            )
+
+    def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
+        """{id(member): its evaluation} (the whole group is evaluated: one program)."""
+        cfg = self.cfg
+        what = (
+            f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
+            f"{cfg.seq_len:,} tokens) in batches of {cfg.eval_batch:,}"
+        )
+        out = self.program.evaluate(
+            self.state,
+            [m.config for m in self.ms],
+            wait=lambda arrays: wait_for(arrays, self.progress, what),
+        )
+        return {id(m): out[self.ms.index(m)] for m in members}
+
+    def _diag(
+        self, step: int, members: list[_Member], evals: dict | None = None
+    ) -> dict[int, dict]:
+        """Diag rows of `members`; `evals` (`_evaluate`'s, at this step) already holds each
+        member's per-symbol learning, which is then not scored a second time."""
+        if not members:
+            return {}
+        from spamlang.diagnostics.training import logged_diagnostics
+
+        cfg = self.cfg
+        fn, tokens = logged_diagnostics(
+            self.program.lang, cfg.batch_size, cfg.seq_len, cfg.loss_chunk or None
+        )
+        values = {
+            id(m): {
+                k: float(v)
+                for k, v in jax.device_get(
+                    fn(self.program.model(self.state, self.ms.index(m)), tokens)
+                ).items()
+            }
+            for m in members
+        }
+        # How many updates a symbol needs, as training goes (V 2-token sequences a member).
+        if evals is not None and self.program.evaluation.exact:
+            for m in members:
+                values[id(m)].update({k: evals[id(m)][k] for k in RESULT_KEYS})
+        else:
+            learning = self.program.symbol_stats(self.state)
+            for m in members if learning else ():
+                values[id(m)].update(learning[self.ms.index(m)])
+        self._rows("diag", step, members, values)
+        return values
+
+    # ----- checkpoints and results -------------------------------------------------------------
+    def _save(self, step: int, members: list[_Member], final: bool = False) -> None:
+        """Checkpoint `members` at `step`, after their rows are durable."""
+        wall = time.perf_counter() - self.t_start
+        # The members saved together, so that a resume can tell a save that a kill cut short
+        # between two members (`_restore`); older checkpoints are pruned only once every member
+        # has this one, so that a step they all have always remains.
+        together = sorted(m.dir.name for m in members)
+        for m in members:
+            for log in (m.log, m.track):
+                if log is not None:
+                    log.sync()
+            m.ckpt.save(
+                step,
+                self.program.member(self.state, self.ms.index(m)),
+                {
+                    "wall_seconds": m.wall_before + wall,
+                    "final": final,
+                    **({"group": together} if len(members) > 1 else {}),
+                },
+            )
+        for m in members:
+            m.ckpt.prune()
+
+    def _finish(
+        self, members: list[_Member], diverged: dict[int, int], step: int, write_rows: bool = True
+    ) -> None:
+        """Final eval (+ diag), checkpoint and result.json of `members`; they stop here.
+
+        write_rows=False: members restored from their final checkpoints, whose rows are
+        already written."""
+        evals = self._evaluate(members)
+        if write_rows:
+            self._rows("eval", step, members, evals)
+            healthy = [m for m in members if self.ms.index(m) not in diverged]
+            diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
+            self._save(step, members, final=True)
+        else:
+            diags = {id(m): m.log.last_diag() for m in members}
+        wall = time.perf_counter() - self.t_start
+        for m in members:
+            j, ev = self.ms.index(m), evals[id(m)]
+            # A diverged member trained up to its diverging batch; the steps after it, up to
+            # the log step that noticed, were frozen and are not counted.
+            at = diverged.get(j, step)
+            rates = [
+                r["tokens_per_s"]
+                for r in m.log.records
+                if r.get("kind") == "train" and r.get("tokens_per_s")
+            ]
+            values = {
+                **ev,  # coverage, held-out and per-symbol fields under their column names
+                "final_train_loss": rundir.final_train_loss(m.log.train_losses()),
+                "final_eval_loss": ev["eval_loss"],
+                "optimal_loss": self.program.optimal_loss,
+                "diverged": j in diverged,
+                "diverged_step": diverged.get(j),
+                "steps": at,
+                "tokens": at * self.cfg.tokens_per_step,
+                # The median interval: robust to one slowed by the machine's other work.
+                "tokens_per_s": statistics.median(rates) if rates else None,
+                "wall_seconds": m.wall_before + wall,
+                # The bottleneck measured on the final model, when the run logs diagnostics.
+                **{
+                    k: (diags.get(id(m)) or {}).get(k)
+                    for k in ("kernel_fraction", "projected_cosine")
+                },
+                # The head's rank, for a (width, rank) grid over heads of different kinds.
+                "head_rank": self.program.model_config.head_rank,
+            }
+            m.result = rundir.json_safe(
+                {k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)}
+            )
+            if self.writer:
+                if "symbol_loss" in ev:  # before result.json, which marks the run finished
+                    self._write_symbols(m, j, ev["symbol_loss"], at)
+                rundir.write_result(m.dir, m.result)
+                tracking.finished(m.log, m.result)
+            status = f"diverged at step {at}" if j in diverged else f"finished after {at} steps"
+            self.progress.message(
+                f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "
+                f"eval loss {_fmt(m.result['final_eval_loss'])}, "
+                f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
+            )
+
+    def _write_symbols(self, m: _Member, j: int, loss_V, steps: int) -> None:
+        """symbols.npz: each symbol's final loss, probability, appearances and last step."""
+        counts_V, last_V = jax.device_get((self.state["exposure"][j], self.state["last_seen"][j]))
+        rundir.write_symbols(
+            m.dir,
+            loss=loss_V,
+            probability=self.program.evaluation.probability_V,
+            appearances=counts_V,
+            last_step=last_V,
+            steps=steps,
+        )
+
+
+def _fmt(value) -> str:
+    return "null" if value is None else f"{value:.4f}"

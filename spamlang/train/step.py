@@ -231,7 +231,8 @@ class Program:
         )
         # One member at a time: compiled once per program, not once per group size.
         self._init = jax.jit(self._member_init, out_shardings=self.replicated)
-        self._step = jax.jit(
+        # One step of every member, `state` donated; the metrics stay on device, shape [K].
+        self.step = jax.jit(
             over_members(step), donate_argnums=0, out_shardings=(self.replicated, self.replicated)
         )
 
@@ -319,11 +320,7 @@ class Program:
         """Member i's model (for sampling and diagnostics)."""
         return nnx.merge(self.graphdef, self.member(state, i)["params"], self.rest)
 
-    # ----- step and evaluation -------------------------------------------------------------
-    def step(self, state: State) -> tuple[State, dict]:
-        """One step of every member; `state` is donated. Metrics stay on device, shape [K]."""
-        return self._step(state)
-
+    # ----- evaluation ----------------------------------------------------------------------
     def evaluate(
         self, state: State, configs: list | None = None, wait=None
     ) -> list[dict[str, float]]:
@@ -339,7 +336,7 @@ class Program:
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
-        return self._step.lower(self.abstract_state(k))
+        return self.step.lower(self.abstract_state(k))
 
 
 # The newest Programs built by `program`, by (program_key, mesh), least recently used first.
