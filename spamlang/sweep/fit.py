@@ -1,26 +1,19 @@
 """How many members of a vmapped group fit one device: XLA's memory analysis of the step.
 
-A sweep vmaps the runs of a group (the LRs and seeds of one cell) into one program. On an
-accelerator the runner first asks how much memory the device has (`device_memory`:
-the SPAMLANG_DEVICE_MEMORY environment variable, else the device's own `bytes_limit`) and, when
-it knows, compiles the step of the group -- without running it or allocating anything -- and
-reads XLA's memory analysis (`program_bytes`). A group that does not fit is trained in chunks
-of the most members that do (`members_that_fit`), with one line saying so. When not even one
-member fits, the line says so and the sweep still trains one member per program rather than
-refusing: the figure is an analysis, not an allocation (and on a CPU with the variable, XLA:CPU's
-stand-in for another backend's), so the runtime's own out-of-memory error is the final word. An
-explicit --group-size is kept, with the same line as a warning. On a CPU without the variable
-nothing is compiled and nothing changes.
+When the runner knows the device's memory (`device_memory`: SPAMLANG_DEVICE_MEMORY, else the
+device's own `bytes_limit`, which JAX sets at 75% of a GPU's memory by default), it compiles
+the step of a group -- without running it or allocating anything -- and reads XLA's memory
+analysis (`program_bytes`). A group that does not fit is trained in chunks of the most members
+that do (`members_that_fit`), with one line saying so. When not even one member fits, the
+sweep still trains one member per program rather than refusing: the figure is an analysis, not
+an allocation, so the runtime's own out-of-memory error is the final word. On a CPU without the
+variable nothing is compiled and nothing changes.
 
     SPAMLANG_DEVICE_MEMORY=80GiB python sweeps/paper_fig5.py     # declare an 80 GiB device
 
-A GPU's own figure is the allocator's limit, which JAX sets by default at 75% of the memory
-(XLA_PYTHON_CLIENT_MEM_FRACTION); the variable declares another.
-
-The figure is per device (the default mesh splits the batch over every device and replicates
-the state), and it is the step's alone: argument + output + temporaries - donated (aliased)
-buffers. The evaluation is a separate program that this does not measure, and the runtime keeps
-buffers of its own; MARGIN leaves room for both and for fragmentation.
+The figure is per device and the step's alone: argument + output + temporaries - donated
+(aliased) buffers. The evaluation is a separate program, and the runtime keeps buffers of its
+own; MARGIN leaves room for both and for fragmentation.
 """
 
 from __future__ import annotations
@@ -37,10 +30,9 @@ from spamlang.errors import UserError
 ENV = "SPAMLANG_DEVICE_MEMORY"
 
 # The share of the device's memory left free: XLA's buffer assignment is exact for the step's
-# own buffers, but the allocator fragments, the runtime and the collectives keep buffers of
-# their own, the evaluation program and the host transfers of a checkpoint need some, and on a
-# GPU the analysis of the compiled program is the only figure we read (nothing is run). 10%
-# of 80 GiB is 8 GiB, several times one member's parameters and optimizer state at 106M.
+# own buffers, but the allocator fragments, the runtime, the collectives, the evaluation and a
+# checkpoint's host transfers need buffers of their own. 10% of 80 GiB is 8 GiB, several times
+# one member's parameters and optimizer state at 106M.
 MARGIN = 0.10
 
 # Compiles per search, including the group's own and one member's: memory is close to linear
@@ -49,22 +41,7 @@ MARGIN = 0.10
 # that did not fit.
 MAX_COMPILES = 4
 
-_UNITS = {
-    "": 1,
-    "k": 2**10,
-    "m": 2**20,
-    "g": 2**30,
-    "t": 2**40,
-    "ki": 2**10,
-    "mi": 2**20,
-    "gi": 2**30,
-    "ti": 2**40,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-}
-_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*((?:[kmgt]i?)?)b?\s*$", re.I)
+_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*((?:[kmgt]i?)?)(b?)\s*$", re.I)
 
 
 def parse_bytes(text: str) -> int:
@@ -74,11 +51,11 @@ def parse_bytes(text: str) -> int:
     match = _BYTES.match(str(text))
     if not match:
         raise ValueError(f"expected bytes or a size such as 80GiB, got {text!r}")
-    number, unit = match.groups()
+    number, unit, suffix = match.groups()
     unit = unit.lower()
-    if str(text).strip().lower().endswith("b") and unit in ("k", "m", "g", "t"):
-        unit += "b"  # "80GB": decimal; "80G" and "80GiB": binary
-    value = float(number) * _UNITS[unit]
+    decimal = suffix and unit in ("k", "m", "g", "t")  # "80GB": decimal; "80G", "80GiB": binary
+    power = "kmgt".index(unit[0]) + 1 if unit else 0
+    value = float(number) * (1000 if decimal else 1024) ** power
     if not math.isfinite(value) or value < 1:
         raise ValueError(f"expected a positive size, got {text!r}")
     return int(value)
