@@ -1,42 +1,26 @@
 """One visible, one-column character per token id, so that a sample reads like text (the
 paper's Table 1) and its columns line up in a terminal.
 
-Ids 0..25 are 'A'..'Z' and 26..51 are 'a'..'z' on every machine. After them come, in this
-order and by ascending code point within each tier:
+Ids 0..25 are 'A'..'Z' and 26..51 'a'..'z' on every machine. After them, by ascending code
+point: the other Unicode letters, then other visible symbols (categories Nl, No, P*, S*; no
+digits, commas or spaces, which stay free for writing token ids). Left out: characters a
+terminal does not draw in exactly one column (`_one_column`: wide and fullwidth ones, Hangul's
+conjoining jamo, regional indicators, fillers, the blocks Unicode 15.1 made wide;
+`tests/test_sample.py` checks every glyph below 131,072 against `wcwidth`), combining marks,
+controls and the like (so every glyph is one code point that stands on its own), right-to-left
+scripts (a terminal would reorder the line), and letters a reader would take for another glyph
+(`_look_alike`, drawn from Unicode's confusables: it cannot be complete, and `spamlang sample
+--ids` prints ids instead).
 
-1. the other Unicode letters (`str.isalpha()`) that take one terminal column, except those
-   that look like another glyph (`_look_alike`);
-2. other visible one-column symbols (Unicode categories Nl, No, P*, S*; ASCII and every
-   script's digits excluded, so that digits, commas and spaces stay free for writing token ids).
-
-A glyph takes exactly one terminal column and shows something (`_one_column`): double-width
-(East Asian wide and fullwidth) characters, private-use and unassigned code points (boxes or
-nothing), Hangul's conjoining vowels and finals (zero width: they join the syllable before),
-regional indicators, fillers and blanks, and the symbol blocks that newer Unicode versions
-draw two columns wide (Yijing hexagrams and trigrams, Tai Xuan Jing, counting rods) are left
-out. `tests/test_sample.py` checks every glyph below 131,072 against `wcwidth`, the reference
-terminals follow. Combining marks, controls, format characters, separators and surrogates are
-never used, so every glyph is exactly one code point that stands on its own, nor are letters
-and symbols written right to left (Hebrew, Arabic, ...), around which a terminal reorders a
-line. Nor are letters a reader would take for another glyph (`_look_alike`): a letter with a
-mark or in another form of a letter (NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), the letters of Greek, Cyrillic,
-Armenian and Latin's IPA extensions that copy another script's letter or a digit (Greek Α,
-Cyrillic а and З, Armenian օ, ɑ, ı), small capitals, modifier letters and turned or reversed
-forms, and the scripts whose letters copy Latin capitals (Cherokee, Lisu, Coptic). That list
-is drawn from Unicode's confusables and cannot be complete; `spamlang sample --ids` prints ids
-instead of glyphs.
-
-That leaves about 17,500 glyphs (`num_glyphs()`): ids from there on have none (`has_glyphs`),
-and a sample holding one is shown as token ids, in the terminal, the HTML page and the figure
-alike (`spamlang.sample.shows_ids`). The order past 'z' follows the running Python's Unicode
-database (`unicodedata.unidata_version`), so glyphs for ids >= 52 may differ between Python
-versions; within one interpreter the mapping is a bijection, and `token_of(glyph(i)) == i`.
-
-The table is built once, lazily (well under a second), and only when an id >= 52 is asked for.
+That leaves about 17,500 glyphs (`num_glyphs()`); a sample holding an id past them is shown as
+ids (`spamlang.sample.shows_ids`). The order past 'z' follows the running Python's Unicode
+database, so glyphs for ids >= 52 may differ between Python versions; within one interpreter
+`token_of(glyph(i)) == i`. The table is built lazily, once, when an id >= 52 is asked for.
 """
 
 from __future__ import annotations
 
+import functools
 import string
 import unicodedata
 from collections.abc import Iterable
@@ -85,10 +69,6 @@ _NOT_ONE_COLUMN = (
 # Names of letters that are another letter drawn differently.
 _VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
-# Filled by _table(): id -> code point, and code point -> id (-1 when not a glyph).
-_CODE_POINTS: np.ndarray | None = None
-_IDS: np.ndarray | None = None
-
 
 def _right_to_left(ch: str) -> bool:
     """Written right to left (Hebrew, Arabic, ...): a terminal would reorder the sample around
@@ -97,8 +77,11 @@ def _right_to_left(ch: str) -> bool:
 
 
 def _look_alike(ch: str) -> bool:
-    """A letter or symbol a reader would take for another glyph or for a digit (the module
-    docstring's list)."""
+    """A letter or symbol a reader would take for another glyph or for a digit: a letter with a
+    mark or in another form (NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), Greek, Cyrillic, Armenian and IPA letters
+    that copy another script's letter or a digit (Α, а, З, օ, ɑ, ı), small capitals, modifier
+    letters, turned or reversed forms, and the scripts that copy Latin capitals (Cherokee,
+    Lisu, Coptic)."""
     cp = ord(ch)
     category = unicodedata.category(ch)
     if cp in _COPIES or any(lo <= cp <= hi for lo, hi in _COPYING_BLOCKS):
@@ -114,7 +97,7 @@ def _look_alike(ch: str) -> bool:
 
 
 def _one_column(ch: str) -> bool:
-    """Drawn visibly in exactly one terminal column (see the module docstring)."""
+    """Drawn visibly in exactly one terminal column."""
     cp = ord(ch)
     if unicodedata.east_asian_width(ch) in ("W", "F"):
         return False
@@ -139,14 +122,13 @@ def _build() -> list[int]:
     return [ord(c) for c in _ASCII_LETTERS] + letters + symbols
 
 
+@functools.cache
 def _table() -> tuple[np.ndarray, np.ndarray]:
-    global _CODE_POINTS, _IDS
-    if _CODE_POINTS is None:
-        code_points = np.asarray(_build(), dtype=np.int32)
-        ids = np.full(_NUM_CODE_POINTS, -1, dtype=np.int32)
-        ids[code_points] = np.arange(len(code_points), dtype=np.int32)
-        _CODE_POINTS, _IDS = code_points, ids
-    return _CODE_POINTS, _IDS
+    """(id -> code point, code point -> id or -1)."""
+    code_points = np.asarray(_build(), dtype=np.int32)
+    ids = np.full(_NUM_CODE_POINTS, -1, dtype=np.int32)
+    ids[code_points] = np.arange(len(code_points), dtype=np.int32)
+    return code_points, ids
 
 
 def num_glyphs() -> int:
@@ -154,32 +136,21 @@ def num_glyphs() -> int:
     return len(_table()[0])
 
 
+def _ids(tokens: Iterable[int]) -> np.ndarray:
+    return np.asarray(tokens if hasattr(tokens, "shape") else list(tokens)).reshape(-1)
+
+
 def has_glyphs(tokens: Iterable[int]) -> bool:
     """Whether every id of `tokens` has a glyph (else a sample shows them as ids)."""
-    tokens = np.asarray(list(tokens) if not hasattr(tokens, "shape") else tokens)
-    if tokens.size == 0:
+    ids = _ids(tokens)
+    if ids.size == 0:
         return True
-    if tokens.min() >= 0 and tokens.max() < len(_ASCII_LETTERS):
-        return True
-    return bool(tokens.min() >= 0 and tokens.max() < num_glyphs())
-
-
-def code_points() -> np.ndarray:
-    """The glyph table itself: int32[num_glyphs()], id -> Unicode code point (read-only view)."""
-    view = _table()[0].view()
-    view.flags.writeable = False
-    return view
+    return bool(ids.min() >= 0 and (ids.max() < len(_ASCII_LETTERS) or ids.max() < num_glyphs()))
 
 
 def glyph(token: int) -> str:
     """The one-character glyph of a token id."""
-    token = int(token)
-    if 0 <= token < len(_ASCII_LETTERS):
-        return _ASCII_LETTERS[token]
-    cps = _table()[0]
-    if not 0 <= token < len(cps):
-        raise UserError(f"token id {token} has no glyph (ids go from 0 to {len(cps) - 1})")
-    return chr(int(cps[token]))
+    return render([int(token)])
 
 
 def token_of(ch: str) -> int:
@@ -208,8 +179,7 @@ def tokens_of(text: str) -> list[int]:
 
 def render(tokens: Iterable[int]) -> str:
     """The glyphs of a sequence of token ids, as one string."""
-    tokens = np.asarray(list(tokens) if not hasattr(tokens, "shape") else tokens)
-    tokens = tokens.reshape(-1).astype(np.int64)
+    tokens = _ids(tokens).astype(np.int64)
     if tokens.size == 0:
         return ""
     if tokens.min() >= 0 and tokens.max() < len(_ASCII_LETTERS):
