@@ -13,8 +13,7 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from spamlang.cli import main
-from spamlang.plots.diagonal import GID
-from spamlang.plots.sweep import heatmap_figure
+from spamlang.plots.sweep import GID, heatmap_figure
 
 V = 4096
 LRS = (1e-2, 3e-2, 1e-1)

@@ -11,8 +11,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.plots.bottleneck_inputs import bottleneck_points, family_name
-from spamlang.plots.diagnostics import PAPER_BAND, bottleneck_figure
+from spamlang.plots.diagnostics import PAPER_BAND, bottleneck_figure, bottleneck_points, family_name
 
 BAND_LABEL = "paper: 95-99% (real LMs)"
 ISOTROPIC_LABEL = "sqrt(1 - D/V) (isotropic G)"

@@ -13,9 +13,8 @@ from test_plot_axes import OUTCOMES, SETTINGS, _run_dir, row
 
 from spamlang.errors import UserError
 from spamlang.plots.curves import curves_figure
-from spamlang.plots.diagonal import GID, log_index
 from spamlang.plots.lines import lines_figure
-from spamlang.plots.sweep import heatmap_figure
+from spamlang.plots.sweep import GID, heatmap_figure, log_index
 
 
 def write(root, rows, settings=(), outcomes=()):

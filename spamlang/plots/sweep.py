@@ -27,7 +27,6 @@ from spamlang.plots.canvas import (
     plain_log_ticks,
     save_figure,
 )
-from spamlang.plots.diagonal import check_axis, crossable, default_diagonal, draw_diagonal
 from spamlang.plots.layout import (
     SEED,
     Facets,
@@ -148,17 +147,7 @@ def cell_label(point: Point, metric: str, best: str | None = None, tags: Iterabl
 def plot_heatmap(
     sweep_dir, out_file, metric: str = "final_eval_loss", where: dict | None = None, **axes
 ) -> Path:
-    """Final metric of every finished run on an x by y grid (default: V by LR), one panel per
-    value of `cols` (default: tied, untied) and one row of panels per combination of the other
-    settings that vary (or per value of `rows`). Returns the written path.
-
-    Runs landing in one cell (seeds) are averaged: the cell shows the mean, and below it the
-    min-max range. Colours span the data's range (see `color_limits`), shared by all panels.
-    Each column's best cell (the best LR of each V) is outlined in red. Diverged runs are hatched
-    and marked "div"; points without a finished run stay blank. With `best_over` (a setting,
-    e.g. lr), each cell holds only the runs of that setting's best value (seed mean, lowest
-    metric; highest for accuracy-like ones), named in the cell, instead of pooling its values.
-    """
+    """Write `heatmap_figure`; returns the written path."""
     check_figure_path(out_file)
     return save_figure(heatmap_figure(sweep_dir, metric, where, **axes), out_file)
 
@@ -174,12 +163,20 @@ def heatmap_figure(
     best_over: str | None = None,
     diagonal: bool | None = None,
 ) -> Figure:
-    """The figure of `plot_heatmap`, unsaved. `cols` None or 'none': one panel column; `rows`
-    None: automatic, [] or 'none': no row split (other settings are pooled and the figure says so).
-    `best_over` None or 'none': off. Runs without a value of x or y are left out, with a note.
-    `diagonal` draws x = y across the cells (`spamlang.plots.diagonal`); None: on for return
-    time against Adam's memory. A setting of CELL_TAGS (head) that is no axis but differs
-    between cells is named in each cell (a rank axis mixing lowrank:16, softmax and mlp:64).
+    """Final metric of every finished run on an x by y grid (default: V by LR), one panel per
+    value of `cols` (default: tied, untied; 'none': one column), one row of panels per
+    combination of the other settings that vary (or of `rows`; 'none': pooled, as the caption
+    says). Runs without a value of x or y are left out, with a note.
+
+    Runs landing in one cell (seeds) are averaged: the cell shows the mean, and below it the
+    min-max range. Colours span the data's range (see `color_limits`), shared by all panels.
+    Each column's best cell (the best LR of each V) is outlined in red. Diverged runs are hatched
+    and marked "div"; points without a finished run stay blank. With `best_over` (a setting,
+    e.g. lr), each cell holds only the runs of that setting's best value (seed mean, lowest
+    metric; highest for accuracy-like ones), named in the cell, instead of pooling its values.
+    `diagonal` draws x = y across the cells (`draw_diagonal`); None: on for return time against
+    Adam's memory. A setting of CELL_TAGS (head) that is no axis but differs between cells is
+    named in each cell (a rank axis mixing lowrank:16, softmax and mlp:64).
     """
     every = finished_runs(sweep_dir)
     runs = select(every, where)
@@ -204,11 +201,12 @@ def heatmap_figure(
         diagonal = default_diagonal(x, y) and crossable(xs) and crossable(ys)
     if diagonal:
         diagonal_axes = check_axis(x, xs), check_axis(y, ys)
-    # Each panel's cells, (y index, x index) -> the points there pooled into one.
-    cells = [
-        {at: merge(group) for at, group in _by_cell(panel.points, (x, xs), (y, ys)).items()}
-        for panel in facets.panels
-    ]
+    cells: list[Cells] = []  # each panel's, the points of a cell pooled into one
+    for panel in facets.panels:
+        at: dict[tuple[int, int], list[Point]] = {}
+        for p in panel.points:
+            at.setdefault((_index(ys, p.value(y)), _index(xs, p.value(x))), []).append(p)
+        cells.append({k: merge(v) for k, v in at.items()})
     drawn = [c for panel in cells for c in panel.values()]
     vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
@@ -290,17 +288,8 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
 Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
 
 
-def _by_cell(points: list[Point], x: tuple[str, list], y: tuple[str, list]) -> dict:
-    """(y index, x index) -> the points there, by their values of the columns x[0] and y[0]
-    along the axes' sorted values x[1] and y[1]."""
-
-    def index(axis: tuple[str, list], p: Point) -> int:
-        return [ident(u) for u in axis[1]].index(ident(p.value(axis[0])))
-
-    cells: dict[tuple[int, int], list[Point]] = {}
-    for p in points:
-        cells.setdefault((index(y, p), index(x, p)), []).append(p)
-    return cells
+def _index(values: list, v) -> int:
+    return [ident(u) for u in values].index(ident(v))
 
 
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
@@ -363,3 +352,92 @@ def _draw_cells(
             )
         )
     return image
+
+
+# The line x = y across a heatmap's categorical cells: Adam's memory equal to the return time.
+# The cells sit at indices 0, 1, 2, ..., not at their values, so the line goes through each
+# value's fractional index, interpolated in log space between the two ticks around it (the
+# axes are 1-2-4 or 10-100-1000 grids, even in log).
+DIAGONAL_LABEL = "memory = return time"
+GID = "diagonal"  # tells the line's label apart from the cells' texts
+_RETURN = {"symbol_return_steps"}
+_MEMORY = {"adam_memory_steps", "adam_memory_steps_effective"}
+_POINTS = 200  # enough for a smooth line through a few cells
+
+
+def default_diagonal(x: str, y: str) -> bool:
+    """On for exactly the return-time phase diagram: one axis the return time, the other a memory."""
+    return {x, y} & _RETURN != set() and {x, y} & _MEMORY != set() and x != y
+
+
+def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
+    """The fractional cell index of each `v` along a sorted positive axis: log interpolation
+    between its ticks, extended by the end intervals out to the outer cells' edges."""
+    logs, at = np.log(values), np.log(v)
+    inside = np.interp(at, logs, np.arange(len(values), dtype=float))
+    below = (at - logs[0]) / (logs[1] - logs[0])
+    above = len(values) - 1 + (at - logs[-1]) / (logs[-1] - logs[-2])
+    return np.where(at < logs[0], below, np.where(at > logs[-1], above, inside))
+
+
+def _edges(values: list[float]) -> tuple[float, float]:
+    """The values at the grid's outer cell edges (index -0.5 and n - 0.5)."""
+    logs = np.log(values)
+    return (
+        float(np.exp(logs[0] - (logs[1] - logs[0]) / 2)),
+        float(np.exp(logs[-1] + (logs[-1] - logs[-2]) / 2)),
+    )
+
+
+def crossable(values: list) -> bool:
+    """Can the diagonal cross this axis: two or more values, all positive numbers?"""
+    numbers = [v for v in values if is_number(v)]
+    return len(numbers) == len(values) >= 2 and min(numbers) > 0
+
+
+def check_axis(column: str, values: list) -> list[float]:
+    """The axis' values as floats, or a UserError when the diagonal cannot cross it."""
+    if not crossable(values):
+        raise UserError(
+            f"--diagonal needs two or more positive numbers along --x and --y; "
+            f"{column} has {len(values)} value(s), not all so"
+        )
+    return [float(v) for v in values]
+
+
+def draw_diagonal(ax, xs: list[float], ys: list[float], label: str = DIAGONAL_LABEL) -> bool:
+    """Draw x = y where the two axes' cells overlap; False (nothing drawn) where they do not."""
+    (x_lo, x_hi), (y_lo, y_hi) = _edges(xs), _edges(ys)
+    lo, hi = max(x_lo, y_lo), min(x_hi, y_hi)
+    if lo >= hi:
+        return False
+    t = np.geomspace(lo, hi, _POINTS)
+    limits = ax.get_xlim(), ax.get_ylim()  # a line must not widen an image's extent
+    # White under black dashes, both under the cells' numbers (zorder 3): seen on any colour.
+    ax.plot(log_index(xs, t), log_index(ys, t), color="white", lw=2.2, zorder=2.1)
+    ax.plot(
+        log_index(xs, t),
+        log_index(ys, t),
+        color="black",
+        lw=1.2,
+        ls="--",
+        zorder=2.2,
+        label=label,
+        gid=GID,
+    )
+    # Named on the line itself: a legend box would hide cells' numbers.
+    at = int(0.8 * (_POINTS - 1))
+    ax.text(
+        log_index(xs, t[at : at + 1])[0],
+        log_index(ys, t[at : at + 1])[0],
+        f" {label} ",
+        fontsize=6,
+        ha="right",
+        va="bottom",
+        zorder=6,
+        gid=GID,
+        bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8),
+    )
+    ax.set_xlim(*limits[0])
+    ax.set_ylim(*limits[1])
+    return True
