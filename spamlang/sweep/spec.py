@@ -169,6 +169,11 @@ def _pairs(axis: str, value: Any) -> list[tuple[str, Any]]:
     return list(zip(names, value)) if len(names) > 1 else [(axis, value)]
 
 
+def axis_id(axis: str, value: Any) -> str:
+    """An axis value's piece of a run id: one `id_part` per field, joined by '-'."""
+    return "-".join(id_part(name, v) for name, v in _pairs(axis, value))
+
+
 def check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
     """One value of a one-field axis, checked against its field's annotation and normalised
     (`spamlang.fields.conform`: an int for a float field becomes a float)."""
@@ -432,10 +437,9 @@ class Sweep:
         """A run id from (axis, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base".
         A grown axis at the value of the runs made before it existed adds nothing."""
         pieces = [
-            id_part(name, v)
+            axis_id(axis, value)
             for axis, value in axis_values
             if not (axis in self.grown and canonical(value) == canonical(self.grown[axis]))
-            for name, v in _pairs(axis, value)
         ]
         return "-".join(pieces) or "base"
 

@@ -18,6 +18,7 @@ sweep.json written before it had none, and its order is not compared).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -28,8 +29,10 @@ from spamlang.errors import UserError
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.rundir.lock import locked
+from spamlang.rundir.reading import read_json
 from spamlang.rundir.schema import CONFIG, SWEEP_FILE
-from spamlang.sweep.spec import Sweep, as_json, canonical, config_field, fields_of, id_part
+from spamlang.sweep.results_csv import is_read_only
+from spamlang.sweep.spec import Sweep, as_json, axis_id, axis_value, canonical, fields_of
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
@@ -37,11 +40,8 @@ SWEEP_LOCK = ".sweep.lock"
 
 def _normal_base(sweep: Sweep, stored: Any) -> Any:
     """The stored base as the current config class would write it (new fields get defaults)."""
-    from_json = getattr(type(sweep.base), "from_json", None)
-    if not callable(from_json) or not isinstance(stored, dict):
-        return as_json(stored)
     try:
-        return as_json(from_json(stored).to_json())
+        return as_json(type(sweep.base).from_json(stored).to_json())
     except (ValueError, TypeError):
         return as_json(stored)
 
@@ -108,8 +108,7 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
     for axis in new_axes:
         if axis in old_axes:
             continue
-        value = [config_field(base, name) for name in fields_of(axis)]
-        value = value if len(value) > 1 else value[0]
+        value = axis_value(base, axis)
         shown = ", ".join(fields_of(axis))
         if value is None or (isinstance(value, list) and None in value):
             raise UserError(
@@ -132,30 +131,23 @@ def _order_of_runs(sweep: Sweep, old: dict, out_dir: Path) -> list | None:
     For a sweep.json written before it recorded `axis_order`."""
     axes = [a for a in sweep.axes if a in old["axes"]]
     grown = old.get("grown") if isinstance(old.get("grown"), dict) else {}
-    pieces = {}
-    for axis in axes:
-        names = fields_of(axis)
-        pieces[axis] = {
-            "-".join(
-                id_part(n, v) for n, v in (zip(names, value) if len(names) > 1 else [(axis, value)])
-            )
+    pieces = {
+        axis: {
+            axis_id(axis, value)
             for value in sweep.axes[axis]
             if not (axis in grown and canonical(value) == canonical(grown[axis]))
         }
+        for axis in axes
+    }
     try:
         names = sorted(p.name for p in out_dir.iterdir() if (p / CONFIG).is_file())
     except OSError:
         return None
     for name in names:
         orders = _parses(name, pieces, optional=set(grown))
-        if orders and not any(axes_in(axes, o) == o for o in orders):
+        if orders and not any([a for a in axes if a in o] == o for o in orders):
             return orders[0]
     return None
-
-
-def axes_in(order: list, present: list) -> list:
-    """`order` restricted to the axes in `present`."""
-    return [a for a in order if a in present]
 
 
 def _parses(name: str, pieces: dict[str, set], optional: set, limit: int = 8) -> list[list]:
@@ -193,19 +185,14 @@ def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
     second sees the first's sweep.json, so no axis is lost (the second is refused when it
     lacks the first's new axis).
     """
-    try:
-        lock = locked(out_dir / SWEEP_LOCK)
-        lock.__enter__()
-    except OSError as e:
-        from spamlang.sweep.results_csv import is_read_only
-
-        if not is_read_only(e):
-            raise
-        return _check_sweep_file(sweep, out_dir)  # read-only: nothing can write it meanwhile
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked(out_dir / SWEEP_LOCK))
+        except OSError as e:
+            if not is_read_only(e):
+                raise
+            # Read-only storage: nothing can write sweep.json meanwhile, no lock is needed.
         return _check_sweep_file(sweep, out_dir)
-    finally:
-        lock.__exit__(None, None, None)
 
 
 def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
@@ -213,8 +200,7 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
     old = None
     if path.is_file():
         try:
-            with open(path, encoding="utf-8") as f:
-                old = json.load(f)
+            old = read_json(path)
             if (
                 not isinstance(old, dict)
                 or not isinstance(old.get("axes"), dict)
@@ -243,8 +229,6 @@ def _check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
     try:
         atomic_write_json(path, new)
     except OSError as e:
-        from spamlang.sweep.results_csv import is_read_only
-
         if not (is_read_only(e) and old is not None and old["axes"] == new["axes"]):
             raise
         # Same sweep, stored in an older spelling: nothing to record on storage that takes
