@@ -207,7 +207,7 @@ def test_text_is_tokenized_with_the_checkpoints_tokenizer(checkpoints, tmp_path)
     vocab = _word_tokenizer(model_dir, [f"w{i}" for i in range(V - 1)])
     words = [f"w{(7 * i) % (V - 1)}" for i in range(100)]
     (tmp_path / "a.txt").write_text(" ".join(words), encoding="utf-8")
-    from spamlang.diagnose_lm.inputs import rows_from_text
+    from spamlang.diagnose_lm.diagnose import rows_from_text
     from spamlang.diagnose_lm.states import open_checkpoint
 
     rows = rows_from_text(

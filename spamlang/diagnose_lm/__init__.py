@@ -8,17 +8,20 @@ same JAX code that measures spamlang's own runs.
     from spamlang.diagnose_lm import diagnose_lm
     diag = diagnose_lm("checkpoints/pythia-160m", tokens_NxL)
 
-- `spamlang.diagnose_lm.inputs`: token rows from a spamlang token file or from text;
 - `spamlang.diagnose_lm.states`: load a causal LM, run it, and read H and W from it;
-- `spamlang.diagnose_lm.diagnose`: the two joined, with the JSON that `diagnose-lm` writes.
+- `spamlang.diagnose_lm.diagnose`: the token rows measured (a spamlang token file or text) and
+  the measurement, with the JSON that `diagnose-lm` writes.
 
-torch, transformers and safetensors are the optional `hf` extra; `require()` (from
-`spamlang.diagnose_lm.extra`) turns their absence into one line that says what to install.
+torch, transformers and safetensors are the optional `hf` extra; `require()` turns their
+absence into one line that says what to install.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+
+from spamlang.errors import UserError
 
 # torch's OpenMP threads spin-wait between parallel regions by default, and here the JAX
 # stage runs right after torch in the same process. On the 2-core development machine the
@@ -29,9 +32,19 @@ import os
 # torch; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# Below the package's own names: the submodules import `require` from `spamlang.diagnose_lm.extra`, not
-# from here, so that this facade (which imports `spamlang.diagnose_lm.diagnose`) closes no import circle.
-from spamlang.diagnose_lm.extra import INSTALL_HINT, require  # noqa: E402
+INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'
+
+
+def require(*modules: str) -> None:
+    """Import-check the `hf` extra; UserError naming what is missing and how to install it."""
+    missing = []
+    for name in modules or ("torch", "transformers", "safetensors"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise UserError(f"this needs {', '.join(missing)} (the 'hf' extra): {INSTALL_HINT}")
 
 
 def diagnose_lm(*args, **kwargs):

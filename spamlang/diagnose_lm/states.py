@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamlang.diagnose_lm.extra import require
+from spamlang.diagnose_lm import require
 from spamlang.errors import UserError, first_line
 
 _DTYPES = ("float32", "bfloat16", "float16")
