@@ -37,14 +37,16 @@ def _where(items: list[str] | None) -> dict[str, list[str]]:
     return where
 
 
-def _plot(module: str, function: str, *options: str):
+def _plot(module: str, function: str, options: str):
     """The handler of one figure: `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`,
-    each option the parsed flag of that name (--where as `_where` reads it), imported only when
-    drawn so that `--help` imports no plotting library."""
+    each of the space-separated `options` the parsed flag of that name (--where as `_where`
+    reads it), imported only when drawn so that `--help` imports no plotting library."""
 
     def handler(args: argparse.Namespace) -> int:
         plot = getattr(importlib.import_module(f"spamlang.plots.{module}"), function)
-        kwargs = {k: _where(args.where) if k == "where" else getattr(args, k) for k in options}
+        kwargs = {
+            k: _where(args.where) if k == "where" else getattr(args, k) for k in options.split()
+        }
         print(f"wrote {plot(args.inputs, args.output, **kwargs)}")
         return 0
 
@@ -92,13 +94,15 @@ def register(subparsers) -> None:
             help="output .png or .pdf, in an existing folder",
         )
 
+    def option(p, flag: str, default, help: str, metavar: str = "COL", **kw):
+        p.add_argument(flag, default=default, metavar=metavar, help=help, **kw)
+
+    def switch(p, flag: str, help: str, default=None):
+        """--flag / --no-flag; None: the figure decides."""
+        p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help)
+
     def facets(p, cols: str | None):
-        p.add_argument(
-            "--cols",
-            default=cols,
-            metavar="COL",
-            help=f"one panel per value of this column (default: {cols or 'none'})",
-        )
+        option(p, "--cols", cols, f"one panel per value of this column (default: {cols or 'none'})")
         p.add_argument(
             "--rows",
             default=None,
@@ -135,58 +139,41 @@ def register(subparsers) -> None:
         "named in each cell. " + _AXES_HELP,
     )
     common(heat)
-    heat.add_argument(
+    option(
+        heat,
         "--metric",
-        default="final_eval_loss",
-        metavar="COL",
-        help="the outcome coloured (default final_eval_loss; also loss_above_floor, "
+        "final_eval_loss",
+        "the outcome coloured (default final_eval_loss; also loss_above_floor, "
         "final_train_loss, eval_loss_unseen, repetition_accuracy, ...)",
     )
-    heat.add_argument(
-        "--x",
-        default="vocab_size",
-        metavar="COL",
-        help="column along the horizontal axis (default vocab_size)",
-    )
-    heat.add_argument(
+    option(heat, "--x", "vocab_size", "column along the horizontal axis (default vocab_size)")
+    option(
+        heat,
         "--y",
-        default="lr",
-        metavar="COL",
-        help="column along the vertical axis (default lr); the best cell of each "
+        "lr",
+        "column along the vertical axis (default lr); the best cell of each "
         "x is outlined (lowest metric; highest for *accuracy* metrics)",
     )
-    heat.add_argument(
+    option(
+        heat,
         "--best-over",
-        default=None,
-        metavar="COL",
-        help="a setting such as lr optimised per cell instead of averaged: the cell "
+        None,
+        "a setting such as lr optimised per cell instead of averaged: the cell "
         "shows the value of COL with the best seed-mean metric (lowest; "
         "highest for *accuracy* metrics), that mean with its seeds' min-max "
         "range, and the value (e.g. 'lr 3e-2'); default: none",
     )
-    heat.add_argument(
+    switch(
+        heat,
         "--diagonal",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="draw x = y across the cells, interpolated in log space between the "
+        "draw x = y across the cells, interpolated in log space between the "
         "ticks, labelled 'memory = return time' (default: on when one axis "
         "is symbol_return_steps and the other adam_memory_steps or "
         "adam_memory_steps_effective)",
     )
     facets(heat, "tie_embeddings")
     heat.set_defaults(
-        func=_plot(
-            "sweep",
-            "plot_heatmap",
-            "metric",
-            "where",
-            "x",
-            "y",
-            "cols",
-            "rows",
-            "best_over",
-            "diagonal",
-        )
+        func=_plot("sweep", "plot_heatmap", "metric where x y cols rows best_over diagonal")
     )
 
     curves = kinds.add_parser(
@@ -207,17 +194,15 @@ def register(subparsers) -> None:
         help="metrics.jsonl field drawn: loss (train, every log step; default), "
         "eval_loss (every eval), or any other field such as accuracy",
     )
-    curves.add_argument(
+    option(
+        curves,
         "--x",
-        default="tokens",
+        "tokens",
+        "metrics.jsonl field along the horizontal axis: tokens (default) or step",
         metavar="FIELD",
-        help="metrics.jsonl field along the horizontal axis: tokens (default) or step",
     )
-    curves.add_argument(
-        "--color",
-        default="vocab_size",
-        metavar="COL",
-        help="one line per value of this column (default vocab_size)",
+    option(
+        curves, "--color", "vocab_size", "one line per value of this column (default vocab_size)"
     )
     curves.add_argument(
         "--lr",
@@ -228,17 +213,10 @@ def register(subparsers) -> None:
         "cell with no finished run: lowest latest train loss), or every LR "
         "when lr is --color, --cols or --rows",
     )
-    curves.add_argument(
-        "--logy",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="log y axis (default: on for losses)",
-    )
+    switch(curves, "--logy", "log y axis (default: on for losses)")
     facets(curves, "tie_embeddings")
     curves.set_defaults(
-        func=_plot(
-            "curves", "plot_curves", "lr", "metric", "where", "x", "color", "cols", "rows", "logy"
-        )
+        func=_plot("curves", "plot_curves", "lr metric where x color cols rows logy")
     )
 
     lines = kinds.add_parser(
@@ -267,11 +245,11 @@ def register(subparsers) -> None:
         metavar="COL",
         help="numeric outcome along the vertical axis, e.g. final_eval_loss",
     )
-    lines.add_argument(
+    option(
+        lines,
         "--color",
-        default="vocab_size",
-        metavar="COL",
-        help="one line per value of this column (default vocab_size; 'none': one line)",
+        "vocab_size",
+        "one line per value of this column (default vocab_size; 'none': one line)",
     )
     lines.add_argument(
         "--best-over",
@@ -286,35 +264,16 @@ def register(subparsers) -> None:
         action="store_true",
         help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)",
     )
-    lines.add_argument(
-        "--logx",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="log x axis (default: on when a positive x spans 8x or more)",
-    )
-    lines.add_argument(
+    switch(lines, "--logx", "log x axis (default: on when a positive x spans 8x or more)")
+    switch(
+        lines,
         "--logy",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="log y axis (default: on when the positive y values, error bars "
+        "log y axis (default: on when the positive y values, error bars "
         "included, span more than 100x)",
     )
     facets(lines, None)
     lines.set_defaults(
-        func=_plot(
-            "lines",
-            "plot_lines",
-            "x",
-            "y",
-            "color",
-            "cols",
-            "rows",
-            "where",
-            "best_over",
-            "points",
-            "logx",
-            "logy",
-        )
+        func=_plot("lines", "plot_lines", "x y color cols rows where best_over points logx logy")
     )
 
     bottleneck = kinds.add_parser(
@@ -339,11 +298,11 @@ def register(subparsers) -> None:
         "(alongside run directories or not)",
         nargs="+",
     )
-    bottleneck.add_argument(
+    switch(
+        bottleneck,
         "--labels",
-        action=argparse.BooleanOptionalAction,
+        "write each pretrained LM's name beside its point (default on)",
         default=True,
-        help="write each pretrained LM's name beside its point (default on)",
     )
     bottleneck.set_defaults(func=_bottleneck)
 
@@ -383,7 +342,7 @@ def register(subparsers) -> None:
     )
     common(symbols)
     facets(symbols, None)
-    symbols.set_defaults(func=_plot("symbol_curves", "plot_symbols", "where", "cols", "rows"))
+    symbols.set_defaults(func=_plot("symbol_curves", "plot_symbols", "where cols rows"))
 
     recency = kinds.add_parser(
         "recency",
@@ -400,4 +359,4 @@ def register(subparsers) -> None:
     )
     common(recency, "DIR", "a run directory, or a sweep directory of them", nargs="+")
     facets(recency, None)
-    recency.set_defaults(func=_plot("recency", "plot_recency", "where", "cols", "rows"))
+    recency.set_defaults(func=_plot("recency", "plot_recency", "where cols rows"))
