@@ -7,13 +7,7 @@
                   {"vocab_size": [64, 1024], "lr": [3e-3, 1e-2], "tie_embeddings": [True, False]})
     rows = run_sweep(SWEEP, "runs/demo")          # or shard=(i, n) on host i of n
 
-Modules: `spec` (axes, points, run ids, the size limit), `expand` (building the points'
-configs quickly), `groups` (groups trained as one vmapped program, shards), `fit` (members per
-device), `seq_len` (the same sweep at another sequence length), `runner` (run_sweep),
-`sweep_file` (sweep.json: what a directory may hold next, axes it grew), `logs` (progress and
-resume lines), `results_csv` (gather, results.csv), `best_lr` (best LRs at a grid's edge),
-`bracket` (extending LR grids past an edge), `command` (the flags of sweep scripts and
-`spamlang sweep`), `overrides` (`--set`), `dry_run`.
+Its modules, one line each, are in docs/design.md (Layout).
 """
 
 from spamlang.sweep.command import load_sweep_file, main

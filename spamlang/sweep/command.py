@@ -488,15 +488,14 @@ def _load_json(path: Path) -> Sweep:
         set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set", "axis_order"}
     )
     missing = sorted({"name", "axes"} - set(data))
-    if unknown or missing:
-        raise UserError(
-            f"{path}: "
-            + "; ".join(
-                ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])
-                + ([f"missing key(s) {', '.join(missing)}"] if missing else [])
-            )
-            + " (expected name, base, axes, optionally bracket_lr)"
-        )
+    wrong = [
+        f"{what} key(s) {', '.join(k)}"
+        for what, k in [("unknown", unknown), ("missing", missing)]
+        if k
+    ]
+    if wrong:
+        expected = "(expected name, base, axes, optionally bracket_lr)"
+        raise UserError(f"{path}: {'; '.join(wrong)} {expected}")
     base = data.get("base", {})
     if not isinstance(base, dict):
         raise UserError(f"{path}: base must be an object of TrainConfig fields")

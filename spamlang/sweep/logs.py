@@ -14,6 +14,7 @@ with quiet=True, and reading the files keeps the trainer unaware of the sweep.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
@@ -74,55 +75,38 @@ def announce_resumes(bar, run_ids: list[str], run_dirs: list[Path], done: int, t
             )
 
 
-class Watcher:
+@contextlib.contextmanager
+def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, total: int, quiet):
     """While a run or group trains: its latest loss on the bar (a terminal), or a line every
     `log_seconds()` in a log (module doc). A daemon thread polls the run directories."""
+    on_bar = not bar.disable
+    in_log = not on_bar and not quiet
+    every_s = _BAR_SECONDS if on_bar else log_seconds() if in_log else 0.0
+    prefix = position(first, len(run_dirs), total)
+    stop = threading.Event()
 
-    def __init__(
-        self,
-        bar,
-        label: str,
-        run_dirs: list[Path],
-        *,
-        steps: int,
-        first: int,
-        total: int,
-        quiet: bool,
-    ):
-        self.bar, self.label, self.run_dirs, self.steps = bar, label, run_dirs, steps
-        self.prefix = position(first, len(run_dirs), total)
-        self.on_bar = not bar.disable
-        self.in_log = not self.on_bar and not quiet
-        self.every_s = _BAR_SECONDS if self.on_bar else log_seconds() if self.in_log else 0.0
-        self.said = 0  # the step of the last log line
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        while not self.stop.wait(self.every_s):
-            rows = [r for r in map(last_train_row, self.run_dirs) if r is not None]
-            if not rows:
-                continue
-            if self.on_bar:
-                self.bar.set_postfix_str(f"{self.label} loss {_losses(rows)}")
-                continue
-            step = min(r.get("step", 0) for r in rows)
-            if step > self.said:
-                self.said = step
+    def loop():
+        said = 0  # the step of the last log line
+        while not stop.wait(every_s):
+            rows = [r for r in map(last_train_row, run_dirs) if r is not None]
+            if rows and on_bar:
+                bar.set_postfix_str(f"{label} loss {_losses(rows)}")
+            elif rows and min(r.get("step", 0) for r in rows) > said:
+                said = min(r.get("step", 0) for r in rows)
                 print(
-                    f"{self.prefix} {self.label}: step {step}/{self.steps}, loss {_losses(rows)}",
+                    f"{prefix} {label}: step {said}/{steps}, loss {_losses(rows)}",
                     file=sys.stderr,
                     flush=True,
                 )
 
-    def __enter__(self):
-        if self.on_bar:
-            self.bar.set_postfix_str(self.label)
-        if self.on_bar or self.in_log:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join()
+    thread = threading.Thread(target=loop, daemon=True)
+    if on_bar:
+        bar.set_postfix_str(label)
+    if on_bar or in_log:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join()

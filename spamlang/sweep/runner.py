@@ -25,7 +25,7 @@ from spamlang.rundir.schema import RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import bracket_cell, cell_lines, edge_warnings, swept_values
 from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
-from spamlang.sweep.logs import Watcher, announce_resumes
+from spamlang.sweep.logs import announce_resumes, watch
 from spamlang.sweep.results_csv import Report, write_results
 from spamlang.sweep.spec import (
     MAX_POINTS,
@@ -332,9 +332,7 @@ def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, tr
     dirs = [out / i for i in ids]
     if not quiet:
         announce_resumes(bar, ids, dirs, done, total)
-    with Watcher(
-        bar, label, dirs, steps=todo[0][1].steps, first=done + 1, total=total, quiet=quiet
-    ):
+    with watch(bar, label, dirs, steps=todo[0][1].steps, first=done + 1, total=total, quiet=quiet):
         if len(todo) == 1:
             results = [train_run.run_training(todo[0][1], dirs[0], quiet=True)]
         else:
