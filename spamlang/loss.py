@@ -1,34 +1,30 @@
 """Next-token cross-entropy, plain or chunked so that N x V log-probabilities never exist.
 
-Plain: log-probs of every position at once (N x V floats), then gather the targets. Simple,
-and the reference the chunked forms are tested against.
+Plain: log-probs of every position at once (N x V floats), then gather the targets; the
+reference the chunked forms are tested against.
 
 Chunked (`chunk_size=C`): the N = B (L - 1) hidden states are padded to a multiple of C
 (padding masked out) and scanned over in chunks, so peak memory grows with C x V:
-- heads with a linear last step (softmax tied/untied, lowrank, mlp) use a fused
-  cross-entropy with a custom VJP:
-  the forward scan computes each chunk's logits once, its loss, and right away its gradient
-  dlogits = softmax - onehot, accumulating dW = dlogits^T f and emitting df = dlogits W.
-  The backward pass only scales those by the incoming cotangent, so the logits are never
-  recomputed and training costs the same three V-sized matmuls as the plain form. The
-  lowrank head runs it on its narrow factorisation (features h B^T, matrix A), the mlp head
-  on gelu(h B^T) and A.
+- heads with a linear last step (softmax, lowrank, mlp) use a fused cross-entropy with a
+  custom VJP on their narrowest factorisation (`linear_head`): the forward scan computes each
+  chunk's logits once, its loss, and right away its gradient dlogits = softmax - onehot,
+  accumulating dW and emitting df. The backward pass only scales those by the incoming
+  cotangent, so training costs the same three V-sized matmuls as the plain form.
 - the mos head (nonlinear) scans `jax.checkpoint`-ed chunks: each chunk's K x C x V
   component log-probs are recomputed in the backward pass instead of stored.
-Losses and log-probs are float32 whatever the compute dtype.
-
-The loss math (the per-token NLL, its logit gradient softmax - onehot, chunk-and-pad) is
-written once, at the end of this file, and `spamlang.diagnostics` calls the same functions.
+Losses and log-probs are float32 whatever the compute dtype. The loss math (the per-token
+NLL, its logit gradient, chunk-and-pad) is written once, at the end of this file, and
+`spamlang.diagnostics` calls the same functions.
 
 Data parallel (`mesh=` with several devices on "data"): the head and loss run under
-`shard_map`, each device over its own rows only, and the two sums meet in one `psum`. XLA's
-sharding propagation on its own flattened the data-sharded batch into N rows and all-gathered
-the hidden states for the chunk scan, so every device computed the whole head for the whole
-batch (0.48x the one-device FLOPs on 4 devices instead of 0.25x).
+`shard_map`, each device over its own rows only, and the sums meet in one `psum`. XLA's
+sharding propagation on its own all-gathered the hidden states for the chunk scan, so every
+device computed the whole head for the whole batch (0.48x the one-device FLOPs on 4 devices
+instead of 0.25x).
 
-Measured (benchmarks/bench_model.py: `small` preset, V = 131,072, 4,096 tokens, 2 shared CPU
-cores): the fused form with C = 256 took 0.43x the plain step's time at 0.14x its peak RSS;
-C = 256-512 is a good default on CPU (larger chunks only add memory).
+Measured (benchmarks/bench_model.py: `small`, V = 131,072, 4,096 tokens, 2 CPU cores): the
+fused form with C = 256 took 0.43x the plain step's time at 0.14x its peak RSS; C = 256-512
+is a good default on CPU (larger chunks only add memory).
 """
 
 from __future__ import annotations
@@ -38,6 +34,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
+from jax.sharding import PartitionSpec as P
 
 from spamlang.errors import UserError
 from spamlang.model.kernels import first_argmax
@@ -51,15 +49,13 @@ def next_token_loss(
     fused: bool = True,
     mesh: jax.sharding.Mesh | None = None,
 ):
-    """Mean next-token cross-entropy (nats) over positions 1..L-1; (loss, {"accuracy": acc}).
+    """Mean next-token cross-entropy (nats) over positions 1..L-1; (loss, {"accuracy": the
+    fraction of positions whose argmax is the target}).
 
-    accuracy: fraction of predicted positions whose argmax token is the target.
-    chunk_size: None for the plain form, else tokens per chunk (see the module docstring).
-    fused: with chunk_size, use the fused custom-VJP path for linear heads (default); False
-    forces the generic checkpointed scan (a reference for tests and benchmarks).
-    mesh: with a "data" axis of several devices, the head and loss run under `shard_map`:
-    each device chunks only its own rows and the sums meet in one `psum`, so no device ever
-    holds another device's hidden states (`tokens_BxL` must be split over "data").
+    chunk_size: None for the plain form, else tokens per chunk. fused=False forces the
+    checkpointed scan on linear heads too (a reference for tests and benchmarks). mesh: with
+    a "data" axis of several devices, each device runs its own rows (`tokens_BxL` must be
+    split over "data") and the sums meet in one `psum`.
     """
     _check_chunk_size(chunk_size)
     if tokens_BxL.ndim != 2 or tokens_BxL.shape[1] < 2:
@@ -68,43 +64,32 @@ def next_token_loss(
         )
     if mesh is not None and mesh.shape.get("data", 1) > 1:
         return _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh)
-    h_BxLxD = model.hidden(tokens_BxL)
-    D = h_BxLxD.shape[-1]
-    h_NxD = h_BxLxD[:, :-1].reshape(-1, D)
-    targets_N = tokens_BxL[:, 1:].reshape(-1)
+    h_NxD, targets_N = _predicted(model.hidden(tokens_BxL), tokens_BxL)
     return loss_from_hidden(model, h_NxD, targets_N, chunk_size=chunk_size, fused=fused)
 
 
+def _predicted(h_BxLxD, tokens_BxL):
+    """(h_NxD, targets_N) of the predicted positions 1..L-1, flattened."""
+    return h_BxLxD[:, :-1].reshape(-1, h_BxLxD.shape[-1]), tokens_BxL[:, 1:].reshape(-1)
+
+
 def _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh):
-    """The whole forward and loss of each device's own rows under one shard_map over "data",
-    the sums meeting in one psum.
+    """The forward and loss of each device's own rows under one shard_map over "data".
 
-    Every parameter enters replicated and is cast to varying once, on entry, so that every
-    use of it inside works on this device's copy and its gradient is all-reduced once, by the
-    transpose of that one cast: a tied embedding's two uses (the lookup and the head) add up
-    on each device before one all-reduce, where a lookup outside the shard_map (or an implicit
-    cast at each use) would reduce the two apart. Custom VJPs inside (the cpu kernels, the
-    fused loss) then see varying weights and return local gradients."""
-    from flax import nnx
-    from jax.sharding import PartitionSpec as P
-
+    Every parameter enters replicated and is cast to varying once, on entry, so that its
+    gradient is all-reduced once, by the transpose of that one cast: a tied embedding's two
+    uses (the lookup and the head) add up on each device before one all-reduce, where a
+    lookup outside the shard_map (or a cast at each use) would reduce the two apart. Custom
+    VJPs inside (the cpu kernels, the fused loss) then see varying weights."""
     graph, state = nnx.split(model)
 
     def local(state, tokens_bxL):
         replica = nnx.merge(
             graph, jax.tree.map(lambda x: jax.lax.pcast(x, ("data",), to="varying"), state)
         )
-        h_bxLxD = replica.hidden(tokens_bxL)
-        D = h_bxLxD.shape[-1]
-        targets_n = tokens_bxL[:, 1:].reshape(-1)
-        nll, hits = _sums(
-            replica,
-            h_bxLxD[:, :-1].reshape(-1, D),
-            targets_n,
-            jnp.ones(targets_n.shape, jnp.float32),
-            chunk_size,
-            fused,
-        )
+        h_nxD, targets_n = _predicted(replica.hidden(tokens_bxL), tokens_bxL)
+        mask_n = jnp.ones(targets_n.shape, jnp.float32)
+        nll, hits = _sums(replica, h_nxD, targets_n, mask_n, chunk_size, fused)
         return jax.lax.psum(nll, "data"), jax.lax.psum(hits, "data")
 
     nll_sum, hit_sum = jax.shard_map(
@@ -112,35 +97,6 @@ def _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh):
     )(state, tokens_BxL)
     count = jnp.float32(tokens_BxL.shape[0] * (tokens_BxL.shape[1] - 1))
     return nll_sum / count, {"accuracy": hit_sum / count}
-
-
-def _on_own_rows(model, h_BxLxD, tokens_BxL, mesh, fn, out_specs):
-    """`fn(head, h_nxD, targets_n)` on each device's own rows under shard_map over "data"
-    (the predicted positions of its rows, flattened); `mesh=None` runs it on every row.
-
-    The head's parameters enter replicated, so the transpose of shard_map all-reduces their
-    gradients exactly as data parallelism needs, and the hidden-state gradient stays local.
-    """
-
-    def flat(head, h_bxLxD, tokens_bxL):
-        D = h_bxLxD.shape[-1]
-        return fn(head, h_bxLxD[:, :-1].reshape(-1, D), tokens_bxL[:, 1:].reshape(-1))
-
-    if mesh is None:
-        return flat(model, h_BxLxD, tokens_BxL)
-    from flax import nnx
-    from jax.sharding import PartitionSpec as P
-
-    head_graph, head_state = nnx.split(model.head)
-
-    def local(head_state, embed_VxD, h_bxLxD, tokens_bxL):
-        view = _HeadView(nnx.merge(head_graph, head_state), embed_VxD, model.config)
-        return flat(view, h_bxLxD, tokens_bxL)
-
-    rows = P("data")
-    return jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), rows, rows), out_specs=out_specs)(
-        head_state, model.embed[...], h_BxLxD, tokens_BxL
-    )
 
 
 def token_stats(
@@ -151,26 +107,28 @@ def token_stats(
     mesh: jax.sharding.Mesh | None = None,
 ):
     """Per-position (nll_BxLm1, hit_BxLm1), float32: each predicted token's cross-entropy and
-    whether the argmax is the target. For evaluation (no custom VJP: not for training).
-
-    Per row, so a caller can split an eval set into subsets after the fact (the seen /
-    unseen split of `spamlang.evaluate.sets`). Chunked over rows of the flattened positions
-    like the loss, so memory grows with chunk_size x V; under a multi-device `mesh` each
-    device scores its own rows (`tokens_BxL` must be split over "data").
-    """
+    whether the argmax is the target, so that a caller can split an eval set after the fact.
+    For evaluation (no custom VJP); chunk_size and mesh as in `next_token_loss`, except that
+    the hidden states are computed outside the shard_map and only the head runs in it."""
     _check_chunk_size(chunk_size)
     h_BxLxD = model.hidden(tokens_BxL)
     L = tokens_BxL.shape[1]
 
-    def local(head, h_nxD, targets_n):
+    def local(head, h_bxLxD, tokens_bxL):
+        h_nxD, targets_n = _predicted(h_bxLxD, tokens_bxL)
         nll_n, hit_n = _position_stats(head, h_nxD, targets_n.astype(jnp.int32), chunk_size)
         return nll_n.reshape(-1, L - 1), hit_n.reshape(-1, L - 1)
 
-    from jax.sharding import PartitionSpec as P
+    if mesh is None or mesh.shape.get("data", 1) == 1:
+        return local(model, h_BxLxD, tokens_BxL)
+    graph, state = nnx.split(model)
 
-    split = mesh is not None and mesh.shape.get("data", 1) > 1
-    return _on_own_rows(
-        model, h_BxLxD, tokens_BxL, mesh if split else None, local, (P("data"), P("data"))
+    def on_device(state, h_bxLxD, tokens_bxL):
+        return local(nnx.merge(graph, state), h_bxLxD, tokens_bxL)
+
+    rows = P("data")
+    return jax.shard_map(on_device, mesh=mesh, in_specs=(P(), rows, rows), out_specs=rows)(
+        state, h_BxLxD, tokens_BxL
     )
 
 
@@ -189,19 +147,6 @@ def _position_stats(model, h_NxD, targets_N, chunk_size):
     return unchunk_rows(nll_KxC, N), unchunk_rows(hit_KxC, N)
 
 
-class _HeadView:
-    """The part of the model `_sums` uses (config, log_probs, linear_head), for one head."""
-
-    def __init__(self, head, embed_VxD, config):
-        self.head, self.embed_VxD, self.config = head, embed_VxD, config
-
-    def log_probs(self, h_NxD):
-        return self.head.log_probs(h_NxD, self.embed_VxD)
-
-    def linear_head(self, h_NxD):
-        return self.head.linear(h_NxD, self.embed_VxD)
-
-
 def loss_from_hidden(
     model,
     h_NxD: jax.Array,
@@ -211,11 +156,8 @@ def loss_from_hidden(
     chunk_size: int | None = None,
     fused: bool = True,
 ):
-    """Mean cross-entropy of `targets_N` under the model's head at hidden states `h_NxD`.
-
-    mask_N (optional, bool or 0/1) selects which positions count; the mean is over those.
-    Returns (loss, {"accuracy": acc}), both float32 scalars.
-    """
+    """Mean cross-entropy of `targets_N` under the model's head at hidden states `h_NxD`, over
+    the positions mask_N (bool or 0/1; None: all) selects; (loss, {"accuracy": acc})."""
     targets_N = targets_N.astype(jnp.int32)
     mask_N = (
         jnp.ones(targets_N.shape, jnp.float32) if mask_N is None else mask_N.astype(jnp.float32)
@@ -242,19 +184,14 @@ def _sums(model, h_NxD, targets_N, mask_N, chunk_size, fused):
 
 
 def _check_chunk_size(chunk_size) -> None:
-    if chunk_size is None:
-        return
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    if chunk_size is not None and (
+        isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
+    ):
         raise UserError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
 
 
 def _target_stats(logp_NxV: jax.Array, targets_N: jax.Array, mask_N: jax.Array, kernels: str):
-    """(sum of masked NLL, count of masked argmax hits) from log-probs or logits + lse.
-
-    The argmax goes through `spamlang.model.kernels.first_argmax` (ties to the lowest id on
-    every path; a min-reduce on CPU, where XLA's variadic argmax reduce was the most
-    expensive single op of a V = 1,024 train step).
-    """
+    """(sum of masked NLL, count of masked argmax hits) from normalised log-probs."""
     nll_N, hit_N = _per_position(logp_NxV, targets_N, kernels)
     return (nll_N * mask_N).sum(), jax.lax.stop_gradient((hit_N * mask_N).sum())
 
@@ -303,13 +240,9 @@ def _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk, kernels):
 def fused_linear_cross_entropy(
     features_NxR, w_VxR, targets_N, mask_N, chunk: int, dtype: str, kernels: str = "xla"
 ):
-    """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits).
-
-    Scans chunks of `chunk` rows; memory O(chunk x V). Differentiable in features and W (the
-    hit count is a constant) in reverse mode only (a custom VJP: no jvp / jacfwd). Under
-    differentiation the gradient is computed in the forward scan, so the backward pass
-    costs nothing. Matmuls run in `dtype` with float32 accumulation.
-    """
+    """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits), in
+    chunks of `chunk` rows. Reverse mode only (a custom VJP: no jvp / jacfwd); the hit count
+    is a constant."""
     nll_sum, correct_sum, _, _ = _fused_scan(
         features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, with_grad=False
     )
@@ -384,9 +317,7 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, *
     return nll_sum, hit_sum, d_features, dw_RxV.T.astype(w_VxR.dtype)
 
 
-# --- the loss math: the NLL, its logit gradient, chunk-and-pad --------------------------------
-# One source for the loss above and for `spamlang.diagnostics`: the loss a run minimises and
-# the loss and gradient it is diagnosed with are the same expressions.
+# --- the loss math: one source for the loss above and for `spamlang.diagnostics` ------------
 
 
 def log_softmax(logits_NxV: jax.Array) -> jax.Array:
@@ -400,8 +331,7 @@ def log_softmax(logits_NxV: jax.Array) -> jax.Array:
 
 
 def target_nll(logp_NxV: jax.Array, targets_N: jax.Array) -> jax.Array:
-    """nll_N = -logp_NxV[n, targets_N[n]]: each row's cross-entropy from normalised log-probs
-    (a head's `log_probs`, or `log_softmax(logits)`). A gather, so no N x V one-hot exists."""
+    """nll_N = -logp_NxV[n, targets_N[n]] from normalised log-probs (a gather, no one-hot)."""
     return -jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
 
 
@@ -411,13 +341,9 @@ def token_nll(logits_NxV: jax.Array, targets_N: jax.Array) -> jax.Array:
 
 
 def nll_logit_gradient(logp_NxV: jax.Array, targets_N: jax.Array, weight=None) -> jax.Array:
-    """d(sum_n weight_n nll_n) / d logits = (softmax - onehot(targets_N)) * weight, [N, V].
-
-    It takes the log-probs the NLL is read from (p = exp(logp)), so a caller that needs both
-    pays for one log-softmax. weight: None (each row's own gradient), a scalar (1 / N: the mean
-    loss's) or weight_N (a 0/1 mask: padded rows get 0). An unweighted row sums to zero, hence
-    rank(G) <= V - 1.
-    """
+    """d(sum_n weight_n nll_n) / d logits = (softmax - onehot(targets_N)) * weight, [N, V],
+    from the log-probs the NLL is read from (a caller that needs both pays for one
+    log-softmax). weight: None, a scalar (1 / N: the mean loss's) or weight_N (a 0/1 mask)."""
     is_target_NxV = jnp.arange(logp_NxV.shape[-1])[None, :] == targets_N[:, None]
     p_NxV = jnp.exp(logp_NxV)
     grad_NxV = jnp.where(is_target_NxV, p_NxV - 1.0, p_NxV)  # p - onehot without the one-hot
@@ -434,9 +360,8 @@ def num_chunks(n: int, chunk: int) -> int:
 
 def chunk_rows(x_N, chunk: int, fill=0):
     """x_N's leading axis padded with `fill` to num_chunks(N, chunk) * chunk and folded:
-    [num_chunks, chunk, ...]. One chunk shape is one compiled scan body (or jitted call) for
-    any N, and memory grows with the chunk, not with N. NumPy stays NumPy (host arrays stay on
-    the host); anything else goes through jax.numpy."""
+    [num_chunks, chunk, ...], so that one compiled scan body (or jitted call) serves any N.
+    NumPy stays NumPy (host arrays stay on the host)."""
     xp = np if isinstance(x_N, np.ndarray) else jnp
     K = num_chunks(x_N.shape[0], chunk)
     pad = [(0, K * chunk - x_N.shape[0])] + [(0, 0)] * (x_N.ndim - 1)
@@ -449,6 +374,5 @@ def unchunk_rows(x_KxC, n: int):
 
 
 def chunk_mask(n: int, chunk: int) -> np.ndarray:
-    """float32 [num_chunks, chunk], 1 on the n real rows of `chunk_rows` and 0 on its padding:
-    what keeps padded rows out of a chunked sum."""
+    """float32 [num_chunks, chunk], 1 on the n real rows of `chunk_rows` and 0 on its padding."""
     return chunk_rows(np.ones(n, np.float32), chunk)

@@ -7,22 +7,19 @@ MFU = flops_per_token(config, L) * tokens_per_second / peak_flops(dtype).
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 
+from spamlang.errors import UserError
 from spamlang.model.config import ModelConfig
 
 
 def matmul_params(config: ModelConfig) -> int:
-    """Parameters that take part in a matmul per token (the N of "6 N").
-
-    Backbone: the attention (wq, wk, wv, wo) and SwiGLU matrices; RMSNorm scales are left
-    out (elementwise). Head: every matrix the head multiplies by, counted as often as it is
-    applied: softmax V D (tied or not: the embedding gather itself is not a matmul and is not
-    counted); lowrank and mlp V r + r D (mlp's GELU is elementwise, not counted); mos:K the
-    projection D K D, the prior D K, and K V D for the K softmaxes that share W. A narrow
-    embedding (embed_dim e != D) adds its projection, e D.
-    """
+    """Parameters that take part in a matmul per token (the N of "6 N"): the attention and
+    SwiGLU matrices, every matrix the head multiplies by as often as it is applied (mos:K
+    applies W K times; a tied W counts too, the embedding gather does not), and a narrow
+    embedding's projection. Elementwise parameters (norm scales) are left out."""
     D, F, hd = config.d_model, config.d_ff, config.head_dim
     per_layer = D * hd * (2 * config.n_heads + 2 * config.n_kv_heads) + 3 * D * F
     kind, arg, V = config.head_kind, config.head_arg, config.vocab_size
@@ -50,8 +47,6 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> float:
 def machine_line() -> str:
     """The header line of a benchmark table: the CPU, its cores, the JAX devices and the
     measured float32 matmul peak (ratios differ from one CPU model to the next)."""
-    import os
-
     import jax
 
     return (
@@ -62,8 +57,7 @@ def machine_line() -> str:
 
 
 def cpu_model() -> str:
-    """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere), printed
-    with every benchmark table: speed ratios differ from one CPU model to the next."""
+    """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -115,10 +109,6 @@ PEAK_VARS = {"float32": "SPAMLANG_PEAK_FLOPS", "bfloat16": "SPAMLANG_PEAK_FLOPS_
 def _peak_from(var: str) -> float:
     """The value of `var`: a positive finite number of FLOP/s, else a UserError (a negative
     peak would write a negative MFU, 0 or nan none at all)."""
-    import math
-
-    from spamlang.errors import UserError
-
     text = os.environ[var]
     try:
         value = float(text)
@@ -138,15 +128,11 @@ def check_peak_env() -> None:
 
 
 def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
-    """The matmul FLOP/s that MFU divides by for `dtype`, on the default device.
-
-    In order: SPAMLANG_PEAK_FLOPS (float32) or SPAMLANG_PEAK_FLOPS_BF16 (bfloat16) if set;
-    the datasheet peak of a known accelerator (`KNOWN_PEAKS`); else measured once per
-    process and dtype (`matmul_peak_flops`), which is what a CPU gets, or None with
-    measure=False (a dry run that must stay instant). A bfloat16 run never divides by the
-    float32 peak: on CPUs without bfloat16 units the measured bfloat16 peak is the lower one,
-    on accelerators the higher one.
-    """
+    """The matmul FLOP/s that MFU divides by for `dtype`, on the default device: the variable
+    of `PEAK_VARS` if set; the datasheet peak of a known accelerator (`KNOWN_PEAKS`); else
+    measured once per process and dtype (what a CPU gets), or None with measure=False (a dry
+    run that must stay instant). A bfloat16 run never divides by the float32 peak: on CPUs
+    without bfloat16 units the bfloat16 peak is the lower one, on accelerators the higher."""
     import jax
 
     var = PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"]

@@ -12,8 +12,9 @@ The paper's section 2.3 and 3.3-3.4 measurements, for any run and any head:
 - `diag_metrics`: the cheap jittable subset the trainer logs every `diag_every` steps.
 """
 
-from spamlang.diagnostics.driver import diagnose_head, diagnose_model
-from spamlang.diagnostics.linalg import (
+# The package's public names, re-exported.
+from spamlang.diagnostics.driver import diagnose_head, diagnose_model  # noqa: F401
+from spamlang.diagnostics.linalg import (  # noqa: F401
     HEAD_RTOL,
     BottleneckStats,
     bottleneck_stats,
@@ -27,42 +28,13 @@ from spamlang.diagnostics.linalg import (
     projected_cosine_jacobian,
     rank_curve,
     row_terms,
-    singular_values,
     total,
 )
-from spamlang.diagnostics.logits import (
+from spamlang.diagnostics.logits import (  # noqa: F401
     coefficient_profile,
     cross_entropy_sum,
     induced_direction,
     logit_gradient,
     update_efficiency,
-    update_efficiency_directions,
 )
-from spamlang.diagnostics.training import diag_metrics
-
-__all__ = [
-    "HEAD_RTOL",
-    "BottleneckStats",
-    "bottleneck_stats",
-    "coefficient_profile",
-    "cross_entropy_sum",
-    "diag_metrics",
-    "diagnose_head",
-    "diagnose_model",
-    "empirical_rank",
-    "head_basis",
-    "induced_direction",
-    "jacobian_stats",
-    "kernel_fraction",
-    "kernel_fraction_jacobian",
-    "logit_gradient",
-    "project",
-    "projected_cosine",
-    "projected_cosine_jacobian",
-    "rank_curve",
-    "row_terms",
-    "singular_values",
-    "total",
-    "update_efficiency",
-    "update_efficiency_directions",
-]
+from spamlang.diagnostics.training import diag_metrics  # noqa: F401

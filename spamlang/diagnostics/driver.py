@@ -9,6 +9,7 @@ or T x V x D. Only the rank curve holds a full G, on its own `rank_tokens` subse
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -120,11 +121,8 @@ def _profile_fn(head, h, y, m):
 
 
 def _sum(fn, chunks, *extra):
-    acc = None
-    for chunk in chunks:
-        out = fn(*chunk, *extra)
-        acc = out if acc is None else jax.tree.map(jnp.add, acc, out)
-    return acc
+    outs = (fn(*chunk, *extra) for chunk in chunks)
+    return functools.reduce(lambda a, b: jax.tree.map(jnp.add, a, b), outs)
 
 
 def _per_token_pass(fn, chunks, keep_rows: int):
@@ -147,17 +145,11 @@ def _per_token_pass(fn, chunks, keep_rows: int):
 def diagnose_model(
     model, tokens_BxL, *, chunk_size: int = 256, max_tokens: int | None = None, **settings
 ) -> dict:
-    """All gradient-bottleneck diagnostics of `model` on its own next-token loss.
-
-    The logit gradient is taken at every predicted position of tokens_BxL (T = B (L-1)
-    tokens, or the first max_tokens of them); `settings` are `diagnose_states`' keywords.
-    Linear heads use W = model.head_matrix() (A B for lowrank); mos uses per-token Jacobians
-    of model.log_probs (see spamlang.diagnostics.head_chunks). An mlp head is measured on its
-    linear last step: its features gelu(h B^T) stand in for h and its A for W, so every
-    number is about the gradient w.r.t. those r features. Returns `diagnose_states`' dict
-    plus the head spec ("head"), "tie_embeddings", the model's "d_model" and "feature_dim",
-    the width of what the head matrix multiplies (d_model, or r for mlp:r).
-    """
+    """All gradient-bottleneck diagnostics of `model` on its own next-token loss, at every
+    predicted position of tokens_BxL (or the first max_tokens); `settings` are
+    `diagnose_states`' keywords, and so is the dict returned, plus "head", "tie_embeddings",
+    the model's "d_model" and "feature_dim" (what the head matrix multiplies: d_model, or r
+    for mlp:r, which is measured on its features; spamlang.diagnostics.head_chunks)."""
     cfg = model.config
     tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
     B, L = tokens_BxL.shape
@@ -172,11 +164,7 @@ def diagnose_model(
     clock("hidden")
     if max_tokens is not None:
         h_NxD, y_N = h_NxD[:max_tokens], y_N[:max_tokens]
-    heads = _Heads.of_model(model)
-    jax.block_until_ready(heads.aux)
-    clock("head_basis")
-    out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
-    out["seconds"] = {**clock.laps, **out["seconds"]}
+    out = _timed(clock, _Heads.of_model(model), h_NxD, y_N, chunk_size, settings)
     return {
         "head": cfg.head,
         "tie_embeddings": cfg.tie_embeddings,
@@ -187,12 +175,9 @@ def diagnose_model(
 
 
 def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **settings) -> dict:
-    """`diagnose_states` for a linear head given as its matrix: logits = h W^T (+ bias).
-
-    This is how a model from another framework is measured (`spamlang.diagnose_lm.diagnose_lm`):
-    h_NxD are the hidden states that feed its head, y_N the next tokens (all < V), W_VxD the
-    head's real-token rows. h and y stay on the host; only `chunk_size` rows at a time meet W.
-    """
+    """`diagnose_states` for a linear head given as its matrix: logits = h W^T (+ bias); how
+    a model from another framework is measured (`spamlang.diagnose_lm`). h and y stay on the
+    host; only `chunk_size` rows at a time meet W."""
     h_NxD, y_N = np.asarray(h_NxD, np.float32), np.asarray(y_N, np.int32)
     V = np.shape(W_VxD)[0]
     if h_NxD.ndim != 2 or y_N.shape != h_NxD.shape[:1] or h_NxD.shape[0] < 1:
@@ -206,18 +191,22 @@ def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **se
     if y_N.min() < 0 or y_N.max() >= V:
         raise UserError(f"target ids must lie in [0, {V}), got {y_N.min()}..{y_N.max()}")
     _check_chunk(chunk_size)
-    clock = _Clock()
-    heads = _Heads.of_matrix(W_VxD, bias_V)
-    jax.block_until_ready(heads.aux)
-    clock("head_basis")
-    out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
-    out["seconds"] = {**clock.laps, **out["seconds"]}
+    out = _timed(_Clock(), _Heads.of_matrix(W_VxD, bias_V), h_NxD, y_N, chunk_size, settings)
     return {"head": "softmax", **out}
 
 
 def _check_chunk(chunk_size: int) -> None:
     if chunk_size < 1:
         raise UserError(f"chunk_size must be >= 1, got {chunk_size}")
+
+
+def _timed(clock: _Clock, heads: _Heads, h_NxD, y_N, chunk_size: int, settings: dict) -> dict:
+    """`diagnose_states` with the time the head basis took (bound in `heads`) in "seconds"."""
+    jax.block_until_ready(heads.aux)
+    clock("head_basis")
+    out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
+    out["seconds"] = {**clock.laps, **out["seconds"]}
+    return out
 
 
 def diagnose_states(
@@ -253,12 +242,7 @@ def diagnose_states(
       for logit steps of norm fraction * ||Z||_F (Z: those tokens' logits; log p for mos)
       along -grad_L ("delta_logit") and along the move induced by a step on H
       ("delta_induced").
-    Everything runs in float32.
-
-    Cost (linear head): a thin QR of W (~8 V D^2 FLOPs, done when the head is bound),
-    6 T V D FLOPs for the statistics (logits, G Q, G W), a QR of the rank subset
-    (~4 n^2 V), a sort of the profile subset, and for the efficiency subset 10 n V D FLOPs
-    plus 2 S softmaxes (S step sizes). smollm2-106m shape, V = 131,072, T = 8,192: see
+    Everything runs in float32; for the cost at the smollm2-106m shape see
     benchmarks/bench_diagnose.py (minutes on 2 CPU cores, a few GiB).
     """
     clock = _Clock()

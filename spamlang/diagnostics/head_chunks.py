@@ -2,23 +2,19 @@
 
 Two head shapes share one interface, so the driver and the training hook are head-agnostic:
 
-- linear heads (softmax tied/untied, lowrank): logits z = h W^T with W = `head_matrix()`
-  (A B for lowrank). The projection is on col(W) through its orthonormal basis Q, and the
-  induced logit move of a step on h along -grad_h = -G W is -(G W) W^T (the paper's 3.4).
-  The mlp head (logits = gelu(h B^T) A^T) is measured on its linear last step the same way,
-  with its features f = gelu(h B^T) in place of h and A in place of W
-  (`Transformer.diag_features` / `diag_matrix`): the fraction of the gradient w.r.t. the
-  head's features lost against col(A), and the move induced by a step on f.
-- nonlinear heads (mos): the "logits" are the normalised log-probabilities f(h) = log p,
-  whose softmax is p itself, so the logit gradient is again p - onehot and the chain rule is
-  exact: grad_h = J_t^T (p_t - e_y) = -J_t^T e_y, because p^T J_t = 0 (the log-probs stay
-  normalised). Token t's Jacobian J_t = df/dh (V x D) replaces W: the projection is on
+- linear heads: logits z = h W^T. The projection is on col(W) through its orthonormal basis
+  Q, and the induced logit move of a step on h along -grad_h = -G W is -(G W) W^T (the
+  paper's 3.4). The mlp head is measured on its linear last step the same way, with its
+  features gelu(h B^T) for h and A for W (`Transformer.diag_features` / `diag_matrix`).
+- nonlinear heads (mos): the "logits" are the log-probabilities f(h) = log p, whose softmax
+  is p itself, so the logit gradient is again p - onehot and the chain rule is exact:
+  grad_h = J_t^T (p_t - e_y), J_t = df/dh (V x D), which replaces W: the projection is on
   col(J_t) and the induced move is J_t J_t^T g_t. J_t is built one token at a time with
   forward-mode jacfwd (D tangents; cheaper than V cotangents when D < V), so at most one
-  V x D Jacobian exists at a time, never T x V x D.
+  V x D Jacobian exists at a time.
 
-Gradient rows here are unscaled (p - onehot, masked); divide by T for the mean-loss
-gradient. Every number the diagnostics report is a ratio, so the scale never matters.
+Gradient rows here are unscaled (p - onehot, masked); every number the diagnostics report is
+a ratio, so the scale never matters.
 """
 
 from __future__ import annotations
@@ -48,11 +44,8 @@ def _gradient_rows(logits_CxV, y_C, m_C):
 
 
 class LinearHead(NamedTuple):
-    """W and its basis, computed once per model (the QR is the expensive part).
-
-    An affine head (logits = h W^T + b, e.g. Phi-2's) keeps its bias: it moves the logits,
-    hence the softmax and G, but not d logits / dh = W, so the projection is still on col(W).
-    """
+    """W and its basis, computed once per model (the QR is the expensive part). An affine
+    head's bias (e.g. Phi-2's) moves the logits, hence G, but not d logits / dh = W."""
 
     W: jax.Array  # V x D effective head matrix, float32
     Q: jax.Array  # V x K orthonormal basis of col(W), see `head_basis`
@@ -75,8 +68,7 @@ class LinearHead(NamedTuple):
         return jnp.sum(jnp.any(self.Q != 0, axis=0))
 
     def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
-        """Cost: 2 C V D (logits) + 4 C V K (projection) + 4 C V D (induced); the last two
-        are skipped (zeros) when not asked for."""
+        """Cost: 2 C V D (logits) + 4 C V K (projected) + 4 C V D (induced)."""
         logits_CxV = self.logits(h_CxD)
         G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
         U_CxV = (G_CxV @ self.W) @ self.W.T if induced else jnp.zeros_like(G_CxV)
@@ -108,9 +100,8 @@ class JacobianHead(NamedTuple):
         return jax.jacfwd(lambda x_D: self.log_probs(x_D[None])[0])(h_D.astype(jnp.float32))
 
     def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
-        """projected=False skips the per-token Jacobians (P = 0): use it where only the
-        logits, G and the induced direction are needed. Cost per projected token: a V x D
-        Jacobian (D forward passes of the head) and a thin QR of it (~6 V D^2 FLOPs)."""
+        """projected=False skips the per-token Jacobians (P = 0). Cost per projected token: a
+        V x D Jacobian (D forward passes of the head) and a thin QR of it (~6 V D^2 FLOPs)."""
         logits_CxV = self.log_probs(h_CxD.astype(jnp.float32))
         G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
         U_CxV = self.induced(h_CxD, G_CxV) if induced else jnp.zeros_like(G_CxV)
@@ -127,23 +118,20 @@ class JacobianHead(NamedTuple):
         return Chunk(logits_CxV, G_CxV, P_CxV, U_CxV)
 
     def terms(self, h_CxD, y_C, m_C, *, projected: bool = True):
-        """(per-token BottleneckStats, logits, G) from explicit projections (`row_terms`);
-        projected=False leaves the projection terms at zero (no Jacobians)."""
+        """(per-token BottleneckStats, logits, G) by `row_terms`."""
         c = self.chunk(h_CxD, y_C, m_C, projected=projected)
         return row_terms(c.G, c.P, c.U), c.logits, c.G
 
 
 def head_of(model) -> LinearHead | JacobianHead:
-    """The diagnostic view of a Transformer's head: linear when its last step is linear, else
-    Jacobian. Feed a LinearHead `head_inputs(model, h)`, which is h except for mlp."""
+    """The diagnostic view of a Transformer's head; it takes `head_inputs(model, h)`."""
     if model.config.head_kind == "mos":
         return JacobianHead(model.log_probs)
     return LinearHead.of(model.diag_matrix())
 
 
 def head_inputs(model, h_NxD: jax.Array) -> jax.Array:
-    """What `head_of(model)`'s chunk and terms take: the features gelu(h B^T) of an mlp
-    head (its linear part's input), h itself for every other head."""
+    """What `head_of(model)` takes: an mlp head's features gelu(h B^T), else h itself."""
     if model.config.head_kind == "mos":
         return h_NxD
     return model.diag_features(h_NxD).astype(jnp.float32)

@@ -1,12 +1,8 @@
-"""The logit gradient, update efficiency (Figure 8) and coefficient profiles (Figure 7).
-
-Every function has a whole-array form for tests and small models and a chunk form that a
-driver sums over token chunks (`*_sums` + `finish_*`), so nothing T x V outlives a chunk.
-"""
+"""The logit gradient, update efficiency (Figure 8) and coefficient profiles (Figure 7): a
+whole-array form for tests and small models, and a chunk form that the driver sums over token
+chunks (`*_sums` + `finish_*`), so nothing T x V outlives a chunk."""
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -16,17 +12,10 @@ from spamlang.diagnostics.linalg import head_basis, project
 from spamlang.loss import log_softmax, nll_logit_gradient, token_nll
 
 
-@functools.partial(jax.jit, static_argnames="num_tokens")
-def logit_gradient(
-    logits_TxV: jax.Array, targets_T: jax.Array, *, num_tokens: int | None = None
-) -> jax.Array:
-    """d(mean cross-entropy)/d(logits) = (softmax(logits) - onehot(targets)) / T.
-
-    num_tokens: the T of the mean when this is one chunk of a larger batch (default: rows here).
-    Row t sums to zero, so rank(G) <= V - 1.
-    """
-    n = logits_TxV.shape[0] if num_tokens is None else num_tokens
-    return nll_logit_gradient(log_softmax(logits_TxV), targets_T, 1.0 / n)
+@jax.jit
+def logit_gradient(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:
+    """d(mean cross-entropy)/d(logits) = (softmax(logits) - onehot(targets)) / T."""
+    return nll_logit_gradient(log_softmax(logits_TxV), targets_T, 1.0 / logits_TxV.shape[0])
 
 
 @jax.jit
@@ -61,20 +50,19 @@ def efficiency_sums(logits_TxV, targets_T, grad_TxV, induced_TxV, scale_grad_S, 
     return jax.lax.map(one, (scale_grad_S, scale_ind_S))
 
 
-def update_efficiency_directions(
-    logits_TxV: jax.Array, targets_T: jax.Array, induced_TxV: jax.Array, step_norms
+def update_efficiency(
+    logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Array, step_norms
 ) -> dict[str, np.ndarray]:
-    """Exact mean-loss change when the logits move by a step of Frobenius norm e along
-    -grad_L (the logit gradient) and along -induced, for each e in step_norms.
+    """Figure 8 for a linear head: the exact mean-loss change when the logits move by a step of
+    Frobenius norm e along -grad_L and along -(grad_H) W^T = -(G W) W^T, for each e in
+    step_norms (equal budget in logit space). Returns numpy arrays "step_norms",
+    "delta_logit", "delta_induced" (negative = the loss went down) and the base "loss".
 
-    `induced_TxV` is the logit-space direction (up to scale) that descending the hidden
-    states induces; both directions are normalised to the same step norm, so the comparison
-    is at equal budget in logit space. Returns numpy arrays "step_norms", "delta_logit",
-    "delta_induced" (negative = the loss went down) and the base "loss".
+    To first order the change is -e <G, d> / ||d|| for a unit direction d, which is most
+    negative for d = G (Cauchy-Schwarz); so the logit direction never does worse for small e.
     """
-    base, d_grad, d_ind = _efficiency(
-        logits_TxV, targets_T, induced_TxV, jnp.asarray(step_norms, jnp.float32)
-    )
+    norms_S = jnp.asarray(step_norms, jnp.float32)
+    base, d_grad, d_ind = _efficiency(logits_TxV, targets_T, W_VxD, norms_S)
     return {
         "step_norms": np.asarray(step_norms, np.float64),
         "loss": float(base),
@@ -84,9 +72,10 @@ def update_efficiency_directions(
 
 
 @jax.jit
-def _efficiency(logits_TxV, targets_T, induced_TxV, norms_S):
+def _efficiency(logits_TxV, targets_T, W_VxD, norms_S):
     T = logits_TxV.shape[0]
     G_TxV = logit_gradient(logits_TxV, targets_T)
+    induced_TxV = induced_direction(G_TxV, W_VxD)
     base = cross_entropy_sum(logits_TxV, targets_T) / T
     ce_g, ce_u = efficiency_sums(
         logits_TxV,
@@ -97,21 +86,6 @@ def _efficiency(logits_TxV, targets_T, induced_TxV, norms_S):
         norms_S / jnp.linalg.norm(induced_TxV),
     )
     return base, ce_g / T - base, ce_u / T - base
-
-
-def update_efficiency(
-    logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Array, step_norms
-) -> dict[str, np.ndarray]:
-    """Figure 8 for a linear head: loss change along -grad_L against -(grad_H) W^T = -(G W) W^T,
-    both normalised to each step norm (exact losses, not a first-order estimate).
-
-    To first order the change is -e <G, d> / ||d|| for a unit direction d, which is most
-    negative for d = G (Cauchy-Schwarz); so the logit direction never does worse for small e.
-    """
-    G_TxV = logit_gradient(logits_TxV, targets_T)
-    return update_efficiency_directions(
-        logits_TxV, targets_T, induced_direction(G_TxV, W_VxD), step_norms
-    )
 
 
 # --- coefficient profile (Figure 7) -------------------------------------------------------

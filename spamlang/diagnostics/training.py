@@ -29,8 +29,7 @@ def _group(path) -> str:
 
 
 def grad_norms(grads: nnx.State) -> dict[str, jax.Array]:
-    """L2 norm of the gradient per group: "grad_norm/embedding", "grad_norm/block_<i>",
-    "grad_norm/head" (final norm + the head's own parameters)."""
+    """L2 norm of the gradient per group of `_group`, under "grad_norm/<group>"."""
     sq: dict[str, jax.Array] = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(grads):
         name = "grad_norm/" + _group(path)
@@ -52,29 +51,16 @@ def _scan_stats(head, h_NxD, y_N, chunk: int) -> BottleneckStats:
 def diag_metrics(
     model, tokens_BxL: jax.Array, *, chunk_size: int | None = None
 ) -> dict[str, jax.Array]:
-    """Kernel fraction, projected cosine and per-group gradient norms on one batch. Jittable.
+    """Jittable float32 scalars on one batch: "kernel_fraction" (equation 10),
+    "projected_cosine" (see BottleneckStats), and the norm of the mean loss's gradient per
+    group, "grad_norm/embedding", "grad_norm/block_<i>" and "grad_norm/head". A tied head's
+    matrix IS the embedding: its gradient is reported once, under "grad_norm/embedding". The
+    final RMSNorm always counts with the head.
 
-    Returns float32 scalars under exactly these keys: "kernel_fraction" (equation 10),
-    "projected_cosine" (mean over tokens of cos(g_t, P g_t), see BottleneckStats),
-    "grad_norm/embedding", "grad_norm/block_<i>" for every block, "grad_norm/head".
-    The gradient is of the mean next-token loss w.r.t. each parameter group. A tied head's
-    matrix IS the embedding: its gradient (input and output uses together) is reported once,
-    under "grad_norm/embedding"; "grad_norm/head" then holds the final-norm gain (plus the
-    mos projections). The final RMSNorm always counts with the head.
-
-    Heads with a linear last step measure every predicted token: softmax and lowrank the
-    gradient w.r.t. h against W = head_matrix(); mlp the gradient w.r.t. its features
-    gelu(h B^T) against its output matrix A (`Transformer.diag_features` / `diag_matrix`).
-    A mos head measures the first MOS_DIAG_TOKENS tokens against their own Jacobians.
-    chunk_size: tokens per chunk for the loss (spamlang.loss) and the statistics; None = all.
-
-    Cost per call, on T = B (L-1) tokens, N parameters, a V x D head:
-    one extra forward + backward (~6 N T FLOPs), one extra backbone forward for the hidden
-    states (~2 N_backbone T), the statistics (logits, G Q and G W: 6 T V D) and a thin QR of
-    W with its rotation and Gram matrix (~8 V D^2 + O(D^3)). For smollm2-106m at V = 131,072
-    and a 32 x 64 batch: ~4.8 TFLOPs, 1.5x a training step (3.1 TFLOPs), so diag_every = 100
-    adds ~1.5% to training. Memory: the loss's, plus a few
-    chunk x V floats and the V x D basis.
+    Linear heads measure every predicted token (`head_of`); a mos head the first
+    MOS_DIAG_TOKENS against their own Jacobians. chunk_size: tokens per chunk for the loss
+    and the statistics; None = all. Cost for smollm2-106m at V = 131,072 and a 32 x 64 batch:
+    ~4.8 TFLOPs, 1.5x a training step, so diag_every = 100 adds ~1.5% to training.
     """
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 

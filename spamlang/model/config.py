@@ -3,19 +3,15 @@
 The config is pure Python (no JAX import), so the CLI and the sweep code can build and
 validate one cheaply.
 
-Width family. `<base>-w<D>` (base `tiny`, `small` or `medium`; e.g. `tiny-w64`) is the base
-preset at d_model = D with everything else scaled by one rule (`preset_fields`): head_dim kept
-(n_heads = D / head_dim), the base's query-per-KV-head ratio kept, d_ff = D x (base d_ff / base
-d_model) (4 D for all three), init_std = 1 / sqrt(D), and n_layers, max_seq_len, rope_theta and
-norm_eps kept. Why: a plain `d_model` override keeps the base's init std, d_ff and head count,
-so it also moves the embedding norm (a row of D normals of std s has norm about s sqrt(D):
-tiny's 0.25 gives 1.0, 1.41, 2.0 at D = 16, 32, 64), shrinks the MLP relative to D and widens
-every head. With the rule only the width moves: the expected embedding row norm stays 1 (every
-base already uses 1 / sqrt(its D)), the MLP stays 4 D and a head stays head_dim wide. D must be
-a multiple of head_dim x (query heads per KV head): 16 for tiny, 32 for small, 64 for medium;
-`<base>-w<base D>` is the base itself. The paper's `smollm2-106m` has no family: its d_ff ratio
-(8/3) and 3 query heads per KV head would allow only every third multiple of 64, and it is a
-fixed shape to reproduce, not an axis.
+Width family `<base>-w<D>` (base `tiny`, `small` or `medium`; e.g. `tiny-w64`): the base
+preset at d_model = D with head_dim and the query-per-KV-head ratio kept, d_ff = 4 D (the base's
+ratio), init_std = 1 / sqrt(D), and the rest kept. Why: a plain `d_model` override keeps the
+base's init std, d_ff and head count, so it also moves the embedding norm (a row of D normals
+of std s has norm about s sqrt(D)), shrinks the MLP relative to D and widens every head; with
+the rule only the width moves. D must be a multiple of head_dim x (query heads per KV head):
+16 for tiny, 32 for small, 64 for medium. The paper's `smollm2-106m` has no family: its d_ff
+ratio (8/3) and 3 query heads per KV head would allow only every third multiple of 64, and it
+is a fixed shape to reproduce, not an axis.
 """
 
 from __future__ import annotations
@@ -32,17 +28,13 @@ from spamlang.errors import UserError
 _DTYPES = ("float32", "bfloat16")
 # The head specs (R: rank or hidden width, K: mixture components), as `--help` lists them.
 HEAD_FORMS = ("softmax", "lowrank:R", "mos:K", "mlp:R")
-_HEAD_KINDS = tuple(form.partition(":")[0] for form in HEAD_FORMS)
 # Implementations of the model's matmuls, attention and argmax (spamlang.model.kernels, which
 # re-exports this tuple; it lives here so that the config needs no JAX import).
 KERNELS = ("xla", "cpu")
 
-# Architecture presets. vocab_size, tie_embeddings, head, residual and kernels are run
-# parameters, not part of a preset; vocab_size has no default and must be passed to `preset`.
-# These are the base presets; look names up with `preset_fields`, which also derives the width
-# family `<base>-w<D>` of WIDTH_BASES (module docstring): d_model D, head_dim kept, KV ratio kept,
-# d_ff 4 D, init_std 1/sqrt(D), the rest kept, so that a width axis moves only the width (not
-# the embedding norm, the MLP ratio or the head width).
+# The base presets (look names up with `preset_fields`, which also derives the width family).
+# vocab_size, tie_embeddings, head, residual and kernels are run parameters, not part of a
+# preset; vocab_size has no default and must be passed to `preset`.
 PRESETS: dict[str, dict[str, Any]] = {
     # The smallest thing that is still a Transformer: unit tests and CLI smoke runs.
     "tiny": dict(
@@ -92,11 +84,8 @@ def preset_names() -> str:
 
 
 def preset_fields(name: str) -> dict[str, Any]:
-    """The ModelConfig fields of preset `name`: a base preset as it is, or a width family member.
-
-    Every lookup of a preset by name goes through here, so a name that works in one place
-    (`--preset`, a sweep axis, results.csv) works in all of them.
-    """
+    """The ModelConfig fields of preset `name` (a base preset or a width family member): every
+    lookup by name goes through here, so a name that works in one place works in all."""
     if isinstance(name, str) and name in PRESETS:
         return dict(PRESETS[name])
     match = _WIDTH_NAME.match(name) if isinstance(name, str) else None
@@ -173,13 +162,9 @@ def parse_head(head: str) -> tuple[str, int]:
     if kind == "softmax" and not sep:
         return "softmax", 0
     if kind in _HEAD_ARGS and sep:
-        try:
-            value = int(arg)
-        except ValueError:
-            value = None
-        if value is None or value < 1 or str(value) != arg.strip():
+        if not re.fullmatch(r"[1-9][0-9]*", arg.strip()):
             raise UserError(f"head {head!r}: the {_HEAD_ARGS[kind]} must be an integer >= 1")
-        return kind, value
+        return kind, int(arg)
     raise UserError(
         f"head must be 'softmax', 'lowrank:R', 'mos:K' or 'mlp:R' (R, K >= 1), got {head!r}"
     )
@@ -187,20 +172,10 @@ def parse_head(head: str) -> tuple[str, int]:
 
 # Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
 # `fields.check`); the checks that relate fields to each other are in `__post_init__`.
+_COUNTS = "d_model embed_dim n_layers n_heads n_kv_heads d_ff max_seq_len"
 _LIMITS: dict[str, dict] = {
     "vocab_size": dict(ge=2),
-    **{
-        name: dict(ge=1)
-        for name in (
-            "d_model",
-            "embed_dim",
-            "n_layers",
-            "n_heads",
-            "n_kv_heads",
-            "d_ff",
-            "max_seq_len",
-        )
-    },
+    **{name: dict(ge=1) for name in _COUNTS.split()},
     **{name: dict(gt=0) for name in ("rope_theta", "norm_eps", "init_std")},
     **{name: dict(choices=_DTYPES) for name in ("dtype", "param_dtype")},
     "kernels": dict(choices=KERNELS),
@@ -249,7 +224,12 @@ class ModelConfig:
             raise UserError(
                 f"head_dim = d_model / n_heads must be even for RoPE, got {self.head_dim}"
             )
-        self._check_embed_dim()
+        if self.embed_projected and self.tie_embeddings:
+            raise UserError(
+                f"embed_dim {self.embed_dim} differs from d_model {self.d_model}, which a tied "
+                f"head cannot use (it needs a V x d_model embedding); use "
+                f"tie_embeddings=False"
+            )
         kind, _ = parse_head(self.head)
         if kind == "lowrank" and self.tie_embeddings:
             raise UserError(
@@ -259,17 +239,6 @@ class ModelConfig:
             raise UserError(
                 "head 'mlp:R' is untied by construction (its output matrix A is "
                 "V x R, not the V x d_model embedding); use tie_embeddings=False"
-            )
-
-    def _check_embed_dim(self) -> None:
-        e = self.embed_dim  # an integer >= 1 or None (= d_model): checked with the fields
-        if e is None:
-            return
-        if self.embed_projected and self.tie_embeddings:
-            raise UserError(
-                f"embed_dim {e} differs from d_model {self.d_model}, which a tied "
-                f"head cannot use (it needs a V x d_model embedding); use "
-                f"tie_embeddings=False"
             )
 
     @property
@@ -339,18 +308,11 @@ def _check_fields(values: dict) -> None:
 
 
 def count_params(config: ModelConfig) -> dict[str, int]:
-    """Parameter counts, analytic (equal to the initialised state, which a test checks).
-
-    - "embedding": the input embedding E, V x D; with embed_dim e != D, E (V x e) and its
-      projection to the stream (e x D), V e + e D.
-    - "head": every parameter of the LM head, whether or not it depends on V:
-      softmax untied: W (V x D); tied: 0. lowrank:R and mlp:R: A (V x R) and B (R x D).
-      mos:K: the context projection P (D x K D), the prior U (D x K), and W (V x D) if untied.
-    - "non_embedding": total - embedding - head, i.e. exactly the backbone (blocks and final
-      norm). It is the same for every head and tying choice, so runs that differ only in head
-      compare at equal non-embedding size (smollm2-106m: 106,203,456).
-    - "total": everything, counting a tied matrix once.
-    """
+    """Parameter counts, analytic (equal to the initialised state, which a test checks):
+    "embedding" (E, and embed_proj if any), "head" (every parameter of the LM head; 0 for a
+    tied softmax), "non_embedding" (exactly the backbone: the same for every head and tying
+    choice, so runs that differ only in head compare at equal size; smollm2-106m:
+    106,203,456), and "total" (a tied matrix counted once)."""
     D, V, F, hd = config.d_model, config.vocab_size, config.d_ff, config.head_dim
     attn = D * config.n_heads * hd * 2 + D * config.n_kv_heads * hd * 2  # wq, wo, wk, wv
     block = attn + 3 * D * F + 2 * D  # SwiGLU (gate, up, down) and two RMSNorm scales

@@ -6,23 +6,20 @@ log-probabilities. A tied head owns no output matrix: the Transformer passes its
 embedding E_VxD to every call, so the state holds the matrix exactly once.
 
 Heads whose last step is linear (softmax, lowrank, mlp) also expose
-`linear(h, E) -> (features_NxR, W_VxR)` with logits = features W^T; the chunked loss uses it to
-run a fused cross-entropy on the narrowest factorisation (R = D for softmax, R = r for lowrank
-and mlp, whose nonlinearity is inside the features).
+`linear(h, E) -> (features_NxR, W_VxR)` with logits = features W^T; the chunked loss runs its
+fused cross-entropy on that narrowest factorisation (R = D for softmax, r for lowrank and mlp).
 
 Init of the factored heads (lowrank:r, mlp:r): the initial logit scale must not depend on r,
 else a rank sweep also sweeps the initial logit scale. The final RMSNorm hands the head
-unit-RMS hidden states (scale 1 at init), so B ~ N(0, 1/D) gives pre-activations h B^T of unit
-RMS like h, and A ~ N(0, init_std^2 D / (r c^2)), with c the RMS of a feature (1 for lowrank,
-PHI_RMS for mlp), gives logits of std init_std sqrt(D): exactly the softmax head's
-(W ~ N(0, init_std^2), rows of norm init_std sqrt(D)), for every r. (N(0, init_std^2) for both
-factors, the rule before, made the logit std init_std^2 sqrt(r D), growing as sqrt(r).)
+unit-RMS hidden states, so B ~ N(0, 1/D) gives pre-activations h B^T of unit RMS, and
+A ~ N(0, init_std^2 D / (r c^2)), with c the RMS of a feature (1 for lowrank, PHI_RMS for
+mlp), gives logits of std init_std sqrt(D): exactly the softmax head's, for every r.
+(N(0, init_std^2) for both factors, the rule before, made the logit std grow as sqrt(r).)
 
 `diag_features(h, E)` and `diag_matrix(E)` give the linear map the gradient diagnostics
-measure (spamlang.diagnostics): logits = diag_features W^T with W = diag_matrix. softmax and
-lowrank: h and the V x D matrix (A B for lowrank), so the kernel fraction is that of the
-gradient w.r.t. h; mlp: its features gelu(h B^T) and A, so it is that of the gradient w.r.t.
-the head's r features, against col(A). mos has neither (nonlinear in h throughout).
+measure: logits = diag_features W^T with W = diag_matrix. softmax and lowrank: h against the
+V x D matrix (A B for lowrank: for r > D, col(A B) is a D-dimensional part of col(A)); mlp:
+its features gelu(h B^T) against A. mos has neither (nonlinear in h throughout).
 """
 
 from __future__ import annotations
@@ -44,11 +41,8 @@ PHI_RMS = math.sqrt(1 / 3 + 1 / (2 * math.pi * math.sqrt(3)))
 
 
 def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.Array:
-    """features W^T in the compute dtype, accumulated and returned in float32.
-
-    A plain einsum, so forward mode (jvp / jacfwd, used by spamlang.diagnostics) works; the
-    training loss's fused chunked path computes the head gradient in its own fast layout.
-    """
+    """features W^T in the compute dtype, accumulated and returned in float32. A plain einsum,
+    so forward mode (jvp / jacfwd, used by spamlang.diagnostics) works."""
     return jnp.einsum(
         "...r,vr->...v",
         features_NxR.astype(dtype),
@@ -57,11 +51,18 @@ def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.
     )
 
 
+def _raises(message: str):
+    """A head method that a head without that structure answers with a UserError."""
+
+    def method(self, *args):
+        raise UserError(message)
+
+    return method
+
+
 class _LinearLastStep(nnx.Module):
-    """What the heads whose last step is linear (logits = features W^T) share: log-probs from
-    `linear`, and the diagnostics' view, h against the V x D matrix (an mlp head overrides it:
-    its features against A). Lowrank too is measured against A B on h, not A on h B^T: for
-    r > D, col(A B) is a D-dimensional part of col(A)."""
+    """What the heads with logits = features W^T share: log-probs from `linear`, and the
+    diagnostics' view, h against `matrix` (the mlp head overrides it)."""
 
     def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
@@ -89,45 +90,38 @@ class SoftmaxHead(_LinearLastStep):
         return h_NxD, self.matrix(embed_VxD)
 
 
-def _factors(config: ModelConfig, rngs: nnx.Rngs, feature_rms: float):
-    """(A: V x r, B: r x D) of a factored head whose features have RMS `feature_rms` when
-    h B^T has unit RMS; the init rule of the module docstring (logit std init_std sqrt(D))."""
-    V, D, r = config.vocab_size, config.d_model, config.head_arg
-    std_a = config.init_std * math.sqrt(D / r) / feature_rms
-    a_VxR = normal_param(rngs, (V, r), config, std=std_a)
-    b_RxD = normal_param(rngs, (r, D), config, std=1 / math.sqrt(D))
-    return a_VxR, b_RxD
+class _Factored(_LinearLastStep):
+    """A: V x r and B: r x D, initialised by the rule of the module docstring for features
+    of RMS `FEATURE_RMS` when h B^T has unit RMS."""
 
-
-def _project(h_NxD: jax.Array, b_RxD: nnx.Param, dtype: str) -> jax.Array:
-    """h B^T in the compute dtype, accumulated and returned in float32."""
-    return jnp.einsum(
-        "...d,rd->...r",
-        h_NxD.astype(dtype),
-        b_RxD[...].astype(dtype),
-        preferred_element_type=jnp.float32,
-    )
-
-
-class LowRankHead(_LinearLastStep):
-    """logits = h (A B)^T = (h B^T) A^T, with A: V x r and B: r x D (the paper's section 3.1).
-
-    The product is never formed in the forward pass: h is first projected to r dimensions.
-    Its rank is min(r, D): r > D is allowed but adds no rank. Init (module docstring):
-    B ~ N(0, 1/D), so h B^T has unit RMS like the final-normed h; A ~ N(0, init_std^2 D / r),
-    so a row of A has the expected norm of a softmax W row (init_std sqrt(D)) and the logit
-    std is init_std sqrt(D), softmax's, for every r.
-    """
+    FEATURE_RMS = 1.0
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         self.dtype = config.dtype
-        self.a, self.b = _factors(config, rngs, feature_rms=1.0)
+        V, D, r = config.vocab_size, config.d_model, config.head_arg
+        std_a = config.init_std * math.sqrt(D / r) / self.FEATURE_RMS
+        self.a = normal_param(rngs, (V, r), config, std=std_a)
+        self.b = normal_param(rngs, (r, D), config, std=1 / math.sqrt(D))
+
+    def _project(self, h_NxD: jax.Array) -> jax.Array:
+        """h B^T in the compute dtype, accumulated and returned in float32."""
+        return jnp.einsum(
+            "...d,rd->...r",
+            h_NxD.astype(self.dtype),
+            self.b[...].astype(self.dtype),
+            preferred_element_type=jnp.float32,
+        )
+
+
+class LowRankHead(_Factored):
+    """logits = h (A B)^T = (h B^T) A^T (the paper's section 3.1); the product is never formed
+    in the forward pass. Its rank is min(r, D): r > D is allowed but adds no rank."""
 
     def matrix(self, embed_VxD: jax.Array) -> jax.Array:
         return self.a[...].astype(jnp.float32) @ self.b[...].astype(jnp.float32)
 
     def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
-        return _project(h_NxD, self.b, self.dtype), self.a[...]
+        return self._project(h_NxD), self.a[...]
 
 
 def gelu(x: jax.Array) -> jax.Array:
@@ -135,41 +129,23 @@ def gelu(x: jax.Array) -> jax.Array:
     return jax.nn.gelu(x, approximate=False)
 
 
-class MLPHead(_LinearLastStep):
-    """logits = gelu(h B^T) A^T, with B: r x D and A: V x r; untied.
+class MLPHead(_Factored):
+    """logits = gelu(h B^T) A^T, untied. r may exceed D: the logit matrix over many inputs then
+    has rank up to min(r, V), so the backbone width no longer caps it. (GELU's features have a
+    mean of 1/(2 sqrt(pi)), so about 19% of the initial logit variance is a per-token offset
+    shared by every input.)"""
 
-    A wide nonlinear head: r may exceed D, and the logit matrix over many inputs then has
-    rank up to min(r, V), not D; the backbone width no longer caps it. Its last step is
-    linear, so `linear` returns (gelu(h B^T) in float32, A) and the fused chunked loss runs
-    on it unchanged. It has no single V x D matrix (`matrix` raises).
-
-    Init (module docstring): B ~ N(0, 1/D), so the pre-activations h B^T have unit std;
-    A ~ N(0, init_std^2 D / (r PHI_RMS^2)), so the logit std is init_std sqrt(D), the
-    softmax head's, for every r. (GELU's features have a mean of 1/(2 sqrt(pi)), so about
-    19% of that initial logit variance is a per-token offset shared by every input.)
-    """
-
-    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
-        self.dtype = config.dtype
-        self.a, self.b = _factors(config, rngs, feature_rms=PHI_RMS)
-
-    def matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        raise UserError("an mlp head is nonlinear: it has no single V x d_model matrix W")
+    FEATURE_RMS = PHI_RMS
+    matrix = _raises("an mlp head is nonlinear: it has no single V x d_model matrix W")
 
     def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
-        return gelu(_project(h_NxD, self.b, self.dtype)), self.a[...]
+        return gelu(self._project(h_NxD)), self.a[...]
 
     def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         return self.linear(h_NxD, embed_VxD)[0]
 
     def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
         return self.a[...]
-
-
-_MOS_NOT_LINEAR = (
-    "a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
-    "measure it by its Jacobians (spamlang.diagnostics.head_chunks.JacobianHead)"
-)
 
 
 class MoSHead(nnx.Module):
@@ -180,6 +156,12 @@ class MoSHead(nnx.Module):
     probability underflows. W is the input embedding when tied, else its own V x D matrix.
     """
 
+    matrix = linear = _raises("a Mixture-of-Softmaxes head is nonlinear: it has no single matrix W")
+    diag_features = diag_matrix = _raises(
+        "a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
+        "measure it by its Jacobians (spamlang.diagnostics.head_chunks.JacobianHead)"
+    )
+
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         self.dtype = config.dtype
         self.tied = config.tie_embeddings
@@ -189,18 +171,6 @@ class MoSHead(nnx.Module):
         self.prior = normal_param(rngs, (D, self.k), config)
         if not self.tied:
             self.w = normal_param(rngs, (config.vocab_size, D), config)
-
-    def matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        raise UserError("a Mixture-of-Softmaxes head is nonlinear: it has no single matrix W")
-
-    def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
-        raise UserError("a Mixture-of-Softmaxes head is nonlinear: it has no single matrix W")
-
-    def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        raise UserError(_MOS_NOT_LINEAR)
-
-    def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        raise UserError(_MOS_NOT_LINEAR)
 
     def log_mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
         """log pi, [..., K], float32."""
@@ -213,7 +183,6 @@ class MoSHead(nnx.Module):
         return jax.nn.log_softmax(scores, axis=-1)
 
     def mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
-        """pi, [..., K], float32; sums to 1 over K."""
         return jnp.exp(self.log_mixture_weights(h_NxD))
 
     def component_log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
@@ -236,7 +205,5 @@ class MoSHead(nnx.Module):
 
 
 def make_head(config: ModelConfig, *, rngs: nnx.Rngs) -> nnx.Module:
-    cls = {"softmax": SoftmaxHead, "lowrank": LowRankHead, "mos": MoSHead, "mlp": MLPHead}[
-        config.head_kind
-    ]
-    return cls(config, rngs=rngs)
+    kinds = {"softmax": SoftmaxHead, "lowrank": LowRankHead, "mos": MoSHead, "mlp": MLPHead}
+    return kinds[config.head_kind](config, rngs=rngs)

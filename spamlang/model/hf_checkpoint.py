@@ -1,38 +1,26 @@
 """Llama-family Hugging Face checkpoints in spamlang's own model: config mapping and weights.
 
-    from spamlang.model import load_hf
-    model = load_hf("SmolLM2-135M")                   # a Transformer; model.config: its ModelConfig
-    model = load_hf("SmolLM2-135M", vocab_size=4096)  # only the first 4,096 token ids
+    model = load_hf("SmolLM2-135M", vocab_size=4096)  # a Transformer on the first 4,096 ids
 
 A checkpoint is a local directory as `save_pretrained` writes it: config.json with model_type
-"llama", and model.safetensors or shards listed in model.safetensors.index.json.
-
-config.json becomes a `ModelConfig` (`hf_config`): hidden_size -> d_model, num_hidden_layers
--> n_layers, num_attention_heads -> n_heads, num_key_value_heads -> n_kv_heads,
-intermediate_size -> d_ff, rms_norm_eps -> norm_eps, rope theta (`rope_parameters` in
-transformers 5, top-level `rope_theta` before) -> rope_theta, max_position_embeddings ->
-max_seq_len, initializer_range -> init_std, tie_word_embeddings -> tie_embeddings,
-vocab_size. Anything the model cannot represent (attention or MLP biases, scaled or
-interleaved RoPE, an activation other than SiLU, a head_dim other than hidden_size /
-num_attention_heads, another model_type) is a UserError naming it, never a silently
-different model. Keys that change nothing at inference (dropout, pretraining_tp) are ignored.
+"llama", and model.safetensors or shards listed in model.safetensors.index.json. Anything the
+model cannot represent (biases, scaled or interleaved RoPE, an activation other than SiLU, a
+head_dim other than hidden_size / num_attention_heads, another model_type) is a UserError
+naming it, never a silently different model; keys that change nothing at inference (dropout,
+pretraining_tp) are ignored.
 
 Weights: torch's Linear stores out x in and ours are in x out, so projections are transposed;
-RoPE already uses transformers' rotate-half layout (`spamlang.model.layers.rope_tables`), so
-q_proj and k_proj need no permutation. Every tensor the model needs must be present with the
-shape config.json implies, and every tensor present must be used (rotary inv_freq buffers
-aside), else a UserError naming it. Tensors are read with safetensors' NumPy backend: no
-torch, bfloat16 through ml_dtypes (a JAX dependency), and a vocabulary cut reads only the
-rows it keeps.
+our RoPE already uses transformers' rotate-half layout, so q_proj and k_proj need no
+permutation. Every tensor the model needs must be present with the shape config.json implies,
+and every tensor present must be used (rotary inv_freq buffers aside). Tensors are read with
+safetensors' NumPy backend (no torch; bfloat16 through ml_dtypes), and a vocabulary cut reads
+only the rows it keeps.
 
-Run choices on top of the checkpoint:
-- vocab_size V <= the checkpoint's: the first V rows of the embedding and of an untied head,
-  i.e. the logits of token ids < V (the softmax then normalises over those V).
-- tie_embeddings: a tied checkpoint loads tied, or untied with the head starting as a copy
-  of the embedding (the same function); an untied one loads only untied, since tying it
-  would discard lm_head.
-- head: softmax only (a pretrained LM head is one matrix), and no narrow embedding
-  (embed_dim unset or d_model); dtype, param_dtype, kernels and residual are free.
+Run choices on top of the checkpoint: vocab_size V <= the checkpoint's keeps the first V rows
+of the embedding and of an untied head; a tied checkpoint loads tied, or untied with the head
+starting as a copy of the embedding (the same function), while an untied one loads only
+untied, since tying it would discard lm_head; head softmax only and no narrow embedding;
+dtype, param_dtype, kernels and residual are free.
 """
 
 from __future__ import annotations
@@ -54,17 +42,9 @@ from spamlang.model.transformer import Transformer
 
 SUPPORTED_TYPES = ("llama",)
 # The ModelConfig fields a checkpoint fixes; vocab_size, tie_embeddings, head, residual, the
-# dtypes and kernels stay choices of the run (see the module docstring).
-ARCHITECTURE = (
-    "d_model",
-    "n_layers",
-    "n_heads",
-    "n_kv_heads",
-    "d_ff",
-    "rope_theta",
-    "norm_eps",
-    "max_seq_len",
-    "init_std",
+# dtypes and kernels stay choices of the run.
+ARCHITECTURE = tuple(
+    "d_model n_layers n_heads n_kv_heads d_ff rope_theta norm_eps max_seq_len init_std".split()
 )
 CONFIG = "config.json"
 SINGLE = "model.safetensors"
@@ -78,12 +58,8 @@ _DEFAULTS = dict(
     tie_word_embeddings=False,
     rope_theta=10_000.0,
 )
-_REQUIRED = (
-    "vocab_size",
-    "hidden_size",
-    "intermediate_size",
-    "num_hidden_layers",
-    "num_attention_heads",
+_REQUIRED = tuple(
+    "vocab_size hidden_size intermediate_size num_hidden_layers num_attention_heads".split()
 )
 # Non-parameter buffers that some checkpoints carry: RoPE frequencies, recomputed from theta.
 _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$")
@@ -108,7 +84,7 @@ def checkpoint_dir(model_dir: str | Path) -> Path:
 
 def hf_config(model_dir: str | Path) -> ModelConfig:
     """The ModelConfig of a Llama checkpoint's config.json, with its own vocab_size and tying
-    (softmax head, float32, plain kernels); UserError for anything the model cannot hold."""
+    (softmax head, float32, plain kernels)."""
     path = checkpoint_dir(model_dir) / CONFIG
     raw = _read_json(path)
     if not isinstance(raw, dict):
@@ -276,16 +252,6 @@ def _read_json(path: Path):
 # ----- tensors ----------------------------------------------------------------------------------
 
 
-def _safe_open():
-    try:
-        from safetensors import safe_open
-    except ImportError:
-        raise UserError(
-            "reading Hugging Face checkpoints needs safetensors: pip install 'spamlang[hf]'"
-        ) from None
-    return safe_open
-
-
 def _tensor_files(path: Path) -> dict[str, Path]:
     """Every tensor name of the checkpoint and the file that holds it."""
     single, index = path / SINGLE, path / INDEX
@@ -314,11 +280,23 @@ def _tensor_files(path: Path) -> dict[str, Path]:
 
 def _open(file: Path):
     try:
-        return _safe_open()(str(file), framework="numpy")
-    except UserError:
-        raise
+        from safetensors import safe_open
+    except ImportError:
+        raise UserError(
+            "reading Hugging Face checkpoints needs safetensors: pip install 'spamlang[hf]'"
+        ) from None
+    try:
+        return safe_open(str(file), framework="numpy")
     except Exception as e:  # safetensors raises its own SafetensorError for damaged files
         raise UserError(f"cannot read {file}: {first_line(e) or type(e).__name__}") from None
+
+
+def _by_file(layout: dict, files: dict):
+    """(open file, tensor name) for every tensor of `layout`, one file open at a time."""
+    for file in sorted(set(files[n] for n in layout)):
+        with _open(file) as f:
+            for name in (n for n in layout if files[n] == file):
+                yield file, f, name
 
 
 def _layout(c: ModelConfig, checkpoint: ModelConfig) -> dict[str, tuple[str, tuple, bool]]:
@@ -344,14 +322,10 @@ def _layout(c: ModelConfig, checkpoint: ModelConfig) -> dict[str, tuple[str, tup
     return out
 
 
-def check_weights(model_dir: str | Path, config: ModelConfig) -> None:
-    """UserError unless `read_weights(model_dir, config)` would succeed; reads only config.json
-    and the safetensors headers (cheap: for checking before a run writes anything)."""
-    _plan(model_dir, config)
-
-
-def _plan(model_dir, config: ModelConfig):
-    """(layout, files) after checking names and shapes against the headers."""
+def check_weights(model_dir: str | Path, config: ModelConfig):
+    """(layout, files) after checking the tensor names and shapes against the safetensors
+    headers: UserError unless `read_weights(model_dir, config)` would succeed. Reads only
+    config.json and the headers (cheap: for checking before a run writes anything)."""
     checkpoint = hf_config(model_dir)
     check_fits(checkpoint, config, model_dir)
     path = Path(model_dir)
@@ -376,37 +350,31 @@ def _plan(model_dir, config: ModelConfig):
             f"{path} has tensor(s) spamlang's Llama model has no place for: "
             f"{', '.join(extra[:3])}" + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
         )
-    for file in sorted(set(files[n] for n in layout)):
-        with _open(file) as f:
-            present = set(f.keys())
-            for name in (n for n in layout if files[n] == file):
-                if name not in present:
-                    raise UserError(f"{file} lacks tensor {name}, which {INDEX} places there")
-                shape = tuple(f.get_slice(name).get_shape())
-                if shape != layout[name][1]:
-                    raise UserError(
-                        f"{path}: tensor {name} has shape {list(shape)}, config.json "
-                        f"implies {list(layout[name][1])}"
-                    )
+    for file, f, name in _by_file(layout, files):
+        if name not in f.keys():
+            raise UserError(f"{file} lacks tensor {name}, which {INDEX} places there")
+        shape = tuple(f.get_slice(name).get_shape())
+        if shape != layout[name][1]:
+            raise UserError(
+                f"{path}: tensor {name} has shape {list(shape)}, config.json "
+                f"implies {list(layout[name][1])}"
+            )
     return layout, files
 
 
 def read_weights(model_dir: str | Path, config: ModelConfig) -> dict[str, np.ndarray]:
     """The checkpoint's tensors as the parameters of `Transformer(config)`, on the host in
     config.param_dtype, keyed by parameter path ("embed", "blocks/0/attn/wq", "head/w")."""
-    layout, files = _plan(model_dir, config)
-    dtype = jnp.dtype(config.param_dtype)
-    V = config.vocab_size
+    layout, files = check_weights(model_dir, config)
     weights: dict[str, np.ndarray] = {}
-    for file in sorted(set(files[n] for n in layout)):
-        with _open(file) as f:
-            for name in (n for n in layout if files[n] == file):
-                ours, _, transposed = layout[name]
-                if name in (_EMBED, _HEAD):
-                    value = f.get_slice(name)[:V]  # only the rows the model keeps
-                else:
-                    value = f.get_tensor(name)
-                weights[ours] = np.ascontiguousarray(value.T if transposed else value, dtype=dtype)
+    for _, f, name in _by_file(layout, files):
+        ours, _, transposed = layout[name]
+        if name in (_EMBED, _HEAD):
+            value = f.get_slice(name)[: config.vocab_size]  # only the rows the model keeps
+        else:
+            value = f.get_tensor(name)
+        value = value.T if transposed else value
+        weights[ours] = np.ascontiguousarray(value, dtype=jnp.dtype(config.param_dtype))
     if not config.tie_embeddings and "head/w" not in weights:  # untying a tied checkpoint
         weights["head/w"] = weights["embed"].copy()
     return weights
@@ -426,18 +394,14 @@ def load_params(
     put = put or (lambda value, _: jnp.asarray(value))
 
     def fill(path, leaf):
-        value = weights.pop(_param_name(path))
+        name = "/".join(str(k.key) for k in path if isinstance(k, jax.tree_util.DictKey))
+        value = weights.pop(name)
         assert value.shape == leaf.shape and value.dtype == leaf.dtype, (path, value.shape)
         return put(value, leaf)
 
     params = jax.tree_util.tree_map_with_path(fill, params)
     assert not weights, f"weights without a parameter: {sorted(weights)}"
     return params
-
-
-def _param_name(path) -> str:
-    """ "blocks/0/attn/wq" for the key path of a parameter leaf."""
-    return "/".join(str(k.key) for k in path if isinstance(k, jax.tree_util.DictKey))
 
 
 def load_hf(
@@ -454,8 +418,6 @@ def load_hf(
     vocab_size: keep the first V token ids (None: all of the checkpoint's). tie_embeddings:
     None keeps the checkpoint's; False on a tied checkpoint copies the embedding into the
     head. dtype / param_dtype / kernels: as in ModelConfig (weights are cast to param_dtype).
-    UserError for a missing directory, a checkpoint the model cannot hold, or missing,
-    misshapen or unexpected tensors.
     """
     checkpoint = hf_config(model_dir)
     config = checkpoint.replace(

@@ -1,24 +1,19 @@
 """The model's matmul, attention and argmax, in two implementations chosen by `ModelConfig.kernels`.
 
-"xla" is the plain, backend-neutral path: `x @ w`, `jax.nn.dot_product_attention` and
-`jnp.argmax`, which leave XLA free to pick its fused kernels (cuDNN attention on GPUs).
-"cpu" gives the same results in layouts tuned for XLA:CPU. `resolve` turns a user's choice
-("auto" included) into one of `KERNELS` for a platform; the model itself never looks at the
-backend.
+"xla" is the plain, backend-neutral path (`x @ w`, `jax.nn.dot_product_attention`,
+`jnp.argmax`), which leaves XLA free to pick its fused kernels (cuDNN attention on GPUs).
+"cpu" gives the same results in layouts tuned for XLA:CPU:
 
-On XLA:CPU (dots routed to YNNPACK) a dot that contracts the LHS's *leading* axis -- every
-autodiff weight gradient dW = x^T g, x [N, Din], g [N, Dout] -- runs well below a plain
-[a, N] @ [N, b] matmul, and XLA folds a plain `.T` back into the dot. So the "cpu" weight
-gradients materialise the transpose of the narrower operand (behind
-`lax.optimization_barrier`) and run a plain matmul. Forward (x @ w) and input-gradient
-(g @ w^T) dots are fast as they are.
+- On XLA:CPU a dot that contracts the LHS's *leading* axis -- every autodiff weight gradient
+  dW = x^T g -- runs well below a plain [a, N] @ [N, b] matmul, and XLA folds a plain `.T`
+  back into the dot. So the "cpu" weight gradients materialise the transpose of the narrower
+  operand (behind `lax.optimization_barrier`) and run a plain matmul.
+- The "cpu" attention stacks the G query heads of each KV head along the row axis
+  ([B, K, G*L, H]) so every score / output product is one batched matmul.
 
-The "cpu" attention stacks the G query heads of each KV head along the row axis
-([B, K, G*L, H]) so every score / output product is one batched matmul. The measurements
-behind both, and the argmax and micro-batch choices below: benchmarks/README.md.
-
-The "cpu" dense and attention are custom VJPs: reverse mode only (jax.grad / vjp). Forward-
-mode code (spamlang.diagnostics' Jacobians of the head) must use "xla" or plain einsums.
+The measurements behind both, the argmax and the micro-batches: benchmarks/README.md. The
+"cpu" dense and attention are custom VJPs: reverse mode only (jax.grad / vjp); forward-mode
+code (spamlang.diagnostics' Jacobians of the head) must use "xla" or plain einsums.
 """
 
 from __future__ import annotations
@@ -62,9 +57,8 @@ def first_argmax(x: jax.Array, kernels: str, axis: int = -1) -> jax.Array:
     """int32 index of the first maximum along `axis` (ties go to the lowest index).
 
     "cpu" spells it as a min-reduce over the indices that attain the max, which XLA:CPU runs
-    several times faster than argmax's variadic reduce. The two differ only on slices containing NaN:
-    jnp.argmax returns the first NaN's index, the min-reduce returns x.shape[axis] (no entry
-    equals a NaN max).
+    several times faster than argmax's variadic reduce. The two differ only on slices holding
+    NaN: jnp.argmax returns the first NaN's index, the min-reduce x.shape[axis].
     """
     if kernels != "cpu":
         return jnp.argmax(x, axis=axis).astype(jnp.int32)
@@ -98,10 +92,6 @@ def _cpu_dense(x_xA: jax.Array, w_AxB: jax.Array) -> jax.Array:
     return x_xA @ w_AxB
 
 
-def _dense_fwd(x, w):
-    return x @ w, (x, w)
-
-
 def _dense_bwd(res, g):
     x, w = res
     g = g.astype(x.dtype)
@@ -109,7 +99,7 @@ def _dense_bwd(res, g):
     return dx.astype(x.dtype), weight_grad(_rows(x), _rows(g)).astype(w.dtype)
 
 
-_cpu_dense.defvjp(_dense_fwd, _dense_bwd)
+_cpu_dense.defvjp(lambda x, w: (x @ w, (x, w)), _dense_bwd)
 
 
 # ----- "cpu" attention -----------------------------------------------------------------------
@@ -149,11 +139,8 @@ _attention_core.defvjp(_core_fwd, _core_bwd)
 def causal_gqa_attention(
     q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array
 ) -> jax.Array:
-    """Causal grouped-query attention, equal to dot_product_attention(q, k, v, is_causal=True).
-
-    K and V are never repeated per query head: the G = N / K query heads of a KV head are
-    stacked along the row axis of one [B, K, G*L, H] product.
-    """
+    """Causal grouped-query attention, equal to dot_product_attention(q, k, v, is_causal=True),
+    with the G = N / K query heads of a KV head stacked along the rows of one product."""
     B, L, N, H = q_BxLxNxH.shape
     K = k_BxLxKxH.shape[2]
     G = N // K
@@ -171,11 +158,9 @@ _CPU_MICRO_FLOATS = 2**18
 
 
 def micro_batches(config, mesh: jax.sharding.Mesh, kernels: str) -> int:
-    """How many micro-batches a TrainConfig's step scans over (1: the whole batch).
-
-    An explicit `micro_batch` holds on every backend; auto (0) splits only with the cpu
-    kernels, since accelerators want the biggest matmuls they can get.
-    """
+    """How many micro-batches a TrainConfig's step scans over (1: the whole batch). An
+    explicit `micro_batch` holds on every backend; auto (0) splits only with the cpu kernels,
+    since accelerators want the biggest matmuls they can get."""
     n_dev = mesh.devices.size
     rows = config.batch_size // n_dev  # per device
     if config.micro_batch:

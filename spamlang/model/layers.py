@@ -1,14 +1,9 @@
 """The blocks of the decoder: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU.
 
 Weights are stored in param_dtype as input x output matrices (x_BxLxD @ w_DxF) and cast to
-the compute dtype at each matmul. Every matrix here is initialised N(0, init_std^2), the
-Llama/SmolLM2 convention (`initializer_range`), with no depth-scaled output projections;
-RMSNorm scales start at 1. (The factored heads and the narrow embedding's projection pass
-their own std to `normal_param`: see spamlang.model.heads and Transformer.)
-
-Projections and causal attention go through `spamlang.model.kernels`, whose implementation
-`config.kernels` picks ("xla": plain `x @ w` and `jax.nn.dot_product_attention`; "cpu": the
-same results in layouts tuned for XLA:CPU, reverse mode only).
+the compute dtype at each matmul (through `spamlang.model.kernels`). Every matrix here is
+initialised N(0, init_std^2), the Llama/SmolLM2 convention (`initializer_range`), with no
+depth-scaled output projections; RMSNorm scales start at 1.
 """
 
 from __future__ import annotations
@@ -45,11 +40,8 @@ class RMSNorm(nnx.Module):
 
 
 def rope_tables(positions_L: jax.Array, head_dim: int, theta: float):
-    """cos and sin tables, [L, head_dim] each, in the Llama / transformers layout.
-
-    Frequencies are theta^(-2i/head_dim) for i < head_dim/2, repeated for both halves, so
-    `apply_rope` with `rotate_half` matches transformers' LlamaRotaryEmbedding exactly.
-    """
+    """cos and sin tables, [L, head_dim] each, in the Llama / transformers layout (frequencies
+    repeated for both halves), so that `apply_rope` matches LlamaRotaryEmbedding exactly."""
     inv_freq = theta ** (-jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim)
     angles_LxH = positions_L.astype(jnp.float32)[:, None] * inv_freq[None, :]
     angles_LxH = jnp.concatenate([angles_LxH, angles_LxH], axis=-1)
@@ -65,21 +57,27 @@ def apply_rope(x_BxLxNxH: jax.Array, cos_LxH: jax.Array, sin_LxH: jax.Array) -> 
     return (x * cos + rotated * sin).astype(x_BxLxNxH.dtype)
 
 
-class Attention(nnx.Module):
-    """Causal grouped-query attention.
+class _Projections(nnx.Module):
+    """A module whose matmuls run in config.dtype through config.kernels."""
 
-    K and V keep n_kv_heads heads and are never copied per query head. The full-sequence
-    forward goes through `kernels.attention` (with "xla", `jax.nn.dot_product_attention`,
-    which can dispatch to the fused cuDNN kernel). Cached decoding always uses
-    dot_product_attention with an explicit mask: its queries start at `pos`, not 0.
-    """
+    def __init__(self, config: ModelConfig):
+        self.dtype = config.dtype
+        self.kernels = config.kernels
+
+    def _dense(self, x: jax.Array, w: nnx.Param) -> jax.Array:
+        return kernels.dense(x, w[...].astype(self.dtype), self.kernels)
+
+
+class Attention(_Projections):
+    """Causal grouped-query attention; K and V keep n_kv_heads heads and are never copied per
+    query head. Cached decoding always uses dot_product_attention with an explicit mask: its
+    queries start at `pos`, not 0."""
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        super().__init__(config)
         D, N, K, H = config.d_model, config.n_heads, config.n_kv_heads, config.head_dim
         self.n_heads, self.n_kv_heads, self.head_dim = N, K, H
         self.rope_theta = config.rope_theta
-        self.dtype = config.dtype
-        self.kernels = config.kernels
         self.wq = normal_param(rngs, (D, N * H), config)
         self.wk = normal_param(rngs, (D, K * H), config)
         self.wv = normal_param(rngs, (D, K * H), config)
@@ -94,9 +92,6 @@ class Attention(nnx.Module):
         cos, sin = rope_tables(positions_L, self.head_dim, self.rope_theta)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
 
-    def _dense(self, x: jax.Array, w: nnx.Param) -> jax.Array:
-        return kernels.dense(x, w[...].astype(self.dtype), self.kernels)
-
     def _out(self, o_BxLxNxH: jax.Array) -> jax.Array:
         B, L = o_BxLxNxH.shape[:2]
         return self._dense(o_BxLxNxH.reshape(B, L, -1), self.wo)
@@ -107,11 +102,8 @@ class Attention(nnx.Module):
         return self._out(kernels.attention(q, k, v, self.kernels))
 
     def cached(self, x_BxTxD: jax.Array, kv: dict, pos: jax.Array):
-        """Attend T new tokens at positions pos..pos+T-1 to the cache, after writing them in.
-
-        kv holds "k" and "v", [B, S, n_kv_heads, head_dim] each. Query t sees cache slots
-        s <= pos + t, so slots not yet written (zeros) never contribute.
-        """
+        """Attend T new tokens at positions pos..pos+T-1 to the cache kv ("k", "v": [B, S,
+        n_kv_heads, head_dim]) after writing them in; query t sees slots s <= pos + t only."""
         T, S = x_BxTxD.shape[1], kv["k"].shape[1]
         q, k, v = self._qkv(x_BxTxD, pos + jnp.arange(T))
         start = (0, pos, 0, 0)
@@ -126,13 +118,12 @@ class Attention(nnx.Module):
         return self._out(o), kv
 
 
-class MLP(nnx.Module):
+class MLP(_Projections):
     """SwiGLU: down(silu(x W_gate) * (x W_up))."""
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        super().__init__(config)
         D, F = config.d_model, config.d_ff
-        self.dtype = config.dtype
-        self.kernels = config.kernels
         self.w_gate = normal_param(rngs, (D, F), config)
         self.w_up = normal_param(rngs, (D, F), config)
         self.w_down = normal_param(rngs, (F, D), config)
@@ -143,9 +134,6 @@ class MLP(nnx.Module):
         gate_BxLxF = self._dense(x, self.w_gate)
         up_BxLxF = self._dense(x, self.w_up)
         return self._dense(jax.nn.silu(gate_BxLxF) * up_BxLxF, self.w_down)
-
-    def _dense(self, x: jax.Array, w: nnx.Param) -> jax.Array:
-        return kernels.dense(x, w[...].astype(self.dtype), self.kernels)
 
 
 class Block(nnx.Module):

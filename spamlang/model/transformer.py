@@ -16,34 +16,20 @@ from spamlang.model.layers import Block, RMSNorm, normal_param
 
 
 class Transformer(nnx.Module):
-    """A Llama-style decoder-only LM (pre-norm RMSNorm, RoPE, GQA, SwiGLU, no biases).
-
-    Parameters: `embed` (E, V x D), `blocks[i]` (`attn_norm`, `attn.wq/wk/wv/wo`, `mlp_norm`,
-    `mlp.w_gate/w_up/w_down`), `final_norm`, and `head` (softmax: `w` unless tied; lowrank
-    and mlp: `a`, `b`; mos: `proj`, `prior`, and `w` unless tied). A tied model has no head
-    matrix: the head reads `embed`.
+    """A Llama-style decoder-only LM (pre-norm RMSNorm, RoPE, GQA, SwiGLU, no biases); the
+    residual stream is float32 and matmuls run in `config.dtype`.
 
     Narrow embedding (config.embed_dim = e != D): `embed` is V x e and `embed_proj` (e x D)
     lifts each gathered row into the stream, so the input embedding has rank <= e whatever
-    D is. Init: E ~ N(0, init_std^2) as always and P ~ N(0, 1/e), so each coordinate of a
-    projected row e_s P has variance e init_std^2 / e = init_std^2: block 0 sees inputs of
-    the plain embedding's scale (row norm ~ init_std sqrt(D)). embed_dim None or = D is the
-    plain model, with no `embed_proj`. (Its name starts with "embed" so that gradient norms
-    group it with the embedding.)
+    D is. P ~ N(0, 1/e), so a projected row has the plain embedding's scale. (Its name starts
+    with "embed" so that gradient norms group it with the embedding.)
 
-    The residual stream is float32; matmuls run in `config.dtype`.
-
-    residual=False turns every sublayer into a replacement of the stream:
-        x = attn(attn_norm(x));  x = mlp(mlp_norm(x))
-    instead of x = x + attn(attn_norm(x)); x = x + mlp(mlp_norm(x)). The embedding enters
-    only the first attention sublayer and the final norm and head see the last MLP's output.
-    Gradients then reach layer 1 only through the product of every sublayer's Jacobian, the
-    setting that residual connections avoid (seeds/003). Because every sublayer input is
-    RMS-normalised, how that product misbehaves depends on the init scale (measured on
-    `tiny` with 8 layers): with init_std 0.02 the sublayer outputs fall below the norm's eps
-    and layer 1's gradient vanishes (~0 against 0.24 with residuals); from about 0.04 up the
-    norms' 1/rms amplification wins and layer 1's gradient is 3-90x larger than with
-    residuals, i.e. it explodes instead.
+    residual=False turns every sublayer into a replacement of the stream (x = attn(norm(x))
+    instead of x = x + attn(norm(x))), the setting residual connections avoid (seeds/003):
+    gradients reach layer 1 only through the product of every sublayer's Jacobian. Measured
+    on `tiny` with 8 layers: at init_std 0.02 the sublayer outputs fall below the norm's eps
+    and layer 1's gradient vanishes; from about 0.04 up the norms' 1/rms amplification wins
+    and it is 3-90x larger than with residuals.
     """
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
@@ -77,8 +63,7 @@ class Transformer(nnx.Module):
         return self.hidden_from_embeddings(self._embed(tokens_BxL))
 
     def hidden_from_embeddings(self, x_BxLxD: jax.Array) -> jax.Array:
-        """The blocks and final norm applied to an embedded sequence (differentiable in x):
-        the stream's input, i.e. E's rows, lifted by embed_proj when embed_dim != d_model."""
+        """The blocks and final norm applied to the stream's input (differentiable in x)."""
         x_BxLxD = x_BxLxD.astype(jnp.float32)
         for block in self.blocks:
             x_BxLxD = block(x_BxLxD)
@@ -89,43 +74,27 @@ class Transformer(nnx.Module):
         return self.head.log_probs(h_NxD, self.embed[...])
 
     def linear_head(self, h_NxD: jax.Array):
-        """(features_NxR, W_VxR) with logits = features W^T; UserError for a mos head.
-
-        softmax: (h, W or E); lowrank: (h B^T, A), the narrow factorisation; mlp:
-        (gelu(h B^T), A).
-        """
+        """(features_NxR, W_VxR) with logits = features W^T (`heads`); UserError for mos."""
         return self.head.linear(h_NxD, self.embed[...])
 
     def head_matrix(self) -> jax.Array:
-        """The effective V x D output matrix: E (tied), W (untied) or A B (lowrank).
-
-        Raises UserError for a mos or mlp head, which has no single matrix.
-        """
+        """The V x D output matrix: E (tied), W or A B; UserError for mos and mlp."""
         return self.head.matrix(self.embed[...])
 
     def diag_features(self, h_NxD: jax.Array) -> jax.Array:
-        """The head's input to its last linear map, whose matrix is `diag_matrix()`:
-        logits = diag_features(h) diag_matrix()^T. h itself for softmax and lowrank, the
-        features gelu(h B^T) for mlp; UserError for mos (see spamlang.model.heads)."""
+        """logits = diag_features(h) diag_matrix()^T (see spamlang.model.heads)."""
         return self.head.diag_features(h_NxD, self.embed[...])
 
     def diag_matrix(self) -> jax.Array:
-        """The matrix the gradient diagnostics project on: head_matrix() for softmax and
-        lowrank (V x D), A for mlp (V x r); UserError for mos."""
         return self.head.diag_matrix(self.embed[...])
 
     def __call__(self, tokens_BxL: jax.Array) -> jax.Array:
         """log-probabilities logp_BxLxV (float32) of the next token at every position."""
         return self.log_probs(self.hidden(tokens_BxL))
 
-    # --- KV-cached decoding -------------------------------------------------------------
-
     def init_cache(self, batch_size: int, max_len: int) -> list[dict]:
-        """An empty KV cache: per layer {"k", "v"} of [B, max_len, n_kv_heads, head_dim].
-
-        The cache is a plain pytree passed in and out of `decode_step`; the module holds no
-        mutable decoding state.
-        """
+        """An empty KV cache, a plain pytree (the module holds no decoding state): per layer
+        {"k", "v"} of [B, max_len, n_kv_heads, head_dim]."""
         self._check_len(max_len)
         c = self.config
         shape = (batch_size, max_len, c.n_kv_heads, c.head_dim)
@@ -135,10 +104,7 @@ class Transformer(nnx.Module):
         ]
 
     def hidden_cached(self, tokens_BxT: jax.Array, cache: list[dict], pos: jax.Array):
-        """Hidden states of T tokens at positions pos..pos+T-1 given the cache; (h_BxTxD, cache).
-
-        With pos = 0 and T = prompt length this is the prefill; T = 1 is one decode step.
-        """
+        """Hidden states of T tokens at positions pos..pos+T-1 given the cache; (h_BxTxD, cache)."""
         pos = jnp.asarray(pos, jnp.int32)
         x = self._embed(tokens_BxT)
         new_cache = []
@@ -148,9 +114,6 @@ class Transformer(nnx.Module):
         return self.final_norm(x), new_cache
 
     def decode_step(self, tokens_B: jax.Array, cache: list[dict], pos: jax.Array):
-        """Feed one token per sequence at position `pos` (scalar int); (logp_BxV, cache).
-
-        logp_BxV is the next-token distribution for position pos + 1.
-        """
+        """One token per sequence at position `pos`; (logp_BxV of position pos + 1, cache)."""
         h_Bx1xD, cache = self.hidden_cached(tokens_B[:, None], cache, pos)
         return self.log_probs(h_Bx1xD[:, 0]), cache

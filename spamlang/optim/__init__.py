@@ -3,28 +3,19 @@ injected into the state, times a relative schedule.
 
     p <- p - peak_lr * schedule(t) * (direction(clip(g)) + wd * p),   decay on matrices only
 
-`config.optimizer` picks the direction (the names: `spamlang.train.config.OPTIMIZERS`):
-- "adamw": Adam's m / (sqrt(v) + eps) (`optax.scale_by_adam`, b1, b2, eps): the default.
-- "lazy_adamw": the same, except that a row of a row table (the embedding, and the head's
-  V-row matrices) moves -- moments, step count, weight decay and parameters -- only in steps
-  where its symbol occurs in the batch (`spamlang.optim.lazy`). Each row is then an Adam run
-  on its own appearances: between them it keeps its moments, so the softmax's push-down on
-  absent symbols neither reaches the row nor erodes its second moment.
-- "sgd": heavy-ball momentum, m <- momentum * m + g (`optax.trace`).
-- "adafactor": a factored second moment for every matrix (a row and a column statistic, as in
-  Shazeer & Stern 2018, which factor all matrices; optax's default threshold of 128 would
-  factor nothing at D = 16), its decay 1 - t^-0.8, update clipping at RMS 1 and steps
-  relative to each parameter's RMS (optax's Adafactor pieces with its defaults). b1, b2 and
-  eps do not apply.
+`config.optimizer` picks the direction: "adamw" (`optax.scale_by_adam`); "lazy_adamw", the same
+except that a row of a row table (the embedding and the head's V-row matrices) moves only in
+steps where its symbol occurs (`spamlang.optim.lazy`); "sgd", heavy-ball momentum
+(`optax.trace`); "adafactor", optax's Adafactor pieces with a factored second moment for
+every matrix (as Shazeer & Stern 2018 do; optax's default threshold of 128 would factor
+nothing at D = 16). b1, b2 and eps do not apply to adafactor.
 
-`optax.inject_hyperparams` keeps the peak learning rate, b1, b2, eps and momentum
-(`HYPERPARAMS`, the optimizer part of `TrainConfig.MEMBER_FIELDS`) as arrays in the optimizer
-state instead of Python constants, so the members of a vmapped group hold K different
-values under one optimizer definition -- a sweep over b2 costs what a sweep over the LR
-does -- and a member computes what its own run computes. The weight decay and the optimizer's
-name are constants of the compiled program. The
-schedule's shape (warmup, then cosine or WSD decay) is shared by every member and applied
-after the direction by `optax.scale_by_schedule`, as a multiplier in [0, 1].
+`optax.inject_hyperparams` keeps the peak LR, b1, b2, eps and momentum (`HYPERPARAMS`) as
+arrays in the optimizer state instead of Python constants, so the members of a vmapped group
+hold K different values under one optimizer definition (a sweep over b2 costs what a sweep
+over the LR does). The weight decay and the optimizer's name are constants of the compiled
+program; the schedule's shape is shared by every member and applied after the direction by
+`optax.scale_by_schedule`, as a multiplier in [0, 1].
 """
 
 from __future__ import annotations
@@ -80,20 +71,15 @@ def _path_name(path) -> str:
 
 def decay_mask(params):
     """True for leaves that get weight decay: matrices (ndim >= 2), never norm scales.
-
-    Evaluated on the per-member parameters inside the vmapped step, so the member axis
-    never turns a norm vector into a "matrix".
-    """
+    Evaluated on the per-member parameters, so the member axis never makes a "matrix"."""
     return jax.tree_util.tree_map_with_path(
         lambda path, leaf: jnp.ndim(leaf) >= 2 and "norm" not in _path_name(path), params
     )
 
 
 def row_tables(vocab_size: int, which: str = "all"):
-    """params -> a pytree of bools: True for the per-symbol row tables, the matrices with one
-    row per token id (the embedding E and the head's V-row matrices: softmax and MoS `w`,
-    low-rank `a`), or only the embedding's or the head's (`which`: TrainConfig.lazy_rows).
-    lazy_adamw moves their rows only when the symbol occurs."""
+    """params -> a pytree of bools: True for the matrices with one row per token id (the
+    embedding's and the head's, or only one of them: `which`, TrainConfig.lazy_rows)."""
     prefixes = ("embed", "head") if which == "all" else (which,)
 
     def is_rows(path, leaf):

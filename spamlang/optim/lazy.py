@@ -44,12 +44,8 @@ def _need(present_V):
 def scale_by_lazy_adam(
     is_rows: Callable, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
 ) -> optax.GradientTransformationExtraArgs:
-    """Adam's m_hat / (sqrt(v_hat) + eps), lazy on the leaves where `is_rows(params)` is True.
-
-    On a row table, row s at a step where present_V[s]: count_s += 1, mu_s and nu_s take the
-    Adam update, and the output is the bias-corrected ratio with count_s; elsewhere the row's
-    state is kept and its output is 0.
-    """
+    """Adam's m_hat / (sqrt(v_hat) + eps), lazy on the leaves where `is_rows(params)` is True:
+    a row s of such a table counts, updates its moments and moves only where present_V[s]."""
 
     def init_fn(params):
         rows = is_rows(params)
@@ -83,16 +79,8 @@ def scale_by_lazy_adam(
         present_V = _need(present_V)
         rows = is_rows(updates)
         treedef = jax.tree.structure(updates)
-        outs = [
-            leaf(g, c, m, v, r, present_V)
-            for g, c, m, v, r in zip(
-                treedef.flatten_up_to(updates),
-                treedef.flatten_up_to(state.count),
-                treedef.flatten_up_to(state.mu),
-                treedef.flatten_up_to(state.nu),
-                treedef.flatten_up_to(rows),
-            )
-        ]
+        trees = (updates, state.count, state.mu, state.nu, rows)
+        outs = [leaf(*args, present_V) for args in zip(*map(treedef.flatten_up_to, trees))]
         new = [treedef.unflatten(part) for part in zip(*outs)]
         return new[0], LazyAdamState(count=new[1], mu=new[2], nu=new[3])
 
