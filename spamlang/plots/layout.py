@@ -52,13 +52,9 @@ def higher_is_better(metric: str) -> bool:
     return "accuracy" in metric
 
 
-# Counts (V, tokens) and LRs print as everywhere else: `spamlang.fields.format_count` (1024,
-# 100K) and `format_lr` (3e-2), so that `--where` takes back what a figure shows.
-
-
 def format_value(column: str, v: Any) -> str:
     """A value as tick labels and legends show it: ints and V as counts (1024, 100K), LRs as
-    3e-2, other floats in 3 significant digits."""
+    3e-2 (the notation `--where` takes back), other floats in 3 significant digits."""
     if v is None:
         return "n/a"
     if column == "lr" and is_number(v) and v > 0:
@@ -169,17 +165,13 @@ class Point:
         return len(self.grid) >= 3 and ident(self.best) in ends
 
 
-def _key(run: Run, keys: list[str]) -> tuple:
-    return tuple(ident(run.settings.get(k)) for k in keys)
-
-
 def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point]:
     """One point per combination of settings, ignoring the `pooled` ones (by default: seed)."""
     skip = set(pooled)
     keys = [k for k in dict.fromkeys(k for r in runs for k in r.settings) if k not in skip]
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
-        groups.setdefault(_key(r, keys), []).append(r)
+        groups.setdefault(tuple(ident(r.settings.get(k)) for k in keys), []).append(r)
     return [Point(members) for members in groups.values()]
 
 
@@ -358,48 +350,36 @@ def pool_note(points: list[Point], spread: str) -> str:
     return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
 
 
-def check_distinct(flags: list[tuple[str, str | None]]) -> None:
-    """One column cannot play two parts in a figure: `flags` are (flag, column) pairs."""
-    seen: dict[str, str] = {}
-    for flag, column in flags:
-        if column and column in seen:
-            raise UserError(
-                f"{flag} and {seen[column]} are both {column!r}; pick different columns"
-            )
-        if column:
-            seen[column] = flag
-
-
 def check_axes(
     runs: list[Run], flags: dict[str, str | None], rows: str | list[str] | None
 ) -> tuple[list, list[str] | None]:
     """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against `runs` (`check_column`;
-    'none' switches --color and --cols off), --rows likewise (`rows_option`; None: automatic),
-    and no column in two parts (`check_distinct`)."""
+    'none' switches --color and --cols off), and --rows: None (automatic), [] ('none') or
+    comma-separated columns. One column cannot play two parts in a figure."""
     columns = [
         column_or_none(c) and check_column(runs, c, f)
         if f in ("--color", "--cols")
         else check_column(runs, c, f)
         for f, c in flags.items()
     ]
-    rows = rows_option(rows)
-    rows = None if rows is None else [check_column(runs, r, "--rows") for r in rows]
-    check_distinct(list(zip(flags, columns)) + [("--rows", r) for r in rows or []])
+    if isinstance(rows, str):
+        rows = [c.strip() for c in rows.split(",")]
+    if rows is not None:
+        rows = [check_column(runs, r, "--rows") for r in rows if column_or_none(r)]
+    seen: dict[str, str] = {}
+    for flag, column in list(zip(flags, columns)) + [("--rows", r) for r in rows or []]:
+        if column and column in seen:
+            raise UserError(
+                f"{flag} and {seen[column]} are both {column!r}; pick different columns"
+            )
+        if column:
+            seen[column] = flag
     return columns, rows
 
 
 def column_or_none(column: str | None) -> str | None:
     """'' and 'none' switch an axis off."""
     return None if column is None or column.strip().lower() in ("", "none") else column
-
-
-def rows_option(rows: str | list[str] | None) -> list[str] | None:
-    """--rows: None (automatic), [] ('none'), or comma-separated columns."""
-    if rows is None:
-        return None
-    if isinstance(rows, str):
-        rows = [c.strip() for c in rows.split(",")]
-    return [c for c in rows if column_or_none(c)]
 
 
 def describe(values: list[Any], column: str) -> str:

@@ -46,10 +46,12 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
     ax.set_axis_off()
     x_stats = length + 0.8
     step = _STATS_IN / _CELL_IN / 4  # stat columns, in cell units
-    for j, head in enumerate(("correct", "1st err", "run", "repeat")):
-        ax.text(
-            x_stats + (j + 1) * step, 0.9, head, ha="right", va="center", fontsize=7, weight="bold"
-        )
+
+    def stats_row(y: float, values, **style) -> None:
+        for j, v in enumerate(values):
+            ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7, **style)
+
+    stats_row(0.9, ("correct", "1st err", "run", "repeat"), weight="bold")
     rows = [(t, kinds[i], result.stats[i]) for i, t in enumerate(result.tokens)]
     for i, (tokens, row_kinds, s) in enumerate(rows):
         y = -i
@@ -59,35 +61,22 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
                 Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=COLOURS[k], linewidth=0)
             )
             label, is_glyph = (str(int(token)), False) if ids else cell_label(token)
-            if is_glyph:
-                ax.text(
-                    x,
-                    y,
-                    label,
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    family=_FONT,
-                    weight="bold" if k == INCORRECT else "normal",
-                )
-            else:  # 4-7 digits must fit a 0.2-inch cell
-                ax.text(
-                    x,
-                    y,
-                    label,
-                    ha="center",
-                    va="center",
-                    family=_FONT,
-                    fontsize=min(4.5, 15 / len(label)),
-                )
-        values = (
-            f"{100 * s.fraction_correct:.0f}%",
-            "-" if s.first_error < 0 else str(s.first_error),
-            str(s.longest_run),
-            str(s.longest_repeat),
+            # A glyph at 8 pt, bold when wrong; 4-7 digits must fit a 0.2-inch cell.
+            style = (
+                dict(fontsize=8, weight="bold" if k == INCORRECT else "normal")
+                if is_glyph
+                else dict(fontsize=min(4.5, 15 / len(label)))
+            )
+            ax.text(x, y, label, ha="center", va="center", family=_FONT, **style)
+        stats_row(
+            y,
+            (
+                f"{100 * s.fraction_correct:.0f}%",
+                "-" if s.first_error < 0 else str(s.first_error),
+                str(s.longest_run),
+                str(s.longest_repeat),
+            ),
         )
-        for j, v in enumerate(values):
-            ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7)
     m = result.summary
     mean = (
         f"{100 * m.mean_fraction_correct:.0f}%",
@@ -96,10 +85,7 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
         f"{m.mean_longest_repeat:.1f}",
     )
     ax.text(x_stats, -n, "mean", ha="right", va="center", fontsize=7, style="italic")
-    for j, v in enumerate(mean):
-        ax.text(
-            x_stats + (j + 1) * step, -n, v, ha="right", va="center", fontsize=7, style="italic"
-        )
+    stats_row(-n, mean, style="italic")
     ax.set_xlim(-1.5, x_stats + 4 * step + 0.3)
     ax.set_ylim(-n - 0.6, 1.4)
     fig.suptitle(describe(result, ids), fontsize=7, x=0.01, ha="left", y=0.97)

@@ -104,7 +104,10 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
             "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
             "base config"
         )
-    rows, broken = _read_rows(path)
+    # The torn last line of a live run is no loss (the next read has it whole); other lines that
+    # are no JSON object are counted.
+    lines = read_lines(path)
+    rows, broken = lines.rows, len(lines.bad)
     if not rows:
         raise UserError(f"{path} has no complete rows")
     if table not in rows[0]:
@@ -121,14 +124,9 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
             f"non-finite rows of {TRACK_FILE}",
             file=sys.stderr,
         )
-    return Track(run.name, _config(run), table, sorted(usable, key=lambda r: r["step"]))
-
-
-def _read_rows(path: Path) -> tuple[list[dict], int]:
-    """JSON object lines, and how many other non-empty lines there were, the torn last line of
-    a live run excepted (it is no loss: the next read has it whole)."""
-    lines = read_lines(path)
-    return lines.rows, len(lines.bad)
+    return Track(
+        run.name, read_object(run / CONFIG) or {}, table, sorted(usable, key=lambda r: r["step"])
+    )
 
 
 def _complete(row: dict, table: str, ids: list) -> bool:
@@ -144,10 +142,6 @@ def _complete(row: dict, table: str, ids: list) -> bool:
         and numbers(row.get("seen"))
         and numbers(row.get(table))
     )
-
-
-def _config(run: Path) -> dict:
-    return read_object(run / CONFIG) or {}
 
 
 def describe_run(track: Track) -> str:
