@@ -1,18 +1,14 @@
 """Exposure accounting: in how many training sequences each token id occurs as an input.
 
 In SpamLang every sequence carries one symbol, so at a fixed token budget the sequences that
-show a given symbol fall as 1 / V and as 1 / seq_len. A sweep over V alone therefore changes
-two things at once: the head's rank ratio D / V and how often each symbol is seen. These
-counts let a run say which of the two it measured.
+show a given symbol fall as 1 / V and as 1 / seq_len: a sweep over V alone changes both the
+head's rank ratio D / V and how often each symbol is seen. These counts say which was measured.
 
-- The train state carries `exposure`, int32[V] per member, updated in the jitted step: a
-  sequence adds 1 to every distinct id among its inputs (positions 0 .. L-2; the last token is
-  only ever a target). It is checkpointed with the state, so a resumed run counts exactly.
-- Data parallel: each device counts its own rows and the counts meet in one psum of V int32
-  (512 KiB at V = 131,072), so no device sees another device's tokens.
-- The evaluation splits its fixed sequences into "seen" (every id of the sequence occurs as
-  an input in at least one training sequence so far) and "unseen" (some id never does); for
-  SpamLang that is "the symbol was trained on" or not.
+The train state carries `exposure`, int32[V] per member, updated in the jitted step (a sequence
+adds 1 to every distinct id among its inputs, positions 0 .. L-2) and checkpointed with the
+state, so a resumed run counts exactly. Under data parallelism each device counts its own rows
+and the counts meet in one psum of V int32. The evaluation splits its sequences into "seen"
+(every id occurs as an input in some training sequence so far) and "unseen".
 """
 
 from __future__ import annotations
@@ -42,32 +38,30 @@ def sequence_counts(tokens_BxL: jax.Array, vocab_size: int) -> jax.Array:
     )
 
 
-def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
-    """`sequence_counts` of a batch whose rows may be split over the mesh's "data" axis."""
+def _summed(count, tokens_BxL: jax.Array, mesh) -> jax.Array:
+    """`count(rows)` of a batch whose rows may be split over the mesh's "data" axis: each
+    device counts its own rows, summed in one psum."""
     if mesh is None or mesh.shape.get("data", 1) == 1:
-        return sequence_counts(tokens_BxL, vocab_size)
+        return count(tokens_BxL)
 
     def local(tokens_bxL):
-        return jax.lax.psum(sequence_counts(tokens_bxL, vocab_size), "data")
+        return jax.lax.psum(count(tokens_bxL), "data")
 
     return jax.shard_map(local, mesh=mesh, in_specs=P("data"), out_specs=P())(tokens_BxL)
 
 
-def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
-    """bool[V]: the ids that occur anywhere in the batch (inputs or targets); rows may be
-    split over the mesh's "data" axis (each device marks its own, one psum of V int32)."""
+def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
+    """`sequence_counts` of a batch whose rows may be split over the mesh's "data" axis."""
+    return _summed(lambda t: sequence_counts(t, vocab_size), tokens_BxL, mesh)
 
-    def local(tokens_bxL):
+
+def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
+    """bool[V]: the ids that occur anywhere in the batch (inputs or targets)."""
+
+    def count(tokens_bxL):
         return jnp.zeros(vocab_size, jnp.int32).at[tokens_bxL.reshape(-1)].max(1, mode="drop")
 
-    if mesh is None or mesh.shape.get("data", 1) == 1:
-        return local(tokens_BxL) > 0
-    return (
-        jax.shard_map(
-            lambda t: jax.lax.psum(local(t), "data"), mesh=mesh, in_specs=P("data"), out_specs=P()
-        )(tokens_BxL)
-        > 0
-    )
+    return _summed(count, tokens_BxL, mesh) > 0
 
 
 def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:

@@ -1,21 +1,13 @@
 """Per-symbol sample complexity: how many updates a SpamLang symbol needs before it is learned.
 
-A run's mean loss mixes symbols that training showed often with symbols it showed rarely.
-Here every symbol's loss on its own sequence `s s` (`spamlang.evaluate.exact`, the exact
-evaluation's per-symbol scores) is binned by the symbol's exposure (training sequences that
-showed it, `spamlang.coverage.exposure`). A symbol counts as learned when its loss is under
-`LEARNED_FRACTION` x log V (a tenth of the uniform guess's loss).
-
-`updates_to_learn` is the exposure at which half of the symbols are learned: the first bin,
-in increasing exposure, whose learned fraction reaches 1/2, interpolated linearly in exposure
-from the bin before it. The two ways the data can fail to pin it down are reported, not
-hidden (`updates_to_learn_bound`):
-- "upper": already the least-exposed bin of seen symbols is at least half learned; the number
-  is that bin's exposure, an upper bound. (When even the never-seen symbols are half learned,
-  the model copies symbols it never trained on: the number is 0, exact.)
-- "not reached": no bin reaches 1/2; the number is empty.
-What separates the explanations: under pure coverage a symbol needs the same number of
-updates at every V; under the head's bottleneck the number grows with V / rank.
+Every symbol's loss on its own sequence `s s` (`spamlang.evaluate.exact`) is binned by the
+symbol's exposure (`spamlang.coverage.exposure`); a symbol is learned when its loss is under
+`LEARNED_FRACTION` x log V. `updates_to_learn` is the exposure at which half of the symbols are
+learned (`crossing`), with `updates_to_learn_bound` saying where the data cannot pin it down:
+"upper" when already the least-exposed seen bin is half learned (0, exact, when even the
+never-seen symbols are: the model copies symbols it never trained on), "not reached" when no
+bin is. Under pure coverage a symbol needs the same number of updates at every V; under the
+head's bottleneck the number grows with V / rank.
 """
 
 from __future__ import annotations
@@ -29,17 +21,13 @@ LEARNED_FRACTION = 0.1
 # Adjacent exposure counts are pooled until a bin holds this many symbols, so that a learned
 # fraction is not one symbol's coin flip.
 MIN_BIN = 32
-# What `learning_curve` returns, "symbol_curve" (the bins) aside.
+# What `learning_curve` returns.
 RESULT_KEYS = ("updates_to_learn", "updates_to_learn_bound", "symbols_learned", "symbol_curve")
 
 
 def learning_curve(losses_V, exposure_V) -> dict:
-    """The binned curve and `updates_to_learn` from one member's symbol losses (host side).
-
-    Returns {"updates_to_learn", "updates_to_learn_bound", "symbols_learned",
-    "symbol_curve": {"exposure", "loss_median", "loss_mean", "learned", "symbols"}} (one entry
-    per bin; "exposure" is the bin's mean exposure).
-    """
+    """RESULT_KEYS from one member's symbol losses (host side); "symbol_curve" holds one entry
+    per bin of "exposure" (the bin's mean), "loss_median", "loss_mean", "learned", "symbols"."""
     losses = np.asarray(losses_V, np.float64)
     exposure = np.asarray(exposure_V)
     threshold = LEARNED_FRACTION * math.log(len(losses))
@@ -89,7 +77,8 @@ def _bins(exposure_S: np.ndarray) -> list[np.ndarray]:
 
 
 def crossing(exposure: list[float], learned: list[float]) -> tuple[float | None, str]:
-    """(exposure where the learned fraction first reaches 1/2, bound) over ascending bins."""
+    """(exposure where the learned fraction first reaches 1/2, bound) over ascending bins: in
+    the first bin that reaches it, interpolated linearly from the bin before."""
     for k, fraction in enumerate(learned):
         if fraction < 0.5:
             continue

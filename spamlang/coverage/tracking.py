@@ -1,23 +1,16 @@
 """The mechanism diagnostic: how each step moves a few symbols' rows along themselves.
 
-For a tracked id s and its embedding row e_s (and, when untied, its head row w_s), a step's
-applied update u_s (everything the optimizer did, learning rate, decay and clipping
-included) has the component c = <u_s, e_s> / |e_s| along the row's own direction: to first
-order the change of the row's norm. In SpamLang the row grows when its symbol occurs (the
-pull-up toward predicting itself) and, between its appearances, shrinks or drifts under the
-softmax's push-down on absent symbols and the weight decay -- pushes that Adam's second
-moment rescales to full size once it has forgotten the last pull-up. Summing c over the
-steps with and without the symbol shows which side wins.
-
-The step computes it for `config.tracked_ids` inside the jit (a gather of k rows per table:
-nothing next to the step's matmuls); the loop writes one row per step to track.jsonl
-(`spamlang plot track` draws it).
+For a tracked id s and its embedding row e_s (and, when untied, its head row w_s), the step's
+applied update u_s (learning rate, decay and clipping included) has the component
+c = <u_s, e_s> / |e_s|: to first order the change of the row's norm. In SpamLang the row grows
+when its symbol occurs and, between its appearances, shrinks or drifts under the softmax's
+push-down on absent symbols and the weight decay, pushes that Adam's second moment rescales to
+full size once it has forgotten the last pull-up. Summing c over the steps with and without the
+symbol shows which side wins. The step computes it for `config.tracked_ids` inside the jit; the
+loop writes one row per step to track.jsonl (`spamlang plot track`, which also sums it).
 """
 
 from __future__ import annotations
-
-# JAX is imported inside the step's functions. The summary of a finished track.jsonl (pull and
-# between sums per id) is `spamlang.plots.track.summarise`: it reads the file, not the trainer.
 
 
 def _tables(params, vocab_size: int) -> dict:

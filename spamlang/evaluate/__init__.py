@@ -1,13 +1,7 @@
 """A run's evaluation, one row per member: the eval metrics, the coverage so far, the
-held-out symbols and the per-symbol learning.
-
-Position-invariant languages (spam, zipf-spam) are scored exactly: every symbol once, weighted
-by its probability (`exact`: the population loss, `eval_method` "exact"). Languages with context
-are scored on a fixed sample of sequences (`sets`, `eval_method` "sampled").
-
-`Evaluation(config, lang, graphdef, rest, mesh, optimal_loss)` compiles the eval once for a
-program; `evaluate(state)` and `symbol_stats(state)` take a state with a member axis (the
-train state's params and exposure counts) and return a list of dicts, member by member.
+held-out symbols and the per-symbol learning. Position-invariant languages (spam, zipf-spam)
+are scored exactly (`exact`, `eval_method` "exact"), languages with context on a fixed sample of
+sequences (`sets`, "sampled"). `Evaluation` compiles it once for a program.
 """
 
 from __future__ import annotations
@@ -61,11 +55,9 @@ class Evaluation:
         self._eval = jax.jit(over_members(member_eval), out_shardings=replicated)
 
     def evaluate(self, state, configs: list, wait=None) -> list[dict]:
-        """Each member's evaluation (`exact.metrics` or `sets`: the loss, its floor,
-        accuracies, the seen / unseen split), its coverage so far
-        (`spamlang.coverage.exposure.summary`) and its return time against its Adam memory,
-        from `configs[i]`, member i's own config (its b2). An exact evaluation's rows also hold
-        "symbol_loss", float32[V] (for symbols.npz; not a result column). `wait(arrays)` is called on the dispatched
+        """Each member's evaluation, its coverage so far and its return time against its Adam
+        memory (from `configs[i]`, member i's own config). An exact evaluation's rows also hold
+        "symbol_loss", float32[V] (for symbols.npz). `wait(arrays)` is called on the dispatched
         evaluation before it is read (the loop shows progress there)."""
         if self.exact:
             dispatched = self._symbols({"params": state["params"]})
@@ -103,8 +95,8 @@ class Evaluation:
         return rows
 
     def symbol_stats(self, state) -> list[dict]:
-        """Each member's per-symbol learning (`spamlang.coverage.symbols.learning_curve`) now;
-        [] for languages without per-symbol scores. Cheap: V x 2 tokens per member."""
+        """Each member's `symbols.learning_curve` now; [] for languages without per-symbol
+        scores. Cheap: V x 2 tokens per member."""
         if not self.exact:
             return []
         (losses, _), counts = jax.device_get(

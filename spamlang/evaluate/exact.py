@@ -4,16 +4,11 @@ probability.
 A SpamLang eval set at L = 2 is just the V symbols, so sampling 2,048 sequences with
 replacement scores a random subset of them (about 39% at V = 4,096) with a standard error of
 about 0.04 nats, the size of the differences a sweep compares. Here each symbol s is scored on
-its own sequence `s s` and weighted by P(s) under the training distribution (uniform over the
-drawn symbols for `spam`, the language's own law for `zipf-spam`): the population loss. Under
-RoPE every position of `s s ... s` has the same hidden state (`Language.position_invariant`),
-so the loss of `s s` is the loss at every position of any L, and a greedy continuation of `s`
-repeats it at every position iff it does at the first: `repetition_accuracy` is the weighted
-fraction of symbols whose argmax next token is themselves, which at L = 2 is exactly the sampled
-evaluation's definition. The cost is V x 2 tokens of forward pass whatever L is.
-
-`make_symbol_fn` is the device part (one program per model shape); `metrics` the host part,
-in float64, from one member's per-symbol loss and hits.
+its own sequence `s s`, weighted by P(s) under the training distribution: the population loss.
+Under RoPE every position of `s s ... s` has the same hidden state, so the loss of `s s` is the
+loss at every position of any L, and `repetition_accuracy` (the weighted fraction of symbols
+whose argmax next token is themselves) is the sampled evaluation's definition. The cost is
+V x 2 tokens of forward pass whatever L is.
 """
 
 from __future__ import annotations
@@ -32,12 +27,8 @@ def applies(lang) -> bool:
 
 def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size, mesh):
     """A pure function `model -> (loss float32[V], hit bool[V])`: each symbol's loss on `s s`
-    and whether its argmax next token is s.
-
-    Scored `batch_size` symbols at a time inside a `lax.map` (a last partial batch padded with
-    id 0 and dropped), so memory stays at the sampled eval's; the symbols of a batch are split
-    over the mesh's "data" axis when it divides them, so every device scores its own share.
-    """
+    and whether its argmax next token is s, `batch_size` symbols at a time (memory stays at the
+    sampled eval's), a batch split over the mesh's "data" axis when it divides it."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
@@ -72,12 +63,9 @@ def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size, mesh):
 
 
 def metrics(loss_V, hit_V, probability_V, exposure_V, heldout_ids=()) -> dict:
-    """The eval metrics of one member from its per-symbol scores (host side, float64).
-
-    Keys as the sampled evaluation's (`spamlang.evaluate.sets`): the seen / unseen split is over
-    symbols (weighted within each side), and `eval_seen_sequences` / `eval_unseen_sequences`
-    count symbols of positive probability. Held-out symbols (a spam holdout) are scored
-    exactly too, each with weight 1 / n_heldout."""
+    """The eval metrics of one member from its per-symbol scores (host side, float64), keyed as
+    the sampled evaluation's; seen / unseen and their counts are over symbols of positive
+    probability. Held-out symbols (a spam holdout) each weigh 1 / n_heldout."""
     loss = np.asarray(loss_V, np.float64)
     hit = np.asarray(hit_V, np.float64)
     p = np.asarray(probability_V, np.float64)

@@ -1,23 +1,15 @@
 """Evaluation on a fixed set of sequences that depends only on the language (and V).
 
-The eval set's key is `PRNGKey(lang.fingerprint())`, a crc32 of the language name and its
-parameters (vocab_size included): every run of a sweep that trains on the same language is
-scored on the same sequences whatever its LR, tying, head or seed. Sequence i is
-`lang.sample(fold_in(key, i), 1, L)[0]`, i.e. item i of
-`spamlang.data.SequenceDataset(lang, seed=lang.fingerprint(), seq_len=L)`.
+The eval set's key is `PRNGKey(lang.fingerprint())`, so every run of a sweep that trains on the
+same language is scored on the same sequences whatever its LR, tying, head or seed: sequence i
+is item i of `spamlang.data.SequenceDataset(lang, seed=lang.fingerprint(), seq_len=L)`.
 
-Metrics (device scalars; `Program.evaluate` adds the floor and the coverage, as floats):
-- eval_loss: mean next-token cross-entropy over the L-1 predicted positions;
-- eval_accuracy: fraction of those positions where the argmax token is the target;
-- repetition_accuracy: greedy decoding seeded with the first `lang.prompt_len` tokens of each
-  eval sequence, continued to L tokens; the fraction of decoded tokens that are one of the
-  language's most likely next tokens given what was decoded before them. For SpamLang that is
-  "the model keeps repeating the seed symbol".
-- eval_loss_seen / eval_loss_unseen, repetition_accuracy_seen / repetition_accuracy_unseen:
-  the same over the eval sequences whose ids training has all seen as inputs, and over the
-  others (`spamlang.coverage.exposure`), with eval_seen_sequences / eval_unseen_sequences
-  counting them; NaN on a side with no sequence. A model that learned a copy mechanism
-  repeats unseen symbols too; one that learned per-symbol maps repeats only the seen ones.
+Metrics: eval_loss and eval_accuracy over the L-1 predicted positions; repetition_accuracy:
+greedy decoding seeded with each sequence's first `lang.prompt_len` tokens, the fraction of
+decoded tokens that are one of the language's most likely next tokens. The `_seen` / `_unseen`
+variants split the sequences by whether training has seen all their ids as inputs
+(`spamlang.coverage.exposure`; NaN on an empty side): a model that learned a copy mechanism
+repeats unseen symbols too, one that learned per-symbol maps only the seen ones.
 """
 
 from __future__ import annotations
@@ -34,12 +26,8 @@ from spamlang.rundir.schema import HELDOUT_COLUMNS
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:
-    """int32[len(rows), L]: row r is `lang.sample(fold_in(key, r), 1, L)[0]`.
-
-    Generating row by row from the row index (not one `sample(key, B, L)` call) makes each
-    device produce only its own rows when `rows` is sharded, and makes the batch independent
-    of how many devices there are.
-    """
+    """int32[len(rows), L]: row r is `lang.sample(fold_in(key, r), 1, L)[0]`, so that each
+    device generates only its own rows when `rows` is sharded, whatever the device count."""
     return jax.vmap(lambda r: lang.sample(jax.random.fold_in(key, r), 1, seq_len)[0])(rows)
 
 
@@ -56,13 +44,10 @@ _SUMS = ("nll_seen", "nll_unseen", "hits", "rep_seen", "rep_unseen", "n_seen")
 
 
 def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size, mesh):
-    """A pure function `(model, exposure_V) -> {metric: device scalar}` (see the module doc).
-
-    The set is processed in batches of `batch_size` sequences (`TrainConfig.eval_batch`: no
-    gradients are kept, so it may exceed the training batch) inside a `lax.map`; a last partial batch is
-    handled separately with its own static shape. Everything is summed per sequence and
-    divided once at the end, so the seen and unseen subsets are exact whatever the batching.
-    """
+    """A pure function `(model, exposure_V) -> {metric: device scalar}`, batches of
+    `batch_size` sequences in a `lax.map` (a last partial batch on its own). Everything is
+    summed per sequence and divided once at the end, so the seen and unseen subsets are exact
+    whatever the batching."""
     n_dev = mesh.devices.size
     key = jax.random.PRNGKey(lang.fingerprint())
     prompt_len = min(lang.prompt_len, seq_len)

@@ -18,23 +18,8 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
+from spamlang import fields
 from spamlang.errors import UserError
-
-__all__ = [
-    "Language",
-    "Spam",
-    "ZipfSpam",
-    "NoisySpam",
-    "Cycle",
-    "Permutation",
-    "Branching",
-    "MAX_VOCAB_SIZE",
-    "names",
-    "make",
-    "language_class",
-    "parse_params",
-    "param_defaults",
-]
 
 # name -> "module.Class", in the order names() lists them. The generators import JAX, so they
 # are imported when a language is built, not when its name is listed (`spamlang train --help`).
@@ -49,9 +34,9 @@ _REGISTRY = {
 _EXPORTS = {
     "Language": "base",
     "MAX_VOCAB_SIZE": "base",
-    "field_types": "base",
     **{where.partition(".")[2]: where.partition(".")[0] for where in _REGISTRY.values()},
 }
+__all__ = [*_EXPORTS, "names", "make", "language_class", "parse_params", "param_defaults"]
 
 
 def __getattr__(name: str):
@@ -86,14 +71,10 @@ def param_defaults(name: str) -> dict[str, Any]:
 
 
 def make(name: str, **params: Any):
-    """Build language `name` with typed parameters; `vocab_size` is required.
-
-    Unknown names, unknown or missing parameters and violated constraints raise UserError.
-    """
-    from spamlang.languages.base import field_types
-
+    """Build language `name` with typed parameters; `vocab_size` is required. Unknown names,
+    unknown or missing parameters and violated constraints raise UserError."""
     cls = language_class(name)
-    known = field_types(cls)
+    known = fields.field_types(cls)
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise UserError(f"{name}: unknown parameter {unknown[0]!r}; known: {', '.join(known)}")
@@ -104,9 +85,7 @@ def make(name: str, **params: Any):
 
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
     """Parse `["k=v", ...]` strings into typed parameters of language `name` (for the CLI)."""
-    from spamlang.languages.base import field_types
-
-    types = field_types(language_class(name))
+    types = fields.field_types(language_class(name))
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")

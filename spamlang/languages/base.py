@@ -153,8 +153,3 @@ def as_tokens(tokens_BxL: Any) -> jax.Array:
 def where_logprob(ok: jax.Array, logp_ok: float, logp_bad: float = -math.inf) -> jax.Array:
     """float32 log-probabilities selected by a boolean mask."""
     return jnp.where(ok, jnp.float32(logp_ok), jnp.float32(logp_bad))
-
-
-def field_types(cls: type) -> dict[str, type]:
-    """{parameter name: int or float} for a language class (vocab_size included)."""
-    return dict(fields.field_types(cls))
