@@ -129,7 +129,7 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     the columns before the first outcome, as `spamlang.plots.runs` reads the table; without
     results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
-        from spamlang.sweep.results_csv import SETTING_COLUMNS, extra_axes
+        from spamlang.sweep.results_csv import extra_axes
 
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = read_table(root / RESULTS_FILE)

@@ -222,20 +222,14 @@ def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
             from jax.experimental import multihost_utils
 
             # 0: all locked; i: run_dirs[i - 1] is busy; len + 1: another error.
-            code = (
-                0
-                if busy is None
-                else len(run_dirs) + 1
-                if not isinstance(busy, RunDirBusy)
-                else run_dirs.index(busy.run_dir) + 1
-            )
+            code = 0 if busy is None else len(run_dirs) + 1
+            if isinstance(busy, RunDirBusy):
+                code = run_dirs.index(busy.run_dir) + 1
             code = int(np.max(multihost_utils.process_allgather(np.int32(code))))
-            if busy is None and code:
-                busy = (
-                    RunDirBusy(run_dirs[code - 1], None)
-                    if code <= len(run_dirs)
-                    else UserError("process 0 could not lock the run directories (see its error)")
-                )
+            if busy is None and code > len(run_dirs):
+                busy = UserError("process 0 could not lock the run directories (see its error)")
+            elif busy is None and code:
+                busy = RunDirBusy(run_dirs[code - 1], None)
         if busy is not None:
             raise busy
         yield
