@@ -102,10 +102,8 @@ class RunCheckpoints:
         discard work.
         """
         failures: list[tuple[int, Exception]] = []
-        if at_most is not None:
-            self._delete(
-                [s for s in self.steps() if s > at_most]
-            )  # retrained from there, so saved again
+        if at_most is not None:  # retrained from there, so saved again
+            self._delete([s for s in self.steps() if s > at_most])
         args = ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
         )
