@@ -28,22 +28,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spamlang"
 # may import from its own layer or a lower one, never from a higher one; within a layer the
 # cycle check keeps the imports one-way.
 LAYERS = (
-    # Foundations, below every subject: the error type, files written and read safely, the
-    # on-disk names of runs and sweeps, field checks, and the commands' error policy (`error_policy`:
-    # shared by `spamlang VERB` and `python sweeps/X.py`, so that sweep needs nothing of cli).
-    (
-        "spamlang",
-        "errors",
-        "notation",
-        "fields",
-        "fileio",
-        "publish",
-        "filelock",
-        "glyphs",
-        "schema",
-        "error_policy",
-    ),
-    # The run-directory contract: its files, its lock and its orbax checkpoints.
+    # Foundations, below every subject: the error type, field checks, and the commands' error
+    # policy (`error_policy`: shared by `spamlang VERB` and `python sweeps/X.py`, so that sweep
+    # needs nothing of cli).
+    ("spamlang", "errors", "notation", "fields", "glyphs", "error_policy"),
+    # The on-disk contract: file names, atomic writes, locks, reading runs, orbax checkpoints.
     ("rundir",),
     # Experiment trackers: a run's rows, config and result mirrored (imported by train.loop).
     ("tracking",),
