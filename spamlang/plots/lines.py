@@ -1,12 +1,6 @@
-"""A metric against a numeric column, one line per value of another column (`spamlang plot lines`).
-
-The coverage figure is one of these: the best-LR final eval loss against sequences per symbol,
-one line per V, one panel per tying setting:
-
-    spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol --y final_eval_loss \\
-        --color vocab_size --cols tie_embeddings
-
-and so is a scatter of one outcome against another (`--x kernel_fraction --points`).
+"""A metric against a numeric column, one line per value of another column (`spamlang plot lines`):
+the coverage figure (best-LR final eval loss against updates_per_symbol, one line per V), or
+a scatter of one outcome against another (`--x kernel_fraction --points`).
 """
 
 from __future__ import annotations

@@ -204,17 +204,16 @@ def finished_runs(sweep_dir: str | Path) -> list[Run]:
     return runs
 
 
-def known_columns(runs: list[Run]) -> list[str]:
-    """Every setting and outcome name among `runs`, settings first, in order of appearance."""
-    names = dict.fromkeys(k for r in runs for k in r.settings)
-    names.update(dict.fromkeys(k for r in runs for k in r.result))
-    return list(names)
-
-
 def check_column(runs: list[Run], column: str, flag: str) -> str:
     """`column` (aliases resolved) if some run has it, else a UserError naming the known ones."""
     name = ALIASES.get(column, column)
-    known = known_columns(runs)
+    # Every setting and outcome name, settings first, in order of appearance.
+    known = list(
+        {
+            **dict.fromkeys(k for r in runs for k in r.settings),
+            **dict.fromkeys(k for r in runs for k in r.result),
+        }
+    )
     if name not in known and (base := complement_of(name)):
         return COMPLEMENT + check_column(runs, base, flag)
     if name not in known:

@@ -39,17 +39,10 @@ COLOR = "vocab_size"
 METRIC = "final_eval_loss"  # what the best LR is chosen by
 
 
-def plot_symbols(
-    sweep_dir,
-    out_file,
-    *,
-    where: dict | None = None,
-    cols: str | None = None,
-    rows: list[str] | None = None,
-) -> Path:
+def plot_symbols(sweep_dir, out_file, **kwargs) -> Path:
     """Write `symbols_figure`; returns the written path."""
     check_figure_path(out_file)
-    return save_figure(symbols_figure(sweep_dir, where=where, cols=cols, rows=rows), out_file)
+    return save_figure(symbols_figure(sweep_dir, **kwargs), out_file)
 
 
 def _curve(run) -> dict | None:
@@ -59,7 +52,7 @@ def _curve(run) -> dict | None:
 
 
 def symbols_figure(
-    sweep_dir, *, where: dict | None = None, cols: str | None = None, rows: list[str] | None = None
+    sweep_dir, *, where: dict | None = None, cols: str | None = None, rows=None
 ) -> Figure:
     """The figure of the module docstring; `cols` / `rows` facet it like `plot lines`."""
     runs = [r for r in select(finished_runs(sweep_dir), where) if _curve(r) is not None]
