@@ -24,7 +24,6 @@ PARSERS = {"load", "loads", "read_json", "_read_json"}
 # Modules outside this session's edits, or whose config.json is no run's, each with its
 # reason; an entry that matches nothing fails `test_allowlist_is_current`.
 ALLOWED = {
-    "law/frames.py": "fills a cell's settings from config.json; owned by the law's maintainer",
     "model/hf_checkpoint.py": "a Hugging Face checkpoint's config.json, not a run's",
 }
 

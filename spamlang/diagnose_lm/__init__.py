@@ -18,10 +18,7 @@ absence into one line that says what to install.
 
 from __future__ import annotations
 
-import importlib
 import os
-
-from spamlang.errors import UserError
 
 # torch's OpenMP threads spin-wait between parallel regions by default, and here the JAX
 # stage runs right after torch in the same process. On the 2-core development machine the
@@ -32,26 +29,8 @@ from spamlang.errors import UserError
 # torch; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'
-
-
-def require(*modules: str) -> None:
-    """Import-check the `hf` extra; UserError naming what is missing and how to install it."""
-    missing = []
-    for name in modules or ("torch", "transformers", "safetensors"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise UserError(f"this needs {', '.join(missing)} (the 'hf' extra): {INSTALL_HINT}")
-
-
-def diagnose_lm(*args, **kwargs):
-    """See `spamlang.diagnose_lm.diagnose.diagnose_lm` (imported lazily: it needs torch)."""
-    from spamlang.diagnose_lm.diagnose import diagnose_lm as run
-
-    return run(*args, **kwargs)
-
+# Below the environment setting, which must precede torch's import (`require` imports it).
+from spamlang.diagnose_lm.diagnose import diagnose_lm  # noqa: E402
+from spamlang.diagnose_lm.states import INSTALL_HINT, require  # noqa: E402
 
 __all__ = ["INSTALL_HINT", "diagnose_lm", "require"]

@@ -2,7 +2,7 @@
 
 `open_checkpoint` reads the cheap parts first (config, tokenizer) so that bad inputs fail
 before the weights load; `load_weights` then builds the model with AutoModelForCausalLM;
-`head_states` runs it and returns host float32 arrays. H comes from the base model (the
+`head_states` runs it and returns host float32 arrays; `require` checks the `hf` extra. H comes from the base model (the
 decoder without its head, `model.base_model`), so the N x V logits of the full model are
 never computed, except for one row that checks the model's logits really are H W^T (+ b):
 a model that scales or soft-caps its logits after the head fails that check with a clear
@@ -11,14 +11,29 @@ error instead of being measured wrongly.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamlang.diagnose_lm import require
 from spamlang.errors import UserError, first_line
+
+INSTALL_HINT = 'pip install "spamlang[hf]" (or pip install -e ".[hf]" in a clone)'
+
+
+def require(*modules: str) -> None:
+    """Import-check the `hf` extra; UserError naming what is missing and how to install it."""
+    missing = []
+    for name in modules or ("torch", "transformers", "safetensors"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise UserError(f"this needs {', '.join(missing)} (the 'hf' extra): {INSTALL_HINT}")
+
 
 _DTYPES = ("float32", "bfloat16", "float16")
 # Largest |logits - H W^T| / max |logits| that still counts as the same linear head: float32

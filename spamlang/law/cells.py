@@ -15,7 +15,6 @@ first where a sweep directory is at hand.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import warnings
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.rundir.reading import read_object
 from spamlang.rundir.schema import CONFIG, RESULT_COLUMNS
 
 # What the law is a law of: SpamLang (one symbol repeated, position-invariant) trained by an
@@ -200,10 +200,7 @@ def fill_from_configs(frame, sweep_dir: str | Path):
 
 def _config(root: Path, run_id) -> dict:
     for path in (root / str(run_id) / CONFIG, root / CONFIG):  # a sweep's run, or the run
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
+        data = read_object(path)
+        if data is not None:
             return data
     return {}
