@@ -116,11 +116,11 @@ def run_command(
     prog: str | None = None,
 ) -> int:
     """A command's whole life: parse `argv` with `parser` (a `Parser`), then call `run(args)`
-    under `debug_mode` (--debug) and `guarded`, reporting as `prog` (default: the parser's
-    prog). `argv` None means this is the program (sys.argv): its shutdown is quieted too.
-    Returns the exit status."""
+    under `guarded`, reporting as `prog` (default: the parser's prog). `argv` None means this
+    is the program (sys.argv): its shutdown is quieted too. Returns the exit status."""
     args = parser.parse_args(argv)
-    with debug_mode(args), guarded(prog or parser.prog, at_exit=argv is None) as outcome:
+    debug = getattr(args, "debug", False)
+    with guarded(prog or parser.prog, debug=debug, at_exit=argv is None) as outcome:
         outcome.status = run(args)
     return outcome.status
 
@@ -128,23 +128,6 @@ def run_command(
 def debug_enabled() -> bool:
     """Whether SPAMLANG_DEBUG asks for tracebacks and library messages."""
     return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-@contextlib.contextmanager
-def debug_mode(args: argparse.Namespace) -> Iterator[None]:
-    """Debug mode for the body when `args` has --debug (through the variable, so that the
-    processes it starts agree); the variable's previous state is put back afterwards."""
-    before = os.environ.get(DEBUG_ENV)
-    on = getattr(args, "debug", False)
-    if on:
-        os.environ[DEBUG_ENV] = "1"
-    try:
-        yield
-    finally:
-        if on and before is None:
-            os.environ.pop(DEBUG_ENV, None)
-        elif on:
-            os.environ[DEBUG_ENV] = before
 
 
 def error_line(prog: str, e: BaseException) -> tuple[str, int]:
@@ -159,28 +142,39 @@ def error_line(prog: str, e: BaseException) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def guarded(prog: str, *, at_exit: bool = False) -> Iterator[types.SimpleNamespace]:
+def guarded(
+    prog: str, *, debug: bool = False, at_exit: bool = False
+) -> Iterator[types.SimpleNamespace]:
     """The body sets `outcome.status` (None: 0), its exit status; under `quiet(prog)`, an
-    exception becomes its `error_line` and status instead, or propagates in debug mode.
+    exception becomes its `error_line` and status instead, or propagates in debug mode (`debug`
+    turns it on for the body, through the variable so that the processes it starts agree).
     `at_exit`: the process ends with this command, so stay quiet through its shutdown too
     (orbax's failed tasks are logged when they are garbage collected)."""
-    outcome = types.SimpleNamespace(status=0)
-    with quiet(prog, restore=not at_exit):
-        try:
-            yield outcome
-            outcome.status = int(outcome.status or 0)
-        except BrokenPipeError:
-            # The reader left (`spamlang sweep X --dry-run | head`): nothing is wrong and
-            # nothing more can be shown. Quiet, with the shell's status for SIGPIPE; stdout
-            # goes to devnull so that the interpreter's final flush does not complain.
-            if at_exit:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            outcome.status = 128 + 13
-        except (Exception, KeyboardInterrupt) as e:
-            if debug_enabled():
-                raise
-            line, outcome.status = error_line(prog, e)
-            print(line, file=sys.stderr)
+    outcome, before = types.SimpleNamespace(status=0), os.environ.get(DEBUG_ENV)
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+    try:
+        with quiet(prog, restore=not at_exit):
+            try:
+                yield outcome
+                outcome.status = int(outcome.status or 0)
+            except BrokenPipeError:
+                # The reader left (`spamlang sweep X --dry-run | head`): nothing is wrong and
+                # nothing more can be shown. Quiet, with the shell's status for SIGPIPE; stdout
+                # goes to devnull so that the interpreter's final flush does not complain.
+                if at_exit:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                outcome.status = 128 + 13
+            except (Exception, KeyboardInterrupt) as e:
+                if debug_enabled():
+                    raise
+                line, outcome.status = error_line(prog, e)
+                print(line, file=sys.stderr)
+    finally:
+        if debug and before is None:
+            os.environ.pop(DEBUG_ENV, None)
+        elif debug:
+            os.environ[DEBUG_ENV] = before
 
 
 @contextlib.contextmanager

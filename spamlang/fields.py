@@ -7,11 +7,10 @@ fails is refused with one `UserError` line of one shape everywhere:
     [<owner>: ]<field> must be <what>, got <value!r>
 
 - <owner> is set where the field name alone does not say whose it is: a language's parameters
-  ("spam: vocab_size must be ..."), a sweep's axes ("sweep 'paper': lr must be ..."). Fields of
-  `TrainConfig` and `ModelConfig` are named alone, as their command-line flags are.
-- <what> is the kind when the type is wrong ("an integer", "a number", "true or false",
-  "a string", "an integer or null", "one of a, b"), "finite" for inf or nan, and the limit when
-  the value is out of range (">= 1", "> 0", "in [0, 1)", "in (0, 1]").
+  ("spam: vocab_size ..."), a sweep's axes ("sweep 'paper': lr ..."); not for TrainConfig and
+  ModelConfig fields, named as their flags are.
+- <what> is the kind when the type is wrong ("an integer", "an integer or null", "one of a, b"),
+  "finite" for inf or nan, and the limit when out of range (">= 1", "in [0, 1)").
 
 The rules, the same for every owner:
 - int: an integer that is not a bool (NumPy integers included), stored as a Python int;

@@ -39,25 +39,16 @@ class Progress:
     def __init__(
         self, total: int, start: int, *, label: str, quiet: bool, every_s: float | None = None
     ):
-        self.quiet = quiet
-        self.total = total
-        self.label = label
+        self.quiet, self.total, self.label = quiet, total, label
         self.every_s = log_seconds() if every_s is None else every_s
         self._bar = None
         self._last_line = None  # time of the last plain line (the first log always gets one)
-        if quiet:
-            return
-        if sys.stderr.isatty():
+        if not quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
+            # tqdm writes to stderr by default
             self._bar = tqdm(
-                total=total,
-                initial=start,
-                desc=label,
-                unit="step",
-                dynamic_ncols=True,
-                leave=True,
-                file=sys.stderr,
+                total=total, initial=start, desc=label, unit="step", dynamic_ncols=True
             )
 
     def advance(self, step: int) -> None:

@@ -20,7 +20,7 @@ import argparse
 import importlib
 import sys
 
-from spamlang.error_policy import Parser, debug_mode, guarded
+from spamlang.error_policy import Parser, guarded
 
 # Verb modules, in the order `spamlang --help` lists them; every one must import.
 _VERB_MODULES = (
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     # `error_policy.run_command`, without its frames between this one and the verb's handler.
     args = build_parser().parse_args(argv)
     # argv None: this is the program (console script, python -m); its shutdown is quieted too.
-    with debug_mode(args), guarded(f"spamlang {args.verb}", at_exit=argv is None) as outcome:
+    debug, prog = getattr(args, "debug", False), f"spamlang {args.verb}"
+    with guarded(prog, debug=debug, at_exit=argv is None) as outcome:
         outcome.status = args.func(args)
     return outcome.status
 

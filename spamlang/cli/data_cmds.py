@@ -90,14 +90,7 @@ def languages_handler(args) -> int:
     for name in languages.names():
         cls = languages.language_class(name)
         defaults = " ".join(f"{k}={v}" for k, v in languages.param_defaults(name).items())
-        rows.append(
-            (
-                name,
-                "vocab_size " + defaults if defaults else "vocab_size",
-                cls.summary,
-                cls.loss_formula,
-            )
-        )
+        rows.append((name, f"vocab_size {defaults}".rstrip(), cls.summary, cls.loss_formula))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for i, row in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())

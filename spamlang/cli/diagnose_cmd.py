@@ -98,78 +98,64 @@ def add_measure_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
 
 
-def diagnose_run(
-    run_dir,
-    out_dir,
-    *,
-    tokens: int = 8192,
-    seed: int = 0,
-    chunk_size: int = 256,
-    rank_tokens: int = 1024,
-    figures: str | None = "png",
-) -> dict:
-    """Load a run's latest checkpoint, diagnose it on `tokens` fresh predicted positions of its
-    language, write out_dir/diagnostics.json (atomically) and, unless figures is None, the
-    rank_curve / coefficient_profile / efficiency figures. Returns the diagnostics dict.
-
-    The sequences are drawn afresh (seed `seed`, a stream of their own), not the run's
-    training or eval sequences, so `loss` differs from the run's final_eval_loss by sampling;
-    `loss_sequences` in the dict says so. An `out_dir` that takes no files is refused
-    (`check_writable`) before anything is loaded or measured."""
-    import jax
-
-    from spamlang.diagnostics import diagnose_model
+def write_outputs(diag: dict, out: Path, args: argparse.Namespace) -> list[Path]:
+    """out/diagnostics.json (atomically), then the figures unless --no-figures (shared with
+    `diagnose-lm`); returns the paths written."""
+    from spamlang.plots.diagnostics import plot_diagnostics
     from spamlang.rundir.atomic import atomic_write_json
-    from spamlang.train import load_run
 
-    check_writable(out_dir)
-    start = time.perf_counter()
-    config, model = load_run(run_dir)
-    L = config.seq_len
-    n_seq = math.ceil(tokens / (L - 1))
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), _DIAG_STREAM)
-    tokens_BxL = config.make_language().sample(key, n_seq, L)
-    diag = diagnose_model(
-        model, tokens_BxL, chunk_size=chunk_size, rank_tokens=rank_tokens, max_tokens=tokens
-    )
-    diag.update(
-        run_dir=str(run_dir),
-        language=config.language,
-        seed=seed,
-        seq_len=L,
-        loss_sequences=_sequences_note(config, diag, n_seq, seed),
-        run_final_eval_loss=_run_eval_loss(run_dir),
-        wall_seconds=round(time.perf_counter() - start, 3),
-    )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # only once the measurement succeeded
     atomic_write_json(out / DIAGNOSTICS, diag)
-    if figures:
-        from spamlang.plots.diagnostics import plot_diagnostics
-
-        diag["figures"] = [str(p) for p in plot_diagnostics(diag, out, suffix="." + figures)]
-    return diag
+    figures = [] if args.no_figures else plot_diagnostics(diag, out, suffix="." + args.format)
+    return [out / DIAGNOSTICS, *figures]
 
 
-def handler(args: argparse.Namespace) -> int:
-    _check_args(args)
-    out_dir = args.output or args.run_dir
-    check_writable(out_dir)
-    diag = diagnose_run(
-        args.run_dir,
-        out_dir,
-        tokens=args.tokens,
-        seed=args.seed,
-        chunk_size=args.chunk_size,
-        rank_tokens=args.rank_tokens,
-        figures=None if args.no_figures else args.format,
-    )
-    print(
-        f"{diag['head']} V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: "
-        f"kernel fraction {diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
+def bottleneck_line(diag: dict) -> str:
+    """The measurement in one line (shared with `diagnose-lm`)."""
+    return (
+        f"V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: kernel fraction "
+        f"{diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
         f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
         f"{diag['projected_cosine']:.4f}"
     )
+
+
+def handler(args: argparse.Namespace) -> int:
+    """Diagnose the run's latest checkpoint on fresh sequences of its language (seed --seed, a
+    stream of their own), not its training or eval sequences: `loss` differs from the run's
+    final_eval_loss by sampling, and `loss_sequences` says so."""
+    _check_args(args)
+    out = Path(args.output or args.run_dir)
+    check_writable(out)  # before anything is loaded or measured
+    import jax
+
+    from spamlang.diagnostics import diagnose_model
+    from spamlang.train import load_run
+
+    start = time.perf_counter()
+    config, model = load_run(args.run_dir)
+    L = config.seq_len
+    n_seq = math.ceil(args.tokens / (L - 1))
+    key = jax.random.fold_in(jax.random.PRNGKey(args.seed), _DIAG_STREAM)
+    tokens_BxL = config.make_language().sample(key, n_seq, L)
+    diag = diagnose_model(
+        model,
+        tokens_BxL,
+        chunk_size=args.chunk_size,
+        rank_tokens=args.rank_tokens,
+        max_tokens=args.tokens,
+    )
+    diag.update(
+        run_dir=str(args.run_dir),
+        language=config.language,
+        seed=args.seed,
+        seq_len=L,
+        loss_sequences=_sequences_note(config, diag, n_seq, args.seed),
+        run_final_eval_loss=_run_eval_loss(args.run_dir),
+        wall_seconds=round(time.perf_counter() - start, 3),
+    )
+    paths = write_outputs(diag, out, args)
+    print(f"{diag['head']} {bottleneck_line(diag)}")
     run_loss = diag.get("run_final_eval_loss")
     print(
         f"loss {diag['loss']:.4f} on {diag['loss_sequences']}"
@@ -179,8 +165,7 @@ def handler(args: argparse.Namespace) -> int:
             else ""
         )
     )
-    print(f"wrote {Path(out_dir) / 'diagnostics.json'}")
-    for path in diag.get("figures", []):
+    for path in paths:
         print(f"wrote {path}")
     return 0
 

@@ -9,12 +9,15 @@ What it costs in time and memory, by model size: benchmarks/README.md
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from spamlang.cli.diagnose_cmd import add_measure_flags, check_measure_flags
+from spamlang.cli.diagnose_cmd import (
+    add_measure_flags,
+    bottleneck_line,
+    check_measure_flags,
+    write_outputs,
+)
 from spamlang.errors import UserError
-from spamlang.rundir.schema import DIAGNOSTICS
 
 _MEMORY_HELP = """\
 memory: about 0.5 GiB for torch and JAX themselves, plus the larger of two stages (never
@@ -54,7 +57,6 @@ def _check_args(args: argparse.Namespace) -> None:
 def handler(args: argparse.Namespace) -> int:
     _check_args(args)
     from spamlang.diagnose_lm import require
-    from spamlang.rundir.atomic import atomic_write_json
 
     require()
     from spamlang.diagnose_lm.diagnose import diagnose_lm
@@ -71,23 +73,12 @@ def handler(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         rank_tokens=args.rank_tokens,
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)  # only once the measurement succeeded
-    atomic_write_json(out / DIAGNOSTICS, diag)
-    paths = []
-    if not args.no_figures:
-        from spamlang.plots.diagnostics import plot_diagnostics
-
-        paths = plot_diagnostics(diag, out, suffix="." + args.format)
+    paths = write_outputs(diag, Path(args.out), args)
     print(
-        f"{diag['model_name']} ({diag['model_type']}) V={diag['vocab_size']} "
-        f"D={diag['d_model']} tokens={diag['tokens']}: kernel fraction "
-        f"{diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
-        f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
-        f"{diag['projected_cosine']:.4f}, loss {diag['loss']:.4f} "
-        f"[{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]"
+        f"{diag['model_name']} ({diag['model_type']}) {bottleneck_line(diag)}, loss "
+        f"{diag['loss']:.4f} [{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]"
     )
-    for path in [out / DIAGNOSTICS, *paths]:
+    for path in paths:
         print(f"wrote {path}")
     return 0
 

@@ -71,13 +71,8 @@ def _cells(sweep) -> dict[str, object]:
     for _, config in sweep.points():
         data = config.to_json()
         values = [config_field(data, n) for n in names]
-        label = (
-            " ".join(
-                f"{n}={v if isinstance(v, str) else json.dumps(v)}" for n, v in zip(names, values)
-            )
-            or "base"
-        )
-        cells.setdefault(label, config)
+        shown = [v if isinstance(v, str) else json.dumps(v) for v in values]
+        cells.setdefault(" ".join(f"{n}={v}" for n, v in zip(names, shown)) or "base", config)
     return cells
 
 

@@ -1,18 +1,14 @@
 """`spamlang train`: one training run into a run directory, with flags derived from TrainConfig.
 
 Every TrainConfig field is a flag (`vocab_size` -> `--vocab-size`, booleans as
-`--tie-embeddings/--no-tie-embeddings`, `--tokens 2M`), with the field's `metadata["help"]` as
-help and its default shown; `language_params` and `model_overrides` are `--param K=V` and
-`--model K=V` (repeatable; V is parsed as JSON when it can be, else kept as a string).
-`--init-from DIR` starts from a Hugging Face Llama checkpoint (see `spamlang.train.config`).
-`--config FILE.json` (a TrainConfig JSON, e.g. another run's config.json) gives the starting
-values; flags given explicitly override it. Rerunning the same command resumes or, if the run
-finished, just prints its result (stdout, JSON) after a line on stderr that says so.
-`--help` lists the known presets, languages and heads.
+`--tie-embeddings/--no-tie-embeddings`) with its `metadata["help"]` and default;
+`language_params` and `model_overrides` are `--param K=V` and `--model K=V` (V read as JSON
+when it can be, else kept as a string). `--config FILE.json` gives the starting values, which
+explicit flags override. Rerunning the same command resumes or, if the run finished, prints its
+result after a line on stderr that says so.
 
-Exit status: 0 done, 2 bad input (one line on stderr), 1 an unexpected error (one line; the
-trace with --debug), 130 / 143 stopped by SIGINT / SIGTERM after saving a checkpoint (rerun to
-resume).
+Exit status: 0 done, 2 bad input, 1 an unexpected error, 130 / 143 stopped by SIGINT / SIGTERM
+after saving a checkpoint (rerun to resume).
 """
 
 from __future__ import annotations
@@ -109,29 +105,19 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
             **kw,
         )
         return
-    flag = "--" + f.name.replace("_", "-")
+    flags = ("--" + f.name.replace("_", "-"),)
     if f.name in RENAMED:  # the optimizer's own name first; the bare one stays where unambiguous
-        flag = (RENAMED[f.name],) + (() if f.name in _AMBIGUOUS else (flag,))
-    else:
-        flag = (flag,)
+        flags = (RENAMED[f.name],) + (() if f.name in _AMBIGUOUS else flags)
     shown = f" (default: {_default_text(f.name, default)})"
     if f.name == "tokens":
-        group.add_argument(
-            *flag, type=_count, metavar="N", help=f"{help_text}; e.g. 100K or 2M{shown}", **kw
-        )
+        kind, help_text = dict(type=_count, metavar="N"), f"{help_text}; e.g. 100K or 2M"
     elif isinstance(default, bool):
-        group.add_argument(
-            *flag, action=argparse.BooleanOptionalAction, help=help_text + shown, **kw
-        )
-    elif isinstance(default, (int, float, str)):
-        kind = type(default)
-        group.add_argument(
-            *flag, type=kind, metavar=kind.__name__.upper(), help=help_text + shown, **kw
-        )
+        kind = dict(action=argparse.BooleanOptionalAction)
     elif default is None:  # an optional string (init_from); its help says what none means
-        group.add_argument(
-            *flag, type=str, metavar=f.metadata.get("metavar", "STR"), help=help_text, **kw
-        )
+        kind, shown = dict(type=str, metavar=f.metadata.get("metavar", "STR")), ""
+    else:
+        kind = dict(type=type(default), metavar=type(default).__name__.upper())
+    group.add_argument(*flags, help=help_text + shown, **kind, **kw)
 
 
 # Optimizer fields under names that say whose they are. `--eps` alone is not accepted: it would

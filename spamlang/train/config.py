@@ -362,10 +362,7 @@ class TrainConfig:
 
     def to_json(self) -> dict:
         """A JSON-able dict; `TrainConfig.from_json(c.to_json()) == c`."""
-        out = dataclasses.asdict(self)
-        out["model_overrides"] = dict(self.model_overrides)
-        out["language_params"] = dict(self.language_params)
-        return out
+        return dataclasses.asdict(self)  # the two dicts copied too
 
     @classmethod
     def from_json(cls, data: dict) -> TrainConfig:

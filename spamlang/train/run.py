@@ -1,24 +1,19 @@
-"""Train one run (or a vmapped group of runs) into run directories, resumably: the one loop.
+"""Train one run (or a vmapped group of K runs) into run directories, resumably: the one loop.
 
-`run_training(config, out_dir)` and `run_group(configs, out_dirs)` are the same loop over K
-members. Each directory follows the run-directory contract (`spamlang.rundir`): config.json
-first, metrics.jsonl as the run goes, checkpoints/ and result.json last; a finished one is
+Each directory follows the run-directory contract (`spamlang.rundir`); a finished one is
 returned as it is, an unfinished one resumes from its newest good checkpoint to the numbers of
 an uninterrupted run. A diverged run is a result; a directory another process trains raises
-`RunDirBusy`. README: "Training one run", "Several hosts (SLURM)" and "Concurrent runs, and
-when something goes wrong".
+`RunDirBusy`. README: "Training one run", "Several hosts (SLURM)", "Concurrent runs".
 
 The loop, in nanodo's shape: between log steps (every `log_every`-th, each eval, diag and
 checkpoint step, the last) it only dispatches steps. At one it reads the interval's metrics in
 one transfer (after dispatching the next step when only the row is due, so the device never
 idles), writes each member's row, then evaluates, checkpoints and acts on a signal: no
-checkpoint holds unlogged metrics. Members restored at different steps train as subgroups by
-step, each to the end.
+checkpoint holds unlogged metrics. Members restored at different steps train as subgroups.
 
-The first SIGINT / SIGTERM becomes a flag read at log steps, where the loop checkpoints and
-raises `Interrupted` (exit 130 / 143). Several hosts: call `jax.distributed.initialize()` first
-(`--distributed`); process 0 writes the run files, all write the checkpoints, and a signal is
-acted on once the processes agree, so that they save the same step.
+The first SIGINT / SIGTERM is a flag read at log steps, where the loop checkpoints and raises
+`Interrupted` (exit 130 / 143). Several hosts (`--distributed`): process 0 writes the run files,
+all write the checkpoints, and all agree on a signal first, so that they save the same step.
 """
 
 from __future__ import annotations
@@ -316,15 +311,7 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
 class _Group:
     """Members at one step, trained together (vmapped) from there to the end."""
 
-    def __init__(
-        self,
-        program,
-        members: list[_Member],
-        progress: Progress,
-        writer: bool,
-        peak,
-        t_start: float,
-    ):
+    def __init__(self, program, members: list[_Member], progress, writer, peak, t_start):
         # The members share every field but MEMBER_FIELDS: the first one's cadence is theirs.
         self.program, self.cfg, self.ms = program, members[0].config, members
         self.progress, self.writer, self.peak, self.t_start = progress, writer, peak, t_start
@@ -430,18 +417,9 @@ class _Group:
         """One track.jsonl row per step: the tracked rows' updates along themselves and the
         sequences that showed each tracked id (`spamlang.coverage.tracking`)."""
         for step, values in entries:
-            row = {
-                "step": step,
-                "ids": self.cfg.tracked_ids,
-                "seen": [int(x) for x in values["track_seen"]],
-            }
-            row.update(
-                {
-                    k[len("track_") :]: values[k]
-                    for k in ("track_embed", "track_head")
-                    if k in values
-                }
-            )
+            row = {"step": step, "ids": self.cfg.tracked_ids}
+            row["seen"] = [int(x) for x in values["track_seen"]]
+            row.update({k[6:]: values[k] for k in ("track_embed", "track_head") if k in values})
             m.track.append(row)
 
     def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
@@ -465,9 +443,7 @@ class _Group:
         )
         return {id(m): out[self.ms.index(m)] for m in members}
 
-    def _diag(
-        self, step: int, members: list[_Member], evals: dict | None = None
-    ) -> dict[int, dict]:
+    def _diag(self, step: int, members: list[_Member], evals=None) -> dict[int, dict]:
         """Diag rows of `members`; `evals` (`_evaluate`'s, at this step) already holds each
         member's per-symbol learning, which is then not scored a second time."""
         if not members:
@@ -478,21 +454,16 @@ class _Group:
         fn, tokens = logged_diagnostics(
             self.program.lang, cfg.batch_size, cfg.seq_len, cfg.loss_chunk or None
         )
-        values = {
-            id(m): {
-                k: float(v)
-                for k, v in jax.device_get(
-                    fn(self.program.model(self.state, self.ms.index(m)), tokens)
-                ).items()
-            }
-            for m in members
-        }
+        values = {}
+        for m in members:
+            model = self.program.model(self.state, self.ms.index(m))
+            values[id(m)] = {k: float(v) for k, v in jax.device_get(fn(model, tokens)).items()}
         # How many updates a symbol needs, as training goes (V 2-token sequences a member).
         if evals is not None and self.program.evaluation.exact:
             for m in members:
                 values[id(m)].update({k: evals[id(m)][k] for k in RESULT_KEYS})
         else:
-            learning = self.program.symbol_stats(self.state)
+            learning = self.program.evaluation.symbol_stats(self.state)
             for m in members if learning else ():
                 values[id(m)].update(learning[self.ms.index(m)])
         self._rows("diag", step, members, values)

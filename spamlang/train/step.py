@@ -46,17 +46,12 @@ def default_mesh() -> jax.sharding.Mesh:
     return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
-def make_member_step(
-    config: TrainConfig,
-    graphdef,
-    rest,
-    lang,
-    mesh,
-    tx,
-    schedule,
-    n_micro: int,
-):
-    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped)."""
+def make_member_step(program: Program):
+    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped), from
+    the parts `program` has built."""
+    config, mesh, lang, tx = program.config, program.mesh, program.lang, program.tx
+    graphdef, rest, n_micro = program.graphdef, program.rest, program.n_micro
+    schedule = program.schedule
     B, L = config.batch_size, config.seq_len
     chunk = config.loss_chunk or None
     shard = mesh.devices.size > 1
@@ -216,16 +211,7 @@ class Program:
         self.graphdef, _, rest = nnx.split(abstract, nnx.Param, ...)
         # Non-parameter variables (none in the current model) are constants of the program.
         self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
-        step = make_member_step(
-            config,
-            self.graphdef,
-            self.rest,
-            self.lang,
-            mesh,
-            self.tx,
-            self.schedule,
-            self.n_micro,
-        )
+        step = make_member_step(self)
         self.evaluation = Evaluation(
             config, self.lang, self.graphdef, self.rest, mesh, self.optimal_loss
         )
@@ -329,10 +315,6 @@ class Program:
         if configs is None:
             configs = [self.config] * len(state["step"])
         return self.evaluation.evaluate(state, configs, wait)
-
-    def symbol_stats(self, state: State) -> list[dict]:
-        """Each member's per-symbol learning now (`Evaluation.symbol_stats`)."""
-        return self.evaluation.symbol_stats(state)
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
