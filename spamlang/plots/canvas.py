@@ -42,6 +42,17 @@ def save_figure(fig: Figure, out_file: str | Path) -> Path:
     return path
 
 
+def writer(figure: Callable[..., Figure]) -> Callable[..., Path]:
+    """`plot_X(first, out_file, ...)` of a figure function `X_figure(first, ...)`: it checks the
+    output path before drawing anything, saves the figure there and returns the path."""
+
+    def plot(first, out_file, *args, **kwargs) -> Path:
+        check_figure_path(out_file)
+        return save_figure(figure(first, *args, **kwargs), out_file)
+
+    return plot
+
+
 def line_colour(i: int, n: int):
     """The i-th of n line colours: viridis without its palest yellow end, dark = small values."""
     return colormaps[CMAP](0.85 * i / max(n - 1, 1))

@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 
 from spamlang.errors import UserError, first_line
 from spamlang.fields import finite
-from spamlang.plots.canvas import check_figure_path, plain_log_ticks, save_figure
+from spamlang.plots.canvas import plain_log_ticks, save_figure, writer
 from spamlang.plots.runs import check_dir, read_metrics, scan_runs
 from spamlang.rundir.reading import read_json, read_object
 from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
@@ -413,9 +413,4 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
     return fig
 
 
-def plot_bottleneck(
-    inputs: str | Path | Iterable[str | Path], out_file: str | Path, labels: bool = True
-) -> Path:
-    """`spamlang plot bottleneck DIR [DIR ...] -o FILE`: see `bottleneck_figure`."""
-    check_figure_path(out_file)
-    return save_figure(bottleneck_figure(inputs, labels=labels), out_file)
+plot_bottleneck = writer(bottleneck_figure)  # spamlang plot bottleneck DIR [DIR ...] -o FILE

@@ -5,19 +5,11 @@ a scatter of one outcome against another (`--x kernel_fraction --points`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
-from spamlang.plots.canvas import (
-    MAX_DATA_TICKS,
-    check_figure_path,
-    data_ticks,
-    plain_log_ticks,
-    save_figure,
-)
+from spamlang.plots.canvas import MAX_DATA_TICKS, data_ticks, plain_log_ticks, writer
 from spamlang.plots.layout import (
     SEED,
     Facets,
@@ -108,12 +100,6 @@ def _numeric(runs: list[Run], column: str, flag: str) -> None:
         )
 
 
-def plot_lines(sweep_dir, out_file, x: str, y: str, **kwargs) -> Path:
-    """Write `lines_figure`; returns the written path."""
-    check_figure_path(out_file)
-    return save_figure(lines_figure(sweep_dir, x, y, **kwargs), out_file)
-
-
 def lines_figure(
     sweep_dir,
     x: str,
@@ -178,6 +164,9 @@ def lines_figure(
         panel.label(axis_label(x), axis_label(y), legend=bool(color))
     notes = _best_note(best, y, drawn), pool_note(drawn, "bars")
     return finish(fig, every, runs, where, axes + [best], *notes)
+
+
+plot_lines = writer(lines_figure)
 
 
 def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, label: str | None):

@@ -27,14 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
-from spamlang.plots.canvas import (
-    BEST_EDGE,
-    CMAP,
-    check_figure_path,
-    note,
-    plain_log_ticks,
-    save_figure,
-)
+from spamlang.plots.canvas import BEST_EDGE, CMAP, note, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, check_axes, facet_title, group_points
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.runs import Run, finished_runs, select, varying_settings
@@ -89,12 +82,6 @@ def chosen_runs(runs: list[Run]) -> list[Run]:
     if "lr" in varying_settings(runs):
         points = best_points(points, "lr", METRIC)
     return [min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0)) for p in points]
-
-
-def plot_recency(dirs: list, out_file, **kwargs) -> Path:
-    """Write `recency_figure`; returns the written path."""
-    check_figure_path(out_file)
-    return save_figure(recency_figure(dirs, **kwargs), out_file)
 
 
 def recency_figure(
@@ -162,6 +149,9 @@ def recency_figure(
         "dashed: chance, log V",
     )
     return fig
+
+
+plot_recency = writer(recency_figure)
 
 
 def _appearance_norm(all_symbols: list[Symbols]):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import LogNorm, Normalize
@@ -19,14 +18,7 @@ from matplotlib.patches import Rectangle
 
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_number
-from spamlang.plots.canvas import (
-    BEST_EDGE,
-    CMAP,
-    PAPER_WIDTH_IN,
-    check_figure_path,
-    plain_log_ticks,
-    save_figure,
-)
+from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, plain_log_ticks, writer
 from spamlang.plots.layout import (
     SEED,
     Facets,
@@ -144,14 +136,6 @@ def cell_label(point: Point, metric: str, best: str | None = None, tags: Iterabl
     return "\n".join(lines)
 
 
-def plot_heatmap(
-    sweep_dir, out_file, metric: str = "final_eval_loss", where: dict | None = None, **axes
-) -> Path:
-    """Write `heatmap_figure`; returns the written path."""
-    check_figure_path(out_file)
-    return save_figure(heatmap_figure(sweep_dir, metric, where, **axes), out_file)
-
-
 def heatmap_figure(
     sweep_dir,
     metric: str = "final_eval_loss",
@@ -249,6 +233,9 @@ def heatmap_figure(
     pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
     notes = outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line")
     return finish(fig, every, runs, where, taken + [best], *notes, left_out)
+
+
+plot_heatmap = writer(heatmap_figure)
 
 
 def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:

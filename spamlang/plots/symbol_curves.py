@@ -15,12 +15,11 @@ updates.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from spamlang.errors import UserError
-from spamlang.plots.canvas import check_figure_path, note, save_figure
+from spamlang.plots.canvas import note, writer
 from spamlang.plots.layout import (
     SEED,
     Facets,
@@ -37,12 +36,6 @@ from spamlang.rundir.schema import RESULT
 
 COLOR = "vocab_size"
 METRIC = "final_eval_loss"  # what the best LR is chosen by
-
-
-def plot_symbols(sweep_dir, out_file, **kwargs) -> Path:
-    """Write `symbols_figure`; returns the written path."""
-    check_figure_path(out_file)
-    return save_figure(symbols_figure(sweep_dir, **kwargs), out_file)
 
 
 def _curve(run) -> dict | None:
@@ -90,6 +83,9 @@ def symbols_figure(
         "upper bound, the least-exposed bin was already half learned)",
     )
     return fig
+
+
+plot_symbols = writer(symbols_figure)
 
 
 def _draw_run(ax, run, colour, label) -> None:

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from spamlang.errors import UserError
 from spamlang.fields import finite
-from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, note, save_figure
+from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note, writer
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.rundir.reading import read_lines, read_object
 from spamlang.rundir.schema import CONFIG
@@ -209,12 +209,6 @@ def sums_table(tracks: list[Track]) -> str:
     )
 
 
-def plot_track(tracks: list[Track], out_file) -> Path:
-    """Write `track_figure`; returns the written path."""
-    check_figure_path(out_file)
-    return save_figure(track_figure(tracks), out_file)
-
-
 def track_figure(tracks: list[Track]) -> Figure:
     """One row of panels per run (a subfigure titled with its optimizer and time scales), one
     panel per shown tracked id."""
@@ -252,6 +246,9 @@ def track_figure(tracks: list[Track]) -> Figure:
         "triangles: steps that showed it; pull/between: sums over those steps / the others",
     )
     return fig
+
+
+plot_track = writer(track_figure)
 
 
 def _draw_panel(ax, track: Track, j: int, s: dict, first: bool, last: bool) -> None:
