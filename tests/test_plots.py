@@ -17,6 +17,7 @@ from spamlang.plots import layout
 from spamlang.plots import runs as plot_runs
 from spamlang.plots.curves import choose_runs, curves_figure, plot_curves
 from spamlang.plots.sweep import heatmap_figure, plot_heatmap
+from spamlang.rundir.reading import iter_metrics
 
 COLUMNS = [
     "run_id",
@@ -185,7 +186,7 @@ def test_results_reading(sweep_dir):
     assert plot_runs.varying_settings(runs) == ["vocab_size", "lr", "tie_embeddings"]
     scanned = plot_runs.scan_runs(sweep_dir)
     assert len(scanned) == 5 and sum(not r.finished for r in scanned) == 1
-    assert len(plot_runs.read_metrics(scanned[0].path)) == 4  # torn last line skipped
+    assert len(iter_metrics(scanned[0].path, "train")) == 4  # torn last line skipped
     picked = plot_runs.select(runs, {"lr": "1e-2", "tie_embeddings": "false"})
     assert {(r.vocab_size, r.tied) for r in picked} == {(64, False), (1024, False), (4096, False)}
     with pytest.raises(UserError, match="unknown column 'colour' for --where; known columns: "):

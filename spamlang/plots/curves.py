@@ -5,6 +5,7 @@ Runs are read from their directories, so runs still in progress are drawn too (d
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
@@ -34,7 +35,8 @@ from spamlang.plots.layout import (
     split,
 )
 from spamlang.plots.layout import best_over as best_points
-from spamlang.plots.runs import Run, read_metrics, scan_runs, select
+from spamlang.plots.runs import Run, scan_runs, select
+from spamlang.rundir.reading import iter_metrics
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")
@@ -90,7 +92,7 @@ def _latest_loss(runs: list[Run]) -> float:
     """The runs' mean latest finite train loss (inf when none has one yet)."""
     lasts = []
     for r in runs:
-        losses = [row.get("loss") for row in read_metrics(r.path)]
+        losses = [row.get("loss") for row in iter_metrics(r.path, "train")]
         losses = [x for x in losses if isinstance(x, (int, float)) and math.isfinite(x)]
         lasts.append(losses[-1] if losses else math.inf)
     return statistics.fmean(lasts)
@@ -100,58 +102,46 @@ def _floor(r: Run) -> float | None:
     v = r.value("optimal_loss")
     if v is not None:
         return v
-    for row in read_metrics(r.path, "eval"):
+    for row in iter_metrics(r.path, "eval"):
         loss, above = row.get("eval_loss"), row.get("loss_above_floor")
         if isinstance(loss, (int, float)) and isinstance(above, (int, float)):
             return float(loss) - float(above)
     return None
 
 
-class _Metrics:
-    """metrics.jsonl rows, read once per run and kind."""
-
-    def __init__(self):
-        self.cache: dict[tuple, list[dict]] = {}
-
-    def rows(self, run: Run, kind: str) -> list[dict]:
-        key = (run.path, kind)
-        if key not in self.cache:
-            self.cache[key] = read_metrics(run.path, kind)
-        return self.cache[key]
-
-    def kind_of(self, runs: list[Run], metric: str, x: str) -> tuple[str, str]:
-        """The row kind holding `metric` (train, then eval, then diag) and its axis label."""
-        if metric in CURVE_METRICS:
-            return CURVE_METRICS[metric]
-        fields: dict[str, None] = {}
-        for kind in _KINDS:
-            for r in runs:
-                for row in self.rows(r, kind):
-                    if metric in row:
-                        return kind, f"{kind} {metric.replace('_', ' ')}"
-                    fields.update(dict.fromkeys(k for k in row if k not in ("kind", x)))
-        raise UserError(
-            f"unknown metric {metric!r} for --y; metrics.jsonl has: "
-            f"{', '.join(fields) or 'no rows'}"
-        )
-
-    def curve(self, runs: list[Run], kind: str, x: str, y: str, positive: bool):
-        """(xs, means, mins, maxs, most runs at one x): the runs' y at each x they logged."""
-        at: dict[float, list[float]] = {}
+def _kind_of(rows_of, runs: list[Run], metric: str, x: str) -> tuple[str, str]:
+    """The row kind holding `metric` (train, then eval, then diag) and its axis label."""
+    if metric in CURVE_METRICS:
+        return CURVE_METRICS[metric]
+    fields: dict[str, None] = {}
+    for kind in _KINDS:
         for r in runs:
-            for row in self.rows(r, kind):
-                t, v = row.get(x), row.get(y)
-                ok = isinstance(t, (int, float)) and isinstance(v, (int, float))
-                if ok and math.isfinite(v) and (v > 0 or not positive):
-                    at.setdefault(float(t), []).append(float(v))
-        xs = sorted(at)
-        return (
-            xs,
-            [statistics.fmean(at[t]) for t in xs],
-            [min(at[t]) for t in xs],
-            [max(at[t]) for t in xs],
-            max((len(v) for v in at.values()), default=0),
-        )
+            for row in rows_of(r.path, kind):
+                if metric in row:
+                    return kind, f"{kind} {metric.replace('_', ' ')}"
+                fields.update(dict.fromkeys(k for k in row if k not in ("kind", x)))
+    raise UserError(
+        f"unknown metric {metric!r} for --y; metrics.jsonl has: {', '.join(fields) or 'no rows'}"
+    )
+
+
+def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool):
+    """(xs, means, mins, maxs, most runs at one x): the runs' y at each x they logged."""
+    at: dict[float, list[float]] = {}
+    for r in runs:
+        for row in rows_of(r.path, kind):
+            t, v = row.get(x), row.get(y)
+            ok = isinstance(t, (int, float)) and isinstance(v, (int, float))
+            if ok and math.isfinite(v) and (v > 0 or not positive):
+                at.setdefault(float(t), []).append(float(v))
+    xs = sorted(at)
+    return (
+        xs,
+        [statistics.fmean(at[t]) for t in xs],
+        [min(at[t]) for t in xs],
+        [max(at[t]) for t in xs],
+        max((len(v) for v in at.values()), default=0),
+    )
 
 
 def plot_curves(
@@ -209,8 +199,8 @@ def curves_figure(
     # legend entry names its LR; a single LR is named once, in the titles.
     best = lr in (None, "best") and not lr_axis and len(grid) > 1
     best = best and len({ident(r.lr) for r in runs}) > 1
-    metrics = _Metrics()
-    kind, ylabel = metrics.kind_of(runs, metric, x)
+    rows_of = functools.cache(iter_metrics)  # metrics.jsonl rows, read once per run and kind
+    kind, ylabel = _kind_of(rows_of, runs, metric, x)
     logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
     used = [c for c in (color, cols) if c]
     pooled = [] if SEED in used + (rows or []) else [SEED]
@@ -226,7 +216,7 @@ def curves_figure(
         for values, pts in split(panel.points, [color] if color else []):
             line = merge(pts)
             drawn.append(line)
-            xs, mean, lo, hi, most = metrics.curve(line.runs, kind, x, metric, logy)
+            xs, mean, lo, hi, most = _curve(rows_of, line.runs, kind, x, metric, logy)
             any_x, most_points = any_x or bool(xs), max(most_points, len(xs))
             colour = colours[ident(values[0] if color else None)]
             ax.plot(

@@ -35,8 +35,8 @@ from matplotlib.figure import Figure
 from spamlang.errors import UserError, first_line
 from spamlang.fields import finite
 from spamlang.plots.canvas import plain_log_ticks, save_figure, writer
-from spamlang.plots.runs import check_dir, read_metrics, scan_runs
-from spamlang.rundir.reading import read_json, read_object
+from spamlang.plots.runs import check_dir, scan_runs
+from spamlang.rundir.reading import iter_metrics, read_json, read_object
 from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -300,7 +300,7 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
     for run in scan_runs(check_dir(sweep_dir)):
         config = read_object(run.path / CONFIG)
         V = int(config["vocab_size"])
-        rows = [r for r in read_metrics(run.path, "diag") if finite(r.get("kernel_fraction"))]
+        rows = [r for r in iter_metrics(run.path, "diag") if finite(r.get("kernel_fraction"))]
         diag_file = run.path / DIAGNOSTICS
         try:  # absent, or being written by `spamlang diagnose`: the diag rows stand in
             kf = float((read_object(diag_file) or {})["kernel_fraction"])

@@ -32,7 +32,7 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr, parse_int
-from spamlang.rundir.reading import iter_metrics, read_run, run_dirs
+from spamlang.rundir.reading import read_run, run_dirs
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
 
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
@@ -304,9 +304,3 @@ def varying_settings(runs: list[Run]) -> list[str]:
     """Settings that take more than one value among `runs`, in column order."""
     keys = dict.fromkeys(k for r in runs for k in r.settings)
     return [k for k in keys if len({text(r.settings.get(k)) for r in runs}) > 1]
-
-
-def read_metrics(run_dir: str | Path | None, kind: str | None = "train") -> list[dict]:
-    """Rows of `metrics.jsonl` with the given kind (None: every row); a torn last line (live
-    run) is skipped."""
-    return iter_metrics(run_dir, kind)
