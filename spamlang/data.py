@@ -258,13 +258,9 @@ class SequenceDataset:
 
     # ----- iteration ----------------------------------------------------------------------
     def batches(self, batch_size: int, start: int = 0) -> Iterator[np.ndarray]:
-        """Iterator of int32[batch_size, L] batches: sequences start, start+1, ...
-
-        Infinite datasets yield batches until index 2^32; finite ones stop at `num_sequences`,
-        the last batch shorter if it does not fill up. The same sequences come out whatever
-        `batch_size` and `start`, so a resumed or sharded reader sees the same data (shard s of
-        n: `batches(B, start=s * B * steps)` or slices).
-        """
+        """int32[batch_size, L] batches of sequences start, start+1, ... up to 2^32 (or to
+        `num_sequences`, the last batch shorter); the same sequences whatever `batch_size` and
+        `start`, so a resumed or sharded reader sees the same data."""
         batch_size = _as_int("batch_size", batch_size, 1)
         start = _as_int("start", start, 0, MAX_INDEX)
         if self.num_sequences is None:  # whole batches only

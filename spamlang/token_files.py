@@ -136,12 +136,9 @@ def check_complete(path: str | os.PathLike) -> dict:
 
 
 def load_tokens(path: str | os.PathLike, dtype=None) -> np.ndarray:
-    """Memory-map an exported token file as a read-only [num_seqs, seq_len] array.
-
-    `dtype` (e.g. np.int64): a writable in-memory copy in that type instead, for consumers
-    that refuse the file's own uint16 / uint32 or a read-only buffer (PyTorch's nn.Embedding
-    takes int64 or int32 indices, and torch.from_numpy warns on read-only arrays). The copy
-    holds the whole file in memory; a type that cannot hold every id is refused."""
+    """Memory-map an exported token file as a read-only [num_seqs, seq_len] array; with `dtype`
+    (e.g. np.int64, for PyTorch's nn.Embedding, which refuses uint16 and warns on read-only
+    buffers) a writable in-memory copy in that type, which must hold every id."""
     try:
         meta = check_complete(path)
     except IncompleteExport as e:

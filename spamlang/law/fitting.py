@@ -44,24 +44,30 @@ def fit(frame, sources: Sequence[str] = ()) -> Law:
     frames = [frame] if not isinstance(frame, (list, tuple)) else list(frame)
     if not frames:
         raise UserError("no runs to fit: no frame given")
-    names = list(sources) if len(sources) == len(frames) else [""] * len(frames)
-    tables, used, refused = [], [], []
-    for f, name in zip(frames, names):
-        try:
-            tables.append(to_cells(f))
-            used.append(name)
-        except UserError as e:  # a sweep of SGD runs among Adam ones: left out, said once
-            refused.append(e)
+    tables, refused = _cells_of(dict(enumerate(frames)))
     if not tables:
-        raise refused[0]
+        raise next(iter(refused.values()))
     if refused:
         warnings.warn(
             f"{len(refused)} of {len(frames)} sweeps have no cell the law covers "
-            f"and are left out ({refused[0]})",
+            f"and are left out ({next(iter(refused.values()))})",
             stacklevel=2,
         )
-    sources = used if len(sources) == len(frames) else sources
-    return fit_cells(pd.concat(tables, ignore_index=True), sources)
+    if len(sources) == len(frames):
+        sources = [sources[i] for i in tables]
+    return fit_cells(pd.concat(tables.values(), ignore_index=True), sources)
+
+
+def _cells_of(frames: Mapping) -> tuple[dict, dict]:
+    """({key: cells} of each frame, {key: UserError} of the frames with no cell the law covers,
+    such as a sweep of SGD runs among Adam ones: left out, said once)."""
+    tables, refused = {}, {}
+    for key, frame in frames.items():
+        try:
+            tables[key] = to_cells(frame)
+        except UserError as e:
+            refused[key] = e
+    return tables, refused
 
 
 def fit_cells(table, sources: Sequence[str] = ()) -> Law:
@@ -180,12 +186,7 @@ def leave_one_out(frames: Mapping[str, object]):
 
     if len(frames) < 2:
         raise UserError(f"leave-one-sweep-out needs at least 2 sweeps, got {len(frames)}")
-    by_sweep, refused = {}, []
-    for name, frame in frames.items():
-        try:
-            by_sweep[name] = to_cells(frame)
-        except UserError:  # a sweep with no cell in the law's scope (SGD runs): left out
-            refused.append(name)
+    by_sweep, refused = _cells_of(frames)
     if refused:
         warnings.warn(f"left out, no cell the law covers: {', '.join(refused)}", stacklevel=2)
     if len(by_sweep) < 2:
