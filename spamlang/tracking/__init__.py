@@ -17,6 +17,7 @@ by run id, offline files under `<sweep>/wandb/`); for `spamlang train --out DIR`
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 from pathlib import Path
 
@@ -58,11 +59,7 @@ def preflight(spec: TrackerSpec) -> None:
 
 
 def _backend(kind: str):
-    if kind == "tensorboard":
-        from spamlang.tracking import tensorboard_writer as backend
-    else:
-        from spamlang.tracking import wandb_writer as backend
-    return backend
+    return importlib.import_module(f"spamlang.tracking.{kind}_writer")
 
 
 def attach(log, run_dir: Path, config, restored_step: int):
