@@ -242,26 +242,16 @@ def _float_text(text: str) -> float | None:
 
 # ----- a whole field --------------------------------------------------------------------------
 def check(
-    name: str,
-    value: Any,
-    tp: Any,
-    *,
-    owner: str = "",
-    whole_floats: bool = False,
-    choices: Collection | None = None,
-    ge: Any = None,
-    gt: Any = None,
-    le: Any = None,
-    lt: Any = None,
-    why: str = "",
+    name: str, value: Any, tp: Any, *, owner="", whole_floats=False, choices=None, **limits
 ) -> Any:
-    """One field: its kind (`conform`), then its choices and limits (skipped for None)."""
+    """One field: its kind (`conform`), then its `choices` and `limits` (`in_range`'s ge, gt,
+    le, lt, why), skipped for None."""
     value = conform(name, value, tp, owner=owner, whole_floats=whole_floats)
     if value is None:
         return None
     if choices is not None:
         one_of(name, value, choices, owner=owner)
-    return in_range(name, value, owner=owner, ge=ge, gt=gt, le=le, lt=lt, why=why)
+    return in_range(name, value, owner=owner, **limits)
 
 
 def check_dataclass(

@@ -34,15 +34,15 @@ LAYERS = (
     ("spamlang", "errors", "notation", "fields", "glyphs", "error_policy"),
     # The on-disk contract: file names, atomic writes, locks, reading runs, orbax checkpoints.
     ("rundir",),
-    # Experiment trackers: a run's rows, config and result mirrored (imported by train.loop).
+    # Experiment trackers: a run's rows, config and result mirrored (imported by train.run).
     ("tracking",),
     ("languages",),  # the generators
     ("token_files",),  # the token-file format, knowing nothing of datasets
     ("data",),  # SequenceDataset and its export into a token file
     ("model",),  # the Transformer, presets, heads, kernels
     # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig; the optimizers.
-    ("loss", "perf", "optim", "members", "progress", "signals"),
-    # diagnostics: the trainer logs its measurements every `diag_every` steps (train.loop).
+    ("loss", "perf", "optim", "members", "progress"),
+    # diagnostics: the trainer logs its measurements every `diag_every` steps (train.run).
     # coverage: exposure counts and per-symbol scores, which training and evaluation record.
     ("diagnostics", "coverage"),
     ("evaluate",),  # the eval set's metrics, coverage and per-symbol rows of a run's models

@@ -1,4 +1,4 @@
-"""`spamlang.train.loop`: a vmapped group killed between two members' checkpoint saves resumes
+"""`spamlang.train.run`: a vmapped group killed between two members' checkpoint saves resumes
 at its original size, bitwise; and a failure on the way out does not hide the first one."""
 
 from __future__ import annotations

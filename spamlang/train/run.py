@@ -44,9 +44,7 @@ from spamlang.train.step import program as get_program
 __all__ = ["Interrupted", "load_run", "run_group", "run_training"]
 
 
-def run_training(
-    config, out_dir, *, quiet: bool = False, stop_after_step: int | None = None
-) -> dict:
+def run_training(config, out_dir, *, quiet=False, stop_after_step: int | None = None) -> dict:
     """Train `config` into `out_dir` (or resume it, or return its result if finished).
 
     Returns the result dict (the contents of result.json). `stop_after_step` checkpoints and
@@ -57,9 +55,7 @@ def run_training(
     return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
-def run_group(
-    configs, out_dirs, *, quiet: bool = False, stop_after_step: int | None = None
-) -> list[dict]:
+def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = None) -> list[dict]:
     """Train configs that differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
     together (vmapped), one run dir each.
 
@@ -493,9 +489,7 @@ class _Group:
         for m in members:
             m.ckpt.prune()
 
-    def _finish(
-        self, members: list[_Member], diverged: dict[int, int], step: int, write_rows: bool = True
-    ) -> None:
+    def _finish(self, members: list[_Member], diverged: dict, step: int, write_rows=True) -> None:
         """Final eval (+ diag), checkpoint and result.json of `members`; they stop here.
 
         write_rows=False: members restored from their final checkpoints, whose rows are

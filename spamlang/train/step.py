@@ -243,13 +243,7 @@ class Program:
         pretrained = self.pretrained_params()
         return self.stack([self.init_member(s, lr, pretrained) for s, lr in zip(seeds, lrs)])
 
-    def init_member(
-        self,
-        seed: int,
-        lr: float,
-        pretrained: State | None = None,
-        config: TrainConfig | None = None,
-    ) -> State:
+    def init_member(self, seed: int, lr: float, pretrained=None, config=None) -> State:
         """One member's step-0 state, without the member axis.
 
         Its optimizer hyperparameters (b1, b2, eps, momentum) are `config`'s, default the
@@ -307,9 +301,7 @@ class Program:
         return nnx.merge(self.graphdef, self.member(state, i)["params"], self.rest)
 
     # ----- evaluation ----------------------------------------------------------------------
-    def evaluate(
-        self, state: State, configs: list | None = None, wait=None
-    ) -> list[dict[str, float]]:
+    def evaluate(self, state: State, configs=None, wait=None) -> list[dict[str, float]]:
         """Each member's evaluation (`spamlang.evaluate.Evaluation.evaluate`); member i's
         return time is `configs[i]`'s (default: this program's config for every member)."""
         if configs is None:
