@@ -2,8 +2,8 @@
 
 The one entry point of every command: `spamlang VERB` (`spamlang.cli`) and a sweep script run
 as `python sweeps/NAME.py` (`spamlang.sweep.main`) both parse their flags with a `Parser` and
-run under `run_command`. It sits below every layer that has a command, so that the sweep code
-shares it without importing `spamlang.cli` (nothing imports the CLI).
+run under `guarded` (`run_command`). It sits below every layer that has a command, so that the
+sweep code shares it without importing `spamlang.cli` (nothing imports the CLI).
 
 Outside debug mode:
 - a bad flag is `PROG: error: MESSAGE` (no usage block), exit status 2;

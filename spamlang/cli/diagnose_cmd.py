@@ -157,14 +157,8 @@ def handler(args: argparse.Namespace) -> int:
     paths = write_outputs(diag, out, args)
     print(f"{diag['head']} {bottleneck_line(diag)}")
     run_loss = diag.get("run_final_eval_loss")
-    print(
-        f"loss {diag['loss']:.4f} on {diag['loss_sequences']}"
-        + (
-            f" (the run's final_eval_loss, on that set: {run_loss:.4f})"
-            if run_loss is not None
-            else ""
-        )
-    )
+    vs = "" if run_loss is None else f" (the run's final_eval_loss, on that set: {run_loss:.4f})"
+    print(f"loss {diag['loss']:.4f} on {diag['loss_sequences']}{vs}")
     for path in paths:
         print(f"wrote {path}")
     return 0
