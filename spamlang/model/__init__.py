@@ -15,7 +15,7 @@ _EXPORTS = {
     "ModelConfig": "config",
     "count_params": "config",
     "parse_head": "config",
-    "generate": "decode",
+    "generate": "transformer",
     "load_hf": "hf_checkpoint",
     "Transformer": "transformer",
 }

@@ -40,15 +40,15 @@ from spamlang.model.layers import normal_param
 PHI_RMS = math.sqrt(1 / 3 + 1 / (2 * math.pi * math.sqrt(3)))
 
 
+def _einsum(spec: str, x: jax.Array, w: jax.Array, dtype: str) -> jax.Array:
+    """A product in the compute dtype, accumulated and returned in float32. A plain einsum, so
+    forward mode (jvp / jacfwd, used by spamlang.diagnostics) works."""
+    return jnp.einsum(spec, x.astype(dtype), w.astype(dtype), preferred_element_type=jnp.float32)
+
+
 def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.Array:
-    """features W^T in the compute dtype, accumulated and returned in float32. A plain einsum,
-    so forward mode (jvp / jacfwd, used by spamlang.diagnostics) works."""
-    return jnp.einsum(
-        "...r,vr->...v",
-        features_NxR.astype(dtype),
-        w_VxR.astype(dtype),
-        preferred_element_type=jnp.float32,
-    )
+    """features W^T, float32."""
+    return _einsum("...r,vr->...v", features_NxR, w_VxR, dtype)
 
 
 def _raises(message: str):
@@ -104,13 +104,8 @@ class _Factored(_LinearLastStep):
         self.b = normal_param(rngs, (r, D), config, std=1 / math.sqrt(D))
 
     def _project(self, h_NxD: jax.Array) -> jax.Array:
-        """h B^T in the compute dtype, accumulated and returned in float32."""
-        return jnp.einsum(
-            "...d,rd->...r",
-            h_NxD.astype(self.dtype),
-            self.b[...].astype(self.dtype),
-            preferred_element_type=jnp.float32,
-        )
+        """h B^T, float32."""
+        return _einsum("...d,rd->...r", h_NxD, self.b[...], self.dtype)
 
 
 class LowRankHead(_Factored):
@@ -174,12 +169,7 @@ class MoSHead(nnx.Module):
 
     def log_mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
         """log pi, [..., K], float32."""
-        scores = jnp.einsum(
-            "...d,dk->...k",
-            h_NxD.astype(self.dtype),
-            self.prior[...].astype(self.dtype),
-            preferred_element_type=jnp.float32,
-        )
+        scores = _einsum("...d,dk->...k", h_NxD, self.prior[...], self.dtype)
         return jax.nn.log_softmax(scores, axis=-1)
 
     def mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
@@ -188,12 +178,7 @@ class MoSHead(nnx.Module):
     def component_log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         """log_softmax(c_k W^T) for every component, [..., K, V], float32."""
         *lead, D = h_NxD.shape
-        ctx = jnp.einsum(
-            "...d,de->...e",
-            h_NxD.astype(self.dtype),
-            self.proj[...].astype(self.dtype),
-            preferred_element_type=jnp.float32,
-        )
+        ctx = _einsum("...d,de->...e", h_NxD, self.proj[...], self.dtype)
         ctx_NxKxD = jnp.tanh(ctx).reshape(*lead, self.k, D)
         w = embed_VxD if self.tied else self.w[...]
         return jax.nn.log_softmax(linear_logits(ctx_NxKxD, w, self.dtype), axis=-1)
