@@ -22,6 +22,7 @@ from spamlang.plots.canvas import BEST_EDGE
 from spamlang.plots.curves import curves_figure
 from spamlang.plots.lines import auto_logx, lines_figure
 from spamlang.plots.sweep import best_cells, color_limits, heatmap_figure
+from spamlang.rundir.reading import parse_cell
 
 SETTINGS = [
     "run_id",
@@ -126,14 +127,14 @@ def test_sort_values_numeric_text_and_bool():
     assert layout.sort_values([False, True]) == [True, False]  # tied first, as in the paper
     assert layout.sort_values([None, 3, 1]) == [1, 3, None]
     # CSV cells become numbers, so they sort by value rather than as text ("1024" < "256").
-    assert [plot_runs.parse_cell(s) for s in ("1024", "1e-3", "True", "", "mos:4")] == [
+    assert [parse_cell(s) for s in ("1024", "1e-3", "True", "", "mos:4")] == [
         1024,
         1e-3,
         True,
         None,
         "mos:4",
     ]
-    assert layout.sort_values(plot_runs.parse_cell(s) for s in ("256", "1024", "64")) == [
+    assert layout.sort_values(parse_cell(s) for s in ("256", "1024", "64")) == [
         64,
         256,
         1024,
@@ -172,8 +173,8 @@ def test_stats_and_points_average_seeds_only():
     runs = [
         plot_runs.Run(
             r["run_id"],
-            {k: plot_runs.parse_cell(str(r[k])) for k in SETTINGS[1:]},
-            {k: plot_runs.parse_cell(str(r[k])) for k in OUTCOMES},
+            {k: parse_cell(str(r[k])) for k in SETTINGS[1:]},
+            {k: parse_cell(str(r[k])) for k in OUTCOMES},
         )
         for r in rows
     ]

@@ -20,11 +20,9 @@ added to the table later is classified without a change here.
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,13 +30,12 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr, parse_int
-from spamlang.rundir.reading import read_run, run_dirs
+from spamlang.rundir.reading import check_dir, read_run, read_table, run_dirs
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
 
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
 _FLATTENED = {"language_params": "param.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
-_INT = re.compile(r"[+-]?\d+")
 # '1-COL' names 1 - COL of any numeric column (1-kernel_fraction), an outcome of its own.
 COMPLEMENT = "1-"
 
@@ -93,21 +90,6 @@ def complement_of(column: str) -> str | None:
     return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
 
 
-def parse_cell(text: str | None) -> Any:
-    """A results.csv cell as a value: '' -> None, True/False -> bool, then int, float, text."""
-    s = (text or "").strip()
-    if s == "":
-        return None
-    if s.lower() in ("true", "false"):
-        return s.lower() == "true"
-    if _INT.fullmatch(s):
-        return int(s)
-    try:
-        return float(s)
-    except ValueError:
-        return s
-
-
 def _config_value(v: Any) -> Any:
     return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
 
@@ -123,32 +105,21 @@ def flatten_config(config: dict) -> dict[str, Any]:
     return out
 
 
-def check_dir(sweep_dir: str | Path) -> Path:
-    path = Path(sweep_dir)
-    if not path.is_dir():
-        raise UserError(f"no such directory: {path}")
-    return path
-
-
 def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
-    """results.csv as run_id -> (settings, outcomes); {} when there is none."""
-    path = root / RESULTS_FILE
-    if not path.is_file():
+    """results.csv as run_id -> (settings, outcomes); {} when it is missing or empty."""
+    try:
+        header, rows = read_table(root / RESULTS_FILE)
+    except UserError:
         return {}
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        header = [c for c in reader.fieldnames or [] if c]
-        rows = list(reader)
-    known = [i for i, c in enumerate(header) if c in RESULT_COLUMNS]
-    first = min(known, default=len(header))
-    outcomes = {c for i, c in enumerate(header) if i >= first or c in RESULT_COLUMNS}
+    names = [c for c in header if c]
+    first = min((i for i, c in enumerate(names) if c in RESULT_COLUMNS), default=len(names))
+    outcomes = {c for i, c in enumerate(names) if i >= first or c in RESULT_COLUMNS}
     table = {}
     for n, row in enumerate(rows):
-        run_id = row.get("run_id") or f"row{n + 1}"
-        settings = {
-            c: parse_cell(row.get(c)) for c in header if c not in outcomes and c != "run_id"
-        }
-        result = {c: parse_cell(row.get(c)) for c in header if c in outcomes}
+        cells = dict(zip(header, row))
+        run_id = cells.get("run_id") or f"row{n + 1}"
+        settings = {c: cells.get(c) for c in names if c not in outcomes and c != "run_id"}
+        result = {c: cells.get(c) for c in names if c in outcomes}
         result["diverged"] = bool(result.get("diverged"))
         table[run_id] = (settings, result)
     return table
