@@ -1,4 +1,4 @@
-"""spamlang.plots.title: figures name the slice of the sweep they show (--where, --lr)."""
+"""layout.fixed_title: figures name the slice of the sweep they show (--where, --lr)."""
 
 from __future__ import annotations
 
