@@ -1,10 +1,6 @@
-"""`spamlang sweep FILE`: run a sweep described by a sweeps/*.py script or a JSON file.
-
-Same flags as running the script itself (`python sweeps/NAME.py ...`): --out, --shard i/n,
---group-size, --set FIELD=VALUE, --quiet, --dry-run, --plots/--no-plots, --figures, and the
-rest of `spamlang.sweep.command.add_arguments`. The file is loaded and the whole sweep validated
-before anything runs; any problem is one line on stderr and status 2.
-"""
+"""`spamlang sweep FILE`: run a sweep described by a sweeps/*.py script or a JSON file, with the
+flags of running the script itself (`spamlang.sweep.command.add_arguments`). The whole sweep
+is loaded and validated first: any problem is one line on stderr and status 2, before any run."""
 
 from __future__ import annotations
 
