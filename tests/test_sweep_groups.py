@@ -1,10 +1,10 @@
-"""spamlang.sweep.groups: a shard with no group says so."""
+"""spamlang.sweep.spec.shard_groups: a shard with no group says so."""
 
 from __future__ import annotations
 
 from spamlang.sweep import Sweep
 from spamlang.sweep import main as sweep_main
-from spamlang.sweep.groups import groups
+from spamlang.sweep.spec import groups
 from spamlang.train import TrainConfig
 
 BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10)

@@ -81,7 +81,7 @@ def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
         {"vocab_size": 4096, "tie_embeddings": True, "b2": 0.999},
     )
     # the two b2 values of a cell are members of one vmapped group: 8 groups, as without b2
-    from spamlang.sweep.groups import groups
+    from spamlang.sweep.spec import groups
 
     assert {c.b2 for c in points} == {0.95, 0.999} and len(groups(sweep)) == 8
 

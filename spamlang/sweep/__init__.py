@@ -11,10 +11,9 @@ Its modules, one line each, are in docs/design.md (Layout).
 """
 
 from spamlang.sweep.command import load_sweep_file, main
-from spamlang.sweep.groups import groups, parse_shard, shard_groups
 from spamlang.sweep.results_csv import RESULT_COLUMNS, SETTING_COLUMNS, gather, write_results
 from spamlang.sweep.runner import run_sweep
-from spamlang.sweep.spec import Sweep, format_number
+from spamlang.sweep.spec import Sweep, format_number, groups, parse_shard, shard_groups
 
 __all__ = [
     "RESULT_COLUMNS",

@@ -24,7 +24,6 @@ from spamlang.error_policy import Parser, run_command
 from spamlang.errors import UserError, describe
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
-from spamlang.sweep.groups import parse_shard
 from spamlang.sweep.spec import (
     MAX_POINTS,
     Sweep,
@@ -35,6 +34,7 @@ from spamlang.sweep.spec import (
     check_value,
     fields_of,
     id_part,
+    parse_shard,
 )
 
 SET_HELP = (

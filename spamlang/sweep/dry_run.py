@@ -24,9 +24,8 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.rundir.reading import read_json, read_object
 from spamlang.rundir.schema import CONFIG, RESULT, SWEEP_FILE
-from spamlang.sweep.groups import empty_shard_note, shard_groups
 from spamlang.sweep.logs import checkpoint_step
-from spamlang.sweep.spec import Sweep
+from spamlang.sweep.spec import Sweep, empty_shard_note, shard_groups
 
 # How each way of timing runs reads in the time line (`estimate`).
 _TIMED_BY = {

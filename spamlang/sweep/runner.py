@@ -24,7 +24,6 @@ from spamlang.rundir.lock import RunDirBusy
 from spamlang.rundir.schema import RESULT
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import bracket_cell, cell_lines, edge_warnings, swept_values
-from spamlang.sweep.groups import check_shard, empty_shard_note, groups, shard_groups
 from spamlang.sweep.logs import announce_resumes, watch
 from spamlang.sweep.results_csv import Report, write_results
 from spamlang.sweep.spec import (
@@ -36,9 +35,13 @@ from spamlang.sweep.spec import (
     canonical,
     cell_key,
     check_bracket,
+    check_shard,
     check_size,
+    empty_shard_note,
     fields_of,
     group_key,
+    groups,
+    shard_groups,
 )
 from spamlang.sweep.sweep_file import check_sweep_file
 
