@@ -12,7 +12,7 @@ import os
 import time
 
 from spamlang.errors import UserError
-from spamlang.model.config import ModelConfig
+from spamlang.model.config import ModelConfig, count_params
 
 
 def matmul_params(config: ModelConfig) -> int:
@@ -20,17 +20,13 @@ def matmul_params(config: ModelConfig) -> int:
     SwiGLU matrices, every matrix the head multiplies by as often as it is applied (mos:K
     applies W K times; a tied W counts too, the embedding gather does not), and a narrow
     embedding's projection. Elementwise parameters (norm scales) are left out."""
-    D, F, hd = config.d_model, config.d_ff, config.head_dim
-    per_layer = D * hd * (2 * config.n_heads + 2 * config.n_kv_heads) + 3 * D * F
-    kind, arg, V = config.head_kind, config.head_arg, config.vocab_size
-    if kind == "softmax":
-        head = V * D
-    elif kind in ("lowrank", "mlp"):
-        head = V * arg + arg * D
-    else:
-        head = D * arg * D + D * arg + arg * V * D
-    embed = config.embed_width * D if config.embed_projected else 0
-    return config.n_layers * per_layer + head + embed
+    counts = count_params(config)
+    D, V, e = config.d_model, config.vocab_size, config.embed_width
+    norm_scales = (2 * config.n_layers + 1) * D
+    head = counts["head"] + (V * D if config.tie_embeddings else 0)
+    if config.head_kind == "mos":
+        head += (config.head_arg - 1) * V * D
+    return counts["non_embedding"] - norm_scales + head + counts["embedding"] - V * e
 
 
 def flops_per_token(config: ModelConfig, seq_len: int) -> float:

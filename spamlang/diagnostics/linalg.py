@@ -14,7 +14,6 @@ hundred MB of memory.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -27,17 +26,17 @@ import numpy as np
 HEAD_RTOL = 1e-4
 
 
-@functools.partial(jax.jit, static_argnames="rtol")
-def head_basis(W_VxD: jax.Array, *, rtol: float = HEAD_RTOL) -> jax.Array:
+@jax.jit
+def head_basis(W_VxD: jax.Array) -> jax.Array:
     """Orthonormal basis Q_VxK (K = min(V, D)) of col(W), by a thin QR of W.
 
     A plain QR returns D columns even when rank(W) < D (a low-rank head A B with r < D), and
     those extra columns span arbitrary directions. So R = U S X^T is diagonalised by an SVD
-    and the columns of Q U whose singular value is below rtol * s_max are zeroed.
+    and the columns of Q U whose singular value is below HEAD_RTOL * s_max are zeroed.
     """
     Q_VxK, R_KxD = jnp.linalg.qr(W_VxD.astype(jnp.float32), mode="reduced")
     U_KxK, s_K, _ = jnp.linalg.svd(R_KxD, full_matrices=False)
-    keep_K = s_K > rtol * s_K[0]
+    keep_K = s_K > HEAD_RTOL * s_K[0]
     return (Q_VxK @ U_KxK) * keep_K.astype(jnp.float32)
 
 

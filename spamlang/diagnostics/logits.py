@@ -137,18 +137,17 @@ def default_ranks(V: int, head: int = 64, tail_points: int = 64) -> np.ndarray:
 
 
 def coefficient_profile(
-    G_TxV: jax.Array, W_VxD: jax.Array, *, top: int | None = None, ranks=None
+    G_TxV: jax.Array, W_VxD: jax.Array, *, top: int | None = None
 ) -> dict[str, list]:
     """Figure 7: mean (and std) over tokens of the full logit-gradient coefficients and of its
     projection on col(W), each row sorted by |full| descending.
 
     Rows are rescaled by T first (g_t = p_t - onehot(y_t)), so coefficients are in units of
-    probability and do not depend on the batch size. top: keep ranks 0..top-1 only;
-    ranks: explicit 0-based ranks (overrides top); default: all V.
+    probability and do not depend on the batch size. top: keep ranks 0..top-1 only (default:
+    all V).
     """
     T, V = G_TxV.shape
     G_TxV = G_TxV.astype(jnp.float32) * T
     P_TxV = project(G_TxV, head_basis(W_VxD))
-    if ranks is None and top is not None:
-        ranks = np.arange(min(top, V))
+    ranks = None if top is None else np.arange(min(top, V))
     return finish_profile(profile_sums(G_TxV, P_TxV), ranks)
