@@ -23,8 +23,7 @@ from spamlang.evaluate import exact
 from spamlang.evaluate.sets import make_eval_fn
 from spamlang.model import ModelConfig, Transformer
 from spamlang.train import TrainConfig, load_run, run_training
-from spamlang.train.order import batch_rows
-from spamlang.train.step import default_mesh
+from spamlang.train.step import batch_rows, default_mesh
 
 V, B = 64, 16
 CFG = TrainConfig(

@@ -5,12 +5,13 @@ n + 1 is queued behind it (as nanodo's loop does), so the device always has work
 host writes rows. The final step has no successor and is read at once.
 """
 
+import copy
 import json
 
 import jax
 
 from spamlang.train import TrainConfig, run_training
-from spamlang.train.step import Program
+from spamlang.train import run as run_module
 
 CFG = TrainConfig(
     vocab_size=32,
@@ -30,13 +31,20 @@ CFG = TrainConfig(
 def test_step_n_plus_1_is_dispatched_before_step_n_is_read(tmp_path, monkeypatch):
     events: list[tuple[str, int]] = []
     dispatched = [0]
-    real_step, real_get = Program.step, jax.device_get
+    real_program, real_get = run_module.get_program, jax.device_get
 
-    def step(self, state):
-        out = real_step(self, state)
-        dispatched[0] += 1
-        events.append(("dispatch", dispatched[0]))
-        return out
+    def program(config):
+        prog = copy.copy(real_program(config))  # the shared Program itself stays as it is
+        real_step = prog.step
+
+        def step(state):
+            out = real_step(state)
+            dispatched[0] += 1
+            events.append(("dispatch", dispatched[0]))
+            return out
+
+        prog.step = step
+        return prog
 
     def device_get(tree):
         # The loop reads step metrics as a list of dicts holding "loss", one per step.
@@ -44,7 +52,7 @@ def test_step_n_plus_1_is_dispatched_before_step_n_is_read(tmp_path, monkeypatch
             events.append(("read", dispatched[0], len(tree)))
         return real_get(tree)
 
-    monkeypatch.setattr(Program, "step", step)
+    monkeypatch.setattr(run_module, "get_program", program)
     monkeypatch.setattr(jax, "device_get", device_get)
     run_training(CFG, tmp_path / "run", quiet=True)
 

@@ -5,8 +5,8 @@
   sequences that showed each id) and last_seen (int32[V]: the step count right after the last
   step that showed it, -1 never).
 - One member's pure step, jitted once mapped over the members (`over_members`), state
-  donated; its batch is a function of (data_key, step) (`spamlang.train.order`), so a resumed
-  run sees the same batches.
+  donated; its batch is a function of (data_key, step) (`batch_rows`), so a resumed run sees
+  the same batches.
 - Data parallel over the mesh's "data" axis: each device generates its own rows, the forward
   and loss run under shard_map (`spamlang.loss`); the batch is the same on any device count.
 - A non-finite loss or gradient norm, or loss > diverge_loss, freezes that member on device."""
@@ -30,13 +30,12 @@ from spamlang import optim
 from spamlang.coverage import exposure, tracking
 from spamlang.errors import UserError
 from spamlang.evaluate import Evaluation
-from spamlang.evaluate.sets import sharded_rows
+from spamlang.evaluate.sets import sample_rows, sharded_rows
 from spamlang.loss import next_token_loss
 from spamlang.members import over_members
 from spamlang.model import Transformer
 from spamlang.model.kernels import micro_batches, resolve
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
-from spamlang.train.order import batch_rows
 
 State = dict[str, Any]
 
@@ -44,6 +43,47 @@ State = dict[str, Any]
 def default_mesh() -> jax.sharding.Mesh:
     """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
     return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+# Folded into the data key for the permutations, so they never reuse an iid step's key.
+_PERMUTED = 0x5045524D
+
+
+def batch_rows(
+    sampling: str, lang, data_key, step, rows, batch_size: int, seq_len: int
+) -> jax.Array:
+    """int32[len(rows), L]: the training rows `rows` (indices into the step's batch of
+    `batch_size`) of step `step`, in the data order of `sampling`:
+
+    - "iid": row r of step t is `lang.sample(fold_in(fold_in(data_key, t), r), 1, L)[0]`. A
+      SpamLang symbol then occurs in a step with probability about B / V, so it returns every
+      V / B steps on average, with a geometric tail.
+    - "permuted": the stream of rows is cut into epochs of n = the language's drawn symbols;
+      epoch e deals a permutation of them, seeded by (data_key, e), so position t * B + r of the
+      stream holds symbol `perm_e[(t * B + r) mod n]`. Every symbol then occurs once per epoch:
+      when B divides n it returns every n / B steps exactly, and B = n is full-batch training
+      (every symbol in every step, the setting of the paper's section 2.3).
+
+    Both are pure functions of (data_key, step, row): a resumed run sees the same batches, and
+    each device generates only its own rows."""
+    if sampling == "iid":
+        return sample_rows(lang, jax.random.fold_in(data_key, step), rows, seq_len)
+    ids_N = jnp.asarray(lang.drawn_ids())
+    n = ids_N.shape[0]
+    # uint32 positions: up to 2^32 rows per run (TrainConfig checks the budget).
+    first = step.astype(jnp.uint32) * jnp.uint32(batch_size)
+    epoch0 = first // n
+    # A batch of B rows touches at most this many epochs (static).
+    n_epochs = (batch_size - 1) // n + 2
+    key = jax.random.fold_in(data_key, _PERMUTED)
+    perm_ExN = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(key, epoch0 + e), n))(
+        jnp.arange(n_epochs, dtype=jnp.uint32)
+    )
+    position = first + rows.astype(jnp.uint32)
+    symbol = ids_N[
+        perm_ExN[(position // n - epoch0).astype(jnp.int32), (position % n).astype(jnp.int32)]
+    ]
+    return jnp.broadcast_to(symbol[:, None], (rows.shape[0], seq_len)).astype(jnp.int32)
 
 
 def make_member_step(program: Program):
