@@ -135,19 +135,15 @@ def _unknown_hint(extras: list[str]) -> str | None:
     for name in languages.names():
         for param in languages.param_defaults(name):
             owners.setdefault(param, []).append(name)
-    for extra in extras:
-        if not extra.startswith("--"):
-            continue
-        flag = extra.split("=", 1)[0]
-        key = flag[2:].replace("-", "_")
-        if key in owners or key in RENAMED:
-            where = (
-                [f"a language parameter ({', '.join(owners[key])}) is set with --param {key}=VALUE"]
-                if key in owners
-                else []
+    for flag in (extra.split("=", 1)[0] for extra in extras if extra.startswith("--")):
+        key, where = flag[2:].replace("-", "_"), []
+        if key in owners:
+            where.append(
+                f"a language parameter ({', '.join(owners[key])}) is set with --param {key}=VALUE"
             )
-            if key in RENAMED:
-                where.append(f"the optimizer's {key} is {RENAMED[key]}")
+        if key in RENAMED:
+            where.append(f"the optimizer's {key} is {RENAMED[key]}")
+        if where:
             return f"{flag} is not a flag of spamlang train: {'; '.join(where)}"
     return None
 
