@@ -200,23 +200,18 @@ def edge_warnings(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[str]:
-    """One line per group whose best LR is the smallest or largest of a grid of 3 or more LRs,
-    e.g. "warning: best lr for vocab_size=4096, tie_embeddings=True is 3e-2, the largest in the
-    grid (3e-3 .. 3e-2): the optimum may lie outside it". A group is named by the settings that
-    differ between groups; the grid is the LRs its finished runs used. A solved cell (its best
-    within SOLVED of the floor) gets no warning. `swept` (see
-    `swept_values`) adds the sweep's own fields to the settings that define a group.
-    """
-    lines = []
-    for b, label in labelled(best_lrs(rows, metric, swept)):
-        if b.edge is None or b.solved:
-            continue
-        lines.append(
-            f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
-            f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
-            "the optimum may lie outside it"
-        )
-    return lines
+    """One line per group whose best LR is the smallest or largest of a grid of 3 or more LRs
+    and that is not solved, e.g. "warning: best lr for vocab_size=4096, tie_embeddings=True is
+    3e-2, the largest in the grid (3e-3 .. 3e-2): the optimum may lie outside it". Groups are
+    named as by `labelled`; `swept` (see `swept_values`) adds the sweep's own fields to the
+    settings that define a group."""
+    return [
+        f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
+        f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
+        "the optimum may lie outside it"
+        for b, label in labelled(best_lrs(rows, metric, swept))
+        if b.edge is not None and not b.solved
+    ]
 
 
 def _mantissa(x: float) -> float:
