@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from spamlang.cli import main
-from spamlang.plots.recency import recency_figure
+from spamlang.plots.symbols import recency_figure
 from spamlang.rundir.schema import SYMBOLS
 
 STEPS = 50

@@ -342,7 +342,7 @@ def register(subparsers) -> None:
     )
     common(symbols)
     facets(symbols, None)
-    symbols.set_defaults(func=_plot("symbol_curves", "plot_symbols", "where cols rows"))
+    symbols.set_defaults(func=_plot("symbols", "plot_symbols", "where cols rows"))
 
     recency = kinds.add_parser(
         "recency",
@@ -359,4 +359,4 @@ def register(subparsers) -> None:
     )
     common(recency, "DIR", "a run directory, or a sweep directory of them", nargs="+")
     facets(recency, None)
-    recency.set_defaults(func=_plot("recency", "plot_recency", "where cols rows"))
+    recency.set_defaults(func=_plot("symbols", "plot_recency", "where cols rows"))

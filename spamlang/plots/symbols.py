@@ -1,6 +1,18 @@
-"""`spamlang plot recency DIR... -o FILE`: does a symbol's loss jump once Adam forgot it?
+"""Per-symbol figures: what each symbol's loss says about how training reached it.
 
-Each finished run of a position-invariant language writes `symbols.npz` (`spamlang.rundir.schema`):
+`spamlang plot symbols`, sample complexity: each finished run of a SpamLang-family sweep scored
+every symbol (up to 4,096 of them) on its own sequence at the end and binned the scores by how
+many training sequences showed the symbol (`symbol_curve` in result.json,
+`spamlang.coverage.symbols`). The figure draws the bins' median loss against their mean
+exposure, one colour per V, one line per seed (so the seed spread is the spread of the
+lines), at each cell's best LR. A dashed line marks each V's "learned" threshold, 0.1 log V,
+and a diamond each run's `updates_to_learn` (the exposure where half of the symbols are under
+it; hollow where it is only an upper bound). Under pure coverage the curves of every V fall
+together; under the head's bottleneck the larger V needs more updates.
+
+`spamlang plot recency DIR... -o FILE`: does a symbol's loss jump once Adam forgot it?
+
+Each finished run of a position-invariant language writes `symbols.npz` (`rundir.schema`):
 every symbol's final loss on `s s`, how many training sequences showed it and the step right
 after the last one that did. A panel scatters, for one run, that loss (log y) against the
 steps since the symbol's last appearance, steps - last_step, coloured by its appearances.
@@ -10,12 +22,14 @@ vertical line, and chance, log V, a dashed horizontal one. Symbols never shown h
 appearance: they are drawn apart, at x = steps, as crosses.
 
 One panel per cell (runs that differ only in lr and seed), faceted by `--cols` / `--rows` as
-`plot symbols` is; of a cell's LRs the best (lowest seed-mean final eval loss,
-`spamlang.plots.layout.best_over`), of its seeds the smallest (0).
+`plot symbols` is: its seed 0 at its best LR.
+
+Both figures take each cell's best LR: the lowest seed-mean final eval loss (`best_over`).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -28,16 +42,107 @@ from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.plots.canvas import BEST_EDGE, CMAP, note, plain_log_ticks, writer
-from spamlang.plots.layout import SEED, Facets, Point, check_axes, facet_title, group_points
+from spamlang.plots.layout import (
+    SEED,
+    Facets,
+    Point,
+    check_axes,
+    facet_title,
+    group_points,
+    ident,
+    palette,
+)
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.runs import Run, finished_runs, select, varying_settings
 from spamlang.rundir import read_symbols
-from spamlang.rundir.schema import SYMBOLS
+from spamlang.rundir.reading import read_object
+from spamlang.rundir.schema import RESULT, SYMBOLS
 
+COLOR = "vocab_size"  # plot symbols: one colour per V
 METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
-# What tells the panels of this figure apart, always named in each title.
+# What tells the panels of plot recency apart, always named in each title.
 TITLED = ("vocab_size", "batch_size", "b2", "sampling", "tie_embeddings", "lr")
 _SHORT = {"batch_size": "B"}
+
+
+def _best_lr(runs: list[Run]) -> list[Point]:
+    """The seed-mean points of `runs`, at each cell's best LR when lr varies."""
+    points = group_points(runs, [SEED])
+    return best_points(points, "lr", METRIC) if "lr" in varying_settings(runs) else points
+
+
+# --- plot symbols: a symbol's loss against its exposure ---------------------------------------
+
+
+def _curve(run) -> dict | None:
+    result = read_object(run.path / RESULT) if run.path else None
+    curve = (result or {}).get("symbol_curve")
+    return curve if curve and curve.get("exposure") else None
+
+
+def symbols_figure(
+    sweep_dir, *, where: dict | None = None, cols: str | None = None, rows=None
+) -> Figure:
+    """The figure of the module docstring; `cols` / `rows` facet it like `plot lines`."""
+    runs = [r for r in select(finished_runs(sweep_dir), where) if _curve(r) is not None]
+    if not runs:
+        raise UserError(
+            f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
+            "(SpamLang-family runs write one since per-symbol scoring exists)"
+        )
+    (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
+    pts = _best_lr(runs)
+    facets = Facets(pts, cols, rows, [COLOR] + ([cols] if cols else []), [SEED, "lr"])
+    colours = palette(pts, COLOR)
+
+    fig = facets.figure(2.7, 0.5, sharex=True, sharey=True)
+    for panel in facets.panels:
+        for p in sorted(panel.points, key=lambda p: p.value(COLOR)):
+            V = p.value(COLOR)
+            for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
+                _draw_curve(
+                    panel.ax, run, colours[ident(V)], facet_title(COLOR, V) if k == 0 else None
+                )
+            panel.ax.axhline(0.1 * math.log(V), color=colours[ident(V)], lw=0.6, ls="--")
+        panel.ax.set_yscale("log")
+        panel.label(
+            "exposure: training sequences that showed the symbol",
+            "symbol loss (bin median, nats)",
+        )
+    note(
+        fig,
+        "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
+        "dashed: 0.1 log V, the learned threshold; diamond: updates_to_learn (hollow: an "
+        "upper bound, the least-exposed bin was already half learned)",
+    )
+    return fig
+
+
+plot_symbols = writer(symbols_figure)
+
+
+def _draw_curve(ax, run, colour, label) -> None:
+    curve = _curve(run)
+    ax.plot(
+        curve["exposure"], curve["loss_median"], color=colour, lw=1.0, marker=".", ms=3, label=label
+    )
+    value = run.get("updates_to_learn")
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        threshold = 0.1 * math.log(run.get(COLOR))
+        upper = run.get("updates_to_learn_bound") == "upper"  # only bounded: drawn hollow
+        ax.plot(
+            [value],
+            [threshold],
+            marker="D",
+            ms=4,
+            color=colour,
+            mec="black",
+            mew=0.5,
+            mfc="white" if upper else colour,
+        )
+
+
+# --- plot recency: a symbol's loss against the steps since it was last shown --------------
 
 
 @dataclass(frozen=True)
@@ -78,10 +183,9 @@ def load_symbols(run_dir: Path | None) -> Symbols | None:
 
 def chosen_runs(runs: list[Run]) -> list[Run]:
     """One run per cell: its best LR (when lr varies), then its smallest seed."""
-    points = group_points(runs, [SEED])
-    if "lr" in varying_settings(runs):
-        points = best_points(points, "lr", METRIC)
-    return [min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0)) for p in points]
+    return [
+        min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0)) for p in _best_lr(runs)
+    ]
 
 
 def recency_figure(
