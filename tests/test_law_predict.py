@@ -52,6 +52,8 @@ def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
         ({"vocab_size": 131072, "steps": 65536}, "V "),
         ({"b2": 0.99999, "steps": 100_000}, "M "),
         ({"steps": 8}, "n "),
+        ({"n_layers": 30}, "n_layers 30"),  # the law has no depth term: fitted at 2 only
+        ({"preset": "medium"}, "n_layers 4"),  # no n_layers column: the preset's depth
     ],
 )
 def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word):
@@ -87,6 +89,8 @@ def test_predict_reads_a_train_config_as_its_row(law):
     by_config = law.predict(config)
     assert by_config == law.predict_row(_row(d_model=config.model_config().d_model))
     assert law.predict(config.replace(lr=1e-2, seed=0)) == by_config  # lr, seed ignored
+    deeper = config.replace(model_overrides={"n_layers": 3})
+    assert any("n_layers 3" in r for r in law.predict(deeper).extrapolation)
 
 
 def test_a_missing_setting_is_a_user_error(law):

@@ -80,6 +80,7 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
             f"{V:g}, {B:g}, {D:g}, {steps:g}"
         )
     out.update(
+        n_layers=_depth(row),
         vocab_size=int(V),
         batch_size=int(B),
         d_model=int(D),
@@ -91,6 +92,21 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
         n=B * steps / V,
     )
     return out
+
+
+def _depth(row: Mapping[str, Any]) -> int:
+    """The backbone's layers: the row's n_layers (results.csv lists it since the law checks
+    it), else its preset's, else the default preset's. The law has no depth term, so depth is
+    only checked against the fitted depths."""
+    from spamlang.model.config import preset_fields
+
+    if not missing(row.get("n_layers")):
+        return int(row["n_layers"])
+    preset = row.get("preset")
+    try:
+        return int(preset_fields("tiny" if missing(preset) else preset)["n_layers"])
+    except (UserError, KeyError, TypeError):
+        raise UserError(f"unknown preset {preset!r}: the law cannot tell its depth") from None
 
 
 def _memory(row: Mapping[str, Any], values: dict) -> float:

@@ -25,7 +25,7 @@ WIDTH_FACTOR = 2.0
 # Numeric inputs a prediction must stay within (inclusive, at the fit's min and max).
 RANGED = ("V", "R", "M", "n")
 # Settings the law knows only at the values its cells had.
-COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed")
+COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed", "n_layers")
 # A relative slack on the range's ends, so a cell of the fit is never flagged for rounding.
 _SLACK = 1e-9
 
@@ -64,7 +64,8 @@ class Law:
         """The prediction for a `TrainConfig` (its lr and seed do not matter: the law predicts
         the best LR's seed mean)."""
         row = {f: getattr(config, f) for f in ("vocab_size", "batch_size", "steps", *DEFAULTED)}
-        return self.predict_row({**row, "d_model": config.model_config().d_model})
+        model = config.model_config()
+        return self.predict_row({**row, "d_model": model.d_model, "n_layers": model.n_layers})
 
     def outside(self, x: Mapping[str, Any]) -> tuple[str, ...]:
         """Why the inputs `x` (`row_inputs`) leave the fitted range, in words; () inside."""

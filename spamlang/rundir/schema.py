@@ -42,6 +42,7 @@ SETTING_COLUMNS = (
     "language",
     "preset",
     "d_model",
+    "n_layers",
     "vocab_size",
     "lr",
     "tie_embeddings",

@@ -92,7 +92,7 @@ def extra_axes(out_dir: str | Path) -> list[str]:
     except (OSError, ValueError, AttributeError):
         return []
     names = [n.strip() for a in axes for n in a.split(",")]  # a linked axis sets several
-    standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model"}  # d_model is a column
+    standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model", "model.n_layers"}  # columns
     return [n for n in dict.fromkeys(names) if n not in standard]
 
 
@@ -130,7 +130,7 @@ def _param_value(config: dict, name: str) -> Any:
 
 
 def _setting(config: dict, column: str) -> Any:
-    if column == "d_model" or column.startswith("model."):
+    if column in ("d_model", "n_layers") or column.startswith("model."):
         return _model_value(config, column.removeprefix("model."))
     if column.startswith("param."):
         return _param_value(config, column[len("param.") :])
