@@ -15,7 +15,7 @@ coverage together. Here the steps are fixed (500) and the batch sets the updates
 These are the runs of this sweep's earlier version, which held 1,024 tokens per step and cut
 them into sequences of 1,024 / B tokens: by the invariance, the same runs at 1/4 ... 1/512 of
 the tokens. Every cell is trained tied and untied, for 2 seeds, at peak LRs 1e-2, 3e-2 and
-1e-1, and LR bracketing (`spamlang.sweep.bracket`) adds up to 2 more LRs beyond an end of the
+1e-1, and LR bracketing (`spamlang.sweep.best_lr`) adds up to 2 more LRs beyond an end of the
 grid where a cell's best sits, so that every best LR is interior or the summary says it is not.
 Model: `tiny` (D = 16, 2 layers); the width control (`coverage_width.py`) varies D alone.
 AdamW with 5% warmup then cosine to 0.1x, the CPU demo's recipe. Every run ends with a

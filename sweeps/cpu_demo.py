@@ -6,7 +6,7 @@ size D = 16 (preset `tiny`: 2 layers, 2 heads, 1 KV head, d_ff 64) trained on Sp
 V = 64, 256, 1,024 and 4,096 (V/D = 4 to 256; the paper's grid spans V/D = 1.8 to 228), tied
 and untied, 2 seeds, and an LR grid that brackets each cell's optimum: it starts at 1e-2, 3e-2
 and 1e-1 and, where a cell's best LR is at an end, adds the next half-decade LR beyond it
-(up to 3 per side; `spamlang.sweep.bracket`) until the best is inside the grid. Every cell is
+(up to 3 per side; `spamlang.sweep.best_lr`) until the best is inside the grid. Every cell is
 trained with AdamW's b2 at the LM default 0.95 and at 0.999: a symbol returns every V / B =
 2, 8, 32 and 128 steps, and b2 = 0.95 forgets a gradient's scale in about 20 steps, 0.999 in
 about 1,000 (README, "What drives the failure"). b2 is a member field like the LR, so both

@@ -18,8 +18,7 @@ import pytest
 from spamlang import rundir
 from spamlang.cli import main
 from spamlang.errors import UserError
-from spamlang.rundir.lock import Taken, locked
-from spamlang.rundir.lock import RunDirBusy, hold_run_dirs
+from spamlang.rundir.lock import RunDirBusy, Taken, hold_run_dirs, locked
 from spamlang.sweep import Sweep, run_sweep
 from spamlang.train import TrainConfig, run_group, run_training
 
