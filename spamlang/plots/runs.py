@@ -209,7 +209,7 @@ def shown(column: str, v: Any) -> str:
 
 def _number(s: str) -> float | None:
     """A text's number: a count in the notation of every integer flag and figure (4096, 4K =
-    4,000, 1.5M: `spamlang.fields.parse_int`), else a float (1e-2); None for other text."""
+    4,000, 1.5M: `spamlang.notation.parse_int`), else a float (1e-2); None for other text."""
     for read in (parse_int, float):
         try:
             return float(read(s))
