@@ -21,7 +21,7 @@ from spamlang.errors import describe
 from spamlang.rundir import reading as rundir_reading
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
-from spamlang.rundir.reading import is_finished, parse_row, read_json
+from spamlang.rundir.reading import is_finished, parse_row, read_json, read_strict
 from spamlang.rundir.schema import (
     CONFIG,
     METRICS,
@@ -68,21 +68,6 @@ class Report:
             ),
             *self.notes,
         ]
-
-
-def _read_object(run_dir: Path, name: str) -> dict:
-    """A run's JSON file as a dict; ValueError saying, in words, why it cannot be."""
-    try:
-        data = read_json(run_dir / name)
-    except FileNotFoundError:
-        raise ValueError(f"its {name} is missing") from None
-    except OSError as e:
-        raise ValueError(f"its {name} cannot be read ({describe(e)})") from None
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-        raise ValueError(f"its {name} cannot be parsed ({describe(e)})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"its {name} is not a JSON object")
-    return data
 
 
 def extra_axes(out_dir: str | Path) -> list[str]:
@@ -157,7 +142,7 @@ def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) ->
     columns); ValueError saying why it cannot be read. `check(run id, config dict)`: why the
     config is not that of the run id's point of the sweep (None when it is), a ValueError too."""
     run_dir = Path(run_dir)
-    result, config = _read_object(run_dir, RESULT), _read_object(run_dir, CONFIG)
+    result, config = read_strict(run_dir / RESULT), read_strict(run_dir / CONFIG)
     wrong = check(run_dir.name, config) if check is not None else None
     if wrong:
         raise ValueError(wrong)
