@@ -1,30 +1,30 @@
 """The memory boundary's constant against the width: return time x Adam's memory x D, tied and
-untied, with and without weight decay, at fixed updates per symbol.
+untied, weight decay 0.1, at fixed updates per symbol.
 
 The law of `spamlang.law` writes a cell's loss as a mix of chance and the loss its updates
 allow, weighted by the share of symbols away longer than c M steps: a symbol away for R steps
 on average is forgotten by a second moment of memory M unless c M >= R. Earlier sweeps put c
 near 4 tied and 2.5 untied at D = 16, and higher at D = 32 and 64 (`coverage_width.py`). This
 grid measures c against the width and the return time:
-  D = 16 (`tiny`)          R = 32 (B = 128, 512 steps), 128 (B = 32, 2,048), 512 (B = 8, 8,192)
-  D = 32, 64 (`tiny-w32`, `tiny-w64`: the tiny model at width D)   R = 32, 128
-  M = 20, 100, 1,000 (b2 = 0.95, 0.99, 0.999; every run is longer than M steps)
+  D = 16, 32, 64 (`tiny`, `tiny-w32`, `tiny-w64`: the tiny model at width D)
+  R = 32 (B = 128, 512 steps), 128 (B = 32, 2,048 steps), 512 (B = 8, 8,192 steps)
+  M = 20, 100, 1,000 (b2 = 0.95, 0.99, 0.999; effective memory min(M, steps): 512 at R = 32)
 V = 4,096 and 16 updates per symbol in every cell; tied and untied. AdamW b1 0.9, weight decay
 0.1 on matrices, 5% warmup then cosine to 0.1x, clipping at 1.0; 2 seeds; peak LRs 1e-2, 3e-2,
 1e-1 with up to 2 more beyond an end where a cell's best sits; L = 2; exact evaluation. What
 else moves: along R, the batch and the steps (and the gradient noise per step); along D, the
-backbone's capacity with the head's rank. Weight decay is crossed with b2, V and tying in
-`clipping.py` (D = 16, R = 32 and 128).
+backbone's capacity with the head's rank. `memory_width_wd0.py` is the same grid without weight
+decay, `memory_width_576.py` its boundary at D = 576.
 
-The full cross (D = 16, 32, 64, 128 x R = 32, 128, 512 x weight decay 0.1 and 0) is 48
-groups of 18 members and about 4e14 training FLOPs, most of them at R = 512 and D >= 32:
-several hours on two cores. This grid keeps 14 of its groups: measured, 36 min 06 s for all of
-them with two other sweeps running beside it; run it as two shards (`--shard 0/2`, then
-`--shard 1/2`, or on two machines) to keep each under 20 minutes.
+18 groups of 18 members, 5.27e13 training FLOPs before bracketing. Measured in two parts on
+the 2-core AMD EPYC: 36 min 06 s for the 14 groups at R = 32 and 128 and at D = 16, R = 512
+(beside two other sweeps), then 24 min 08 s alone for the four R = 512 groups at D = 32 and 64
+with their bracketing. Run it as shards (`--shard 0/3` ... `--shard 2/3`, or on three machines)
+to keep each under 20 minutes.
 
 Read it with
   spamlang plot heatmap runs/memory_width -o memory_width.png --x symbol_return_steps \\
-      --y adam_memory_steps --best-over lr --cols d_model --rows tie_embeddings
+      --y adam_memory_steps_effective --best-over lr --cols d_model --rows tie_embeddings
 
 Run: python sweeps/memory_width.py [--out DIR] [--shard i/n] [--dry-run]
 """

@@ -13,8 +13,8 @@ from spamlang.errors import UserError
 from spamlang.law import cells, classify, fit, leave_one_out, summary, synthetic
 from spamlang.law.formula import NAMES
 
-# How many standard errors a recovered constant may sit from the truth (a 4-sigma miss in 7
-# constants happens by chance about once in 2,000 fits).
+# How many standard errors a recovered constant may sit from the truth (a 4-sigma miss in 9
+# constants happens by chance about once in 1,800 fits).
 SIGMAS = 4
 
 
@@ -40,6 +40,7 @@ def test_a_term_the_cells_do_not_vary_is_held_at_zero_and_flagged():
     law = fit(synthetic.frame(noise=0.01, grid={"d_model": (32,), "weight_decay": (0.1,)}))
     assert law.errors["c_D"] is None and law.constants["c_D"] == 0
     assert law.errors["c_wd"] is None and law.constants["c_wd"] == 0
+    assert law.errors["a_wd"] is None and law.constants["a_wd"] == 0
     assert law.ranges["D"] == [32, 32] and law.covered["decayed"] == [True]
     assert "not fitted" in str(law)
 
@@ -121,6 +122,8 @@ def test_leave_one_sweep_out_predicts_each_sweep_from_the_others():
     per_sweep = summary(table).set_index("sweep")
     # The law is the truth here: every sweep is predicted to about the noise, and classified.
     assert (per_sweep["rms"] < 0.1).all() and (per_sweep["classified"] > 0.9).all()
+    assert list(per_sweep.index)[-1] == "all" and per_sweep.loc["all", "cells"] == len(table)
+    assert per_sweep.loc["all", "rms"] == pytest.approx((table["error"] ** 2).mean() ** 0.5)
     # M of the held-out sweep lies outside what the other saw, and the table says so.
     assert (table["extrapolation"].str.contains("M ")).any()
     with pytest.raises(UserError, match="at least 2"):

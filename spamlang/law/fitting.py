@@ -228,9 +228,11 @@ def leave_one_out(frames: Mapping[str, object]):
 
 def summary(table):
     """Per sweep of a `leave_one_out` table: cells, RMS error in log(L + 0.01), the fraction
-    whose class the law predicted, and how many it predicted by extrapolation."""
+    whose class the law predicted, and how many it predicted by extrapolation; then the same
+    over every cell ("all")."""
     import pandas as pd
 
+    parts = [*table.groupby("sweep", sort=False), ("all", table)]
     rows = [
         {
             "sweep": name,
@@ -239,7 +241,7 @@ def summary(table):
             "classified": float((part["class_measured"] == part["class_predicted"]).mean()),
             "extrapolated": int((part["extrapolation"] != "").sum()),
         }
-        for name, part in table.groupby("sweep", sort=False)
+        for name, part in parts
     ]
     return pd.DataFrame.from_records(rows)
 

@@ -4,7 +4,8 @@
     M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
     n = B x steps / V                updates per symbol
     c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0])
-    l(n) = exp(log_a + a_tied*tied + a_D*log(D/16)) * n^-k    the loss n updates reach
+    l(n) = exp(log_a + a_tied*tied + a_D*log(D/16) + a_wd*[wd > 0]) * n^-k
+                                     the loss n updates reach
     p = exp(-c M / R)                the share of symbols away longer than c M steps (iid)
     p = max(0, 1 - c M / R)          the same under permuted order (every gap is exactly R)
     q = exp(-n) (iid), max(0, 1 - n) (permuted)    the share of symbols never shown
@@ -18,7 +19,10 @@ c M is exp(-c M / R); under permuted order (`TrainConfig.sampling`) they are uni
 the fit does not tune. c is log-linear because the
 sketch's known misses are multiplicative: c ~ 2.5 untied and ~4.2 tied, ~7 and ~12 at D = 32
 and 64, and it moves with weight decay. l(n) gets a tied term too, because at equal n the
-tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999).
+tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999), and a
+decay term, because `sweeps/memory_width_wd0.py` found decay raising the level of learned cells
+(up to 100x at D = 32) far more than it moves the boundary; the form without it (decay in c
+alone) predicted held-out sweeps worse (docs/findings.md).
 
 Numpy only: the math, shared by the fit, the prediction and the tests.
 """
@@ -28,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 # The constants, in the order of the fit's parameter vector.
-NAMES = ("log_a", "a_tied", "a_D", "k", "c0", "c_tied", "c_D", "c_wd")
+NAMES = ("log_a", "a_tied", "a_D", "a_wd", "k", "c0", "c_tied", "c_D", "c_wd")
 # The width c0 refers to: the `tiny` preset's, that of most CPU sweeps.
 D_REF = 16
 # What a constant multiplies, for the constants that vanish when the fit's cells do not vary
@@ -36,6 +40,7 @@ D_REF = 16
 FEATURE_OF = {
     "a_tied": "tied",
     "a_D": "log_width",
+    "a_wd": "decayed",
     "c_tied": "tied",
     "c_D": "log_width",
     "c_wd": "decayed",
@@ -87,7 +92,12 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         + theta["c_wd"] * x["decayed"]
     )
     floor = (
-        np.exp(theta["log_a"] + theta["a_tied"] * x["tied"] + theta["a_D"] * x["log_width"])
+        np.exp(
+            theta["log_a"]
+            + theta["a_tied"] * x["tied"]
+            + theta["a_D"] * x["log_width"]
+            + theta["a_wd"] * x["decayed"]
+        )
         * x["n"] ** -theta["k"]
     )
     ratio = c * x["M"] / x["R"]

@@ -15,11 +15,13 @@ import numpy as np
 
 from spamlang.law import formula
 
-# A law like the sketch's (c ~ 2.5 untied, ~4.2 tied at D = 16; floors 0.4 and 0.05 at n = 16).
+# A law like the sketch's (c ~ 2.5 untied, ~4.2 tied at D = 16; floors 0.4 and 0.05 at n = 16,
+# without weight decay; twice that with it).
 CONSTANTS = {
     "log_a": math.log(1.6),
     "a_tied": math.log(0.12),
     "a_D": -1.5,
+    "a_wd": math.log(2.0),
     "k": 0.5,
     "c0": math.log(2.5),
     "c_tied": math.log(4.2 / 2.5),
