@@ -6,7 +6,10 @@ Decay is the one setting the earlier sweeps found to move the boundary at fixed 
 file crosses it with the width and the return time, so the law's decay term is fitted on more
 than one width. What else moves: nothing; every other setting is `memory_width.py`'s.
 
-Run it as two shards (`--shard 0/2`, then `--shard 1/2`) to keep each under 20 minutes.
+Measured on the 2-core AMD EPYC: its R = 32 and 128 groups in 12 min 44 s alone (the D = 16
+ones had mostly run before). Its six R = 512 groups have not run yet; at memory_width.py's pace
+they take about 25 minutes. Run it as two shards (`--shard 0/2`, then `--shard 1/2`) to keep
+each under 20 minutes.
 
 Run: python sweeps/memory_width_wd0.py [--out DIR] [--shard i/n] [--dry-run]
 """
