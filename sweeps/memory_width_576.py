@@ -1,10 +1,11 @@
 """`memory_width.py`'s boundary at the paper's head width: D = 576 (2 layers), V = 4,096, b2 0.95.
 
-The law of `spamlang.law` is fitted at D = 16-64, where the boundary's constant c grows with the
-width; extrapolated to D = 576, it forecasts that a 20-step memory (b2 = 0.95) holds a symbol
-away for 128 steps (learned) and only partly one away for 512 (`--dry-run` prints its numbers).
-At D = 16 both cells fail (`memory_width.py`). These cells test that extrapolation in D before
-any accelerator runs: if R = 128 fails, the law's width term is wrong.
+The law of `spamlang.law`, fitted at D = 16-64 where the boundary's constant c grows with the
+width, extrapolates to D = 576: a 20-step memory (b2 = 0.95) should hold a symbol away for 128
+steps and only partly one away for 512, where D = 16 fails both (`memory_width.py`). These
+cells test that extrapolation in D before any accelerator runs; what they measured, and what
+the law fitted without them predicted, is in docs/findings.md ("The test in width"). The
+shipped law now includes them.
 
 The block is `paper_width.py`'s (smollm2-106m's shape, 2 of its 30 layers); V = 4,096 untied
 (V / D = 7.1), 16 updates per symbol, return time 128 (B = 32, 2,048 steps) and 512 (B = 8,
