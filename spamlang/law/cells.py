@@ -103,8 +103,12 @@ def _depth(row: Mapping[str, Any]) -> int:
     if not missing(row.get("n_layers")):
         return int(row["n_layers"])
     preset = row.get("preset")
+    if missing(preset):
+        from spamlang.train.config import TrainConfig
+
+        preset = TrainConfig.preset  # the dataclass default, as for DEFAULTED
     try:
-        return int(preset_fields("tiny" if missing(preset) else preset)["n_layers"])
+        return int(preset_fields(preset)["n_layers"])
     except (UserError, KeyError, TypeError):
         raise UserError(f"unknown preset {preset!r}: the law cannot tell its depth") from None
 
