@@ -14,9 +14,11 @@ at 1.0; 2 seeds; peak LRs 1e-3, 3e-3, 1e-2 with up to 2 more beyond an end where
 sits; L = 2; exact evaluation. What else moves along R: the batch, the steps, and the gradient
 noise per step. `paper_width_cpu.py` holds the R = 32 cell.
 
-Measured on the 2-core AMD EPYC: 8.91e13 training FLOPs; the R = 128 group took about 42 min beside
-the test suite and other work, the R = 512 group 39 min 50 s, mostly alone; 2 groups, so
-`--shard 0/2` and `--shard 1/2` on two machines halve it.
+Measured on the 2-core AMD EPYC: 8.91e13 training FLOPs; the R = 128 group took about 42 min
+beside the test suite and other work, the R = 512 group 39 min 50 s, mostly alone. Each group
+is one vmapped program of 6 runs, so `--shard` alone cannot bring a part under 20 minutes here:
+`--group-size 3 --shard i/4` (i = 0 .. 3) makes four parts of 3 runs, about half a group each
+by FLOPs (not timed).
 
 Run: python sweeps/memory_width_576.py [--out DIR] [--shard i/n] [--dry-run]
 """
