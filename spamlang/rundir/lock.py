@@ -87,74 +87,47 @@ def _acquire(path: Path, wait: bool) -> int | None:
     """The descriptor that holds the lock, or None where the filesystem has no locks."""
     give_up = time.monotonic() + _NOTE_WAIT_S
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_note(fd)
-            os.close(fd)
-            if holder is None and time.monotonic() < give_up:
-                time.sleep(0.02)
-                continue
-            raise Taken(path, holder) from None
-        except OSError as e:
-            os.close(fd)
-            if e.errno not in _UNSUPPORTED:
-                raise
-            _warn_unsupported(path, e)
-            return None
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            named = _still_named(fd, path)
-        except BaseException:
-            os.close(fd)
-            raise
-        if named:
-            _write_note(fd)
-            return fd
-        os.close(fd)  # the previous holder deleted the file after we opened it
-
-
-def _still_named(fd: int, path: Path) -> bool:
-    try:
-        now = os.stat(path)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino)
-
-
-def _write_note(fd: int) -> None:
-    note = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
-    except OSError:
-        pass  # the lock holds without its note; a taker then names no holder
-
-
-def _read_note(fd: int) -> Holder | None:
-    try:
-        note = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
-        return Holder(int(note["pid"]), str(note["host"]), str(note["since"]))
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-
-
-def _warn_unsupported(path: Path, e: OSError) -> None:
-    if str(path) not in _warned:
-        _warned.add(str(path))
-        print(
-            f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has no file "
-            "locks, so another process using it at the same time goes undetected",
-            file=sys.stderr,
-        )
+        with contextlib.ExitStack() as closing:  # closes fd unless it is returned holding
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            closing.callback(os.close, fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    note = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+                    holder = Holder(int(note["pid"]), str(note["host"]), str(note["since"]))
+                except (OSError, ValueError, TypeError, KeyError):
+                    holder = None  # an unreadable note: no holder named
+                if holder is None and time.monotonic() < give_up:
+                    time.sleep(0.02)
+                    continue
+                raise Taken(path, holder) from None
+            except OSError as e:
+                if e.errno not in _UNSUPPORTED:
+                    raise
+                if str(path) not in _warned:
+                    _warned.add(str(path))
+                    print(
+                        f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has "
+                        "no file locks, so another process using it at the same time goes "
+                        "undetected",
+                        file=sys.stderr,
+                    )
+                return None
+            with contextlib.suppress(FileNotFoundError):
+                now, mine = os.stat(path), os.fstat(fd)
+                if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
+                    note = {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+                    }
+                    with contextlib.suppress(OSError):  # the lock holds without its note
+                        os.ftruncate(fd, 0)
+                        os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
+                    closing.pop_all()
+                    return fd
+            # The previous holder deleted the file after we opened it: start over.
 
 
 class RunDirBusy(UserError):
