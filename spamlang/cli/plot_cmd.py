@@ -53,16 +53,6 @@ def _plot(module: str, function: str, options: str):
     return handler
 
 
-def _bottleneck(args: argparse.Namespace) -> int:
-    try:
-        from spamlang.plots.diagnostics import plot_bottleneck
-    except ImportError as e:
-        raise UserError(f"the bottleneck plot is not available ({e})") from None
-    path = plot_bottleneck(args.inputs, args.output, labels=args.labels)
-    print(f"wrote {path or args.output}")
-    return 0
-
-
 def _track(args: argparse.Namespace) -> int:
     from spamlang.plots.track import load_track, plot_track, sums_table
 
@@ -304,7 +294,7 @@ def register(subparsers) -> None:
         "write each pretrained LM's name beside its point (default on)",
         default=True,
     )
-    bottleneck.set_defaults(func=_bottleneck)
+    bottleneck.set_defaults(func=_plot("diagnostics", "plot_bottleneck", "labels"))
 
     track = kinds.add_parser(
         "track",

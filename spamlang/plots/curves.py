@@ -9,14 +9,13 @@ import functools
 import math
 import statistics
 import sys
-from pathlib import Path
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.notation import format_count
-from spamlang.plots.canvas import check_figure_path, save_figure
+from spamlang.plots.canvas import writer
 from spamlang.plots.layout import (
     SEED,
     Facets,
@@ -144,32 +143,6 @@ def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool):
     )
 
 
-def plot_curves(
-    sweep_dir,
-    out_file,
-    lr: float | str | None = None,
-    metric: str = "loss",
-    where: dict | None = None,
-    **axes,
-) -> Path:
-    """A metrics.jsonl value (default: the train loss) against training tokens, one line per
-    value of `color` (default V), each at its cell's best LR or at the one LR given (see
-    `choose_runs`; the legend names each line's LR); one panel per value of `cols`
-    (default: tied, untied), one row of panels per combination of the other varying settings.
-
-    Seeds of one line are averaged: the mean is drawn with a band from their min to their max.
-    Runs still in progress are drawn dotted and labelled "running", diverged runs "diverged";
-    the language's Bayes floor is a dashed line (a floor of 0, SpamLang's, cannot sit on a log
-    axis and is stated in the legend instead), named in the first panel's legend only. Loss
-    metrics get a log y axis by default.
-    When every line is a single point (eval_loss of runs that evaluate only at the end,
-    `eval_every=0`), the end points are drawn and a note on stderr and in the caption says why.
-    """
-    lr = parse_lr(lr)
-    check_figure_path(out_file)
-    return save_figure(curves_figure(sweep_dir, lr, metric, where, **axes), out_file)
-
-
 def curves_figure(
     sweep_dir,
     lr: float | str | None = None,
@@ -181,8 +154,21 @@ def curves_figure(
     rows: str | list[str] | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """The figure of `plot_curves`, unsaved. `x` is a metrics.jsonl field (tokens or step);
-    `color`, `cols` and `rows` are results.csv columns ('none' switches one off)."""
+    """A metrics.jsonl value (default: the train loss) against `x`, a metrics.jsonl field
+    (tokens or step), one line per value of `color` (default V), each at its cell's best LR or
+    at the one LR given (see `choose_runs`; the legend names each line's LR); one panel per
+    value of `cols` (default: tied, untied), one row of panels per combination of the other
+    varying settings (or of `rows`); 'none' switches `color`, `cols` or `rows` off.
+
+    Seeds of one line are averaged: the mean is drawn with a band from their min to their max.
+    Runs still in progress are drawn dotted and labelled "running", diverged runs "diverged";
+    the language's Bayes floor is a dashed line (a floor of 0, SpamLang's, cannot sit on a log
+    axis and is stated in the legend instead), named in the first panel's legend only. Loss
+    metrics get a log y axis by default.
+    When every line is a single point (eval_loss of runs that evaluate only at the end,
+    `eval_every=0`), the end points are drawn and a note on stderr and in the caption says why.
+    """
+    lr = parse_lr(lr)
     runs = scan_runs(sweep_dir)
     if not runs:
         raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
@@ -195,10 +181,10 @@ def curves_figure(
     before = runs  # what --lr chooses from (its panels left empty are named)
     if not lr_axis or lr is not None:
         runs = choose_runs(runs, lr)
-    # Lines at their own best LRs, when there was a choice and it differs between them: each
-    # legend entry names its LR; a single LR is named once, in the titles.
-    best = lr in (None, "best") and not lr_axis and len(grid) > 1
-    best = best and len({ident(r.lr) for r in runs}) > 1
+    # Lines at their own best LRs when there was a choice; where those differ, each legend
+    # entry names its LR (a single LR is named once, in the titles).
+    chose = lr in (None, "best") and not lr_axis and len(grid) > 1
+    best = chose and len({ident(r.lr) for r in runs}) > 1
     rows_of = functools.cache(iter_metrics)  # metrics.jsonl rows, read once per run and kind
     kind, ylabel = _kind_of(rows_of, runs, metric, x)
     logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
@@ -210,14 +196,14 @@ def curves_figure(
 
     fig = facets.figure(2.8, 0.4, sharey=True)
     drawn: list[Point] = []
-    any_x, most_points, floor_named = False, 0, False
+    most_points, floor_named = 0, False
     for panel in facets.panels:
         ax = panel.ax
         for values, pts in split(panel.points, [color] if color else []):
             line = merge(pts)
             drawn.append(line)
             xs, mean, lo, hi, most = _curve(rows_of, line.runs, kind, x, metric, logy)
-            any_x, most_points = any_x or bool(xs), max(most_points, len(xs))
+            most_points = max(most_points, len(xs))
             colour = colours[ident(values[0] if color else None)]
             ax.plot(
                 xs,
@@ -241,7 +227,7 @@ def curves_figure(
         if panel_runs and not best and len(lrs) == 1 and not lr_axis:
             head = f"{head}, lr {format_lr(lrs[0])}" if head else f"lr {format_lr(lrs[0])}"
         panel.label(axis_label(x), ylabel, panel.title(head))
-    if drawn and not any_x:
+    if drawn and not most_points:
         raise UserError(
             f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
             "--x takes a metrics.jsonl field such as tokens or step"
@@ -249,11 +235,7 @@ def curves_figure(
     single = _single_point_note(runs, kind) if drawn and most_points == 1 else ""
     if single:
         print(f"note: {single}", file=sys.stderr)
-    chosen = (
-        f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})"
-        if lr in (None, "best") and not lr_axis and len(grid) > 1 and drawn
-        else ""
-    )
+    chosen = f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})" if chose else ""
     gone = ""
     if lr not in (None, "best"):  # the panels that no run at that LR fills
         kept = {r.run_id for r in runs}
@@ -279,6 +261,9 @@ def curves_figure(
         single,
         gone,
     )
+
+
+plot_curves = writer(curves_figure)
 
 
 def _single_point_note(runs: list[Run], kind: str) -> str:

@@ -32,11 +32,11 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from spamlang.errors import UserError, first_line
+from spamlang.errors import UserError
 from spamlang.fields import finite
 from spamlang.plots.canvas import plain_log_ticks, save_figure, writer
 from spamlang.plots.runs import check_dir, scan_runs
-from spamlang.rundir.reading import iter_metrics, read_json, read_object
+from spamlang.rundir.reading import iter_metrics, read_object, read_strict
 from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -128,17 +128,11 @@ def efficiency_figure(diag: dict) -> Figure:
     return fig
 
 
-def plot_diagnostics(
-    diag: dict | str | Path, out_dir: str | Path, suffix: str = ".png"
-) -> list[Path]:
+def plot_diagnostics(diag: dict, out_dir: Path, suffix: str = ".png") -> list[Path]:
     """Write rank_curve, coefficient_profile and efficiency figures for one diagnostics dict
-    (or a diagnostics.json path) into out_dir; returns the paths."""
-    if not isinstance(diag, dict):
-        diag = read_json(diag)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)  # the command's own output directory
+    into the existing out_dir; returns the paths."""
     return [
-        save_figure(make(diag), out / f"{name}{suffix}")
+        save_figure(make(diag), out_dir / f"{name}{suffix}")
         for name, make in (
             ("rank_curve", rank_curve_figure),
             ("coefficient_profile", profile_figure),
@@ -150,23 +144,18 @@ def plot_diagnostics(
 # --- Figure 6's points, from every kind of directory that has them ----------
 
 LM_SOURCE = "diagnose-lm"
-# transformers' config.model_type -> the family's name in the legend. Qwen2 and Qwen3 are one
-# family here: the paper's point is the range real LMs span, not the version.
+# transformers' config.model_type without its version digits (qwen2, qwen3 -> qwen) -> the
+# family's name in the legend: the paper's point is the range real LMs span, not the version.
 FAMILIES = {
-    "gpt2": "GPT-2",
+    "gpt": "GPT-2",
     "gpt_neox": "Pythia (GPT-NeoX)",
     "llama": "Llama",
-    "qwen2": "Qwen",
-    "qwen3": "Qwen",
+    "qwen": "Qwen",
     "mistral": "Mistral",
     "gemma": "Gemma",
-    "gemma2": "Gemma",
-    "gemma3": "Gemma",
     "opt": "OPT",
     "olmo": "OLMo",
-    "olmo2": "OLMo",
     "phi": "Phi",
-    "phi3": "Phi",
 }
 
 
@@ -174,7 +163,7 @@ def family_name(model_type: str | None) -> str:
     """The legend name of a transformers model_type: 'gpt2' -> 'GPT-2'; unknown -> itself."""
     if not model_type:
         return "pretrained LM"
-    return FAMILIES.get(str(model_type).lower(), str(model_type))
+    return FAMILIES.get(str(model_type).lower().rstrip("0123456789"), str(model_type))
 
 
 def bottleneck_points(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict]:
@@ -231,11 +220,9 @@ def standalone_point(out_dir: str | Path) -> dict:
     """The point of one `spamlang diagnose-lm` (or `spamlang diagnose -o`) output directory."""
     file = Path(out_dir) / DIAGNOSTICS
     try:
-        diag = read_json(file)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read {file}: {first_line(e)}") from None
-    if not isinstance(diag, dict):
-        raise UserError(f"{file} is not a JSON object")
+        diag = read_strict(file)
+    except ValueError as e:
+        raise UserError(f"cannot read {file}: {e}") from None
     kf = finite(diag.get("kernel_fraction"))
     if kf is None:
         raise UserError(f"{file} has no finite kernel_fraction")
@@ -297,7 +284,7 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
     """One point per run with a kernel fraction (diagnostics.json if present, else the run's
     last "diag" row), and how many runs had none."""
     points, missing = [], 0
-    for run in scan_runs(check_dir(sweep_dir)):
+    for run in scan_runs(sweep_dir):
         config = read_object(run.path / CONFIG)
         V = int(config["vocab_size"])
         rows = [r for r in iter_metrics(run.path, "diag") if finite(r.get("kernel_fraction"))]

@@ -124,14 +124,6 @@ class Stats:
     n: int
 
 
-def stats(runs: Iterable[Run], column: str) -> Stats | None:
-    """Stats over the finite values (a diverged run's nan loss is not one); None if none."""
-    values = [v for r in runs if (v := finite(r.get(column))) is not None]
-    if not values:
-        return None
-    return Stats(statistics.fmean(values), min(values), max(values), len(values))
-
-
 @dataclass
 class Point:
     """Runs drawn as one mark. `best` is the value of the best-over column chosen for it, among
@@ -147,12 +139,16 @@ class Point:
         if len({ident(v) for v in values}) == 1:
             return values[0]
         if is_numeric(values) and not any(column in r.settings for r in self.runs):
-            s = stats(self.runs, column)
+            s = self.stats(column)
             return s.mean if s else None
         return None
 
     def stats(self, column: str) -> Stats | None:
-        return stats(self.runs, column)
+        """Over the finite values (a diverged run's nan loss is not one); None if none."""
+        values = [v for r in self.runs if (v := finite(r.get(column))) is not None]
+        if not values:
+            return None
+        return Stats(statistics.fmean(values), min(values), max(values), len(values))
 
     @property
     def diverged(self) -> int:

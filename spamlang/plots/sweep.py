@@ -182,9 +182,14 @@ def heatmap_figure(
     xs = sort_values(p.value(x) for p in points)
     ys = sort_values(p.value(y) for p in points)
     if diagonal is None:  # by default only where it can be drawn: no error for one b2
-        diagonal = default_diagonal(x, y) and crossable(xs) and crossable(ys)
-    if diagonal:
-        diagonal_axes = check_axis(x, xs), check_axis(y, ys)
+        phase = "symbol_return_steps" in (x, y) and bool(MEMORY_AXES & {x, y})
+        diagonal = phase and crossable(xs) and crossable(ys)
+    for column, values in ((x, xs), (y, ys)) if diagonal else ():
+        if not crossable(values):
+            raise UserError(
+                f"--diagonal needs two or more positive numbers along --x and --y; "
+                f"{column} has {len(values)} value(s), not all so"
+            )
     cells: list[Cells] = []  # each panel's, the points of a cell pooled into one
     for panel in facets.panels:
         at: dict[tuple[int, int], list[Point]] = {}
@@ -210,7 +215,7 @@ def heatmap_figure(
         ax = panel.ax
         image = _draw_cells(ax, panel_cells, (len(ys), len(xs)), metric, norm, font, best, tags)
         if diagonal:
-            draw_diagonal(ax, *diagonal_axes)
+            draw_diagonal(ax, xs, ys)
         ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
         ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
         panel.label(axis_label(x), axis_label(y), legend=False)
@@ -221,14 +226,9 @@ def heatmap_figure(
     if log:
         plain_log_ticks(bar.ax.yaxis, vmin, vmax)
     bar.ax.tick_params(which="both", labelsize=7)
-    outline = (
-        (
-            f"red outline: best {axis_label(y)} of each {short_name(x)}"
-            + (" (highest)" if higher_is_better(metric) else "")
-        )
-        if len(ys) > 1
-        else ""
-    )
+    outline = f"red outline: best {axis_label(y)} of each {short_name(x)}" if len(ys) > 1 else ""
+    if outline and higher_is_better(metric):
+        outline += " (highest)"
     # A cell where every value of `best` diverged pools them all, but shows only "div".
     pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
     notes = outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line")
@@ -310,15 +310,7 @@ def _draw_cells(
         label = labels[yi, xi]
         if label == "div":
             ax.add_patch(
-                Rectangle(
-                    (xi - 0.5, yi - 0.5),
-                    1,
-                    1,
-                    facecolor="0.85",
-                    edgecolor="0.4",
-                    hatch="////",
-                    linewidth=0,
-                )
+                Rectangle((xi - 0.5, yi - 0.5), 1, 1, fc="0.85", ec="0.4", hatch="////", lw=0)
             )
         v = grid[yi, xi]
         colour = "black" if np.isnan(v) else _text_colour(image.cmap(norm(v)))
@@ -328,15 +320,7 @@ def _draw_cells(
     for yi, xi in best_cells(grid, higher_is_better(metric)):
         # Inset, so that outlines of neighbouring cells stay two boxes.
         ax.add_patch(
-            Rectangle(
-                (xi - 0.45, yi - 0.45),
-                0.9,
-                0.9,
-                fill=False,
-                edgecolor=BEST_EDGE,
-                linewidth=2.0,
-                zorder=3,
-            )
+            Rectangle((xi - 0.45, yi - 0.45), 0.9, 0.9, fill=False, ec=BEST_EDGE, lw=2, zorder=3)
         )
     return image
 
@@ -347,14 +331,9 @@ def _draw_cells(
 # axes are 1-2-4 or 10-100-1000 grids, even in log).
 DIAGONAL_LABEL = "memory = return time"
 GID = "diagonal"  # tells the line's label apart from the cells' texts
-_RETURN = {"symbol_return_steps"}
-_MEMORY = {"adam_memory_steps", "adam_memory_steps_effective"}
+# On by default for exactly the return-time phase diagram: symbol_return_steps against these.
+MEMORY_AXES = {"adam_memory_steps", "adam_memory_steps_effective"}
 _POINTS = 200  # enough for a smooth line through a few cells
-
-
-def default_diagonal(x: str, y: str) -> bool:
-    """On for exactly the return-time phase diagram: one axis the return time, the other a memory."""
-    return {x, y} & _RETURN != set() and {x, y} & _MEMORY != set() and x != y
 
 
 def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
@@ -367,57 +346,35 @@ def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
     return np.where(at < logs[0], below, np.where(at > logs[-1], above, inside))
 
 
-def _edges(values: list[float]) -> tuple[float, float]:
-    """The values at the grid's outer cell edges (index -0.5 and n - 0.5)."""
-    logs = np.log(values)
-    return (
-        float(np.exp(logs[0] - (logs[1] - logs[0]) / 2)),
-        float(np.exp(logs[-1] + (logs[-1] - logs[-2]) / 2)),
-    )
-
-
 def crossable(values: list) -> bool:
     """Can the diagonal cross this axis: two or more values, all positive numbers?"""
     numbers = [v for v in values if is_number(v)]
     return len(numbers) == len(values) >= 2 and min(numbers) > 0
 
 
-def check_axis(column: str, values: list) -> list[float]:
-    """The axis' values as floats, or a UserError when the diagonal cannot cross it."""
-    if not crossable(values):
-        raise UserError(
-            f"--diagonal needs two or more positive numbers along --x and --y; "
-            f"{column} has {len(values)} value(s), not all so"
-        )
-    return [float(v) for v in values]
+def draw_diagonal(ax, xs: list[float], ys: list[float]) -> None:
+    """Draw x = y where the two axes' cells overlap (out to the outer cells' edges)."""
 
+    def edges(values: list[float]) -> tuple[float, float]:  # log values at index -0.5, n - 0.5
+        logs = np.log(values)
+        return logs[0] - (logs[1] - logs[0]) / 2, logs[-1] + (logs[-1] - logs[-2]) / 2
 
-def draw_diagonal(ax, xs: list[float], ys: list[float], label: str = DIAGONAL_LABEL) -> bool:
-    """Draw x = y where the two axes' cells overlap; False (nothing drawn) where they do not."""
-    (x_lo, x_hi), (y_lo, y_hi) = _edges(xs), _edges(ys)
+    (x_lo, x_hi), (y_lo, y_hi) = edges(xs), edges(ys)
     lo, hi = max(x_lo, y_lo), min(x_hi, y_hi)
     if lo >= hi:
-        return False
-    t = np.geomspace(lo, hi, _POINTS)
+        return
+    t = np.exp(np.linspace(lo, hi, _POINTS))
+    px, py = log_index(xs, t), log_index(ys, t)
     limits = ax.get_xlim(), ax.get_ylim()  # a line must not widen an image's extent
     # White under black dashes, both under the cells' numbers (zorder 3): seen on any colour.
-    ax.plot(log_index(xs, t), log_index(ys, t), color="white", lw=2.2, zorder=2.1)
-    ax.plot(
-        log_index(xs, t),
-        log_index(ys, t),
-        color="black",
-        lw=1.2,
-        ls="--",
-        zorder=2.2,
-        label=label,
-        gid=GID,
-    )
+    ax.plot(px, py, color="white", lw=2.2, zorder=2.1)
+    ax.plot(px, py, color="black", lw=1.2, ls="--", zorder=2.2, label=DIAGONAL_LABEL, gid=GID)
     # Named on the line itself: a legend box would hide cells' numbers.
     at = int(0.8 * (_POINTS - 1))
     ax.text(
-        log_index(xs, t[at : at + 1])[0],
-        log_index(ys, t[at : at + 1])[0],
-        f" {label} ",
+        px[at],
+        py[at],
+        f" {DIAGONAL_LABEL} ",
         fontsize=6,
         ha="right",
         va="bottom",
@@ -427,4 +384,3 @@ def draw_diagonal(ax, xs: list[float], ys: list[float], label: str = DIAGONAL_LA
     )
     ax.set_xlim(*limits[0])
     ax.set_ylim(*limits[1])
-    return True

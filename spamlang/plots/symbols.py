@@ -32,8 +32,6 @@ from __future__ import annotations
 import math
 import sys
 import zipfile
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import LogNorm, Normalize
@@ -145,49 +143,6 @@ def _draw_curve(ax, run, colour, label) -> None:
 # --- plot recency: a symbol's loss against the steps since it was last shown --------------
 
 
-@dataclass(frozen=True)
-class Symbols:
-    """One run's symbols.npz: arrays of length V, and the steps trained."""
-
-    loss: np.ndarray  # float32[V]
-    appearances: np.ndarray  # int32[V]
-    last_step: np.ndarray  # int32[V], 1 .. steps; -1: never shown
-    steps: int
-
-    @property
-    def shown(self) -> np.ndarray:
-        return self.last_step >= 0
-
-    @property
-    def since_last(self) -> np.ndarray:
-        """Steps since each shown symbol's last appearance, in symbol order."""
-        return self.steps - self.last_step[self.shown]
-
-
-def load_symbols(run_dir: Path | None) -> Symbols | None:
-    """The run's symbols.npz (`spamlang.rundir.read_symbols`), or None when it is missing or
-    unreadable: such a run is skipped and named, not the end of the figure."""
-    try:
-        arrays = read_symbols(run_dir) if run_dir else None
-    except (UserError, zipfile.BadZipFile):
-        return None
-    if arrays is None:
-        return None
-    return Symbols(
-        np.asarray(arrays["loss"]),
-        np.asarray(arrays["appearances"]),
-        np.asarray(arrays["last_step"]),
-        int(arrays["steps"]),
-    )
-
-
-def chosen_runs(runs: list[Run]) -> list[Run]:
-    """One run per cell: its best LR (when lr varies), then its smallest seed."""
-    return [
-        min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0)) for p in _best_lr(runs)
-    ]
-
-
 def recency_figure(
     dirs: list,
     *,
@@ -199,11 +154,17 @@ def recency_figure(
     symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
     (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
-    symbols = {}
-    for run in chosen_runs(runs):
-        symbols[run.run_id, str(run.path)] = (run, load_symbols(run.path))
-    missing = [run.run_id for run, s in symbols.values() if s is None]
-    kept = [(run, s) for run, s in symbols.values() if s is not None]
+    kept, missing = [], []
+    for p in _best_lr(runs):  # each cell's best LR, then its smallest seed
+        run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
+        try:  # missing or unreadable: the run is skipped and named, not the end of the figure
+            npz = read_symbols(run.path) if run.path else None
+        except (UserError, zipfile.BadZipFile):
+            npz = None
+        if npz is None:
+            missing.append(run.run_id)
+        else:
+            kept.append((run, npz))
     if not kept:
         raise UserError(
             f"no run in {', '.join(map(str, dirs))} has a {SYMBOLS} (runs of a "
@@ -258,34 +219,36 @@ def recency_figure(
 plot_recency = writer(recency_figure)
 
 
-def _appearance_norm(all_symbols: list[Symbols]):
+def _appearance_norm(all_symbols: list[dict]):
     """One colour scale for every panel: log when the shown symbols' counts span 10x or more."""
-    counts = np.concatenate([s.appearances[s.shown] for s in all_symbols])
+    counts = np.concatenate([s["appearances"][s["last_step"] >= 0] for s in all_symbols])
     lo, hi = (float(counts.min()), float(counts.max())) if counts.size else (1.0, 1.0)
     if lo > 0 and hi >= 10 * lo:
         return LogNorm(lo, hi)
     return Normalize(lo - 0.5, hi + 0.5) if lo == hi else Normalize(lo, hi)
 
 
-def _draw_run(ax, run: Run, s: Symbols, norm):
-    vocab = len(s.loss)
+def _draw_run(ax, run: Run, s: dict, norm):
+    """`s`: the run's symbols.npz arrays (last_step: 1 .. steps, -1 for a symbol never shown)."""
+    loss, steps, vocab = s["loss"], s["steps"], len(s["loss"])
+    shown = s["last_step"] >= 0
+    never = ~shown
     image = ax.scatter(
-        s.since_last,
-        s.loss[s.shown],
-        c=s.appearances[s.shown],
+        steps - s["last_step"][shown],
+        loss[shown],
+        c=s["appearances"][shown],
         cmap=CMAP,
         norm=norm,
         s=4,
         linewidths=0,
         rasterized=True,
         gid="shown",
-        label=f"shown ({int(s.shown.sum())})",
+        label=f"shown ({int(shown.sum())})",
     )
-    never = ~s.shown
     if never.any():
         ax.scatter(
-            np.full(int(never.sum()), s.steps),
-            s.loss[never],
+            np.full(int(never.sum()), steps),
+            loss[never],
             marker="x",
             s=10,
             color="0.35",
@@ -299,8 +262,8 @@ def _draw_run(ax, run: Run, s: Symbols, norm):
     memory = run.get("adam_memory_steps")  # None for optimizers without a second moment
     if isinstance(memory, (int, float)) and memory > 0:
         # min(memory, steps): a shorter run's bias-corrected second moment averages all of it.
-        effective = min(float(memory), s.steps)
-        capped = f", capped at {s.steps} steps" if memory > s.steps else ""
+        effective = min(float(memory), steps)
+        capped = f", capped at {steps} steps" if memory > steps else ""
         ax.axvline(
             effective,
             color=BEST_EDGE,
