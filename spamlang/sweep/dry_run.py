@@ -14,18 +14,15 @@ of the grid (LR bracketing's, which extend a cell's grid) are listed after the t
 
 from __future__ import annotations
 
-import shutil
 import statistics
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
 from spamlang.rundir.reading import read_json, read_object
-from spamlang.rundir.schema import CONFIG, RESULT, SWEEP_FILE
+from spamlang.rundir.schema import CONFIG, RESULT
 from spamlang.sweep.logs import checkpoint_step
-from spamlang.sweep.spec import Sweep, empty_shard_note, shard_groups
+from spamlang.sweep.spec import Sweep, shard_groups, warn_empty_shard
+from spamlang.sweep.sweep_file import check_sweep_file
 
 # How each way of timing runs reads in the time line (`estimate`).
 _TIMED_BY = {
@@ -61,25 +58,6 @@ def _per_symbol(config: Any) -> str:
         return f"{config.updates_per_symbol:.1f}"
     except (AttributeError, TypeError, ZeroDivisionError):
         return "?"
-
-
-def check_out_dir(sweep: Sweep, out: Path) -> Sweep:
-    """The UserError the real run would raise for an `out` holding a different sweep (another
-    base config, other axes, lost axis values), without writing anything; else the sweep as
-    `out` names its runs (the axes it grew: `spamlang.sweep.sweep_file`)."""
-    from spamlang.sweep.sweep_file import check_sweep_file
-
-    existing = out / SWEEP_FILE
-    if not existing.is_file():
-        return sweep  # a new directory: nothing to clash with
-    # check_sweep_file writes sweep.json once it has compared it, which a dry run must not do:
-    # it compares a copy instead, and its message is given back with the real directory.
-    with tempfile.TemporaryDirectory(prefix="spamlang-dry-run-") as tmp:
-        shutil.copyfile(existing, Path(tmp) / SWEEP_FILE)
-        try:
-            return check_sweep_file(sweep, Path(tmp))
-        except UserError as e:
-            raise UserError(str(e).replace(tmp, str(out))) from None
 
 
 def _rate(run_dir: Path) -> float | None:
@@ -176,10 +154,10 @@ def dry_run(
     from spamlang.perf import flops_per_token
 
     shard_groups(sweep, shard, group_size)  # bad arguments first, as the real run
-    sweep = check_out_dir(sweep, out)
+    # What the real run would refuse (another sweep in `out`), without writing sweep.json.
+    sweep = check_sweep_file(sweep, out, write=False)
     mine = shard_groups(sweep, shard, group_size)
-    if not mine and (empty := empty_shard_note(sweep, shard, group_size)):
-        print(empty, file=sys.stderr)
+    warn_empty_shard(sweep, shard, group_size, mine)
     points = [p for g in mine for p in g]
     status = {run_id: _status(out / run_id, config.steps) for run_id, config in points}
     width = max((len(run_id) for run_id, _ in points), default=6)

@@ -37,11 +37,11 @@ from spamlang.sweep.spec import (
     check_bracket,
     check_shard,
     check_size,
-    empty_shard_note,
     fields_of,
     group_key,
     groups,
     shard_groups,
+    warn_empty_shard,
 )
 from spamlang.sweep.sweep_file import check_sweep_file
 
@@ -126,8 +126,7 @@ def run_sweep(
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
     my_groups = shard_groups(sweep, shard, group_size)
-    if not my_groups and (empty := empty_shard_note(sweep, shard, group_size)):
-        print(empty, file=sys.stderr)  # even when quiet: a job array sized wrong
+    warn_empty_shard(sweep, shard, group_size, my_groups)
     from spamlang.perf import check_peak_env
     from spamlang.rundir import check_path
 

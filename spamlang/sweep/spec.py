@@ -34,9 +34,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError
+from spamlang.errors import UserError, first_line
 from spamlang.fields import as_int, conform, field_types, in_range, is_int
-from spamlang.notation import parse_count
+from spamlang.notation import format_count, parse_count
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
 # Abbreviations used in run ids; a field not listed here appears under its own name.
@@ -122,11 +122,8 @@ def id_part(axis: str, value: Any) -> str:
     if axis in _DECIMAL and isinstance(value, float):
         return f"{axis}_{value!r}"
     short = _SHORT.get(axis, axis.split(".", 1)[1] if "." in axis else axis)
-    if axis == "tokens" and isinstance(value, int) and value > 0:
-        # Budgets read better as 41M than 41000000; only exact multiples take a suffix.
-        for suffix, unit in (("B", 10**9), ("M", 10**6), ("K", 10**3)):
-            if value % unit == 0:
-                return f"{short}{value // unit}{suffix}"
+    if axis == "tokens" and isinstance(value, int):
+        return short + format_count(value, decimals=0)  # 41M, not 41000000: exact multiples only
     if isinstance(value, bool):
         return short if value else "no" + short
     return short + _value_text(value)
@@ -273,54 +270,6 @@ def cell_key(config: Any) -> str:
     return _key_without(config, ("lr", "seed"))
 
 
-class _Builder:
-    """Builds the points' configs, each group's checks once.
-
-    Points that differ only in MEMBER_FIELDS share everything else, so each such shell is built
-    and checked whole once (its model config and language built too), and each member value
-    once; a point is then its shell with the member fields set. That is sound because a member
-    field is a per-run scalar whose checks involve no other field (a state array of the vmapped
-    step: `spamlang.train.step`); it makes a point some 25x cheaper
-    (`benchmarks/bench_sweep_expand.py`). Also records each point's `group_key`, once per shell.
-    """
-
-    def __init__(self, base: Any, owner: str):
-        from spamlang.train.config import MEMBER_FIELDS
-
-        self.base, self.owner, self.members = base, owner, frozenset(MEMBER_FIELDS)
-        self.shells: dict[str, tuple[Any, str]] = {}  # other fields' values -> (config, key)
-        self.checked: dict[tuple[str, str], Any] = {}  # (member field, value) -> stored value
-        self.group_keys: dict[str, str] = {}
-
-    def __call__(self, run_id: str, assignment: dict[str, Any]) -> Any:
-        member = {k: v for k, v in assignment.items() if k in self.members}
-        rest = {k: v for k, v in assignment.items() if k not in self.members}
-        shell_key = canonical(rest)
-        try:
-            if shell_key not in self.shells:
-                shell = build_point(self.base, rest)
-                shell.model_config()
-                shell.make_language()
-                self.shells[shell_key] = (shell, group_key(shell))
-            shell, key = self.shells[shell_key]
-            self.group_keys[run_id] = key
-            stored = {}
-            for name, value in member.items():
-                check = (name, canonical(value))
-                if check not in self.checked:
-                    self.checked[check] = getattr(build_point(shell, {name: value}), name)
-                stored[name] = self.checked[check]
-        except (ValueError, TypeError) as e:
-            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise UserError(f"{self.owner}, run {run_id}: {msg}") from None
-        if not stored:
-            return shell
-        config = copy.copy(shell)
-        for name, value in stored.items():
-            object.__setattr__(config, name, value)
-        return config
-
-
 @contextlib.contextmanager
 def _progress(name: str, total: int):
     """A tick per expanded point; a bar on a terminal (a line elsewhere) for large sweeps."""
@@ -342,13 +291,12 @@ def _progress(name: str, total: int):
 class Sweep:
     """A named grid of runs: `base` with every combination of `axes` (cartesian, in axis order).
 
-    Every point is built and checked when the Sweep is constructed (a sweep larger than
-    MAX_POINTS: when its points are first asked for, after `check_size`), so a bad sweep fails
-    before any run starts. The first axis varies slowest. Each point's run id joins one readable
-    piece per axis with '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in
-    order), that point's values and `grown`, so it is the same in every process and host and
-    does not move when values are added to an axis, or an axis to a directory (`grown`). An
-    empty `axes` is one point, id "base". Axis names: see the module docstring.
+    Every point is built and checked when the Sweep is constructed (one larger than MAX_POINTS:
+    when its points are first asked for). Each point's run id joins one readable piece per axis
+    with '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in order), that
+    point's values and `grown`, so it is the same in every process and host and does not move
+    when values are added to an axis, or an axis to a directory (`grown`). An empty `axes` is
+    one point, id "base".
     """
 
     name: str  # label; also the default output directory runs/<name>
@@ -406,12 +354,23 @@ class Sweep:
         return math.prod(len(values) for values in self.axes.values())
 
     def _expand(self) -> tuple:
-        """Build and check every point once (see the class doc); kept for `points()`."""
+        """Build and check every point once; kept for `points()`.
+
+        Points that differ only in MEMBER_FIELDS share everything else, so each such shell is
+        built and checked whole once (its model config and language built too), and each member
+        value once; a point is then its shell with the member fields set. That is sound because
+        a member field is a per-run scalar whose checks involve no other field (a state array
+        of the vmapped step: `spamlang.train.step`); it makes a point some 25x cheaper
+        (`benchmarks/bench_sweep_expand.py`). Each point's `group_key` is kept, once per shell.
+        """
+        from spamlang.train.config import MEMBER_FIELDS
+
         if self._points is not None:
             return self._points
         owner = f"sweep {self.name!r}"
-        build = _Builder(self.base, owner)
-        points, seen = [], {}
+        shells: dict[str, tuple[Any, str]] = {}  # other fields' values -> (config, group key)
+        checked: dict[tuple[str, str], Any] = {}  # (member field, value) -> stored value
+        points, seen, keys = [], {}, {}
         with _progress(self.name, self.size) as tick:
             for combo in itertools.product(*self.axes.values()):
                 assignment = dict(p for a, v in zip(self.axes, combo) for p in _pairs(a, v))
@@ -422,10 +381,29 @@ class Sweep:
                         f"share the run id {run_id!r}"
                     )
                 seen[run_id] = assignment
-                points.append((run_id, build(run_id, assignment)))
+                rest = {k: v for k, v in assignment.items() if k not in MEMBER_FIELDS}
+                members, shell_key = [k for k in assignment if k in MEMBER_FIELDS], canonical(rest)
+                try:
+                    if shell_key not in shells:
+                        shell = build_point(self.base, rest)
+                        shell.model_config()
+                        shell.make_language()
+                        shells[shell_key] = (shell, group_key(shell))
+                    shell, keys[run_id] = shells[shell_key]
+                    config = copy.copy(shell) if members else shell
+                    for name in members:
+                        check = (name, canonical(assignment[name]))
+                        if check not in checked:
+                            point = build_point(shell, {name: assignment[name]})
+                            checked[check] = getattr(point, name)
+                        object.__setattr__(config, name, checked[check])
+                except (ValueError, TypeError) as e:
+                    msg = first_line(e) or type(e).__name__
+                    raise UserError(f"{owner}, run {run_id}: {msg}") from None
+                points.append((run_id, config))
                 tick()
         object.__setattr__(self, "_points", tuple(points))
-        object.__setattr__(self, "_group_keys", build.group_keys)
+        object.__setattr__(self, "_group_keys", keys)
         return self._points
 
     def group_key_of(self, run_id: str, config: Any) -> str:
@@ -448,9 +426,7 @@ class Sweep:
         return "-".join(pieces) or "base"
 
     def points(self) -> list[tuple[str, Any]]:
-        """Every (run_id, config) in cartesian order, the first axis varying slowest. A sweep
-        larger than MAX_POINTS is expanded here, on first use (`check_size` refuses it first
-        where a limit applies)."""
+        """Every (run_id, config) in cartesian order, the first axis varying slowest."""
         return list(self._expand())
 
     def to_json(self) -> dict:
@@ -532,14 +508,11 @@ def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
 
 def parse_shard(text: str) -> tuple[int, int]:
     """ "i/n" -> (i, n) with 0 <= i < n (shards are numbered from 0)."""
-    i, sep, n = str(text).partition("/")
     try:
-        shard = (int(i), int(n))
+        i, n = map(int, str(text).split("/"))
     except ValueError:
-        shard = None
-    if not sep or shard is None:
-        raise UserError(f"--shard must look like i/n (e.g. 0/4), got {text!r}")
-    return check_shard(shard)
+        raise UserError(f"--shard must look like i/n (e.g. 0/4), got {text!r}") from None
+    return check_shard((i, n))
 
 
 def check_shard(shard: Any) -> tuple[int, int]:
@@ -565,14 +538,14 @@ def shard_groups(sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int 
     return sorted(mine, key=lambda g: order[g[0][0]])
 
 
-def empty_shard_note(sweep: Sweep, shard: tuple[int, int], group_size: int = 0) -> str | None:
-    """A warning line when shard i of n holds no group (n larger than the sweep's groups)."""
-    i, n = check_shard(shard)
-    count = len(groups(sweep, group_size))
-    if n == 1 or i < count:
-        return None
-    return (
-        f"warning: shard {i}/{n} is empty: the sweep has {count} group(s) of runs, dealt "
-        f"round-robin to shards 0..{min(count, n) - 1}; nothing to do here (use n <= "
-        f"{count} to give every shard work)"
-    )
+def warn_empty_shard(sweep: Sweep, shard: tuple[int, int], group_size: int, mine: list) -> None:
+    """A warning on stderr, even when quiet (a job array sized wrong), when shard i of n holds
+    no group (`mine`, its `shard_groups`): n is larger than the sweep's groups."""
+    if not mine:
+        count = len(groups(sweep, group_size))
+        print(
+            f"warning: shard {shard[0]}/{shard[1]} is empty: the sweep has {count} group(s) of "
+            f"runs, dealt round-robin to shards 0..{min(count, shard[1]) - 1}; nothing to do "
+            f"here (use n <= {count} to give every shard work)",
+            file=sys.stderr,
+        )

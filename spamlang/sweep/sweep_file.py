@@ -125,10 +125,10 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
     return grown
 
 
-def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
-    """Write `<out_dir>/sweep.json`, refusing a directory that holds a different sweep (module
-    doc; the sweep's name is a label and may change); return the sweep as this directory names
-    its runs (with its `grown` axes).
+def check_sweep_file(sweep: Sweep, out_dir: Path, write: bool = True) -> Sweep:
+    """Write `<out_dir>/sweep.json` (not with `write` False: a dry run), refusing a directory
+    that holds a different sweep (module doc; the sweep's name is a label and may change);
+    return the sweep as this directory names its runs (with its `grown` axes).
 
     The read, the checks and the write hold the directory's sweep lock (`SWEEP_LOCK`, waited
     for): of two growths at the same time, the second sees the first's sweep.json, so no axis
@@ -137,7 +137,8 @@ def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
     path = out_dir / SWEEP_FILE
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(locked(out_dir / SWEEP_LOCK))
+            if write:
+                stack.enter_context(locked(out_dir / SWEEP_LOCK))
         except OSError as e:
             if not is_read_only(e):
                 raise
@@ -168,7 +169,7 @@ def check_sweep_file(sweep: Sweep, out_dir: Path) -> Sweep:
                         "axes may only grow; use another --out"
                     )
         new = as_json(sweep.to_json())
-        if old == new:
+        if old == new or not write:
             return sweep
         try:
             atomic_write_json(path, new)
