@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,14 +161,20 @@ class Point:
         return len(self.grid) >= 3 and ident(self.best) in ends
 
 
+def group_by(items: list, keys: list[str], value: Callable[[Any, str], Any]) -> list[list]:
+    """`items` grouped by the `ident`s of their values of `keys` (`value(item, key)`), in order
+    of first appearance."""
+    groups: dict[tuple, list] = {}
+    for item in items:
+        groups.setdefault(tuple(ident(value(item, k)) for k in keys), []).append(item)
+    return list(groups.values())
+
+
 def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point]:
     """One point per combination of settings, ignoring the `pooled` ones (by default: seed)."""
     skip = set(pooled)
     keys = [k for k in dict.fromkeys(k for r in runs for k in r.settings) if k not in skip]
-    groups: dict[tuple, list[Run]] = {}
-    for r in runs:
-        groups.setdefault(tuple(ident(r.settings.get(k)) for k in keys), []).append(r)
-    return [Point(members) for members in groups.values()]
+    return [Point(members) for members in group_by(runs, keys, lambda r, k: r.settings.get(k))]
 
 
 def best_over(
@@ -187,12 +193,9 @@ def best_over(
         for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
         if k not in inner
     ]
-    groups: dict[tuple, list[Point]] = {}
-    for p in points:
-        groups.setdefault(tuple(ident(p.value(k)) for k in others), []).append(p)
     sign = -1.0 if higher_is_better(metric) else 1.0
     chosen = []
-    for members in groups.values():
+    for members in group_by(points, others, Point.value):
         scored = [
             (sign * s.mean, order_key(p.value(column)), p)
             for p in members
@@ -223,28 +226,19 @@ def merge(points: list[Point]) -> Point:
 def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
     """Settings that vary among `points`, are not `used` or skipped, and are not determined by
     the values of the `used` columns (see the module docstring)."""
-    runs = [r for p in points for r in p.runs]
     skip = set(skip) | set(used)
-    rows = []
-    for k in varying_settings(runs):
-        if k in skip:
-            continue
-        seen: dict[tuple, tuple] = {}
-        for p in points:
-            where = tuple(ident(p.value(c)) for c in used)
-            if seen.setdefault(where, ident(p.value(k))) != ident(p.value(k)):
-                rows.append(k)
-                break
-    return rows
+    groups = group_by(points, used, Point.value)
+    return [
+        k
+        for k in varying_settings([r for p in points for r in p.runs])
+        if k not in skip and any(len({ident(p.value(k)) for p in g}) > 1 for g in groups)
+    ]
 
 
 def split(points: list[Point], keys: list[str]) -> list[tuple[tuple, list[Point]]]:
     """Points by their values of `keys`, in plotting order of those values."""
-    groups: dict[tuple, tuple[tuple, list[Point]]] = {}
-    for p in points:
-        values = tuple(p.value(k) for k in keys)
-        groups.setdefault(tuple(map(ident, values)), (values, []))[1].append(p)
-    return sorted(groups.values(), key=lambda g: [order_key(v) for v in g[0]])
+    groups = [(tuple(g[0].value(k) for k in keys), g) for g in group_by(points, keys, Point.value)]
+    return sorted(groups, key=lambda g: [order_key(v) for v in g[0]])
 
 
 @dataclass

@@ -29,6 +29,7 @@ from spamlang.plots.layout import (
     describe,
     finish,
     format_value,
+    group_by,
     group_points,
     higher_is_better,
     ident,
@@ -192,10 +193,8 @@ def heatmap_figure(
             )
     cells: list[Cells] = []  # each panel's, the points of a cell pooled into one
     for panel in facets.panels:
-        at: dict[tuple[int, int], list[Point]] = {}
-        for p in panel.points:
-            at.setdefault((_index(ys, p.value(y)), _index(xs, p.value(x))), []).append(p)
-        cells.append({k: merge(v) for k, v in at.items()})
+        at = group_by(panel.points, [y, x], Point.value)
+        cells.append({(_index(ys, g[0].value(y)), _index(xs, g[0].value(x))): merge(g) for g in at})
     drawn = [c for panel in cells for c in panel.values()]
     vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)

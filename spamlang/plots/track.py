@@ -25,10 +25,9 @@ from spamlang.errors import UserError
 from spamlang.fields import finite
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note, writer
 from spamlang.plots.layout import MAX_FACETS
-from spamlang.rundir.reading import read_lines, read_object
-from spamlang.rundir.schema import CONFIG
+from spamlang.rundir.reading import check_dir, read_lines, read_object
+from spamlang.rundir.schema import CONFIG, TRACK
 
-TRACK_FILE = "track.jsonl"  # spamlang.rundir.TRACK, not imported (see Track.sums)
 TABLES = ("embed", "head")
 MAX_IDS = 6  # panels per run; more would be too narrow to read
 APPEARANCES = "appearances"  # gid of each panel's appearance markers
@@ -44,7 +43,7 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
         return {}
     ids = rows[0]["ids"]
     out: dict[str, dict] = {}
-    for table in ("embed", "head"):
+    for table in TABLES:
         if table not in rows[0]:
             continue
         per = {}
@@ -79,13 +78,6 @@ class Track:
         """id -> {"appearances", "pull", "between", "net"} (`summarise`)."""
         return summarise(self.rows)[self.table]
 
-    def series(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The j-th tracked id's steps_n, per-step components_n and appeared_n (bool)."""
-        steps_n = np.array([r["step"] for r in self.rows], dtype=float)
-        comp_n = np.array([r[self.table][j] for r in self.rows], dtype=float)
-        seen_n = np.array([r["seen"][j] > 0 for r in self.rows], dtype=bool)
-        return steps_n, comp_n, seen_n
-
 
 def load_track(run_dir: str | Path, table: str = "embed") -> Track:
     """RUN_DIR/track.jsonl's complete rows for `table`. Unparseable lines (the torn last line
@@ -94,13 +86,11 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
     UserError."""
     if table not in TABLES:
         raise UserError(f"--table must be one of {', '.join(TABLES)}, got {table!r}")
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise UserError(f"no such directory: {run}")
-    path = run / TRACK_FILE
+    run = check_dir(run_dir)
+    path = run / TRACK
     if not path.is_file():
         raise UserError(
-            f"{run} has no {TRACK_FILE}: the run did not track symbols; train with "
+            f"{run} has no {TRACK}: the run did not track symbols; train with "
             "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
             "base config"
         )
@@ -112,7 +102,7 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
         raise UserError(f"{path} has no complete rows")
     if table not in rows[0]:
         raise UserError(
-            f"{run} is tied (no head rows in {TRACK_FILE}): its head row is its "
+            f"{run} is tied (no head rows in {TRACK}): its head row is its "
             "embedding row; use --table embed"
         )
     usable = [r for r in rows if _complete(r, table, rows[0]["ids"])]
@@ -121,7 +111,7 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
     if broken or len(usable) < len(rows):
         print(
             f"note: {run.name}: left out {broken + len(rows) - len(usable)} incomplete or "
-            f"non-finite rows of {TRACK_FILE}",
+            f"non-finite rows of {TRACK}",
             file=sys.stderr,
         )
     return Track(
@@ -169,31 +159,12 @@ def shown(k: int, cap: int = MAX_IDS) -> list[int]:
     return sorted({round(i * (k - 1) / (cap - 1)) for i in range(cap)})
 
 
-def _num(v: float) -> str:
-    return f"{v:+.3g}"
-
-
-def sums_text(s: dict) -> str:
-    """A panel's sums: 'pull +0.0312 over 12 appearances\nbetween -0.0044, net +0.0268'."""
-    return (
-        f"pull {_num(s['pull'])} over {s['appearances']} appearances\n"
-        f"between {_num(s['between'])}, net {_num(s['net'])}"
-    )
-
-
 def sums_table(tracks: list[Track]) -> str:
     """The sums of every run and tracked id as a plain-text table (stdout's)."""
     table = tracks[0].table if tracks else "embed"
     header = ("run", "id", "appearances", "pull", "between", "net")
     lines = [
-        [
-            t.name,
-            str(i),
-            str(s["appearances"]),
-            f"{s['pull']:+.6g}",
-            f"{s['between']:+.6g}",
-            f"{s['net']:+.6g}",
-        ]
+        [t.name, str(i), str(s["appearances"]), *(f"{s[k]:+.6g}" for k in header[3:])]
         for t in tracks
         for i, s in t.sums.items()
     ]
@@ -254,7 +225,9 @@ plot_track = writer(track_figure)
 def _draw_panel(ax, track: Track, j: int, s: dict, first: bool, last: bool) -> None:
     """One tracked id: per-step bars behind (right axis), cumulative line with appearance
     markers in front, the sums in the title."""
-    steps_n, comp_n, seen_n = track.series(j)
+    steps_n = np.array([r["step"] for r in track.rows], dtype=float)
+    comp_n = np.array([r[track.table][j] for r in track.rows], dtype=float)
+    seen_n = np.array([r["seen"][j] > 0 for r in track.rows], dtype=bool)
     cum_n = np.cumsum(comp_n)
     bars = ax.twinx()
     # The line's axes in front of the bars' (a twin is drawn above its host by default).
@@ -270,7 +243,11 @@ def _draw_panel(ax, track: Track, j: int, s: dict, first: bool, last: bool) -> N
     ax.plot(steps_n, cum_n, color=colour, lw=1.2)
     ax.plot(steps_n[seen_n], cum_n[seen_n], "^", color=colour, ms=3, ls="none", gid=APPEARANCES)
     # In the title, not a box inside: a box would hide part of a line that may go anywhere.
-    ax.set_title(f"id {track.ids[j]}: {sums_text(s)}", fontsize=6.5)
+    ax.set_title(
+        f"id {track.ids[j]}: pull {s['pull']:+.3g} over {s['appearances']} appearances\n"
+        f"between {s['between']:+.3g}, net {s['net']:+.3g}",
+        fontsize=6.5,
+    )
     ax.tick_params(labelsize=6)
     _align_zero(ax, bars)
     ax.set_xlabel("step", fontsize=7)
