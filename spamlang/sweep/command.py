@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.error_policy import Parser, run_command
-from spamlang.errors import UserError, describe
+from spamlang.errors import UserError, describe, first_line
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
 from spamlang.sweep.dry_run import dry_run
 from spamlang.sweep.spec import (
@@ -35,15 +35,6 @@ from spamlang.sweep.spec import (
     fields_of,
     id_part,
     parse_shard,
-)
-
-SET_HELP = (
-    "change a field of the sweep's base for this invocation (repeatable): a run field "
-    "(tokens=200K, batch_size=64), model.<field> (model.d_model=32) or "
-    "param.<language parameter>, not one the axes set. The sweep is then named "
-    "<name>-<field><value> (default dir runs/<name>-tok200K for tokens=200K), so it never "
-    "mixes with the original's runs, and its sweep.json records the --set. This is how "
-    "to train a larger budget: a finished run cannot be extended"
 )
 
 
@@ -63,8 +54,7 @@ def _at_least(low: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
-    """The flags of a sweep run: --out, --shard, --group-size, --vmap, --bracket-lr, --seq-len,
-    --max-points, --set, --quiet, --dry-run, --plots, --figures, --tracker."""
+    """The flags of a sweep run."""
     parser.add_argument(
         "--out", metavar="DIR", default=None, help="sweep directory (default: runs/<sweep name>)"
     )
@@ -81,21 +71,17 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         metavar="K",
         type=int,
         default=0,
-        help="at most K runs (differing in lr/seed) per vmapped program; "
-        "1: every run on its own; 0 (default): as many as fit the device "
-        "when its memory is known (an accelerator's, or "
-        "SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), from XLA's memory analysis "
-        "of the compiled step with a 10%% margin, else no limit. An explicit "
-        "K is kept, with a warning if it does not fit",
+        help="at most K runs (differing in lr/seed) per vmapped program; 1: every run on its "
+        "own; 0 (default): as many as fit the device when its memory is known (an "
+        "accelerator's, or SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), else no limit. An explicit K "
+        "is kept, with a warning if it does not fit",
     )
     parser.add_argument(
         "--vmap",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="train each group of runs differing only in lr/seed as one vmapped "
-        "program (default: on accelerators, and on CPU for steps of at most "
-        "256 tokens; a vmapped group measured 0.6-1.0x the throughput of its "
-        "runs one by one at 2,048 tokens per step on CPU, and faster at 64)",
+        help="train each group of runs differing only in lr/seed as one vmapped program "
+        "(default: on accelerators, and on CPU for steps of at most 256 tokens)",
     )
     parser.add_argument(
         "--bracket-lr",
@@ -104,48 +90,48 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         nargs="?",
         const=DEFAULT_LIMIT,
         default=None,
-        help="when a cell's best LR (seed-mean final eval loss) is the largest or "
-        "smallest of its grid, train the next LR beyond it (the grid's own "
-        "ratio, x3 for one LR) for every seed, until the best is inside the "
-        f"grid, reaches the loss floor, or N LRs were added on that side "
-        f"(default N: {DEFAULT_LIMIT}; 0 turns it off; without the flag: as "
-        "the sweep says, Sweep.bracket_lr)",
+        help="when a cell's best LR is the largest or smallest of its grid, train the next LR "
+        "beyond it for every seed, until the best is inside the grid, reaches the loss floor, "
+        f"or N LRs were added on that side (default N: {DEFAULT_LIMIT}; 0 turns it off; "
+        "without the flag: Sweep.bracket_lr)",
     )
     parser.add_argument(
         "--seq-len",
         metavar="L",
         type=int,
         default=None,
-        help="run the equivalent sweep at sequence length L: same batch and "
-        "steps, token budgets scaled, named <name>-L<L> (default dir "
-        "runs/<name>-L<L>). SpamLang (spam, zipf-spam) with RoPE gives "
-        "the same results at any length, so --seq-len 2 costs about 2/L of "
-        "the original; refused for languages with context",
+        help="run the equivalent sweep at sequence length L (same batch and steps, budgets "
+        "scaled) as <name>-L<L>: SpamLang with RoPE gives the same results at any length, so "
+        "--seq-len 2 costs about 2/L of the original; refused for languages with context",
     )
     parser.add_argument(
         "--max-points",
         metavar="N",
         type=_at_least(1),
         default=MAX_POINTS,
-        help=f"refuse a sweep of more than N points, before expanding it "
-        f"(default {MAX_POINTS:,}: a larger grid is usually a slip)",
+        help=f"refuse a sweep of more than N points (default {MAX_POINTS:,}: usually a slip)",
     )
-    parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[], help=SET_HELP)
+    parser.add_argument(
+        "--set",
+        metavar="FIELD=VALUE",
+        action="append",
+        default=[],
+        help="change a field of the sweep's base (repeatable): a run field (tokens=200K), "
+        "model.<field> or param.<name>, not one the axes set; the sweep is then named "
+        "<name>-<field><value> (runs/<name>-tok200K), apart from the original's runs. How to "
+        "train a larger budget: a finished run cannot be extended",
+    )
     parser.add_argument(
         "--quiet",
         action="store_true",
-        help="no progress bar, progress lines or per-run lines (without it: "
-        "a line when a run resumes from a checkpoint and, when stderr is "
-        "not a terminal, one per running run or group every "
-        "SPAMLANG_LOG_SECONDS seconds, default 30)",
+        help="no progress bar, progress lines or per-run lines (a log gets a line per "
+        "running run or group every SPAMLANG_LOG_SECONDS seconds, default 30)",
     )
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="list the points, their status (partial: the checkpointed step), "
-        "the token/FLOP budget and a time estimate (at the tokens/s of "
-        "finished runs of the same group; else a lower bound at the matmul "
-        "peak where it is known); run nothing",
+        help="list the points, their status, the token/FLOP budget and a time estimate; "
+        "run nothing",
     )
     parser.add_argument(
         "--plots",
@@ -165,12 +151,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         "--tracker",
         choices=("tensorboard", "wandb", "none"),
         default=None,
-        help="mirror every run's metrics rows, config and result to one "
-        "experiment: TensorBoard (<sweep dir>/tensorboard/<run id>, with "
-        "the HParams dashboard) or W&B (group <sweep name>; "
-        "WANDB_MODE=offline: <sweep dir>/wandb/); needs the extra of that "
-        "name; one that cannot start is an error before any training "
-        "(default: the sweep's own Sweep(tracker=...), which only warns)",
+        help="mirror every run's metrics, config and result to TensorBoard (<sweep "
+        "dir>/tensorboard/<run id>) or W&B (group <sweep name>); needs the extra of that name; "
+        "one that cannot start is an error (default: Sweep(tracker=...), which only warns)",
     )
 
 
@@ -181,20 +164,8 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
     from spamlang.plots.sweep import plot_heatmap
     from spamlang.sweep.results_csv import is_read_only
 
-    def skipped(what: str, e: OSError) -> None:
-        print(
-            f"note: skipped {what}: {figures} cannot be written "
-            f"({e.strerror or describe(e)}); --figures DIR draws them elsewhere",
-            file=sys.stderr,
-        )
-
-    try:
-        figures.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        if not is_read_only(e):
-            raise
-        return skipped("the figures", e)
     drawers = [
+        ("the figures", lambda: figures.mkdir(parents=True, exist_ok=True) or []),
         ("heatmap.png", lambda: [plot_heatmap(out, figures / "heatmap.png")]),
         ("curves.png", lambda: [plot_curves(out, figures / "curves.png")]),
     ]
@@ -209,7 +180,13 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
         except OSError as e:
             if not is_read_only(e):
                 raise
-            skipped(what, e)
+            print(
+                f"note: skipped {what}: {figures} cannot be written "
+                f"({e.strerror or describe(e)}); --figures DIR draws them elsewhere",
+                file=sys.stderr,
+            )
+            if what == "the figures":
+                return  # no folder to draw any of them in
     if written:
         print("figures: " + ", ".join(str(p) for p in written))
 
@@ -237,12 +214,9 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
     """`sweep` with each "FIELD=VALUE" of `texts` (`--set`) set in its base; `sweep` itself when
     there are none. UserError naming the --set for anything bad.
 
-    FIELD is what an axis may name, but not a field the sweep's axes set. VALUE is read as
-    `spamlang train --param` reads one: JSON where it parses (numbers, true/false, null), else
-    the text ("200K", "lowrank:8"); a string field keeps the text as typed. A sweep directory
-    holds one base config (`spamlang.sweep.sweep_file`), so the changed sweep is named
-    `<name>-<one run-id piece per field>` (`--set tokens=200K`: `cpu_demo-tok200K`): a variant
-    never mixes with the original's runs. Its sweep.json records the --set fields ("set").
+    VALUE is read as `spamlang train --param` reads one: JSON where it parses, else the text
+    ("200K", "lowrank:8"); a string field keeps the text as typed. A sweep directory holds one
+    base config (`spamlang.sweep.sweep_file`), hence the variant's own name (--set help).
     """
     if not texts:
         return sweep
@@ -277,9 +251,7 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
         base = build_point(sweep.base, changes)
     except (ValueError, TypeError) as e:
         said = " ".join(f"--set {t}" for t in texts)
-        raise UserError(
-            f"{said}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-        ) from None
+        raise UserError(f"{said}: {first_line(e) or type(e).__name__}") from None
     name = "-".join([sweep.name, *(id_part(k, v) for k, v in changes.items())])
     return Sweep(
         name,
@@ -403,14 +375,8 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
 def main(
     sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False, samples: tuple = ()
 ) -> int:
-    """Entry point of a sweep script: parse the flags, run, return an exit status.
-
-    The same entry point as `spamlang sweep FILE`: the same flags (`add_arguments`), parsed by
-    the same one-line-error parser and run under the same error policy
-    (`spamlang.error_policy.run_command`). Bad input (a flag, the sweep, an output directory holding
-    another sweep) is one line on stderr and status 2; Ctrl-C is status 130 and the same
-    command resumes. `--debug` (or SPAMLANG_DEBUG=1) shows tracebacks instead.
-    """
+    """Entry point of a sweep script: parse the flags, run, return an exit status, as
+    `spamlang sweep FILE` does (the same flags and error policy: `spamlang.error_policy`)."""
     prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
     parser = Parser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
     add_arguments(parser, plots=plots)
@@ -483,15 +449,15 @@ def _load_json(path: Path) -> Sweep:
         raise UserError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
-    # grown and set: what a sweep directory's own sweep.json adds, so that it loads too.
-    unknown = sorted(
-        set(data) - {"name", "base", "axes", "bracket_lr", "grown", "set", "axis_order"}
-    )
-    missing = sorted({"name", "axes"} - set(data))
+    # grown, set and axis_order: what a sweep directory's own sweep.json adds, so it loads too.
+    known = {"name", "base", "axes", "bracket_lr", "grown", "set", "axis_order"}
     wrong = [
-        f"{what} key(s) {', '.join(k)}"
-        for what, k in [("unknown", unknown), ("missing", missing)]
-        if k
+        f"{what} key(s) {', '.join(sorted(keys))}"
+        for what, keys in [
+            ("unknown", set(data) - known),
+            ("missing", {"name", "axes"} - set(data)),
+        ]
+        if keys
     ]
     if wrong:
         expected = "(expected name, base, axes, optionally bracket_lr)"
@@ -517,6 +483,4 @@ def _load_json(path: Path) -> Sweep:
             overrides=data.get("set") or {},
         )
     except (ValueError, TypeError) as e:
-        raise UserError(
-            f"{path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-        ) from None
+        raise UserError(f"{path}: {first_line(e) or type(e).__name__}") from None

@@ -14,14 +14,13 @@ on stderr, and goes on with the rest; results.csv is written by one process at a
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from spamlang.fields import is_number
+from spamlang.fields import finite, is_number
 from spamlang.rundir.lock import RunDirBusy
-from spamlang.rundir.schema import RESULT
+from spamlang.rundir.reading import is_finished
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import bracket_cell, cell_lines, edge_warnings, swept_values
 from spamlang.sweep.logs import announce_resumes, watch
@@ -73,17 +72,6 @@ def summary_line(run_id: str, result: dict) -> str:
     return line
 
 
-def skip_line(run_ids: list[str], busy: RunDirBusy) -> str:
-    """The line for a run or group skipped because another process holds (one of) its dirs."""
-    if len(run_ids) == 1:
-        return f"skip {run_ids[0]}: in use by {busy.by}"
-    return f"skip {run_ids[0]} +{len(run_ids) - 1} vmapped: {busy.run_dir.name} in use by {busy.by}"
-
-
-def _finished(run_dir: Path) -> bool:
-    return (run_dir / RESULT).is_file()
-
-
 def trains_together(vmap: bool | None, config: Any) -> bool:
     """Whether a group of `config`'s trains as one vmapped program: `vmap`, or when None
     (auto) on accelerators, and on CPU for steps of at most CPU_VMAP_TOKENS tokens."""
@@ -108,18 +96,12 @@ def run_sweep(
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`; return
     the rows of results.csv (every finished run in `out_dir`, all shards).
 
-    Points that differ only in MEMBER_FIELDS form a group, trained as one vmapped program
-    (`spamlang.train.run_group`: its members share every matmul launch) or, `vmap` False, one
-    run after another (same results up to float rounding); `vmap` None vmaps on accelerators,
-    and on CPU only steps of at most CPU_VMAP_TOKENS tokens. `group_size` caps the members of
+    A group (`spec.groups`) trains as one vmapped program (`spamlang.train.run_group`: its
+    members share every matmul launch) or, `vmap` False, one run after another (same results
+    up to float rounding); `vmap` None: `trains_together`. `group_size` caps the members of
     one program (0: no cap, 1: no vmapping); without it, a group is cut to what fits a device
-    whose memory is known (`spamlang.sweep.fit`, one line on stderr). Shard i of n takes groups
-    i, i+n, ... (`groups.shard_groups`), so hosts split a sweep with no coordination. A run
-    another process holds is skipped with a line and counted in the summary. A sweep of more
-    than `max_points` points is refused before anything is expanded or written. `bracket_lr`
-    (None: the sweep's own) > 0 extends the LR grid of every cell whose best LR sits at an
-    end of it (`best_lr.bracket_cell`). The summary gives each cell's best LR with its seed
-    spread and warns on stderr of best LRs at the edge of a grid.
+    whose memory is known (`spamlang.sweep.fit`). `bracket_lr` (None: the sweep's own) > 0
+    extends the LR grid of every cell whose best LR sits at an end of it (`best_lr`).
     """
     shard = check_shard(shard)
     check_size(sweep, max_points)
@@ -142,7 +124,7 @@ def run_sweep(
     from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
 
     total = sum(len(g) for g in my_groups)
-    done = sum(_finished(out / run_id) for g in my_groups for run_id, _ in g)
+    done = sum(is_finished(out / run_id) for g in my_groups for run_id, _ in g)
     # The bar only on a terminal (a log file gets the per-run lines, which carry [i/n]).
     bar = tqdm(
         total=total,
@@ -159,7 +141,7 @@ def run_sweep(
     def train(todo: list) -> bool:
         """Train `todo` (vmapped or one by one); False if another process holds a run."""
         nonlocal done, held, total
-        total += sum(not _finished(out / run_id) for run_id, _ in todo if run_id not in known)
+        total += sum(not is_finished(out / run_id) for run_id, _ in todo if run_id not in known)
         known.update(run_id for run_id, _ in todo)
         bar.total = total
         together = trains_together(vmap, todo[0][1])
@@ -174,7 +156,9 @@ def run_sweep(
                 done = _run_part(part, out, bar, done, total, quiet, train_run)
             except RunDirBusy as e:
                 # Even when quiet: these runs are left to another process, not done here.
-                bar.write(skip_line([run_id for run_id, _ in part], e), file=sys.stderr)
+                first, more = part[0][0], len(part) - 1
+                what = f"{first} +{more} vmapped: {e.run_dir.name}" if more else f"{first}:"
+                bar.write(f"skip {what} in use by {e.by}", file=sys.stderr)
                 held += len(part)
                 all_done = False
                 continue
@@ -185,7 +169,7 @@ def run_sweep(
     fits: dict = {}  # (group key, members) -> fit.Fit, so that bracketing does not recompile
     try:
         for group in my_groups:
-            todo = [(run_id, cfg) for run_id, cfg in group if not _finished(out / run_id)]
+            todo = [(run_id, cfg) for run_id, cfg in group if not is_finished(out / run_id)]
             if (todo and not train(todo)) or not limit:
                 continue
             # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts.
@@ -196,7 +180,7 @@ def run_sweep(
                 cells.setdefault(cell_key(point[1]), []).append(point)
             for cell in cells.values():
                 # A cell not finished (a capped group's other part) or held elsewhere: "busy".
-                if not all(_finished(out / run_id) for run_id, _ in cell):
+                if not all(is_finished(out / run_id) for run_id, _ in cell):
                     continue
                 status, extra = bracket_cell(cell, sweep.run_id, out, limit, train)
                 added.extend(extra)
@@ -207,11 +191,7 @@ def run_sweep(
         rows = write_results(out, report, check)
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
-        best = [
-            r["final_eval_loss"]
-            for r in rows
-            if isinstance(r.get("final_eval_loss"), float) and math.isfinite(r["final_eval_loss"])
-        ]
+        best = [v for r in rows if (v := finite(r.get("final_eval_loss"))) is not None]
         unreadable = len(report.unreadable)
         print(
             f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
