@@ -20,7 +20,6 @@ of the spamlang runs it was measured on.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Iterable
@@ -288,16 +287,14 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
         config = read_object(run.path / CONFIG)
         V = int(config["vocab_size"])
         rows = [r for r in iter_metrics(run.path, "diag") if finite(r.get("kernel_fraction"))]
-        diag_file = run.path / DIAGNOSTICS
-        try:  # absent, or being written by `spamlang diagnose`: the diag rows stand in
-            kf = float((read_object(diag_file) or {})["kernel_fraction"])
-        except (KeyError, TypeError, ValueError):
-            kf = None
+        # diagnostics.json absent, or being written by `spamlang diagnose`: the rows stand in
+        kf = finite((read_object(run.path / DIAGNOSTICS) or {}).get("kernel_fraction"))
         if kf is None and rows:
             kf = float(rows[-1]["kernel_fraction"])
-        if kf is None or not math.isfinite(kf):
+        if kf is None:
             missing += 1
             continue
+        trained = [r for r in rows if r.get("tokens", 0) > 0]
         points.append(
             {
                 "run_id": run.run_id,
@@ -306,8 +303,8 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
                 "d_over_v": effective_rank(config) / V,
                 "kernel_fraction": kf,
                 "curve": (
-                    [r["tokens"] / V for r in rows if r.get("tokens", 0) > 0],
-                    [float(r["kernel_fraction"]) for r in rows if r.get("tokens", 0) > 0],
+                    [r["tokens"] / V for r in trained],
+                    [r["kernel_fraction"] for r in trained],
                 ),
             }
         )

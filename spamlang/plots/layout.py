@@ -324,10 +324,7 @@ def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
 
 def pooled_settings(points: list[Point]) -> list[str]:
     """Settings that vary inside some point: what its mean averages over."""
-    keys: dict[str, None] = {}
-    for p in points:
-        keys.update(dict.fromkeys(varying_settings(p.runs)))
-    return list(keys)
+    return list(dict.fromkeys(k for p in points for k in varying_settings(p.runs)))
 
 
 def pool_note(points: list[Point], spread: str) -> str:

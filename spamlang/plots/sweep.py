@@ -191,10 +191,13 @@ def heatmap_figure(
                 f"--diagonal needs two or more positive numbers along --x and --y; "
                 f"{column} has {len(values)} value(s), not all so"
             )
+    x_at, y_at = ({ident(v): i for i, v in enumerate(vs)} for vs in (xs, ys))
     cells: list[Cells] = []  # each panel's, the points of a cell pooled into one
     for panel in facets.panels:
         at = group_by(panel.points, [y, x], Point.value)
-        cells.append({(_index(ys, g[0].value(y)), _index(xs, g[0].value(x))): merge(g) for g in at})
+        cells.append(
+            {(y_at[ident(g[0].value(y))], x_at[ident(g[0].value(x))]): merge(g) for g in at}
+        )
     drawn = [c for panel in cells for c in panel.values()]
     vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
@@ -272,10 +275,6 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
 
 
 Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
-
-
-def _index(values: list, v) -> int:
-    return [ident(u) for u in values].index(ident(v))
 
 
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:

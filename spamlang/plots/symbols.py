@@ -46,6 +46,7 @@ from spamlang.plots.layout import (
     Point,
     check_axes,
     facet_title,
+    format_value,
     group_points,
     ident,
     palette,
@@ -60,7 +61,6 @@ COLOR = "vocab_size"  # plot symbols: one colour per V
 METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
 # What tells the panels of plot recency apart, always named in each title.
 TITLED = ("vocab_size", "batch_size", "b2", "sampling", "tie_embeddings", "lr")
-_SHORT = {"batch_size": "B"}
 
 
 def _best_lr(runs: list[Run]) -> list[Point]:
@@ -292,13 +292,10 @@ def _title(run: Run, faceted: list[str]) -> str:
         if k == "sampling":
             parts.append(str(v))
         elif k == "lr":
-            parts.append(f"lr {facet_title(k, v).split('=', 1)[1]}")
+            parts.append(f"lr {format_value(k, v)}")
         else:
-            text = facet_title(k, v)
-            parts.append(text.replace(k + "=", _SHORT[k] + "=", 1) if k in _SHORT else text)
+            parts.append(facet_title(k, v).replace("batch_size=", "B=", 1))
+    if len(parts) <= 3:
+        return ", ".join(parts)
     half = (len(parts) + 1) // 2
-    return (
-        ", ".join(parts[:half]) + "\n" + ", ".join(parts[half:])
-        if len(parts) > 3
-        else ", ".join(parts)
-    )
+    return ", ".join(parts[:half]) + "\n" + ", ".join(parts[half:])
