@@ -121,19 +121,10 @@ def best_lrs(
         means = {lr: statistics.fmean(vs) for lr, vs in by_lr.items() if vs}
         if means:
             lr = min(means, key=lambda x: (means[x], x))
+            mean, vs = means[lr], by_lr[lr]
             floor = statistics.fmean(floors[key]) if key in floors else math.nan
-            best.append(
-                BestLR(
-                    key,
-                    lr,
-                    tuple(sorted(by_lr)),
-                    means[lr],
-                    min(by_lr[lr]),
-                    max(by_lr[lr]),
-                    len(by_lr[lr]),
-                    means[lr] - floor,
-                )
-            )
+            grid = tuple(sorted(by_lr))
+            best.append(BestLR(key, lr, grid, mean, min(vs), max(vs), len(vs), mean - floor))
     return best
 
 

@@ -299,11 +299,9 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
         names = fields_of(axis)
         if "tokens" not in names:
             return value
-        values = list(value) if len(names) > 1 else [value]
-        batch = values[names.index("batch_size")] if "batch_size" in names else base.batch_size
-        i = names.index("tokens")
-        values[i] = _budget(values[i], batch, old, seq_len)
-        return values if len(names) > 1 else values[0]
+        v = dict(zip(names, value if len(names) > 1 else [value]))
+        v["tokens"] = _budget(v["tokens"], v.get("batch_size", base.batch_size), old, seq_len)
+        return list(v.values()) if len(names) > 1 else v["tokens"]
 
     short = Sweep(
         f"{sweep.name}-L{seq_len}",

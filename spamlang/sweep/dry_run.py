@@ -48,16 +48,7 @@ def _left_tokens(config: Any, run_dir: Path) -> int:
     """Tokens a run has still to train: all of them, less its newest checkpoint's."""
     if (run_dir / RESULT).is_file():
         return 0
-    step = checkpoint_step(run_dir) if run_dir.is_dir() else None
-    return (config.steps - (step or 0)) * config.tokens_per_step
-
-
-def _per_symbol(config: Any) -> str:
-    """Updates per symbol, B x steps / V (SpamLang: how often each symbol is trained on)."""
-    try:
-        return f"{config.updates_per_symbol:.1f}"
-    except (AttributeError, TypeError, ZeroDivisionError):
-        return "?"
+    return (config.steps - (checkpoint_step(run_dir) or 0)) * config.tokens_per_step
 
 
 def _rate(run_dir: Path) -> float | None:
@@ -171,16 +162,16 @@ def dry_run(
         for run_id, c in group:
             print(
                 f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {c.steps:>8}  "
-                f"{c.steps * c.tokens_per_step:>13,}  {_per_symbol(c):>10}"
+                f"{c.steps * c.tokens_per_step:>13,}  {c.updates_per_symbol:>10.1f}"
                 + (f"  {law[run_id]}" if law else "")
             )
     tokens = sum(c.steps * c.tokens_per_step for _, c in points)
-    per_token: dict = {}  # group key -> FLOPs per token: a group's runs share the model
+    per_token, flops = {}, []  # group key -> FLOPs per token: a group's runs share the model
     for run_id, c in points:
         key = sweep.group_key_of(run_id, c)
         if key not in per_token:
             per_token[key] = flops_per_token(c.model_config(), c.seq_len)
-    flops = [per_token[sweep.group_key_of(r, c)] for r, c in points]
+        flops.append(per_token[key])
     total = sum(f * c.steps * c.tokens_per_step for f, (_, c) in zip(flops, points))
     where = (
         f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""

@@ -42,11 +42,8 @@ def checkpoint_step(run_dir: Path) -> int | None:
     return max(steps, default=None)
 
 
-def last_train_row(run_dir: Path) -> dict | None:
-    """The newest train row of a live run's metrics.jsonl (reads only the file's tail)."""
-    return last_row(
-        run_dir / METRICS, lambda r: r.get("kind") == "train" and "loss" in r, _TAIL_BYTES
-    )
+def _is_train(row: dict) -> bool:
+    return row.get("kind") == "train" and "loss" in row
 
 
 def _losses(rows: list[dict]) -> str:
@@ -88,7 +85,8 @@ def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, tota
     def loop():
         said = 0  # the step of the last log line
         while not stop.wait(every_s):
-            rows = [r for r in map(last_train_row, run_dirs) if r is not None]
+            # The newest train row of each run's metrics.jsonl, from the file's tail only.
+            rows = [r for d in run_dirs if (r := last_row(d / METRICS, _is_train, _TAIL_BYTES))]
             if rows and on_bar:
                 bar.set_postfix_str(f"{label} loss {_losses(rows)}")
             elif rows and min(r.get("step", 0) for r in rows) > said:

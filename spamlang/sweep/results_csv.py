@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import describe
-from spamlang.rundir import reading as rundir_reading
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
-from spamlang.rundir.reading import is_finished, parse_row, read_json, read_strict
+from spamlang.rundir.reading import is_finished, parse_row, read_json, read_strict, run_dirs
 from spamlang.rundir.schema import (
     CONFIG,
     METRICS,
@@ -83,9 +82,6 @@ def extra_axes(out_dir: str | Path) -> list[str]:
 
 def _model_value(config: dict, name: str) -> Any:
     """A model field as the run saw it: override, else preset value, else ModelConfig default."""
-    overrides = config.get("model_overrides") or {}
-    if name in overrides:
-        return overrides[name]
     import dataclasses
 
     from spamlang.errors import UserError
@@ -95,10 +91,8 @@ def _model_value(config: dict, name: str) -> Any:
         preset = preset_fields(config.get("preset"))
     except UserError:  # a preset this version does not know: fall back to the defaults
         preset = {}
-    if name in preset:
-        return preset[name]
     defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
-    return defaults.get(name)
+    return {**defaults, **preset, **(config.get("model_overrides") or {})}.get(name)
 
 
 def _param_value(config: dict, name: str) -> Any:
@@ -203,7 +197,7 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
         return []
     extras = extra_axes(root)
     rows = []
-    for run_dir in rundir_reading.run_dirs(root):
+    for run_dir in run_dirs(root):
         if run_dir == root or not is_finished(run_dir):
             continue
         fixed = repair_metrics(run_dir)
@@ -217,13 +211,6 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
         for line in report.lines():
             print(line, file=sys.stderr)
     return rows
-
-
-def _cell(value: Any) -> Any:
-    # csv writes None as "" and bools as True/False already; containers need to be one cell.
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, sort_keys=True)
-    return value
 
 
 def write_results(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
@@ -259,6 +246,11 @@ def _write_table(root: Path, rows: list[dict]) -> None:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _cell(v) for k, v in row.items()})
+    for row in rows:  # csv writes None as "" and bools as True/False; a container is one cell
+        writer.writerow(
+            {
+                k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v
+                for k, v in row.items()
+            }
+        )
     atomic_write_text(root / RESULTS_FILE, buf.getvalue())
