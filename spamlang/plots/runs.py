@@ -180,10 +180,7 @@ def check_column(runs: list[Run], column: str, flag: str) -> str:
     name = ALIASES.get(column, column)
     # Every setting and outcome name, settings first, in order of appearance.
     known = list(
-        {
-            **dict.fromkeys(k for r in runs for k in r.settings),
-            **dict.fromkeys(k for r in runs for k in r.result),
-        }
+        dict.fromkeys([k for r in runs for k in r.settings] + [k for r in runs for k in r.result])
     )
     if name not in known and (base := complement_of(name)):
         return COMPLEMENT + check_column(runs, base, flag)
@@ -218,22 +215,18 @@ def _number(s: str) -> float | None:
     return None
 
 
-def same(a: str, b: str) -> bool:
-    """Do two texts name the same value? Numbers by value (1K is 1000, the figures' notation;
-    1e-2 is 0.01), booleans case-insensitively."""
-    x, y = _number(a), _number(b)
-    if x is not None and y is not None:
-        return math.isclose(x, y, rel_tol=1e-9)
-    if {a.lower(), b.lower()} <= {"true", "false"}:
-        return a.lower() == b.lower()
-    return a == b
-
-
 def matches(value: Any, wanted: str) -> bool:
-    """Does a run's value match a `--where` value: `same`, or a * / ? pattern on its text?"""
-    return same(text(value), wanted) or (
-        any(c in wanted for c in "*?[") and fnmatch.fnmatchcase(text(value), wanted)
-    )
+    """Does a run's value match a `--where` value? Numbers by value (1K is 1000, the figures'
+    notation; 1e-2 is 0.01), booleans case-insensitively, text as is or as a * / ? pattern."""
+    have = text(value)
+    x, y = _number(have), _number(wanted)
+    if x is not None and y is not None:
+        same = math.isclose(x, y, rel_tol=1e-9)
+    elif {have.lower(), wanted.lower()} <= {"true", "false"}:
+        same = have.lower() == wanted.lower()
+    else:
+        same = have == wanted
+    return same or (any(c in wanted for c in "*?[") and fnmatch.fnmatchcase(have, wanted))
 
 
 def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Run]:
