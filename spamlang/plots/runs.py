@@ -132,22 +132,18 @@ def _run(
     whether it has finished (result.json), and the row only adds columns to a finished run."""
     files = read_run(path) if path else None
     config = files.config if files else None
-    settings = flatten_config(config) if config else {}
-    if csv_row:
-        # results.csv names a model.X axis plainly X (d_model): one column, not two.
-        settings = {
-            k: v
-            for k, v in settings.items()
-            if not (k.startswith("model.") and k[len("model.") :] in csv_row[0])
-        }
-        settings.update(csv_row[0])
+    if on_disk and config is None:
+        return None
+    row_settings, result = csv_row or ({}, {})
+    # results.csv names a model.X axis plainly X (d_model): one column, not two.
+    settings = {
+        k: v
+        for k, v in (flatten_config(config) if config else {}).items()
+        if not (k.startswith("model.") and k[len("model.") :] in row_settings)
+    }
+    settings.update(row_settings)
     if on_disk:
-        if config is None:
-            return None
-        result = files.result
-        result = {**(csv_row[1] if csv_row else {}), **result} if result is not None else {}
-    else:
-        result = csv_row[1] if csv_row else {}
+        result = {**result, **files.result} if files.result is not None else {}
     return Run(run_id=run_id, settings=settings, result=result, path=path)
 
 
