@@ -219,7 +219,6 @@ class MetricsLog:
         self.path = Path(out_dir) / name
         self.records: list[dict] = []
         if self.path.exists():
-            changed = False
             try:
                 lines = self.path.read_text(encoding="utf-8").splitlines()
             except UnicodeDecodeError as e:
@@ -239,13 +238,10 @@ class MetricsLog:
                             f"({e}); nothing was changed: repair or delete that "
                             f"line"
                         ) from None
-                    changed = True  # a last line cut short by a crash
-                    continue
+                    continue  # a last line cut short by a crash
                 if record.get("step", 0) <= keep_through_step:
                     self.records.append(record)
-                else:
-                    changed = True
-            if changed and write:
+            if len(self.records) < len(lines) and write:  # a line was cut
                 atomic_write_text(self.path, "".join(_line(r) for r in self.records))
         self._file = open(self.path, "a", encoding="utf-8") if write else None
 

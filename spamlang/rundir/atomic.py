@@ -124,11 +124,9 @@ def clean_stale_temps(target: Path) -> list[Path]:
 def signals_raise() -> Iterator[None]:
     """Within the block SIGTERM raises `Terminated` (main thread only, and only where SIGTERM
     had its default action), so cleanup code runs instead of the process vanishing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     previous = signal.getsignal(signal.SIGTERM)
-    if previous is not signal.SIG_DFL:  # ignored or handled by the caller: theirs to decide
+    # Not SIG_DFL: ignored or handled by the caller, theirs to decide.
+    if threading.current_thread() is not threading.main_thread() or previous is not signal.SIG_DFL:
         yield
         return
 
@@ -187,13 +185,9 @@ def _signals_deferred() -> Iterator[None]:
 
 def _fsync_dir(directory: Path) -> None:
     # Makes the renames durable; some filesystems cannot open or fsync a directory.
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

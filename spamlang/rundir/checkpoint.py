@@ -107,9 +107,7 @@ class RunCheckpoints:
         args = ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()
         )
-        for step in reversed(self.steps()):
-            if at_most is not None and step > at_most:
-                continue
+        for step in reversed([s for s in self.steps() if at_most is None or s <= at_most]):
             try:
                 restored = self._manager.restore(step, args=args)
             except Exception as e:  # orbax raises many types (ValueError, KeyError, ...)
@@ -192,13 +190,10 @@ def _fingerprint(x: jax.Array) -> jax.Array:
     a swap of two words does too, and integer sums are exact in any reduction order."""
     x = jnp.asarray(x)
     if x.dtype == jnp.bool_:
-        words = x.astype(jnp.uint32)
-    elif x.dtype.itemsize == 4:
-        words = jax.lax.bitcast_convert_type(x, jnp.uint32)
-    else:  # 8- and 16-bit types (bfloat16, int8): their bits, widened
-        unsigned = {1: jnp.uint8, 2: jnp.uint16}[x.dtype.itemsize]
-        words = jax.lax.bitcast_convert_type(x, unsigned).astype(jnp.uint32)
-    flat = words.ravel()
+        x = x.astype(jnp.uint8)
+    # 8- and 16-bit types (bfloat16, int8): their bits, widened
+    unsigned = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32}[x.dtype.itemsize]
+    flat = jax.lax.bitcast_convert_type(x, unsigned).astype(jnp.uint32).ravel()
     odd = jnp.arange(flat.size, dtype=jnp.uint32) * jnp.uint32(2654435761) + jnp.uint32(1) | 1
     return jnp.sum(flat * odd, dtype=jnp.uint32)
 

@@ -148,12 +148,6 @@ def run_dirs(root: str | Path) -> list[Path]:
     return ([root] if is_run(root) else []) + sorted(seen.values())
 
 
-def finished_run_dirs(root: str | Path) -> list[Path]:
-    """The finished runs of a sweep directory (`run_dirs` but `root`, with result.json): the
-    runs results.csv lists."""
-    return [p for p in run_dirs(root) if p != Path(root) and is_finished(p)]
-
-
 @dataclasses.dataclass
 class RunFiles:
     """A run directory's JSON objects as read: None for a file missing or unreadable."""
@@ -212,16 +206,16 @@ def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
 
 def scan(sweep_dir: str | Path):
     """results.csv of a sweep directory as a pandas DataFrame: one row per finished run,
-    settings then outcomes, in the file's column order, typed by `frame`. A finished run
-    (`finished_run_dirs`) missing from the table gets a `RunWarning` saying why (its
-    config.json or result.json is gone or garbled, or the table predates it)."""
+    settings then outcomes, in the file's column order, typed by `frame`. A finished run of
+    `run_dirs` missing from the table gets a `RunWarning` saying why (its config.json or
+    result.json is gone or garbled, or the table predates it)."""
     pandas()  # without it nothing is read
     root = check_dir(sweep_dir)
     header, rows = read_table(root / RESULTS_FILE)
     if "run_id" in header:
         listed = {row[header.index("run_id")] for row in rows}
-        for run_dir in finished_run_dirs(root):
-            if run_dir.name in listed:
+        for run_dir in run_dirs(root):
+            if run_dir == root or not is_finished(run_dir) or run_dir.name in listed:
                 continue
             try:
                 for name in (RESULT, CONFIG):
