@@ -20,20 +20,13 @@ import operator
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from spamlang import fields
 from spamlang.errors import UserError
-from spamlang.token_files import (
-    FORMAT,
-    load_tokens,
-    read_sidecar,
-    sidecar_path,
-    token_dtype,
-    write_tokens,
-)
+from spamlang.token_files import load_tokens, read_sidecar, write_tokens
 
 MAX_INDEX = 2**32  # fold_in data is uint32: sequence indices must be below this
 _CHUNK_TOKENS = 2**20  # tokens generated per device call when serving large requests
@@ -46,11 +39,6 @@ def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:
 
 def chunk_tokens() -> int:
     return _CHUNK_TOKENS
-
-
-def rows_per_chunk(seq_len: int) -> int:
-    """Rows per device call for large requests: a power of two, about 1M tokens, at least 1."""
-    return 1 << max(0, (_CHUNK_TOKENS // seq_len).bit_length() - 1)
 
 
 # True in a process forked from one whose JAX runtime had started: JAX's threads do not survive
@@ -89,20 +77,6 @@ def _rows_fn():
     return jax.jit(rows, static_argnums=(0, 1))
 
 
-class _LanguageSpec(NamedTuple):
-    """A language pickled as its class and parameters: its fixed tables (JAX arrays) stay
-    behind, so unpickling in a worker does not start JAX; they are rebuilt on first use."""
-
-    cls: type
-    params: dict
-
-
-def _portable(lang):
-    if hasattr(lang, "__dataclass_fields__") and callable(getattr(lang, "params", None)):
-        return _LanguageSpec(type(lang), lang.params())
-    return lang
-
-
 class SequenceDataset:
     """A reproducible dataset of sequences of one language: infinite, or the first N.
 
@@ -139,14 +113,19 @@ class SequenceDataset:
         return f"SequenceDataset({self.lang!r}, seed={self.seed}, seq_len={self.seq_len}{n})"
 
     def __getstate__(self) -> dict:
+        # A language travels as its class and parameters: its fixed tables (JAX arrays) stay
+        # behind, so unpickling in a worker does not start JAX; they are rebuilt on first use.
         state = {k: v for k, v in self.__dict__.items() if k != "_key"}
-        state["lang"] = _portable(self.lang)
+        if hasattr(self.lang, "__dataclass_fields__") and callable(
+            getattr(self.lang, "params", None)
+        ):
+            state["lang"] = (type(self.lang), self.lang.params())
         return state
 
     def __setstate__(self, state: dict) -> None:
         lang = state["lang"]
-        if isinstance(lang, _LanguageSpec):
-            lang = lang.cls(**lang.params)
+        if isinstance(lang, tuple):
+            lang = lang[0](**lang[1])
         self.__dict__.update(state, lang=lang, _key=None)
 
     def __len__(self) -> int:
@@ -187,9 +166,10 @@ class SequenceDataset:
             yield np.array(pending[0])[: pending[1]]
 
     def _generate(self, rows: range | np.ndarray) -> Iterator[np.ndarray]:
-        # Large requests reuse one chunk size (one compilation); small ones round up to a power
-        # of two, at least 8, so that arbitrary lengths share a few compilations.
-        max_rows = rows_per_chunk(self.seq_len)
+        # Large requests reuse one chunk size (one compilation): a power of two, about 1M tokens,
+        # at least 1 row; small ones round up to a power of two, at least 8, so that arbitrary
+        # lengths share a few compilations.
+        max_rows = 1 << max(0, (_CHUNK_TOKENS // self.seq_len).bit_length() - 1)
         return self._stream(rows, min(max_rows, 1 << max(3, (len(rows) - 1).bit_length())))
 
     def _take(self, rows: range | np.ndarray) -> np.ndarray:
@@ -328,15 +308,4 @@ def export_tokens(
     )
 
 
-__all__ = [
-    "MAX_INDEX",
-    "SequenceDataset",
-    "rows_per_chunk",
-    "chunk_tokens",
-    "FORMAT",
-    "export_tokens",
-    "load_tokens",
-    "read_sidecar",
-    "sidecar_path",
-    "token_dtype",
-]
+__all__ = ["MAX_INDEX", "SequenceDataset", "export_tokens", "load_tokens", "read_sidecar"]

@@ -75,32 +75,22 @@ def finite(value: Any) -> float | None:
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
     """`value` as an int, a string read by `parse_int` ("4K"); a bool, other text or a
     fraction is refused ("must be an integer")."""
-    if isinstance(value, str):
-        try:
-            return parse_int(value)
-        except ValueError:
-            refuse(name, "an integer", value, owner)
-    if is_int(value):
-        return operator.index(value)
-    if whole_floats and isinstance(value, float) and value.is_integer():
-        return int(value)
-    refuse(name, "an integer", value, owner)
+    if not _accepts(value, int, whole_floats):
+        refuse(name, "an integer", value, owner)
+    return parse_int(value) if isinstance(value, str) else int(value)
 
 
 def as_float(name: str, value: Any, *, owner: str = "") -> float:
     """`value` as a finite float; an int or a string holding a number ("3e-3") is fine, a bool
     or other text is not."""
-    given = value  # what the message quotes: the text as written, not its number
-    if isinstance(value, str):
-        value = _float_text(value)
-    if not is_number(value):
-        refuse(name, "a number", given, owner)
+    if not _accepts(value, float, False):
+        refuse(name, "a number", value, owner)
     try:
         number = float(value)
     except OverflowError:  # an int beyond the float range
         number = math.inf
     if not math.isfinite(number):
-        refuse(name, "finite", given, owner)
+        refuse(name, "finite", value, owner)
     return number
 
 
@@ -152,22 +142,15 @@ def _among(value: Any, choices: Collection) -> bool:
 def conform(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bool = False) -> Any:
     """`value` checked against the annotation `tp` and stored canonically (an int for a float
     field becomes a float; a dict is copied). Refused with the kind in words otherwise."""
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        args = typing.get_args(tp)
-        if value is None and _NONE in args:
-            return None
-        for arg in args:
-            if arg is not _NONE and _accepts(value, arg, whole_floats):
-                return conform(name, value, arg, owner=owner, whole_floats=whole_floats)
-        refuse(name, kind_words(tp), value, owner)
     if not _accepts(value, tp, whole_floats):
         refuse(name, kind_words(tp), value, owner)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):  # the first member that fits
+        tp = next(arg for arg in typing.get_args(tp) if _accepts(value, arg, whole_floats))
     if tp is int:
         return as_int(name, value, owner=owner, whole_floats=whole_floats)
     if tp is float:
         return as_float(name, value, owner=owner)
-    if tp is dict or origin is dict:
+    if tp is dict or typing.get_origin(tp) is dict:
         return dict(value)
     return value
 
@@ -215,7 +198,7 @@ def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
             or (isinstance(value, str) and _reads(parse_int, value))
         )
     if tp is float:
-        return is_number(value) or (isinstance(value, str) and _float_text(value) is not None)
+        return is_number(value) or (isinstance(value, str) and _reads(float, value))
     if tp is dict or origin is dict:
         return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     if tp in (list, tuple) or origin in (list, tuple):
@@ -230,14 +213,6 @@ def _reads(parse, text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _float_text(text: str) -> float | None:
-    """The number a string holds ("3e-3", "1_000.5"; "inf" too: see `as_float`), else None."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 # ----- a whole field --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from spamlang.errors import UserError, describe
+from spamlang.errors import UserError
 from spamlang.plots.runs import flatten_config
 from spamlang.rundir.reading import (
     RunWarning,
@@ -35,8 +35,8 @@ from spamlang.rundir.reading import (
     is_finished,
     is_run,
     pandas,
-    read_json,
     read_lines,
+    read_strict,
     read_table,
     run_dirs,
     scan,
@@ -52,9 +52,7 @@ from spamlang.rundir.schema import (
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
-# A metrics.jsonl field named like an axis (the train rows' `lr`: the LR of that step, not the
-# run's peak `lr`) gets this suffix, so that the axis keeps its name.
-CLASH_SUFFIX = "_at_step"
+CLASH_SUFFIX = "_at_step"  # of a metrics.jsonl field named like an axis (load_metrics)
 
 
 def load(sweep_dir: str | Path):
@@ -93,10 +91,9 @@ def load_metrics(sweep_dir: str | Path):
     Columns: run_id, kind (train / eval / diag), step, tokens, every metric any row has (NaN
     where a row lacks it: eval rows have no train loss), then the run's axes, the settings
     columns of results.csv (taken from config.json for runs not in results.csv yet), and
-    `finished` (the run has its result.json). A metric named like an axis is renamed with
-    the suffix "_at_step" (the train rows' `lr`, the LR of that step, is `lr_at_step`; `lr` is
-    the run's peak LR). A torn last line of a live run is skipped; anything else it cannot
-    read is skipped with one RunWarning per run (module docstring).
+    `finished` (the run has its result.json). A metric named like an axis gets the suffix
+    "_at_step": the train rows' `lr`, the LR of that step, is `lr_at_step`; `lr` is the run's
+    peak LR.
     """
     pandas()
     root = check_dir(sweep_dir)
@@ -107,9 +104,11 @@ def load_metrics(sweep_dir: str | Path):
         finished = is_finished(run_dir)
         settings = known.get(run_dir.name)
         if settings is None:
-            config, why = _read_config(run_dir)
-            if why:
-                problems.append(f"{why}, so its settings are NaN")
+            try:
+                config = read_strict(run_dir / CONFIG)
+            except ValueError as e:  # config.json is written atomically: never torn by a run
+                config = None
+                problems.append(f"{e}, so its settings are NaN")
             settings = _config_axes(config, axes)
         rows, dropped = _read_metrics(run_dir, finished)
         problems += dropped
@@ -170,20 +169,6 @@ def _built(config: dict) -> tuple[dict, dict]:
         return dataclasses.asdict(train.model_config()), train.make_language().params()
     except (ValueError, TypeError):
         return {}, {}
-
-
-def _read_config(run_dir: Path) -> tuple[dict | None, str | None]:
-    """(config.json as a dict, None), or (None, why it cannot be read, in words). config.json
-    is written atomically before anything else, so a run's own writes never tear it."""
-    try:
-        config = read_json(run_dir / CONFIG)
-    except FileNotFoundError:
-        return None, f"it has no {CONFIG}"
-    except (OSError, ValueError) as e:
-        return None, f"its {CONFIG} cannot be parsed ({describe(e)})"
-    if not isinstance(config, dict):
-        return None, f"its {CONFIG} is not a JSON object"
-    return config, None
 
 
 def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:

@@ -145,19 +145,7 @@ def parse_prompt(text: str) -> list[int]:
         raise UserError(f"bad prompt {text!r}: {e}") from None
 
 
-DRAWN = "drawn from the language"  # info["prompt"] of prompts drawn per sample
-
-
-def _prompt_NxP(
-    lang, prompt: str | Sequence[int] | None, n: int, key, greedy: bool = False
-) -> np.ndarray:
-    """Every sample's prompt: the given one; or token 0 ("A", as in the paper); or, for a
-    language that needs a longer seed and for greedy decoding of several samples (n copies of
-    one sample otherwise), each sample's own, drawn from the language."""
-    if prompt is None:
-        if lang.prompt_len == 1 and not (greedy and n > 1):
-            return np.zeros((n, 1), dtype=np.int32)  # token 0, the glyph "A", as in the paper
-        return _drawn(lang, n, key)
+def _given_prompt_NxP(lang, prompt: str | Sequence[int], n: int, greedy: bool) -> np.ndarray:
     ids = parse_prompt(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
     if not ids:
         raise UserError("the prompt is empty")
@@ -203,14 +191,21 @@ def sample_with(
     if not temperature >= 0:
         raise UserError(f"temperature must be >= 0, got {temperature}")
     prompt_key, sample_key = jax.random.split(jax.random.key(seed))
-    prompt_NxP = _prompt_NxP(lang, prompt, n, prompt_key, greedy=temperature == 0)
+    # Token 0 ("A") seeds every sample, as in the paper, unless the language needs a longer
+    # seed or greedy decoding would make n copies of one sample: then each draws its own.
+    drawn = prompt is None and (lang.prompt_len > 1 or (temperature == 0 and n > 1))
+    if drawn:
+        prompt_NxP = _drawn(lang, n, prompt_key)
+    elif prompt is None:
+        prompt_NxP = np.zeros((n, 1), dtype=np.int32)
+    else:
+        prompt_NxP = _given_prompt_NxP(lang, prompt, n, greedy=temperature == 0)
     if length <= prompt_NxP.shape[1]:
         raise UserError(f"length ({length}) must exceed the prompt length ({prompt_NxP.shape[1]})")
     tokens_NxL = np.asarray(
         generate_fn(jnp.asarray(prompt_NxP), length, sample_key, float(temperature))
     )
     correct = np.asarray(lang.is_most_likely(jnp.asarray(tokens_NxL, jnp.int32)))
-    given = prompt is not None or (lang.prompt_len == 1 and not (temperature == 0 and n > 1))
     first = prompt_NxP[0].tolist()
     shown = glyphs.render(first) if glyphs.has_glyphs(first) else ",".join(map(str, first))
     info = {
@@ -218,8 +213,8 @@ def sample_with(
         "vocab_size": lang.vocab_size,
         "temperature": float(temperature),
         "seed": seed,
-        "prompt": shown if given else DRAWN,
-        **({"prompt_ids": first} if given else {}),
+        "prompt": "drawn from the language" if drawn else shown,
+        **({} if drawn else {"prompt_ids": first}),
         "correct": (
             "the seed symbol again"
             if getattr(lang, "position_invariant", False)

@@ -124,23 +124,16 @@ def _check_pair(path: Path, meta: dict) -> None:
         raise IncompleteExport(f"{str(path)!r} has {actual} bytes but its sidecar says {expected}")
 
 
-def check_complete(path: str | os.PathLike) -> dict:
-    """The sidecar of a complete export at `path`; IncompleteExport for one of ours cut short,
-    NotAnExport for files this module did not write."""
-    path = Path(path)
-    if not path.exists() and not sidecar_path(path).exists():
-        raise UserError(f"{str(path)!r} does not exist")
-    meta = read_sidecar(path)
-    _check_pair(path, meta)
-    return meta
-
-
 def load_tokens(path: str | os.PathLike, dtype=None) -> np.ndarray:
     """Memory-map an exported token file as a read-only [num_seqs, seq_len] array; with `dtype`
     (e.g. np.int64, for PyTorch's nn.Embedding, which refuses uint16 and warns on read-only
     buffers) a writable in-memory copy in that type, which must hold every id."""
+    path = Path(path)
+    if not path.exists() and not sidecar_path(path).exists():
+        raise UserError(f"{str(path)!r} does not exist")
+    meta = read_sidecar(path)
     try:
-        meta = check_complete(path)
+        _check_pair(path, meta)
     except IncompleteExport as e:
         raise IncompleteExport(
             f"{e}: an incomplete export; export it again to replace it (no force needed)"

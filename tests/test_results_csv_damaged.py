@@ -114,7 +114,7 @@ def test_loaders_warn_once_per_run_about_what_they_leave_out(tmp_path):
         str(out / r) for r in ("lr1e-2-seed0", "lr1e-3-seed0", "lr1e-3-seed1", "lr3e-3-seed0")
     ]
     assert "dropped the torn last line of metrics.jsonl" in msgs[0]
-    assert "it has no config.json, so its settings are NaN" in msgs[1]
+    assert "its config.json is missing, so its settings are NaN" in msgs[1]
     assert "its config.json cannot be parsed" in msgs[2]
     assert "dropped 1 unreadable line(s) of metrics.jsonl (line 3)" in msgs[3]
     # What can be read is returned: every run's good rows, the damaged runs' settings NaN.

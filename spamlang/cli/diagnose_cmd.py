@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.fields import is_number
+from spamlang.fields import in_range, is_number
 from spamlang.rundir import probe_writable
 from spamlang.rundir.reading import read_json
 from spamlang.rundir.schema import DIAGNOSTICS, RESULT
@@ -25,15 +25,6 @@ MAX_TOKENS = 2**24
 def _check_count(flag: str, value: int) -> None:
     if not 1 <= value <= MAX_TOKENS:
         raise UserError(f"{flag} must be >= 1 and <= {MAX_TOKENS} (2^24), got {value}")
-
-
-def _check_args(args: argparse.Namespace) -> None:
-    if not os.path.isdir(args.run_dir):
-        raise UserError(f"no such run directory: {args.run_dir}")
-    _check_count("--tokens", args.tokens)
-    if not 0 <= args.seed < 2**32:
-        raise UserError(f"--seed must be in [0, 4294967296), got {args.seed}")
-    check_measure_flags(args)
 
 
 def check_writable(out_dir: str | os.PathLike) -> None:
@@ -54,16 +45,6 @@ def check_writable(out_dir: str | os.PathLike) -> None:
         ) from None
 
 
-def _sequences_note(config, diag: dict, n_seq: int, seed: int) -> str:
-    """Which sequences the loss was measured on, for a reader comparing it with the run's."""
-    positions = diag.get("loss_tokens")
-    return (
-        (f"{positions} predicted positions of " if positions else "")
-        + f"{n_seq} fresh sequences of {config.language} (L={config.seq_len}, diagnose "
-        f"seed {seed}), not the run's eval set"
-    )
-
-
 def _run_eval_loss(run_dir) -> float | None:
     try:
         loss = read_json(Path(run_dir) / RESULT)["final_eval_loss"]
@@ -74,10 +55,8 @@ def _run_eval_loss(run_dir) -> float | None:
 
 def check_measure_flags(args: argparse.Namespace) -> None:
     """The checks of `add_measure_flags`' flags (shared with `diagnose-lm`)."""
-    for name in ("chunk_size", "rank_tokens"):
-        _check_count(f"--{name.replace('_', '-')}", getattr(args, name))
-    if args.format not in ("png", "pdf"):
-        raise UserError(f"--format must be png or pdf, got {args.format!r}")
+    _check_count("--chunk-size", args.chunk_size)
+    _check_count("--rank-tokens", args.rank_tokens)
 
 
 def add_measure_flags(p: argparse.ArgumentParser) -> None:
@@ -94,7 +73,7 @@ def add_measure_flags(p: argparse.ArgumentParser) -> None:
         default=1024,
         help="tokens for the rank curve (holds a rank-tokens x V matrix; default 1024)",
     )
-    p.add_argument("--format", default="png", help="figure format: png (default) or pdf")
+    p.add_argument("--format", choices=("png", "pdf"), default="png", help="figure format")
     p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
 
 
@@ -124,7 +103,11 @@ def handler(args: argparse.Namespace) -> int:
     """Diagnose the run's latest checkpoint on fresh sequences of its language (seed --seed, a
     stream of their own), not its training or eval sequences: `loss` differs from the run's
     final_eval_loss by sampling, and `loss_sequences` says so."""
-    _check_args(args)
+    if not os.path.isdir(args.run_dir):
+        raise UserError(f"no such run directory: {args.run_dir}")
+    _check_count("--tokens", args.tokens)
+    in_range("--seed", args.seed, ge=0, lt=2**32)
+    check_measure_flags(args)
     out = Path(args.output or args.run_dir)
     check_writable(out)  # before anything is loaded or measured
     import jax
@@ -150,7 +133,12 @@ def handler(args: argparse.Namespace) -> int:
         language=config.language,
         seed=args.seed,
         seq_len=L,
-        loss_sequences=_sequences_note(config, diag, n_seq, args.seed),
+        # Which sequences the loss was measured on, for a reader comparing it with the run's.
+        loss_sequences=(
+            f"{diag['loss_tokens']} predicted positions of " if diag.get("loss_tokens") else ""
+        )
+        + f"{n_seq} fresh sequences of {config.language} (L={L}, diagnose seed {args.seed}), "
+        "not the run's eval set",
         run_final_eval_loss=_run_eval_loss(args.run_dir),
         wall_seconds=round(time.perf_counter() - start, 3),
     )

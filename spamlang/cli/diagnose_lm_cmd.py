@@ -47,15 +47,10 @@ downloaded.
 """
 
 
-def _check_args(args: argparse.Namespace) -> None:
-    check_measure_flags(args)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {args.out} exists and is not a directory")
-
-
 def handler(args: argparse.Namespace) -> int:
-    _check_args(args)
+    check_measure_flags(args)
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} exists and is not a directory")
     from spamlang.diagnose_lm import require
 
     require()
@@ -111,12 +106,7 @@ def register(subparsers) -> None:
         "cut into rows of --seq-len tokens",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
-    p.add_argument(
-        "--num-seqs",
-        type=int,
-        default=64,
-        help="rows to measure, the first ones of the input (default 64)",
-    )
+    p.add_argument("--num-seqs", type=int, default=64, help="rows to measure (default: 64)")
     p.add_argument(
         "--seq-len",
         type=int,
@@ -130,11 +120,7 @@ def register(subparsers) -> None:
         help="real tokens among the head's rows (default: the tokenizer's length, "
         "or every row without a tokenizer); padding rows are left out",
     )
-    p.add_argument(
-        "--device",
-        default="auto",
-        help="torch device: auto (a CUDA GPU when torch sees one, default), cpu, cuda",
-    )
+    p.add_argument("--device", default="auto", help="torch device: auto (default), cpu, cuda")
     p.add_argument(
         "--dtype",
         default="float32",

@@ -11,7 +11,6 @@ from spamlang.rundir.atomic import atomic_write_text, check_output_file
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    # Bad paths fail before the model is loaded, not after a minute of compilation.
     if args.html and Path(args.html).suffix.lower() not in (".html", ".htm"):
         raise UserError(f"--html needs a .html file, got {args.html!r}")
     if args.png and Path(args.png).suffix.lower() not in (".png", ".pdf"):
@@ -77,17 +76,17 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
 
 
 def handler(args: argparse.Namespace) -> int:
+    # Everything the flags can get wrong fails here, before a minute of loading and compiling;
+    # sample_run checks --temperature itself, before it loads the model.
     targets = _targets(args)
     temperature = 0.0 if args.greedy else args.temperature
-    if not temperature >= 0:
-        raise UserError(f"--temperature must be >= 0, got {args.temperature}")
     if args.n < 1 or (args.length is not None and args.length < 2):
         raise UserError("-n must be >= 1 and --length >= 2")
     _check_outputs(args)
     if args.prompt is not None:
         from spamlang.sample import parse_prompt
 
-        parse_prompt(args.prompt)  # a bad glyph is reported before the model is loaded
+        parse_prompt(args.prompt)
         if temperature == 0 and args.n > 1:
             raise UserError(
                 f"--greedy with --prompt gives {args.n} identical samples; use -n 1, "
@@ -97,7 +96,7 @@ def handler(args: argparse.Namespace) -> int:
 
     from spamlang.sample import render_html, render_text, sample_run, use_colour
 
-    colour = {"always": True, "never": False}.get(args.color, None)
+    colour = {"always": True, "never": False}.get(args.color, use_colour(sys.stdout))
     for cell, run_dir in targets:
         if cell is not None:
             print(f"== {cell} ({run_dir.name})")
@@ -109,11 +108,7 @@ def handler(args: argparse.Namespace) -> int:
             prompt=args.prompt,
             seed=args.seed,
         )
-        sys.stdout.write(
-            render_text(
-                result, ids=args.ids, colour=use_colour(sys.stdout) if colour is None else colour
-            )
-        )
+        sys.stdout.write(render_text(result, ids=args.ids, colour=colour))
     if args.html:
         atomic_write_text(args.html, render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
@@ -128,14 +123,13 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "sample",
         help="generate from a trained run and mark correct/incorrect tokens (Table 1)",
-        description="Sample from a run's latest checkpoint, seeded with token 0 (shown as A) or "
-        "--prompt, and colour each generated token: correct when it is one of the "
-        "language's most likely next tokens given the tokens before it (in SpamLang: "
-        "the seed symbol again). Prints per-sample fraction correct, first error (0 = "
-        "first generated token), longest run of correct tokens and longest repeat of "
-        "any one symbol (a model that repeats the wrong symbol: run 0, repeat > 0), "
-        "with their means. Tokens show as one glyph each (A-Z, a-z, then letters of "
-        "other scripts, look-alikes left out) or, with --ids, as token ids.",
+        description="Sample from a run's latest checkpoint and mark each generated token "
+        "correct when it is one of the language's most likely next tokens given the tokens "
+        "before it (in SpamLang: the seed symbol again). Prints per sample the fraction "
+        "correct, the first error (0 = first generated token), the longest run of correct "
+        "tokens and the longest repeat of any one symbol (a model that repeats the wrong "
+        "symbol: run 0, repeat > 0), and their means. Tokens show as one glyph each (A-Z, "
+        "a-z, then letters of other scripts, look-alikes left out) or as ids (--ids).",
     )
     p.add_argument(
         "run_dir",
@@ -146,10 +140,9 @@ def register(subparsers) -> None:
         "--where",
         action="append",
         metavar="KEY=VALUE",
-        help="with a sweep directory: sample the best-LR run (seed-mean final eval "
-        "loss, lowest seed) of every cell whose settings match, e.g. --where "
-        "vocab_size=4096 --where tie_embeddings=True (repeatable; key!=value "
-        "excludes, as in spamlang plot)",
+        help="with a sweep directory: sample the best-LR run (seed-mean final eval loss, "
+        "lowest seed) of every cell whose settings match; repeatable, key!=value excludes, "
+        "as in spamlang plot",
     )
     p.add_argument("-n", type=int, default=8, help="number of samples (default 8)")
     p.add_argument(
@@ -157,21 +150,16 @@ def register(subparsers) -> None:
         type=int,
         default=None,
         help="tokens per sample, prompt included (default: 32, or the run's seq_len if "
-        "shorter); beyond the run's seq_len a warning (untrained positions), "
-        "beyond the model's max_seq_len an error",
+        "shorter); beyond the run's seq_len a warning, beyond the model's max_seq_len an error",
     )
     p.add_argument(
-        "--temperature",
-        type=float,
-        default=0.9,
-        help="sampling temperature (default 0.9, as in the paper)",
+        "--temperature", type=float, default=0.9, help="sampling temperature (default 0.9)"
     )
     p.add_argument(
         "--greedy",
         action="store_true",
-        help="argmax decoding (temperature 0); with -n > 1 and no --prompt each "
-        "sample is seeded with its own symbol drawn from the language, since "
-        "one seed would give n identical samples",
+        help="argmax decoding (temperature 0); with -n > 1 and no --prompt each sample is "
+        "seeded with its own symbol drawn from the language",
     )
     p.add_argument(
         "--prompt",
@@ -180,21 +168,9 @@ def register(subparsers) -> None:
         "language's own first tokens when it needs a longer seed (cycle)",
     )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampling (default 0)")
-    p.add_argument(
-        "--html",
-        metavar="FILE",
-        help="also write the table as a self-contained .html page (folder must exist)",
-    )
-    p.add_argument(
-        "--png",
-        metavar="FILE",
-        help="also draw the table as a .png (or .pdf) figure (folder must exist)",
-    )
-    p.add_argument(
-        "--ids",
-        action="store_true",
-        help="show token ids instead of glyphs (in the terminal, --html and --png)",
-    )
+    p.add_argument("--html", metavar="FILE", help="also write the table as a .html page")
+    p.add_argument("--png", metavar="FILE", help="also draw the table as a .png or .pdf figure")
+    p.add_argument("--ids", action="store_true", help="show token ids instead of glyphs")
     p.add_argument(
         "--color",
         choices=["auto", "always", "never"],

@@ -24,12 +24,6 @@ from spamlang.errors import UserError
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
 _DICT_FLAGS = {"language_params": "--param", "model_overrides": "--model"}
-# How every integer flag reads a count (`spamlang.notation.parse_int`), in the help's words.
-COUNTS_HELP = (
-    "Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
-    "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12). "
-    "Figures and `plot --where` write counts the same way: 1024, 100K."
-)
 
 
 def register(subparsers) -> None:
@@ -43,11 +37,10 @@ def register(subparsers) -> None:
         "checkpoints/, result.json). Rerun the same command to resume an interrupted "
         "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
         "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out "
-        "runs/x. " + COUNTS_HELP,
+        "runs/x. Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
+        "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12).",
     )
-    parser.add_argument(
-        "--out", required=True, metavar="DIR", help="run directory (created if needed)"
-    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="run directory (created)")
     parser.add_argument(
         "--config",
         metavar="FILE.json",
@@ -55,24 +48,14 @@ def register(subparsers) -> None:
         help="start from this TrainConfig JSON; explicit flags override it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the resolved config as JSON and exit without training",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print the whole result (result.json) as JSON on stdout instead of the short summary",
-    )
+    parser.add_argument("--dry-run", action="store_true", help="print the config as JSON and exit")
+    parser.add_argument("--json", action="store_true", help="print result.json, not a summary")
     parser.add_argument(
         "--tracker",
         choices=("tensorboard", "wandb", "none"),
         default=None,
-        help="mirror the run's metrics rows, config and result to TensorBoard "
-        "(DIR/tensorboard/) or W&B (WANDB_MODE=offline: DIR/wandb/, no "
-        "network); needs the extra of that name; one that cannot start is "
-        "an error before training",
+        help="mirror the run's metrics, config and result to TensorBoard (DIR/tensorboard/) or "
+        "W&B (WANDB_MODE=offline: DIR/wandb/); needs the extra of that name",
     )
     parser.add_argument(
         "--distributed",
@@ -94,36 +77,30 @@ def register(subparsers) -> None:
 
 def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-    kw = dict(dest=f.name, default=argparse.SUPPRESS)  # absent unless given: --config may set it
-    if f.name in _DICT_FLAGS:
-        group.add_argument(
-            _DICT_FLAGS[f.name],
-            action="append",
-            type=_key_value,
-            metavar="K=V",
-            help=help_text,
-            **kw,
-        )
-        return
     flags = ("--" + f.name.replace("_", "-"),)
     if f.name in RENAMED:  # the optimizer's own name first; the bare one stays where unambiguous
-        flags = (RENAMED[f.name],) + (() if f.name in _AMBIGUOUS else flags)
+        flags = (RENAMED[f.name],) + (() if f.name == "eps" else flags)
     shown = f" (default: {_default_text(f.name, default)})"
-    if f.name == "tokens":
-        kind, help_text = dict(type=_count, metavar="N"), f"{help_text}; e.g. 100K or 2M"
+    if f.name in _DICT_FLAGS:
+        flags, shown = (_DICT_FLAGS[f.name],), ""
+        kind = dict(action="append", type=_key_value, metavar="K=V")
+    elif f.name == "tokens":  # read by TrainConfig (`parse_count`), which names a token count
+        kind, help_text = dict(type=str, metavar="N"), f"{help_text}; e.g. 100K or 2M"
     elif isinstance(default, bool):
         kind = dict(action=argparse.BooleanOptionalAction)
     elif default is None:  # an optional string (init_from); its help says what none means
         kind, shown = dict(type=str, metavar=f.metadata.get("metavar", "STR")), ""
     else:
         kind = dict(type=type(default), metavar=type(default).__name__.upper())
-    group.add_argument(*flags, help=help_text + shown, **kind, **kw)
+    # No default: absent unless given, so that --config may set it.
+    group.add_argument(
+        *flags, dest=f.name, default=argparse.SUPPRESS, help=help_text + shown, **kind
+    )
 
 
 # Optimizer fields under names that say whose they are. `--eps` alone is not accepted: it would
 # read as a language's eps (noisy-spam's noise level, `--param eps=`) as easily as Adam's.
 RENAMED = {"b1": "--adam-b1", "b2": "--adam-b2", "eps": "--adam-eps"}
-_AMBIGUOUS = {"eps"}
 
 
 def _unknown_hint(extras: list[str]) -> str | None:
@@ -206,15 +183,6 @@ class _NamesHelpFormatter(argparse.HelpFormatter):
         text = super()._get_help_string(action) or ""
         names = _known_names(action.dest)
         return f"{text}; one of: {names}" if names else text
-
-
-def _count(text: str) -> int:
-    from spamlang.notation import parse_count
-
-    try:
-        return parse_count(text)
-    except UserError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _key_value(text: str) -> tuple[str, object]:
