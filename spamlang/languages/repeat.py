@@ -91,16 +91,18 @@ class Spam(Deterministic):
         """int32[n_heldout]: the symbols training never draws (empty without a holdout)."""
         return self._split()[1]
 
-    def _symbols(self, key, batch_size: int, ids: np.ndarray | None) -> jax.Array:
-        if ids is None:  # the whole vocabulary: exactly the sampler before holdout existed
-            return jax.random.randint(key, (batch_size, 1), 0, self.vocab_size, dtype=jnp.int32)
-        i_Bx1 = jax.random.randint(key, (batch_size, 1), 0, len(ids), dtype=jnp.int32)
-        return jnp.asarray(ids)[i_Bx1]
+    def _sample(self, key, batch_size, seq_len, ids: np.ndarray | None) -> jax.Array:
+        """Sequences of one symbol drawn uniformly from `ids` (None: the whole vocabulary,
+        exactly the sampler before holdout existed)."""
+        batch_size, seq_len = check_shape(batch_size, seq_len)
+        n = self.vocab_size if ids is None else len(ids)
+        w_Bx1 = jax.random.randint(key, (batch_size, 1), 0, n, dtype=jnp.int32)
+        if ids is not None:
+            w_Bx1 = jnp.asarray(ids)[w_Bx1]
+        return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
 
     def sample(self, key, batch_size, seq_len):
-        batch_size, seq_len = check_shape(batch_size, seq_len)
-        w_Bx1 = self._symbols(key, batch_size, self._split()[0] if self.n_heldout else None)
-        return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
+        return self._sample(key, batch_size, seq_len, self.drawn_ids() if self.n_heldout else None)
 
     def heldout_view(self) -> HeldOut:
         """This language drawing only its held-out symbols (UserError without a holdout)."""
@@ -128,9 +130,7 @@ class HeldOut:
         return self.lang.fingerprint() ^ 0x4E1D0
 
     def sample(self, key, batch_size, seq_len):
-        batch_size, seq_len = check_shape(batch_size, seq_len)
-        w_Bx1 = self.lang._symbols(key, batch_size, self.lang.heldout_ids())
-        return jnp.broadcast_to(w_Bx1, (batch_size, seq_len))
+        return self.lang._sample(key, batch_size, seq_len, self.lang.heldout_ids())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,12 +185,11 @@ class ZipfSpam(Spam):
         counts[0] = np.uint64(int(counts[0]) + 2**64 - total)
         return counts
 
-    def probabilities(self) -> np.ndarray:
+    def symbol_probabilities(self) -> np.ndarray:
         """float64[V]: the exact (quantised) probability of each symbol."""
         return self._counts() / 2.0**64
 
-    def symbol_probabilities(self) -> np.ndarray:
-        return self.probabilities()
+    probabilities = symbol_probabilities
 
     def _thresholds(self) -> tuple[jax.Array, jax.Array]:
         """Cumulative counts without the last (== 2^64), as (high, low) uint32 words."""

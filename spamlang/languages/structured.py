@@ -171,11 +171,7 @@ class Branching(Language):
         def build():
             k_order, k_start = jax.random.split(jax.random.PRNGKey(self.seed))
             order_V = jax.random.permutation(k_order, self.vocab_size).astype(jnp.int32)
-            place_V = (
-                jnp.zeros_like(order_V)
-                .at[order_V]
-                .set(jnp.arange(self.vocab_size, dtype=jnp.int32))
-            )
+            place_V = jnp.argsort(order_V).astype(jnp.int32)  # the inverse permutation
             start_V = jax.random.permutation(k_start, self.vocab_size).astype(jnp.int32)
             return order_V, place_V, start_V
 
