@@ -113,14 +113,12 @@ def run_command(
     parser: argparse.ArgumentParser,
     argv: list[str] | None,
     run: Callable[[argparse.Namespace], int | None],
-    prog: str | None = None,
 ) -> int:
     """A command's whole life: parse `argv` with `parser` (a `Parser`), then call `run(args)`
-    under `guarded`, reporting as `prog` (default: the parser's prog). `argv` None means this
-    is the program (sys.argv): its shutdown is quieted too. Returns the exit status."""
+    under `guarded`. `argv` None means this is the program (sys.argv): its shutdown is quieted
+    too. Returns the exit status."""
     args = parser.parse_args(argv)
-    debug = getattr(args, "debug", False)
-    with guarded(prog or parser.prog, debug=debug, at_exit=argv is None) as outcome:
+    with guarded(parser.prog, debug=getattr(args, "debug", False), at_exit=argv is None) as outcome:
         outcome.status = run(args)
     return outcome.status
 

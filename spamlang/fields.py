@@ -33,6 +33,7 @@ import functools
 import math
 import numbers
 import operator
+import os
 import types
 import typing
 from collections.abc import Collection
@@ -69,6 +70,18 @@ def is_number(value: Any) -> bool:
 def finite(value: Any) -> float | None:
     """`value` as a finite float, else None (None, a bool, text, inf and nan among them)."""
     return float(value) if is_number(value) and math.isfinite(value) else None
+
+
+def positive_env(var: str, what: str) -> float | None:
+    """The environment variable `var` as a positive finite number; None when it is unset or
+    empty; else UserError "`var` must be `what`, got 'text'"."""
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return None
+    value = finite(float(text)) if _reads(float, text) else None
+    if value is None or value <= 0:
+        raise UserError(f"{var} must be {what}, got {text!r}")
+    return value
 
 
 # ----- one value of one kind ------------------------------------------------------------------

@@ -7,11 +7,10 @@ MFU = flops_per_token(config, L) * tokens_per_second / peak_flops(dtype).
 from __future__ import annotations
 
 import functools
-import math
 import os
 import time
 
-from spamlang.errors import UserError
+from spamlang.fields import positive_env
 from spamlang.model.config import ModelConfig, count_params
 
 
@@ -98,29 +97,16 @@ KNOWN_PEAKS = {
 }
 
 
-# The variables that override the peak MFU divides by, per dtype.
+# The variables that override the peak MFU divides by, per dtype; not 0, negative or nan.
 PEAK_VARS = {"float32": "SPAMLANG_PEAK_FLOPS", "bfloat16": "SPAMLANG_PEAK_FLOPS_BF16"}
-
-
-def _peak_from(var: str) -> float:
-    """The value of `var`: a positive finite number of FLOP/s, else a UserError (a negative
-    peak would write a negative MFU, 0 or nan none at all)."""
-    text = os.environ[var]
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise UserError(f"{var} must be a positive number of FLOP/s (e.g. 989e12), got {text!r}")
-    return value
+_PEAK_TEXT = "a positive number of FLOP/s (e.g. 989e12)"
 
 
 def check_peak_env() -> None:
     """UserError unless every set peak variable (`PEAK_VARS`) is a positive finite number:
     called before a run or sweep creates a directory, so a bad value leaves nothing behind."""
     for var in PEAK_VARS.values():
-        if os.environ.get(var):
-            _peak_from(var)
+        positive_env(var, _PEAK_TEXT)
 
 
 def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
@@ -131,9 +117,9 @@ def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
     without bfloat16 units the bfloat16 peak is the lower one, on accelerators the higher."""
     import jax
 
-    var = PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"]
-    if os.environ.get(var):
-        return _peak_from(var)
+    peak = positive_env(PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"], _PEAK_TEXT)
+    if peak is not None:
+        return peak
     kind = jax.devices()[0].device_kind
     for name, peaks in KNOWN_PEAKS.items():
         if name.lower() in kind.lower() and dtype in peaks:

@@ -6,26 +6,16 @@ Everything goes to stderr, so stdout stays clean for the result a CLI prints.
 
 from __future__ import annotations
 
-import math
-import os
 import sys
 import time
 
-from spamlang.errors import UserError
+from spamlang.fields import positive_env
 
 
 def log_seconds() -> float:
     """SPAMLANG_LOG_SECONDS (default 30): seconds between a running run's lines in a log."""
-    text = os.environ.get("SPAMLANG_LOG_SECONDS", "").strip()
-    if not text:
-        return 30.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value > 0 or not math.isfinite(value):
-        raise UserError(f"SPAMLANG_LOG_SECONDS must be a number of seconds > 0, got {text!r}")
-    return value
+    seconds = positive_env("SPAMLANG_LOG_SECONDS", "a number of seconds > 0")
+    return 30.0 if seconds is None else seconds
 
 
 class Progress:

@@ -17,6 +17,7 @@ holds more than one chunk of rows in memory.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -156,7 +157,6 @@ def _human(n: int) -> str:
         if n < 1000 or unit == "PB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
-    raise AssertionError
 
 
 def _size(path: Path) -> str:
@@ -199,21 +199,6 @@ def _check_target(path: Path, force: bool) -> None:
         raise NeedsForce(path, f"a spamlang export of {n} x {length} {meta['dtype']} tokens")
 
 
-def _check_space(path: Path, shape: tuple[int, int], dtype: np.dtype) -> int:
-    """Refuse, before any file exists, a file that does not fit on the disk (the old pair stays
-    until the new one is complete, so the whole new file must fit beside it). Returns the
-    file's size in bytes."""
-    num_seqs, seq_len = shape
-    need = num_seqs * seq_len * dtype.itemsize
-    free = shutil.disk_usage(path.parent).free
-    if need + _SIDECAR_SLACK > free:
-        raise UserError(
-            f"{str(path)!r} would need {_human(need)} ({num_seqs} x {seq_len} "
-            f"{dtype.name}) but {str(path.parent)!r} has {_human(free)} free"
-        )
-    return need
-
-
 def write_tokens(
     path: str | os.PathLike,
     chunks: Iterable[np.ndarray],
@@ -250,8 +235,16 @@ def write_tokens(
     for target in (path, side, _publishing_path(side)):
         clean_stale_temps(target)
     _check_target(path, force)
-    dtype = token_dtype(vocab_size)
-    nbytes = _check_space(path, shape, dtype)
+    dtype, total = token_dtype(vocab_size), math.prod(shape)
+    # The old pair stays until the new one is complete, so the whole new file must fit beside
+    # it; refused before any file exists.
+    nbytes = total * dtype.itemsize
+    free = shutil.disk_usage(path.parent).free
+    if nbytes + _SIDECAR_SLACK > free:
+        raise UserError(
+            f"{str(path)!r} would need {_human(nbytes)} ({shape[0]} x {shape[1]} "
+            f"{dtype.name}) but {str(path.parent)!r} has {_human(free)} free"
+        )
     meta = {
         **about,
         "format": FORMAT,
@@ -261,7 +254,6 @@ def write_tokens(
         "shape": list(shape),
         "bytes": nbytes,
     }
-    total = math.prod(shape)
     show = total >= 2**24 if progress is None else progress
     with (
         signals_raise(),
@@ -285,8 +277,6 @@ def _tick(bar, chunk: np.ndarray) -> np.ndarray:
 
 
 def _json_bytes(meta: dict) -> bytes:
-    import json
-
     return (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 

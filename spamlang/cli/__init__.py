@@ -1,17 +1,9 @@
 """`spamlang <verb>`: a thin dispatcher. Each verb lives in its own module under spamlang/cli/.
 
 Every verb module defines `register(subparsers)`, which adds its parser and sets
-`func=handler`; a handler takes the parsed namespace and returns an exit status.
-Handlers import the heavy modules (JAX, matplotlib) lazily so that `--help` stays instant.
-
-Every verb module in `_VERB_MODULES` is imported when the parser is built: one that fails to
-import (renamed, deleted, broken) is an error, never a verb silently missing from the CLI.
-
-Error policy (`spamlang.error_policy`, shared with the sweep scripts' `spamlang.sweep.main`): a
-`UserError` (bad flags, configs, paths) or an OSError becomes one line on stderr and exit
-status 2; any other exception one line naming its type, status 1; warnings one line each;
-library logging is silenced. `--debug` (before or after the verb) or SPAMLANG_DEBUG=1 shows
-the tracebacks and library messages instead.
+`func=handler`; a handler takes the parsed namespace and returns an exit status. Handlers
+import the heavy modules (JAX, matplotlib) lazily so that `--help` stays instant. How errors,
+warnings and --debug are reported: `spamlang.error_policy`.
 """
 
 from __future__ import annotations
@@ -22,7 +14,8 @@ import sys
 
 from spamlang.error_policy import Parser, guarded
 
-# Verb modules, in the order `spamlang --help` lists them; every one must import.
+# Verb modules, in the order `spamlang --help` lists them. Every one is imported when the
+# parser is built: one that fails to import is a broken install, never a verb silently missing.
 _VERB_MODULES = (
     "spamlang.cli.data_cmds",  # languages, preview, export
     "spamlang.cli.train_cmd",  # train
@@ -43,15 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=Parser)
     sub.required = True
     for name in _VERB_MODULES:
-        importlib.import_module(name).register(sub)  # an ImportError here is a broken install
+        importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `spamlang ARGV` and return its exit status (see the module docstring)."""
-    # `error_policy.run_command`, without its frames between this one and the verb's handler.
+    """Run `spamlang ARGV` and return its exit status: `error_policy.run_command`, reporting as
+    `spamlang VERB`, without its frames between this one and the verb's handler."""
     args = build_parser().parse_args(argv)
-    # argv None: this is the program (console script, python -m); its shutdown is quieted too.
     debug, prog = getattr(args, "debug", False), f"spamlang {args.verb}"
     with guarded(prog, debug=debug, at_exit=argv is None) as outcome:
         outcome.status = args.func(args)

@@ -42,9 +42,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace an existing export (kept until the new one is complete), or a "
-        "FILE (or FILE.json) that is not a spamlang export; an export cut short "
-        "(a crash or kill while it was written) is replaced without it",
+        help="replace an existing export (kept until the new one is complete) or a FILE (or "
+        "FILE.json) that is not one; an export cut short is replaced without --force",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=export_handler)
@@ -78,8 +77,7 @@ def _make_language(args):
 
 
 def _describe(lang) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in lang.params().items())
-    return f"{lang.name}({params})"
+    return f"{lang.name}({', '.join(f'{k}={v}' for k, v in lang.params().items())})"
 
 
 def languages_handler(args) -> int:
