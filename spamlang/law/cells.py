@@ -166,8 +166,14 @@ def cells(frame) -> Any:
     )
     if not groups:
         raise UserError(f"no run the law covers: all {outside} are outside its scope ({scope})")
-    records = [_cell(dict(key), by_lr) for key, by_lr in groups.items()]
-    records = [r for r in records if r is not None]
+    records = []
+    for key, by_lr in groups.items():  # the best LR's seed mean; an LR with a NaN loses
+        means = {lr: sum(v) / len(v) for lr, v in by_lr.items() if not any(map(math.isnan, v))}
+        if means:
+            best = min(means, key=means.get)
+            records.append(
+                {**dict(key), "loss": means[best], "best_lr": best, "seeds": len(by_lr[best])}
+            )
     if not records:
         raise UserError(
             "no cell to fit: every run in the law's scope has no final_eval_loss (or diverged)"
@@ -188,16 +194,6 @@ def _plain(value: Any) -> Any:
     if missing(value):
         return None
     return value.item() if hasattr(value, "item") else value
-
-
-def _cell(settings: dict, by_lr: dict[float, list[float]]) -> dict | None:
-    """One cell's record: its settings, the best LR's seed mean and seed count; None when
-    every LR has a missing loss."""
-    means = {lr: sum(v) / len(v) for lr, v in by_lr.items() if not any(map(math.isnan, v))}
-    if not means:
-        return None
-    best = min(means, key=means.get)
-    return {**settings, "loss": means[best], "best_lr": best, "seeds": len(by_lr[best])}
 
 
 def fill_from_configs(frame, sweep_dir: str | Path):

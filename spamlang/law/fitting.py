@@ -10,11 +10,11 @@ degree of freedom per fitted constant.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from spamlang.law import formula
 from spamlang.law.cells import _plain
 from spamlang.law.cells import cells as to_cells
 from spamlang.law.formula import LOG_OFFSET
-from spamlang.law.law import COVERED, Law
+from spamlang.law.law import COVERED, RANGED, Law
 
 # Starting points of c0 (log c): the sketch's c is 2.5-12, and a start far on the wrong side
 # of M / R = 1 can settle where every cell is learned or every one failed.
@@ -94,51 +94,31 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
         return formula.log_loss(formula.loss(theta(p), x)) - target
 
     best = None
-    for c0, k in [(c0, k) for c0 in C0_STARTS for k in K_STARTS]:
+    for c0, k in itertools.product(C0_STARTS, K_STARTS):
         first = {"log_a": START["log_a"] + k * math.log(16), "k": k, "c0": c0}
         start = np.array([first.get(n, 0.0) for n in free])
         result = least_squares(residuals, start, method="trf", x_scale="jac")
         if best is None or result.cost < best.cost:
             best = result
     r = best.fun
-    dof = len(r) - len(free)
-    errors = _standard_errors(best.jac, float(r @ r) / dof)
+    variance = float(r @ r) / (len(r) - len(free))
+    jtj = best.jac.T @ best.jac
+    try:
+        cov = np.linalg.inv(jtj)
+    except np.linalg.LinAlgError:  # a constant the cells barely move: a huge error, no failure
+        cov = np.linalg.pinv(jtj)
+    errors = [float(math.sqrt(max(v, 0.0) * variance)) for v in np.diag(cov)]
+    seen = {"D": np.asarray(table["d_model"], dtype=float), **{k: x[k] for k in RANGED}}
+    table = table.assign(decayed=[bool(w > 0) for w in table["weight_decay"]])
     return Law(
         constants=theta(best.x),
         errors={n: (errors[free.index(n)] if n in free else None) for n in formula.NAMES},
         cells=len(r),
         rms=float(np.sqrt(np.mean(r**2))),
-        ranges=_ranges(table, x),
-        covered=_covered(table),
+        ranges={k: [float(v.min()), float(v.max())] for k, v in seen.items()},
+        covered={c: sorted({_plain(v) for v in table[c]}, key=str) for c in COVERED},
         sources=list(sources),
     )
-
-
-def _standard_errors(jac: np.ndarray, variance: float) -> list[float]:
-    """sqrt(diag((J^T J)^-1) x s^2); the pseudo-inverse where J^T J is singular (a constant
-    the cells barely move: its error comes out huge rather than the fit failing)."""
-    jtj = jac.T @ jac
-    try:
-        cov = np.linalg.inv(jtj)
-    except np.linalg.LinAlgError:
-        cov = np.linalg.pinv(jtj)
-    return [float(math.sqrt(max(v, 0.0) * variance)) for v in np.diag(cov)]
-
-
-def _ranges(table, x: dict[str, np.ndarray]) -> dict[str, list[float]]:
-    seen = {
-        "D": np.asarray(table["d_model"], dtype=float),
-        **{k: x[k] for k in ("V", "R", "M", "n")},
-    }
-    return {k: [float(v.min()), float(v.max())] for k, v in seen.items()}
-
-
-def _covered(table) -> dict[str, list[Any]]:
-    values = {
-        **{c: list(table[c]) for c in COVERED if c != "decayed"},
-        "decayed": [bool(w > 0) for w in table["weight_decay"]],
-    }
-    return {c: sorted({_plain(v) for v in values[c]}, key=str) for c in COVERED}
 
 
 # ----- validation: `classify` sorts a loss as the README reads its tables: learned below a

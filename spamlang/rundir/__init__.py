@@ -66,9 +66,7 @@ def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
     """`path` as a Path, or a UserError when it is not valid UTF-8 (a name decoded with
     surrogate escapes): orbax and TensorStore take UTF-8 paths only, and would fail only after
     the run directory exists."""
-    text = os.fspath(path)
-    if isinstance(text, bytes):
-        text = os.fsdecode(text)
+    text = os.fsdecode(path)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

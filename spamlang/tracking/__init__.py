@@ -5,7 +5,7 @@ and its result, mirrored to a tracker the user browses. Optional extras: `.[tens
 so a run's numbers are the same with or without one (tested bitwise).
 
 `--tracker` on `spamlang train` / `spamlang sweep` is explicit: a tracker that cannot start is a
-UserError, exit 2, before any training (`preflight`). `Sweep(tracker=...)` is a default: one
+UserError, exit 2, before any training (`session`). `Sweep(tracker=...)` is a default: one
 warning line, and the runs train without it. A tracker that fails later (the network goes
 away) is one warning line and is dropped, never the run's failure.
 
@@ -40,22 +40,17 @@ def parse_kind(text: str | None) -> str | None:
 @contextlib.contextmanager
 def session(spec: TrackerSpec | None):
     """Runs trained inside use `spec`'s tracker (None: none). An explicit spec is checked
-    first (`preflight`), so a tracker that cannot start stops before any training."""
+    first, so a tracker that cannot start stops before any training."""
     if spec is None:
         yield
         return
-    if spec.explicit:
-        preflight(spec)
+    if spec.explicit:  # UserError (one line naming the fix) when the tracker cannot start
+        _backend(spec.kind).check(verify=True)
     _ACTIVE.append(spec)
     try:
         yield
     finally:
         _ACTIVE.pop()
-
-
-def preflight(spec: TrackerSpec) -> None:
-    """UserError (one line naming the fix) when `spec`'s tracker cannot start here."""
-    _backend(spec.kind).check(verify=True)
 
 
 def _backend(kind: str):

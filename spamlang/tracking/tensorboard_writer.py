@@ -31,10 +31,6 @@ def check(verify: bool = False) -> None:
         ) from None
 
 
-def logdir(spec: TrackerSpec, run_dir: Path) -> Path:
-    return spec.root / FOLDER / run_dir.name
-
-
 class Writer(common.Writer):
     """One run's event files (see the module doc)."""
 
@@ -42,7 +38,7 @@ class Writer(common.Writer):
         check()
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-        path = logdir(spec, run_dir)
+        path = spec.root / FOLDER / run_dir.name
         self.written = _written(path)
         self.file = EventFileWriter(str(path), flush_secs=10)
         if not any(tag.startswith("_hparams_") for _, tag in self.written):

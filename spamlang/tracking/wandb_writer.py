@@ -29,7 +29,7 @@ def check(verify: bool = False) -> None:
         import wandb
     except ImportError as e:
         raise UserError(f"--tracker wandb needs wandb ({e}): {INSTALL['wandb']}") from None
-    if _mode() in ("offline", "disabled", "dryrun"):
+    if not _online():
         return
     if not (os.environ.get("WANDB_API_KEY") or wandb.login(prompt=False, verify=False)):
         raise UserError(
@@ -49,8 +49,8 @@ def check(verify: bool = False) -> None:
             ) from None
 
 
-def _mode() -> str:
-    return os.environ.get("WANDB_MODE", "online").lower()
+def _online() -> bool:
+    return os.environ.get("WANDB_MODE", "online").lower() not in ("offline", "disabled", "dryrun")
 
 
 def run_id(run_dir: Path) -> str:
@@ -78,10 +78,9 @@ class Writer(common.Writer):
             reinit="create_new",
             settings=wandb.Settings(silent=True, console="off"),
         )
-        online = _mode() not in ("offline", "dryrun", "disabled")
         # The first step not logged yet: online W&B knows it; offline, the restored step's next
         # (a fresh run starts at 0, where a run with diagnostics logs its init row).
-        self.next = int(self.run.step) if online else restored_step + 1 if restored_step else 0
+        self.next = int(self.run.step) if _online() else restored_step + 1 if restored_step else 0
         super().__init__(records)
 
     def log(self, step: int, values: dict) -> None:
