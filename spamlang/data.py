@@ -251,12 +251,7 @@ class SequenceDataset:
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Sequences 0, 1, ... as int32[L]: all N of a finite dataset, else up to 2^32."""
-        chunks = (
-            self.batches(256)
-            if self.num_sequences is None
-            else self._generate(range(self.num_sequences))
-        )  # a finite one: slice programs
-        for chunk in chunks:
+        for chunk in self._generate(range(MAX_INDEX if self.num_sequences is None else len(self))):
             yield from chunk
 
 

@@ -86,16 +86,14 @@ def positive_env(var: str, what: str) -> float | None:
 
 # ----- one value of one kind ------------------------------------------------------------------
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
-    """`value` as an int, a string read by `parse_int` ("4K"); a bool, other text or a
-    fraction is refused ("must be an integer")."""
+    """`value` as an int (the rules: the module docstring)."""
     if not _accepts(value, int, whole_floats):
         refuse(name, "an integer", value, owner)
     return parse_int(value) if isinstance(value, str) else int(value)
 
 
 def as_float(name: str, value: Any, *, owner: str = "") -> float:
-    """`value` as a finite float; an int or a string holding a number ("3e-3") is fine, a bool
-    or other text is not."""
+    """`value` as a finite float (the rules: the module docstring)."""
     if not _accepts(value, float, False):
         refuse(name, "a number", value, owner)
     try:

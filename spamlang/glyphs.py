@@ -70,12 +70,6 @@ _NOT_ONE_COLUMN = (
 _VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
 
-def _right_to_left(ch: str) -> bool:
-    """Written right to left (Hebrew, Arabic, ...): a terminal would reorder the sample around
-    it, so that a token no longer stands at its position."""
-    return unicodedata.bidirectional(ch) in ("R", "AL")
-
-
 def _look_alike(ch: str) -> bool:
     """A letter or symbol a reader would take for another glyph or for a digit: a letter with a
     mark or in another form (NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), Greek, Cyrillic, Armenian and IPA letters
@@ -98,10 +92,9 @@ def _look_alike(ch: str) -> bool:
 
 def _one_column(ch: str) -> bool:
     """Drawn visibly in exactly one terminal column."""
-    cp = ord(ch)
     if unicodedata.east_asian_width(ch) in ("W", "F"):
         return False
-    if any(lo <= cp <= hi for lo, hi in _NOT_ONE_COLUMN):
+    if any(lo <= ord(ch) <= hi for lo, hi in _NOT_ONE_COLUMN):
         return False
     name = unicodedata.name(ch, "")
     return "FILLER" not in name and "BLANK" not in name  # U+FFA0, U+2800: nothing to see
@@ -113,7 +106,9 @@ def _build() -> list[int]:
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)
         cat = unicodedata.category(ch)
-        if cat[0] not in "LNPS" or _right_to_left(ch) or _look_alike(ch) or not _one_column(ch):
+        if cat[0] not in "LNPS" or _look_alike(ch) or not _one_column(ch):
+            continue
+        if unicodedata.bidirectional(ch) in ("R", "AL"):  # a terminal would reorder the sample
             continue
         if cat[0] == "L":
             letters.append(cp)

@@ -260,29 +260,25 @@ def sample_run(
     from spamlang.train import load_run
 
     config, model = load_run(run_dir)
-    invariant = config.make_language().position_invariant
-    length = (32 if invariant else min(32, config.seq_len)) if length is None else length
-    check_length(length, config.seq_len, model.config.max_seq_len, invariant)
+    lang = config.make_language()
+    length = (
+        (32 if lang.position_invariant else min(32, config.seq_len)) if length is None else length
+    )
+    check_length(length, config.seq_len, model.config.max_seq_len, lang.position_invariant)
 
     def generate_fn(prompt_NxP, length, key, temperature):
         return generate(model, prompt_NxP, length, key=key, temperature=temperature)
 
-    info = {
-        "run_dir": str(run_dir),
-        "lr": config.lr,
-        "tie_embeddings": config.tie_embeddings,
-        "head": config.head,
-        "preset": config.preset,
-    }
+    info = {k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset")}
     return sample_with(
         generate_fn,
-        config.make_language(),
+        lang,
         n=n,
         length=length,
         temperature=temperature,
         prompt=prompt,
         seed=seed,
-        info=info,
+        info={"run_dir": str(run_dir), **info},
     )
 
 
