@@ -31,6 +31,7 @@ from spamlang.rundir.schema import (
     SETTING_COLUMNS,
     SWEEP_FILE,
 )
+from spamlang.sweep.spec import fields_of
 
 # errno values that mean "this storage will not take a write" rather than a bug or a full disk.
 READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -75,7 +76,7 @@ def extra_axes(out_dir: str | Path) -> list[str]:
         axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
     except (OSError, ValueError, AttributeError):
         return []
-    names = [n.strip() for a in axes for n in a.split(",")]  # a linked axis sets several
+    names = [n for a in axes for n in fields_of(a)]  # a linked axis sets several
     standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model", "model.n_layers"}  # columns
     return [n for n in dict.fromkeys(names) if n not in standard]
 
