@@ -10,10 +10,6 @@ an allocation, so the runtime's own out-of-memory error is the final word. On a 
 variable nothing is compiled and nothing changes.
 
     SPAMLANG_DEVICE_MEMORY=80GiB python sweeps/paper_fig5.py     # declare an 80 GiB device
-
-The figure is per device and the step's alone: argument + output + temporaries - donated
-(aliased) buffers. The evaluation is a separate program, and the runtime keeps buffers of its
-own; MARGIN leaves room for both and for fragmentation.
 """
 
 from __future__ import annotations
@@ -70,10 +66,8 @@ class DeviceMemory:
 
 
 def device_memory() -> DeviceMemory | None:
-    """The default device's usable memory: SPAMLANG_DEVICE_MEMORY when set (UserError, naming
-    it, when it is not a size), else the allocator's `bytes_limit` from the first local
-    device's `memory_stats()`; None on a CPU without the variable, or a device that does not
-    report its memory (no cap)."""
+    """The default device's usable memory (module doc; UserError when the variable is not a
+    size); None on a CPU without the variable, or a device that does not report it (no cap)."""
     text = os.environ.get(ENV, "").strip()
     if text:
         try:
@@ -99,8 +93,9 @@ def device_memory() -> DeviceMemory | None:
 
 
 def compiled_bytes(compiled: Any) -> int:
-    """Device memory of a compiled program from XLA's memory analysis: argument + output +
-    temporaries - aliased (donated) buffers; the generated code is left out (kilobytes)."""
+    """Device memory of a compiled program from XLA's memory analysis, per device: argument +
+    output + temporaries - aliased (donated) buffers; the generated code is left out (kilobytes).
+    The evaluation is a separate program, and the runtime keeps buffers of its own: MARGIN."""
     mem = compiled.memory_analysis()
     if mem is None:
         raise RuntimeError("this backend gives no memory analysis of a compiled program")
