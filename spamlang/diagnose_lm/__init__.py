@@ -8,9 +8,7 @@ same JAX code that measures spamlang's own runs.
     from spamlang.diagnose_lm import diagnose_lm
     diag = diagnose_lm("checkpoints/pythia-160m", tokens_NxL)
 
-- `spamlang.diagnose_lm.states`: load a causal LM, run it, and read H and W from it;
-- `spamlang.diagnose_lm.diagnose`: the token rows measured (a spamlang token file or text) and
-  the measurement, with the JSON that `diagnose-lm` writes.
+`states` loads and runs the model; `diagnose` reads the token rows and measures.
 
 torch, transformers and safetensors are the optional `hf` extra; `require()` turns their
 absence into one line that says what to install.

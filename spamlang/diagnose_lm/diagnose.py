@@ -28,43 +28,11 @@ from spamlang.diagnose_lm.states import head_states, load_weights, open_checkpoi
 from spamlang.errors import UserError
 
 
-def _bounds(num_seqs: int | None, seq_len: int | None) -> None:
-    if num_seqs is not None and num_seqs < 1:
-        raise UserError(f"--num-seqs must be >= 1, got {num_seqs}")
-    if seq_len is not None and seq_len < 2:
-        raise UserError(
-            f"--seq-len must be >= 2 (one predicted position needs two tokens), got {seq_len}"
-        )
-
-
-def rows_from_token_file(
-    path: str | os.PathLike, *, num_seqs: int | None = None, seq_len: int | None = None
-) -> np.ndarray:
-    """The first num_seqs rows of a `spamlang export` file, each cut to its first seq_len
-    tokens (default: the file's own seq_len; a longer one is an error, not padding)."""
-    from spamlang.token_files import load_tokens
-
-    _bounds(num_seqs, seq_len)
-    rows_NxL = load_tokens(path)
-    N, L = rows_NxL.shape
-    if seq_len is not None and seq_len > L:
-        raise UserError(
-            f"--seq-len {seq_len} is longer than the rows of {os.fspath(path)!r} ({L} tokens)"
-        )
-    if L < 2 or N < 1:
-        raise UserError(
-            f"{os.fspath(path)!r} holds {N} rows of {L} tokens; diagnose-lm needs "
-            "at least one row of 2 tokens"
-        )
-    return np.asarray(rows_NxL[:num_seqs, :seq_len], np.int32)
-
-
 def rows_from_text(
     path: str | os.PathLike, tokenizer, *, num_seqs: int | None = None, seq_len: int = 128
 ) -> np.ndarray:
     """The text of `path` tokenized in one stream (no special tokens added) and cut into
     consecutive rows of seq_len tokens; the last partial row is dropped."""
-    _bounds(num_seqs, seq_len)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -95,9 +63,16 @@ def peak_rss_mib() -> float:
 
 
 def _rows(ckpt, tokens, text, num_seqs, seq_len) -> tuple[np.ndarray, str]:
+    """The token rows measured, int32[N, L], and where they came from."""
     if (tokens is None) == (text is None):
         raise UserError(
             "give exactly one input: --tokens FILE (a spamlang token file) or --text FILE.txt"
+        )
+    if num_seqs is not None and num_seqs < 1:
+        raise UserError(f"--num-seqs must be >= 1, got {num_seqs}")
+    if seq_len is not None and seq_len < 2:
+        raise UserError(
+            f"--seq-len must be >= 2 (one predicted position needs two tokens), got {seq_len}"
         )
     if text is not None:
         if ckpt.tokenizer is None:
@@ -109,7 +84,21 @@ def _rows(ckpt, tokens, text, num_seqs, seq_len) -> tuple[np.ndarray, str]:
             text, ckpt.tokenizer, num_seqs=num_seqs, seq_len=seq_len or 128
         ), os.fspath(text)
     if isinstance(tokens, (str, os.PathLike)):
-        return rows_from_token_file(tokens, num_seqs=num_seqs, seq_len=seq_len), os.fspath(tokens)
+        # A `spamlang export` file, each row cut to seq_len (a longer one is an error, not padding).
+        from spamlang.token_files import load_tokens
+
+        rows_NxL, source = load_tokens(tokens), os.fspath(tokens)
+        N, L = rows_NxL.shape
+        if seq_len is not None and seq_len > L:
+            raise UserError(
+                f"--seq-len {seq_len} is longer than the rows of {source!r} ({L} tokens)"
+            )
+        if L < 2 or N < 1:
+            raise UserError(
+                f"{source!r} holds {N} rows of {L} tokens; diagnose-lm needs "
+                "at least one row of 2 tokens"
+            )
+        return np.asarray(rows_NxL[:num_seqs, :seq_len], np.int32), source
     rows = np.asarray(tokens)
     if rows.ndim != 2 or rows.shape[1] < 2 or not np.issubdtype(rows.dtype, np.integer):
         raise UserError(
@@ -136,11 +125,10 @@ def diagnose_lm(
     rows with the checkpoint's tokenizer (seq_len default 128). num_seqs / seq_len keep the
     first rows / tokens of each. vocab_size: real tokens among the head's rows (default: the
     tokenizer's length). settings: `spamlang.diagnostics.diagnose_head` keywords
-    (chunk_size, rank_tokens, ...). Returns a JSON-able dict: diagnose_head's keys plus
-    source="diagnose-lm", model_type, model_name, model_dir, tie_embeddings, head_rows,
-    head_bias, seq_len, num_seqs, input, torch_device, torch_dtype, head_check,
-    wall_seconds, peak_rss_mib (the process's peak resident memory) and peak_rss_torch_mib
-    (the same when the torch stage ended: the JAX stage raised the peak if it is higher).
+    (chunk_size, rank_tokens, ...). Returns diagnose_head's JSON-able dict, plus the model and
+    input described (`meta`), wall_seconds, peak_rss_mib (the process's peak resident memory)
+    and peak_rss_torch_mib (the same when the torch stage ended: if it is lower, the JAX stage
+    set the peak).
     """
     from spamlang.diagnostics import diagnose_head
 

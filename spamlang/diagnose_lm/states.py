@@ -1,12 +1,10 @@
 """A transformers causal LM, run in torch: its hidden states H and its head matrix W.
 
-`open_checkpoint` reads the cheap parts first (config, tokenizer) so that bad inputs fail
-before the weights load; `load_weights` then builds the model with AutoModelForCausalLM;
-`head_states` runs it and returns host float32 arrays; `require` checks the `hf` extra. H comes from the base model (the
-decoder without its head, `model.base_model`), so the N x V logits of the full model are
-never computed, except for one row that checks the model's logits really are H W^T (+ b):
-a model that scales or soft-caps its logits after the head fails that check with a clear
-error instead of being measured wrongly.
+The cheap parts (config, tokenizer) are read first, so that bad inputs fail before the
+weights load. H comes from the base model (`model.base_model`, the decoder without its head),
+so the N x V logits are never computed, except for one row that checks the model's logits
+really are H W^T (+ b): a model that scales or soft-caps its logits after the head fails that
+check with a clear error instead of being measured wrongly.
 """
 
 from __future__ import annotations

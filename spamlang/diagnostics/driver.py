@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from spamlang.diagnostics.head_chunks import JacobianHead, LinearHead, head_inputs
+from spamlang.diagnostics.head_chunks import JacobianHead, LinearHead, head_inputs, head_of
 from spamlang.diagnostics.linalg import gradient_r_factor, ranks_from_r, total
 from spamlang.diagnostics.logits import default_ranks, efficiency_sums, finish_profile, profile_sums
 from spamlang.errors import UserError
@@ -41,26 +41,11 @@ class _Clock:
 
 class _Heads:
     """Jitted chunk functions bound to one head: a linear head's QR is done once and passed
-    in as data; a mos head is rebuilt from the model state inside each jit."""
+    in as data; a mos head is rebuilt from the model state (`aux`) inside each jit."""
 
-    def __init__(self, aux, linear: bool, vocab_size: int, graphdef=None):
-        self.aux, self.linear, self.graphdef = aux, linear, graphdef
-        self.vocab_size = vocab_size
-
-    @classmethod
-    def of_model(cls, model) -> _Heads:
-        graphdef, state = nnx.split(model)
-        if model.config.head_kind == "mos":
-            return cls(state, linear=False, vocab_size=model.config.vocab_size, graphdef=graphdef)
-        return cls(
-            LinearHead.of(model.diag_matrix()), linear=True, vocab_size=model.config.vocab_size
-        )
-
-    @classmethod
-    def of_matrix(cls, W_VxD, bias_V=None) -> _Heads:
-        return cls(
-            LinearHead.of(jnp.asarray(W_VxD), bias_V), linear=True, vocab_size=int(W_VxD.shape[0])
-        )
+    def __init__(self, aux, vocab_size: int, graphdef=None):
+        self.aux, self.vocab_size, self.graphdef = aux, vocab_size, graphdef
+        self.linear = graphdef is None
 
     def jit(self, fn, **static):
         """fn(head, h, y, m, *rest) jitted once -> callable(h, y, m, *rest)."""
@@ -157,14 +142,18 @@ def diagnose_model(
         raise UserError(
             f"diagnose_model needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}"
         )
-    _check_chunk(chunk_size)
     clock = _Clock()
     rows = max(1, min(B, math.ceil(4 * chunk_size / L)))
     h_NxD, y_N = _hidden_states(model, tokens_BxL, rows)
     clock("hidden")
     if max_tokens is not None:
         h_NxD, y_N = h_NxD[:max_tokens], y_N[:max_tokens]
-    out = _timed(clock, _Heads.of_model(model), h_NxD, y_N, chunk_size, settings)
+    if cfg.head_kind == "mos":
+        graphdef, state = nnx.split(model)
+        heads = _Heads(state, cfg.vocab_size, graphdef)
+    else:
+        heads = _Heads(head_of(model), cfg.vocab_size)
+    out = diagnose_states(h_NxD, y_N, heads, clock, chunk_size=chunk_size, **settings)
     return {
         "head": cfg.head,
         "tie_embeddings": cfg.tie_embeddings,
@@ -174,10 +163,10 @@ def diagnose_model(
     }
 
 
-def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **settings) -> dict:
+def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, **settings) -> dict:
     """`diagnose_states` for a linear head given as its matrix: logits = h W^T (+ bias); how
     a model from another framework is measured (`spamlang.diagnose_lm`). h and y stay on the
-    host; only `chunk_size` rows at a time meet W."""
+    host; only `chunk_size` rows at a time meet W (`settings`: `diagnose_states`' keywords)."""
     h_NxD, y_N = np.asarray(h_NxD, np.float32), np.asarray(y_N, np.int32)
     V = np.shape(W_VxD)[0]
     if h_NxD.ndim != 2 or y_N.shape != h_NxD.shape[:1] or h_NxD.shape[0] < 1:
@@ -190,29 +179,15 @@ def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, *, chunk_size: int = 256, **se
         )
     if y_N.min() < 0 or y_N.max() >= V:
         raise UserError(f"target ids must lie in [0, {V}), got {y_N.min()}..{y_N.max()}")
-    _check_chunk(chunk_size)
-    out = _timed(_Clock(), _Heads.of_matrix(W_VxD, bias_V), h_NxD, y_N, chunk_size, settings)
-    return {"head": "softmax", **out}
-
-
-def _check_chunk(chunk_size: int) -> None:
-    if chunk_size < 1:
-        raise UserError(f"chunk_size must be >= 1, got {chunk_size}")
-
-
-def _timed(clock: _Clock, heads: _Heads, h_NxD, y_N, chunk_size: int, settings: dict) -> dict:
-    """`diagnose_states` with the time the head basis took (bound in `heads`) in "seconds"."""
-    jax.block_until_ready(heads.aux)
-    clock("head_basis")
-    out = diagnose_states(h_NxD, y_N, heads, chunk_size=chunk_size, **settings)
-    out["seconds"] = {**clock.laps, **out["seconds"]}
-    return out
+    heads = _Heads(LinearHead.of(jnp.asarray(W_VxD), bias_V), V)
+    return {"head": "softmax", **diagnose_states(h_NxD, y_N, heads, _Clock(), **settings)}
 
 
 def diagnose_states(
     h_NxD,
     y_N,
     heads: _Heads,
+    clock: _Clock,
     *,
     chunk_size: int = 256,
     rank_tokens: int = 1024,
@@ -242,10 +217,12 @@ def diagnose_states(
       for logit steps of norm fraction * ||Z||_F (Z: those tokens' logits; log p for mos)
       along -grad_L ("delta_logit") and along the move induced by a step on H
       ("delta_induced").
+    - seconds: wall seconds per stage (`clock` has timed the stages before this one).
     Everything runs in float32; for the cost at the smollm2-106m shape see
     benchmarks/bench_diagnose.py (minutes on 2 CPU cores, a few GiB).
     """
-    clock = _Clock()
+    jax.block_until_ready(heads.aux)
+    clock("head_basis")
     T, D = h_NxD.shape
     V = heads.vocab_size
 

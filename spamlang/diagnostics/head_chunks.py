@@ -1,20 +1,13 @@
 """One chunk of tokens through an LM head: logits, logit gradient, projection, induced move.
 
-Two head shapes share one interface, so the driver and the training hook are head-agnostic:
-
-- linear heads: logits z = h W^T. The projection is on col(W) through its orthonormal basis
-  Q, and the induced logit move of a step on h along -grad_h = -G W is -(G W) W^T (the
-  paper's 3.4). The mlp head is measured on its linear last step the same way, with its
-  features gelu(h B^T) for h and A for W (`Transformer.diag_features` / `diag_matrix`).
-- nonlinear heads (mos): the "logits" are the log-probabilities f(h) = log p, whose softmax
-  is p itself, so the logit gradient is again p - onehot and the chain rule is exact:
-  grad_h = J_t^T (p_t - e_y), J_t = df/dh (V x D), which replaces W: the projection is on
-  col(J_t) and the induced move is J_t J_t^T g_t. J_t is built one token at a time with
-  forward-mode jacfwd (D tangents; cheaper than V cotangents when D < V), so at most one
-  V x D Jacobian exists at a time.
-
-Gradient rows here are unscaled (p - onehot, masked); every number the diagnostics report is
-a ratio, so the scale never matters.
+Linear heads (logits z = h W^T; the mlp head's linear last step, with its features for h and
+A for W) are projected on col(W) (`linalg`). A nonlinear head (mos) is measured through its
+log-probabilities f(h) = log p, whose softmax is p itself, so the logit gradient is again
+p - onehot and grad_h = J_t^T (p_t - e_y) with J_t = df/dh (V x D) in W's place: the
+projection is on col(J_t) and the induced move J_t J_t^T g_t. J_t is built one token at a time
+with forward-mode jacfwd (D tangents; cheaper than V cotangents when D < V), so at most one
+V x D Jacobian exists at a time. Gradient rows are unscaled (p - onehot, masked): every number
+reported is a ratio.
 """
 
 from __future__ import annotations
@@ -124,14 +117,18 @@ class JacobianHead(NamedTuple):
 
 
 def head_of(model) -> LinearHead | JacobianHead:
-    """The diagnostic view of a Transformer's head; it takes `head_inputs(model, h)`."""
-    if model.config.head_kind == "mos":
+    """The diagnostic view of a Transformer's head; it takes `head_inputs(model, h)`. softmax
+    and lowrank: h against the V x D matrix (A B for lowrank: for r > D, col(A B) is a
+    D-dimensional part of col(A)); mlp: its features gelu(h B^T) against A."""
+    kind = model.config.head_kind
+    if kind == "mos":
         return JacobianHead(model.log_probs)
-    return LinearHead.of(model.diag_matrix())
+    return LinearHead.of(model.head.a[...] if kind == "mlp" else model.head_matrix())
 
 
 def head_inputs(model, h_NxD: jax.Array) -> jax.Array:
     """What `head_of(model)` takes: an mlp head's features gelu(h B^T), else h itself."""
-    if model.config.head_kind == "mos":
+    kind = model.config.head_kind
+    if kind == "mos":
         return h_NxD
-    return model.diag_features(h_NxD).astype(jnp.float32)
+    return (model.linear_head(h_NxD)[0] if kind == "mlp" else h_NxD).astype(jnp.float32)

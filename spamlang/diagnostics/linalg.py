@@ -85,18 +85,14 @@ class BottleneckStats:
         """<G, PG> / (||G||_F ||PG||_F) = ||PG||_F / ||G||_F."""
         return jnp.sqrt(self.proj_sq / self.grad_sq)
 
-    @property
-    def induced_cosine(self) -> jax.Array:
-        """cos(G, G W W^T): the logit gradient against the logit move that a step on H induces."""
-        return self.induced_dot / jnp.sqrt(self.grad_sq * self.induced_sq)
-
     def summary(self) -> dict[str, float]:
         """The derived numbers as Python floats; gradient_tokens: tokens with g_t != 0."""
         return {
             "kernel_fraction": float(self.kernel_fraction),
             "projected_cosine": float(self.projected_cosine),
             "frobenius_cosine": float(self.frobenius_cosine),
-            "induced_cosine": float(self.induced_cosine),
+            # cos(G, G W W^T): the logit gradient against the move a step on H induces
+            "induced_cosine": float(self.induced_dot / jnp.sqrt(self.grad_sq * self.induced_sq)),
             "gradient_tokens": int(self.count),
         }
 
@@ -207,10 +203,8 @@ def gradient_r_factor(G_TxV: jax.Array) -> np.ndarray:
     return np.asarray(_r_of_transpose(jnp.asarray(G_TxV, jnp.float32)), np.float64)
 
 
-@jax.jit
-def _r_of_transpose(G_TxV):
-    # One program, so the transpose feeds the QR's working copy instead of a third T x V array.
-    return jnp.linalg.qr(G_TxV.T, mode="r")
+# One program, so the transpose feeds the QR's working copy instead of a third T x V array.
+_r_of_transpose = jax.jit(lambda G_TxV: jnp.linalg.qr(G_TxV.T, mode="r"))
 
 
 def ranks_from_r(

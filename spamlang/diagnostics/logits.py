@@ -24,13 +24,6 @@ def cross_entropy_sum(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:
     return jnp.sum(token_nll(logits_TxV, targets_T))
 
 
-@jax.jit
-def induced_direction(G_TxV: jax.Array, W_VxD: jax.Array) -> jax.Array:
-    """(grad_H) W^T = G W W^T: the logit move, per unit step, of descending H along grad_H."""
-    W_VxD = W_VxD.astype(jnp.float32)
-    return (G_TxV.astype(jnp.float32) @ W_VxD) @ W_VxD.T
-
-
 # --- update efficiency (Figure 8) ---------------------------------------------------------
 
 
@@ -75,7 +68,8 @@ def update_efficiency(
 def _efficiency(logits_TxV, targets_T, W_VxD, norms_S):
     T = logits_TxV.shape[0]
     G_TxV = logit_gradient(logits_TxV, targets_T)
-    induced_TxV = induced_direction(G_TxV, W_VxD)
+    W_VxD = W_VxD.astype(jnp.float32)
+    induced_TxV = (G_TxV @ W_VxD) @ W_VxD.T  # (grad_H) W^T: the logit move of a step on H
     base = cross_entropy_sum(logits_TxV, targets_T) / T
     ce_g, ce_u = efficiency_sums(
         logits_TxV,

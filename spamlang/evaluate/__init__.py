@@ -14,8 +14,12 @@ from jax.sharding import PartitionSpec as P
 
 from spamlang.coverage import exposure, symbols
 from spamlang.evaluate import exact
-from spamlang.evaluate.sets import HELDOUT_KEYS, make_eval_fn, make_heldout_eval_fn
+from spamlang.evaluate.sets import make_eval_fn
 from spamlang.members import over_members
+from spamlang.rundir.schema import HELDOUT_COLUMNS
+
+# A held-out evaluation scores at least this many sequences (the eval set's size if larger).
+HELDOUT_SEQUENCES = 1024
 
 
 class Evaluation:
@@ -35,21 +39,22 @@ class Evaluation:
                 out_shardings=replicated,
             )
             return
-        args = (
-            config.seq_len,
-            config.eval_sequences,
-            config.eval_batch,
-            config.loss_chunk or None,
-            mesh,
-        )
-        eval_model = make_eval_fn(lang, *args)
-        heldout_eval = make_heldout_eval_fn(lang, *args)  # None without a holdout
+        args = (config.eval_batch, config.loss_chunk or None, mesh)
+        eval_model = make_eval_fn(lang, config.seq_len, config.eval_sequences, *args)
+        # The held-out symbols (`Spam.heldout_view`, never drawn in training) on a fixed set
+        # of their own; None for a language without a holdout.
+        heldout_eval = None
+        if getattr(lang, "n_heldout", 0):
+            n_heldout = max(config.eval_sequences, HELDOUT_SEQUENCES)
+            heldout_eval = make_eval_fn(lang.heldout_view(), config.seq_len, n_heldout, *args)
 
         def member_eval(member):
             model = nnx.merge(graphdef, member["params"], rest)
             out = eval_model(model, member["exposure"])
             if heldout_eval is not None:
-                out.update(heldout_eval(model, member["exposure"]))
+                held = heldout_eval(model, member["exposure"])
+                metrics = ("eval_loss", "eval_accuracy", "repetition_accuracy")
+                out.update(zip(HELDOUT_COLUMNS, (held[k] for k in metrics)))
             return out
 
         self._eval = jax.jit(over_members(member_eval), out_shardings=replicated)
@@ -84,7 +89,11 @@ class Evaluation:
                     row[k] = int(row[k])
                 row.update(dict.fromkeys(symbols.RESULT_KEYS), eval_method="sampled")
             row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
-            row.update(self._heldout_exposure(counts[i], held))
+            # The most training sequences any held-out symbol occurred in: 0 unless training
+            # drew one (the check that the holdout held).
+            held_max = int(counts[i][held].max()) if len(held) else None
+            row.update(heldout_symbols=len(held) or None, heldout_exposure_max=held_max)
+            row.update({k: row.get(k) for k in HELDOUT_COLUMNS[:3]})
             rows.append(
                 {
                     **row,
@@ -103,15 +112,3 @@ class Evaluation:
             (self._symbols({"params": state["params"]}), state["exposure"])
         )
         return [symbols.learning_curve(losses[i], counts[i]) for i in range(len(counts))]
-
-    @staticmethod
-    def _heldout_exposure(counts_V, held) -> dict:
-        """The held-out symbols and the most training sequences any of them occurred in
-        (0 unless training drew one: the check that the holdout held)."""
-        if not len(held):
-            return {
-                "heldout_symbols": None,
-                "heldout_exposure_max": None,
-                **dict.fromkeys(HELDOUT_KEYS),
-            }
-        return {"heldout_symbols": len(held), "heldout_exposure_max": int(counts_V[held].max())}

@@ -90,10 +90,7 @@ def metrics(loss_V, hit_V, probability_V, exposure_V, heldout_ids=()) -> dict:
     }
     held = np.asarray(heldout_ids, np.int64)
     if held.size:
-        out.update(
-            zip(
-                HELDOUT_COLUMNS[:3],
-                (float(loss[held].mean()), float(hit[held].mean()), float(hit[held].mean())),
-            )
-        )
+        # Unweighted: a held-out symbol's training probability is 0.
+        held_hit = float(hit[held].mean())
+        out.update(zip(HELDOUT_COLUMNS, (float(loss[held].mean()), held_hit, held_hit)))
     return out

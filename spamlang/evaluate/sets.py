@@ -22,7 +22,6 @@ from jax.sharding import PartitionSpec as P
 from spamlang.coverage.exposure import seen_rows
 from spamlang.loss import token_stats
 from spamlang.model import generate
-from spamlang.rundir.schema import HELDOUT_COLUMNS
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:
@@ -108,35 +107,6 @@ def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_si
         }
 
     return eval_fn
-
-
-# A held-out evaluation scores at least this many sequences (the eval set's size if larger).
-HELDOUT_SEQUENCES = 1024
-HELDOUT_KEYS = HELDOUT_COLUMNS[:3]  # the held-out eval's own metrics
-
-
-def make_heldout_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size, mesh):
-    """`(model, exposure_V) -> {HELDOUT_KEYS: device scalar}` on sequences of only the
-    language's held-out symbols (`Spam.heldout_view`), which training never draws; None for a
-    language without a holdout. Its own fixed set of max(n_sequences, HELDOUT_SEQUENCES)."""
-    if not getattr(lang, "n_heldout", 0):
-        return None
-    inner = make_eval_fn(
-        lang.heldout_view(),
-        seq_len,
-        max(n_sequences, HELDOUT_SEQUENCES),
-        batch_size,
-        chunk_size,
-        mesh,
-    )
-
-    def heldout_fn(model, exposure_V):
-        out = inner(model, exposure_V)
-        return {
-            f"{k}_heldout": out[k] for k in ("eval_loss", "eval_accuracy", "repetition_accuracy")
-        }
-
-    return heldout_fn
 
 
 def _ratio(num, den):

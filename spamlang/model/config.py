@@ -102,16 +102,11 @@ def preset_fields(name: str) -> dict[str, Any]:
             f"preset {name!r}: the width after '-w' must be a positive integer "
             f"like 64; {_valid_widths(base)}"
         )
-    return width_fields(base, int(width))
-
-
-def width_fields(base: str, d_model: int) -> dict[str, Any]:
-    """Preset `base` at width `d_model`, by the width-family rule (module docstring)."""
-    fields = dict(PRESETS[base])
+    # The width-family rule (module docstring).
+    fields, d_model = dict(PRESETS[base]), int(width)
     head_dim = fields["d_model"] // fields["n_heads"]
     kv_ratio = Fraction(fields["n_kv_heads"], fields["n_heads"])  # KV heads per query head
-    name = f"{base}-w{d_model}"
-    if d_model < 1 or d_model % head_dim:
+    if d_model % head_dim:
         raise UserError(
             f"preset {name!r}: D={d_model} is not a positive multiple of {base}'s "
             f"head_dim {head_dim}; {_valid_widths(base)}"
@@ -169,6 +164,12 @@ def parse_head(head: str) -> tuple[str, int]:
         f"head must be 'softmax', 'lowrank:R', 'mos:K' or 'mlp:R' (R, K >= 1), got {head!r}"
     )
 
+
+# Why the factored heads cannot be tied, for the error message.
+_UNTIED = {
+    "lowrank": "W = A B",
+    "mlp": "its output matrix A is V x R, not the V x d_model embedding",
+}
 
 # Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
 # `fields.check`); the checks that relate fields to each other are in `__post_init__`.
@@ -230,15 +231,11 @@ class ModelConfig:
                 f"head cannot use (it needs a V x d_model embedding); use "
                 f"tie_embeddings=False"
             )
-        kind, _ = parse_head(self.head)
-        if kind == "lowrank" and self.tie_embeddings:
+        kind = self.head_kind
+        if kind in _UNTIED and self.tie_embeddings:
             raise UserError(
-                "head 'lowrank:R' is untied by construction (W = A B); use tie_embeddings=False"
-            )
-        if kind == "mlp" and self.tie_embeddings:
-            raise UserError(
-                "head 'mlp:R' is untied by construction (its output matrix A is "
-                "V x R, not the V x d_model embedding); use tie_embeddings=False"
+                f"head '{kind}:R' is untied by construction ({_UNTIED[kind]}); "
+                f"use tie_embeddings=False"
             )
 
     @property

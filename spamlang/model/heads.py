@@ -15,11 +15,6 @@ unit-RMS hidden states, so B ~ N(0, 1/D) gives pre-activations h B^T of unit RMS
 A ~ N(0, init_std^2 D / (r c^2)), with c the RMS of a feature (1 for lowrank, PHI_RMS for
 mlp), gives logits of std init_std sqrt(D): exactly the softmax head's, for every r.
 (N(0, init_std^2) for both factors, the rule before, made the logit std grow as sqrt(r).)
-
-`diag_features(h, E)` and `diag_matrix(E)` give the linear map the gradient diagnostics
-measure: logits = diag_features W^T with W = diag_matrix. softmax and lowrank: h against the
-V x D matrix (A B for lowrank: for r > D, col(A B) is a D-dimensional part of col(A)); mlp:
-its features gelu(h B^T) against A. mos has neither (nonlinear in h throughout).
 """
 
 from __future__ import annotations
@@ -61,17 +56,10 @@ def _raises(message: str):
 
 
 class _LinearLastStep(nnx.Module):
-    """What the heads with logits = features W^T share: log-probs from `linear`, and the
-    diagnostics' view, h against `matrix` (the mlp head overrides it)."""
+    """What the heads with logits = features W^T share: log-probs from `linear`."""
 
     def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
-
-    def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        return h_NxD
-
-    def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        return self.matrix(embed_VxD)
 
 
 class SoftmaxHead(_LinearLastStep):
@@ -136,12 +124,6 @@ class MLPHead(_Factored):
     def linear(self, h_NxD: jax.Array, embed_VxD: jax.Array):
         return gelu(self._project(h_NxD)), self.a[...]
 
-    def diag_features(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
-        return self.linear(h_NxD, embed_VxD)[0]
-
-    def diag_matrix(self, embed_VxD: jax.Array) -> jax.Array:
-        return self.a[...]
-
 
 class MoSHead(nnx.Module):
     """Mixture of K softmaxes (Yang et al. 2018) sharing one output matrix W.
@@ -152,10 +134,6 @@ class MoSHead(nnx.Module):
     """
 
     matrix = linear = _raises("a Mixture-of-Softmaxes head is nonlinear: it has no single matrix W")
-    diag_features = diag_matrix = _raises(
-        "a Mixture-of-Softmaxes head has no linear last step: the diagnostics "
-        "measure it by its Jacobians (spamlang.diagnostics.head_chunks.JacobianHead)"
-    )
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         self.dtype = config.dtype

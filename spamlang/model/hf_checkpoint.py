@@ -14,13 +14,7 @@ our RoPE already uses transformers' rotate-half layout, so q_proj and k_proj nee
 permutation. Every tensor the model needs must be present with the shape config.json implies,
 and every tensor present must be used (rotary inv_freq buffers aside). Tensors are read with
 safetensors' NumPy backend (no torch; bfloat16 through ml_dtypes), and a vocabulary cut reads
-only the rows it keeps.
-
-Run choices on top of the checkpoint: vocab_size V <= the checkpoint's keeps the first V rows
-of the embedding and of an untied head; a tied checkpoint loads tied, or untied with the head
-starting as a copy of the embedding (the same function), while an untied one loads only
-untied, since tying it would discard lm_head; head softmax only and no narrow embedding;
-dtype, param_dtype, kernels and residual are free.
+only the rows it keeps. What a run may choose on top of a checkpoint: `check_fits`.
 """
 
 from __future__ import annotations
@@ -66,8 +60,9 @@ _IGNORED = re.compile(r"(^|\.)rotary_emb\.inv_freq$")
 _EMBED, _HEAD = "model.embed_tokens.weight", "lm_head.weight"
 
 
-def checkpoint_dir(model_dir: str | Path) -> Path:
-    """`model_dir` as a Path; UserError unless it is a directory with a config.json."""
+def hf_config(model_dir: str | Path) -> ModelConfig:
+    """The ModelConfig of a Llama checkpoint's config.json, with its own vocab_size and tying
+    (softmax head, float32, plain kernels)."""
     path = Path(model_dir)
     if not path.exists():
         raise UserError(
@@ -77,15 +72,9 @@ def checkpoint_dir(model_dir: str | Path) -> Path:
         )
     if not path.is_dir():
         raise UserError(f"{path} is not a directory (expected a Hugging Face checkpoint directory)")
-    if not (path / CONFIG).is_file():
-        raise UserError(f"{path} has no {CONFIG}: not a Hugging Face checkpoint directory")
-    return path
-
-
-def hf_config(model_dir: str | Path) -> ModelConfig:
-    """The ModelConfig of a Llama checkpoint's config.json, with its own vocab_size and tying
-    (softmax head, float32, plain kernels)."""
-    path = checkpoint_dir(model_dir) / CONFIG
+    path = path / CONFIG
+    if not path.is_file():
+        raise UserError(f"{path.parent} has no {CONFIG}: not a Hugging Face checkpoint directory")
     raw = _read_json(path)
     if not isinstance(raw, dict):
         raise UserError(f"{path} is not a JSON object")
@@ -99,16 +88,13 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
     missing = [k for k in _REQUIRED if raw.get(k) is None]
     if missing:
         raise UserError(f"{path} lacks {', '.join(missing)}")
-
-    def get(key):
-        return _DEFAULTS[key] if raw.get(key) is None else raw[key]
-
+    raw = {**_DEFAULTS, **{k: v for k, v in raw.items() if v is not None}}
     for key in ("attention_bias", "mlp_bias"):
         if raw.get(key):
             raise UserError(f"{path}: {key} is true, but spamlang's model has no biases")
-    if get("hidden_act") not in ("silu", "swish"):  # transformers' "swish" is SiLU too
+    if raw["hidden_act"] not in ("silu", "swish"):  # transformers' "swish" is SiLU too
         raise UserError(
-            f"{path}: hidden_act {get('hidden_act')!r} is not supported (SwiGLU with silu only)"
+            f"{path}: hidden_act {raw['hidden_act']!r} is not supported (SwiGLU with silu only)"
         )
     if raw.get("rope_interleaved"):
         raise UserError(
@@ -125,20 +111,19 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
             f"num_attention_heads = {d_model} / {n_heads}; spamlang's model needs "
             f"them equal"
         )
-    n_kv = raw.get("num_key_value_heads")
     try:
         return ModelConfig(
             vocab_size=raw["vocab_size"],
             d_model=d_model,
             n_layers=raw["num_hidden_layers"],
             n_heads=n_heads,
-            n_kv_heads=n_heads if n_kv is None else n_kv,
+            n_kv_heads=raw.get("num_key_value_heads", n_heads),
             d_ff=raw["intermediate_size"],
             rope_theta=_rope_theta(raw, path),
-            norm_eps=get("rms_norm_eps"),
-            max_seq_len=get("max_position_embeddings"),
-            init_std=get("initializer_range"),
-            tie_embeddings=get("tie_word_embeddings"),
+            norm_eps=raw["rms_norm_eps"],
+            max_seq_len=raw["max_position_embeddings"],
+            init_std=raw["initializer_range"],
+            tie_embeddings=raw["tie_word_embeddings"],
         )
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
@@ -146,7 +131,7 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
 
 def _rope_theta(raw: dict, path: Path) -> float:
     """The RoPE base of a config.json; UserError for any RoPE scaling (not representable)."""
-    theta = raw.get("rope_theta")
+    theta = raw["rope_theta"]
     for key in ("rope_parameters", "rope_scaling"):  # transformers 5, and before
         params = raw.get(key)
         if params is None:
@@ -167,8 +152,11 @@ def _rope_theta(raw: dict, path: Path) -> float:
 
 
 def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
-    """UserError unless a model of `config` can start from `checkpoint`'s weights (same
-    architecture; the vocabulary cut, tying and head rules of the module docstring)."""
+    """UserError unless a model of `config` can start from `checkpoint`'s weights: the same
+    architecture, vocab_size V <= the checkpoint's (the first V rows of the embedding and of an
+    untied head are kept), head softmax, no narrow embedding, and tied only from a tied
+    checkpoint (untying one starts the head as a copy of the embedding: the same function;
+    tying an untied one would discard lm_head). dtype, param_dtype, kernels, residual: free."""
     for name in ARCHITECTURE:
         if name in ("max_seq_len", "init_std"):  # shape nothing and change no function
             continue
@@ -324,7 +312,7 @@ def _layout(c: ModelConfig, checkpoint: ModelConfig) -> dict[str, tuple[str, tup
 
 def check_weights(model_dir: str | Path, config: ModelConfig):
     """(layout, files) after checking the tensor names and shapes against the safetensors
-    headers: UserError unless `read_weights(model_dir, config)` would succeed. Reads only
+    headers: UserError unless `load_params(model_dir, config)` would succeed. Reads only
     config.json and the headers (cheap: for checking before a run writes anything)."""
     checkpoint = hf_config(model_dir)
     check_fits(checkpoint, config, model_dir)
@@ -362,11 +350,17 @@ def check_weights(model_dir: str | Path, config: ModelConfig):
     return layout, files
 
 
-def read_weights(model_dir: str | Path, config: ModelConfig) -> dict[str, np.ndarray]:
-    """The checkpoint's tensors as the parameters of `Transformer(config)`, on the host in
-    config.param_dtype, keyed by parameter path ("embed", "blocks/0/attn/wq", "head/w")."""
+def load_params(
+    model_dir: str | Path,
+    config: ModelConfig,
+    put: Callable[[np.ndarray, jax.ShapeDtypeStruct], jax.Array] | None = None,
+):
+    """The parameter state of `Transformer(config)` (what `nnx.split(model, nnx.Param, ...)[1]`
+    holds) from the checkpoint, read on the host in config.param_dtype. `put(host_array,
+    abstract_leaf)` places each array (default: `jnp.asarray`); the training loop passes one
+    that lays it out like its jitted init."""
     layout, files = check_weights(model_dir, config)
-    weights: dict[str, np.ndarray] = {}
+    weights: dict[str, np.ndarray] = {}  # by parameter path ("embed", "blocks/0/attn/wq")
     for _, f, name in _by_file(layout, files):
         ours, _, transposed = layout[name]
         if name in (_EMBED, _HEAD):
@@ -377,18 +371,6 @@ def read_weights(model_dir: str | Path, config: ModelConfig) -> dict[str, np.nda
         weights[ours] = np.ascontiguousarray(value, dtype=jnp.dtype(config.param_dtype))
     if not config.tie_embeddings and "head/w" not in weights:  # untying a tied checkpoint
         weights["head/w"] = weights["embed"].copy()
-    return weights
-
-
-def load_params(
-    model_dir: str | Path,
-    config: ModelConfig,
-    put: Callable[[np.ndarray, jax.ShapeDtypeStruct], jax.Array] | None = None,
-):
-    """The parameter state of `Transformer(config)` (what `nnx.split(model, nnx.Param, ...)[1]`
-    holds) from the checkpoint. `put(host_array, abstract_leaf)` places each array (default:
-    `jnp.asarray`); the training loop passes one that lays it out like its jitted init."""
-    weights = read_weights(model_dir, config)
     abstract = nnx.eval_shape(lambda: Transformer(config, rngs=nnx.Rngs(0)))
     params = nnx.split(abstract, nnx.Param, ...)[1]
     put = put or (lambda value, _: jnp.asarray(value))

@@ -83,13 +83,6 @@ class Transformer(nnx.Module):
         """The V x D output matrix: E (tied), W or A B; UserError for mos and mlp."""
         return self.head.matrix(self.embed[...])
 
-    def diag_features(self, h_NxD: jax.Array) -> jax.Array:
-        """logits = diag_features(h) diag_matrix()^T (see spamlang.model.heads)."""
-        return self.head.diag_features(h_NxD, self.embed[...])
-
-    def diag_matrix(self) -> jax.Array:
-        return self.head.diag_matrix(self.embed[...])
-
     def __call__(self, tokens_BxL: jax.Array) -> jax.Array:
         """log-probabilities logp_BxLxV (float32) of the next token at every position."""
         return self.log_probs(self.hidden(tokens_BxL))

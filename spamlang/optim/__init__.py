@@ -8,7 +8,7 @@ except that a row of a row table (the embedding and the head's V-row matrices) m
 steps where its symbol occurs (`spamlang.optim.lazy`); "sgd", heavy-ball momentum
 (`optax.trace`); "adafactor", optax's Adafactor pieces with a factored second moment for
 every matrix (as Shazeer & Stern 2018 do; optax's default threshold of 128 would factor
-nothing at D = 16). b1, b2 and eps do not apply to adafactor.
+nothing at D = 16).
 
 `optax.inject_hyperparams` keeps the peak LR, b1, b2, eps and momentum (`HYPERPARAMS`) as
 arrays in the optimizer state instead of Python constants, so the members of a vmapped group

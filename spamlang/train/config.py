@@ -16,8 +16,7 @@ from spamlang.notation import parse_count
 
 # The optimizers of `spamlang.optim` (named here, where no JAX is imported).
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
-# The optimizers whose step is normalised by Adam's second moment, so that 1 / (1 - b2) is
-# their memory (for lazy_adamw counted in the row's own appearances, for other leaves in steps).
+# The optimizers whose step is normalised by Adam's second moment (`return_time`).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
 # Fields that enter only a run's initial state (its seed, and the optimizer hyperparameters
 # held as arrays in the optimizer state): runs that differ only in these share one compiled
@@ -221,7 +220,17 @@ class TrainConfig:
                 f"tokens ({self.tokens}) must be at least one batch: "
                 f"batch_size * seq_len = {self.batch_size * self.seq_len}"
             )
-        _check_optimizer_fields(self)
+        # A field the optimizer does not read (`OPTIMIZER_FIELDS`), set to anything but its
+        # default: a sweep over it would train the same run under several names.
+        for name, readers in OPTIMIZER_FIELDS.items():
+            value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
+            if self.optimizer not in readers and value != default:
+                raise UserError(
+                    f"optimizer {self.optimizer} ignores {name} (only "
+                    f"{' and '.join(readers)} read it), so {name}={value!r} would change "
+                    f"nothing; leave it at its default ({default!r}) or choose "
+                    f"{' or '.join(readers)}"
+                )
         if self.micro_batch and self.batch_size % self.micro_batch:
             raise UserError(
                 f"micro_batch ({self.micro_batch}) must divide batch_size ({self.batch_size})"
@@ -371,20 +380,6 @@ class TrainConfig:
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
         _check_names(data)
         return cls(**data)
-
-
-def _check_optimizer_fields(config: TrainConfig) -> None:
-    """UserError for a field that `config.optimizer` does not read (`OPTIMIZER_FIELDS`) set to
-    anything but its default: a sweep over it would train the same run under several names."""
-    for name, readers in OPTIMIZER_FIELDS.items():
-        value, default = getattr(config, name), TrainConfig.__dataclass_fields__[name].default
-        if config.optimizer not in readers and value != default:
-            raise UserError(
-                f"optimizer {config.optimizer} ignores {name} (only "
-                f"{' and '.join(readers)} read it), so {name}={value!r} would change "
-                f"nothing; leave it at its default ({default!r}) or choose "
-                f"{' or '.join(readers)}"
-            )
 
 
 def optimizer_fields_table() -> list[str]:

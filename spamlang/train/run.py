@@ -45,25 +45,18 @@ __all__ = ["Interrupted", "load_run", "run_group", "run_training"]
 
 
 def run_training(config, out_dir, *, quiet=False, stop_after_step: int | None = None) -> dict:
-    """Train `config` into `out_dir` (or resume it, or return its result if finished).
-
-    Returns the result dict (the contents of result.json). `stop_after_step` checkpoints and
-    raises `Interrupted` at the first log step from that step on, as a signal would (for
-    time-sliced jobs and tests). UserError for an unusable `out_dir` or one holding a different
-    config.
-    """
+    """Train `config` into `out_dir` (or resume it, or read its result if finished); returns
+    the result dict (result.json). `stop_after_step` checkpoints and raises `Interrupted` at
+    the first log step from that step on, as a signal would (for time-sliced jobs and tests).
+    UserError for an unusable `out_dir` or one holding a different config."""
     return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
 def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = None) -> list[dict]:
-    """Train configs that differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
-    together (vmapped), one run dir each.
-
-    Finished members are skipped; the rest resume from their own newest checkpoints (members
-    at different steps train as subgroups). Each member's files
-    are those of its own `run_training`; its numbers equal a sequential run's up to float
-    rounding of the batched matmuls. Returns the results in member order.
-    """
+    """Train configs that differ only in MEMBER_FIELDS together (vmapped), one run dir each;
+    returns the results in member order. Each member's files are those of its own
+    `run_training`; its numbers equal a sequential run's up to float rounding of the batched
+    matmuls."""
     configs, out_dirs = list(configs), [Path(d) for d in out_dirs]
     if len(configs) != len(out_dirs):
         raise UserError(f"run_group: {len(configs)} configs but {len(out_dirs)} out dirs")
@@ -320,7 +313,9 @@ class _Group:
     def run(self, received: list, stop_after_step: int | None) -> None:
         cfg, step = self.cfg, self.ms[0].step
         if self.ms[0].final:  # a crash between the final checkpoint and result.json
-            self._finish(self.ms, self._diverged_steps(), step, write_rows=False)
+            flags = jax.device_get((self.state["diverged"], self.state["diverged_step"]))
+            diverged = {j: int(s) + 1 for j, (d, s) in enumerate(zip(*flags)) if d}
+            self._finish(self.ms, diverged, step, write_rows=False)
             return
         if step == 0 and cfg.diag_every:
             # The bottleneck at init, so that the log shows how it moves, not only where it
@@ -370,11 +365,6 @@ class _Group:
     def _live(self) -> list[_Member]:
         return [m for m in self.ms if m.result is None]
 
-    def _diverged_steps(self) -> dict[int, int]:
-        """{member index: steps it trained} of the diverged members, from the state."""
-        flags = jax.device_get((self.state["diverged"], self.state["diverged_step"]))
-        return {j: int(s) + 1 for j, (d, s) in enumerate(zip(*flags)) if d}
-
     # ----- rows --------------------------------------------------------------------------------
     def _log(self, step: int) -> None:
         """Read the metrics of steps <= `step` (one transfer) and write each member's row."""
@@ -398,8 +388,13 @@ class _Group:
             if entries[-1][1]["diverged"]:  # the row ends at the diverging batch
                 diverged[j] = int(entries[-1][1]["diverged_step"]) + 1
                 entries = [e for e in entries if e[0] <= diverged[j]] or entries
-            if m.track is not None:
-                self._track(m, entries)
+            # track.jsonl, a row per step: the tracked rows' updates along themselves and the
+            # sequences that showed each tracked id (`spamlang.coverage.tracking`).
+            for s, values in entries if m.track is not None else ():
+                seen = [int(x) for x in values["track_seen"]]
+                row = {"step": s, "ids": self.cfg.tracked_ids, "seen": seen}
+                row.update({k[6:]: values[k] for k in ("track_embed", "track_head") if k in values})
+                m.track.append(row)
             row = {"kind": "train", "step": step, "tokens": step * self.cfg.tokens_per_step}
             row.update({k: sum(e[1][k] for e in entries) / len(entries) for k in _TRAIN_KEYS})
             row.update(lr=entries[-1][1]["lr"], tokens_per_s=tokens_per_s, mfu=mfu)
@@ -408,15 +403,6 @@ class _Group:
         self.progress.logged(step, losses, tokens_per_s)
         if diverged:
             self._finish([self.ms[j] for j in diverged], diverged, step)
-
-    def _track(self, m: _Member, entries: list) -> None:
-        """One track.jsonl row per step: the tracked rows' updates along themselves and the
-        sequences that showed each tracked id (`spamlang.coverage.tracking`)."""
-        for step, values in entries:
-            row = {"step": step, "ids": self.cfg.tracked_ids}
-            row["seen"] = [int(x) for x in values["track_seen"]]
-            row.update({k[6:]: values[k] for k in ("track_embed", "track_head") if k in values})
-            m.track.append(row)
 
     def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
         for m in members:
@@ -537,8 +523,19 @@ class _Group:
                 {k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)}
             )
             if self.writer:
-                if "symbol_loss" in ev:  # before result.json, which marks the run finished
-                    self._write_symbols(m, j, ev["symbol_loss"], at)
+                if "symbol_loss" in ev:  # symbols.npz before result.json, which marks the run
+                    # finished: each symbol's final loss, probability, appearances and last step
+                    counts_V, last_V = jax.device_get(
+                        (self.state["exposure"][j], self.state["last_seen"][j])
+                    )
+                    rundir.write_symbols(
+                        m.dir,
+                        loss=ev["symbol_loss"],
+                        probability=self.program.evaluation.probability_V,
+                        appearances=counts_V,
+                        last_step=last_V,
+                        steps=at,
+                    )
                 rundir.write_result(m.dir, m.result)
                 tracking.finished(m.log, m.result)
             status = f"diverged at step {at}" if j in diverged else f"finished after {at} steps"
@@ -547,18 +544,6 @@ class _Group:
                 f"eval loss {_fmt(m.result['final_eval_loss'])}, "
                 f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
             )
-
-    def _write_symbols(self, m: _Member, j: int, loss_V, steps: int) -> None:
-        """symbols.npz: each symbol's final loss, probability, appearances and last step."""
-        counts_V, last_V = jax.device_get((self.state["exposure"][j], self.state["last_seen"][j]))
-        rundir.write_symbols(
-            m.dir,
-            loss=loss_V,
-            probability=self.program.evaluation.probability_V,
-            appearances=counts_V,
-            last_step=last_V,
-            steps=steps,
-        )
 
 
 def _fmt(value) -> str:

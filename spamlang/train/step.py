@@ -55,14 +55,11 @@ def batch_rows(
     """int32[len(rows), L]: the training rows `rows` (indices into the step's batch of
     `batch_size`) of step `step`, in the data order of `sampling`:
 
-    - "iid": row r of step t is `lang.sample(fold_in(fold_in(data_key, t), r), 1, L)[0]`. A
-      SpamLang symbol then occurs in a step with probability about B / V, so it returns every
-      V / B steps on average, with a geometric tail.
+    - "iid": row r of step t is `lang.sample(fold_in(fold_in(data_key, t), r), 1, L)[0]`;
     - "permuted": the stream of rows is cut into epochs of n = the language's drawn symbols;
       epoch e deals a permutation of them, seeded by (data_key, e), so position t * B + r of the
-      stream holds symbol `perm_e[(t * B + r) mod n]`. Every symbol then occurs once per epoch:
-      when B divides n it returns every n / B steps exactly, and B = n is full-batch training
-      (every symbol in every step, the setting of the paper's section 2.3).
+      stream holds symbol `perm_e[(t * B + r) mod n]` (what that means for a symbol's return
+      time: TrainConfig.sampling).
 
     Both are pure functions of (data_key, step, row): a resumed run sees the same batches, and
     each device generates only its own rows."""
@@ -186,9 +183,7 @@ def make_member_step(program: Program):
     return member_step
 
 
-# Fields that change neither the step nor the evaluation: runs that differ only in these
-# share one compiled program. MEMBER_FIELDS: lr, b1, b2, eps and momentum live in each member's
-# state, and the seed only enters the initial state; the rest is the loop's cadence.
+# Fields that change neither the step nor the evaluation: MEMBER_FIELDS and the loop's cadence.
 NOT_COMPILED = (
     *MEMBER_FIELDS,
     "log_every",
