@@ -23,14 +23,9 @@ def sequence_counts(tokens_BxL: jax.Array, vocab_size: int) -> jax.Array:
     """int32[V]: how many of the B sequences hold each id among their inputs (once per row)."""
     inputs_BxLm1 = jnp.sort(tokens_BxL[:, :-1], axis=1)
     # After the sort, an id's first position in its row is where it differs from its left
-    # neighbour: counting only those counts sequences, not tokens.
-    first_BxLm1 = jnp.concatenate(
-        [
-            jnp.ones_like(inputs_BxLm1[:, :1], dtype=jnp.bool_),
-            inputs_BxLm1[:, 1:] != inputs_BxLm1[:, :-1],
-        ],
-        axis=1,
-    )
+    # neighbour (ids are >= 0, so position 0 differs from the -1 before it): counting only
+    # those counts sequences, not tokens.
+    first_BxLm1 = jnp.diff(inputs_BxLm1, axis=1, prepend=-1) != 0
     return (
         jnp.zeros(vocab_size, jnp.int32)
         .at[inputs_BxLm1.reshape(-1)]

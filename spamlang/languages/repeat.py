@@ -283,6 +283,4 @@ class NoisySpam(Language):
         logp_hit, logp_miss = self._logp()
         return where_logprob(self.is_most_likely(tokens_BxL), logp_hit, logp_miss)
 
-    def is_most_likely(self, tokens_BxL):
-        tokens_BxL = as_tokens(tokens_BxL)
-        return tokens_BxL[:, 1:] == tokens_BxL[:, :1]
+    is_most_likely = Spam.is_most_likely  # the first token is the likeliest next one
