@@ -55,7 +55,8 @@ def register(subparsers) -> None:
         choices=("tensorboard", "wandb", "none"),
         default=None,
         help="mirror the run's metrics, config and result to TensorBoard (DIR/tensorboard/) or "
-        "W&B (WANDB_MODE=offline: DIR/wandb/); needs the extra of that name",
+        "W&B (WANDB_MODE=offline: DIR/wandb/); needs the extra of that name; one that cannot "
+        "start is an error before training",
     )
     parser.add_argument(
         "--distributed",
