@@ -29,10 +29,7 @@ SWEEP = dataclasses.replace(
     WITH_DECAY,
     name="memory_width_wd0",
     axes={
-        # D = 16, 32, 64: the D = 128 cell was measured with decay only.
-        "preset,batch_size,tokens": [
-            c for c in axes.pop("preset,batch_size,tokens") if c[0] != "tiny-w128"
-        ],
+        "preset,batch_size,tokens": axes.pop("preset,batch_size,tokens"),
         "tie_embeddings": axes.pop("tie_embeddings"),
         "weight_decay": [0.0],
         **axes,
