@@ -1,15 +1,16 @@
 """`memory_width.py` without weight decay: the same cells (D = 16, 32, 64 x return time 32, 128,
-512 x b2 0.95, 0.99, 0.999 x tying, 16 updates per symbol, V = 4,096) at weight decay 0.
+512, and D = 128 at 128; x b2 0.95, 0.99, 0.999 x tying, 16 updates per symbol, V = 4,096) at
+weight decay 0.
 
 Decay is the one setting the earlier sweeps found to move the boundary at fixed memory
 (`clipping.py`: V = 1,024, tied, b2 0.95 ends at 0.47 with decay 0.1 and 0.0073 without). This
 file crosses it with the width and the return time, so the law's decay term is fitted on more
 than one width. What else moves: nothing; every other setting is `memory_width.py`'s.
 
-Measured on the 2-core AMD EPYC: its R = 32 and 128 groups in 12 min 44 s alone (the D = 16
-ones had mostly run before). Its six R = 512 groups have not run yet; at memory_width.py's pace
-they take about 25 minutes. Run it as two shards (`--shard 0/2`, then `--shard 1/2`) to keep
-each under 20 minutes.
+Measured on the 2-core AMD EPYC, in parts and with resumes: its R = 32 and 128 groups at
+D = 16-64 in 12 min 44 s alone (the D = 16 ones had mostly run before), the six R = 512 groups
+in about 40 min beside other work, the two D = 128 groups in 8 min 25 s and 11 min 07 s. Run it
+as 20 shards (`--shard 0/20` ... `--shard 19/20`, one group each) to keep each under 20 minutes.
 
 Run: python sweeps/memory_width_wd0.py [--out DIR] [--shard i/n] [--dry-run]
 """
