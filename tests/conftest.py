@@ -7,9 +7,17 @@ JAX is imported, hence environment variables set at conftest import time.
 """
 
 import os
+import sys
 import tempfile
 
 import pytest
+
+# The suite starts hundreds of Python processes (xdist workers, the CLI tests' subprocesses), and
+# CI installs with `pip install --no-compile`. Where PYTHONDONTWRITEBYTECODE is set, every one
+# of them would compile jax, flax and the rest from source again; the first import writes the
+# bytecode cache, and the others load it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="spamlang-xla-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
