@@ -30,7 +30,10 @@ SWEEP = dataclasses.replace(
     WITH_DECAY,
     name="memory_width_wd0",
     axes={
-        "preset,batch_size,tokens": axes.pop("preset,batch_size,tokens"),
+        # Without D = 128 at R = 512, which was measured with decay only.
+        "preset,batch_size,tokens": [
+            c for c in axes.pop("preset,batch_size,tokens") if c[:2] != ["tiny-w128", 8]
+        ],
         "tie_embeddings": axes.pop("tie_embeddings"),
         "weight_decay": [0.0],
         **axes,
