@@ -1,6 +1,6 @@
 """`memory_width.py`'s boundary at the paper's head width: D = 576 (2 layers), V = 4,096, b2 0.95.
 
-The law of `spamlang.law`, fitted at D = 16-64 where the boundary's constant c grows with the
+The law of `spamlang.law`, fitted at D = 16-128 where the boundary's constant c grows with the
 width, extrapolates to D = 576: a 20-step memory (b2 = 0.95) should hold a symbol away for 128
 steps and only partly one away for 512, where D = 16 fails both (`memory_width.py`). These
 cells test that extrapolation in D before any accelerator runs; what they measured, and what
