@@ -16,9 +16,11 @@ noise per step. `paper_width_cpu.py` holds the R = 32 cell.
 
 Measured on the 2-core AMD EPYC: 8.91e13 training FLOPs; the R = 128 group took about 42 min
 beside the test suite and other work, the R = 512 group 39 min 50 s, mostly alone. Each group
-is one vmapped program of 6 runs, so `--shard` alone cannot bring a part under 20 minutes here:
-`--group-size 3 --shard i/4` (i = 0 .. 3) makes four parts of 3 runs, about half a group each
-by FLOPs (not timed).
+is one vmapped program of 6 runs, so `--shard` alone cannot bring a part under 20 minutes here.
+`--group-size 3 --shard i/4` (i = 0 .. 3) makes four parts of 3 runs, but a part does not halve
+the time: `--shard 2/4` (R = 512) reached step 2,976 of 8,192 in 10 min 36 s alone, about
+29 min for the part. On this machine a part under 20 minutes needs smaller parts still
+(`--group-size 1 --shard i/12`, not timed); on an accelerator a group takes minutes.
 
 Run: python sweeps/memory_width_576.py [--out DIR] [--shard i/n] [--dry-run]
 """
