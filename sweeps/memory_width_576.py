@@ -20,7 +20,7 @@ is one vmapped program of 6 runs, so `--shard` alone cannot bring a part under 2
 `--group-size 3 --shard i/4` (i = 0 .. 3) makes four parts of 3 runs, but a part does not halve
 the time: `--shard 2/4` (R = 512) reached step 2,976 of 8,192 in 10 min 36 s alone, about
 29 min for the part. On this machine a part under 20 minutes needs smaller parts still
-(`--group-size 1 --shard i/12`, not timed); on an accelerator a group takes minutes.
+(`--group-size 1 --shard i/12`, not timed).
 
 Run: python sweeps/memory_width_576.py [--out DIR] [--shard i/n] [--dry-run]
 """
