@@ -16,14 +16,14 @@ Run: python sweeps/memory_width_wd0.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import spamlang.sweep
+from spamlang.sweep.command import load_sweep_file
 
-# The grid's file sits next to this one; `spamlang sweep` loads this file by path.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory_width import SWEEP as WITH_DECAY  # noqa: E402
+# The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
+# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+WITH_DECAY = load_sweep_file(Path(__file__).with_name("memory_width.py"))[0]
 
 axes = dict(WITH_DECAY.axes)
 SWEEP = dataclasses.replace(

@@ -14,20 +14,24 @@ Run: python sweeps/paper_width_cpu.py [--out DIR] [--dry-run]
 """
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import spamlang.sweep
+from spamlang.sweep.command import load_sweep_file
 
-# The full grid's file sits next to this one; `spamlang sweep` loads this file by path.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_width import SWEEP as FULL  # noqa: E402
-from paper_width import cell
+# The full grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
+# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+FULL = load_sweep_file(Path(__file__).with_name("paper_width.py"))[0]
+CELLS = FULL.axes["vocab_size,tokens,diag_every"]
 
 SWEEP = dataclasses.replace(
     FULL,
     name="paper_width_cpu",
-    axes={**FULL.axes, "vocab_size,tokens,diag_every": [cell(4096)], "tie_embeddings": [False]},
+    axes={
+        **FULL.axes,
+        "vocab_size,tokens,diag_every": [c for c in CELLS if c[0] == 4096],
+        "tie_embeddings": [False],
+    },
 )
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,9 @@ SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 @pytest.mark.parametrize("script", SWEEPS, ids=lambda p: p.stem)
 def test_sweep_script_dry_run(script, tmp_path, capsys):
     out = tmp_path / "out"
+    path = list(sys.path)
     assert cli_main(["sweep", str(script), "--out", str(out), "--dry-run"]) == 0
+    assert sys.path == path  # sweeps/bottleneck.py must not shadow pandas' `bottleneck`
     summary = [line for line in capsys.readouterr().out.splitlines() if " runs in " in line][-1]
     # The dry run lists every point of the script's grid (LR bracketing adds runs later).
     assert summary.startswith(f"{len(_points(script.stem))} runs in "), summary
