@@ -251,7 +251,14 @@ class SequenceDataset:
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Sequences 0, 1, ... as int32[L]: all N of a finite dataset, else up to 2^32."""
-        for chunk in self._generate(range(MAX_INDEX if self.num_sequences is None else len(self))):
+        # An endless one in batches of 256 rows, so that its first item does not wait for a
+        # whole generation chunk (about 1M tokens); the sequences are the same either way.
+        chunks = (
+            self.batches(256)
+            if self.num_sequences is None
+            else self._generate(range(self.num_sequences))
+        )
+        for chunk in chunks:
             yield from chunk
 
 
