@@ -63,6 +63,7 @@ SWEEP = Sweep(
         "preset,batch_size,tokens": [
             *(cell(p, b) for p in ("tiny", "tiny-w32", "tiny-w64") for b in (128, 32, 8)),
             # D = 128 where the narrower widths straddle the boundary (R = 32 learns from D = 32).
+            cell("tiny-w128", 128),
             cell("tiny-w128", 32),
             cell("tiny-w128", 8),
         ],

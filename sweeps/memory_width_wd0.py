@@ -30,10 +30,7 @@ SWEEP = dataclasses.replace(
     WITH_DECAY,
     name="memory_width_wd0",
     axes={
-        # Without D = 128 at R = 512, which was measured with decay only.
-        "preset,batch_size,tokens": [
-            c for c in axes.pop("preset,batch_size,tokens") if c[:2] != ["tiny-w128", 8]
-        ],
+        "preset,batch_size,tokens": axes.pop("preset,batch_size,tokens"),
         "tie_embeddings": axes.pop("tie_embeddings"),
         "weight_decay": [0.0],
         **axes,
