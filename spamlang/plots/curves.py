@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
+from spamlang.fields import finite
 from spamlang.notation import format_count
 from spamlang.plots.canvas import writer
 from spamlang.plots.layout import (
@@ -52,8 +53,7 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
     (`spamlang.sweep.best_lr`). A cell without a finished run yet takes the LR whose runs have
     the lowest latest train loss. A float: that LR (relative tolerance 1e-6), for every cell.
     """
-    lr = "best" if lr is None else parse_lr(lr)
-    if lr == "best":
+    if lr in (None, "best"):
         chosen = [
             r for p in best_points(group_points(runs, [SEED]), "lr", BEST_METRIC) for r in p.runs
         ]
@@ -91,8 +91,8 @@ def _latest_loss(runs: list[Run]) -> float:
     """The runs' mean latest finite train loss (inf when none has one yet)."""
     lasts = []
     for r in runs:
-        losses = [row.get("loss") for row in iter_metrics(r.path, "train")]
-        losses = [x for x in losses if isinstance(x, (int, float)) and math.isfinite(x)]
+        losses = [finite(row.get("loss")) for row in iter_metrics(r.path, "train")]
+        losses = [x for x in losses if x is not None]
         lasts.append(losses[-1] if losses else math.inf)
     return statistics.fmean(lasts)
 
@@ -102,9 +102,9 @@ def _floor(r: Run) -> float | None:
     if v is not None:
         return v
     for row in iter_metrics(r.path, "eval"):
-        loss, above = row.get("eval_loss"), row.get("loss_above_floor")
-        if isinstance(loss, (int, float)) and isinstance(above, (int, float)):
-            return float(loss) - float(above)
+        loss, above = finite(row.get("eval_loss")), finite(row.get("loss_above_floor"))
+        if loss is not None and above is not None:
+            return loss - above
     return None
 
 
@@ -129,10 +129,9 @@ def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool):
     at: dict[float, list[float]] = {}
     for r in runs:
         for row in rows_of(r.path, kind):
-            t, v = row.get(x), row.get(y)
-            ok = isinstance(t, (int, float)) and isinstance(v, (int, float))
-            if ok and math.isfinite(v) and (v > 0 or not positive):
-                at.setdefault(float(t), []).append(float(v))
+            t, v = finite(row.get(x)), finite(row.get(y))
+            if t is not None and v is not None and (v > 0 or not positive):
+                at.setdefault(t, []).append(v)
     xs = sorted(at)
     return (
         xs,
@@ -154,19 +153,13 @@ def curves_figure(
     rows: str | list[str] | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """A metrics.jsonl value (default: the train loss) against `x`, a metrics.jsonl field
-    (tokens or step), one line per value of `color` (default V), each at its cell's best LR or
-    at the one LR given (see `choose_runs`; the legend names each line's LR); one panel per
-    value of `cols` (default: tied, untied), one row of panels per combination of the other
-    varying settings (or of `rows`); 'none' switches `color`, `cols` or `rows` off.
+    """A metrics.jsonl field against `x` (tokens or step), one line per `color` value at its
+    cell's best LR or at the one LR given (`choose_runs`), faceted by `cols` / `rows`.
 
-    Seeds of one line are averaged: the mean is drawn with a band from their min to their max.
-    Runs still in progress are drawn dotted and labelled "running", diverged runs "diverged";
-    the language's Bayes floor is a dashed line (a floor of 0, SpamLang's, cannot sit on a log
-    axis and is stated in the legend instead), named in the first panel's legend only. Loss
-    metrics get a log y axis by default.
-    When every line is a single point (eval_loss of runs that evaluate only at the end,
-    `eval_every=0`), the end points are drawn and a note on stderr and in the caption says why.
+    Seeds of a line: mean and min-max band. Runs in progress are dotted. The Bayes floor is
+    dashed (a floor of 0, SpamLang's, cannot sit on a log axis: the legend states it), named in
+    one legend only. When every line is a single point (runs that evaluate only at the end,
+    `eval_every=0`), a note on stderr and in the caption says why.
     """
     lr = parse_lr(lr)
     runs = scan_runs(sweep_dir)
@@ -232,8 +225,11 @@ def curves_figure(
             f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
             "--x takes a metrics.jsonl field such as tokens or step"
         )
-    single = _single_point_note(runs, kind) if drawn and most_points == 1 else ""
-    if single:
+    single = ""
+    if drawn and most_points == 1:  # why every line is a single point: one row per run (the end)
+        single = f"the runs have one {kind} row each: one point per run"
+        if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
+            single = "the runs evaluate only at the end (eval_every=0): one point per run"
         print(f"note: {single}", file=sys.stderr)
     chosen = f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})" if chose else ""
     gone = ""
@@ -264,13 +260,6 @@ def curves_figure(
 
 
 plot_curves = writer(curves_figure)
-
-
-def _single_point_note(runs: list[Run], kind: str) -> str:
-    """Why every line is a single point: its runs logged one `kind` row each (the end)."""
-    if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
-        return "the runs evaluate only at the end (eval_every=0): one point per run"
-    return f"the runs have one {kind} row each: one point per run"
 
 
 def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:

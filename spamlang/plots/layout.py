@@ -151,10 +151,6 @@ class Point:
         return Stats(statistics.fmean(values), min(values), max(values), len(values))
 
     @property
-    def diverged(self) -> int:
-        return sum(r.diverged for r in self.runs)
-
-    @property
     def at_edge(self) -> bool:
         """Was the best value the smallest or largest of a grid of 3 or more?"""
         ends = (ident(self.grid[0]), ident(self.grid[-1])) if self.grid else ()

@@ -113,15 +113,10 @@ def lines_figure(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """Outcome `y` of the finished runs against the numeric column `x` (a setting or another
-    outcome), one line per value of `color`, one panel per value of `cols` and of `rows`.
-
-    Each point is the mean over seeds, with min-max error bars. With a best-over column (by
-    default lr, when it varies and is not an axis), each point is the best of that column's
-    values for its group (lowest y; highest for accuracy-like metrics), after the seed mean; a
-    hollow marker says the best value sits at the edge of a grid of 3 or more. `points` draws
-    markers only (a scatter). Log x is chosen when a positive x spans a factor of 8 or more,
-    log y when the positive y values (error bars included) span more than LOGY_SPAN.
+    """Outcome `y` against the numeric column `x` (a setting or another outcome), one line per
+    `color` value, faceted by `cols` / `rows`: seed means with min-max error bars, each at its
+    best `best_over` value (`resolve_best_over`; hollow: at the edge of a grid of 3 or more).
+    `points`: markers only (a scatter); log axes by default as `auto_logx` / `auto_logy` say.
     """
     every = finished_runs(sweep_dir)
     runs = select(every, where)

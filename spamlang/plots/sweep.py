@@ -1,9 +1,4 @@
-"""The final-loss heatmap (the paper's Figure 5): a final metric on an x by y grid of cells.
-
-It reads a sweep directory from disk (`spamlang.plots.runs`) and never imports the trainer;
-any results.csv column can be an axis (`spamlang.plots.layout` says how runs are averaged
-over seeds and split into panels).
-"""
+"""The final-loss heatmap (the paper's Figure 5): a final metric on an x by y grid of cells."""
 
 from __future__ import annotations
 
@@ -81,14 +76,9 @@ def best_cells(grid: np.ndarray, higher_is_better: bool = False) -> list[tuple[i
     grid = np.asarray(grid, dtype=float)
     if grid.ndim != 2 or grid.shape[0] < 2:
         return []
-    cells = []
-    for col in range(grid.shape[1]):
-        column = grid[:, col]
-        if not np.isfinite(column).any():
-            continue
-        best = np.nanmax(column) if higher_is_better else np.nanmin(column)
-        cells += [(int(row), col) for row in np.flatnonzero(column == best)]
-    return sorted(cells)
+    loss = np.where(np.isfinite(grid), -grid if higher_is_better else grid, np.inf)
+    best = (loss == loss.min(axis=0)) & np.isfinite(loss)
+    return [(int(row), int(col)) for row, col in np.argwhere(best)]  # row-major: sorted
 
 
 def _cell_text(v: float) -> str:
@@ -112,18 +102,13 @@ def _range_text(lo: float, hi: float) -> str:
     return f"{a}\u2013{b}"
 
 
-def _text_colour(rgba) -> str:
-    r, g, b = rgba[:3]
-    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-
-
 def cell_label(point: Point, metric: str, best: str | None = None, tags: Iterable[str] = ()) -> str:
     """A cell's text: the mean; below it the min-max range of several runs; the value of the
     `best` column chosen for the cell (its runs hold only that value, see `best_over`); the
     cell's value of each `tags` column (head: 'lowrank:16'); 'k/n div' if some diverged; 'div'
     when all did."""
     s = point.stats(metric)
-    n_div = point.diverged
+    n_div = sum(r.diverged for r in point.runs)
     if s is None:
         return "div" if n_div else ""
     lines = [_cell_text(s.mean)]
@@ -148,20 +133,13 @@ def heatmap_figure(
     best_over: str | None = None,
     diagonal: bool | None = None,
 ) -> Figure:
-    """Final metric of every finished run on an x by y grid (default: V by LR), one panel per
-    value of `cols` (default: tied, untied; 'none': one column), one row of panels per
-    combination of the other settings that vary (or of `rows`; 'none': pooled, as the caption
-    says). Runs without a value of x or y are left out, with a note.
+    """`metric` of every finished run on an x by y grid, faceted by `cols` / `rows` (`Facets`).
 
-    Runs landing in one cell (seeds) are averaged: the cell shows the mean, and below it the
-    min-max range. Colours span the data's range (see `color_limits`), shared by all panels.
-    Each column's best cell (the best LR of each V) is outlined in red. Diverged runs are hatched
-    and marked "div"; points without a finished run stay blank. With `best_over` (a setting,
-    e.g. lr), each cell holds only the runs of that setting's best value (seed mean, lowest
-    metric; highest for accuracy-like ones), named in the cell, instead of pooling its values.
-    `diagonal` draws x = y across the cells (`draw_diagonal`); None: on for return time against
-    Adam's memory. A setting of CELL_TAGS (head) that is no axis but differs between cells is
-    named in each cell (a rank axis mixing lowrank:16, softmax and mlp:64).
+    A cell pools its runs (`cell_label`); colours span the data (`color_limits`), shared by all
+    panels; each column's best cell (the best LR of each V) is outlined in red. `best_over`
+    keeps each cell's best value of that setting (`layout.best_over`) instead of pooling
+    them. `diagonal`: x = y across the cells (`draw_diagonal`); None: on for return time
+    against Adam's memory. A CELL_TAGS setting that differs between cells is named in each.
     """
     every = finished_runs(sweep_dir)
     runs = select(every, where)
@@ -311,7 +289,8 @@ def _draw_cells(
                 Rectangle((xi - 0.5, yi - 0.5), 1, 1, fc="0.85", ec="0.4", hatch="////", lw=0)
             )
         v = grid[yi, xi]
-        colour = "black" if np.isnan(v) else _text_colour(image.cmap(norm(v)))
+        luma = 1.0 if np.isnan(v) else np.dot(image.cmap(norm(v))[:3], (0.299, 0.587, 0.114))
+        colour = "black" if luma > 0.5 else "white"  # a blank (nan) cell's text: black
         ax.text(
             xi, yi, label, ha="center", va="center", fontsize=font, color=colour, linespacing=1.1
         )

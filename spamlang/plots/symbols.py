@@ -53,6 +53,7 @@ from spamlang.plots.layout import (
 )
 from spamlang.plots.layout import best_over as best_points
 from spamlang.plots.runs import Run, finished_runs, select, varying_settings
+from spamlang.plots.sweep import color_limits
 from spamlang.rundir import read_symbols
 from spamlang.rundir.reading import read_object
 from spamlang.rundir.schema import RESULT, SYMBOLS
@@ -222,10 +223,8 @@ plot_recency = writer(recency_figure)
 def _appearance_norm(all_symbols: list[dict]):
     """One colour scale for every panel: log when the shown symbols' counts span 10x or more."""
     counts = np.concatenate([s["appearances"][s["last_step"] >= 0] for s in all_symbols])
-    lo, hi = (float(counts.min()), float(counts.max())) if counts.size else (1.0, 1.0)
-    if lo > 0 and hi >= 10 * lo:
-        return LogNorm(lo, hi)
-    return Normalize(lo - 0.5, hi + 0.5) if lo == hi else Normalize(lo, hi)
+    lo, hi, log = color_limits(counts.tolist())
+    return LogNorm(lo, hi) if log else Normalize(lo, hi)
 
 
 def _draw_run(ax, run: Run, s: dict, norm):

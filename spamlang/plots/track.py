@@ -41,22 +41,17 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
     `rows` are track.jsonl records: {"step", "ids", "seen", "embed", ["head"]}."""
     if not rows:
         return {}
-    ids = rows[0]["ids"]
+    seen_SxK = np.array([r["seen"] for r in rows]) > 0
     out: dict[str, dict] = {}
-    for table in TABLES:
-        if table not in rows[0]:
-            continue
-        per = {}
-        for j, s in enumerate(ids):
-            pull = sum(r[table][j] for r in rows if r["seen"][j] > 0)
-            between = sum(r[table][j] for r in rows if r["seen"][j] == 0)
-            per[s] = {
-                "appearances": sum(r["seen"][j] > 0 for r in rows),
-                "pull": pull,
-                "between": between,
-                "net": pull + between,
-            }
-        out[table] = per
+    for table in (t for t in TABLES if t in rows[0]):
+        comp_SxK = np.array([r[table] for r in rows], dtype=float)
+        pull_K, between_K = (np.where(m, comp_SxK, 0.0).sum(0) for m in (seen_SxK, ~seen_SxK))
+        out[table] = {
+            i: {"appearances": int(n), "pull": p, "between": b, "net": p + b}
+            for i, n, p, b in zip(
+                rows[0]["ids"], seen_SxK.sum(0), pull_K.tolist(), between_K.tolist()
+            )
+        }
     return out
 
 
@@ -84,8 +79,6 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
     of a live run) are skipped, and so, with a note, are rows with non-finite updates. A run
     that did not track symbols, has no rows yet, or is tied when `table` is "head" is a
     UserError."""
-    if table not in TABLES:
-        raise UserError(f"--table must be one of {', '.join(TABLES)}, got {table!r}")
     run = check_dir(run_dir)
     path = run / TRACK
     if not path.is_file():
