@@ -1,8 +1,4 @@
-"""`spamlang plot heatmap|curves|lines SWEEP_DIR -o FILE`: figures from a sweep directory;
-`spamlang plot bottleneck DIR [DIR ...] -o FILE`: Figure 6 from sweeps and pretrained LMs;
-`spamlang plot track RUN_DIR [RUN_DIR ...] -o FILE`: the mechanism diagnostic of tracked symbols;
-`spamlang plot symbols SWEEP_DIR -o FILE`: symbol loss against exposure (sample complexity);
-`spamlang plot recency DIR [DIR ...] -o FILE`: symbol loss against steps since it was last shown."""
+"""`spamlang plot KIND DIR... -o FILE`: one subcommand per figure of `spamlang.plots`."""
 
 from __future__ import annotations
 

@@ -173,15 +173,11 @@ def bottleneck_points(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -
     points also have model_type and model_name. A directory that gives no point is a UserError
     naming it, as is a diagnostics.json that cannot be read or has no kernel fraction.
     """
-    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    points, seen = [], set()
-    for path in paths:
+    roots: dict[Path, Path] = {}  # the same directory twice would draw its points twice
+    for path in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
         root = check_dir(path)
-        if root.resolve() in seen:  # the same directory twice would draw its points twice
-            continue
-        seen.add(root.resolve())
-        points.extend(_points_of(root))
-    return points
+        roots.setdefault(root.resolve(), root)
+    return [point for root in roots.values() for point in _points_of(root)]
 
 
 def _points_of(root: Path) -> list[dict]:
@@ -329,15 +325,15 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
     fig = Figure(figsize=(9 if with_curves else 5.2, 3.8), layout="constrained")
     axes = fig.subplots(1, 2 if with_curves else 1, squeeze=False)[0]
     ax = axes[0]
-    runs = sorted({p["series"] for p in points if p["source"] != LM_SOURCE})
-    families = sorted({p["series"] for p in points if p["source"] == LM_SOURCE})
-    for i, (lm, name) in enumerate([(False, n) for n in runs] + [(True, n) for n in families]):
+    series = sorted({(p["source"] == LM_SOURCE, p["series"]) for p in points})  # runs first
+    n_runs = sum(not lm for lm, _ in series)
+    for i, (lm, name) in enumerate(series):
         mine = sorted(
-            (p for p in points if p["series"] == name and (p["source"] == LM_SOURCE) == lm),
+            (p for p in points if (p["source"] == LM_SOURCE, p["series"]) == (lm, name)),
             key=lambda p: p["d_over_v"],
         )
         # LM families: larger edged markers from their own set, apart from the runs' at a glance
-        marker = LM_MARKERS[(i - len(runs)) % len(LM_MARKERS)] if lm else MARKERS[i % len(MARKERS)]
+        marker = LM_MARKERS[(i - n_runs) % len(LM_MARKERS)] if lm else MARKERS[i % len(MARKERS)]
         ax.plot(
             [p["d_over_v"] for p in mine],
             [p["kernel_fraction"] for p in mine],
@@ -361,7 +357,7 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
     lo, hi = min(p["d_over_v"] for p in points), max(p["d_over_v"] for p in points)
     grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 200)
     ax.plot(grid, np.sqrt(1 - grid), "--", color="grey", label="sqrt(1 - D/V) (isotropic G)")
-    if families:
+    if n_runs < len(series):  # pretrained LMs
         ax.axhspan(
             *PAPER_BAND,
             color="0.5",

@@ -155,7 +155,7 @@ def recency_figure(
     symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
     (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
-    kept, missing = [], []
+    points, arrays, missing = [], {}, []
     for p in _best_lr(runs):  # each cell's best LR, then its smallest seed
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
         try:  # missing or unreadable: the run is skipped and named, not the end of the figure
@@ -165,8 +165,9 @@ def recency_figure(
         if npz is None:
             missing.append(run.run_id)
         else:
-            kept.append((run, npz))
-    if not kept:
+            points.append(Point([run]))
+            arrays[id(run)] = npz
+    if not points:
         raise UserError(
             f"no run in {', '.join(map(str, dirs))} has a {SYMBOLS} (runs of a "
             "position-invariant language write one when they finish)"
@@ -176,10 +177,12 @@ def recency_figure(
             f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
             file=sys.stderr,
         )
-    arrays = {id(run): s for run, s in kept}
     used = [cols] if cols else []
-    facets = Facets([Point([run]) for run, _ in kept], cols, rows, used, [SEED, "lr"])
-    norm = _appearance_norm([s for _, s in kept])
+    facets = Facets(points, cols, rows, used, [SEED, "lr"])
+    # One colour scale for every panel, over the counts of the symbols shown.
+    counts = np.concatenate([s["appearances"][s["last_step"] >= 0] for s in arrays.values()])
+    lo, hi, log = color_limits(counts.tolist())
+    norm = LogNorm(lo, hi) if log else Normalize(lo, hi)
 
     fig = facets.figure(2.6, 0.8, sharey=True)
     image = None
@@ -204,8 +207,8 @@ def recency_figure(
         ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
     bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
     bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
-    if isinstance(norm, LogNorm):
-        plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
+    if log:
+        plain_log_ticks(bar.ax.yaxis, lo, hi)
     bar.ax.tick_params(which="both", labelsize=6)
     note(
         fig,
@@ -218,13 +221,6 @@ def recency_figure(
 
 
 plot_recency = writer(recency_figure)
-
-
-def _appearance_norm(all_symbols: list[dict]):
-    """One colour scale for every panel: log when the shown symbols' counts span 10x or more."""
-    counts = np.concatenate([s["appearances"][s["last_step"] >= 0] for s in all_symbols])
-    lo, hi, log = color_limits(counts.tolist())
-    return LogNorm(lo, hi) if log else Normalize(lo, hi)
 
 
 def _draw_run(ax, run: Run, s: dict, norm):
