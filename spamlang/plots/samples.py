@@ -52,8 +52,7 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
             ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7, **style)
 
     stats_row(0.9, ("correct", "1st err", "run", "repeat"), weight="bold")
-    rows = [(t, kinds[i], result.stats[i]) for i, t in enumerate(result.tokens)]
-    for i, (tokens, row_kinds, s) in enumerate(rows):
+    for i, (tokens, row_kinds, s) in enumerate(zip(result.tokens, kinds, result.stats)):
         y = -i
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
         for x, (token, k) in enumerate(zip(tokens.tolist(), row_kinds)):

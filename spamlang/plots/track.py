@@ -194,13 +194,10 @@ def track_figure(tracks: list[Track]) -> Figure:
             title += f" ({len(picked)} of {len(track.ids)} tracked ids shown)"
         sub.suptitle(title, fontsize=9)
         axes = sub.subplots(1, n_cols, squeeze=False)[0]
-        sums = track.sums
-        for c, ax in enumerate(axes):
-            if c >= len(picked):
-                ax.set_visible(False)
-                continue
-            j = picked[c]
-            _draw_panel(ax, track, j, sums[track.ids[j]], first=c == 0, last=c == len(picked) - 1)
+        for ax in axes[len(picked) :]:
+            ax.set_visible(False)
+        for c, (ax, j) in enumerate(zip(axes, picked)):
+            _draw_panel(ax, track, j, first=c == 0, last=c == len(picked) - 1)
     what = "embedding" if tracks[0].table == "embed" else "head"
     note(
         fig,
@@ -215,7 +212,7 @@ def track_figure(tracks: list[Track]) -> Figure:
 plot_track = writer(track_figure)
 
 
-def _draw_panel(ax, track: Track, j: int, s: dict, first: bool, last: bool) -> None:
+def _draw_panel(ax, track: Track, j: int, first: bool, last: bool) -> None:
     """One tracked id: per-step bars behind (right axis), cumulative line with appearance
     markers in front, the sums in the title."""
     steps_n = np.array([r["step"] for r in track.rows], dtype=float)
@@ -236,6 +233,7 @@ def _draw_panel(ax, track: Track, j: int, s: dict, first: bool, last: bool) -> N
     ax.plot(steps_n, cum_n, color=colour, lw=1.2)
     ax.plot(steps_n[seen_n], cum_n[seen_n], "^", color=colour, ms=3, ls="none", gid=APPEARANCES)
     # In the title, not a box inside: a box would hide part of a line that may go anywhere.
+    s = track.sums[track.ids[j]]
     ax.set_title(
         f"id {track.ids[j]}: pull {s['pull']:+.3g} over {s['appearances']} appearances\n"
         f"between {s['between']:+.3g}, net {s['net']:+.3g}",
