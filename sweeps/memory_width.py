@@ -61,11 +61,7 @@ SWEEP = Sweep(
     ),
     axes={
         "preset,batch_size,tokens": [
-            *(cell(p, b) for p in ("tiny", "tiny-w32", "tiny-w64") for b in (128, 32, 8)),
-            # D = 128 where the narrower widths straddle the boundary (R = 32 learns from D = 32).
-            cell("tiny-w128", 128),
-            cell("tiny-w128", 32),
-            cell("tiny-w128", 8),
+            cell(p, b) for p in ("tiny", "tiny-w32", "tiny-w64", "tiny-w128") for b in (128, 32, 8)
         ],
         "tie_embeddings": [True, False],
         "b2": [0.95, 0.99, 0.999],
