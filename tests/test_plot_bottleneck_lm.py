@@ -163,6 +163,14 @@ def test_mixed_sweep_and_lms_share_one_axis(lm_dirs, tmp_path):
     assert lines["spam, softmax, tied"].get_marker() != lines["GPT-2"].get_marker()
 
 
+def test_a_head_wider_than_v_has_rank_v_as_diagnose_writes(tmp_path):
+    # D = 16 > V = 8: the head's rank is min(D, V), so D / V on the axis is capped at 1
+    sweep = write_sweep(tmp_path / "sweep")
+    config = json.loads((sweep / "V64" / "config.json").read_text())
+    (sweep / "V64" / "config.json").write_text(json.dumps({**config, "vocab_size": 8}))
+    assert sorted(p["d_over_v"] for p in bottleneck_points([sweep])) == [16 / 256, 1.0]
+
+
 def test_sweep_only_figure_has_no_lm_band(tmp_path):
     fig = bottleneck_figure(write_sweep(tmp_path / "sweep"))
     assert BAND_LABEL not in _legend(fig.axes[0]) and not fig.axes[0].texts

@@ -165,6 +165,15 @@ def parse_head(head: str) -> tuple[str, int]:
     )
 
 
+def rank_of_head(head: str, d_model: int, vocab_size: int) -> int:
+    """The most linearly independent logit vectors the head can produce: min(r, D) for
+    lowrank:r (A B), min(r, V) for mlp:r (its features are r wide and nonlinear in h),
+    min(D, V) for softmax and mos (whose gradient reaches h through D dimensions)."""
+    kind, r = parse_head(head)
+    width = {"lowrank": min(r, d_model), "mlp": r}.get(kind, d_model)
+    return min(width, vocab_size)
+
+
 # Why the factored heads cannot be tied, for the error message.
 _UNTIED = {
     "lowrank": "W = A B",
@@ -264,12 +273,7 @@ class ModelConfig:
 
     @property
     def head_rank(self) -> int:
-        """The most linearly independent logit vectors the head can produce: min(r, D) for
-        lowrank:r (A B), min(r, V) for mlp:r (its features are r wide and nonlinear in h),
-        min(D, V) for softmax and mos (whose gradient reaches h through D dimensions)."""
-        kind, r = parse_head(self.head)
-        width = {"lowrank": min(r, self.d_model), "mlp": r}.get(kind, self.d_model)
-        return min(width, self.vocab_size)
+        return rank_of_head(self.head, self.d_model, self.vocab_size)
 
     def replace(self, **changes) -> ModelConfig:
         """A copy with some fields changed (validated again)."""

@@ -251,9 +251,9 @@ def standalone_point(out_dir: str | Path) -> dict:
 
 
 def effective_rank(config: dict) -> int:
-    """The head's rank from a run's config.json: d_model (preset or override), r for
-    lowrank:r when r < d_model, r for mlp:r (at most V; `ModelConfig.head_rank`)."""
-    from spamlang.model.config import preset_fields
+    """The head's rank from a run's config.json, by `ModelConfig.head_rank`'s rule (so D / V
+    here is the d_over_v that `spamlang diagnose` writes, capped at 1)."""
+    from spamlang.model.config import preset_fields, rank_of_head
 
     try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
         preset = preset_fields(config.get("preset", ""))
@@ -262,10 +262,8 @@ def effective_rank(config: dict) -> int:
     d_model = int((config.get("model_overrides") or {}).get("d_model", preset.get("d_model", 0)))
     if not d_model:
         raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")
-    kind, _, arg = str(config.get("head", "softmax")).partition(":")
-    if kind == "mlp" and arg.isdigit():
-        return min(int(arg), int(config.get("vocab_size") or int(arg)))
-    return min(d_model, int(arg)) if kind == "lowrank" and arg.isdigit() else d_model
+    head = str(config.get("head", "softmax"))
+    return rank_of_head(head, d_model, int(config.get("vocab_size") or d_model))
 
 
 def _series(config: dict) -> str:
