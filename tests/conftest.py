@@ -23,11 +23,10 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="spam
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # LLVM at -O0 and XLA's older loop emitters, not its fusion emitters: the suite's programs are
-# tiny and most of its time is compiling them (-O0 measured 10% off two compile-heavy test
-# files; the loop emitters compile a train step in a third of the CPU time, for about a quarter
-# more per step run). Tests compare computations at one level, never against the speed or the
-# bits of an optimised build. Multi-device tests run in subprocesses that add their device
-# count to these flags; the main session uses one device.
+# tiny and most of its time is compiling them (-O0 took 10% off two compile-heavy test files;
+# the loop emitters compile a train step in a third of the CPU time, each step a quarter
+# slower). Tests compare computations at one level, never against the speed or the bits of an
+# optimised build. Multi-device test children add their device count; the main session has one.
 os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 # MFU divides by a peak; a process without one measures the CPU's matmul rate first (about
 # 2 s of every training subprocess). Tests of the measurement itself unset these.
