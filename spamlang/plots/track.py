@@ -79,6 +79,8 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
     of a live run) are skipped, and so, with a note, are rows with non-finite updates. A run
     that did not track symbols, has no rows yet, or is tied when `table` is "head" is a
     UserError."""
+    if table not in TABLES:  # a library caller's typo would otherwise read as "is tied"
+        raise UserError(f"table must be one of {', '.join(TABLES)}, got {table!r}")
     run = check_dir(run_dir)
     path = run / TRACK
     if not path.is_file():
