@@ -6,8 +6,7 @@ allow, weighted by the share of symbols away longer than c M steps: a symbol awa
 on average is forgotten by a second moment of memory M unless c M >= R. Earlier sweeps put c
 near 4 tied and 2.5 untied at D = 16, and higher at D = 32 and 64 (`coverage_width.py`). This
 grid measures c against the width and the return time:
-  D = 16, 32, 64 (`tiny`, `tiny-w32`, `tiny-w64`: the tiny model at width D), and 128
-  (`tiny-w128`) at R = 128 and 512, where the narrower widths straddle the boundary
+  D = 16, 32, 64, 128 (`tiny`, `tiny-w32`, `tiny-w64`, `tiny-w128`: the tiny model at width D)
   R = 32 (B = 128, 512 steps), 128 (B = 32, 2,048 steps), 512 (B = 8, 8,192 steps)
   M = 20, 100, 1,000 (b2 = 0.95, 0.99, 0.999; effective memory min(M, steps): 512 at R = 32)
 V = 4,096 and 16 updates per symbol in every cell; tied and untied. AdamW b1 0.9, weight decay
@@ -17,14 +16,16 @@ else moves: along R, the batch and the steps (and the gradient noise per step); 
 backbone's capacity with the head's rank. `memory_width_wd0.py` is the same grid without weight
 decay, `memory_width_576.py` its boundary at D = 576.
 
-22 groups of 18 members, 1.1e14 training FLOPs before bracketing. Measured in parts on the
+24 groups of 18 members, 1.39e14 training FLOPs before bracketing. Measured in parts on the
 2-core AMD EPYC, all with their bracketing: 36 min 06 s for the 14 groups at R = 32 and 128 and
 at D = 16, R = 512 (beside two other sweeps), 24 min 08 s alone for the four R = 512 groups at
 D = 32 and 64, then for D = 128 24 min 10 s and 10 min 32 s at R = 128 (the first beside five
-test-running processes) and 17 min 16 s at R = 512 tied. Its untied D = 128, R = 512 group has
-not run: at the pace it started at, about 32 min. Run it as 22 shards (`--shard 0/22` ...
-`--shard 21/22`, one group each) to keep each under 20 minutes, except that last group and the
-crowded one above (its no-decay twin took 8 min 25 s).
+test-running processes), 17 min 16 s at R = 512 tied and 62 min 17 s untied (beside test runs
+for most of it; 10 bracketing runs). Its two D = 128 groups at R = 32 (`--shard 6/24`, `7/24`)
+have not run: R = 32 learned in all 24 cells at D = 32 and 64, with and without decay. Run it
+as 24 shards (`--shard 0/24` ... `--shard 23/24`, one group each); each is under 20 minutes
+here except the D = 128, R = 512 untied group and the crowded one above (its no-decay twin
+took 8 min 25 s).
 
 Read it with
   spamlang plot heatmap runs/memory_width -o memory_width.png --x symbol_return_steps \\

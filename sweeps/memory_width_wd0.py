@@ -1,6 +1,5 @@
-"""`memory_width.py` without weight decay: the same cells (D = 16, 32, 64 x return time 32, 128,
-512, and D = 128 at 128; x b2 0.95, 0.99, 0.999 x tying, 16 updates per symbol, V = 4,096) at
-weight decay 0.
+"""`memory_width.py` without weight decay: the same cells (D = 16, 32, 64, 128 x return time 32,
+128, 512 x b2 0.95, 0.99, 0.999 x tying, 16 updates per symbol, V = 4,096) at weight decay 0.
 
 Decay is the one setting the earlier sweeps found to move the boundary at fixed memory
 (`clipping.py`: V = 1,024, tied, b2 0.95 ends at 0.47 with decay 0.1 and 0.0073 without). This
@@ -9,8 +8,11 @@ than one width. What else moves: nothing; every other setting is `memory_width.p
 
 Measured on the 2-core AMD EPYC, in parts and with resumes: its R = 32 and 128 groups at
 D = 16-64 in 12 min 44 s alone (the D = 16 ones had mostly run before), the six R = 512 groups
-in about 40 min beside other work, the two D = 128 groups in 8 min 25 s and 11 min 07 s. Run it
-as 20 shards (`--shard 0/20` ... `--shard 19/20`, one group each) to keep each under 20 minutes.
+in about 40 min beside other work, the D = 128 groups in 8 min 25 s and 11 min 07 s at R = 128
+and 17 min 37 s tied and 26 min 58 s untied at R = 512, alone. Its two D = 128 groups at R = 32
+(`--shard 6/24`, `7/24`) have not run (`memory_width.py` says why). Run it as 24 shards
+(`--shard 0/24` ... `--shard 23/24`, one group each); each is under 20 minutes here except the
+D = 128, R = 512 untied group.
 
 Run: python sweeps/memory_width_wd0.py [--out DIR] [--shard i/n] [--dry-run]
 """
