@@ -120,6 +120,18 @@ def test_swept_fields_that_results_csv_keeps_as_outcomes_split_groups():
     ]
 
 
+def test_a_run_bracketing_added_in_another_shard_joins_its_cell():
+    """A row of no point of this invocation (LR bracketing's, added by another shard) takes the
+    swept fields from its own row: the bracket at 1e-1 makes 3e-2 interior, no edge warning."""
+    rows = rows_for({(64, True): {1e-2: 1.0, 3e-2: 0.5, 1e-1: 0.8}}, lrs=(1e-2, 3e-2, 1e-1))
+    for r in rows:
+        r["tokens"] = 1000
+    swept = {r["run_id"]: {"tokens": 1000, "lr": r["lr"]} for r in rows if r["lr"] != 1e-1}
+    (best,) = best_lrs(rows, swept=swept)
+    assert (best.lr, best.grid) == (3e-2, (1e-2, 3e-2, 1e-1))
+    assert edge_warnings(rows, swept=swept) == []
+
+
 def test_swept_values_read_linked_and_prefixed_axes_from_configs():
     from spamlang.train.config import TrainConfig
 

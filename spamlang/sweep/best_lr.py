@@ -102,12 +102,17 @@ def best_lrs(
     groups without a finite value are left out."""
     groups: dict[tuple, dict[float, list[float]]] = {}
     floors: dict[tuple, list[float]] = {}
+    swept = swept or {}
+    fields = next(iter(swept.values()), {})
     for row in rows:
         lr = finite(row.get("lr"))
         if lr is None:
             continue
         settings = {k: row.get(k) for k in settings_of(row)}
-        settings.update((swept or {}).get(row.get("run_id"), {}))
+        # A run LR bracketing added in another invocation (another shard, an earlier resume) is
+        # no point of this one; its row holds its cell's values of the swept fields.
+        own = swept.get(row.get("run_id"))
+        settings.update(own if own is not None else {f: row.get(f) for f in fields})
         key = tuple((k, _hashable(v)) for k, v in settings.items() if k not in ("lr", "seed"))
         values = groups.setdefault(key, {}).setdefault(lr, [])
         v = finite(row.get(metric))
