@@ -21,11 +21,10 @@ decay, `memory_width_576.py` its boundary at D = 576.
 at D = 16, R = 512 (beside two other sweeps), 24 min 08 s alone for the four R = 512 groups at
 D = 32 and 64, then for D = 128 24 min 10 s and 10 min 32 s at R = 128 (the first beside five
 test-running processes), 17 min 16 s at R = 512 tied and 62 min 17 s untied (beside test runs
-for most of it; 10 bracketing runs). Its two D = 128 groups at R = 32 (`--shard 6/24`, `7/24`)
-have not run: R = 32 learned in all 24 cells at D = 32 and 64, with and without decay. Run it
-as 24 shards (`--shard 0/24` ... `--shard 23/24`, one group each); each is under 20 minutes
-here except the D = 128, R = 512 untied group and the crowded one above (its no-decay twin
-took 8 min 25 s).
+for most of it; 10 bracketing runs), and 4 min 34 s and 3 min 06 s at R = 32 (the first beside
+the test suite). Run it as 24 shards (`--shard 0/24` ... `--shard 23/24`, one group each);
+each is under 20 minutes here except the D = 128, R = 512 untied group and the crowded one
+above (its no-decay twin took 8 min 25 s).
 
 Read it with
   spamlang plot heatmap runs/memory_width -o memory_width.png --x symbol_return_steps \\

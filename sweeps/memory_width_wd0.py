@@ -9,10 +9,9 @@ than one width. What else moves: nothing; every other setting is `memory_width.p
 Measured on the 2-core AMD EPYC, in parts and with resumes: its R = 32 and 128 groups at
 D = 16-64 in 12 min 44 s alone (the D = 16 ones had mostly run before), the six R = 512 groups
 in about 40 min beside other work, the D = 128 groups in 8 min 25 s and 11 min 07 s at R = 128
-and 17 min 37 s tied and 26 min 58 s untied at R = 512, alone. Its two D = 128 groups at R = 32
-(`--shard 6/24`, `7/24`) have not run (`memory_width.py` says why). Run it as 24 shards
-(`--shard 0/24` ... `--shard 23/24`, one group each); each is under 20 minutes here except the
-D = 128, R = 512 untied group.
+and 17 min 37 s tied and 26 min 58 s untied at R = 512, and 2 min 30 s and 3 min 10 s at
+R = 32, alone. Run it as 24 shards (`--shard 0/24` ... `--shard 23/24`, one group each); each
+is under 20 minutes here except the D = 128, R = 512 untied group.
 
 Run: python sweeps/memory_width_wd0.py [--out DIR] [--shard i/n] [--dry-run]
 """
