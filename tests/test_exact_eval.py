@@ -4,6 +4,8 @@ The exact loss is the probability-weighted mean of every symbol's loss on `s s`:
 against a brute-force forward pass, against the sampled evaluation (within its standard error),
 and for zipf-spam's weights. Permuted order deals each symbol once per epoch: return times are
 exact, B = V puts every symbol in every step, resume is bitwise, 4 devices deal what 1 does.
+Each symbol's history (appearances, first and last step, gaps), in symbols.npz and at every
+evaluation in symbol_evals.jsonl, equals a recount of the batches on the host.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ CFG = TrainConfig(
     tokens=B * 2 * 40,
     lr=1e-2,
     log_every=10,
+    eval_every=10,
     checkpoint_every=20,
 )
 
@@ -137,17 +140,68 @@ def test_full_batch_puts_every_symbol_in_every_step_and_larger_batches_repeat_ep
     assert sorted(dealt.ravel()) == sorted(held.make_language().drawn_ids())
 
 
-def test_last_step_and_appearances_follow_the_batches(trained):
+def _recount(by_step, s: int, steps: int) -> dict:
+    """Symbol s's history over the first `steps` batches, counted on the host."""
+    shown = np.nonzero((by_step[:steps] == s).any(1))[0]
+    count = int((by_step[:steps] == s).sum())  # sequences, not steps
+    return {
+        "appearances": count,
+        "first_step": shown[0] + 1 if len(shown) else -1,
+        "last_step": shown[-1] + 1 if len(shown) else -1,
+        "max_gap": int(np.diff(shown).max()) if len(shown) > 1 else 0,
+        # two rows of one batch are a gap of 0, so the mean is over count - 1 gaps
+        "mean_gap": (shown[-1] - shown[0]) / (count - 1) if count > 1 else None,
+    }
+
+
+def test_the_symbols_history_follows_the_batches(trained):
     out, result, _ = trained
     saved = rundir.read_symbols(out)
     data_key = jax.random.split(jax.random.PRNGKey(CFG.seed))[1]
     by_step = _symbols_by_step(CFG, CFG.steps, key=data_key)
+    gapped = 0
     for s in range(V):
-        shown = np.nonzero((by_step == s).any(1))[0]
-        assert saved["appearances"][s] == (by_step == s).sum()  # sequences, not steps
-        assert saved["last_step"][s] == (shown[-1] + 1 if len(shown) else -1)
+        want = _recount(by_step, s, CFG.steps)
+        for k in ("appearances", "first_step", "last_step", "max_gap"):
+            assert saved[k][s] == want[k], (s, k)
+        if want["mean_gap"] is None:
+            assert np.isnan(saved["mean_gap"][s])
+        else:
+            assert saved["mean_gap"][s] == pytest.approx(want["mean_gap"], rel=1e-6)
+            gapped += want["max_gap"] > 1
+    assert gapped > V // 2  # the recount is not vacuous: most symbols came back after a gap
     assert saved["steps"] == CFG.steps
     assert saved["probability"].sum() == pytest.approx(1.0)
+
+
+def test_every_evaluation_logs_each_symbols_loss_and_history_so_far(trained):
+    """symbol_evals.jsonl: a row per evaluation (steps 10, 20, 30, 40), each symbol's history
+    at that step as the host recounts it, the last row's losses those of symbols.npz; the
+    result's binned summary counts every symbol once per evaluation."""
+    out, result, _ = trained
+    rows = rundir.MetricsLog(out, CFG.steps, write=False, name=rundir.SYMBOL_EVALS).records
+    assert [r["step"] for r in rows] == [10, 20, 30, 40]
+    data_key = jax.random.split(jax.random.PRNGKey(CFG.seed))[1]
+    by_step = _symbols_by_step(CFG, CFG.steps, key=data_key)
+    for row in rows:
+        for s in range(0, V, 7):
+            want = _recount(by_step, s, row["step"])
+            assert [row[k][s] for k in ("appearances", "first_step", "last_step", "max_gap")] == [
+                want[k] for k in ("appearances", "first_step", "last_step", "max_gap")
+            ]
+    saved = rundir.read_symbols(out)
+    np.testing.assert_array_equal(np.asarray(rows[-1]["loss"], np.float32), saved["loss"])
+    assert rows[0]["loss"] != rows[-1]["loss"]  # losses at each evaluation, not the final's
+    summary = result["symbol_history"]
+    for step in (10, 20, 30, 40):
+        at = [i for i, x in enumerate(summary["step"]) if x == step]
+        assert sum(summary["symbols"][i] for i in at) == V
+        mean = sum(summary["loss_mean"][i] * summary["symbols"][i] for i in at) / V
+        losses = next(r["loss"] for r in rows if r["step"] == step)
+        assert mean == pytest.approx(np.mean(losses), rel=1e-6)
+    # the longest gap splits the last evaluation's bins only
+    assert {g is None for g, x in zip(summary["max_gap"], summary["step"]) if x < 40} == {True}
+    assert None not in [g for g, x in zip(summary["max_gap"], summary["step"]) if x == 40]
 
 
 def test_permuted_run_resumes_bitwise(tmp_path):
@@ -164,6 +218,16 @@ def test_permuted_run_resumes_bitwise(tmp_path):
     a, b = rundir.read_symbols(tmp_path / "whole"), rundir.read_symbols(tmp_path / "cut")
     for k in rundir.SYMBOL_ARRAYS:
         np.testing.assert_array_equal(a[k], b[k])
+
+    # The stop came at step 30, an evaluation step, and saved before evaluating: the resumed
+    # run evaluates the restored step first, so every row is there, in order.
+    def eval_rows(d):
+        rows = rundir.MetricsLog(tmp_path / d, config.steps, write=False).records
+        return [r for r in rows if r["kind"] == "eval"]
+
+    assert eval_rows("cut") == eval_rows("whole") and len(eval_rows("whole")) == 4
+    evals = [(tmp_path / d / rundir.SYMBOL_EVALS).read_bytes() for d in ("whole", "cut")]
+    assert evals[0] == evals[1] and evals[0].count(b"\n") == 4
     assert (a["appearances"] == B * CFG.steps // V).all()  # 10 epochs: 10 each
 
 

@@ -83,7 +83,8 @@ def test_a_checkpoint_holding_part_of_the_state_is_an_older_layout_anything_else
 
 def _older_layout(state):
     """A train state as spamlang wrote it before b1, b2, eps and momentum were state arrays
-    (only the learning rate injected) and before the state held last_seen."""
+    (only the learning rate injected) and before the state held a symbol's history
+    (last_seen, first_seen, max_gap)."""
     import optax
 
     def lr_only(node):
@@ -93,7 +94,7 @@ def _older_layout(state):
             return tuple(lr_only(x) for x in node)
         return node
 
-    old = {k: v for k, v in state.items() if k != "last_seen"}
+    old = {k: v for k, v in state.items() if k not in ("last_seen", "first_seen", "max_gap")}
     return {**old, "opt_state": lr_only(state["opt_state"])}
 
 
@@ -119,6 +120,6 @@ def test_a_run_checkpointed_by_an_older_layout_is_one_line_saying_what_to_do(tmp
     ckpt.close()
     assert ckpt.steps() == [5]  # nothing deleted: the older version can still finish it
     assert "\n" not in message
-    for words in ("b1, b2, eps and momentum", "last_seen", "result.json", "version that wrote"):
+    for words in ("b1, b2, eps and momentum", "last_seen, first_seen and max_gap", "result.json"):
         assert words in message
-    assert "delete the checkpoints/ folder" in message
+    assert "version that wrote" in message and "delete the checkpoints/ folder" in message

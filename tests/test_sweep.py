@@ -514,6 +514,16 @@ def test_sigkilled_sweep_resumes_with_every_run_once(killed_and_resumed):
         if json.loads(line)["kind"] == "train"
     ]
     assert steps == [5, 10, 15, 20]
+    # symbols.csv: each run's symbols binned by their history at its one (final) evaluation,
+    # each of the 16 symbols in one bin, and the bins' mean the run's exact eval loss.
+    with open(out / "symbols.csv", newline="") as f:
+        bins = list(csv.DictReader(f))
+    for row in table:
+        mine = [b for b in bins if b["run_id"] == row["run_id"]]
+        assert {b["step"] for b in mine} == {"20"} and all(b["max_gap"] for b in mine)
+        assert sum(int(b["symbols"]) for b in mine) == 16
+        mean = sum(float(b["loss_mean"]) * int(b["symbols"]) for b in mine) / 16
+        assert mean == pytest.approx(float(row["final_eval_loss"]), rel=1e-4)
     # Running it again trains nothing and leaves the same table.
     before = (out / "results.csv").read_text()
     rows = run_sweep(Sweep("killme", TINY, {"lr": [3e-3, 1e-2]}), out, quiet=True)

@@ -30,6 +30,8 @@ from spamlang.rundir.schema import (  # noqa: F401
     METRICS,
     RESULT,
     SYMBOL_ARRAYS,
+    SYMBOL_EVALS,
+    SYMBOL_HISTORY_ARRAYS,
     SYMBOLS,
     TRACK,
 )
@@ -175,7 +177,15 @@ def write_symbols(out_dir: str | os.PathLike, *, steps: int, **arrays) -> None:
 
     import numpy as np
 
-    dtypes = dict(loss=np.float32, probability=np.float64, appearances=np.int32, last_step=np.int32)
+    dtypes = dict(
+        loss=np.float32,
+        probability=np.float64,
+        appearances=np.int32,
+        last_step=np.int32,
+        first_step=np.int32,
+        max_gap=np.int32,
+        mean_gap=np.float32,
+    )
     if sorted(arrays) != sorted(SYMBOL_ARRAYS):
         raise ValueError(f"symbols.npz holds {SYMBOL_ARRAYS}, got {sorted(arrays)}")
     buf = io.BytesIO()
@@ -184,7 +194,8 @@ def write_symbols(out_dir: str | os.PathLike, *, steps: int, **arrays) -> None:
 
 
 def read_symbols(out_dir: str | os.PathLike) -> dict | None:
-    """symbols.npz as {name: array} (`steps` an int), or None if the run has none."""
+    """symbols.npz as {name: array} (`steps` an int), or None if the run has none; a file of
+    a version before the history lacks SYMBOL_HISTORY_ARRAYS."""
     import numpy as np
 
     path = Path(out_dir) / SYMBOLS
@@ -192,7 +203,8 @@ def read_symbols(out_dir: str | os.PathLike) -> dict | None:
         return None
     try:
         with np.load(path) as data:
-            out = {k: data[k] for k in (*SYMBOL_ARRAYS, "steps")}
+            names = [k for k in (*SYMBOL_ARRAYS, "steps") if k not in SYMBOL_HISTORY_ARRAYS]
+            out = {k: data[k] for k in names + [k for k in SYMBOL_HISTORY_ARRAYS if k in data]}
     except (OSError, ValueError, KeyError) as e:
         raise UserError(f"cannot read {path}: {e}") from None
     out["steps"] = int(out["steps"])

@@ -165,8 +165,8 @@ def older_layout_message(directory: Path) -> str:
     """The one line for checkpoints that this version's train state does not read back."""
     return (
         f"{directory} was written by an older spamlang layout (before b1, b2, eps and momentum "
-        f"became per-member state arrays, and before the train state held last_seen), which "
-        f"this version does not restore; a finished run (result.json) is still read, but to "
+        f"became per-member state arrays, and before the train state held last_seen, first_seen "
+        f"and max_gap), which this version does not restore; a finished run (result.json) is still read, but to "
         f"resume or sample this one, finish it with the spamlang version that wrote it, or "
         f"delete the checkpoints/ folder to restart the run from scratch"
     )

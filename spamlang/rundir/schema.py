@@ -12,10 +12,13 @@ A run directory:
   result.json      written last; its presence marks the run finished
   diagnostics.json what `spamlang diagnose` measured on the final model
   symbols.npz      position-invariant languages: every symbol's final loss, probability,
-                   appearances and last-appearance step (SYMBOL_ARRAYS)
+                   appearances, first and last appearance and gaps (SYMBOL_ARRAYS)
+  symbol_evals.jsonl  the same languages: one row per evaluation with every symbol's loss and
+                   history so far (`spamlang.coverage.history`), cut back on resume
   .lock            held by the process training the run
 A sweep directory: sweep.json (the sweep's definition), results.csv (one row per finished
-run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS) and one run directory per run.
+run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS), symbols.csv (the runs' binned
+symbol histories) and one run directory per run.
 """
 
 CONFIG = "config.json"
@@ -26,14 +29,28 @@ RESULT = "result.json"
 DIAGNOSTICS = "diagnostics.json"
 RUN_LOCK = ".lock"
 SYMBOLS = "symbols.npz"
+SYMBOL_EVALS = "symbol_evals.jsonl"
 # symbols.npz's arrays, each of length V: the final loss of the sequence `s s` (float32), the
 # symbol's probability under the training distribution (float64), the training sequences that
-# showed it (int32), and the step count right after the last step whose batch showed it
-# (int32, 1 .. steps; -1: never shown); plus the scalar `steps` trained.
-SYMBOL_ARRAYS = ("loss", "probability", "appearances", "last_step")
+# showed it (int32), the step count right after the last and the first step whose batch showed
+# it (int32, 1 .. steps; -1: never shown), the longest gap in steps between two consecutive
+# appearances (int32; 0 before the second) and the mean gap, (last - first) / (appearances - 1)
+# (float32; NaN before the second; two rows of one batch are a gap of 0); plus the scalar
+# `steps` trained. Runs of versions before the history hold only the first four.
+SYMBOL_ARRAYS = (
+    "loss",
+    "probability",
+    "appearances",
+    "last_step",
+    "first_step",
+    "max_gap",
+    "mean_gap",
+)
+SYMBOL_HISTORY_ARRAYS = SYMBOL_ARRAYS[4:]  # absent from symbols.npz of older versions
 
 SWEEP_FILE = "sweep.json"
 RESULTS_FILE = "results.csv"
+SYMBOLS_FILE = "symbols.csv"
 RESULTS_LOCK = ".results.lock"
 
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
@@ -112,5 +129,7 @@ RESULT_COLUMNS = (
     "symbols_learned",
     *HELDOUT_COLUMNS,
 )
-# result.json only, not results.csv: the per-symbol learning curve's bins (too big for a cell).
-RESULT_EXTRAS = ("symbol_curve",)
+# result.json only, not results.csv: the per-symbol learning curve's bins, and the symbols'
+# history binned at every evaluation (`spamlang.coverage.history`; a sweep gathers it into
+# symbols.csv) (too big for a cell).
+RESULT_EXTRAS = ("symbol_curve", "symbol_history")

@@ -1,4 +1,5 @@
-"""Gather finished runs into results.csv: one row per run directory that holds result.json.
+"""Gather finished runs into results.csv: one row per run directory that holds result.json;
+and their symbols' binned history into symbols.csv (`spamlang.coverage.history`).
 
 Gathering reads only what is on disk, never any in-memory state, so however a sweep was
 interrupted (even SIGKILL), the next gather lists every finished run exactly once. A finished
@@ -30,6 +31,7 @@ from spamlang.rundir.schema import (
     RESULTS_LOCK,
     SETTING_COLUMNS,
     SWEEP_FILE,
+    SYMBOLS_FILE,
 )
 from spamlang.sweep.spec import fields_of
 
@@ -145,6 +147,8 @@ def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) ->
     row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
     row.update({c: _setting(config, c) for c in extras})
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    # Not a column: the symbols' binned history, for symbols.csv (`_write_symbol_table`).
+    row["symbol_history"] = result.get("symbol_history")
     _fill_older(row, config)
     return row
 
@@ -230,6 +234,7 @@ def write_results(out_dir: str | Path, report: Report | None = None, check=None)
         with locked(root / RESULTS_LOCK):
             rows = gather(root, report, check)
             _write_table(root, rows)
+            _write_symbol_table(root, rows)
     except OSError as e:
         if not is_read_only(e):
             raise
@@ -240,6 +245,30 @@ def write_results(out_dir: str | Path, report: Report | None = None, check=None)
             f"({e.strerror or describe(e)})"
         )
     return rows
+
+
+def _write_symbol_table(root: Path, rows: list[dict]) -> None:
+    """symbols.csv: every finished run's binned symbol history (`spamlang.coverage.history`),
+    one row per bin and evaluation after its run id; none while no run has a history (a
+    language scored on sampled sequences, or runs of an older version)."""
+    from spamlang.coverage.history import COLUMNS
+
+    histories = [(r["run_id"], r.get("symbol_history")) for r in rows]
+    histories = [(run_id, h) for run_id, h in histories if isinstance(h, dict)]
+    if not histories:
+        return
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(("run_id", *COLUMNS))
+    for run_id, h in histories:
+        for values in zip(*(h.get(c, ()) for c in COLUMNS)):
+            writer.writerow((run_id, *("" if v is None else _short(v) for v in values)))
+    atomic_write_text(root / SYMBOLS_FILE, buf.getvalue())
+
+
+def _short(value: Any) -> Any:
+    """A float to 5 significant digits (the summary is a mean over symbols; git keeps it)."""
+    return f"{value:.5g}" if isinstance(value, float) else value
 
 
 def _write_table(root: Path, rows: list[dict]) -> None:

@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from spamlang import rundir, tracking
+from spamlang.coverage import history
 from spamlang.coverage.symbols import RESULT_KEYS
 from spamlang.errors import Interrupted, UserError
 from spamlang.perf import peak_flops
@@ -178,6 +179,13 @@ _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a 
 # Evaluation outputs too big for a metrics row: the curve goes to result.json, the per-symbol
 # losses to symbols.npz.
 _NOT_LOGGED = ("symbol_curve", "symbol_loss")
+# The state arrays of a symbol's history, by their names in symbol_evals.jsonl and symbols.npz.
+_HISTORY = {
+    "appearances": "exposure",
+    "first_step": "first_seen",
+    "last_step": "last_seen",
+    "max_gap": "max_gap",
+}
 
 
 @dataclasses.dataclass(eq=False)  # members are told apart by identity
@@ -189,6 +197,7 @@ class _Member:
     ckpt: RunCheckpoints
     log: rundir.MetricsLog | None = None
     track: rundir.MetricsLog | None = None  # track.jsonl, when the run tracks symbols
+    symbols: rundir.MetricsLog | None = None  # symbol_evals.jsonl, under an exact evaluation
     step: int = 0  # steps done
     state: object = None  # restored or initial state, until its group stacks it
     wall_before: float = 0.0  # wall seconds of earlier processes
@@ -231,7 +240,7 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) 
             closers = [progress.close] if progress is not None else []
             for m in members:
                 closers += [m.ckpt.close] + [
-                    log.close for log in (m.log, m.track) if log is not None
+                    log.close for log in (m.log, m.track, m.symbols) if log is not None
                 ]
             failed = None
             for close in closers:
@@ -290,6 +299,8 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
             m.log = tracking.attach(m.log, m.dir, m.config, m.step)
         if m.config.track_symbols:
             m.track = rundir.MetricsLog(m.dir, m.step, write=writer, name=rundir.TRACK)
+        if program.evaluation.exact:
+            m.symbols = rundir.MetricsLog(m.dir, m.step, write=writer, name=rundir.SYMBOL_EVALS)
     fresh = [m for m in members if m.state is None]
     # init_from's weights are read once for the group, and never for a restored run.
     pretrained = program.pretrained_params() if fresh else None
@@ -321,6 +332,8 @@ class _Group:
             # The bottleneck at init, so that the log shows how it moves, not only where it
             # ends; once, even when a run restarts from scratch.
             self._diag(0, [m for m in self.ms if m.log.last_diag() is None])
+        if 0 < step < cfg.steps:
+            self._catch_up(step)
         deferred = None
         while step < cfg.steps and self._live():
             self.state, metrics = self.program.step(self.state)
@@ -354,6 +367,7 @@ class _Group:
                 evals = self._evaluate(live) if due[0] else None
                 if due[0]:
                     self._rows("eval", step, live, evals)
+                    self._symbol_rows(step, live, evals)
                 if due[1]:
                     self._diag(step, live, evals)
                 if due[2]:
@@ -361,6 +375,22 @@ class _Group:
             self.clock = (time.perf_counter(), step)  # evals and saves are not train time
         if deferred is not None:
             self._log(deferred)
+
+    def _catch_up(self, step: int) -> None:
+        """The evaluation and diagnostics due at the restored `step` that a stop skipped: it
+        saves before them (a signal should not wait for an evaluation), and the restored state
+        gives the same numbers now, so the finished log equals an uninterrupted run's."""
+        cfg, evals = self.cfg, {}
+        if cfg.eval_every and step % cfg.eval_every == 0:
+            late = [m for m in self.ms if not _has_row(m.log, "eval", step)]
+            if late:
+                evals = self._evaluate(late)
+                self._rows("eval", step, late, evals)
+                self._symbol_rows(step, late, evals)
+        if cfg.diag_every and step % cfg.diag_every == 0:
+            late = [m for m in self.ms if not _has_row(m.log, "diag", step)]
+            evaluated = all(id(m) in evals for m in late)
+            self._diag(step, late, evals if evaluated else None)
 
     def _live(self) -> list[_Member]:
         return [m for m in self.ms if m.result is None]
@@ -411,6 +441,22 @@ class _Group:
                 {**row, **{k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED}}
             )
 
+    def _history(self) -> dict[str, np.ndarray]:
+        """Every member's symbol history ({symbols.npz name: int32[K, V]}), in one transfer."""
+        host = jax.device_get({k: self.state[v] for k, v in _HISTORY.items()})
+        return {k: np.asarray(v) for k, v in host.items()}
+
+    def _symbol_rows(self, step: int, members: list[_Member], evals: dict) -> None:
+        """symbol_evals.jsonl rows of `members` at this evaluation (exact evaluations only)."""
+        logged = [m for m in members if m.symbols is not None]
+        if not logged:
+            return
+        host = self._history()
+        for m in logged:
+            j = self.ms.index(m)
+            own = {k: v[j] for k, v in host.items()}
+            m.symbols.append(history.eval_row(step, evals[id(m)]["symbol_loss"], own))
+
     def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
         """{id(member): its evaluation} (the whole group is evaluated: one program)."""
         cfg = self.cfg
@@ -460,7 +506,7 @@ class _Group:
         # has this one, so that a step they all have always remains.
         together = sorted(m.dir.name for m in members)
         for m in members:
-            for log in (m.log, m.track):
+            for log in (m.log, m.track, m.symbols):
                 if log is not None:
                     log.sync()
             m.ckpt.save(
@@ -483,12 +529,14 @@ class _Group:
         evals = self._evaluate(members)
         if write_rows:
             self._rows("eval", step, members, evals)
+            self._symbol_rows(step, members, evals)
             healthy = [m for m in members if self.ms.index(m) not in diverged]
             diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
             self._save(step, members, final=True)
         else:
             diags = {id(m): m.log.last_diag() for m in members}
         wall = time.perf_counter() - self.t_start
+        past = self._history() if any(m.symbols is not None for m in members) else {}
         for m in members:
             j, ev = self.ms.index(m), evals[id(m)]
             # A diverged member trained up to its diverging batch; the steps after it, up to
@@ -518,23 +566,27 @@ class _Group:
                 },
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
+                # Every evaluation's symbols binned by their history (symbols.csv's rows).
+                "symbol_history": (
+                    history.summary(m.symbols.records) if m.symbols is not None else None
+                ),
             }
             m.result = rundir.json_safe(
                 {k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)}
             )
             if self.writer:
                 if "symbol_loss" in ev:  # symbols.npz before result.json, which marks the run
-                    # finished: each symbol's final loss, probability, appearances and last step
-                    counts_V, last_V = jax.device_get(
-                        (self.state["exposure"][j], self.state["last_seen"][j])
-                    )
+                    # finished: each symbol's final loss, probability and history
+                    own = {k: v[j] for k, v in past.items()}
                     rundir.write_symbols(
                         m.dir,
                         loss=ev["symbol_loss"],
                         probability=self.program.evaluation.probability_V,
-                        appearances=counts_V,
-                        last_step=last_V,
+                        mean_gap=history.mean_gap(
+                            own["first_step"], own["last_step"], own["appearances"]
+                        ),
                         steps=at,
+                        **own,
                     )
                 rundir.write_result(m.dir, m.result)
                 tracking.finished(m.log, m.result)
@@ -544,6 +596,10 @@ class _Group:
                 f"eval loss {_fmt(m.result['final_eval_loss'])}, "
                 f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
             )
+
+
+def _has_row(log: rundir.MetricsLog, kind: str, step: int) -> bool:
+    return any(r.get("kind") == kind and r.get("step") == step for r in log.records)
 
 
 def _fmt(value) -> str:

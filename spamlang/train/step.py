@@ -2,8 +2,10 @@
 
 - State: params, opt_state (each member's peak LR and optimizer scalars inside), step,
   data_key, diverged, diverged_step (-1 while healthy), exposure (int32[V]: the training
-  sequences that showed each id) and last_seen (int32[V]: the step count right after the last
-  step that showed it, -1 never).
+  sequences that showed each id), last_seen and first_seen (int32[V]: the step count right
+  after the last / first step that showed it, -1 never) and max_gap (int32[V]: the most steps
+  between two consecutive appearances, 0 before the second): a symbol's history, which the
+  symbol-level analysis reads (`spamlang.coverage.history`).
 - One member's pure step, jitted once mapped over the members (`over_members`), state
   donated; its batch is a function of (data_key, step) (`batch_rows`), so a resumed run sees
   the same batches.
@@ -151,7 +153,12 @@ def make_member_step(program: Program):
             added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
             added = jnp.where(frozen, 0, added)
             counts = state["exposure"] + added
-            last_seen = jnp.where(added > 0, step + 1, state["last_seen"])
+            shown = added > 0
+            last_seen = jnp.where(shown, step + 1, state["last_seen"])
+            first_seen = jnp.where(shown & (state["first_seen"] < 0), step + 1, state["first_seen"])
+            # The gap that closes now: steps since the previous appearance (none: 0).
+            gap = jnp.where(shown & (state["last_seen"] >= 0), step + 1 - state["last_seen"], 0)
+            max_gap = jnp.maximum(state["max_gap"], gap)
         new_params = unless_frozen(params, state["params"])
         new_state = {
             "params": new_params,
@@ -162,6 +169,8 @@ def make_member_step(program: Program):
             "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
             "exposure": counts,
             "last_seen": last_seen,
+            "first_seen": first_seen,
+            "max_gap": max_gap,
         }
         lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
         # The divergence flags ride with the metrics: the loop reads a log step's metrics after
@@ -270,6 +279,8 @@ class Program:
             "diverged_step": jnp.full((), -1, jnp.int32),
             "exposure": jnp.zeros(self.config.vocab_size, jnp.int32),
             "last_seen": jnp.full(self.config.vocab_size, -1, jnp.int32),
+            "first_seen": jnp.full(self.config.vocab_size, -1, jnp.int32),
+            "max_gap": jnp.zeros(self.config.vocab_size, jnp.int32),
         }
 
     # ----- state ---------------------------------------------------------------------------

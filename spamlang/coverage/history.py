@@ -1,0 +1,91 @@
+"""Each symbol's history (appearances, first and last step, gaps) and its loss at every
+evaluation, and the compact binned summary that a sweep gathers into symbols.csv.
+
+The train state carries, per symbol, the sequences that showed it, the steps right after its
+first and last appearance and its longest gap (`spamlang.train.step`). At every evaluation of a
+position-invariant language the loop appends one row to symbol_evals.jsonl (`eval_row`): each
+symbol's loss on `s s` and that history so far. A symbol-level law reads those rows: a
+symbol's fate is a function of how often it came and how long it was away, in units of Adam's
+memory, and a cell's loss is the mean over its symbols.
+
+Whole rows are V numbers per field, too big to commit for hundreds of runs, so a finished run's
+result.json also holds `summary`: at every evaluation the symbols binned by appearances and age
+(steps since the last appearance), at the last one also by longest gap; each bin's count, mean
+loss, learned share and mean gap. Bins are powers of two (`log2_floor`); a sweep writes every
+run's bins to its symbols.csv (`COLUMNS`), a few hundred rows a run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from spamlang.coverage.symbols import LEARNED_FRACTION
+
+# The per-symbol arrays of an evaluation row, after "step" and "loss".
+HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
+# symbols.csv: run_id, then these. appearances, max_gap and age are each bin's lower edge
+# (`log2_floor`; age -1: never shown; max_gap empty before the last evaluation); symbols the bin's count; loss_mean its mean loss in nats;
+# learned its share under LEARNED_FRACTION x log V; mean_gap the mean of its symbols' mean gaps
+# (empty when none has two appearances).
+COLUMNS = ("step", "appearances", "max_gap", "age", "symbols", "loss_mean", "learned", "mean_gap")
+
+
+def mean_gap(first_V, last_V, appearances_V) -> np.ndarray:
+    """float32[V]: (last - first) / (appearances - 1), the mean steps between consecutive
+    appearances (two rows of one batch are a gap of 0); NaN before the second appearance."""
+    first, last = np.asarray(first_V, np.float64), np.asarray(last_V, np.float64)
+    count = np.asarray(appearances_V, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.where(count >= 2, (last - first) / (count - 1), np.nan)
+    return gap.astype(np.float32)
+
+
+def eval_row(step: int, loss_V, history: dict) -> dict:
+    """The symbol_evals.jsonl row of one evaluation: the step, every symbol's loss and its
+    HISTORY_FIELDS (`history`: name -> int array [V], host side)."""
+    row = {"step": int(step), "loss": np.asarray(loss_V, np.float32).tolist()}
+    row.update({k: np.asarray(history[k]).astype(int).tolist() for k in HISTORY_FIELDS})
+    return row
+
+
+def log2_floor(x) -> np.ndarray:
+    """int64: 0 for 0, else the largest power of two <= x (x >= 1); -1 stays -1."""
+    x = np.asarray(x, np.int64)
+    out = np.where(x > 0, 2 ** np.floor(np.log2(np.maximum(x, 1))).astype(np.int64), x)
+    return np.where(x < 0, -1, out)
+
+
+def summary(rows: list[dict]) -> dict[str, list]:
+    """The binned summary (module doc) of a run's evaluation rows, as columns (`COLUMNS`)."""
+    out: dict[str, list] = {c: [] for c in COLUMNS}
+    for i, row in enumerate(rows):
+        loss = np.asarray(row["loss"], np.float64)
+        count, last = np.asarray(row["appearances"]), np.asarray(row["last_step"])
+        gaps = mean_gap(row["first_step"], last, count)
+        age = np.where(last >= 0, row["step"] - last, -1)
+        # The longest gap splits only the last evaluation's bins: a third axis at every one
+        # made the summary several times longer for a few hundred runs' symbols.csv.
+        last_eval = i == len(rows) - 1
+        gap_bin = log2_floor(row["max_gap"]) if last_eval else np.full(len(loss), -2)
+        keys = np.stack([log2_floor(count), gap_bin, log2_floor(age)], 1)
+        bins, which = np.unique(keys, axis=0, return_inverse=True)
+        which = which.reshape(-1)
+        learned = loss < LEARNED_FRACTION * math.log(len(loss))
+        for b, (a, g, s) in enumerate(bins):
+            members = which == b
+            finite = gaps[members][np.isfinite(gaps[members])]
+            values = (
+                row["step"],
+                int(a),
+                int(g) if last_eval else None,
+                int(s),
+                int(members.sum()),
+                float(loss[members].mean()),
+                float(learned[members].mean()),
+                float(finite.mean()) if finite.size else None,
+            )
+            for c, v in zip(COLUMNS, values):
+                out[c].append(v)
+    return out
