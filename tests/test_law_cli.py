@@ -74,6 +74,44 @@ def test_predict_prints_every_cell_once(tmp_path, law_file, capsys):
         assert "extrapolation" not in line
 
 
+def test_predict_writes_the_forecast_csv_with_the_law_that_made_it(tmp_path, law_file, capsys):
+    """--csv: one row per cell with its loss, class and extrapolation as printed, and the law
+    file's sha256 and the git commit that last changed it ("uncommitted" once it differs)."""
+    import csv
+    import hashlib
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "law.json").write_bytes(law_file.read_bytes())
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "law.json"], check=True)
+    subprocess.run([*git, "commit", "-qm", "law"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    out = tmp_path / "forecast.csv"
+    argv = ["law", "predict", _sweep_file(tmp_path), "--law", str(repo / "law.json")]
+    assert main([*argv, "--csv", str(out)]) == 0
+    printed = capsys.readouterr().out
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["cell"] for r in rows] == [
+        f"language=spam vocab_size={v} b2={b2}" for v in (256, 1024) for b2 in (0.95, 0.999)
+    ]
+    law = load(repo / "law.json")
+    sha = hashlib.sha256(law_file.read_bytes()).hexdigest()
+    for row in rows:
+        line = next(x for x in printed.splitlines() if x.startswith(row["cell"] + " "))
+        assert line.split()[3] == f"{float(row['predicted_loss']):.3g}"
+        assert row["predicted_class"] in ("learned", "partial", "failed")
+        assert (row["law_commit"], row["law_sha256"]) == (head.strip(), sha)
+    assert law is not None and f"wrote {out}" in printed
+    (repo / "law.json").write_text(law_file.read_text().replace('"rms"', '"rms" ', 1))
+    assert main([*argv, "--csv", str(out)]) == 0
+    with open(out, newline="") as f:
+        assert {r["law_commit"] for r in csv.DictReader(f)} == {"uncommitted"}
+
+
 def test_predict_marks_cells_outside_the_law(tmp_path, law_file, capsys):
     path = _sweep_file(tmp_path, languages=("spam", "cycle"))
     assert main(["law", "predict", path, "--law", str(law_file)]) == 0
@@ -104,6 +142,7 @@ def test_validate_prints_the_table_and_draws_it(tmp_path, sweeps, capsys):
         "bad flag",
         "bad figure",
         "one sweep",
+        "bad forecast path",
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path, case, capsys, monkeypatch):
@@ -130,6 +169,13 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, case, capsys, monkeypatch)
         "bad flag": ["law", "fit", good, "--bogus"],
         "bad figure": ["law", "validate", good, good, "-o", str(tmp_path / "fig.txt")],
         "one sweep": ["law", "validate", good],
+        "bad forecast path": [
+            "law",
+            "predict",
+            _sweep_file(tmp_path),
+            "--csv",
+            str(tmp_path / "no" / "such" / "dir.csv"),
+        ],
     }[case]
     if case == "missing column":
         path = tmp_path / "cut" / "results.csv"

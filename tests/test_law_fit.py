@@ -56,6 +56,7 @@ def test_cells_are_the_best_lr_of_the_seed_means():
             "b2": (0.99,),
             "d_model": (16,),
             "weight_decay": (0.1,),
+            "n_layers": (2,),
         },
     )
     table = cells(frame)
@@ -78,6 +79,7 @@ def test_a_diverged_seed_takes_its_lr_out_of_the_running():
             "d_model": (16,),
             "tie_embeddings": (True,),
             "weight_decay": (0.1,),
+            "n_layers": (2,),
         },
     )
     best = cells(frame)["best_lr"].item()

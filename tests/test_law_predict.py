@@ -52,8 +52,8 @@ def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
         ({"vocab_size": 131072, "steps": 65536}, "V "),
         ({"b2": 0.99999, "steps": 100_000}, "M "),
         ({"steps": 8}, "n "),
-        ({"n_layers": 30}, "n_layers 30"),  # the law has no depth term: fitted at 2 only
-        ({"preset": "medium"}, "n_layers 4"),  # no n_layers column: the preset's depth
+        ({"n_layers": 30}, "n_layers 30"),  # fitted at 2 and 8 layers
+        ({"preset": "smollm2-106m"}, "n_layers 30"),  # no n_layers column: the preset's depth
     ],
 )
 def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word):
@@ -70,6 +70,36 @@ def test_a_law_of_one_width_flags_every_other_width():
     one = fit(synthetic.frame(noise=0.01, grid={"d_model": (16,), "weight_decay": (0.1,)}))
     assert one.predict_row(_row(d_model=16)).extrapolation == ()
     assert any("D 24" in r for r in one.predict_row(_row(d_model=24)).extrapolation)
+
+
+def test_depth_is_an_input_a_law_of_one_depth_flags_every_other_depth(law):
+    """Fitted at 2 and 8 layers the depth terms are fitted and a depth between is inside the
+    range; fitted at 2 alone they are held at 0, and 4 layers is an extrapolation."""
+    assert law.errors["c_L"] is not None and law.errors["a_L"] is not None
+    assert law.constants["c_L"] == pytest.approx(synthetic.CONSTANTS["c_L"], abs=0.05)
+    inside = law.predict_row(_row(n_layers=4))
+    assert inside.extrapolation == ()
+    assert inside.loss != law.predict_row(_row(n_layers=2)).loss  # depth moves the loss
+    grid = {"d_model": (16,), "weight_decay": (0.1,), "n_layers": (2,)}
+    one = fit(synthetic.frame(noise=0.01, grid=grid))
+    assert one.errors["c_L"] is None and one.constants["c_L"] == 0.0
+    assert any("n_layers 4 outside" in r for r in one.predict_row(_row(n_layers=4)).extrapolation)
+
+
+def test_a_law_file_from_before_depth_reads_as_fitted_at_its_covered_depths(tmp_path, law):
+    """A law file without c_L and a_L (its depths under covered n_layers, as the package
+    shipped before depth was an input) loads with both held at 0 and its depths as the range."""
+    data = law.to_json()
+    for name in ("c_L", "a_L"):
+        del data["constants"][name], data["errors"][name]
+    del data["ranges"]["n_layers"]
+    data["covered"]["n_layers"] = [2]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = load(tmp_path / "old.json")
+    assert old.constants["c_L"] == old.constants["a_L"] == 0.0 and old.errors["c_L"] is None
+    assert old.ranges["n_layers"] == [2.0, 2.0] and "n_layers" not in old.covered
+    assert old.predict_row(_row(n_layers=2)).extrapolation == ()
+    assert any("n_layers 8" in r for r in old.predict_row(_row(n_layers=8)).extrapolation)
 
 
 def test_predict_reads_a_train_config_as_its_row(law):
@@ -89,8 +119,9 @@ def test_predict_reads_a_train_config_as_its_row(law):
     by_config = law.predict(config)
     assert by_config == law.predict_row(_row(d_model=config.model_config().d_model))
     assert law.predict(config.replace(lr=1e-2, seed=0)) == by_config  # lr, seed ignored
-    deeper = config.replace(model_overrides={"n_layers": 3})
-    assert any("n_layers 3" in r for r in law.predict(deeper).extrapolation)
+    deeper = config.replace(model_overrides={"n_layers": 16})
+    assert any("n_layers 16" in r for r in law.predict(deeper).extrapolation)
+    assert law.predict(config.replace(model_overrides={"n_layers": 8})).extrapolation == ()
 
 
 def test_a_missing_setting_is_a_user_error(law):

@@ -50,13 +50,36 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from spamlang.law import load
-    from spamlang.law.law import cell_lines
+    from spamlang.law.law import cell_lines, forecast_rows, law_source, shipped_path
     from spamlang.sweep.command import load_sweep_file
 
+    if args.csv:  # a bad output path fails before anything is read
+        from spamlang.rundir.atomic import check_output_file
+
+        check_output_file(args.csv)
     law = load(args.law)
     sweep, _, _ = load_sweep_file(args.file)
-    print("\n".join(cell_lines(law, _cells(sweep))))
+    cells = _cells(sweep)
+    print("\n".join(cell_lines(law, cells)))
+    if args.csv:
+        source = law_source(Path(args.law) if args.law else Path(str(shipped_path())))
+        print(f"wrote {_write_csv(args.csv, forecast_rows(law, cells, source))}")
     return 0
+
+
+def _write_csv(path: str, rows: list[dict]) -> Path:
+    """`rows` as a CSV file at `path` (atomically), columns in the first row's order."""
+    import csv
+    import io
+
+    from spamlang.rundir.atomic import atomic_write_text
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(Path(path), buf.getvalue())
+    return Path(path)
 
 
 def _cells(sweep) -> dict[str, object]:
@@ -147,6 +170,15 @@ def register(subparsers) -> None:
         "--law",
         metavar="LAW_JSON",
         help="a law written by `spamlang law fit -o` (default: the law the package ships)",
+    )
+    predict.add_argument(
+        "--csv",
+        metavar="FORECAST_CSV",
+        help="also write the forecast as CSV, one row per cell: cell, predicted_loss, "
+        "predicted_class (learned < 0.1 log V, failed > 0.5 log V, else partial), "
+        "extrapolation, R, M, n, the law file's sha256 and the git commit that last "
+        "changed it ('uncommitted' when it differs from that commit; commit the "
+        "forecast before the sweep runs: results/forecasts/NAME.csv)",
     )
     predict.set_defaults(func=_predict)
 

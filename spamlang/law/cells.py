@@ -96,8 +96,7 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
 
 def _depth(row: Mapping[str, Any]) -> int:
     """The backbone's layers: the row's n_layers (results.csv lists it since the law checks
-    it), else its preset's, else the default preset's. The law has no depth term, so depth is
-    only checked against the fitted depths."""
+    it), else its preset's, else the default preset's: the formula's log(layers / 2)."""
     from spamlang.model.config import preset_fields
 
     if not missing(row.get("n_layers")):

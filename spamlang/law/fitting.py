@@ -108,7 +108,11 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
     except np.linalg.LinAlgError:  # a constant the cells barely move: a huge error, no failure
         cov = np.linalg.pinv(jtj)
     errors = [float(math.sqrt(max(v, 0.0) * variance)) for v in np.diag(cov)]
-    seen = {"D": np.asarray(table["d_model"], dtype=float), **{k: x[k] for k in RANGED}}
+    seen = {
+        "D": np.asarray(table["d_model"], dtype=float),
+        **{k: x[k] for k in RANGED if k != "n_layers"},
+        "n_layers": np.asarray(table["n_layers"], dtype=float),
+    }
     table = table.assign(decayed=[bool(w > 0) for w in table["weight_decay"]])
     return Law(
         constants=theta(best.x),
@@ -146,7 +150,16 @@ def classify(loss: float, V: int) -> str:
 
 
 # What the formula sees of a cell: two cells equal in these are the same cell to the law.
-_INPUTS = ("vocab_size", "batch_size", "steps", "M", "d_model", "tie_embeddings", "sampling")
+_INPUTS = (
+    "vocab_size",
+    "batch_size",
+    "steps",
+    "M",
+    "d_model",
+    "n_layers",
+    "tie_embeddings",
+    "sampling",
+)
 
 
 def _key(cell) -> tuple:

@@ -3,8 +3,8 @@
     R = V / B                        steps between a symbol's returns
     M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
     n = B x steps / V                updates per symbol
-    c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0])
-    l(n) = exp(log_a + a_tied*tied + a_D*log(D/16) + a_wd*[wd > 0]) * n^-k
+    c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0] + c_L*log(layers/2))
+    l(n) = exp(log_a + a_tied*tied + a_D*log(D/16) + a_wd*[wd > 0] + a_L*log(layers/2)) * n^-k
                                      the loss n updates reach
     p = exp(-c M / R)                the share of symbols away longer than c M steps (iid)
     p = max(0, 1 - c M / R)          the same under permuted order (every gap is exactly R)
@@ -22,7 +22,9 @@ and 64, and it moves with weight decay. l(n) gets a tied term too, because at eq
 tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999), and a
 decay term, because `sweeps/memory_width_wd0.py` found decay raising the level of learned cells
 (up to 100x at D = 32) far more than it moves the boundary; the form without it (decay in c
-alone) predicted held-out sweeps worse (docs/findings.md).
+alone) predicted held-out sweeps worse (docs/findings.md). Depth enters both the same way, through
+log(layers / 2), 2 being the depth of every CPU sweep before `sweeps/depth.py`; a law fitted at
+one depth holds c_L and a_L at 0 and flags any other depth.
 
 Numpy only: the math, shared by the fit, the prediction and the tests.
 """
@@ -32,9 +34,13 @@ from __future__ import annotations
 import numpy as np
 
 # The constants, in the order of the fit's parameter vector.
-NAMES = ("log_a", "a_tied", "a_D", "a_wd", "k", "c0", "c_tied", "c_D", "c_wd")
+NAMES = ("log_a", "a_tied", "a_D", "a_wd", "a_L", "k", "c0", "c_tied", "c_D", "c_wd", "c_L")
+# The depth terms, which law files written before them lack (`Law.from_json` holds them at 0).
+DEPTH_NAMES = ("a_L", "c_L")
 # The width c0 refers to: the `tiny` preset's, that of most CPU sweeps.
 D_REF = 16
+# The depth c0 refers to: the `tiny` preset's.
+LAYERS_REF = 2
 # What a constant multiplies, for the constants that vanish when the fit's cells do not vary
 # it (every cell untied, one width, one sign of weight decay): they are held at 0, unfitted.
 FEATURE_OF = {
@@ -44,16 +50,25 @@ FEATURE_OF = {
     "c_tied": "tied",
     "c_D": "log_width",
     "c_wd": "decayed",
+    "a_L": "log_depth",
+    "c_L": "log_depth",
 }
 # Those features in words, for a constant held at 0 ("every cell had the same width").
-FEATURE_WORDS = {"tied": "tying", "log_width": "width", "decayed": "sign of weight decay"}
+FEATURE_WORDS = {
+    "tied": "tying",
+    "log_width": "width",
+    "decayed": "sign of weight decay",
+    "log_depth": "depth",
+}
 # The offset of the fitted loss's log: log(L + 0.01), so that a learned cell at 0.001 and one
 # at 0.01 do not count as far apart as a learned and a failed one.
 LOG_OFFSET = 0.01
 FORMULA = __doc__.split("\n\n")[1]
 
 
-def features(V, B, steps, memory, D, tied, decayed, permuted=False) -> dict[str, np.ndarray]:
+def features(
+    V, B, steps, memory, D, tied, decayed, permuted=False, layers=LAYERS_REF
+) -> dict[str, np.ndarray]:
     """The formula's inputs as float arrays: V, R, M, n, the terms of log c and the data order.
     `memory`: 1 / (1 - b2) (uncapped); the run's length caps it here."""
     V, B, steps = (np.asarray(x, dtype=float) for x in (V, B, steps))
@@ -65,6 +80,7 @@ def features(V, B, steps, memory, D, tied, decayed, permuted=False) -> dict[str,
         "tied": np.asarray(tied, dtype=float),
         "log_width": np.log(np.asarray(D, dtype=float) / D_REF),
         "decayed": np.asarray(decayed, dtype=float),
+        "log_depth": np.log(np.asarray(layers, dtype=float) / LAYERS_REF) + 0 * V,
         "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape),
     }
 
@@ -80,6 +96,7 @@ def features_of(x) -> dict[str, np.ndarray]:
         x["tie_embeddings"],
         x["weight_decay"] > 0,
         x["sampling"] == "permuted",
+        x["n_layers"],
     )
 
 
@@ -90,6 +107,7 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         + theta["c_tied"] * x["tied"]
         + theta["c_D"] * x["log_width"]
         + theta["c_wd"] * x["decayed"]
+        + theta["c_L"] * x["log_depth"]
     )
     floor = (
         np.exp(
@@ -97,6 +115,7 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
             + theta["a_tied"] * x["tied"]
             + theta["a_D"] * x["log_width"]
             + theta["a_wd"] * x["decayed"]
+            + theta["a_L"] * x["log_depth"]
         )
         * x["n"] ** -theta["k"]
     )

@@ -22,10 +22,11 @@ SHIPPED = "fitted.json"  # the package's own law, next to this module
 # only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
 # (a law fitted at one width has no slope: any other width is flagged).
 WIDTH_FACTOR = 2.0
-# Numeric inputs a prediction must stay within (inclusive, at the fit's min and max).
-RANGED = ("V", "R", "M", "n")
+# Numeric inputs a prediction must stay within (inclusive, at the fit's min and max); the depth
+# n_layers is in the formula through c_L and a_L once the fit saw more than one.
+RANGED = ("V", "R", "M", "n", "n_layers")
 # Settings the law knows only at the values its cells had.
-COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed", "n_layers")
+COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed")
 # A relative slack on the range's ends, so a cell of the fit is never flagged for rounding.
 _SLACK = 1e-9
 
@@ -83,7 +84,13 @@ class Law:
                 f"D {x['d_model']} more than {WIDTH_FACTOR:g}x beyond the fitted "
                 f"widths {lo:g}-{hi:g}"
             )
-        named = {"V": x["vocab_size"], "R": x["R"], "M": x["M"], "n": x["n"]}
+        named = {
+            "V": x["vocab_size"],
+            "R": x["R"],
+            "M": x["M"],
+            "n": x["n"],
+            "n_layers": x["n_layers"],
+        }
         for name in RANGED:
             lo, hi = self.ranges[name]
             if not lo * (1 - _SLACK) <= named[name] <= hi * (1 + _SLACK):
@@ -107,6 +114,7 @@ class Law:
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise UserError(f"{where}: not a spamlang law file of format {FORMAT}")
+        data = _without_depth_terms(data)
         absent = sorted(set(names) - set(data))
         if (
             absent
@@ -155,6 +163,24 @@ class Law:
             + f" (D flagged beyond {WIDTH_FACTOR:g}x its range)"
         )
         return "\n".join(lines)
+
+
+def _without_depth_terms(data: dict) -> dict:
+    """A law file written before depth was an input (no c_L, a_L; its depths listed under
+    covered n_layers) read as one fitted at those depths: the terms held at 0, unfitted."""
+    constants, covered = data.get("constants"), data.get("covered")
+    if not isinstance(constants, dict) or any(n in constants for n in formula.DEPTH_NAMES):
+        return data
+    if not isinstance(covered, dict) or not isinstance(data.get("ranges"), dict):
+        return data
+    depths = [float(v) for v in covered.get("n_layers") or [formula.LAYERS_REF]]
+    return {
+        **data,
+        "constants": {**constants, **dict.fromkeys(formula.DEPTH_NAMES, 0.0)},
+        "errors": {**(data.get("errors") or {}), **dict.fromkeys(formula.DEPTH_NAMES)},
+        "ranges": {**data["ranges"], "n_layers": [min(depths), max(depths)]},
+        "covered": {k: v for k, v in covered.items() if k != "n_layers"},
+    }
 
 
 def _show(value: Any) -> str:
@@ -220,6 +246,50 @@ def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
         except (AttributeError, TypeError, UserError):
             notes[run_id] = "?"
     return notes
+
+
+def law_source(path: Path) -> dict[str, str]:
+    """{"law_sha256": the file's hash, "law_commit": the git commit that last changed it, or
+    "uncommitted" when the file differs from it, or "unknown" outside a git checkout}: which
+    law made a forecast, so that a forecast can be shown to predate the runs it forecasts."""
+    import hashlib
+    import subprocess
+
+    data = path.read_bytes()
+    where = dict(cwd=path.parent, capture_output=True, text=True)
+    try:
+        last = subprocess.run(["git", "log", "-1", "--format=%H", "--", path.name], **where)
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", path.name], **where)
+    except OSError:  # no git on this machine
+        last = dirty = None
+    if last is None or last.returncode or not last.stdout.strip():
+        commit = "unknown"
+    else:
+        commit = last.stdout.strip() if dirty.returncode == 0 else "uncommitted"
+    return {"law_sha256": hashlib.sha256(data).hexdigest(), "law_commit": commit}
+
+
+def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[dict]:
+    """One forecast row per cell ({label: a TrainConfig of it}): the prediction, its class
+    (`fitting.classify`), why it extrapolates, R, M, n and the law's `source`."""
+    from spamlang.law.fitting import classify
+
+    rows = []
+    for label, config in cells.items():
+        p = law.predict(config)
+        rows.append(
+            {
+                "cell": label,
+                "predicted_loss": f"{p.loss:.4g}",
+                "predicted_class": classify(p.loss, config.vocab_size),
+                "extrapolation": "; ".join(p.extrapolation),
+                "R": f"{p.R:.5g}",
+                "M": f"{p.M:.5g}",
+                "n": f"{p.n:.5g}",
+                **source,
+            }
+        )
+    return rows
 
 
 def cell_lines(law, cells: dict[str, Any]) -> list[str]:

@@ -1,6 +1,6 @@
 """Runs drawn from a known law: what the fit is tested on until the sweeps of issue #31 land.
 
-A grid of cells over V, B, steps, b2, width, tying and weight decay; every LR and seed of a
+A grid of cells over V, B, steps, b2, width, tying, weight decay and depth; every LR and seed of a
 cell gets the law's loss times log-normal noise, and the LRs off the best one a fixed penalty
 on top, so that the best LR's seed mean is the law's loss (with the noise) and the reduction to
 cells is exercised as on real sweeps.
@@ -27,6 +27,10 @@ CONSTANTS = {
     "c_tied": math.log(4.2 / 2.5),
     "c_D": 0.8,
     "c_wd": -0.3,
+    # depth: deeper nets hold symbols longer and learn them lower (made up, nonzero so that the
+    # fit must find the terms)
+    "a_L": -0.4,
+    "c_L": 0.3,
 }
 # The grid: the README's sweeps in miniature (steps = n x V / B for these n).
 GRID = {
@@ -37,6 +41,7 @@ GRID = {
     "d_model": (16, 32, 64),
     "tie_embeddings": (False, True),
     "weight_decay": (0.0, 0.1),
+    "n_layers": (2, 8),
 }
 LRS = (1e-3, 3e-3, 1e-2)  # the middle one is each cell's best
 OFF_BEST = 1.5  # loss factor of the LRs off the best
@@ -56,9 +61,9 @@ def frame(
     constants, grid = constants or CONSTANTS, {**GRID, **(grid or {})}
     rng = np.random.default_rng(seed)
     rows = []
-    for V, B, n, b2, D, tied, wd in itertools.product(*grid.values()):
+    for V, B, n, b2, D, tied, wd, layers in itertools.product(*grid.values()):
         steps = max(1, round(n * V / B))
-        x = formula.features(V, B, steps, 1 / (1 - b2), D, tied, wd > 0)
+        x = formula.features(V, B, steps, 1 / (1 - b2), D, tied, wd > 0, layers=layers)
         loss = float(formula.loss(constants, x))
         for lr, s in itertools.product(LRS, range(seeds)):
             factor = 1.0 if lr == LRS[1] else OFF_BEST
@@ -68,6 +73,7 @@ def frame(
                     "language": "spam",
                     "preset": "tiny",
                     "d_model": D,
+                    "n_layers": layers,
                     "vocab_size": V,
                     "lr": lr,
                     "tie_embeddings": tied,
