@@ -128,6 +128,37 @@ def test_divergence_ends_bracketing_from_above(tmp_path, monkeypatch):
     assert [r["diverged"] for r in sorted(rows, key=lambda r: r["lr"])] == [False] * 3 + [True]
 
 
+def test_a_damaged_finished_run_is_left_out_of_bracketing_not_looped_on(
+    tmp_path, monkeypatch, capsys
+):
+    """A rerun after a finished run's result.json was damaged: the cell asked for that run's LR
+    again, whose result.json exists, so nothing trained and the loop repeated forever. Now the
+    cell is left out of bracketing and the gather names the run in one warning line."""
+    import threading
+
+    calls = []
+    monkeypatch.setattr(train_run, "run_training", fake_trainer(bowl(0.3), calls))
+    sweep = Sweep("b", BASE, {"lr": [1e-3, 3e-3, 1e-2]}, bracket_lr=2)
+    run_sweep(sweep, tmp_path, quiet=True, vmap=False)
+    (tmp_path / "lr3e-2" / "result.json").write_text("{torn")
+    calls.clear()
+    done = []
+    rerun = threading.Thread(
+        target=lambda: done.append(run_sweep(sweep, tmp_path, quiet=True, vmap=False)),
+        daemon=True,
+    )
+    rerun.start()
+    rerun.join(timeout=30)
+    assert done, "the rerun of a bracketed sweep with a damaged result.json did not end"
+    assert calls == []  # nothing retrained, nothing asked for again
+    warnings = [x for x in capsys_lines(capsys) if "lr3e-2" in x]
+    assert len(warnings) == 1 and "left out of results.csv" in warnings[0]
+
+
+def capsys_lines(capsys) -> list[str]:
+    return capsys.readouterr().err.splitlines()
+
+
 def test_a_solved_cell_is_not_bracketed(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(

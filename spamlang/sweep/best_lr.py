@@ -252,7 +252,10 @@ def bracket_cell(
     `cell`: its (run id, config) points, all trained; `train(points)` trains new points (one
     LR, every seed of the cell), False when another process holds one. Returns the final status
     ("interior", "solved", "limit", "none": no finite result, "busy": `train` was refused, with
-    no points) and the points it added, finished ones of earlier runs included.
+    no points; "damaged": a finished run's result.json does not read, so the cell is left out of
+    bracketing, since the LR it would ask for may be that run's, which would never train again)
+    and the points it added, finished ones of earlier runs included. The gather of results.csv
+    names the damaged run in its one warning line.
     """
     points = list(cell)
     original = tuple(sorted({config.lr for _, config in cell}))
@@ -262,6 +265,8 @@ def bracket_cell(
         rows = []  # lr, seed and outcomes of its finished runs (being written: not yet)
         for run_id, config in dict(points).items():
             result = read_object(out / run_id / RESULT)
+            if result is None and (out / run_id / RESULT).is_file():
+                return "damaged", points[len(cell) :]
             if result is not None:
                 outcome = {
                     k: result.get(k) for k in ("final_eval_loss", "optimal_loss", "diverged")
