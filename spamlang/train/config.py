@@ -235,11 +235,6 @@ class TrainConfig:
             raise UserError(
                 f"micro_batch ({self.micro_batch}) must divide batch_size ({self.batch_size})"
             )
-        if not 0 <= self.track_symbols <= self.vocab_size:
-            raise UserError(
-                f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
-                f"got {self.track_symbols}"
-            )
         if self.schedule == "wsd" and self.warmup_frac + self.decay_frac > 1:
             raise UserError(
                 f"wsd: warmup_frac + decay_frac must be <= 1, got "
@@ -270,6 +265,12 @@ class TrainConfig:
         # their own messages, instead of failing later inside a run.
         lang = self.make_language()
         self.model_config()
+        # After the language, whose own check names a bad vocab_size as such.
+        if not 0 <= self.track_symbols <= self.vocab_size:
+            raise UserError(
+                f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
+                f"got {self.track_symbols}"
+            )
         if self.sampling == "permuted":
             if not getattr(lang, "permutable", False):
                 raise UserError(
