@@ -38,7 +38,7 @@ import warnings
 from collections.abc import Callable, Iterator
 
 from spamlang.errors import UserError, describe, first_line
-from spamlang.notation import INT_TEXT, parse_int
+from spamlang.notation import INT_TEXT, VOCAB_TEXT, parse_int
 
 DEBUG_ENV = "SPAMLANG_DEBUG"
 HINT = "rerun with --debug or SPAMLANG_DEBUG=1 for the trace"
@@ -57,8 +57,10 @@ class Parser(argparse.ArgumentParser):
         # Here a dash before a digit (or before ".digit") always starts a value, as in newer
         # Pythons; no spamlang option looks like a number. (No public API sets this.)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
-        # Every integer flag reads counts as configs do: --vocab-size 4K, --num-seqs 1_000.
+        # Every integer flag reads counts as configs do: --tokens 2M, --num-seqs 1_000.
         self.register("type", int, _int_flag)
+        # A vocabulary size counts in binary: --vocab-size 4K is 4,096 (`type="vocab"`).
+        self.register("type", "vocab", _vocab_flag)
         self.set_defaults(command_parser=self)
         # No default: absent unless given (`debug_given`), so a subcommand's never overwrites
         # the one given before the verb.
@@ -93,6 +95,15 @@ def _int_flag(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"invalid int value: {text!r}; expected {INT_TEXT}"
+        ) from None
+
+
+def _vocab_flag(text: str) -> int:
+    try:
+        return parse_int(text, binary=True)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid vocabulary size: {text!r}; expected {VOCAB_TEXT}"
         ) from None
 
 

@@ -16,7 +16,7 @@ The rules, the same for every owner:
 - int: an integer that is not a bool (NumPy integers included), stored as a Python int;
   with `whole_floats` a whole float (16.0) is accepted too (TrainConfig's JSON does). A string
   is read by `spamlang.notation.parse_int` ("4096", "4K", "1.5M"), so a JSON config, a sweep
-  file and a flag take the same text.
+  file and a flag take the same text; in a vocabulary size K and M are binary ("4K" = 4,096).
 - float: a real number that is not a bool, stored as a finite Python float, so an int is fine
   (`lr=1` and `lr=1.0` are the same config, fingerprint and run id); a string holding a
   number ("3e-3") is read as that number.
@@ -40,7 +40,7 @@ from collections.abc import Collection
 from typing import Any, NoReturn
 
 from spamlang.errors import UserError
-from spamlang.notation import parse_int
+from spamlang.notation import VOCAB_FIELDS, parse_int
 
 _NONE = type(None)
 
@@ -87,9 +87,14 @@ def positive_env(var: str, what: str) -> float | None:
 # ----- one value of one kind ------------------------------------------------------------------
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
     """`value` as an int (the rules: the module docstring)."""
+    binary = name in VOCAB_FIELDS  # "32K" symbols are 32,768
+    if isinstance(value, str) and not _reads(lambda t: parse_int(t, binary), value):
+        refuse(
+            name, "an integer" + (" (K = 1,024 in a vocabulary)" if binary else ""), value, owner
+        )
     if not _accepts(value, int, whole_floats):
         refuse(name, "an integer", value, owner)
-    return parse_int(value) if isinstance(value, str) else int(value)
+    return parse_int(value, binary) if isinstance(value, str) else int(value)
 
 
 def as_float(name: str, value: Any, *, owner: str = "") -> float:

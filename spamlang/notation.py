@@ -1,7 +1,9 @@
 """How counts and learning rates are written, read and printed: once for every place a user types
 or reads one (flags, JSON configs, sweep files, `plot --where`, figures, samples).
 
-K, M and B are decimal (1K = 1,000, 2M = 2,000,000, as in "41M tokens"); `format_count` prints
+K, M and B are decimal (1K = 1,000, 2M = 2,000,000, as in "41M tokens"), except in a vocabulary
+size, which is counted in binary as vocabularies are written (32K = 32,768, 128K = 131,072;
+`VOCAB_FIELDS`); `format_count` prints
 a suffix only where it is exact with at most one decimal (100K, 1.5K, 2M) and the digits
 otherwise (1024, 131072), so that every count a figure shows can be typed back. Learning rates
 print as `format_lr` does (3e-2, 2.5e-4). Checking values is `spamlang.fields`' concern.
@@ -17,19 +19,30 @@ from typing import Any
 from spamlang.errors import UserError
 
 SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}  # decimal, as in "41M tokens"
+BINARY_SUFFIXES = {"K": 2**10, "M": 2**20}  # a vocabulary: 32K = 32,768, as V is written
+# Fields that count symbols: their K and M are binary (`parse_int(binary=True)`).
+VOCAB_FIELDS = ("vocab_size",)
 INT_TEXT = "an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)"  # parse_int's text, in words
+VOCAB_TEXT = "an integer such as 4096 or 4K (K/M = 1,024 / 1,048,576: a vocabulary is binary)"
 _INT_RE = re.compile(r"\s*([+-]?[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*")
 _MAX_DIGITS = 30  # no count has more; "1e999999" would build a million-digit int
 
 
-def parse_int(text: str) -> int:
+def parse_int(text: str, binary: bool = False) -> int:
     """An integer from text: digits (with "_" between them), optionally a decimal part or an
     exponent, and a K / M / B suffix; the value must be whole. "4096", "4K" (4,000), "1.5M",
-    "1_048_576", "1e6", "-3". ValueError otherwise (`INT_TEXT` says what is expected)."""
+    "1_048_576", "1e6", "-3". `binary` (a vocabulary size): K and M are 1,024 and 1,048,576
+    ("4K" = 4,096) and B is refused. ValueError otherwise (`INT_TEXT` / `VOCAB_TEXT`)."""
+    units = BINARY_SUFFIXES if binary else SUFFIXES
     m = _INT_RE.fullmatch(text) if isinstance(text, str) else None
-    if m is None or "__" in m.group(1) or m.group(1).endswith("_"):
-        raise ValueError(f"expected {INT_TEXT}, got {text!r}")
-    number = Decimal(m.group(1).replace("_", "")) * SUFFIXES.get(m.group(2).upper(), 1)
+    if (
+        m is None
+        or "__" in m.group(1)
+        or m.group(1).endswith("_")
+        or (m.group(2) and m.group(2).upper() not in units)
+    ):
+        raise ValueError(f"expected {VOCAB_TEXT if binary else INT_TEXT}, got {text!r}")
+    number = Decimal(m.group(1).replace("_", "")) * units.get(m.group(2).upper(), 1)
     if number.adjusted() > _MAX_DIGITS:
         raise ValueError(f"{text!r} is too large")
     if number != number.to_integral_value():

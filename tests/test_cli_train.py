@@ -150,7 +150,7 @@ def _bad_config_files(tmp_path):
     [
         (["--lr", "abc"], "invalid float value"),
         (["--tokens", "2X"], "token count"),
-        (["--vocab-size", "1.5"], "invalid int value"),
+        (["--vocab-size", "1.5"], "invalid vocabulary size"),
         (["--vocab-size", "-5"], "spam: vocab_size must be in [2,"),  # not track_symbols
         (["--param", "noequals"], "NAME=VALUE"),
         (["--language", "klingon"], "unknown language"),

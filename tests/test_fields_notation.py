@@ -44,32 +44,37 @@ def test_every_integer_flag_reads_k_and_m(tmp_path, capsys):
         "--eval-sequences",
         "1.5K",
     )
-    assert (config["vocab_size"], config["tokens"], config["batch_size"]) == (4000, 100_000, 1024)
+    # A vocabulary counts in binary as it is written (4K = 4,096), a token budget in decimal.
+    assert (config["vocab_size"], config["tokens"], config["batch_size"]) == (4096, 100_000, 1024)
     assert config["eval_sequences"] == 1500
     status, out, err = run_cli(
         ["preview", "spam", "--vocab-size", "1K", "-n", "2", "--seq-len", "3"], capsys
     )
-    assert status == 0 and out.startswith("# spam(vocab_size=1000)"), err
+    assert status == 0 and out.startswith("# spam(vocab_size=1024)"), err
     assert len(out.strip().splitlines()) == 3
 
 
 @pytest.mark.parametrize("value", ["1.5", "4Ki", "four"])
 def test_a_bad_integer_flag_is_one_line_that_shows_the_notation(tmp_path, capsys, value):
     status, _, err = run_cli(
-        ["train", "--vocab-size", value, "--dry-run", "--out", str(tmp_path / "r")], capsys
+        ["train", "--batch-size", value, "--dry-run", "--out", str(tmp_path / "r")], capsys
     )
     assert status == 2
     assert err == (
-        f"spamlang train: error: argument --vocab-size: invalid int value: {value!r}; "
+        f"spamlang train: error: argument --batch-size: invalid int value: {value!r}; "
         "expected an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)\n"
     )
+    status, _, err = run_cli(
+        ["train", "--vocab-size", value, "--dry-run", "--out", str(tmp_path / "r")], capsys
+    )
+    assert status == 2 and "1,024" in err and "vocabulary" in err and len(err.splitlines()) == 1
 
 
 def test_json_configs_read_numeric_text_for_every_number(tmp_path, capsys):
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"lr": "3e-3", "vocab_size": "4K", "tokens": "100K"}))
     config = dry_run(tmp_path, capsys, "--config", str(good))
-    assert (config["lr"], config["vocab_size"], config["tokens"]) == (3e-3, 4000, 100_000)
+    assert (config["lr"], config["vocab_size"], config["tokens"]) == (3e-3, 4096, 100_000)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"lr": "fast"}))
     status, _, err = run_cli(
@@ -79,11 +84,14 @@ def test_json_configs_read_numeric_text_for_every_number(tmp_path, capsys):
 
 
 def test_fields_and_sweeps_read_the_same_text():
-    assert TrainConfig(vocab_size="1K", lr="1e-2", seq_len=8, batch_size=2).vocab_size == 1000
+    assert TrainConfig(vocab_size="1K", lr="1e-2", seq_len=8, batch_size=2).vocab_size == 1024
     ((_, config),) = Sweep(
-        "s", TrainConfig(seq_len=8, batch_size=2), {"vocab_size": ["2K"]}
+        "s", TrainConfig(seq_len=8, batch_size=2), {"vocab_size": ["2k"]}
     ).points()
-    assert config.vocab_size == 2000
+    assert config.vocab_size == 2048  # a sweep's "2k" trained V2000 before
+    assert TrainConfig(tokens="2K", seq_len=8, batch_size=2).tokens == 2000  # budgets: decimal
+    with pytest.raises(UserError, match="vocab_size must be an integer"):
+        TrainConfig(vocab_size="1B")  # no binary B
     with pytest.raises(UserError, match=r"^vocab_size must be an integer, got '1\.5K5'$"):
         TrainConfig(vocab_size="1.5K5")
     with pytest.raises(UserError, match=r"^lr must be finite, got 'nan'$"):
@@ -120,7 +128,8 @@ def test_train_help_means_something_to_a_user(capsys):
         main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split()).replace("non- embedding", "non-embedding")
     assert "state array" not in text and "device->host" not in text
-    assert "--vocab-size 4K is 4,000" in text  # the count notation, stated once
+    assert "--vocab-size 32K is 32,768" in text  # the count notation, stated once
+    assert "--tokens 2M is 2,000,000" in text
     assert "tiny (d_model 16, 2 layers, 7.76K non-embedding params)" in text
     assert "smollm2-106m (d_model 576, 30 layers, 106M non-embedding params)" in text
     assert "(default: 1e-3)" in text  # the LR default as LRs are written everywhere

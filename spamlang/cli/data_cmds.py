@@ -51,7 +51,9 @@ def register(subparsers) -> None:
 
 def _language_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME", help="language name (see `spamlang languages`)")
-    p.add_argument("--vocab-size", type=int, required=True, help="vocabulary size V (>= 2)")
+    p.add_argument(
+        "--vocab-size", type="vocab", required=True, help="vocabulary size V (>= 2; 4K = 4,096)"
+    )
     p.add_argument(
         "--seed",
         type=int,

@@ -115,7 +115,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--vocab-size",
-        type=int,
+        type="vocab",
         default=None,
         help="real tokens among the head's rows (default: the tokenizer's length, "
         "or every row without a tokenizer); padding rows are left out",

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError
+from spamlang.notation import VOCAB_FIELDS
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
 _DICT_FLAGS = {"language_params": "--param", "model_overrides": "--model"}
@@ -37,8 +38,9 @@ def register(subparsers) -> None:
         "checkpoints/, result.json). Rerun the same command to resume an interrupted "
         "run. Example: spamlang train --preset tiny --language spam --vocab-size 4096 "
         "--lr 3e-3 --tie-embeddings --tokens 2M --seq-len 64 --batch-size 32 --out "
-        "runs/x. Integer flags take K, M and B suffixes, decimal as in papers' token counts: "
-        "--tokens 2M is 2,000,000, --vocab-size 4K is 4,000 (write 4096 for 2^12).",
+        "runs/x. Integer flags take K, M and B suffixes, decimal as in papers' token counts "
+        "(--tokens 2M is 2,000,000), except a vocabulary, counted in binary as it is "
+        "written (--vocab-size 32K is 32,768).",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="run directory (created)")
     parser.add_argument(
@@ -91,6 +93,8 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
         kind = dict(action=argparse.BooleanOptionalAction)
     elif default is None:  # an optional string (init_from); its help says what none means
         kind, shown = dict(type=str, metavar=f.metadata.get("metavar", "STR")), ""
+    elif f.name in VOCAB_FIELDS:  # K = 1,024 here (`spamlang.notation`)
+        kind, help_text = dict(type="vocab", metavar="V"), f"{help_text}; 32K = 32,768"
     else:
         kind = dict(type=type(default), metavar=type(default).__name__.upper())
     # No default: absent unless given, so that --config may set it.
