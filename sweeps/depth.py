@@ -10,7 +10,7 @@ V = 4,096 and 16 updates per symbol in every cell. AdamW b1 0.9, weight decay 0.
 5% warmup then cosine to 0.1x, clipping at 1.0; 2 seeds; peak LRs 3e-3, 1e-2, 3e-2 with up to
 2 more beyond an end where a cell's best sits; L = 2; exact evaluation every 256 steps (8
 evaluations at R = 128, 32 at R = 512), each symbol's loss and history at each one in its run's
-symbol_evals.jsonl, their bins in the sweep's symbols.csv. What else moves along the depth: the
+symbol_evals.jsonl, their bins in the sweep's symbols.csv.gz. What else moves along the depth: the
 backbone's parameters (and its FLOPs) with the head held; at D = 32 and D = 128 the 2-layer
 cells repeat `memory_width.py`'s at other LRs.
 

@@ -514,9 +514,11 @@ def test_sigkilled_sweep_resumes_with_every_run_once(killed_and_resumed):
         if json.loads(line)["kind"] == "train"
     ]
     assert steps == [5, 10, 15, 20]
-    # symbols.csv: each run's symbols binned by their history at its one (final) evaluation,
+    # symbols.csv.gz: each run's symbols binned by their history at its one (final) evaluation,
     # each of the 16 symbols in one bin, and the bins' mean the run's exact eval loss.
-    with open(out / "symbols.csv", newline="") as f:
+    import gzip
+
+    with gzip.open(out / "symbols.csv.gz", "rt", newline="") as f:
         bins = list(csv.DictReader(f))
     for row in table:
         mine = [b for b in bins if b["run_id"] == row["run_id"]]

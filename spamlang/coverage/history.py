@@ -1,5 +1,5 @@
 """Each symbol's history (appearances, first and last step, gaps) and its loss at every
-evaluation, and the compact binned summary that a sweep gathers into symbols.csv.
+evaluation, and the compact binned summary that a sweep gathers into symbols.csv.gz.
 
 The train state carries, per symbol, the sequences that showed it, the steps right after its
 first and last appearance and its longest gap (`spamlang.train.step`). At every evaluation of a
@@ -12,7 +12,7 @@ Whole rows are V numbers per field, too big to commit for hundreds of runs, so a
 result.json also holds `summary`: at every evaluation the symbols binned by appearances and age
 (steps since the last appearance), at the last one also by longest gap; each bin's count, mean
 loss, learned share and mean gap. Bins are powers of two (`log2_floor`); a sweep writes every
-run's bins to its symbols.csv (`COLUMNS`), a few hundred rows a run.
+run's bins to its symbols.csv.gz (`COLUMNS`), a few hundred rows a run (about 5 KB gzipped).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from spamlang.coverage.symbols import LEARNED_FRACTION
 
 # The per-symbol arrays of an evaluation row, after "step" and "loss".
 HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
-# symbols.csv: run_id, then these. appearances, max_gap and age are each bin's lower edge
+# symbols.csv.gz: run_id, then these. appearances, max_gap and age are each bin's lower edge
 # (`log2_floor`; age -1: never shown; max_gap empty before the last evaluation); symbols the bin's count; loss_mean its mean loss in nats;
 # learned its share under LEARNED_FRACTION x log V; mean_gap the mean of its symbols' mean gaps
 # (empty when none has two appearances).
@@ -66,7 +66,7 @@ def summary(rows: list[dict]) -> dict[str, list]:
         gaps = mean_gap(row["first_step"], last, count)
         age = np.where(last >= 0, row["step"] - last, -1)
         # The longest gap splits only the last evaluation's bins: a third axis at every one
-        # made the summary several times longer for a few hundred runs' symbols.csv.
+        # made the summary several times longer for a few hundred runs' symbols.csv.gz.
         last_eval = i == len(rows) - 1
         gap_bin = log2_floor(row["max_gap"]) if last_eval else np.full(len(loss), -2)
         keys = np.stack([log2_floor(count), gap_bin, log2_floor(age)], 1)

@@ -17,7 +17,7 @@ A run directory:
                    history so far (`spamlang.coverage.history`), cut back on resume
   .lock            held by the process training the run
 A sweep directory: sweep.json (the sweep's definition), results.csv (one row per finished
-run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS), symbols.csv (the runs' binned
+run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS), symbols.csv.gz (the runs' binned
 symbol histories) and one run directory per run.
 """
 
@@ -50,7 +50,9 @@ SYMBOL_HISTORY_ARRAYS = SYMBOL_ARRAYS[4:]  # absent from symbols.npz of older ve
 
 SWEEP_FILE = "sweep.json"
 RESULTS_FILE = "results.csv"
-SYMBOLS_FILE = "symbols.csv"
+# gzipped (pandas reads it as it is): the bins repeat each run id, which gzip takes ~7x down,
+# so a sweep of a few hundred runs stays small enough to commit.
+SYMBOLS_FILE = "symbols.csv.gz"
 RESULTS_LOCK = ".results.lock"
 
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
@@ -131,5 +133,5 @@ RESULT_COLUMNS = (
 )
 # result.json only, not results.csv: the per-symbol learning curve's bins, and the symbols'
 # history binned at every evaluation (`spamlang.coverage.history`; a sweep gathers it into
-# symbols.csv) (too big for a cell).
+# symbols.csv.gz) (too big for a cell).
 RESULT_EXTRAS = ("symbol_curve", "symbol_history")

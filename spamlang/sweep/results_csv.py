@@ -1,5 +1,5 @@
 """Gather finished runs into results.csv: one row per run directory that holds result.json;
-and their symbols' binned history into symbols.csv (`spamlang.coverage.history`).
+and their symbols' binned history into symbols.csv.gz (`spamlang.coverage.history`).
 
 Gathering reads only what is on disk, never any in-memory state, so however a sweep was
 interrupted (even SIGKILL), the next gather lists every finished run exactly once. A finished
@@ -147,7 +147,7 @@ def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) ->
     row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
     row.update({c: _setting(config, c) for c in extras})
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
-    # Not a column: the symbols' binned history, for symbols.csv (`_write_symbol_table`).
+    # Not a column: the symbols' binned history, for symbols.csv.gz (`_write_symbol_table`).
     row["symbol_history"] = result.get("symbol_history")
     _fill_older(row, config)
     return row
@@ -248,7 +248,7 @@ def write_results(out_dir: str | Path, report: Report | None = None, check=None)
 
 
 def _write_symbol_table(root: Path, rows: list[dict]) -> None:
-    """symbols.csv: every finished run's binned symbol history (`spamlang.coverage.history`),
+    """symbols.csv.gz: every finished run's binned symbol history (`spamlang.coverage.history`),
     one row per bin and evaluation after its run id; none while no run has a history (a
     language scored on sampled sequences, or runs of an older version)."""
     from spamlang.coverage.history import COLUMNS
@@ -263,7 +263,11 @@ def _write_symbol_table(root: Path, rows: list[dict]) -> None:
     for run_id, h in histories:
         for values in zip(*(h.get(c, ()) for c in COLUMNS)):
             writer.writerow((run_id, *("" if v is None else _short(v) for v in values)))
-    atomic_write_text(root / SYMBOLS_FILE, buf.getvalue())
+    import gzip
+
+    # mtime 0: the same runs give the same bytes, so a rerun leaves a committed copy unchanged
+    data = gzip.compress(buf.getvalue().encode(), compresslevel=9, mtime=0)
+    atomic_write_bytes(root / SYMBOLS_FILE, data)
 
 
 def _short(value: Any) -> Any:

@@ -566,7 +566,7 @@ class _Group:
                 },
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
-                # Every evaluation's symbols binned by their history (symbols.csv's rows).
+                # Every evaluation's symbols binned by their history (symbols.csv.gz's rows).
                 "symbol_history": (
                     history.summary(m.symbols.records) if m.symbols is not None else None
                 ),
