@@ -87,6 +87,27 @@ class _FullFile:
         raise OSError(errno.EIO, "Input/output error")
 
 
+def test_a_torn_row_of_a_checkpointed_step_is_trained_again_not_lost(tmp_path):
+    """The checkpoint of step 8 is on disk but the train row of step 8 is torn (a disk that kept
+    the one and not the other): the resume goes back to step 4, whose rows are whole, and the
+    finished log equals an uninterrupted run's, row for row (before, the row was lost)."""
+    from spamlang.errors import Interrupted
+    from spamlang.train import run_training
+
+    config = CFG.replace(keep_checkpoints=2)
+    run_training(config, tmp_path / "ref", quiet=True)
+    with pytest.raises(Interrupted):
+        run_training(config, tmp_path / "cut", quiet=True, stop_after_step=8)
+    path = tmp_path / "cut" / "metrics.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1]) == {**json.loads(lines[-1]), "kind": "train", "step": 8}
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # torn mid-row
+    run_training(config, tmp_path / "cut", quiet=True)
+    assert _timeless(tmp_path / "cut", "metrics.jsonl") == _timeless(
+        tmp_path / "ref", "metrics.jsonl"
+    )
+
+
 def test_a_full_disk_keeps_its_message_and_every_log_and_manager_is_closed(tmp_path, monkeypatch):
     dirs = [tmp_path / f"run{i}" for i in range(3)]
     closed = []

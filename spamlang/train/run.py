@@ -38,6 +38,7 @@ from spamlang.perf import peak_flops
 from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.rundir.lock import hold_for_job
+from spamlang.rundir.reading import last_row
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 from spamlang.train.step import program as get_program
@@ -290,7 +291,13 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
     abstract = program.abstract_state()
     caps = _common_steps(members) if len(members) > 1 else {}
     for m in members:
-        restored = m.ckpt.restore_latest(abstract, at_most=caps.get(id(m)))
+        cap, logged = caps.get(id(m)), _last_logged(m.dir)
+        if logged is not None and (cap is None or logged < cap):
+            # A checkpoint newer than the newest whole train row (a row torn on a disk that
+            # kept the checkpoint): its interval's row cannot be rebuilt, so the run resumes
+            # from a checkpoint whose rows are all there and trains those steps again.
+            cap = logged
+        restored = m.ckpt.restore_latest(abstract, at_most=cap)
         if restored is not None:
             m.step, m.state, meta = restored
             m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))
@@ -306,6 +313,21 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
     pretrained = program.pretrained_params() if fresh else None
     for m in fresh:
         m.state = program.init_member(m.config.seed, m.config.lr, pretrained, m.config)
+
+
+def _last_logged(run_dir: Path) -> int | None:
+    """The step of the run's newest whole train row (0: none); None without metrics.jsonl, or
+    when its last MiB holds none (a log of many eval rows: no cap, rather than a retrain)."""
+    path = run_dir / rundir.METRICS
+    if not path.is_file():
+        return None
+    row = last_row(path, lambda r: r.get("kind") == "train", tail_bytes=_TAIL)
+    if row is not None:
+        return int(row.get("step", 0))
+    return 0 if path.stat().st_size <= _TAIL else None
+
+
+_TAIL = 1 << 20
 
 
 class _Group:
