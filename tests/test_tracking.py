@@ -148,6 +148,36 @@ def test_explicit_tracker_that_cannot_start_exits_2_before_training(tmp_path, mo
     assert not (out / "config.json").exists()
 
 
+def test_explicit_tracker_whose_folder_cannot_be_made_exits_2(tmp_path, monkeypatch, capsys):
+    """`--tracker tensorboard` where `<out>/tensorboard` cannot be a folder warned and trained
+    with exit 0; it is one line and exit 2 before training, and a writer that fails to start
+    for another reason (here OSError) is an error too, not a warning."""
+    pytest.importorskip("tensorboard")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "tensorboard").write_text("mine")  # a file where the tracker's folder goes
+    argv = [
+        "train",
+        *("--preset", "tiny", "--vocab-size", "64", "--seq-len", "2", "--batch-size", "4"),
+        *("--tokens", "160", "--out", str(out), "--tracker", "tensorboard"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a folder" in err[0] and not (out / "config.json").exists()
+    (out / "tensorboard").unlink()
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    from spamlang.tracking import tensorboard_writer
+
+    monkeypatch.setattr(tensorboard_writer, "Writer", broken)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--tracker tensorboard cannot start" in err[0]
+    assert not (out / "result.json").exists()
+
+
 def test_default_tracker_that_cannot_start_warns_and_trains(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(__import__("sys").modules, "wandb", None)
     monkeypatch.setattr(tracking, "_DROPPED", set())

@@ -46,11 +46,25 @@ def session(spec: TrackerSpec | None):
         return
     if spec.explicit:  # UserError (one line naming the fix) when the tracker cannot start
         _backend(spec.kind).check(verify=True)
+        _check_folder(spec.root / spec.kind)
     _ACTIVE.append(spec)
     try:
         yield
     finally:
         _ACTIVE.pop()
+
+
+def _check_folder(folder: Path) -> None:
+    """UserError when the tracker's folder (`<root>/tensorboard`, `<root>/wandb`) cannot be a
+    folder: a file, or a file on its way, stands there."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise UserError(
+                    f"--tracker {folder.name}: cannot make its folder {folder}: {path} is not "
+                    "a folder"
+                )
+            return
 
 
 def _backend(kind: str):
@@ -66,8 +80,11 @@ def attach(log, run_dir: Path, config, restored_step: int):
     try:
         writer = _backend(spec.kind).Writer(spec, Path(run_dir), config, log.records, restored_step)
     except Exception as e:  # noqa: BLE001 (a tracker never stops a run it was not asked for)
-        if spec.explicit and isinstance(e, UserError):
-            raise
+        if spec.explicit:  # asked for by name: its failure to start is the command's error
+            if isinstance(e, UserError):
+                raise
+            text = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise UserError(f"--tracker {spec.kind} cannot start: {text}") from e
         _drop(spec.kind, e)
         return log
     return TrackedLog(log, writer, spec.kind)
