@@ -64,11 +64,29 @@ def test_fit_prints_the_law_and_writes_it(tmp_path, sweeps, capsys):
     assert law.sources == ["low", "high"] and law.ranges["M"][1] == 1000  # b2 = 0.999
 
 
+def test_fit_skips_what_is_no_sweep_with_a_note(tmp_path, sweeps, capsys):
+    """`spamlang law fit results/*` as the docs write it: results/ also holds a README and the
+    forecasts folder, each skipped with one note (it failed on the README before)."""
+    (tmp_path / "README.md").write_text("# results\n")
+    (tmp_path / "forecasts").mkdir()
+    (tmp_path / "forecasts" / "depth.csv").write_text("cell,predicted_loss\n")
+    argv = ["law", "fit", str(tmp_path / "README.md"), *sweeps, str(tmp_path / "forecasts")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    notes = captured.err.strip().splitlines()
+    assert len(notes) == 2 and all("not a sweep or run directory" in n for n in notes)
+    assert "fitted on" in captured.out
+    assert main(["law", "fit", str(tmp_path / "README.md")]) == 2  # nothing left: an error
+    assert "no sweep or run directory" in capsys.readouterr().err
+
+
 def test_predict_prints_every_cell_once(tmp_path, law_file, capsys):
     assert main(["law", "predict", _sweep_file(tmp_path), "--law", str(law_file)]) == 0
     lines = capsys.readouterr().out.splitlines()
     cells = [f"language=spam vocab_size={v} b2={b2}" for v in (256, 1024) for b2 in (0.95, 0.999)]
-    assert len(lines) == 1 + len(cells)  # a header, then one line per cell: lr and seed collapsed
+    # a legend of R, M and n, a header, then one line per cell: lr and seed collapsed
+    assert len(lines) == 2 + len(cells)
+    assert all(f"{x} = " in lines[0] for x in ("R", "M", "n")) and lines[0].startswith("#")
     for cell in cells:
         (line,) = [x for x in lines if x.startswith(cell + " ")]
         assert "extrapolation" not in line
@@ -115,7 +133,7 @@ def test_predict_writes_the_forecast_csv_with_the_law_that_made_it(tmp_path, law
 def test_predict_marks_cells_outside_the_law(tmp_path, law_file, capsys):
     path = _sweep_file(tmp_path, languages=("spam", "cycle"))
     assert main(["law", "predict", path, "--law", str(law_file)]) == 0
-    lines = capsys.readouterr().out.splitlines()[1:]
+    lines = capsys.readouterr().out.splitlines()[2:]
     assert len(lines) == 8
     for line in lines:
         assert ("extrapolation: language cycle" in line) == line.startswith("language=cycle")

@@ -23,6 +23,7 @@ def _frames(dirs: list[str]) -> dict[str, object]:
     from spamlang.errors import UserError
     from spamlang.law import fill_from_configs
 
+    dirs = _sweep_dirs(dirs)
     names = [Path(d).resolve().name for d in dirs]
     frames = {}
     for name, d in zip(names, dirs):
@@ -31,6 +32,28 @@ def _frames(dirs: list[str]) -> dict[str, object]:
             raise UserError(f"{d}: no finished run in its results.csv: nothing to fit")
         frames[name if names.count(name) == 1 else str(d)] = fill_from_configs(frame, d)
     return frames
+
+
+def _sweep_dirs(paths: list[str]) -> list[str]:
+    """`paths` less those that exist but are no sweep or run directory (`results/*` holds a
+    README and the forecasts), each skipped with one note on stderr; a path that does not
+    exist stays, for the reader's own error. UserError when nothing is left."""
+    import sys
+
+    from spamlang.errors import UserError
+    from spamlang.rundir.reading import is_run
+    from spamlang.rundir.schema import RESULTS_FILE
+
+    kept = []
+    for path in paths:
+        p = Path(path)
+        if p.exists() and not (p.is_dir() and ((p / RESULTS_FILE).is_file() or is_run(p))):
+            print(f"note: skipped {path}: not a sweep or run directory", file=sys.stderr)
+            continue
+        kept.append(path)
+    if not kept:
+        raise UserError(f"no sweep or run directory among {', '.join(paths)}")
+    return kept
 
 
 def _fit(args: argparse.Namespace) -> int:

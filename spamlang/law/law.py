@@ -292,12 +292,24 @@ def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[di
     return rows
 
 
+# The first line `law predict` prints: what its columns are.
+LEGEND = (
+    "# loss: best-LR seed-mean final eval loss (nats); R = V / B: steps between a symbol's "
+    "returns; M = min(1 / (1 - b2), steps): Adam's memory in steps; n = B x steps / V: "
+    "updates per symbol"
+)
+
+
 def cell_lines(law, cells: dict[str, Any]) -> list[str]:
-    """One aligned line per cell ({label: a TrainConfig of it}): its label, the predicted
-    loss, R, M, n, and the extrapolation mark where the law is outside its range."""
+    """LEGEND, a header, then one aligned line per cell ({label: a TrainConfig of it}): its
+    label, the predicted loss, R, M, n, and the extrapolation mark where the law is outside
+    its range."""
     rows = [(label, law.predict(config)) for label, config in cells.items()]
     width = max(len("cell"), *(len(label) for label, _ in rows))
-    lines = [f"{'cell':<{width}}  {'loss':>8}  {'R':>8}  {'M':>8}  {'n':>8}"]
+    lines = [
+        LEGEND,
+        f"{'cell':<{width}}  {'loss':>8}  {'R':>8}  {'M':>8}  {'n':>8}",
+    ]
     for label, p in rows:
         mark = f"  extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
         lines.append(
