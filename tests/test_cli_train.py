@@ -288,6 +288,20 @@ def test_rerunning_a_finished_run_says_so(finished_run, capsys):
     assert json.loads(out) == json.loads((finished_run / "result.json").read_text())
 
 
+def test_rerunning_a_finished_run_with_a_damaged_symbols_file_says_so(
+    finished_run, tmp_path, capsys
+):
+    import shutil
+
+    run = shutil.copytree(finished_run, tmp_path / "run")
+    (run / "symbols.npz").write_bytes(b"PK\x03\x04 not a zip")
+    capsys.readouterr()
+    assert main(["train", *SIXTY, "--out", str(run)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("is already finished (result.json); nothing to train")
+    assert len(err) == 2 and "cannot read" in err[1] and "symbols.npz" in err[1]
+
+
 def _damaged_copy(run: Path, dst: Path) -> Path:
     """A copy of `run` interrupted before its result, every checkpoint's arrays cut in half."""
     import shutil

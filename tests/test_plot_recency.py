@@ -94,6 +94,23 @@ def test_runs_without_symbols_warn_once_and_none_exits_2(tmp_path, capsys):
     assert len(err) == 1 and SYMBOLS in err[0]
 
 
+def test_a_damaged_symbols_file_is_named_as_damaged_not_missing(tmp_path, capsys):
+    """plot recency, a sweep's gather and a rerun of the run each say the file cannot be read
+    (before: 'without symbols.npz', and nothing at all from the gather and the rerun)."""
+    from spamlang.sweep.results_csv import gather
+
+    sweep = tmp_path / "sweep"
+    write_run(sweep, "a", b2=0.9)
+    broken, _ = write_run(sweep, "b", b2=0.99)
+    (broken / SYMBOLS).write_bytes((broken / SYMBOLS).read_bytes()[:100])  # cut short
+    recency_figure([sweep])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be read: b (" in err[0] and "without" not in err[0]
+    gather(sweep)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line for line in err if SYMBOLS in line and "b" in line and "cannot read" in line]
+
+
 def test_help(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["plot", "recency", "--help"])

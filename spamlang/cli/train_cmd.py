@@ -279,6 +279,15 @@ def handler(args) -> int:
         return e.exit_status
     if finished:  # said after run_group, which refuses a finished run of another config
         print(f"{args.out} is already finished ({RESULT}); nothing to train", file=sys.stderr)
+        from spamlang.rundir import symbols_damage
+
+        damage = symbols_damage(args.out)
+        if damage:  # not missing: its per-symbol results are gone, and a rerun cannot remake them
+            print(
+                f"warning: {damage}; its per-symbol results are lost (train the run again into "
+                "a new directory to get them)",
+                file=sys.stderr,
+            )
     print(json.dumps(result, indent=2, sort_keys=True) if args.json else summary(args.out, result))
     return 0
 

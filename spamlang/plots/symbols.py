@@ -155,21 +155,28 @@ def recency_figure(
     symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
     (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
-    points, arrays, missing = [], {}, []
+    points, arrays, missing, damaged = [], {}, [], []
     for p in _best_lr(runs):  # each cell's best LR, then its smallest seed
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
-        try:  # missing or unreadable: the run is skipped and named, not the end of the figure
+        try:  # missing or damaged: the run is skipped and named, not the end of the figure
             npz = read_symbols(run.path) if run.path else None
-        except (UserError, zipfile.BadZipFile):
-            npz = None
+        except (UserError, zipfile.BadZipFile) as e:
+            damaged.append(f"{run.run_id} ({e})")
+            continue
         if npz is None:
             missing.append(run.run_id)
         else:
             points.append(Point([run]))
             arrays[id(run)] = npz
+    if damaged:  # said apart from the missing ones: the file is there, and broken
+        print(
+            f"warning: skipped {len(damaged)} run(s) whose {SYMBOLS} cannot be read: "
+            f"{', '.join(damaged)}",
+            file=sys.stderr,
+        )
     if not points:
         raise UserError(
-            f"no run in {', '.join(map(str, dirs))} has a {SYMBOLS} (runs of a "
+            f"no run in {', '.join(map(str, dirs))} has a readable {SYMBOLS} (runs of a "
             "position-invariant language write one when they finish)"
         )
     if missing:

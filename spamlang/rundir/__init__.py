@@ -18,6 +18,7 @@ import json
 import math
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -205,10 +206,19 @@ def read_symbols(out_dir: str | os.PathLike) -> dict | None:
         with np.load(path) as data:
             names = [k for k in (*SYMBOL_ARRAYS, "steps") if k not in SYMBOL_HISTORY_ARRAYS]
             out = {k: data[k] for k in names + [k for k in SYMBOL_HISTORY_ARRAYS if k in data]}
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
         raise UserError(f"cannot read {path}: {e}") from None
     out["steps"] = int(out["steps"])
     return out
+
+
+def symbols_damage(out_dir: str | os.PathLike) -> str | None:
+    """Why the run's symbols.npz cannot be read (one line), or None: absent or whole."""
+    try:
+        read_symbols(out_dir)
+    except UserError as e:
+        return str(e)
+    return None
 
 
 class MetricsLog:

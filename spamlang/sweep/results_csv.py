@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import describe
+from spamlang.rundir import symbols_damage
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
 from spamlang.rundir.reading import is_finished, parse_row, read_json, read_strict, run_dirs
@@ -208,6 +209,9 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
         fixed = repair_metrics(run_dir)
         if fixed:
             report.note(fixed)
+        damage = symbols_damage(run_dir)
+        if damage:  # listed in results.csv all the same: only its per-symbol file is lost
+            report.note(f"warning: {damage}; the run stays in {RESULTS_FILE} without it")
         try:
             rows.append(read_run(run_dir, extras, check))
         except ValueError as e:
