@@ -34,3 +34,24 @@ def test_a_bad_line_before_the_last_is_an_error_naming_it_and_nothing_is_deleted
     with pytest.raises(UserError, match="line 2"):
         rundir.MetricsLog(tmp_path, 1)  # cutting back does not hide it either
     assert path.read_bytes() == before
+
+
+def test_a_users_own_folder_is_refused_as_out_and_nothing_is_written_there(tmp_path, capsys):
+    """`--out mine`, a folder of the user's own files that is not a run: it trained into it,
+    scattering config.json and checkpoints/ among them. Now one line, exit 2, folder as it was;
+    an empty folder, or one holding only a run's lock, is still a fine --out."""
+    from spamlang.cli import main
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "analysis.py").write_text("print('mine')\n")
+    args = ["--vocab-size", "16", "--seq-len", "2", "--batch-size", "4", "--tokens", "16"]
+    assert main(["train", *args, "--out", str(mine)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not empty and not a run directory" in err[0]
+    assert sorted(p.name for p in mine.iterdir()) == ["analysis.py"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".lock").write_text("")  # a crash between taking the lock and config.json
+    assert main(["train", *args, "--out", str(empty)]) == 0
+    assert (empty / "result.json").is_file()

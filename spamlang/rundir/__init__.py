@@ -30,6 +30,7 @@ from spamlang.rundir.schema import (  # noqa: F401
     CONFIG,
     METRICS,
     RESULT,
+    RUN_LOCK,
     SYMBOL_ARRAYS,
     SYMBOL_EVALS,
     SYMBOL_HISTORY_ARRAYS,
@@ -140,12 +141,30 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
         return out
     if any((out / name).exists() for name in (METRICS, RESULT, CHECKPOINTS)):
         raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
+    foreign = sorted(n for n in os.listdir(out) if not _ours(n))
+    if foreign:  # a user's own folder: config.json and checkpoints/ would land among its files
+        shown = ", ".join(foreign[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        raise UserError(
+            f"{out} is not empty and not a run directory (it holds {shown}); choose a new "
+            "or empty folder for --out"
+        )
     if write:
         try:
             atomic_write_json(path, new)
         except OSError as e:
             raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
     return out
+
+
+# What a run directory holds before its config.json: the lock, the trackers' folders (made by
+# `--tracker` on an earlier try), and the temporaries of atomic writes and write probes.
+_EARLY = (RUN_LOCK, "tensorboard", "wandb")
+
+
+def _ours(name: str) -> bool:
+    return name in _EARLY or ".tmp-" in name or name.startswith(".write-test-")
 
 
 def probe_writable(directory: Path) -> None:
