@@ -5,7 +5,7 @@ Gradient clipping at global norm 1.0 and decoupled weight decay 0.1 are both def
 between a symbol's appearances: clipping rescales the whole step when a rare symbol's large
 gradient arrives, and decay shrinks the symbol's rows while it is away. `equal_batch.py` found
 that dropping the decay changed V = 1,024 tied at b2 = 0.95 from 0.42 to 0.011 (sampled
-evaluation), against the README's "dropping the weight decay does not change that". Here both
+evaluation), against an earlier README's claim that dropping the decay changed nothing. Here both
 are switched off alone and together, at V = 1,024 and 4,096, B = 32 (return time 32 and 128
 steps), 16 updates per symbol (512 and 2,048 steps), b2 = 0.95 and 0.999, tied and untied:
   grad_clip   1.0 (default) | 0 (off)

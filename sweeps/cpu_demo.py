@@ -19,7 +19,7 @@ SpamLang with RoPE is position-invariant (every position of a repeated symbol ha
 hidden state, and the loss averages over positions), so L = 2 is the same run as the L = 64 of
 earlier versions of this demo at 1/32 of the tokens (`tests/test_position_invariance.py`);
 Figure 4's curves and Table 1's samples (32 tokens, sampled from these L = 2 models) still come
-out. Eval: 2,048 fixed sequences per V.
+out. Eval: exact, every symbol scored once on its own sequence `s s` (the population loss).
 
 What it shows: at b2 = 0.95 and the best LR the final loss rises with V; the smallest V reach
 the floor (loss 0, every greedy continuation correct) while the largest stays far from it

@@ -30,8 +30,9 @@ is set by the step's latency, and the 6 members of a cell's LR x seed group shar
 (vmapped). One member's state is 2.87 GiB at V = 131,072 (parameters and two moments; SGD
 keeps one buffer, Adafactor factored statistics), so a group of 6 fits one 80 GB device.
 
-Prediction from the CPU sweeps: see the README's "What drives the failure" (which this
-sweep's results should confirm or overturn at D = 576).
+Prediction from the CPU sweeps: the law's forecast of this grid, in the README's "The headline
+finding" and docs/findings.md ("What drives the failure"), which this sweep's results should
+confirm or overturn at D = 576 and 30 layers.
 
 Run: python sweeps/paper_fig5_optimizer.py [--out DIR] [--shard i/n] [--dry-run]
   e.g. one accelerator: python sweeps/paper_fig5_optimizer.py --out runs/paper_fig5_optimizer
