@@ -45,12 +45,15 @@ class Interrupted(KeyboardInterrupt):
 
 
 def first_line(e: BaseException) -> str:
-    """The first line of `e`'s message without library reprs, at most 300 characters ("" if none).
+    """The first line of `e`'s message without library reprs, at most 300 characters ("" if none;
+    a UserError's is never cut).
 
     A message that is only a pointer to its cause ("Encountered error while reading array
     index ... See full TensorStore details") is replaced by its cause's, which names the file.
     """
     text = _NOISE.sub("", (str(_speaker(e)).splitlines() or [""])[0]).strip()
+    if isinstance(e, UserError):  # written for people, whole: a list it names stays whole
+        return text
     return text if len(text) <= _MAX_CHARS else text[: _MAX_CHARS - 3] + "..."
 
 

@@ -388,6 +388,21 @@ def test_a_language_parameter_as_a_bare_flag_names_param(capsys):
     assert "--param holdout=VALUE" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "flag, hint",
+    [
+        ("--tied", "did you mean --tie-embeddings?"),  # it suggested --seed
+        ("--d-model", "--preset tiny-w32"),
+        ("--n-layers", "--model n_layers=VALUE"),
+    ],
+)
+def test_a_field_under_another_name_gets_its_own_spelling(capsys, flag, hint):
+    assert bad_flags(["train", flag, "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"spamlang train: error: {flag} is not a flag of spamlang train")
+    assert hint in err and "--seed" not in err and len(err.strip().splitlines()) == 1
+
+
 def test_an_unknown_flag_is_reported_by_its_command(capsys):
     assert bad_flags(["train", "--tokenz", "5", "--out", "unused"]) == 2
     assert capsys.readouterr().err == (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -157,7 +158,11 @@ def test_groups_share_everything_but_lr_and_seed_and_shards_partition_them():
 @pytest.mark.parametrize(
     "axes, message",
     [
-        ({"vocab": [16]}, "unknown axis 'vocab'"),
+        ({"vocab": [16]}, "unknown axis 'vocab' (did you mean 'vocab_size'?)"),
+        ({"tied": [True]}, "unknown axis 'tied' (did you mean 'tie_embeddings'?)"),
+        ({"d_model": [32]}, "unknown axis 'd_model' (did you mean the width family of presets"),
+        ({"n_layers": [4]}, "(did you mean 'model.n_layers'?)"),
+        ({"lrr": [1e-3]}, "unknown axis 'lrr' (did you mean 'lr'?)"),
         ({"model.width": [16]}, "unknown axis 'model.width'"),
         ({"model.vocab_size": [16]}, "use the axis 'vocab_size'"),
         ({"lr": []}, "axis 'lr' is empty"),
@@ -175,8 +180,18 @@ def test_groups_share_everything_but_lr_and_seed_and_shards_partition_them():
     ],
 )
 def test_bad_axes_are_user_errors(axes, message):
-    with pytest.raises(UserError, match=message.replace("(", r"\(")):
+    with pytest.raises(UserError, match=re.escape(message)):
         Sweep("bad", TINY, axes)
+
+
+def test_an_unknown_axis_in_a_sweep_file_lists_every_known_axis_whole(tmp_path, capsys):
+    """The list of known axes was cut at 300 characters, before the model fields."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "s", "base": {}, "axes": {"vocab": [64]}}))
+    assert cli_main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "..." not in err
+    assert "model.d_model" in err and "model.n_layers" in err and "param.<" in err
 
 
 HUGE_SWEEP = """from spamlang.sweep import Sweep

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from spamlang.errors import UserError
 from spamlang.notation import VOCAB_FIELDS
+from spamlang.train.config import FIELD_ALIASES
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
 _DICT_FLAGS = {"language_params": "--param", "model_overrides": "--model"}
@@ -109,8 +110,9 @@ RENAMED = {"b1": "--adam-b1", "b2": "--adam-b2", "eps": "--adam-eps"}
 
 
 def _unknown_hint(extras: list[str]) -> str | None:
-    """The line for an unrecognised flag that names a language parameter (or the old --eps):
-    say how to set it, instead of argparse's bare refusal."""
+    """The line for an unrecognised flag that names a language parameter (or the old --eps), or
+    a field by another name (`FIELD_ALIASES`: --tied): say how to set it, instead of argparse's
+    bare refusal or a far guess (--tied is not --seed)."""
     from spamlang import languages  # imports JAX: on this error path only
 
     owners: dict[str, list[str]] = {}
@@ -125,6 +127,13 @@ def _unknown_hint(extras: list[str]) -> str | None:
             )
         if key in RENAMED:
             where.append(f"the optimizer's {key} is {RENAMED[key]}")
+        alias = FIELD_ALIASES.get(key) or FIELD_ALIASES.get(flag[2:])
+        if alias == "preset":
+            where.append("a width is a preset of the width family: --preset tiny-w32")
+        elif alias and alias.startswith("model."):
+            where.append(f"a model field is set with --model {alias[6:]}=VALUE")
+        elif alias:
+            where.append(f"did you mean --{alias.replace('_', '-')}?")
         if where:
             return f"{flag} is not a flag of spamlang train: {'; '.join(where)}"
     return None

@@ -152,11 +152,28 @@ def axis_type(base: Any, axis: str) -> Any:
             raise UserError(f"unknown axis {axis!r}: expected param.<language parameter>")
         return Any
     if axis not in fields:
+        from spamlang.model.config import ModelConfig
+
+        model = [MODEL_PREFIX + n for n in field_types(ModelConfig) if n not in fields]
         raise UserError(
-            f"unknown axis {axis!r}; known: {', '.join(sorted(fields))}, "
-            "model.<model field>, param.<language parameter>"
+            f"unknown axis {axis!r}{_did_you_mean(axis, [*fields, *model])}; known: "
+            f"{', '.join(sorted(fields))}, model.<model field> ({', '.join(sorted(model))}), "
+            "param.<language parameter>"
         )
     return fields[axis]
+
+
+def _did_you_mean(axis: str, known: list[str]) -> str:
+    """' (did you mean ...?)' for an axis spelled otherwise or close to a known one; a width
+    names the width family of presets, the one way to sweep it."""
+    import difflib
+
+    from spamlang.train.config import FIELD_ALIASES
+
+    close = FIELD_ALIASES.get(axis) or next(iter(difflib.get_close_matches(axis, known, 1)), None)
+    if close == "preset":
+        return " (did you mean the width family of presets, e.g. preset: ['tiny-w32', 'tiny-w64']?)"
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def fields_of(axis: str) -> list[str]:

@@ -34,6 +34,26 @@ OPTIMIZER_FIELDS = {
     "lazy_rows": ("lazy_adamw",),
 }
 
+# Names people type for a field that is spelled otherwise: a sweep axis or a `spamlang train`
+# flag named so gets "did you mean" the field ("preset": the width family, tiny-w<D>; model.*:
+# a ModelConfig field, `--model NAME=VALUE` on the command line).
+FIELD_ALIASES = {
+    "tied": "tie_embeddings",
+    "untied": "tie_embeddings",
+    "tie": "tie_embeddings",
+    "vocab": "vocab_size",
+    "V": "vocab_size",
+    "batch": "batch_size",
+    "B": "batch_size",
+    "beta2": "b2",
+    "width": "preset",
+    "d_model": "preset",
+    "D": "preset",
+    "n_layers": "model.n_layers",
+    "layers": "model.n_layers",
+    "depth": "model.n_layers",
+}
+
 # Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
 # model_overrides where a sweep could not see them.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
