@@ -144,3 +144,38 @@ def test_summary_line_shows_the_floor_only_where_there_is_one():
     ]:
         result = {**RESULT, "optimal_loss": floor, "final_eval_loss": 0.3041 + (floor or 0.0)}
         assert summary_line("V16", result).startswith(shown), floor
+
+
+def test_the_bar_shows_a_groups_steps_and_eta_while_it_trains(tmp_path, monkeypatch):
+    """The sweep's bar counts runs, so a vmapped group sat at `0/8 [00:34<?]` for its whole
+    length; beside it now: the group's step of its total, an ETA and the losses."""
+    from spamlang.sweep import logs
+
+    class Bar:
+        disable, shown = False, []
+
+        def set_postfix_str(self, text):
+            self.shown.append(text)
+
+    monkeypatch.setattr(logs, "_BAR_SECONDS", 0.02)
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+
+    def row(step):
+        for d in dirs:
+            with open(d / "metrics.jsonl", "a") as f:
+                f.write(json.dumps({"kind": "train", "step": step, "loss": 2.0}) + "\n")
+
+    bar = Bar()
+    with logs.watch(bar, "a +1 vmapped", dirs, steps=100, first=1, total=8, quiet=False):
+        row(10)
+        deadline = time.monotonic() + 30
+        while not any("step 10/100" in s for s in bar.shown) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        row(20)
+        while not any("step 20/100" in s for s in bar.shown) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    last = next(s for s in reversed(bar.shown) if "step 20/100" in s)
+    assert last.startswith("a +1 vmapped: step 20/100, ETA 0:0") and "loss 2.000" in last

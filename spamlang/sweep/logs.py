@@ -1,11 +1,13 @@
 """What a sweep says while its runs train, read from their run directories: the sweep trains
 with quiet=True, and reading the files keeps the trainer unaware of the sweep.
 
-- On a terminal, the bar shows the running run's (or group's) latest train loss.
+- On a terminal, the bar (which counts runs) shows beside it the running run's (or group's)
+  step, an ETA from the steps it has seen go by, and its latest train loss: a vmapped group
+  is one long wait for the run count.
 - Elsewhere (a SLURM log, nohup), unless --quiet, a line for each running run or group every
   SPAMLANG_LOG_SECONDS seconds (default 30, the variable the trainer's own progress reads)
-  when it has logged a step since its last line: `[3/12] V4096-lr3e-3: step 150/600, loss
-  2.314`; a group `[3-6/12] V4096-lr3e-3 +3 vmapped: step 150/600, loss 2.290..2.514` (its
+  when it has logged a step since its last line: `[3/12] V4096-lr3e-3: step 150/600, ETA
+  2:10, loss 2.314`; a group `[3-6/12] V4096-lr3e-3 +3 vmapped: step 150/600, loss 2.290..2.514` (its
   slowest member's step). Without it a log showed one line per finished run and nothing
   between, which for the paper's model is hours.
 - Unless --quiet, `[3/12] V4096-lr3e-3: resuming from step 150` when a run starts from a
@@ -18,6 +20,7 @@ import contextlib
 import math
 import sys
 import threading
+import time
 from pathlib import Path
 
 from spamlang.progress import log_seconds
@@ -72,6 +75,19 @@ def announce_resumes(bar, run_ids: list[str], run_dirs: list[Path], done: int, t
             )
 
 
+def _eta(began: tuple[float, int], now: float, step: int, steps: int) -> str:
+    """', ETA 12:34' from the steps done since `began` (time, step); '' before any was."""
+    t0, s0 = began
+    if step <= s0 or now <= t0:
+        return ""
+    left = (steps - step) * (now - t0) / (step - s0)
+    minutes, seconds = divmod(int(left), 60)
+    hours, minutes = divmod(minutes, 60)
+    return (
+        f", ETA {hours}:{minutes:02d}:{seconds:02d}" if hours else f", ETA {minutes}:{seconds:02d}"
+    )
+
+
 @contextlib.contextmanager
 def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, total: int, quiet):
     """While a run or group trains: its latest loss on the bar (a terminal), or a line every
@@ -84,17 +100,21 @@ def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, tota
 
     def loop():
         said = 0  # the step of the last log line
+        began = None  # (time, step) when the first row was seen: the rate is measured from it
         while not stop.wait(every_s):
             # The newest train row of each run's metrics.jsonl, from the file's tail only.
             rows = [r for d in run_dirs if (r := last_row(d / METRICS, _is_train, _TAIL_BYTES))]
-            if rows and on_bar:
-                bar.set_postfix_str(f"{label} loss {_losses(rows)}")
-            elif rows and min(r.get("step", 0) for r in rows) > said:
-                said = min(r.get("step", 0) for r in rows)
+            if not rows:
+                continue
+            step, now = min(r.get("step", 0) for r in rows), time.monotonic()
+            began = began or (now, step)
+            where = f"step {step}/{steps}{_eta(began, now, step, steps)}"
+            if on_bar:  # the bar counts runs: a group's steps and ETA go beside it
+                bar.set_postfix_str(f"{label}: {where}, loss {_losses(rows)}")
+            elif step > said:
+                said = step
                 print(
-                    f"{prefix} {label}: step {said}/{steps}, loss {_losses(rows)}",
-                    file=sys.stderr,
-                    flush=True,
+                    f"{prefix} {label}: {where}, loss {_losses(rows)}", file=sys.stderr, flush=True
                 )
 
     thread = threading.Thread(target=loop, daemon=True)
