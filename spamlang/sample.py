@@ -29,6 +29,7 @@ import numpy as np
 from spamlang import glyphs
 from spamlang.errors import UserError
 from spamlang.notation import format_count, format_lr
+from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
 # Underlined: incorrect is not told by colour alone.
@@ -270,6 +271,17 @@ def sample_run(
         return generate(model, prompt_NxP, length, key=key, temperature=temperature)
 
     info = {k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset")}
+    # The run's settings off their defaults (width, depth, b2, decay, ...), for the title.
+    settings = {
+        **{k: getattr(config, k, None) for k in TITLE_DEFAULTS},
+        "d_model": model.config.d_model,
+        "n_layers": model.config.n_layers,
+    }
+    info["settings"] = {
+        k: v
+        for k, v in settings.items()
+        if k != "head" and v is not None and v != TITLE_DEFAULTS[k]
+    }
     return sample_with(
         generate_fn,
         lang,
@@ -304,6 +316,13 @@ def describe(result: SampleResult, ids: bool = False) -> str:
         parts.append(
             f"lr {format_lr(i['lr'])}, {'tied' if i.get('tie_embeddings') else 'untied'}, "
             f"head {i.get('head')}"
+        )
+    if i.get("settings"):  # what the run's base moved off the defaults (D, layers, b2, ...)
+        parts.append(
+            ", ".join(
+                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                for k, v in i["settings"].items()
+            )
         )
     n, length = result.tokens.shape
     parts.append(

@@ -82,3 +82,32 @@ def test_lines_title_their_where_filters(tmp_path):
         root, x="vocab_size", y="final_eval_loss", color="none", where={"tie_embeddings": ["False"]}
     )
     assert "untied" in title(fig)
+
+
+def test_a_base_setting_off_its_default_is_in_the_title_axis_or_not(tmp_path):
+    """A sweep whose base fixes D = 32, b2 0.99 and no weight decay: its heatmap said only
+    'tied' (or nothing); the title now carries every base setting off the defaults, and none
+    that is at its default."""
+    rows = [
+        row(v=v, lr=lr, tied=tied, loss=1.0 + lr, d_model=32, b2=0.99, weight_decay=0.0)
+        for v in (64, 256)
+        for lr in (1e-3, 1e-2)
+        for tied in (True, False)
+    ]
+    root = write(tmp_path / "s", rows, settings=["b2", "weight_decay"])
+    text = title(heatmap_figure(root))
+    assert "d_model=32" in text and "b2=0.99" in text and "weight_decay=0" in text
+    assert "language" not in text and "head" not in text  # at their defaults: not named
+    assert "tied" in title(heatmap_figure(root, where={"tie_embeddings": ["True"]}))
+
+
+def test_the_title_defaults_are_the_configs_own():
+    from spamlang.model.config import preset_fields
+    from spamlang.rundir.schema import TITLE_DEFAULTS
+    from spamlang.train.config import TrainConfig
+
+    config = TrainConfig()
+    preset = preset_fields(config.preset)
+    own = {k: getattr(config, k) for k in TITLE_DEFAULTS if hasattr(config, k)}
+    own.update(d_model=preset["d_model"], n_layers=preset["n_layers"])
+    assert own == TITLE_DEFAULTS

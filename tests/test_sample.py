@@ -271,11 +271,16 @@ def test_sample_end_to_end(tmp_path, capsys):
         lr=1e-2,
         eval_sequences=16,
         log_every=20,
+        weight_decay=0.0,
     )
     run_training(config, run, quiet=True)
     r = sample_run(run, n=3, length=12, prompt="C")
     assert r.tokens.shape == (3, 12) and (r.tokens[:, 0] == 2).all()
     assert r.info["language"] == "spam" and r.info["lr"] == 1e-2
+    # The title names what the run moved off the defaults (here the decay), and nothing else.
+    from spamlang.sample import describe
+
+    assert "; weight_decay 0;" in describe(r) and "d_model" not in describe(r)
     assert r.summary.mean_fraction_correct > 0.5  # a V=16 SpamLang is learnt in 80 steps
     # The same shapes and temperature again, through the CLI (the compiled sampler is reused).
     html, png = tmp_path / "s.html", tmp_path / "s.png"

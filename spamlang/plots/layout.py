@@ -30,6 +30,7 @@ from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
 from spamlang.plots.runs import Run, check_column, complement_of, varying_settings
+from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED = "seed"
 MAX_FACETS = 8
@@ -382,7 +383,8 @@ def fixed_title(
 ) -> str:
     """What a figure cut out of a sweep (by `--where`, `--lr`) holds fixed: every `--where`
     filter, then every other setting that `data` (the sweep's runs) holds more than one value
-    of and `shown` (the runs drawn) only one, unless it is an axis (`axes`). A setting at one
+    of and `shown` (the runs drawn) only one, unless it is an axis (`axes`), then every
+    TITLE_DEFAULTS setting that `shown` holds at one value other than its default. A setting at one
     value reads `name=value` ('tied' / 'untied'); other filters (several values, exclusions,
     patterns) as written. '' when nothing is fixed."""
 
@@ -402,5 +404,12 @@ def fixed_title(
         said.add(name)
     for key in sorted({k for r in data for k in r.settings} - axes - said):
         if len({ident(r.settings.get(key)) for r in data}) > 1 and (one := single(key)):
+            parts.append(facet_title(key, one[0]))
+            said.add(key)
+    # A base setting off its default, which no axis varies: without it an exported figure of a
+    # D = 32, b2 0.99 sweep said only "tied".
+    for key, default in TITLE_DEFAULTS.items():
+        one = single(key) if shown and key not in axes | said else []
+        if one and ident(one[0]) != ident(default):
             parts.append(facet_title(key, one[0]))
     return ", ".join(parts)

@@ -55,6 +55,20 @@ RESULTS_FILE = "results.csv"
 SYMBOLS_FILE = "symbols.csv.gz"
 RESULTS_LOCK = ".results.lock"
 
+# Settings a figure's title names whenever the runs drawn hold them off these defaults, axis or
+# not (TrainConfig's defaults and its default preset's width and depth; a test holds them equal),
+# so that a figure exported from a D = 32, b2 0.99 sweep says so (`plots.layout.fixed_title`).
+TITLE_DEFAULTS = {
+    "language": "spam",
+    "d_model": 16,
+    "n_layers": 2,
+    "head": "softmax",
+    "optimizer": "adamw",
+    "b2": 0.95,
+    "weight_decay": 0.1,
+    "sampling": "iid",
+}
+
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
 SETTING_COLUMNS = (
     "run_id",
