@@ -130,6 +130,45 @@ def test_predict_writes_the_forecast_csv_with_the_law_that_made_it(tmp_path, law
         assert {r["law_commit"] for r in csv.DictReader(f)} == {"uncommitted"}
 
 
+def test_compare_puts_each_forecast_cell_beside_its_measurement(tmp_path, law_file, capsys):
+    """`law compare`: the best LR's seed mean, its seeds' range, the classes and the count of
+    cells classified right; a cell with no finished run yet is '-' and not counted."""
+    import csv
+
+    from spamlang.law import forecast
+
+    out = tmp_path / "forecast.csv"
+    argv = ["law", "predict", _sweep_file(tmp_path), "--law", str(law_file), "--csv", str(out)]
+    assert main(argv) == 0
+    sweep = tmp_path / "swept"
+    sweep.mkdir()
+    columns = ["run_id", "language", "vocab_size", "lr", "seed", "b2", "tie_embeddings"]
+    columns += ["batch_size", "d_model", "steps", "final_eval_loss", "diverged"]
+    losses = {(1e-3, 0): 3.0, (1e-3, 1): 3.2, (3e-3, 0): 5.0, (3e-3, 1): 5.5}  # 1e-3 is best
+    with open(sweep / "results.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for (lr, seed), loss in losses.items():
+            writer.writerow(
+                [f"r{lr}{seed}", "spam", 1024, lr, seed, 0.95, True, 32, 16, 32, loss, False]
+            )
+    capsys.readouterr()
+    assert main(["law", "compare", str(out), str(sweep)]) == 0
+    text = capsys.readouterr().out
+    (line,) = [x for x in text.splitlines() if "vocab_size=1024 b2=0.95 " in x]
+    assert " 3.1 " in line and " 3 " in line and " 3.2 " in line  # mean, low, high
+    assert text.strip().splitlines()[-1].startswith("1 of 4 cells measured: ")
+    assert sum(" - " in x for x in text.splitlines()) == 3  # the cells not run yet
+    compared = forecast.compare(
+        forecast.read(out), __import__("pandas").read_csv(sweep / "results.csv")
+    )
+    done = [r for r in compared if r["measured"] is not None]
+    assert len(done) == 1 and done[0]["best_lr"] == 1e-3 and done[0]["seeds"] == 2
+    assert done[0]["class_measured"] == "partial"  # 3.1 nats at V = 1,024: 0.45 log V
+    assert forecast.summary(compared).startswith("1 of 4 cells measured: ")
+    assert main(["law", "compare", str(tmp_path / "absent.csv"), str(sweep)]) == 2
+
+
 def test_predict_marks_cells_outside_the_law(tmp_path, law_file, capsys):
     path = _sweep_file(tmp_path, languages=("spam", "cycle"))
     assert main(["law", "predict", path, "--law", str(law_file)]) == 0

@@ -1,5 +1,6 @@
-"""`spamlang law fit|predict|validate`: the law of issue #31 (`spamlang.law`) from the
-command line: fit it on sweeps, predict a sweep file's cells, test it sweep by sweep."""
+"""`spamlang law fit|predict|compare|validate`: the law (`spamlang.law`) from the command line:
+fit it on sweeps, predict a sweep file's cells (and write the forecast), compare a forecast with
+what its sweep measured, test the law sweep by sweep."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from spamlang.law import load
-    from spamlang.law.law import cell_lines, forecast_rows, law_source, shipped_path
+    from spamlang.law.forecast import forecast_rows, law_source
+    from spamlang.law.law import cell_lines, shipped_path
     from spamlang.sweep.command import load_sweep_file
 
     if args.csv:  # a bad output path fails before anything is read
@@ -120,6 +122,25 @@ def _cells(sweep) -> dict[str, object]:
         shown = [v if isinstance(v, str) else json.dumps(v) for v in values]
         cells.setdefault(" ".join(f"{n}={v}" for n, v in zip(names, shown)) or "base", config)
     return cells
+
+
+def _compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from spamlang.law import forecast
+
+    rows = forecast.read(args.forecast)
+    frame = next(iter(_frames([args.dir]).values()))
+    compared = forecast.compare(rows, frame)
+    shown = pd.DataFrame.from_records(compared)[
+        ["cell", "predicted_loss", "predicted_class", "measured", "low", "high", "seeds"]
+        + ["best_lr", "lrs", "class_measured", "error"]
+    ]
+    wide = ("display.width", 250, "display.max_colwidth", 100, "display.max_rows", None)
+    with pd.option_context(*wide):
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
+    print(forecast.summary(compared))
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -204,6 +225,19 @@ def register(subparsers) -> None:
         "forecast before the sweep runs: results/forecasts/NAME.csv)",
     )
     predict.set_defaults(func=_predict)
+
+    compare = kinds.add_parser(
+        "compare",
+        help="a committed forecast against what its sweep measured, cell by cell",
+        description="Read a forecast written by `law predict --csv` before its sweep ran and the "
+        "sweep's results, and print per cell the predicted loss and class beside the "
+        "measured best-LR seed mean (with its seeds' min and max, the best LR and the "
+        "LRs tried), the measured class and the error in log(L + 0.01); cells with no "
+        "finished run yet show '-'. The last line counts the cells classified right.",
+    )
+    compare.add_argument("forecast", metavar="FORECAST_CSV", help="results/forecasts/NAME.csv")
+    compare.add_argument("dir", metavar="SWEEP_DIR", help="the sweep's directory (results.csv)")
+    compare.set_defaults(func=_compare)
 
     validate = kinds.add_parser(
         "validate",

@@ -9,6 +9,7 @@ its updates per symbol (the formula: `spamlang.law.formula`).
 
 Modules: `formula` (the math), `cells` (runs -> best-LR seed means, `fill_from_configs`),
 `law` (`Law`, `Prediction`, files, text), `fitting` (`fit`, `leave_one_out`, its figure),
+`forecast` (a forecast CSV written before a sweep, `compare` with what it measured),
 `synthetic` (runs of a known law). Imports no JAX: numpy here, scipy, pandas and matplotlib
 where a function needs them.
 """

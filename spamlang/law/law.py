@@ -248,50 +248,6 @@ def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
     return notes
 
 
-def law_source(path: Path) -> dict[str, str]:
-    """{"law_sha256": the file's hash, "law_commit": the git commit that last changed it, or
-    "uncommitted" when the file differs from it, or "unknown" outside a git checkout}: which
-    law made a forecast, so that a forecast can be shown to predate the runs it forecasts."""
-    import hashlib
-    import subprocess
-
-    data = path.read_bytes()
-    where = dict(cwd=path.parent, capture_output=True, text=True)
-    try:
-        last = subprocess.run(["git", "log", "-1", "--format=%H", "--", path.name], **where)
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", path.name], **where)
-    except OSError:  # no git on this machine
-        last = dirty = None
-    if last is None or last.returncode or not last.stdout.strip():
-        commit = "unknown"
-    else:
-        commit = last.stdout.strip() if dirty.returncode == 0 else "uncommitted"
-    return {"law_sha256": hashlib.sha256(data).hexdigest(), "law_commit": commit}
-
-
-def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[dict]:
-    """One forecast row per cell ({label: a TrainConfig of it}): the prediction, its class
-    (`fitting.classify`), why it extrapolates, R, M, n and the law's `source`."""
-    from spamlang.law.fitting import classify
-
-    rows = []
-    for label, config in cells.items():
-        p = law.predict(config)
-        rows.append(
-            {
-                "cell": label,
-                "predicted_loss": f"{p.loss:.4g}",
-                "predicted_class": classify(p.loss, config.vocab_size),
-                "extrapolation": "; ".join(p.extrapolation),
-                "R": f"{p.R:.5g}",
-                "M": f"{p.M:.5g}",
-                "n": f"{p.n:.5g}",
-                **source,
-            }
-        )
-    return rows
-
-
 # The first line `law predict` prints: what its columns are.
 LEGEND = (
     "# loss: best-LR seed-mean final eval loss (nats); R = V / B: steps between a symbol's "
