@@ -225,5 +225,6 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
         "config.json",
         "metrics.jsonl",
         "result.json",
+        "symbol_evals.jsonl",
         "symbols.npz",
     ]
