@@ -252,7 +252,7 @@ def paper_config(sizes: Sizes, vocab_size: int, tied: bool, loss_chunk: int):
         batch_size=sizes.batch_size,
         tokens=base.steps * sizes.batch_size * sizes.seq_len,
         loss_chunk=loss_chunk,
-        model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {},
+        model={"n_layers": sizes.n_layers} if sizes.n_layers else {},
     )
 
 
@@ -345,7 +345,7 @@ def part_a(sizes: Sizes, budget: Budget) -> list[Row]:
         batch_size=32,
         dtype="float32",
         kernels="xla",
-        model_overrides={"n_layers": sizes.n_layers} if sizes.n_layers else {},
+        model={"n_layers": sizes.n_layers} if sizes.n_layers else {},
     )
     runs: dict[tuple, tuple] = {}
 

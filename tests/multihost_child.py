@@ -45,7 +45,7 @@ def config():
         eval_sequences=16,
         log_every=4,
         checkpoint_every=8,
-        model_overrides={"n_layers": 1},
+        model={"n_layers": 1},
     )
 
 

@@ -103,7 +103,7 @@ def test_dict_flags_and_negated_booleans(capsys):
         capsys,
     )
     assert got["language_params"] == {"s": 1.5}
-    assert got["model_overrides"] == {"d_model": 32}
+    assert got["model"] == {"d_model": 32}
     assert got["residual"] is False and got["tokens"] == 1500
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
+import pytest
+
 import spamlang
 from spamlang.cli import main
 from spamlang.train import step as step_module
@@ -72,3 +74,28 @@ def test_one_train_run_builds_its_config_once(monkeypatch, tmp_path):
     # rerun on the finished directory: the CLI's, and config.json read back to compare
     builds, depths = measure(monkeypatch, tmp_path / "run")
     assert builds == 2 and depths == []
+
+
+def test_model_fields_have_one_name_and_old_configs_still_read(tmp_path):
+    """`model` is the field in Python, JSON and the CLI (--model), and a config.json or
+    sweep.json written when it was `model_overrides` reads as the same config, so an old run
+    resumes in its directory; giving both names is one error."""
+    import json
+
+    from spamlang import rundir
+    from spamlang.cli import main
+    from spamlang.errors import UserError
+    from spamlang.train.config import TrainConfig
+
+    config = TrainConfig(model={"n_layers": 3}, vocab_size=64, seq_len=2)
+    assert config.model_config().n_layers == 3
+    old = {**config.to_json()}
+    old["model_overrides"] = old.pop("model")
+    assert TrainConfig.from_json(old) == config
+    with pytest.raises(UserError, match="both model and model_overrides"):
+        TrainConfig.from_json({**old, "model": {"n_layers": 3}})
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(old))
+    assert rundir.prepare(run, config) == run  # the same run, under its old field name
+    assert main(["train", "--model", "n_layers=3", "--dry-run", "--out", str(tmp_path / "x")]) == 0

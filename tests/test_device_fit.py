@@ -19,7 +19,7 @@ from spamlang.train.config import TrainConfig
 # time): four LRs form one group of 4.
 TINY = TrainConfig(
     preset="tiny",
-    model_overrides={"n_layers": 1},
+    model={"n_layers": 1},
     vocab_size=16,
     seq_len=16,
     batch_size=8,

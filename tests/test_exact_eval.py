@@ -262,7 +262,7 @@ PERMUTED_CHILD = textwrap.dedent("""
     from spamlang.train.step import Program
 
     config = TrainConfig(vocab_size=64, seq_len=2, batch_size=16, tokens=16 * 2 * 12,
-                         sampling="permuted", model_overrides={"n_layers": 1})
+                         sampling="permuted", model={"n_layers": 1})
     out = {}
     for n in (1, 4):
         mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),

@@ -81,7 +81,7 @@ def test_the_message_is_the_same_after_the_owner_and_field():
 def test_nested_fields_keep_their_owners_message():
     # A model override and a language parameter reach their own checker through TrainConfig.
     assert (
-        refusal(lambda: BASE.replace(model_overrides={"d_model": True}))
+        refusal(lambda: BASE.replace(model={"d_model": True}))
         == "d_model must be an integer, got True"
     )
     assert (

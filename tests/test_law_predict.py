@@ -119,9 +119,9 @@ def test_predict_reads_a_train_config_as_its_row(law):
     by_config = law.predict(config)
     assert by_config == law.predict_row(_row(d_model=config.model_config().d_model))
     assert law.predict(config.replace(lr=1e-2, seed=0)) == by_config  # lr, seed ignored
-    deeper = config.replace(model_overrides={"n_layers": 16})
+    deeper = config.replace(model={"n_layers": 16})
     assert any("n_layers 16" in r for r in law.predict(deeper).extrapolation)
-    assert law.predict(config.replace(model_overrides={"n_layers": 8})).extrapolation == ()
+    assert law.predict(config.replace(model={"n_layers": 8})).extrapolation == ()
 
 
 def test_a_missing_setting_is_a_user_error(law):

@@ -172,7 +172,7 @@ def test_smollm2_135m_is_the_paper_preset(tmp_path, layout):
 
 
 def test_every_preset_field_is_fixed_by_a_checkpoint():
-    # init_from writes ARCHITECTURE into model_overrides; a preset field outside it would leak
+    # init_from writes ARCHITECTURE into model; a preset field outside it would leak
     # from the (ignored) preset into a run that starts from a checkpoint.
     assert set().union(*PRESETS.values()) <= set(ARCHITECTURE)
 
@@ -364,7 +364,7 @@ def test_init_from_writes_the_architecture_into_the_config(saved):
     path = str(saved[True][0])
     config = TrainConfig(init_from=path, vocab_size=32, seq_len=16)
     checkpoint = hf_config(path)
-    assert config.model_overrides == {name: getattr(checkpoint, name) for name in ARCHITECTURE}
+    assert config.model == {name: getattr(checkpoint, name) for name in ARCHITECTURE}
     model = config.model_config()
     assert (model.d_model, model.d_ff, model.vocab_size, model.tie_embeddings) == (
         16,
@@ -374,7 +374,7 @@ def test_init_from_writes_the_architecture_into_the_config(saved):
     )
     # config.json round trip: the same config, which restates the overrides it was given.
     assert TrainConfig.from_json(config.to_json()) == config
-    assert config.replace(model_overrides={"d_model": 16}) == config
+    assert config.replace(model={"d_model": 16}) == config
     assert TrainConfig(init_from="", vocab_size=32).init_from is None
 
 
@@ -394,7 +394,7 @@ def test_a_run_config_outlives_its_checkpoint_directory(saved, tmp_path):
         (dict(vocab_size=V + 1), "vocab_size 97 exceeds the 96 token ids"),
         (dict(head="mos:2"), "head 'mos:2' cannot start from init_from"),
         (dict(head="lowrank:4"), "head 'lowrank:4' cannot start from init_from"),
-        (dict(model_overrides={"d_model": 32}), "model_overrides d_model=32 contradicts"),
+        (dict(model={"d_model": 32}), "model d_model=32 contradicts"),
         (dict(seq_len=256), "exceeds init_from"),
         (dict(tie_embeddings=True, untied=True), "untied lm_head"),
     ],
@@ -413,10 +413,7 @@ def test_a_sweep_base_may_start_from_a_checkpoint(saved):
     base = TrainConfig(init_from=str(saved[True][0]), vocab_size=32, seq_len=16)
     sweep = Sweep("hf", base, {"tie_embeddings": [True, False], "lr": [1e-3, 3e-3]})
     assert len(sweep.points()) == 4
-    assert all(
-        c.init_from == base.init_from and c.model_overrides == base.model_overrides
-        for _, c in sweep.points()
-    )
+    assert all(c.init_from == base.init_from and c.model == base.model for _, c in sweep.points())
     with pytest.raises(UserError, match="vocab_size 128 exceeds"):
         Sweep("hf", base, {"vocab_size": [32, 128]})
     # Checkpoint against random init, as an axis over a base without one.
@@ -486,7 +483,7 @@ def test_train_starts_from_the_checkpoints_weights(saved, tmp_path):
         == 0
     )
     config, model = load_run(out)
-    assert config.init_from == str(saved[True][0]) and config.model_overrides["d_ff"] == 64
+    assert config.init_from == str(saved[True][0]) and config.model["d_ff"] == 64
     assert_same_params(model, load_hf(saved[True][0], vocab_size=32, tie_embeddings=False))
 
 
@@ -564,7 +561,7 @@ def test_train_refuses_early_with_one_line(hf, saved, tmp_path, capsys, case, me
 
 
 def test_a_config_file_without_the_weights_is_refused_before_writing(saved, tmp_path, capsys):
-    # Its model_overrides already hold the architecture, so only the run checks the weights.
+    # Its model already hold the architecture, so only the run checks the weights.
     moved = tmp_path / "moved"
     shutil.copytree(saved[True][0], moved)
     config = TrainConfig(init_from=str(moved), vocab_size=32, seq_len=16)

@@ -24,7 +24,7 @@ CFG = TrainConfig(
     log_every=4,
     checkpoint_every=0,
     eval_sequences=8,
-    model_overrides={"n_layers": 1},
+    model={"n_layers": 1},
 )
 
 

@@ -27,7 +27,7 @@ CHILD = textwrap.dedent("""
     # this test's time.
     config = TrainConfig(vocab_size=64, seq_len=16, batch_size=16, tokens=16 * 16 * 12,
                          lr=1e-2, schedule="constant", warmup_frac=0.0, eval_sequences=24,
-                         model_overrides={"n_layers": 1})
+                         model={"n_layers": 1})
 
     def train(config, n, steps):
         mesh = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
@@ -122,7 +122,7 @@ OPT_CHILD = textwrap.dedent("""
 
     config = TrainConfig(vocab_size=16, seq_len=16, batch_size=16, tokens=16 * 16 * 12,
                          schedule="constant", warmup_frac=0.0, eval_sequences=24,
-                         track_symbols=2, model_overrides={"n_layers": 1})  # as in CHILD
+                         track_symbols=2, model={"n_layers": 1})  # as in CHILD
     out = {}
     for name in ("lazy_adamw", "adafactor"):
         for n in (1, 4):
@@ -174,7 +174,7 @@ DP_CHILD = textwrap.dedent("""
 
     base = TrainConfig(preset="small", vocab_size=16384, seq_len=128, batch_size=32,
                        tokens=32 * 128 * 10, kernels="xla", loss_chunk=4096, micro_batch=32,
-                       model_overrides={"n_layers": 1})  # one layer: every check holds per layer
+                       model={"n_layers": 1})  # one layer: every check holds per layer
     out = {"ratio": {}, "gathers": {}}
     # Every factor (K, tying, head) at both levels, in two cells; the benchmark
     # bench_data_parallel.py measures all eight.

@@ -17,9 +17,7 @@ def test_seq_len_beyond_the_presets_max_names_the_flag_to_raise_it():
         r"\(2048\); raise it with --model max_seq_len=4096",
     ):
         TrainConfig(seq_len=4096, batch_size=1, tokens=4096)
-    raised = TrainConfig(
-        seq_len=4096, batch_size=1, tokens=4096, model_overrides={"max_seq_len": 4096}
-    )
+    raised = TrainConfig(seq_len=4096, batch_size=1, tokens=4096, model={"max_seq_len": 4096})
     assert raised.model_config().max_seq_len == 4096
     # Within the preset's limit nothing changes: the preset's own max_seq_len is kept.
     assert TrainConfig(seq_len=64).model_config().max_seq_len == 2048

@@ -116,7 +116,7 @@ def test_ids_for_heads_dotted_axes_and_other_fields():
     assert "head-lowrank8-D16-k2-seed1-tok2K-noresidual" in ids
     assert all(":" not in i and "/" not in i for i in ids) and len(set(ids)) == len(ids)
     config = dict(s.points())["head-mos2-D16-k2-seed1-tok2K-noresidual"]
-    assert config.model_overrides == {"d_model": 16} and config.language_params == {"k": 2}
+    assert config.model == {"d_model": 16} and config.language_params == {"k": 2}
     assert config.tokens == 2000 and config.seed == 1 and config.head == "mos:2"
     # An int for a float field is the same point (and id) as the float.
     assert Sweep("f", TINY, {"lr": [1]}).points() == Sweep("f", TINY, {"lr": [1.0]}).points()

@@ -156,9 +156,9 @@ def test_set_goes_to_its_own_directory_and_is_recorded(tmp_path, trained, capsys
     assert sorted(trained[2:]) == ["V16-lr1e-2", "V16-lr3e-3"]
     stored = json.loads((variant / "sweep.json").read_text())
     assert stored["set"] == {"tokens": 5000, "model.d_model": 32}
-    assert stored["base"]["tokens"] == 5000 and stored["base"]["model_overrides"] == {"d_model": 32}
+    assert stored["base"]["tokens"] == 5000 and stored["base"]["model"] == {"d_model": 32}
     config = json.loads((variant / "V16-lr3e-3" / "config.json").read_text())
-    assert config["tokens"] == 5000 and config["model_overrides"] == {"d_model": 32}
+    assert config["tokens"] == 5000 and config["model"] == {"d_model": 32}
     assert (
         json.loads((tmp_path / "runs" / "g" / "sweep.json").read_text())["base"]["tokens"]
         == TINY.tokens
@@ -167,7 +167,7 @@ def test_set_goes_to_its_own_directory_and_is_recorded(tmp_path, trained, capsys
     # The variant's directory without the --set, and the original's with it: refused, saying so.
     assert sweep_mod.main(sweep, ["--out", str(variant)]) == 2
     line = _err_line(capsys)
-    assert "different base config (fields: model_overrides, tokens)" in line
+    assert "different base config (fields: model, tokens)" in line
     assert "it was run with --set model.d_model=32 --set tokens=5000: pass the same" in line
     assert sweep_mod.main(sweep, ["--out", "runs/g", "--set", "tokens=5K"]) == 2
     line = _err_line(capsys)

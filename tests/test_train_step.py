@@ -26,7 +26,7 @@ TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
 def test_config_json_round_trip():
     config = TrainConfig(
         preset="tiny",
-        model_overrides={"d_model": 32, "n_heads": 4},
+        model={"d_model": 32, "n_heads": 4},
         vocab_size=256,
         tie_embeddings=True,
         language="cycle",
@@ -78,9 +78,9 @@ def test_parse_count_rejects(text):
         (dict(lr=0.0), "lr"),
         (dict(b2=1.0), "b2"),
         (dict(batch_size=0), "batch_size"),
-        (dict(model_overrides={"d_model": 30}), "n_heads"),  # validated by building ModelConfig
-        (dict(model_overrides={"nope": 1}), "nope"),
-        (dict(model_overrides={"vocab_size": 8}), "vocab_size"),
+        (dict(model={"d_model": 30}), "n_heads"),  # validated by building ModelConfig
+        (dict(model={"nope": 1}), "nope"),
+        (dict(model={"vocab_size": 8}), "vocab_size"),
         (dict(language_params={"k": 0}, language="cycle"), "k"),  # validated by the language
         (dict(seq_len="sixty-four"), "seq_len must be an integer"),
         (dict(tie_embeddings=1), "tie_embeddings"),

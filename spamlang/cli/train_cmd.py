@@ -2,7 +2,7 @@
 
 Every TrainConfig field is a flag (`vocab_size` -> `--vocab-size`, booleans as
 `--tie-embeddings/--no-tie-embeddings`) with its `metadata["help"]` and default;
-`language_params` and `model_overrides` are `--param K=V` and `--model K=V` (V read as JSON
+`language_params` and `model` are `--param K=V` and `--model K=V` (V read as JSON
 when it can be, else kept as a string). `--config FILE.json` gives the starting values, which
 explicit flags override. Rerunning the same command resumes or, if the run finished, prints its
 result after a line on stderr that says so.
@@ -25,7 +25,7 @@ from spamlang.notation import VOCAB_FIELDS
 from spamlang.train.config import FIELD_ALIASES
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
-_DICT_FLAGS = {"language_params": "--param", "model_overrides": "--model"}
+_DICT_FLAGS = {"language_params": "--param", "model": "--model"}
 
 
 def register(subparsers) -> None:

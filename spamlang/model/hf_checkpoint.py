@@ -188,12 +188,12 @@ def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
 
 
 def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
-    """(model_overrides, checkpoint config) of a TrainConfig with `init_from`: its overrides
+    """(`model`, checkpoint config) of a TrainConfig with `init_from`: its overrides
     with the checkpoint's architecture written in, after checking the run's own fields against
     it; the caller then checks the model with `check_fits`. A run's own config.json already
     holds the architecture: then a checkpoint directory that is gone is no error (the run
     restores its own weights), and the checkpoint config is None."""
-    where, overrides = config.init_from, config.model_overrides
+    where, overrides = config.init_from, config.model
     if set(ARCHITECTURE) <= set(overrides) and not (Path(where) / CONFIG).is_file():
         return overrides, None
     checkpoint = hf_config(where)
@@ -201,7 +201,7 @@ def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
     for name, value in overrides.items():
         if name in fixed and value != fixed[name]:
             raise UserError(
-                f"model_overrides {name}={value!r} contradicts {where}/{CONFIG} "
+                f"model {name}={value!r} contradicts {where}/{CONFIG} "
                 f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
                 f"architecture"
             )

@@ -259,7 +259,8 @@ def effective_rank(config: dict) -> int:
         preset = preset_fields(config.get("preset", ""))
     except UserError:  # unknown here: only a d_model override can tell
         preset = {}
-    d_model = int((config.get("model_overrides") or {}).get("d_model", preset.get("d_model", 0)))
+    model = config.get("model", config.get("model_overrides")) or {}  # its name before 2026-12
+    d_model = int(model.get("d_model", preset.get("d_model", 0)))
     if not d_model:
         raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")
     head = str(config.get("head", "softmax"))

@@ -8,7 +8,7 @@ results.csv is missing, finished runs are read from their run directories instea
 A run is a set of named columns, split in two:
 
 - settings: what the run was asked to do. The settings columns of results.csv, plus every field
-  of the run's config.json (`language_params` and `model_overrides` entries appear as
+  of the run's config.json (`language_params` and `model` entries appear as
   `param.NAME` and `model.NAME`, the names results.csv uses for sweep axes over them).
 - outcomes: what it measured (result.json, or the outcome columns of results.csv).
 
@@ -34,7 +34,8 @@ from spamlang.rundir.reading import check_dir, read_run, read_table, run_dirs
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
 
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
-_FLATTENED = {"language_params": "param.", "model_overrides": "model."}
+# `model` was named model_overrides in configs written before 2026-12: both read as model.*.
+_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
 # '1-COL' names 1 - COL of any numeric column (1-kernel_fraction), an outcome of its own.
 COMPLEMENT = "1-"

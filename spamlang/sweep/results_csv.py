@@ -96,7 +96,8 @@ def _model_value(config: dict, name: str) -> Any:
     except UserError:  # a preset this version does not know: fall back to the defaults
         preset = {}
     defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
-    return {**defaults, **preset, **(config.get("model_overrides") or {})}.get(name)
+    model = config.get("model", config.get("model_overrides"))  # its name before 2026-12
+    return {**defaults, **preset, **(model or {})}.get(name)
 
 
 def _param_value(config: dict, name: str) -> Any:

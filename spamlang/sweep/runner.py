@@ -235,7 +235,7 @@ def point_check(sweep: Sweep):
     axis_fields = {n for axis in sweep.axes for n in fields_of(axis)}
     axis_fields |= {
         whole
-        for whole, prefix in (("model_overrides", MODEL_PREFIX), ("language_params", PARAM_PREFIX))
+        for whole, prefix in (("model", MODEL_PREFIX), ("language_params", PARAM_PREFIX))
         if any(n.startswith(prefix) for n in axis_fields)
     }
     base = as_json(sweep.base.to_json())

@@ -2,7 +2,7 @@
 
 Axis names are the base config's field names (`vocab_size`, `lr`, `tie_embeddings`, `head`,
 `seed`, `language`, ...) plus two dotted forms that reach inside the dict fields:
-- `model.<field>` sets `model_overrides[<field>]` (any `ModelConfig` field, e.g. `model.d_model`);
+- `model.<field>` sets `model[<field>]` (any `ModelConfig` field, e.g. `model.d_model`);
 - `param.<name>` sets `language_params[<name>]` (a parameter of the language, e.g. `param.k`).
 A linked axis sets several fields together: its name joins field names with commas and each
 value lists one value per field, e.g. `"vocab_size,seq_len": [[256, 64], [4096, 4]]`, for
@@ -137,8 +137,8 @@ def axis_type(base: Any, axis: str) -> Any:
 
         name = axis[len(MODEL_PREFIX) :]
         model_fields = field_types(ModelConfig)
-        if "model_overrides" not in fields:
-            raise UserError(f"axis {axis!r}: the base config has no model_overrides field")
+        if "model" not in fields:
+            raise UserError(f"axis {axis!r}: the base config has no model field")
         if name in fields:
             raise UserError(f"axis {axis!r}: {name} is a run field, use the axis {name!r}")
         if name not in model_fields:
@@ -245,7 +245,7 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
     twice = sorted({n for n in every if every.count(n) > 1})
     if twice:
         raise UserError(f"field(s) {', '.join(twice)} set by more than one axis")
-    for whole, prefix in (("model_overrides", MODEL_PREFIX), ("language_params", PARAM_PREFIX)):
+    for whole, prefix in (("model", MODEL_PREFIX), ("language_params", PARAM_PREFIX)):
         if whole in every and any(a.startswith(prefix) for a in every):
             raise UserError(
                 f"axis {whole!r} conflicts with the {prefix}* axes; use one or the other"
@@ -256,11 +256,11 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
 def build_point(base: Any, assignment: dict[str, Any]) -> Any:
     """The config at one point: `base` with each axis set (dotted axes merged into their dicts)."""
     changes: dict[str, Any] = {}
-    overrides, params = dict(base.model_overrides), dict(base.language_params)
+    overrides, params = dict(base.model), dict(base.language_params)
     for axis, value in assignment.items():
         if axis.startswith(MODEL_PREFIX):
             overrides[axis[len(MODEL_PREFIX) :]] = value
-            changes["model_overrides"] = overrides
+            changes["model"] = overrides
         elif axis.startswith(PARAM_PREFIX):
             params[axis[len(PARAM_PREFIX) :]] = value
             changes["language_params"] = params
@@ -485,7 +485,7 @@ def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
 
 def config_field(data: dict, field: str) -> Any:
     """An axis field's value in a config's JSON (`model.*` and `param.*` read their dicts)."""
-    for prefix, key in ((PARAM_PREFIX, "language_params"), (MODEL_PREFIX, "model_overrides")):
+    for prefix, key in ((PARAM_PREFIX, "language_params"), (MODEL_PREFIX, "model")):
         if field.startswith(prefix):
             return (data.get(key) or {}).get(field[len(prefix) :])
     return data.get(field)

@@ -55,7 +55,7 @@ FIELD_ALIASES = {
 }
 
 # Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
-# model_overrides where a sweep could not see them.
+# `model` where a sweep could not see them.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
 
 
@@ -79,15 +79,18 @@ class TrainConfig:
     init_from: str | None = _field(
         None,
         "start from this local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
-        "architecture replaces the preset (written into model_overrides) and its weights the "
+        "architecture replaces the preset (written into --model) and its weights the "
         "random init at step 0 (a resumed run restores its own checkpoints). The run keeps the "
         "first --vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied "
         "or untied (head = a copy of the embedding), an untied one untied only; head softmax "
         "only; '' for none (default: none)",
         metavar="DIR",
     )
-    model_overrides: dict = _field(
-        dict, "a ModelConfig field beyond the preset, e.g. --model d_model=32 (repeatable)"
+    model: dict = _field(
+        dict,
+        "a ModelConfig field beyond the preset, e.g. --model n_layers=8 (repeatable); a width is "
+        "a preset of the width family (tiny-w32), which scales init std and d_ff with it, where "
+        "--model d_model=32 changes the width alone",
     )
     vocab_size: int = _field(1024, "V: the paper's smallest vocabulary, learnable on a CPU")
     tie_embeddings: bool = _field(False, "head W = input embedding E; the paper sweeps both")
@@ -268,17 +271,17 @@ class TrainConfig:
             )
         if "vocab_size" in self.language_params:
             raise UserError("language_params must not set vocab_size; use the vocab_size field")
-        own = sorted(set(self.model_overrides) & set(_OWN_MODEL_FIELDS))
+        own = sorted(set(self.model) & set(_OWN_MODEL_FIELDS))
         if own:
             raise UserError(
-                f"model_overrides must not set {', '.join(own)}; "
+                f"model must not set {', '.join(own)}; "
                 f"use the TrainConfig field(s) of the same name"
             )
-        if self.init_from is not None:  # its architecture, written into model_overrides
+        if self.init_from is not None:  # its architecture, written into `model`
             from spamlang.model.hf_checkpoint import adopt_checkpoint, check_fits
 
             overrides, checkpoint = adopt_checkpoint(self)
-            object.__setattr__(self, "model_overrides", overrides)
+            object.__setattr__(self, "model", overrides)
             if checkpoint is not None:
                 check_fits(checkpoint, self.model_config(), f"init_from {self.init_from}")
         # Building both validates the language parameters and the model overrides now, with
@@ -356,12 +359,12 @@ class TrainConfig:
         """The `spamlang.model.ModelConfig` of this run (preset + overrides + run fields)."""
         from spamlang.model.config import ModelConfig, preset_fields
 
-        fields = {**preset_fields(self.preset), **self.model_overrides}
+        fields = {**preset_fields(self.preset), **self.model}
         max_len = fields.get("max_seq_len", ModelConfig.__dataclass_fields__["max_seq_len"].default)
         if max_len < self.seq_len:  # never raised silently: attention and eval cost grow with it
             where = (
-                "model_overrides max_seq_len"
-                if "max_seq_len" in self.model_overrides
+                "model max_seq_len"
+                if "max_seq_len" in self.model
                 else f"preset {self.preset}'s max_seq_len"
             )
             raise UserError(
@@ -370,7 +373,7 @@ class TrainConfig:
             )
         return ModelConfig.preset(
             self.preset,
-            **self.model_overrides,
+            **self.model,
             vocab_size=self.vocab_size,
             tie_embeddings=self.tie_embeddings,
             head=self.head,
@@ -399,6 +402,10 @@ class TrainConfig:
         """Inverse of `to_json`; missing fields take their defaults, unknown ones are an error."""
         if not isinstance(data, dict):
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
+        if "model_overrides" in data:  # the field's name in configs written before it was `model`
+            if "model" in data:
+                raise UserError("a train config sets both model and model_overrides (its old name)")
+            data = {("model" if k == "model_overrides" else k): v for k, v in data.items()}
         _check_names(data)
         return cls(**data)
 
