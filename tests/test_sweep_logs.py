@@ -118,13 +118,14 @@ def test_dry_run_estimates_the_time_left_saying_from_what(tmp_path, capsys, monk
     out.mkdir()
     check_sweep_file(SWEEP, out)
     points = dict(SWEEP.points())
-    # Nothing finished: a lower bound from the FLOPs at the matmul peak, labelled as one.
+    # Nothing finished, a peak given: the FLOPs at an assumed MFU of it, labelled as assumed.
     monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", "1e3")
     assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     time_line = capsys.readouterr().out.splitlines()[-1]
-    assert time_line.startswith("time: at least ") and time_line.endswith(
-        "days for 2 run(s) with no finished run in their group (their FLOPs at the matmul "
-        "peak: a lower bound)"
+    assert time_line.startswith("time: about ") and time_line.endswith(
+        "days for 2 run(s) with no finished run in their group, assumed: their FLOPs at an "
+        "assumed MFU of 30% of 1e+03 FLOP/s float32 x 1 device(s) (SPAMLANG_PEAK_FLOPS(_BF16) "
+        "or the datasheet peak)"
     )
     # One run finished at 256 tokens/s; the other is at step 10 of 20: 1,280 tokens, 5 s.
     rundir.prepare(out / "lr1e-2", points["lr1e-2"])

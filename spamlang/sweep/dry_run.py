@@ -6,14 +6,22 @@ The time estimate says where it comes from. Runs whose group has finished runs a
 those runs' median tokens/s (a vmapped group's members train at once, so a group costs its
 slowest member; runs trained one by one add up); runs of a group with none, at the median
 tokens/s of the directory's finished runs of the same preset and V (a similar group: another
-LR grid, b2 or seed set of the same model); the others get a lower bound, their FLOPs at the
-matmul peak, only where that peak is known without measuring it (SPAMLANG_PEAK_FLOPS, or a
-known accelerator's datasheet: `spamlang.perf.KNOWN_PEAKS`). Partial runs that are no point
-of the grid (LR bracketing's, which extend a cell's grid) are listed after the table.
+LR grid, b2 or seed set of the same model). The others, nothing here has timed:
+- on an accelerator (jax's default backend is not the CPU), or wherever the matmul peak is
+  given (SPAMLANG_PEAK_FLOPS), their FLOPs at an ASSUMED MFU (`ASSUMED_MFU` of the peak: the
+  variable, or a known accelerator's datasheet, `spamlang.perf.KNOWN_PEAKS`, times the
+  devices), labelled "assumed";
+- on a CPU, their FLOPs at the FLOP/s of the nearest row of the package's CPU-measured
+  throughput table (`spamlang.throughput`, `benchmarks/bench_throughput.py`), naming the row's
+  CPU, with a warning in the same line when this machine's CPU is another.
+Partial runs that are no point of the grid (LR bracketing's, which extend a cell's grid) are
+listed after the table.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import statistics
 from pathlib import Path
 from typing import Any
@@ -24,16 +32,50 @@ from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep, shard_groups, warn_empty_shard
 from spamlang.sweep.sweep_file import check_sweep_file
 
-# How each way of timing runs reads in the time line (`estimate`).
+# The MFU a dry run assumes on an accelerator, of the dense matmul peak: an assumption, not a
+# measurement. The paper grid's 576-wide model often reaches 20-30% (sweeps/paper_fig5.py), and
+# an L = 2 step of 128 tokens per member is small for an accelerator, so 30% is the hopeful end.
+ASSUMED_MFU = 0.3
+
+# How each way of timing runs reads in the time line (`estimate`); {notes}: what it used.
+_NEW = "with no finished run in their group"
 _TIMED_BY = {
     "group": "about {t} for {n} run(s), at the tokens/s of finished runs of their groups",
-    "alike": "about {t} for {n} run(s) with no finished run in their group, at the tokens/s "
+    "alike": "about {t} for {n} run(s) " + _NEW + ", at the tokens/s "
     "of finished runs of the same preset and V",
-    "bound": "at least {t} for {n} run(s) with no finished run in their group (their FLOPs "
-    "at the matmul peak: a lower bound)",
-    "unknown": "no estimate for {n} run(s) with no finished run in their group "
-    "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives a lower bound)",
+    "table": "about {t} for {n} run(s) " + _NEW + ", from CPU-measured throughput "
+    "(spamlang/throughput.csv, scaled by FLOPs from its nearest row(s) {notes}, {machines})",
+    "assumed": "about {t} for {n} run(s) " + _NEW + ", assumed: their FLOPs at an assumed "
+    f"MFU of {ASSUMED_MFU:.0%} of {{notes}} (SPAMLANG_PEAK_FLOPS(_BF16) or the datasheet peak)",
+    "unknown": "no estimate for {n} run(s) " + _NEW + " (SPAMLANG_PEAK_FLOPS=<FLOP/s> gives "
+    f"one at an assumed MFU of {ASSUMED_MFU:.0%})",
 }
+
+
+@dataclasses.dataclass
+class _Tally:
+    """The runs one way times, their seconds, what it used and the machines that measured
+    it (dicts as ordered sets: in first-use order, each once)."""
+
+    runs: int = 0
+    seconds: float = 0.0
+    notes: dict = dataclasses.field(default_factory=dict)
+    machines: dict = dataclasses.field(default_factory=dict)
+
+    def add(self, runs: int, seconds: float, notes: list, machines: list) -> None:
+        self.runs += runs
+        self.seconds += seconds
+        self.notes.update(dict.fromkeys(notes))
+        self.machines.update(dict.fromkeys(machines))
+
+    def line(self, text: str) -> str:
+        # Every machine is named: a warning about the CPU must never be cut off.
+        return text.format(
+            t=duration(self.seconds),
+            n=self.runs,
+            notes=_join(list(self.notes)),
+            machines="; ".join(self.machines),
+        )
 
 
 def _status(run_dir: Path, steps: Any) -> str:
@@ -99,15 +141,82 @@ def duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
+def _platform() -> tuple[str, int]:
+    """jax's default backend and its device count: the machine the runs would train on. JAX
+    is imported here, where the dry run already needed it (the peak's lookup)."""
+    import jax
+
+    return jax.default_backend(), jax.device_count()
+
+
+def _cpu_note(row: Any) -> str:
+    """The CPU a table row was measured on, and a warning when this machine's is another."""
+    from spamlang.perf import cpu_model
+
+    here, cores = cpu_model(), os.cpu_count()
+    note = f"measured on {row.cpu}, {row.cores} cores"
+    if (here, cores) != (row.cpu, row.cores):
+        note += (
+            f"; WARNING: this machine is {here} with {cores} cores, not the table's CPU, so "
+            "the time is off by the two machines' speed ratio"
+        )
+    return note
+
+
+def _from_table(todo: list, config: Any, members: int, rows: tuple) -> tuple[float, Any]:
+    """Seconds for `todo` at the nearest table row's FLOP/s, and the row.
+
+    `members`: the runs one program steps at once (1 for runs one by one). A vmapped program
+    of K members does K members' FLOPs a step; on a CPU one member's step already keeps the
+    cores busy (benchmarks/bench_group.py: a vmapped group ran at 0.6-1.0x the throughput of
+    its runs one by one), so K members take about K times one member's time: the group's
+    FLOPs, all members summed, over the FLOP/s of the row nearest its step (K x B x L tokens;
+    the rows of committed sweeps measured vmapped groups too). Not the slowest member's time,
+    which holds only where the members' work runs in parallel (an accelerator)."""
+    from spamlang.throughput import nearest
+
+    model = config.model_config()
+    f = todo[0][2]  # a group's runs share the model
+    step = members * config.tokens_per_step
+    row = nearest(rows, (config.preset, model.n_layers, model.d_model), config.dtype, f, step)
+    return sum(tokens * flops for tokens, _, flops in todo) / row.flops, row
+
+
+def _untimed(todo: list, config: Any, vmap: bool | None, cache: dict) -> tuple:
+    """(way, seconds, notes, machines) for runs nothing in the directory has timed (module
+    doc)."""
+    from spamlang.perf import peak_flops
+    from spamlang.sweep.runner import trains_together
+    from spamlang.throughput import table
+
+    if "platform" not in cache:
+        cache["platform"] = _platform()
+    backend, devices = cache["platform"]
+    peak = cache.setdefault("peak", {})  # dtype -> its known peak or None, looked up once
+    for _, c, _ in todo:
+        if c.dtype not in peak:
+            peak[c.dtype] = peak_flops(c.dtype, measure=False)
+    if all(peak[c.dtype] is not None for _, c, _ in todo):
+        # Members vmapped or one by one, every FLOP at the assumed rate: the sum.
+        seconds = sum(t * f / (ASSUMED_MFU * peak[c.dtype] * devices) for t, c, f in todo)
+        notes = [f"{peak[c.dtype]:.3g} FLOP/s {c.dtype} x {devices} device(s)" for _, c, _ in todo]
+        return "assumed", seconds, notes, []
+    rows = table()
+    if backend != "cpu" or not rows:
+        return "unknown", 0.0, [], []
+    members = len(todo) if trains_together(vmap, config) else 1
+    seconds, row = _from_table(todo, config, members, rows)
+    return "table", seconds, [f"[{row.describe()}]"], [_cpu_note(row)]
+
+
 def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
     """The time line of a dry run (module doc); `flops[k]`: the FLOPs per token of the k-th
     point of `mine` (groups flattened)."""
-    from spamlang.perf import peak_flops
     from spamlang.sweep.runner import trains_together
 
-    timed = {way: [0, 0.0] for way in _TIMED_BY}  # way -> [runs, seconds]
+    timed = {way: _Tally() for way in _TIMED_BY}
     similar = _finished_runs(out)
-    peak: dict = {}  # dtype -> its known peak or None, looked up once
+    cache: dict = {}  # what `_untimed` looks up once: the platform, the peaks
     k = 0
     for group in mine:
         left = [(_left_tokens(c, out / r), c, flops[k + j]) for j, (r, c) in enumerate(group)]
@@ -119,20 +228,20 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
         rates = [x for x in (_rate(out / r) for r, _ in group) if x is not None]
         near = rates or similar.get((config.preset, config.vocab_size))
         if near:
-            way = "group" if rates else "alike"
+            way, notes, machines = ("group" if rates else "alike"), [], []
             each = [tokens / statistics.median(near) for tokens, _, _ in todo]
             seconds = max(each) if trains_together(vmap, config) else sum(each)
         else:
-            for _, c, _ in todo:
-                if c.dtype not in peak:
-                    peak[c.dtype] = peak_flops(c.dtype, measure=False)
-            known = all(peak[c.dtype] is not None for _, c, _ in todo)
-            way = "bound" if known else "unknown"
-            seconds = sum(t * f / peak[c.dtype] for t, c, f in todo) if known else 0.0
-        timed[way][0] += len(todo)
-        timed[way][1] += seconds
-    parts = [_TIMED_BY[way].format(t=duration(s), n=n) for way, (n, s) in timed.items() if n]
+            way, seconds, notes, machines = _untimed(todo, config, vmap, cache)
+        timed[way].add(len(todo), seconds, notes, machines)
+    parts = [x.line(_TIMED_BY[way]) for way, x in timed.items() if x.runs]
     return "time: " + ("; ".join(parts) or "nothing left to train")
+
+
+def _join(notes: list[str], most: int = 3) -> str:
+    """Up to `most` notes joined, then how many more (a time line stays one readable line)."""
+    more = f" and {len(notes) - most} more" if len(notes) > most else ""
+    return " ".join(notes[:most]) + more
 
 
 def dry_run(
