@@ -43,3 +43,16 @@ def test_sweep_docstrings_cite_readme_headings_that_exist():
 def test_the_cpu_demo_says_how_it_evaluates():
     text = _flat((ROOT / "sweeps" / "cpu_demo.py").read_text())
     assert "Eval: exact" in text and "fixed sequences" not in text
+
+
+def test_the_readme_and_pyproject_say_the_same_of_torch():
+    """The hf extra pins a torch version, not a build: the README says which build a pin gets
+    from PyPI and where the CPU build comes from, and pins the same version (it once said 'pinned
+    to its CPU build' over a plain pin)."""
+    pins = set(re.findall(r'"(torch==[^"]+)"', (ROOT / "pyproject.toml").read_text()))
+    assert len(pins) == 1, pins  # one torch version across the extras
+    (pin,) = pins
+    readme = _flat((ROOT / "README.md").read_text())
+    assert f"torch {pin.split('==')[1]}" in readme and "CUDA build" in readme
+    assert "https://download.pytorch.org/whl/cpu" in readme
+    assert "pinned to its CPU build" not in readme
