@@ -291,6 +291,19 @@ def test_dry_run_shows_the_shipped_law_beside_each_run(tmp_path, law_file, capsy
         )
     ).loss
     assert all(x.endswith(f"  {expected:.3g}") for x in spam) and len(spam) == 4
+    assert "loss  law loss" not in lines[0]  # no run done: no measured column
+    # A finished run shows its own final eval loss beside the law's (the rest: '-').
+    import json
+
+    done = tmp_path / "out" / spam[0].split()[0]
+    done.mkdir(parents=True)
+    (done / "result.json").write_text(json.dumps({"final_eval_loss": 4.321}))
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("    loss  law loss")
+    (line,) = [x for x in lines if x.startswith(done.name + " ")]
+    assert line.split()[1] == "done" and line.endswith(f"4.32  {expected:.3g}")
+    assert all(x.split()[-2] == "-" for x in lines[1:] if x.startswith("spam-V1024-"))
 
 
 def test_settings_results_csv_leaves_out_come_from_the_runs_configs(tmp_path):

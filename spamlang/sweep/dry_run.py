@@ -93,6 +93,12 @@ def _left_tokens(config: Any, run_dir: Path) -> int:
     return (config.steps - (checkpoint_step(run_dir) or 0)) * config.tokens_per_step
 
 
+def _measured(run_dir: Path) -> str:
+    """A finished run's final eval loss as the dry run shows it ('?' when it has none)."""
+    loss = (read_object(run_dir / RESULT) or {}).get("final_eval_loss")
+    return f"{loss:.3g}" if isinstance(loss, (int, float)) else "?"
+
+
 def _rate(run_dir: Path) -> float | None:
     """A finished run's tokens/s from its result.json (None when it has none)."""
     rate = (read_object(run_dir / RESULT) or {}).get("tokens_per_s")
@@ -263,15 +269,20 @@ def dry_run(
     width = max((len(run_id) for run_id, _ in points), default=6)
     wide = max((len(s) for s in status.values()), default=7)
     law = dry_run_notes(points)  # the shipped law's prediction of each point's cell, or {}
+    # A finished run's own final eval loss, beside the law's for its cell (best LR, seed mean).
+    measured = {r: _measured(out / r) for r, _ in points if status[r] == "done"}
     print(
         f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
-        f"{'tokens':>13}  {'upd/symbol':>10}" + ("  law loss" if law else "")
+        f"{'tokens':>13}  {'upd/symbol':>10}"
+        + (f"  {'loss':>8}" if measured else "")
+        + ("  law loss" if law else "")
     )
     for k, group in enumerate(mine):
         for run_id, c in group:
             print(
                 f"{run_id:<{width}}  {status[run_id]:<{wide}}  {k:>5}  {c.steps:>8}  "
                 f"{c.steps * c.tokens_per_step:>13,}  {c.updates_per_symbol:>10.1f}"
+                + (f"  {measured.get(run_id, '-'):>8}" if measured else "")
                 + (f"  {law[run_id]}" if law else "")
             )
     tokens = sum(c.steps * c.tokens_per_step for _, c in points)
