@@ -40,8 +40,9 @@ LAYERS = (
     ("token_files",),  # the token-file format, knowing nothing of datasets
     ("data",),  # SequenceDataset and its export into a token file
     ("model",),  # the Transformer, presets, heads, kernels
-    # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig; the optimizers.
-    ("loss", "perf", "optim", "members", "progress"),
+    # The (chunked) loss on model.kernels; FLOP counts of a ModelConfig and the CPU-measured
+    # throughput table; the optimizers.
+    ("loss", "perf", "throughput", "optim", "members", "progress"),
     # diagnostics: the trainer logs its measurements every `diag_every` steps (train.run).
     # coverage: exposure counts and per-symbol scores, which training and evaluation record.
     ("diagnostics", "coverage"),

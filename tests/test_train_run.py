@@ -98,6 +98,7 @@ def test_run_directory_contract(reference):
         "config.json",
         "metrics.jsonl",
         "result.json",
+        "symbol_evals.jsonl",
         "symbols.npz",
     ]
     assert json.loads((out / "config.json").read_text()) == CFG.to_json()
