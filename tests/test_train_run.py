@@ -40,6 +40,7 @@ RESULT_KEYS = {
     "head_rank",
     *HOLDOUT_KEYS,
     *SYMBOL_KEYS,
+    "symbol_history",  # every evaluation's symbols binned by their history (coverage.history)
 }
 # 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
 # schedule without warmup makes the compiled step independent of the step count, so the
