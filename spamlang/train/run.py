@@ -315,6 +315,9 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
         m.state = program.init_member(m.config.seed, m.config.lr, pretrained, m.config)
 
 
+_TAIL = 1 << 20  # how much of metrics.jsonl's end `_last_logged` reads
+
+
 def _last_logged(run_dir: Path) -> int | None:
     """The step of the run's newest whole train row (0: none); None without metrics.jsonl, or
     when its last MiB holds none (a log of many eval rows: no cap, rather than a retrain)."""
@@ -325,9 +328,6 @@ def _last_logged(run_dir: Path) -> int | None:
     if row is not None:
         return int(row.get("step", 0))
     return 0 if path.stat().st_size <= _TAIL else None
-
-
-_TAIL = 1 << 20
 
 
 class _Group:
@@ -468,12 +468,13 @@ class _Group:
         host = jax.device_get({k: self.state[v] for k, v in _HISTORY.items()})
         return {k: np.asarray(v) for k, v in host.items()}
 
-    def _symbol_rows(self, step: int, members: list[_Member], evals: dict) -> None:
-        """symbol_evals.jsonl rows of `members` at this evaluation (exact evaluations only)."""
+    def _symbol_rows(self, step: int, members: list[_Member], evals: dict, host=None) -> None:
+        """symbol_evals.jsonl rows of `members` at this evaluation (exact evaluations only);
+        `host`: the `_history()` already read, if the caller has it."""
         logged = [m for m in members if m.symbols is not None]
         if not logged:
             return
-        host = self._history()
+        host = self._history() if host is None else host
         for m in logged:
             j = self.ms.index(m)
             own = {k: v[j] for k, v in host.items()}
@@ -549,16 +550,17 @@ class _Group:
         write_rows=False: members restored from their final checkpoints, whose rows are
         already written."""
         evals = self._evaluate(members)
+        # The history read once, for symbol_evals.jsonl's last row and for symbols.npz.
+        past = self._history() if any(m.symbols is not None for m in members) else {}
         if write_rows:
             self._rows("eval", step, members, evals)
-            self._symbol_rows(step, members, evals)
+            self._symbol_rows(step, members, evals, past)
             healthy = [m for m in members if self.ms.index(m) not in diverged]
             diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
             self._save(step, members, final=True)
         else:
             diags = {id(m): m.log.last_diag() for m in members}
         wall = time.perf_counter() - self.t_start
-        past = self._history() if any(m.symbols is not None for m in members) else {}
         for m in members:
             j, ev = self.ms.index(m), evals[id(m)]
             # A diverged member trained up to its diverging batch; the steps after it, up to
