@@ -3,11 +3,13 @@ bad input is one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from spamlang.cli import main
+from spamlang.law import fit, load, synthetic
 from spamlang.law import law as law_module
-from spamlang.law import load, synthetic
 
 # Small grids: each sweep holds one value of b2 or two, 2 widths, both tyings.
 GRID = {
@@ -176,6 +178,28 @@ def test_predict_marks_cells_outside_the_law(tmp_path, law_file, capsys):
     assert len(lines) == 8
     for line in lines:
         assert ("extrapolation: language cycle" in line) == line.startswith("language=cycle")
+        # Outside the law's scope the loss column shows no number.
+        assert (line.split()[3] == "-") == line.startswith("language=cycle")
+
+
+def test_compare_puts_a_sweep_beside_the_law_cell_by_cell(tmp_path, sweeps, law_file, capsys):
+    """`law compare SWEEP_DIR`: every cell's measured best-LR seed mean beside the law's
+    prediction, both classes, and the count classified right."""
+    from spamlang.law import forecast
+    from spamlang.results import load as results
+
+    assert main(["law", "compare", sweeps[0], "--law", str(law_file)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = forecast.against(load(law_file), results(sweeps[0]))
+    assert len(lines) == 1 + len(rows) + 1  # header, one line a cell, the count
+    assert all(r["predicted_class"] in ("learned", "partial", "failed") for r in rows)
+    labels = [r["cell"] for r in rows]  # the settings that differ between cells name each
+    assert len(set(labels)) == len(rows) and all("vocab_size=" in x for x in labels)
+    right = sum(r["class_measured"] == r["predicted_class"] for r in rows)
+    assert lines[-1].startswith(f"{len(rows)} of {len(rows)} cells measured: {right} classified")
+    # The law that made a forecast is not given twice; a third path is one too many.
+    assert main(["law", "compare", "x.csv", sweeps[0], "--law", str(law_file)]) == 2
+    assert main(["law", "compare", "x.csv", sweeps[0], sweeps[1]]) == 2
 
 
 def test_validate_prints_the_table_and_draws_it(tmp_path, sweeps, capsys):
@@ -200,6 +224,9 @@ def test_validate_prints_the_table_and_draws_it(tmp_path, sweeps, capsys):
         "bad figure",
         "one sweep",
         "bad forecast path",
+        "no tying column",
+        "infinite loss",
+        "bad law value",
     ],
 )
 def test_bad_input_is_one_line_and_status_2(tmp_path, case, capsys, monkeypatch):
@@ -233,11 +260,24 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, case, capsys, monkeypatch)
             "--csv",
             str(tmp_path / "no" / "such" / "dir.csv"),
         ],
-    }[case]
-    if case == "missing column":
+    }.get(case)
+    if case in ("no tying column", "infinite loss"):  # the dict made tmp_path / "cut"
+        argv = ["law", "fit", str(tmp_path / "cut")]
+    if case == "bad law value":  # a law file whose k is NaN would print nan for every cell
+        data = fit(synthetic.frame(noise=0.02, grid={**GRID, "b2": (0.95, 0.999)})).to_json()
+        data["constants"]["k"] = float("nan")
+        (tmp_path / "bad.json").write_text(json.dumps(data))
+        argv = ["law", "compare", good, "--law", str(tmp_path / "bad.json")]
+    if case in ("missing column", "no tying column", "infinite loss"):
         path = tmp_path / "cut" / "results.csv"
         frame = __import__("pandas").read_csv(path)
-        frame.drop(columns="final_eval_loss").to_csv(path, index=False)
+        if case == "missing column":
+            frame = frame.drop(columns="final_eval_loss")
+        elif case == "no tying column":
+            frame = frame.drop(columns="tie_embeddings")
+        else:
+            frame.loc[0, "final_eval_loss"] = float("inf")
+        frame.to_csv(path, index=False)
     try:
         status = main(argv)
     except SystemExit as e:  # a bad flag: argparse exits (with the one-line message)

@@ -97,6 +97,17 @@ def test_bad_frames_are_user_errors():
         fit(frame.assign(language="cycle"))
     with pytest.raises(UserError, match="more cells than constants"):
         fit(frame.iloc[:12])
+    # A table without tying would fit tied runs as untied: refused, not defaulted.
+    with pytest.raises(UserError, match="missing column.*tie_embeddings"):
+        fit(frame.drop(columns="tie_embeddings"))
+    with pytest.raises(UserError, match="missing column.*b2"):
+        fit(frame.drop(columns=["b2", "adam_memory_steps"]))
+    broken = frame.copy()
+    broken.loc[3, "final_eval_loss"] = float("inf")
+    with pytest.raises(UserError, match=f"{broken['run_id'][3]}: final_eval_loss is inf"):
+        fit(broken)
+    # Marked diverged, an infinite loss takes its LR out of the running, as NaN does.
+    assert len(cells(broken.assign(diverged=[i == 3 for i in range(len(broken))]))) > 0
 
 
 def test_runs_outside_the_scope_are_left_out_with_a_warning():

@@ -3,7 +3,9 @@ the law loaded; a missing or broken law file is one UserError."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 
 import pytest
 
@@ -58,7 +60,36 @@ def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
 )
 def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word):
     p = law.predict_row(_row(**changes))
-    assert p.loss > 0 and any(word in reason for reason in p.extrapolation), p.extrapolation
+    assert any(word in reason for reason in p.extrapolation), p.extrapolation
+    # Outside the law's scope (what it is a law of) it shows no number; else it extrapolates.
+    scope = word in ("language", "optimizer", "head")
+    assert math.isnan(p.loss) if scope else p.loss > 0
+
+
+@pytest.mark.parametrize("changes", [{"eps": 1e-3}, {"b1": 0.0}, {"grad_clip": 0.0}])
+def test_a_setting_the_law_holds_fixed_hides_the_number(law, changes):
+    p = law.predict_row(_row(**changes))
+    assert math.isnan(p.loss) and any(next(iter(changes)) in r for r in p.extrapolation)
+    assert law_module.text(p).startswith("- extrapolation: ")
+
+
+@pytest.mark.parametrize("which", ["synthetic", "shipped"])
+def test_no_prediction_leaves_zero_to_log_v(law, which):
+    """Uncapped, the shipped law predicted 672 nats at V 16,384 with 100 steps."""
+    use = law if which == "synthetic" else load()
+    for V, B, steps, b2, D, tied, wd, layers in itertools.product(
+        (64, 256, 4096, 16384, 131072),
+        (1, 8, 64, 512),
+        (1, 5, 100, 10_000),
+        (0.9, 0.999),
+        (16, 576),
+        (False, True),
+        (0.0, 0.1),
+        (2, 30),
+    ):
+        row = {"vocab_size": V, "batch_size": B, "d_model": D, "steps": steps, "b2": b2}
+        p = use.predict_row({**row, "tie_embeddings": tied, "weight_decay": wd, "n_layers": layers})
+        assert 0 <= p.loss <= math.log(V) + 1e-9, (row, p.loss)
 
 
 def test_a_width_within_twice_the_fitted_ones_is_not_flagged(law):
@@ -170,6 +201,28 @@ def test_a_broken_law_file_is_a_user_error(tmp_path, text, match):
         load(tmp_path / "law.json")
     with pytest.raises(UserError, match="no such law file"):
         load(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"constants": {"k": float("nan")}}, "constant.*k not a finite number"),
+        ({"constants": {"k": "abc"}}, "constant.*k not a finite number"),
+        ({"constants": {"c0": True}}, "constant.*c0 not a finite number"),
+        ({"errors": {"k": -1.0}}, "error.*of k"),
+        ({"ranges": {}}, "ranges.D must be"),
+        ({"ranges": {"V": [100, 10]}}, "ranges.V must be"),
+        ({"covered": {"language": []}}, "covered.language"),
+        ({"cells": 0}, "cells must be"),
+    ],
+)
+def test_a_law_file_with_bad_values_is_refused_when_read(tmp_path, law, change, match):
+    data = law.to_json()
+    for key, value in change.items():  # merge one level down, replace the rest
+        data[key] = {**data[key], **value} if isinstance(value, dict) and value else value
+    (tmp_path / "law.json").write_text(json.dumps(data))
+    with pytest.raises(UserError, match="not a valid law: " + match):
+        load(tmp_path / "law.json")
 
 
 def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():

@@ -110,16 +110,14 @@ def _write_csv(path: str, rows: list[dict]) -> Path:
 def _cells(sweep) -> dict[str, object]:
     """{label: the first config} per cell of a sweep: its points with lr and seed collapsed,
     labelled by their other axis fields (`vocab_size=4096 b2=0.999`; "base" with none)."""
-    import json
-
+    from spamlang.law.forecast import written
     from spamlang.sweep.spec import config_field, fields_of
 
     names = [n for axis in sweep.axes for n in fields_of(axis) if n not in ("lr", "seed")]
     cells: dict[str, object] = {}
     for _, config in sweep.points():
         data = config.to_json()
-        values = [config_field(data, n) for n in names]
-        shown = [v if isinstance(v, str) else json.dumps(v) for v in values]
+        shown = [written(config_field(data, n)) for n in names]
         cells.setdefault(" ".join(f"{n}={v}" for n, v in zip(names, shown)) or "base", config)
     return cells
 
@@ -127,15 +125,23 @@ def _cells(sweep) -> dict[str, object]:
 def _compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from spamlang.law import forecast
+    from spamlang.errors import UserError
+    from spamlang.law import forecast, load
 
-    rows = forecast.read(args.forecast)
-    frame = next(iter(_frames([args.dir]).values()))
-    compared = forecast.compare(rows, frame)
-    shown = pd.DataFrame.from_records(compared)[
-        ["cell", "predicted_loss", "predicted_class", "measured", "low", "high", "seeds"]
-        + ["best_lr", "lrs", "class_measured", "error"]
-    ]
+    if len(args.paths) > 2:
+        raise UserError("law compare takes [FORECAST_CSV] SWEEP_DIR: at most two paths")
+    *csv_file, sweep_dir = args.paths
+    frame = next(iter(_frames([sweep_dir]).values()))
+    if csv_file:
+        if args.law:
+            raise UserError("--law is for comparing a sweep with a law, not with a forecast")
+        compared = forecast.compare(forecast.read(csv_file[0]), frame)
+        columns = ["cell", "predicted_loss", "predicted_class", "measured", "low", "high"]
+        columns += ["seeds", "best_lr", "lrs", "class_measured", "error"]
+    else:
+        compared = forecast.against(load(args.law), frame)
+        columns = ["cell", *forecast.AGAINST_COLUMNS]
+    shown = pd.DataFrame.from_records(compared)[columns]
     wide = ("display.width", 250, "display.max_colwidth", 100, "display.max_rows", None)
     with pd.option_context(*wide):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
@@ -228,15 +234,28 @@ def register(subparsers) -> None:
 
     compare = kinds.add_parser(
         "compare",
-        help="a committed forecast against what its sweep measured, cell by cell",
-        description="Read a forecast written by `law predict --csv` before its sweep ran and the "
-        "sweep's results, and print per cell the predicted loss and class beside the "
-        "measured best-LR seed mean (with its seeds' min and max, the best LR and the "
-        "LRs tried), the measured class and the error in log(L + 0.01); cells with no "
-        "finished run yet show '-'. The last line counts the cells classified right.",
+        help="predicted against measured, cell by cell: a committed forecast, or a law",
+        description="With FORECAST_CSV: read a forecast written by `law predict --csv` before "
+        "its sweep ran and the sweep's results, and print per cell the predicted loss and "
+        "class beside the measured best-LR seed mean (with its seeds' min and max, the best "
+        "LR and the LRs tried), the measured class and the error in log(L + 0.01); cells "
+        "with no finished run yet show '-'. With SWEEP_DIR alone: the same for every cell "
+        "of a finished sweep against the law (--law, or the shipped one), with the reasons "
+        "a cell is outside its range; a cell outside its scope (another optimizer, head or "
+        "language) shows no prediction. The last line counts the cells classified right "
+        "(learned < 0.1 log V, failed > 0.5 log V, else partial).",
     )
-    compare.add_argument("forecast", metavar="FORECAST_CSV", help="results/forecasts/NAME.csv")
-    compare.add_argument("dir", metavar="SWEEP_DIR", help="the sweep's directory (results.csv)")
+    compare.add_argument(
+        "paths",
+        nargs="+",
+        metavar="[FORECAST_CSV] SWEEP_DIR",
+        help="results/forecasts/NAME.csv (optional), then the sweep's directory (results.csv)",
+    )
+    compare.add_argument(
+        "--law",
+        metavar="LAW_JSON",
+        help="without a forecast: the law to compare with (default: the law the package ships)",
+    )
     compare.set_defaults(func=_compare)
 
     validate = kinds.add_parser(

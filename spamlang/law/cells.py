@@ -34,6 +34,9 @@ SCOPE = {"language": ("spam",), "optimizer": ("adamw",), "head": ("softmax",)}
 FIXED = {"eps": 1e-8, "grad_clip": 1.0, "b1": 0.9}
 # Columns a fit cannot do without (results.csv always has them).
 REQUIRED = ("vocab_size", "batch_size", "d_model", "steps", "lr", "seed", "final_eval_loss")
+# Settings a fit will not default: a table without tie_embeddings would fit tied runs as
+# untied. Every results.csv lists them; `fill_from_configs` reads them from config.json.
+SETTINGS_REQUIRED = ("tie_embeddings", "weight_decay", "language", "optimizer", "head", "sampling")
 # Columns a prediction cannot do without; the rest default to TrainConfig's defaults.
 PREDICT_REQUIRED = ("vocab_size", "batch_size", "d_model", "steps")
 # TrainConfig fields the law reads, defaulted where a row lacks them.
@@ -137,12 +140,21 @@ def cells(frame) -> Any:
 
     if frame is None or len(frame) == 0:
         raise UserError("no runs to fit: the frame is empty")
+
+    def has(column: str) -> bool:  # an all-empty column tells nothing either
+        return column in frame.columns and not frame[column].map(missing).all()
+
     absent = [c for c in REQUIRED if c not in frame.columns]
+    absent += [c for c in SETTINGS_REQUIRED if not has(c)]
+    if not any(map(has, ("b2", *MEMORY_COLUMNS))):
+        absent.append("b2")
     if absent:
         raise UserError(
             f"missing column(s) {', '.join(absent)}: the law needs a results.csv "
-            f"table ({', '.join(REQUIRED)})"
+            f"table ({', '.join(REQUIRED)}, and the settings {', '.join(SETTINGS_REQUIRED)}, "
+            "b2 that a sweep directory's config.json files fill in)"
         )
+    _check_finite(frame)
     settings = _settings(list(frame.columns))
     fill = defaults()
     groups: dict[tuple, dict] = {}
@@ -180,6 +192,24 @@ def cells(frame) -> Any:
     if outside:  # said once the rest can be fitted, so that an error stays one line
         warnings.warn(f"{outside} run(s) outside the law's scope left out ({scope})", stacklevel=2)
     return pd.DataFrame.from_records(records)
+
+
+def _check_finite(frame) -> None:
+    """UserError naming the first run whose final_eval_loss is infinite and not marked diverged:
+    NaN is a loss the run does not have (it diverged, or never evaluated) and takes its LR out of
+    the running, but an infinite one is a broken table, which the fit would choke on."""
+    import numpy as np
+    import pandas as pd
+
+    loss = pd.to_numeric(frame["final_eval_loss"], errors="coerce").to_numpy(float)
+    flags = frame["diverged"] if "diverged" in frame.columns else [None] * len(frame)
+    for i, (value, flag) in enumerate(zip(loss, flags)):
+        if np.isinf(value) and (missing(flag) or not bool(flag)):
+            who = frame["run_id"].iloc[i] if "run_id" in frame.columns else f"row {i + 1}"
+            raise UserError(
+                f"{who}: final_eval_loss is {value} but the run is not marked diverged: "
+                "a results.csv loss must be finite (or empty)"
+            )
 
 
 def _settings(columns: list[str]) -> list[str]:

@@ -1,6 +1,6 @@
 """Forecasts: a law's prediction of every cell of a sweep, written as CSV before the sweep runs
 (`spamlang law predict --csv`), and its comparison with what the sweep then measured, cell by
-cell (`spamlang law compare`). The CSV names the law file by its sha256 and the git commit
+cell (`spamlang law compare`); or a law set beside a finished sweep's cells (`against`). The CSV names the law file by its sha256 and the git commit
 that last changed it, so that a committed forecast can be shown to predate its runs.
 """
 
@@ -26,6 +26,21 @@ COLUMNS = (
     "n",
     "law_sha256",
     "law_commit",
+)
+
+
+# The predicted class of a cell outside the law's scope, where it predicts nothing.
+NO_CLASS = "none"
+# The columns `against` adds after a cell's label, and `spamlang law compare SWEEP_DIR` shows.
+AGAINST_COLUMNS = (
+    "predicted_loss",
+    "predicted_class",
+    "measured",
+    "seeds",
+    "best_lr",
+    "class_measured",
+    "error",
+    "extrapolation",
 )
 
 
@@ -58,11 +73,12 @@ def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[di
     rows = []
     for label, config in cells.items():
         p = law.predict(config)
+        none = math.isnan(p.loss)  # outside the law's scope: flagged, no number
         rows.append(
             {
                 "cell": label,
-                "predicted_loss": f"{p.loss:.4g}",
-                "predicted_class": classify(p.loss, config.vocab_size),
+                "predicted_loss": "" if none else f"{p.loss:.4g}",
+                "predicted_class": NO_CLASS if none else classify(p.loss, config.vocab_size),
                 "extrapolation": "; ".join(p.extrapolation),
                 "R": f"{p.R:.5g}",
                 "M": f"{p.M:.5g}",
@@ -127,7 +143,7 @@ def compare(rows: list[dict], frame) -> list[dict]:
             mine = mine.loc[[d is not True and d != 1 for d in mine["diverged"]]]
         losses = mine.groupby("lr")["final_eval_loss"] if len(mine) else None
         means = losses.mean().dropna() if losses is not None else None
-        predicted = float(row["predicted_loss"])
+        predicted = float(row["predicted_loss"] or "nan")
         got = {"measured": None, "low": None, "high": None, "seeds": 0, "best_lr": None, "lrs": ""}
         if means is not None and len(means):
             best = float(means.idxmin())
@@ -147,16 +163,65 @@ def compare(rows: list[dict], frame) -> list[dict]:
     return out
 
 
+def against(law, frame) -> list[dict]:
+    """A finished sweep's cells (`frame`: its results.csv, settings filled in) beside what `law`
+    predicts for each: rows with "cell" (the settings that differ between the sweep's cells,
+    `name=value ...`; "base" for one cell) and AGAINST_COLUMNS, in `compare`'s shape so that
+    `summary` counts them. Runs outside the law's scope are left out with a warning."""
+    from spamlang.law.cells import cells
+    from spamlang.law.fitting import classify
+    from spamlang.law.formula import log_loss
+
+    table = cells(frame)
+    fixed = ("loss", "best_lr", "seeds", "R", "M", "n")
+    varied = [
+        c
+        for c in table.columns
+        if c not in fixed and table[c].astype(str).nunique() > 1 and c != "preset"
+    ]
+    out = []
+    for cell in table.to_dict("records"):
+        p = law.predict_row(cell)
+        label = " ".join(f"{c}={written(cell[c])}" for c in varied) or "base"
+        measured, V = float(cell["loss"]), int(cell["vocab_size"])
+        none = math.isnan(p.loss)
+        out.append(
+            {
+                "cell": label,
+                "predicted_loss": p.loss,
+                "predicted_class": NO_CLASS if none else classify(p.loss, V),
+                "measured": measured,
+                "seeds": int(cell["seeds"]),
+                "best_lr": float(cell["best_lr"]),
+                "class_measured": classify(measured, V),
+                "error": math.nan if none else float(log_loss(p.loss) - log_loss(measured)),
+                "extrapolation": "; ".join(p.extrapolation),
+            }
+        )
+    return out
+
+
+def written(value: Any) -> str:
+    """A setting as a cell label writes it (as `law predict` does: JSON but for strings)."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def summary(compared: list[dict]) -> str:
     """One line: how many measured cells the forecast classified right, and its RMS error."""
-    done = [r for r in compared if r["measured"] is not None]
+    measured = [r for r in compared if r["measured"] is not None]
+    done = [r for r in measured if r["predicted_class"] != NO_CLASS]
     if not done:
-        return f"0 of {len(compared)} cells measured yet"
+        return f"0 of {len(compared)} cells measured (and predicted) yet"
     right = sum(r["class_measured"] == r["predicted_class"] for r in done)
     rms = math.sqrt(sum(r["error"] ** 2 for r in done) / len(done))
     optimistic = sum(r["error"] < 0 for r in done if r["class_measured"] != r["predicted_class"])
+    unpredicted = len(measured) - len(done)
     return (
-        f"{len(done)} of {len(compared)} cells measured: {right} classified right "
+        f"{len(done)} of {len(compared)} cells measured"
+        + (f" ({unpredicted} more outside the law's scope)" if unpredicted else "")
+        + f": {right} classified right "
         f"({len(done) - right - optimistic} pessimistic and {optimistic} optimistic misses), "
         f"RMS error {rms:.2f} in log(L + 0.01)"
     )

@@ -4,19 +4,22 @@
     M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
     n = B x steps / V                updates per symbol
     c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0] + c_L*log(layers/2))
-    l(n) = exp(log_a + a_tied*tied + a_D*log(D/16) + a_wd*[wd > 0] + a_L*log(layers/2)) * n^-k
-                                     the loss n updates reach
+    l(n) = min(log V, exp(log_a + a_tied*tied + a_D*log(D/16) + a_wd*[wd > 0]
+                    + a_L*log(layers/2)) * n^-k)
+                                     the loss n updates reach, never above chance
     p = exp(-c M / R)                the share of symbols away longer than c M steps (iid)
-    p = max(0, 1 - c M / R)          the same under permuted order (every gap is exactly R)
-    q = exp(-n) (iid), max(0, 1 - n) (permuted)    the share of symbols never shown
+    p = max(0, 1 - c M / R)          the same when every symbol comes once an epoch
+    q = exp(-n) (iid), max(0, 1 - n) (epochs)      the share of symbols never shown
     L = q * log V + (1 - q) * (p * log V + (1 - p) * l(n))
 
 The exponential term is the reviewer's sketch: a symbol Adam remembers (M >> R) reaches l(n);
 one it forgets is pushed back to chance, log V. At the end of training a symbol's steps since
 its last appearance are geometric with mean R under iid sampling, so the share away longer than
-c M is exp(-c M / R); under permuted order (`TrainConfig.sampling`) they are uniform on
+c M is exp(-c M / R); when every symbol comes once an epoch (`TrainConfig.sampling` "cyclic",
+and "permuted", whose shuffled epochs make gaps R only on average) they are about uniform on
 [0, R), so that share is max(0, 1 - c M / R): the same c, a different data order, a prediction
-the fit does not tune. c is log-linear because the
+the fit does not tune. Capping l(n) at log V keeps every prediction in [0, log V]: uncapped, a
+cell with n far below the fitted range predicted hundreds of nats. c is log-linear because the
 sketch's known misses are multiplicative: c ~ 2.5 untied and ~4.2 tied, ~7 and ~12 at D = 32
 and 64, and it moves with weight decay. l(n) gets a tied term too, because at equal n the
 tied and untied floors differ about 8x (README: 0.05 against 0.42 at V = 256, b2 0.999), and a
@@ -60,6 +63,8 @@ FEATURE_WORDS = {
     "decayed": "sign of weight decay",
     "log_depth": "depth",
 }
+# Data orders that show every symbol once an epoch (`TrainConfig.sampling`).
+EPOCH_ORDERS = ("permuted", "cyclic")
 # The offset of the fitted loss's log: log(L + 0.01), so that a learned cell at 0.001 and one
 # at 0.01 do not count as far apart as a learned and a failed one.
 LOG_OFFSET = 0.01
@@ -95,7 +100,7 @@ def features_of(x) -> dict[str, np.ndarray]:
         x["d_model"],
         x["tie_embeddings"],
         x["weight_decay"] > 0,
-        x["sampling"] == "permuted",
+        np.isin(np.asarray(x["sampling"]), EPOCH_ORDERS),
         x["n_layers"],
     )
 
@@ -109,7 +114,8 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         + theta["c_wd"] * x["decayed"]
         + theta["c_L"] * x["log_depth"]
     )
-    floor = (
+    floor = np.minimum(
+        np.log(x["V"]),
         np.exp(
             theta["log_a"]
             + theta["a_tied"] * x["tied"]
@@ -117,7 +123,7 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
             + theta["a_wd"] * x["decayed"]
             + theta["a_L"] * x["log_depth"]
         )
-        * x["n"] ** -theta["k"]
+        * x["n"] ** -theta["k"],
     )
     ratio = c * x["M"] / x["R"]
     permuted = x.get("permuted", False)

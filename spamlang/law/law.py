@@ -13,7 +13,7 @@ from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.law import formula
-from spamlang.law.cells import DEFAULTED, row_inputs
+from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
 
 # Bumped when the file's meaning changes; a file of another format is refused, not misread.
 FORMAT = 1
@@ -35,7 +35,10 @@ _SLACK = 1e-9
 class Prediction:
     """One predicted cell: the loss and why it should not be trusted."""
 
-    loss: float  # the best-LR seed-mean final eval loss the law predicts
+    # the best-LR seed-mean final eval loss the law predicts, in [0, log V]; NaN for a cell
+    # outside the law's scope (another language, optimizer or head, or a FIXED setting moved):
+    # the formula has no term for those, so its number would be no prediction
+    loss: float
     extrapolation: tuple[str, ...]  # why the cell is outside the fitted range; () inside
     R: float  # return time V / B, in steps
     M: float  # Adam's memory min(1 / (1 - b2), steps), in steps
@@ -58,13 +61,15 @@ class Law:
         """The prediction for a results.csv row or any mapping of its columns (vocab_size,
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
-        loss = float(formula.loss(self.constants, formula.features_of(x)))
-        return Prediction(loss, self.outside(x), x["R"], x["M"], x["n"])
+        scope = out_of_scope(row, x)
+        loss = math.nan if scope else float(formula.loss(self.constants, formula.features_of(x)))
+        return Prediction(loss, scope + self.outside(x), x["R"], x["M"], x["n"])
 
     def predict(self, config) -> Prediction:
         """The prediction for a `TrainConfig` (its lr and seed do not matter: the law predicts
         the best LR's seed mean)."""
-        row = {f: getattr(config, f) for f in ("vocab_size", "batch_size", "steps", *DEFAULTED)}
+        fields = ("vocab_size", "batch_size", "steps", *DEFAULTED, *FIXED)
+        row = {f: getattr(config, f) for f in fields}
         model = config.model_config()
         return self.predict_row({**row, "d_model": model.d_model, "n_layers": model.n_layers})
 
@@ -74,7 +79,7 @@ class Law:
         reasons = [
             f"{name} {_show(values[name])} (fitted: {', '.join(map(_show, self.covered[name]))})"
             for name in COVERED
-            if values[name] not in self.covered[name]
+            if values[name] not in self.covered[name] and name not in SCOPE
         ]
         lo, hi = self.ranges["D"]
         if lo == hi != x["d_model"]:  # one width: c_D is not fitted, D is not in the law
@@ -124,6 +129,9 @@ class Law:
             raise UserError(
                 f"{where}: not a complete law (missing {', '.join(absent) or 'constants'})"
             )
+        problem = _invalid(data)
+        if problem:
+            raise UserError(f"{where}: not a valid law: {problem}")
         return cls(**{n: data[n] for n in names})
 
     def __str__(self) -> str:
@@ -163,6 +171,62 @@ class Law:
             + f" (D flagged beyond {WIDTH_FACTOR:g}x its range)"
         )
         return "\n".join(lines)
+
+
+def _number(value: Any) -> bool:
+    """A finite real number (a bool is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _invalid(data: dict) -> str:
+    """What makes a complete law file's values unusable, in words; "" when nothing does. A
+    constant of NaN would print nan for every cell, a range of the wrong shape fails later
+    with a KeyError: both are refused here, when the file is read."""
+    constants, errors = data["constants"], data["errors"]
+    bad = [n for n in formula.NAMES if not _number(constants[n])]
+    if bad:
+        return f"constant(s) {', '.join(bad)} not a finite number"
+    if not isinstance(errors, dict) or set(errors) != set(formula.NAMES):
+        return "errors must name every constant"
+    bad = [n for n, e in errors.items() if e is not None and not (_number(e) and e >= 0)]
+    if bad:
+        return f"error(s) of {', '.join(bad)} neither null nor a finite number >= 0"
+    if not (_number(data["cells"]) and data["cells"] >= 1 and _number(data["rms"])):
+        return "cells must be a count >= 1 and rms a finite number"
+    ranges, covered = data["ranges"], data["covered"]
+    if not isinstance(ranges, dict) or not isinstance(covered, dict):
+        return "ranges and covered must be objects"
+    for name in ("D", *RANGED):
+        span = ranges.get(name)
+        if not (
+            isinstance(span, list)
+            and len(span) == 2
+            and all(map(_number, span))
+            and 0 < span[0] <= span[1]
+        ):
+            return f"ranges.{name} must be [min, max] with 0 < min <= max"
+    for name in COVERED:
+        if not isinstance(covered.get(name), list) or not covered[name]:
+            return f"covered.{name} must be a non-empty list of the values fitted"
+    if not isinstance(data["sources"], list):
+        return "sources must be a list"
+    return ""
+
+
+def out_of_scope(row: Mapping[str, Any], x: Mapping[str, Any]) -> tuple[str, ...]:
+    """Why a cell (its row and `row_inputs`) is outside what the formula is a law of, in words
+    (`cells.SCOPE`, `cells.FIXED`); () inside. The law flags such a cell and shows no number."""
+    reasons = [
+        f"{name} {_show(x[name])} (the law covers {', '.join(allowed)})"
+        for name, allowed in SCOPE.items()
+        if x[name] not in allowed
+    ]
+    reasons += [
+        f"{name} {_show(row[name])} (the law covers {name} {_show(value)} alone)"
+        for name, value in FIXED.items()
+        if not missing(row.get(name)) and float(row[name]) != value
+    ]
+    return tuple(reasons)
 
 
 def _without_depth_terms(data: dict) -> dict:
@@ -217,9 +281,15 @@ def shipped() -> Law | None:
     return load() if shipped_path().is_file() else None
 
 
+def shown(loss: float) -> str:
+    """A predicted loss as text: `0.0512`, or `-` where the law shows no number (NaN)."""
+    return "-" if math.isnan(loss) else f"{loss:.3g}"
+
+
 def text(p: Prediction) -> str:
-    """`0.0512`, or `0.0512 extrapolation: reason; reason` when the law is outside its range."""
-    return f"{p.loss:.3g}" + (
+    """`0.0512`, or `0.0512 extrapolation: reason; reason` when the law is outside its range
+    (`- extrapolation: ...` outside its scope, where it predicts nothing)."""
+    return shown(p.loss) + (
         f" extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
     )
 
@@ -269,6 +339,6 @@ def cell_lines(law, cells: dict[str, Any]) -> list[str]:
     for label, p in rows:
         mark = f"  extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
         lines.append(
-            f"{label:<{width}}  {p.loss:>8.3g}  {p.R:>8.4g}  {p.M:>8.4g}  {p.n:>8.3g}{mark}"
+            f"{label:<{width}}  {shown(p.loss):>8}  {p.R:>8.4g}  {p.M:>8.4g}  {p.n:>8.3g}{mark}"
         )
     return lines

@@ -78,6 +78,8 @@ def frame(
                     "lr": lr,
                     "tie_embeddings": tied,
                     "head": "softmax",
+                    "optimizer": "adamw",
+                    "sampling": "iid",
                     "seed": s,
                     "seq_len": 2,
                     "batch_size": B,
