@@ -226,8 +226,9 @@ def test_a_law_file_with_bad_values_is_refused_when_read(tmp_path, law, change, 
 
 
 def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
-    """Under permuted order every gap is exactly R, so the share past c M steps is
-    max(0, 1 - cM/R), where iid's geometric gaps give exp(-cM/R) (the formula's docstring)."""
+    """When every symbol comes once an epoch, the steps since its last appearance are about
+    uniform on [0, R), so the share past c M steps is max(0, 1 - cM/R), where iid's geometric
+    gaps give exp(-cM/R) (the formula's docstring)."""
     import math
 
     from spamlang.law import formula
