@@ -17,22 +17,34 @@ _FORMULA_HELP = (
 )
 
 
+_SYMBOLS_HELP = (
+    "fit the symbol-level law instead (`spamlang.law.symbols`): each symbol's final loss from "
+    "its appearances and gaps, z = P sum_i exp(-age_i / (c M)), loss log(1 + (V - 1) e^-z), "
+    "on the binned histories of each cell's best-LR runs in the sweeps' symbols.csv.gz; "
+    "`law predict` and `law compare --law` read the file it writes as any law"
+)
+
+
 def _frames(dirs: list[str]) -> dict[str, object]:
-    """{name: results.csv of each sweep or run directory, with the settings it leaves out read
-    from the runs' config.json}; a directory's name, or its path where two names clash."""
+    """{name: results.csv of each sweep or run directory (`_sweep_dirs`' list), with the
+    settings it leaves out read from the runs' config.json}; named as `_names` names them."""
     import spamlang.results
     from spamlang.errors import UserError
     from spamlang.law import fill_from_configs
 
-    dirs = _sweep_dirs(dirs)
-    names = [Path(d).resolve().name for d in dirs]
     frames = {}
-    for name, d in zip(names, dirs):
+    for name, d in zip(_names(dirs), dirs):
         frame = spamlang.results.load(d)
         if len(frame) == 0:  # said with its directory, which the law's own message cannot
             raise UserError(f"{d}: no finished run in its results.csv: nothing to fit")
-        frames[name if names.count(name) == 1 else str(d)] = fill_from_configs(frame, d)
+        frames[name] = fill_from_configs(frame, d)
     return frames
+
+
+def _names(dirs: list[str]) -> list[str]:
+    """Each directory's name, or its path where two names clash."""
+    names = [Path(d).resolve().name for d in dirs]
+    return [n if names.count(n) == 1 else str(d) for n, d in zip(names, dirs)]
 
 
 def _sweep_dirs(paths: list[str]) -> list[str]:
@@ -57,15 +69,39 @@ def _sweep_dirs(paths: list[str]) -> list[str]:
     return kept
 
 
+def _bins(dirs: list[str]) -> dict[str, object]:
+    """{name: the symbol law's rows (`symbols.bins_of`)} of the sweeps among `dirs` (already
+    through `_sweep_dirs`) that hold symbols.csv.gz, named as `_frames` names them."""
+    from spamlang.law import symbols
+    from spamlang.rundir.schema import SYMBOLS_FILE
+
+    return {
+        name: symbols.bins_of(d)
+        for name, d in zip(_names(dirs), dirs)
+        if (Path(d) / SYMBOLS_FILE).is_file()
+    }
+
+
 def _fit(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from spamlang.errors import UserError
     from spamlang.law import fit
 
     if args.output:  # a bad output path fails before the fit, not after
         from spamlang.rundir.atomic import check_output_file
 
         check_output_file(args.output)
-    frames = _frames(args.dirs)
-    law = fit(list(frames.values()), sources=list(frames))
+    if args.symbols:
+        from spamlang.law import symbols
+
+        bins = _bins(_sweep_dirs(args.dirs))
+        if not bins:
+            raise UserError("no sweep among them has symbol histories (symbols.csv.gz)")
+        law = symbols.fit(pd.concat(bins.values(), ignore_index=True), sources=list(bins))
+    else:
+        frames = _frames(_sweep_dirs(args.dirs))
+        law = fit(list(frames.values()), sources=list(frames))
     print(law)
     if args.output:
         print(f"wrote {law.save(args.output)}")
@@ -131,7 +167,7 @@ def _compare(args: argparse.Namespace) -> int:
     if len(args.paths) > 2:
         raise UserError("law compare takes [FORECAST_CSV] SWEEP_DIR: at most two paths")
     *csv_file, sweep_dir = args.paths
-    frame = next(iter(_frames([sweep_dir]).values()))
+    frame = next(iter(_frames(_sweep_dirs([sweep_dir])).values()))
     if csv_file:
         if args.law:
             raise UserError("--law is for comparing a sweep with a law, not with a forecast")
@@ -159,7 +195,14 @@ def _validate(args: argparse.Namespace) -> int:
         from spamlang.plots.canvas import check_figure_path
 
         check_figure_path(args.output)
-    table = leave_one_out(_frames(args.dirs))
+    dirs = _sweep_dirs(args.dirs)
+    frames = _frames(dirs)
+    fit_on = None
+    if args.symbols:
+        from spamlang.law.symbols import fit_on_bins
+
+        fit_on = fit_on_bins(_bins(dirs))
+    table = leave_one_out(frames, fit_on)
     settings = ["vocab_size", "batch_size", "steps", "d_model", "tie_embeddings", "weight_decay"]
     shown = table[["sweep", *settings, "M", *TABLE_COLUMNS[1:]]]
     wide = ("display.width", 250, "display.max_colwidth", 80, "display.max_rows", None)
@@ -201,6 +244,7 @@ def register(subparsers) -> None:
         metavar="LAW_JSON",
         help="also write the law to this JSON file, in an existing folder",
     )
+    fit.add_argument("--symbols", action="store_true", help=_SYMBOLS_HELP)
     fit.set_defaults(func=_fit)
 
     predict = kinds.add_parser(
@@ -276,5 +320,12 @@ def register(subparsers) -> None:
         metavar="FIGURE",
         help="also draw predicted against measured (log axes, one colour per "
         "sweep) to this .png or .pdf",
+    )
+    validate.add_argument(
+        "--symbols",
+        action="store_true",
+        help="test the symbol-level law: each sweep's cells predicted by the law fitted on the "
+        "other sweeps' symbol histories (symbols.csv.gz; sweeps without one are predicted, "
+        "not fitted on)",
     )
     validate.set_defaults(func=_validate)

@@ -10,6 +10,7 @@ its updates per symbol (the formula: `spamlang.law.formula`).
 Modules: `formula` (the math), `cells` (runs -> best-LR seed means, `fill_from_configs`),
 `law` (`Law`, `Prediction`, files, text), `fitting` (`fit`, `leave_one_out`, its figure),
 `forecast` (a forecast CSV written before a sweep, `compare` with what it measured),
+`symbols` (the symbol-level law: each symbol's loss from its history; `SymbolLaw`),
 `synthetic` (runs of a known law). Imports no JAX: numpy here, scipy, pandas and matplotlib
 where a function needs them.
 """
@@ -17,10 +18,12 @@ where a function needs them.
 from spamlang.law.cells import cells, fill_from_configs
 from spamlang.law.fitting import classify, fit, fit_cells, leave_one_out, summary
 from spamlang.law.law import Law, Prediction, load, shipped
+from spamlang.law.symbols import SymbolLaw
 
 __all__ = [
     "Law",
     "Prediction",
+    "SymbolLaw",
     "cells",
     "classify",
     "fill_from_configs",

@@ -162,11 +162,13 @@ _INPUTS = (
 )
 
 
-def _key(cell) -> tuple:
+def cell_key(cell) -> tuple:
+    """What the formula sees of a cell (a results.csv-like row): `_INPUTS` and whether it
+    decays its weights."""
     return (*(cell[k] for k in _INPUTS), cell["weight_decay"] > 0)
 
 
-def leave_one_out(frames: Mapping[str, object]):
+def leave_one_out(frames: Mapping[str, object], fit_on=None):
     """For each sweep (name -> its results.csv DataFrame), the law fitted on the other sweeps'
     cells predicting this one's: a DataFrame of one row per cell, its settings then
     R, M, n, TABLE_COLUMNS (error: predicted minus measured in log(L + 0.01); extrapolation: the
@@ -174,7 +176,9 @@ def leave_one_out(frames: Mapping[str, object]):
 
     Sweeps share cells (the default V = 4,096, B = 32 cell is in five of them), so the fit for
     a sweep also leaves out every other sweep's cell that is the same cell to the law
-    (`_INPUTS`): each prediction is of a cell the fit never saw."""
+    (`_INPUTS`): each prediction is of a cell the fit never saw. `fit_on(names, held)`: the law
+    of the sweeps `names` less the cells whose `cell_key` is in `held` (default: the cell law,
+    `fit_cells`; `spamlang.law.symbols.fit_on_bins` fits the symbol law)."""
     import pandas as pd
 
     if len(frames) < 2:
@@ -187,17 +191,20 @@ def leave_one_out(frames: Mapping[str, object]):
             f"leave-one-sweep-out needs at least 2 sweeps with cells the law covers, "
             f"got {len(by_sweep)}"
         )
-    rows = []
+
+    def cells_law(names: list[str], held: set) -> Law:
+        others = [by_sweep[n] for n in names]
+        kept = [c[[cell_key(r) not in held for r in c.to_dict("records")]] for c in others]
+        return fit_cells(pd.concat(kept, ignore_index=True), sources=names)
+
+    rows, lawless = [], []
     for name, mine in by_sweep.items():
-        held = {_key(c) for c in mine.to_dict("records")}
-        others = [
-            c[[_key(r) not in held for r in c.to_dict("records")]]
-            for n, c in by_sweep.items()
-            if n != name
-        ]
-        law = fit_cells(
-            pd.concat(others, ignore_index=True), sources=[n for n in by_sweep if n != name]
-        )
+        held = {cell_key(c) for c in mine.to_dict("records")}
+        try:
+            law = (fit_on or cells_law)([n for n in by_sweep if n != name], held)
+        except UserError:  # the others hold nothing to fit on (the symbol law's histories)
+            lawless.append(name)
+            continue
         for cell in mine.to_dict("records"):
             p = law.predict_row(cell)
             measured = cell["loss"]
@@ -214,6 +221,12 @@ def leave_one_out(frames: Mapping[str, object]):
                     "extrapolation": "; ".join(p.extrapolation),
                 }
             )
+    if lawless:
+        warnings.warn(
+            f"not predicted, no law fitted without them: {', '.join(lawless)}", stacklevel=2
+        )
+    if not rows:
+        raise UserError("no sweep could be predicted from the others")
     table = pd.DataFrame.from_records(rows)
     front = [c for c in table.columns if c not in TABLE_COLUMNS]
     return table[[*front, *TABLE_COLUMNS]]

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from spamlang.errors import UserError, describe
 from spamlang.law import formula
@@ -45,11 +45,22 @@ class Prediction:
     n: float  # updates per symbol B x steps / V
 
 
+# The kinds of law a file may hold, by its "kind" (a file without one holds the cell law).
+KINDS: dict[str, type] = {}
+
+
 @dataclasses.dataclass(frozen=True)
 class Law:
-    """The fitted formula (`spamlang.law.formula`) and what it was fitted on."""
+    """The fitted formula (`spamlang.law.formula`) and what it was fitted on. A subclass with
+    its own KIND, NAMES, FEATURE_OF, FORMULA and `cell_loss` is another kind of law, read and
+    written, checked and printed the same way (`spamlang.law.symbols.SymbolLaw`)."""
 
-    constants: dict[str, float]  # formula.NAMES -> value
+    KIND: ClassVar[str] = "cells"
+    NAMES: ClassVar[tuple[str, ...]] = formula.NAMES
+    FEATURE_OF: ClassVar[dict[str, str]] = formula.FEATURE_OF
+    FORMULA: ClassVar[str] = formula.FORMULA
+
+    constants: dict[str, float]  # NAMES -> value
     errors: dict[str, float | None]  # standard error of each; None: held at 0 (not fitted)
     cells: int  # cells (best-LR seed means) the fit used
     rms: float  # RMS residual of the fit in log(L + 0.01)
@@ -57,12 +68,20 @@ class Law:
     covered: dict[str, list]  # COVERED -> the values seen in the fit
     sources: list[str] = dataclasses.field(default_factory=list)  # what it was fitted on
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        KINDS[cls.KIND] = cls
+
+    def cell_loss(self, x: Mapping[str, Any]) -> float:
+        """The predicted loss of a cell from its `row_inputs`."""
+        return float(formula.loss(self.constants, formula.features_of(x)))
+
     def predict_row(self, row: Mapping[str, Any]) -> Prediction:
         """The prediction for a results.csv row or any mapping of its columns (vocab_size,
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
         scope = out_of_scope(row, x)
-        loss = math.nan if scope else float(formula.loss(self.constants, formula.features_of(x)))
+        loss = math.nan if scope else self.cell_loss(x)
         return Prediction(loss, scope + self.outside(x), x["R"], x["M"], x["n"])
 
     def predict(self, config) -> Prediction:
@@ -103,7 +122,8 @@ class Law:
         return tuple(reasons)
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, **dataclasses.asdict(self)}
+        kind = {} if self.KIND == Law.KIND else {"kind": self.KIND}
+        return {"format": FORMAT, **kind, **dataclasses.asdict(self)}
 
     def save(self, path: str | Path) -> Path:
         """Write the law as JSON (atomically) to `path`, in an existing folder."""
@@ -116,33 +136,41 @@ class Law:
     @classmethod
     def from_json(cls, data: Any, where: str = "law") -> Law:
         """Inverse of `to_json`; UserError naming `where` for anything else."""
-        names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise UserError(f"{where}: not a spamlang law file of format {FORMAT}")
-        data = _without_depth_terms(data)
+        kind = KINDS.get(data.get("kind", Law.KIND))
+        if kind is None:
+            raise UserError(f"{where}: unknown kind of law {data.get('kind')!r}")
+        if cls is Law and kind is not Law:
+            return kind.from_json(data, where)
+        if kind is not cls:
+            raise UserError(f"{where}: a law of kind {kind.KIND!r}, not {cls.KIND!r}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        if cls is Law:
+            data = _without_depth_terms(data)
         absent = sorted(set(names) - set(data))
         if (
             absent
             or not isinstance(data["constants"], dict)
-            or set(data["constants"]) != set(formula.NAMES)
+            or set(data["constants"]) != set(cls.NAMES)
         ):
             raise UserError(
                 f"{where}: not a complete law (missing {', '.join(absent) or 'constants'})"
             )
-        problem = _invalid(data)
+        problem = _invalid(data, cls.NAMES)
         if problem:
             raise UserError(f"{where}: not a valid law: {problem}")
         return cls(**{n: data[n] for n in names})
 
     def __str__(self) -> str:
         lines = [
-            formula.FORMULA,
+            self.FORMULA,
             "",
             f"fitted on {self.cells} cells"
             + (f" of {', '.join(self.sources)}" if self.sources else "")
             + f"; RMS error {self.rms:.3f} in log(L + {formula.LOG_OFFSET:g})",
         ]
-        for name in formula.NAMES:
+        for name in self.NAMES:
             value, error = self.constants[name], self.errors[name]
             lines.append(
                 f"  {name:<7} = {value:+.4g}"
@@ -150,18 +178,10 @@ class Law:
                     f" ± {error:.2g}"
                     if error is not None
                     else f"  (not fitted: every cell had the same "
-                    f"{formula.FEATURE_WORDS[formula.FEATURE_OF[name]]})"
+                    f"{formula.FEATURE_WORDS[self.FEATURE_OF[name]]})"
                 )
             )
-        c = math.exp(self.constants["c0"])
-        at = [
-            f"D = {formula.D_REF}" if self.errors["c_D"] is not None else "the fitted width",
-            "no weight decay" if self.errors["c_wd"] is not None else "the fitted weight decay",
-        ]
-        lines.append(
-            f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
-            f"at {' and '.join(at)}"
-        )
+        lines.append(self.summary_line())
         lines.append(
             "range: "
             + "; ".join(
@@ -172,21 +192,36 @@ class Law:
         )
         return "\n".join(lines)
 
+    def summary_line(self) -> str:
+        """The constant in words: c untied and tied."""
+        c = math.exp(self.constants["c0"])
+        at = [
+            f"D = {formula.D_REF}" if self.errors["c_D"] is not None else "the fitted width",
+            "no weight decay" if self.errors["c_wd"] is not None else "the fitted weight decay",
+        ]
+        return (
+            f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
+            f"at {' and '.join(at)}"
+        )
+
+
+KINDS[Law.KIND] = Law
+
 
 def _number(value: Any) -> bool:
     """A finite real number (a bool is not one)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _invalid(data: dict) -> str:
+def _invalid(data: dict, names: tuple[str, ...]) -> str:
     """What makes a complete law file's values unusable, in words; "" when nothing does. A
     constant of NaN would print nan for every cell, a range of the wrong shape fails later
     with a KeyError: both are refused here, when the file is read."""
     constants, errors = data["constants"], data["errors"]
-    bad = [n for n in formula.NAMES if not _number(constants[n])]
+    bad = [n for n in names if not _number(constants[n])]
     if bad:
         return f"constant(s) {', '.join(bad)} not a finite number"
-    if not isinstance(errors, dict) or set(errors) != set(formula.NAMES):
+    if not isinstance(errors, dict) or set(errors) != set(names):
         return "errors must name every constant"
     bad = [n for n, e in errors.items() if e is not None and not (_number(e) and e >= 0)]
     if bad:
