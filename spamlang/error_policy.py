@@ -1,7 +1,7 @@
 """How a command reports trouble: one line each, the whole story only in debug mode.
 
 The one entry point of every command: `spamlang VERB` (`spamlang.cli`) and a sweep script run
-as `python sweeps/NAME.py` (`spamlang.sweep.main`) both parse their flags with a `Parser` and
+as `python sweeps/NAME.py` (`spamlang.cli.sweep_cmd.main`) both parse their flags with a `Parser` and
 run under `guarded` (`run_command`). It sits below every layer that has a command, so that the
 sweep code shares it without importing `spamlang.cli` (nothing imports the CLI).
 

@@ -45,7 +45,7 @@ memory); with b2 >= 0.999 no V effect is left between V = 256 and 4,096 at this 
 Run: python sweeps/beta2_vocab.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -85,4 +85,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

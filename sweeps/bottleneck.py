@@ -27,7 +27,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -68,7 +68,7 @@ if __name__ == "__main__":
         + (["--out", known.out] if known.out else [])
         + (["--dry-run"] if known.dry_run else [])
     )
-    status = spamlang.sweep.main(SWEEP, sweep_argv)
+    status = main(SWEEP, sweep_argv)
     if status == 0 and not known.dry_run:
         from spamlang.plots.diagnostics import plot_bottleneck
 

@@ -39,7 +39,7 @@ repeats symbols it never trained on.
 Run: python sweeps/coverage.py [--out DIR] [--shard i/n] [--dry-run] [--vmap]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -94,4 +94,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -16,7 +16,7 @@ Read it with
 Run: python sweeps/coverage_width.py [--out DIR] [--shard i/n] [--dry-run] [--vmap]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -51,4 +51,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

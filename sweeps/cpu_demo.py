@@ -41,7 +41,7 @@ is the README's Quickstart's.
 Run: python sweeps/cpu_demo.py [--out DIR] [--shard i/n] [--no-plots] [--bracket-lr N]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -81,4 +81,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP, plots=PLOTS, samples=SAMPLES))
+    raise SystemExit(main(SWEEP, plots=PLOTS, samples=SAMPLES))

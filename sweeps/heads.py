@@ -28,7 +28,7 @@ is one of optimisation (the gradient), not of expressivity. No accelerator neede
 Run: python sweeps/heads.py [--out DIR] [--plots]   (heatmap rows: one per head)
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -50,4 +50,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -29,7 +29,7 @@ held-out symbols cost 8.7-15.5 nats there (chance: 6.93); heldout_exposure_max i
 Run: python sweeps/holdout.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -67,4 +67,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -28,8 +28,8 @@ Run: python sweeps/languages.py [--out DIR] [--plots]
      (plot one language with `spamlang plot heatmap runs/languages --where language=cycle`)
 """
 
-import spamlang.sweep
 from spamlang import languages
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -50,4 +50,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

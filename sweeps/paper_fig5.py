@@ -92,7 +92,7 @@ Run: python sweeps/paper_fig5.py [--out DIR] [--shard i/n] [--plots] [--seq-len 
   python sweeps/paper_fig5.py --shard $SLURM_ARRAY_TASK_ID/16 --out runs/paper_fig5
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -120,4 +120,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -36,7 +36,7 @@ Run: python sweeps/paper_fig5_coverage.py [--out DIR] [--shard i/n] [--group-siz
   python sweeps/paper_fig5_coverage.py --shard $SLURM_ARRAY_TASK_ID/16 --group-size 1
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -75,4 +75,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

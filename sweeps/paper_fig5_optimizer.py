@@ -39,7 +39,7 @@ Run: python sweeps/paper_fig5_optimizer.py [--out DIR] [--shard i/n] [--dry-run]
   or a SLURM array of 8: --shard $SLURM_ARRAY_TASK_ID/8
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -76,4 +76,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

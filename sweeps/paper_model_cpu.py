@@ -26,7 +26,7 @@ started is results/forecasts/paper_model_cpu.csv, committed before any of its ru
 Run: python sweeps/paper_model_cpu.py --group-size 1 [--out DIR] [--shard i/11] [--dry-run]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -65,4 +65,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

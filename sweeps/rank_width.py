@@ -41,7 +41,7 @@ Read it with
 Run: python sweeps/rank_width.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -94,4 +94,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -46,7 +46,7 @@ The B = 2,048 column (32 steps) fails for another reason, alike at every b2: too
 Run: python sweeps/return_time.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -83,4 +83,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -34,7 +34,7 @@ softmax at V = 4,096, b2 0.999, crosses half learned inside its exposures: 15.3 
 Run: python sweeps/sample_complexity.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -75,4 +75,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import spamlang.results  # noqa: E402
-import spamlang.sweep  # noqa: E402
+from spamlang.cli.sweep_cmd import main  # noqa: E402
 from spamlang.law.cells import cells  # noqa: E402
 from spamlang.sweep import Sweep  # noqa: E402
 from spamlang.train.config import TrainConfig  # noqa: E402
@@ -84,4 +84,4 @@ SWEEP = Sweep(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep, fit, run_sweep, runner
 from spamlang.train.config import TrainConfig
@@ -156,7 +156,7 @@ def test_sweep_splits_a_group_that_does_not_fit(sizes, tmp_path, monkeypatch, ca
 def test_bad_variable_is_one_line_and_status_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(fit.ENV, "80 gigs")
     out = tmp_path / "bad"
-    assert spamlang.sweep.main(SWEEP, ["--out", str(out), "--quiet"]) == 2
+    assert sweep_main(SWEEP, ["--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and fit.ENV in err[0] and "80 gigs" in err[0], err
     assert not out.exists()

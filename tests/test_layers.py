@@ -77,7 +77,7 @@ def module_name(path: Path) -> str:
 
 
 def component(module: str) -> str:
-    """`spamlang.sweep.command` -> "sweep", `spamlang.data` -> "data", `spamlang` -> "spamlang"."""
+    """`spamlang.sweep.files` -> "sweep", `spamlang.data` -> "data", `spamlang` -> "spamlang"."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 

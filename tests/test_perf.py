@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import spamlang.sweep as sweep_mod
 from spamlang import perf
 from spamlang.cli import main
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
@@ -54,7 +54,7 @@ def test_sweep_with_a_bad_peak_leaves_no_directory(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("SPAMLANG_PEAK_FLOPS_BF16", "-5")
     base = TrainConfig(vocab_size=64, seq_len=2, batch_size=4, tokens=16, eval_sequences=8)
     out = tmp_path / "sweep"
-    assert sweep_mod.main(Sweep("p", base, {"lr": [1e-3]}), ["--out", str(out)]) == 2
+    assert sweep_main(Sweep("p", base, {"lr": [1e-3]}), ["--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "SPAMLANG_PEAK_FLOPS_BF16 must be a positive number" in err[0], err
     assert not out.exists()

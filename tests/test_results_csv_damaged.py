@@ -11,6 +11,7 @@ import pytest
 from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
 import spamlang.sweep as sweep_mod
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.rundir.schema import RESULT_COLUMNS
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
@@ -39,7 +40,7 @@ def test_unreadable_finished_runs_are_counted_and_said_once(tmp_path, capsys):
     sweep = finished_sweep(out)
     damage(out)
     argv = ["--out", str(out), "--plots", "--figures", str(tmp_path / "figs")]
-    assert sweep_mod.main(sweep, argv) == 0
+    assert sweep_main(sweep, argv) == 0
     captured = capsys.readouterr()
     assert (
         "dmg: 4 finished run(s) in " in captured.out
@@ -63,14 +64,14 @@ def test_a_torn_last_row_of_a_finished_run_is_cut_on_the_next_sweep(tmp_path, ca
     live = out / "extra-live"  # no result.json: its last line may be a row being written
     live.mkdir()
     (live / "metrics.jsonl").write_text(GOOD + TORN)
-    assert sweep_mod.main(sweep, ["--out", str(out), "--quiet"]) == 0
+    assert sweep_main(sweep, ["--out", str(out), "--quiet"]) == 0
     path = out / "lr3e-3-seed1" / "metrics.jsonl"
     assert path.read_text() == GOOD
     assert capsys.readouterr().err.splitlines() == [
         f"repaired {path}: cut its torn last line ({len(TORN)} bytes cut mid-row)"
     ]
     assert (live / "metrics.jsonl").read_text() == GOOD + TORN
-    assert sweep_mod.main(sweep, ["--out", str(out), "--quiet"]) == 0
+    assert sweep_main(sweep, ["--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
 
 

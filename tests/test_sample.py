@@ -316,8 +316,8 @@ def test_sample_end_to_end(tmp_path, capsys):
 
 
 def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
+    from spamlang.cli.sweep_cmd import main as sweep_main
     from spamlang.sweep import Sweep
-    from spamlang.sweep import main as sweep_main
     from spamlang.train import TrainConfig
 
     base = TrainConfig(

@@ -16,6 +16,7 @@ import pytest
 
 import spamlang.sweep as sweep_mod
 from spamlang.cli import main as cli_main
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
 from spamlang.sweep import (
     RESULT_COLUMNS,
@@ -228,10 +229,10 @@ def test_a_huge_grid_is_refused_at_once_naming_the_limit(tmp_path):
 def test_max_points_flag_sets_the_limit(tmp_path, capsys):
     s = Sweep("twelve", TINY, {"vocab_size": [16, 32, 64], "lr": [1e-3, 3e-3, 1e-2, 3e-2]})
     out = str(tmp_path / "o")
-    assert sweep_mod.main(s, ["--out", out, "--dry-run", "--max-points", "11"]) == 2
+    assert sweep_main(s, ["--out", out, "--dry-run", "--max-points", "11"]) == 2
     err = capsys.readouterr().err
     assert "has 12 points (3 vocab_size x 4 lr), more than the limit of 11" in err
-    assert sweep_mod.main(s, ["--out", out, "--dry-run", "--max-points", "12"]) == 0
+    assert sweep_main(s, ["--out", out, "--dry-run", "--max-points", "12"]) == 0
     assert "12 runs in 3 group(s)" in capsys.readouterr().out
     with pytest.raises(UserError, match="limit of 5"):
         run_sweep(s, tmp_path / "o", max_points=5)
@@ -397,7 +398,7 @@ def test_valid_sweep_files_load_from_json_and_python(tmp_path):
 
 def test_script_main_reports_user_errors_and_interrupts(tmp_path, capsys, monkeypatch):
     s = tiny_sweep()
-    assert sweep_mod.main(s, ["--out", str(tmp_path / "o"), "--shard", "3/2"]) == 2
+    assert sweep_main(s, ["--out", str(tmp_path / "o"), "--shard", "3/2"]) == 2
     assert "0 <= i < n" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
@@ -405,13 +406,12 @@ def test_script_main_reports_user_errors_and_interrupts(tmp_path, capsys, monkey
         raise KeyboardInterrupt
 
     monkeypatch.setattr("spamlang.sweep.runner.run_sweep", interrupted)
-    assert sweep_mod.main(s, ["--out", str(tmp_path / "o")]) == 130
+    assert sweep_main(s, ["--out", str(tmp_path / "o")]) == 130
 
 
 def test_dry_run_lists_points_and_budget(tmp_path, capsys):
     assert (
-        sweep_mod.main(tiny_sweep(), ["--out", str(tmp_path / "o"), "--dry-run", "--shard", "1/2"])
-        == 0
+        sweep_main(tiny_sweep(), ["--out", str(tmp_path / "o"), "--dry-run", "--shard", "1/2"]) == 0
     )
     out = capsys.readouterr().out
     assert "V32-lr3e-3" in out and "V32-lr1e-2" in out and "V16-lr3e-3" not in out
@@ -425,7 +425,7 @@ def test_dry_run_reports_the_clash_the_real_run_refuses(tmp_path, capsys):
     check_sweep_file(Sweep("tiny", TINY.replace(seq_len=32), dict(TINY_AXES)), out)
     with pytest.raises(UserError) as real:
         check_sweep_file(tiny_sweep(), out)
-    assert sweep_mod.main(tiny_sweep(), ["--out", str(out), "--dry-run"]) == 2
+    assert sweep_main(tiny_sweep(), ["--out", str(out), "--dry-run"]) == 2
     captured = capsys.readouterr()
     assert captured.err == f"sweep tiny: error: {real.value}\n" and "seq_len" in captured.err
     assert captured.out == ""
@@ -435,21 +435,21 @@ def test_dry_run_reports_the_clash_the_real_run_refuses(tmp_path, capsys):
     check_sweep_file(tiny_sweep(), same)
     stored = (same / "sweep.json").read_text()
     grown = Sweep("tiny", TINY, {"vocab_size": [16, 32, 64], "lr": [3e-3, 1e-2]})
-    assert sweep_mod.main(grown, ["--out", str(same), "--dry-run"]) == 0
+    assert sweep_main(grown, ["--out", str(same), "--dry-run"]) == 0
     assert "6 runs" in capsys.readouterr().out and (same / "sweep.json").read_text() == stored
 
 
 # ----- training through run_sweep: SIGKILL + resume, the vmapped group, plots ------------------
 
 GROUP_SCRIPT = """
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
 SWEEP = Sweep("killme", TrainConfig.from_json({base}), {axes})
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))
 """
 
 
@@ -577,7 +577,7 @@ def test_plots_flag_writes_figures_for_a_finished_sweep(killed_and_resumed, tmp_
     sweep = Sweep("killme", TINY, {"lr": [3e-3, 1e-2]})
     # A script's SAMPLES add Table 1's analogue of the cell's best-LR run.
     assert (
-        sweep_mod.main(
+        sweep_main(
             sweep,
             ["--out", str(out), "--quiet", "--plots", "--figures", str(tmp_path / "figs")],
             samples=({"vocab_size": 16, "tie_embeddings": False},),

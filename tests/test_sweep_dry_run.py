@@ -10,9 +10,9 @@ import pytest
 from _fake_sweep import write_finished_sweep
 
 from spamlang import perf, throughput
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.perf import PEAK_VARS, flops_per_token
 from spamlang.sweep import Sweep, dry_run
-from spamlang.sweep import main as sweep_main
 from spamlang.train import TrainConfig
 
 BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.sweep import Sweep
-from spamlang.sweep import main as sweep_main
 from spamlang.sweep.spec import groups
 from spamlang.train import TrainConfig
 

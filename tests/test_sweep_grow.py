@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import spamlang.sweep as sweep_mod
 from spamlang import rundir
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
 from spamlang.sweep.sweep_file import check_sweep_file
@@ -79,11 +79,11 @@ def _err_line(capsys) -> str:
 
 def test_a_seed_axis_extends_a_finished_sweep_without_retraining(tmp_path, trained, capsys):
     out = str(tmp_path / "out")
-    assert sweep_mod.main(Sweep("g", TINY, dict(AXES)), ["--out", out, "--quiet"]) == 0
+    assert sweep_main(Sweep("g", TINY, dict(AXES)), ["--out", out, "--quiet"]) == 0
     assert trained == ["V16-lr3e-3", "V16-lr1e-2"]
     seeded = Sweep("g", TINY, {**AXES, "seed": [0, 1]})  # TINY's seed is 0
     # The dry run sees the old runs as the seed-0 points, finished.
-    assert sweep_mod.main(seeded, ["--out", out, "--dry-run"]) == 0
+    assert sweep_main(seeded, ["--out", out, "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:5]
     listed = {line.split()[0]: line.split()[1] for line in lines}
     assert listed == {
@@ -92,7 +92,7 @@ def test_a_seed_axis_extends_a_finished_sweep_without_retraining(tmp_path, train
         "V16-lr3e-3-seed1": "new",
         "V16-lr1e-2-seed1": "new",
     }
-    assert sweep_mod.main(seeded, ["--out", out, "--quiet"]) == 0
+    assert sweep_main(seeded, ["--out", out, "--quiet"]) == 0
     assert trained[2:] == ["V16-lr3e-3-seed1", "V16-lr1e-2-seed1"]  # only the new points
     table = _table(Path(out))
     assert {k: v["seed"] for k, v in table.items()} == {
@@ -104,10 +104,7 @@ def test_a_seed_axis_extends_a_finished_sweep_without_retraining(tmp_path, train
     stored = json.loads((Path(out) / "sweep.json").read_text())
     assert stored["axes"] == {**AXES, "seed": [0, 1]} and stored["grown"] == {"seed": 0}
     # Again, and with a third seed: nothing already finished trains twice.
-    assert (
-        sweep_mod.main(Sweep("g", TINY, {**AXES, "seed": [0, 1, 2]}), ["--out", out, "--quiet"])
-        == 0
-    )
+    assert sweep_main(Sweep("g", TINY, {**AXES, "seed": [0, 1, 2]}), ["--out", out, "--quiet"]) == 0
     assert trained[4:] == ["V16-lr3e-3-seed2", "V16-lr1e-2-seed2"]
     assert len(_table(Path(out))) == 6
 
@@ -130,7 +127,7 @@ def test_a_new_axis_without_the_old_runs_value_is_refused_saying_what_to_do(tmp_
     out = tmp_path / "out"
     out.mkdir()
     check_sweep_file(Sweep("g", TINY, dict(AXES)), out)
-    assert sweep_mod.main(Sweep("g", TINY, {**AXES, "seed": [1, 2]}), ["--out", str(out)]) == 2
+    assert sweep_main(Sweep("g", TINY, {**AXES, "seed": [1, 2]}), ["--out", str(out)]) == 2
     line = _err_line(capsys)
     assert (
         f"{out} holds a sweep with axes ['vocab_size', 'lr'], not ['vocab_size', 'lr', "
@@ -148,10 +145,8 @@ def test_a_new_axis_without_the_old_runs_value_is_refused_saying_what_to_do(tmp_
 def test_set_goes_to_its_own_directory_and_is_recorded(tmp_path, trained, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sweep = Sweep("g", TINY, dict(AXES))
-    assert sweep_mod.main(sweep, ["--quiet"]) == 0  # runs/g
-    assert (
-        sweep_mod.main(sweep, ["--quiet", "--set", "tokens=5K", "--set", "model.d_model=32"]) == 0
-    )
+    assert sweep_main(sweep, ["--quiet"]) == 0  # runs/g
+    assert sweep_main(sweep, ["--quiet", "--set", "tokens=5K", "--set", "model.d_model=32"]) == 0
     variant = tmp_path / "runs" / "g-tok5K-D32"
     assert sorted(trained[2:]) == ["V16-lr1e-2", "V16-lr3e-3"]
     stored = json.loads((variant / "sweep.json").read_text())
@@ -165,11 +160,11 @@ def test_set_goes_to_its_own_directory_and_is_recorded(tmp_path, trained, capsys
     )  # the original is untouched
     capsys.readouterr()
     # The variant's directory without the --set, and the original's with it: refused, saying so.
-    assert sweep_mod.main(sweep, ["--out", str(variant)]) == 2
+    assert sweep_main(sweep, ["--out", str(variant)]) == 2
     line = _err_line(capsys)
     assert "different base config (fields: model, tokens)" in line
     assert "it was run with --set model.d_model=32 --set tokens=5000: pass the same" in line
-    assert sweep_mod.main(sweep, ["--out", "runs/g", "--set", "tokens=5K"]) == 2
+    assert sweep_main(sweep, ["--out", "runs/g", "--set", "tokens=5K"]) == 2
     line = _err_line(capsys)
     assert "(fields: tokens); --set changed the base" in line and "runs/g-tok5K" in line
 
@@ -192,7 +187,7 @@ def test_set_goes_to_its_own_directory_and_is_recorded(tmp_path, trained, capsys
 def test_bad_set_is_one_line_and_status_2(tmp_path, capsys, flag, message):
     out = tmp_path / "out"
     argv = ["--out", str(out), "--set", flag, "--dry-run"]
-    assert sweep_mod.main(Sweep("g", TINY, dict(AXES)), argv) == 2
+    assert sweep_main(Sweep("g", TINY, dict(AXES)), argv) == 2
     assert message in _err_line(capsys)
     assert not out.exists()
 
@@ -216,7 +211,7 @@ def test_more_tokens_on_a_finished_run_says_why_not_and_what_instead(tmp_path):
 def test_axes_in_another_order_are_refused_and_sweep_json_keeps_the_order(tmp_path):
     """Run ids list the axes in order: a reordered sweep would rename, and retrain, every run.
     sweep.json keeps its keys sorted, so it records the order, and loads back in it."""
-    from spamlang.sweep.command import load_sweep_file
+    from spamlang.sweep import load_sweep_file
 
     sweep = Sweep("o", TINY, {"vocab_size": [16, 32], "lr": [1e-3, 3e-3]})
     check_sweep_file(sweep, tmp_path)

@@ -5,8 +5,7 @@ import json
 import pytest
 
 from spamlang.errors import UserError
-from spamlang.sweep import Sweep
-from spamlang.sweep.command import load_sweep_file
+from spamlang.sweep import Sweep, load_sweep_file
 from spamlang.sweep.results_csv import extra_axes
 from spamlang.train.config import TrainConfig
 

@@ -9,8 +9,8 @@ import json
 import time
 from pathlib import Path
 
-import spamlang.sweep as sweep_mod
 from spamlang import rundir
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.sweep import Sweep
 from spamlang.sweep.runner import summary_line
 from spamlang.sweep.sweep_file import check_sweep_file
@@ -66,7 +66,7 @@ def test_a_log_gets_progress_lines_between_finished_runs(tmp_path, capsys, monke
             time.sleep(0.01)
 
     _fake_trainer(monkeypatch, wait_for_line)
-    assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 0
+    assert sweep_main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 0
     captured = capsys.readouterr()
     out, err = "".join(out) + captured.out, "".join(err) + captured.err
     assert "[1/2] lr3e-3: step 5/20, loss 2.314\n" in err
@@ -75,14 +75,14 @@ def test_a_log_gets_progress_lines_between_finished_runs(tmp_path, capsys, monke
     assert "[1/2] lr3e-3: loss 0.3041, repetition acc 0.500\n" in out
     # --quiet: no progress lines.
     _fake_trainer(monkeypatch, lambda out_dir: time.sleep(0.2))
-    assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "q"), "--no-vmap", "--quiet"]) == 0
+    assert sweep_main(SWEEP, ["--out", str(tmp_path / "q"), "--no-vmap", "--quiet"]) == 0
     assert "step 5/20" not in capsys.readouterr().err
 
 
 def test_a_bad_log_interval_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SPAMLANG_LOG_SECONDS", "often")
     _fake_trainer(monkeypatch)
-    assert sweep_mod.main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 2
+    assert sweep_main(SWEEP, ["--out", str(tmp_path / "o"), "--no-vmap"]) == 2
     assert capsys.readouterr().err == (
         "sweep logs: error: SPAMLANG_LOG_SECONDS must be a number of seconds > 0, got 'often'\n"
     )
@@ -101,7 +101,7 @@ def test_a_resumed_run_says_its_step_and_the_dry_run_shows_it(tmp_path, capsys, 
     check_sweep_file(SWEEP, out)
     points = dict(SWEEP.points())
     _partial(out, "lr3e-3", points["lr3e-3"], 10)
-    assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
+    assert sweep_main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     listed = capsys.readouterr().out.splitlines()
     run_id, rest = listed[1].split(None, 1)
     # (the shipped law's forecast, flagged as an extrapolation, may follow)
@@ -109,7 +109,7 @@ def test_a_resumed_run_says_its_step_and_the_dry_run_shows_it(tmp_path, capsys, 
     assert rest.startswith("partial (step 10/20)      0        20          2,560        10.0")
     assert listed[2].split()[:2] == ["lr1e-2", "new"]
     _fake_trainer(monkeypatch)
-    assert sweep_mod.main(SWEEP, ["--out", str(out), "--no-vmap"]) == 0
+    assert sweep_main(SWEEP, ["--out", str(out), "--no-vmap"]) == 0
     assert "[1/2] lr3e-3: resuming from step 10\n" in capsys.readouterr().err
 
 
@@ -120,7 +120,7 @@ def test_dry_run_estimates_the_time_left_saying_from_what(tmp_path, capsys, monk
     points = dict(SWEEP.points())
     # Nothing finished, a peak given: the FLOPs at an assumed MFU of it, labelled as assumed.
     monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", "1e3")
-    assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
+    assert sweep_main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     time_line = capsys.readouterr().out.splitlines()[-1]
     assert time_line.startswith("time: about ") and time_line.endswith(
         "days for 2 run(s) with no finished run in their group, assumed: their FLOPs at an "
@@ -131,7 +131,7 @@ def test_dry_run_estimates_the_time_left_saying_from_what(tmp_path, capsys, monk
     rundir.prepare(out / "lr1e-2", points["lr1e-2"])
     rundir.write_result(out / "lr1e-2", RESULT)
     _partial(out, "lr3e-3", points["lr3e-3"], 10)
-    assert sweep_mod.main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
+    assert sweep_main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         "time: about 5 s for 1 run(s), at the tokens/s of finished runs of their groups"
     )

@@ -8,7 +8,7 @@ import json
 
 from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
-import spamlang.sweep as sweep_mod
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
@@ -26,7 +26,7 @@ def test_a_finished_run_whose_config_disagrees_with_its_id_is_damaged_not_listed
     write_finished_sweep(SWEEP, out)
     path = out / "lr3e-3-seed0" / "config.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "lr": 0.002}))
-    assert sweep_mod.main(SWEEP, ["--out", str(out)]) == 0
+    assert sweep_main(SWEEP, ["--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert "chk: 3 finished run(s)" in captured.out
     assert "and 1 more finished run(s) it could not read" in captured.out
@@ -47,7 +47,7 @@ def test_a_linked_run_is_listed_once(tmp_path, capsys):
     write_finished_sweep(SWEEP, out)
     (out / "alias").symlink_to(out / "lr1e-3-seed0", target_is_directory=True)
     (out / "lr9-seed9").symlink_to("lr3e-3-seed1", target_is_directory=True)  # relative
-    assert sweep_mod.main(SWEEP, ["--out", str(out)]) == 0
+    assert sweep_main(SWEEP, ["--out", str(out)]) == 0
     rows = _table(out)
     assert sorted(r["run_id"] for r in rows) == [run_id for run_id, _ in sorted(SWEEP.points())]
     assert "could not read" not in capsys.readouterr().out

@@ -25,7 +25,7 @@ def test_sweep_script_dry_run(script, tmp_path, capsys):
 
 
 def _points(name: str):
-    from spamlang.sweep.command import load_sweep_file
+    from spamlang.sweep import load_sweep_file
 
     sweep, _, _ = load_sweep_file(Path(__file__).resolve().parents[1] / "sweeps" / f"{name}.py")
     return [c for _, c in sweep.points()]
@@ -71,7 +71,7 @@ def test_paper_fig5_coverage_holds_updates_per_symbol():
 
 
 def test_cpu_demo_runs_at_length_2_with_seeds_and_bracketing():
-    from spamlang.sweep.command import load_sweep_file
+    from spamlang.sweep import load_sweep_file
 
     sweep, plots, samples = load_sweep_file(
         Path(__file__).resolve().parents[1] / "sweeps" / "cpu_demo.py"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import spamlang.sweep
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
-from spamlang.sweep import Sweep
-from spamlang.sweep.command import at_seq_len, load_sweep_file
+from spamlang.sweep import Sweep, load_sweep_file
+from spamlang.sweep.files import at_seq_len
 from spamlang.train.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,12 +73,9 @@ def test_zipf_spam_is_invariant_too():
 
 def test_flag_on_a_script_and_its_errors(tmp_path, capsys):
     sweep, _, _ = load_sweep_file(REPO / "sweeps" / "paper_fig5.py")
-    assert (
-        spamlang.sweep.main(sweep, ["--seq-len", "2", "--dry-run", "--out", str(tmp_path / "o")])
-        == 0
-    )
+    assert sweep_main(sweep, ["--seq-len", "2", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].split()[:5] == ["V1024-lr1e-4-tied", "new", "0", "2500", "320,000"]
-    assert spamlang.sweep.main(sweep, ["--seq-len", "1", "--dry-run"]) == 2
+    assert sweep_main(sweep, ["--seq-len", "1", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--seq-len must be an integer >= 2" in err[0]

@@ -199,8 +199,8 @@ def test_sweep_is_one_tensorboard_experiment(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
 
+    from spamlang.cli.sweep_cmd import main as sweep_main
     from spamlang.sweep import Sweep
-    from spamlang.sweep import main as sweep_main
 
     sweep = Sweep("trk", CFG, {"lr": [1e-3, 3e-3]}, tracker="tensorboard")
     assert sweep_main(sweep, ["--out", str(tmp_path), "--quiet"]) == 0

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import spamlang.sweep as sweep_mod
 from spamlang.cli import main
+from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
 from spamlang.train.config import OPTIMIZER_FIELDS, OPTIMIZERS, TrainConfig, optimizer_fields_table
@@ -37,7 +37,7 @@ def test_a_sweep_axis_or_set_of_an_ignored_field_is_refused(tmp_path, capsys):
         Sweep("s", TINY, {"optimizer,momentum": [["adamw", 0.9], ["adamw", 0.5]]})
     out = tmp_path / "out"
     argv = ["--out", str(out), "--set", "momentum=0.5", "--dry-run"]
-    assert sweep_mod.main(Sweep("s", TINY, {"lr": [1e-3]}), argv) == 2
+    assert sweep_main(Sweep("s", TINY, {"lr": [1e-3]}), argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "optimizer adamw ignores momentum" in err[0], err
     assert not out.exists()

@@ -69,14 +69,16 @@ def _sweep_dirs(paths: list[str]) -> list[str]:
     return kept
 
 
-def _bins(dirs: list[str]) -> dict[str, object]:
+def _bins(dirs: list[str], frames: dict[str, object]) -> dict[str, object]:
     """{name: the symbol law's rows (`symbols.bins_of`)} of the sweeps among `dirs` (already
-    through `_sweep_dirs`) that hold symbols.csv.gz, named as `_frames` names them."""
+    through `_sweep_dirs`) that hold symbols.csv.gz; `frames`: their `_frames`."""
+    import pandas as pd
+
     from spamlang.law import symbols
     from spamlang.rundir.schema import SYMBOLS_FILE
 
     return {
-        name: symbols.bins_of(d)
+        name: symbols.bins_of(frames[name], pd.read_csv(Path(d) / SYMBOLS_FILE))
         for name, d in zip(_names(dirs), dirs)
         if (Path(d) / SYMBOLS_FILE).is_file()
     }
@@ -95,7 +97,8 @@ def _fit(args: argparse.Namespace) -> int:
     if args.symbols:
         from spamlang.law import symbols
 
-        bins = _bins(_sweep_dirs(args.dirs))
+        dirs = _sweep_dirs(args.dirs)
+        bins = _bins(dirs, _frames(dirs))
         if not bins:
             raise UserError("no sweep among them has symbol histories (symbols.csv.gz)")
         law = symbols.fit(pd.concat(bins.values(), ignore_index=True), sources=list(bins))
@@ -112,7 +115,7 @@ def _predict(args: argparse.Namespace) -> int:
     from spamlang.law import load
     from spamlang.law.forecast import forecast_rows, law_source
     from spamlang.law.law import cell_lines, shipped_path
-    from spamlang.sweep.command import load_sweep_file
+    from spamlang.sweep import load_sweep_file
 
     if args.csv:  # a bad output path fails before anything is read
         from spamlang.rundir.atomic import check_output_file
@@ -201,7 +204,7 @@ def _validate(args: argparse.Namespace) -> int:
     if args.symbols:
         from spamlang.law.symbols import fit_on_bins
 
-        fit_on = fit_on_bins(_bins(dirs))
+        fit_on = fit_on_bins(_bins(dirs, frames))
     table = leave_one_out(frames, fit_on)
     settings = ["vocab_size", "batch_size", "steps", "d_model", "tie_embeddings", "weight_decay"]
     shown = table[["sweep", *settings, "M", *TABLE_COLUMNS[1:]]]

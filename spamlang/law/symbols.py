@@ -230,27 +230,17 @@ def fit(bins, sources: Sequence[str] = (), *, starts=STARTS) -> SymbolLaw:
     )
 
 
-def bins_of(sweep_dir) -> object:
-    """The fit's rows (`fit`) of a sweep directory holding results.csv and symbols.csv.gz: the
-    last evaluation's bins of every run at its cell's best LR (`spamlang.law.cells`), with the
-    cell's settings, M, batch_size, steps and sampling. UserError when either file is absent."""
-    from pathlib import Path
+def bins_of(frame, summary) -> Any:
+    """The fit's rows (`fit`) of one sweep: the last evaluation's bins of `summary` (its
+    symbols.csv.gz as a DataFrame) of every run of `frame` (its results.csv, settings filled in:
+    `spamlang.law.fill_from_configs`) at its cell's best LR (`spamlang.law.cells`), with the
+    cell's settings, M, R, n, batch_size, steps and sampling."""
+    from spamlang.law.cells import cells
 
-    import pandas as pd
-
-    import spamlang.results
-    from spamlang.law.cells import cells, fill_from_configs
-    from spamlang.rundir.schema import SYMBOLS_FILE
-
-    root = Path(sweep_dir)
-    if not (root / SYMBOLS_FILE).is_file():
-        raise UserError(f"{root}: no {SYMBOLS_FILE} (a sweep gathers it since per-symbol history)")
-    frame = fill_from_configs(spamlang.results.load(root), root)
     table = cells(frame)
     keys = [c for c in table.columns if c in frame.columns and c not in ("lr", "seed")]
     best = table[[*keys, "best_lr", "M", "R", "n"]].rename(columns={"best_lr": "lr"})
     runs = frame.merge(best, on=[*keys, "lr"])
-    summary = pd.read_csv(root / SYMBOLS_FILE)
     last = summary[summary["step"] == summary.groupby("run_id")["step"].transform("max")]
     last = last[last["max_gap"].notna()]  # the last evaluation's bins split by longest gap too
     columns = ["run_id", "seed", "vocab_size", "batch_size", "steps", "d_model", "n_layers"]

@@ -10,7 +10,7 @@
 Its modules, one line each, are in docs/design.md (Layout).
 """
 
-from spamlang.sweep.command import load_sweep_file, main
+from spamlang.sweep.files import load_sweep_file
 from spamlang.sweep.results_csv import RESULT_COLUMNS, SETTING_COLUMNS, gather, write_results
 from spamlang.sweep.runner import run_sweep
 from spamlang.sweep.spec import Sweep, format_number, groups, parse_shard, shard_groups
@@ -23,7 +23,6 @@ __all__ = [
     "gather",
     "groups",
     "load_sweep_file",
-    "main",
     "parse_shard",
     "run_sweep",
     "shard_groups",

@@ -251,12 +251,17 @@ def _join(notes: list[str], most: int = 3) -> str:
 
 
 def dry_run(
-    sweep: Sweep, out: Path, shard: tuple[int, int], group_size: int, vmap: bool | None = None
+    sweep: Sweep,
+    out: Path,
+    shard: tuple[int, int],
+    group_size: int,
+    vmap: bool | None = None,
+    notes=None,
 ) -> int:
     """Print the points of this shard with their group, status and budget, and the time the
     rest should take; run nothing. UserError, as the real run would raise, when `out` holds a
-    different sweep."""
-    from spamlang.law.law import dry_run_notes
+    different sweep. `notes(points) -> {run id: text}`: a column beside each run (the command
+    line's: the shipped law's prediction of its cell, `spamlang.law.law.dry_run_notes`)."""
     from spamlang.perf import flops_per_token
 
     shard_groups(sweep, shard, group_size)  # bad arguments first, as the real run
@@ -268,7 +273,7 @@ def dry_run(
     status = {run_id: _status(out / run_id, config.steps) for run_id, config in points}
     width = max((len(run_id) for run_id, _ in points), default=6)
     wide = max((len(s) for s in status.values()), default=7)
-    law = dry_run_notes(points)  # the shipped law's prediction of each point's cell, or {}
+    law = notes(points) if notes else {}  # e.g. the law's prediction of each point's cell
     # A finished run's own final eval loss, beside the law's for its cell (best LR, seed mean).
     measured = {r: _measured(out / r) for r, _ in points if status[r] == "done"}
     print(

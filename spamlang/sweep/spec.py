@@ -326,7 +326,7 @@ class Sweep:
     # base's). A point at that value leaves the axis out of its id, so the earlier runs keep
     # theirs. Set from the directory's sweep.json (`spamlang.sweep.sweep_file`), not by hand.
     grown: dict = dataclasses.field(default_factory=dict)
-    # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.command`):
+    # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.files`):
     # already in `base`; kept so that sweep.json says where its base came from.
     overrides: dict = dataclasses.field(default_factory=dict)
     # The experiment tracker its runs use by default ("tensorboard", "wandb" or None;
