@@ -33,6 +33,10 @@ OPTIMIZER_FIELDS = {
     "momentum": ("sgd",),
     "lazy_rows": ("lazy_adamw",),
 }
+# The controls on the head's rows alone (`spamlang.optim.head`): each changes Adam's step, so only
+# adamw reads them, refused elsewhere by the same check. A table of their own because README's
+# table shows OPTIMIZER_FIELDS (tested equal) and does not list them.
+HEAD_CONTROLS = {"head_amsgrad": ("adamw",), "head_eps": ("adamw",), "head_row_clip": ("adamw",)}
 
 # Names people type for a field that is spelled otherwise: a sweep axis or a `spamlang train`
 # flag named so gets "did you mean" the field ("preset": the width family, tiny-w<D>; model.*:
@@ -168,6 +172,26 @@ class TrainConfig:
         "head), embed, or head",
         choices=("all", "embed", "head"),
     )
+    # The head controls separate the parts of the failure (spamlang.optim.head): each acts on
+    # the head's V-row matrix alone (the embedding when tied), every other parameter on Adam.
+    head_amsgrad: bool = _field(
+        False,
+        "adamw only: the head's second moment never decreases (AMSGrad: the running max of "
+        "Adam's v), so an absent symbol's row keeps the scale of its last pull-up",
+    )
+    head_eps: float = _field(
+        0.0,
+        "adamw only: Adam's eps on the head alone, e.g. 1e-3, capping a row's step at |m| / "
+        "eps once its v has decayed; 0: eps. A constant of the compiled program: unlike eps, "
+        "the members of a vmapped group share it",
+        ge=0,
+    )
+    head_row_clip: float = _field(
+        0.0,
+        "adamw only: rescale each head row's Adam step to RMS <= this before the learning rate "
+        "and schedule scale it, so no row moves more than this x lr (RMS) in a step; 0: off",
+        ge=0,
+    )
     grad_clip: float = _field(
         1.0, "clip the global gradient norm to this; 0 disables clipping", ge=0
     )
@@ -245,7 +269,7 @@ class TrainConfig:
             )
         # A field the optimizer does not read (`OPTIMIZER_FIELDS`), set to anything but its
         # default: a sweep over it would train the same run under several names.
-        for name, readers in OPTIMIZER_FIELDS.items():
+        for name, readers in {**OPTIMIZER_FIELDS, **HEAD_CONTROLS}.items():
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
                 raise UserError(
