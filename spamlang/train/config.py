@@ -128,11 +128,14 @@ class TrainConfig:
     tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
     sampling: str = _field(
         "iid",
-        "iid: each sequence's symbol drawn independently (a symbol returns every V / B steps on "
-        "average, with a long tail); permuted: each epoch deals a seeded permutation of the "
-        "symbols into batches, so every symbol returns every V / B steps exactly, and "
-        "batch_size = V is full-batch training (spam only)",
-        choices=("iid", "permuted"),
+        "iid: each sequence's symbol drawn independently (a symbol returns every R = V / B steps "
+        "on average, with a geometric tail); permuted: shuffled epochs, each dealing a fresh "
+        "seeded permutation of the symbols into batches, so every symbol appears once per "
+        "epoch and returns every R steps on average, not exactly (sd about 0.4 R); cyclic: one "
+        "seeded permutation dealt again every epoch, so every symbol returns every R steps "
+        "exactly when B divides V. With permuted or cyclic, batch_size = V is full-batch "
+        "training (spam only)",
+        choices=("iid", "permuted", "cyclic"),
     )
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
     optimizer: str = _field(
@@ -318,16 +321,16 @@ class TrainConfig:
                 f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
                 f"got {self.track_symbols}"
             )
-        if self.sampling == "permuted":
+        if self.sampling != "iid":  # permuted, cyclic: epochs of the drawn symbols
             if not getattr(lang, "permutable", False):
                 raise UserError(
-                    f"sampling 'permuted' deals every symbol once per epoch, which "
+                    f"sampling {self.sampling!r} deals every symbol once per epoch, which "
                     f"needs a uniform one-symbol language (spam); {self.language} "
                     f"has none to deal: use sampling 'iid'"
                 )
             if self.steps * self.batch_size >= 2**32:
                 raise UserError(
-                    f"sampling 'permuted' counts rows in 32 bits: steps x batch_size "
+                    f"sampling {self.sampling!r} counts rows in 32 bits: steps x batch_size "
                     f"= {self.steps * self.batch_size:,} must stay below 2^32"
                 )
 
