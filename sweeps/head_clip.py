@@ -14,11 +14,12 @@ V = 4,096, B = 32 (return time 128 steps), 16 updates per symbol (2,048 steps), 
 (D = 16), AdamW b1 0.9, b2 0.999, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x,
 global clipping at 1.0; tied and untied; 2 seeds; peak LRs 3e-3, 1e-2, 3e-2 (centred on plain
 Adam's best) with up to 2 more beyond an end where a cell's best sits; L = 2; exact evaluation.
-The base is `adam_eps.py`'s: its b2 = 0.999, eps = 1e-8 runs are the unclipped twins.
+It is one cell of `memory_width.py`: that sweep's runs of the cell are the unclipped twins (the
+same configs but for `head_row_clip`; their run ids lack its piece).
 
 2 groups of 6 members, 12 runs before bracketing.
 
-Read it with
+Read it with (results/memory_width holds the unclipped runs)
   spamlang plot lines runs/head_clip -o head_clip.png --x lr --y final_eval_loss \\
       --color tie_embeddings
 
@@ -31,17 +32,21 @@ from pathlib import Path
 import spamlang.sweep
 from spamlang.sweep.command import load_sweep_file
 
-# The base's file sits next to this one, loaded by path: sweeps/ on sys.path would let
+# The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
 # sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
-ADAM_EPS = load_sweep_file(Path(__file__).with_name("adam_eps.py"))[0]
+PLAIN = load_sweep_file(Path(__file__).with_name("memory_width.py"))[0]
+CELL = ["tiny", 32]  # D = 16 at B = 32: preset and batch of the default cell
 
 SWEEP = dataclasses.replace(
-    ADAM_EPS,
+    PLAIN,
     name="head_clip",
-    base=ADAM_EPS.base.replace(b2=0.999),
     axes={
+        "preset,batch_size,tokens": [
+            c for c in PLAIN.axes["preset,batch_size,tokens"] if c[:2] == CELL
+        ],
         "tie_embeddings": [True, False],
         "head_row_clip": [0.45],
+        "b2": [0.999],
         "lr": [3e-3, 1e-2, 3e-2],
         "seed": [0, 1],
     },

@@ -329,20 +329,10 @@ def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
 
 
 # ----- the head controls (spamlang.optim.head) ----------------------------------------------
-# The optimizer alone, jitted, on the model's own parameter tree (no training step to compile).
-# No global clip, no decay, a constant LR: an update is the LR times the direction.
-HEAD_BASE = TrainConfig(
-    vocab_size=64,
-    seq_len=2,
-    batch_size=8,
-    tokens=8 * 2 * 10,
-    eval_sequences=8,
-    schedule="constant",
-    warmup_frac=0.0,
-    grad_clip=0.0,
-    weight_decay=0.0,
-    lr=1e-2,
-)
+# The optimizer alone, jitted, on the model's own parameter tree (no training step to compile):
+# the loop tests' adamw config without global clip or decay, so that with its constant LR an
+# update is the LR times the direction.
+HEAD_BASE = _configs("adamw")[0].replace(grad_clip=0.0, weight_decay=0.0, lr=1e-2, track_symbols=0)
 SCALES = (1.0, 0.1, 0.01, 0.01)  # one gradient, shrinking: a plain Adam v decays
 
 
