@@ -22,9 +22,10 @@ ADAM_FAMILY = ("adamw", "lazy_adamw")
 # held as arrays in the optimizer state): runs that differ only in these share one compiled
 # program and train together as members of one vmapped group.
 MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
-# Which optimizer reads which of the optimizer-specific fields: the one table behind the
-# check in `TrainConfig.__post_init__` (a field set away from its default for an optimizer
-# that ignores it is refused), `spamlang train --help` and README's table (tested equal).
+# Which optimizer reads which of the optimizer-specific fields: with HEAD_CONTROLS, the table
+# behind the check in `TrainConfig.__post_init__` (a field set away from its default for an
+# optimizer that ignores it is refused); alone, `spamlang train --help`'s "read only by" and
+# README's table (tested equal).
 # Every other optimizer field (lr, schedule, weight_decay, grad_clip) applies to all four.
 OPTIMIZER_FIELDS = {
     "b1": ("adamw", "lazy_adamw"),
@@ -179,8 +180,10 @@ class TrainConfig:
     # the head's V-row matrix alone (the embedding when tied), every other parameter on Adam.
     head_amsgrad: bool = _field(
         False,
-        "adamw only: the head's second moment never decreases (AMSGrad: the running max of "
-        "Adam's v), so an absent symbol's row keeps the scale of its last pull-up",
+        "adamw only: AMSGrad on the head alone (its V-row output matrix, the embedding when "
+        "tied; every other parameter keeps Adam): its second moment is the running max of "
+        "Adam's v and never decreases, so an absent symbol's row keeps the scale of its last "
+        "pull-up",
     )
     head_eps: float = _field(
         0.0,
@@ -270,8 +273,8 @@ class TrainConfig:
                 f"tokens ({self.tokens}) must be at least one batch: "
                 f"batch_size * seq_len = {self.batch_size * self.seq_len}"
             )
-        # A field the optimizer does not read (`OPTIMIZER_FIELDS`), set to anything but its
-        # default: a sweep over it would train the same run under several names.
+        # A field the optimizer does not read (`OPTIMIZER_FIELDS`, `HEAD_CONTROLS`), set to
+        # anything but its default: a sweep over it would train the same run under several names.
         for name, readers in {**OPTIMIZER_FIELDS, **HEAD_CONTROLS}.items():
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
