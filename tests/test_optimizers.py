@@ -3,6 +3,7 @@ the tracked rows' updates. (1 device = 4 for every optimizer: tests/test_multide
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from spamlang import optim
 from spamlang.errors import UserError
+from spamlang.optim.head import clip_row_rms
 from spamlang.plots.track import summarise
 from spamlang.train import Interrupted, TrainConfig, run_group
 from spamlang.train import config as config_module
@@ -324,3 +326,129 @@ def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
         np.testing.assert_allclose(metrics["loss"][j], own_metrics["loss"][0], rtol=1e-5)
     # each member reports its own Adam memory
     assert [r["adam_memory_steps"] for r in program.evaluate(state, variants)] == [10.0, 1000.0]
+
+
+# ----- the head controls (spamlang.optim.head) ----------------------------------------------
+# The optimizer alone, jitted, on the model's own parameter tree (no training step to compile):
+# the loop tests' adamw config without global clip or decay, so that with its constant LR an
+# update is the LR times the direction.
+HEAD_BASE = _configs("adamw")[0].replace(grad_clip=0.0, weight_decay=0.0, lr=1e-2, track_symbols=0)
+SCALES = (1.0, 0.1, 0.01, 0.01)  # one gradient, shrinking: a plain Adam v decays
+
+
+def _head_run(config):
+    """(updates by parameter name, optimizer states) over the steps of SCALES, step t's
+    gradient SCALES[t] x g. g is N(0, 1) on every leaf, except that row v of a V-row table keeps
+    only its first (v mod D) + 1 entries: Adam's first direction (+-1 where g != 0) then has
+    row RMS sqrt((v mod D + 1) / D), so a row clip finds rows under and over its limit."""
+    abstract = Program(config).abstract_state()["params"]
+    leaves, treedef = jax.tree.flatten(abstract)
+    params = treedef.unflatten(
+        [jax.random.normal(jax.random.PRNGKey(i), s.shape) for i, s in enumerate(leaves)]
+    )
+
+    def draw(p, is_rows):
+        g = jax.random.normal(jax.random.PRNGKey(100), p.shape)
+        if not is_rows:
+            return g
+        v, d = np.arange(p.shape[0])[:, None], np.arange(p.shape[1])[None, :]
+        return jnp.where(d <= v % p.shape[1], g, 0.0)
+
+    g = jax.tree.map(draw, params, optim.row_tables(config.vocab_size)(params))
+    tx, _ = optim.from_config(config)
+    state = optim.with_peak_lr(tx.init(params), config.lr)
+    update = jax.jit(tx.update)
+    updates, states = [], []
+    for scale in SCALES:
+        u, state = update(jax.tree.map(lambda x, scale=scale: scale * x, g), state, params)
+        updates.append(
+            {
+                optim._path_name(p).removesuffix("/value"): np.asarray(x)
+                for p, x in jax.tree_util.tree_leaves_with_path(u)
+            }
+        )
+        states.append(state)
+    return updates, states
+
+
+@functools.cache
+def _plain_run(tied: bool):
+    return _head_run(HEAD_BASE.replace(tie_embeddings=tied))
+
+
+def _head_of(tied: bool) -> str:
+    return "embed" if tied else "head/w"  # tied: the embedding is the head
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+@pytest.mark.parametrize(
+    "controls",
+    [{"head_amsgrad": True}, {"head_eps": 1e-3}, {"head_row_clip": 0.45}, {"head_eps": 1e-8}],
+    ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()),
+)
+def test_a_head_control_changes_the_heads_update_and_no_other(tied, controls):
+    """Every other leaf's update is bitwise plain adamw's at every step; the head's differs,
+    except with head_eps = eps, where it is plain Adam's up to rounding (XLA divides the head's
+    moments by their bias correction where plain adamw, sharing one divisor among all leaves,
+    multiplies by its reciprocal)."""
+    plain, _ = _plain_run(tied)
+    got, _ = _head_run(HEAD_BASE.replace(tie_embeddings=tied, **controls))
+    head = _head_of(tied)
+    for step_plain, step_got in zip(plain, got):
+        assert step_plain.keys() == step_got.keys() and head in step_got
+        for name in step_plain:
+            if name != head:
+                assert step_got[name].tobytes() == step_plain[name].tobytes(), name
+    close = [np.allclose(a[head], b[head], rtol=1e-6, atol=0) for a, b in zip(plain, got)]
+    assert all(close) == (controls == {"head_eps": HEAD_BASE.eps})
+
+
+def _moment(state, group: str, name: str):
+    """The moment `name` (nu, nu_max) of the head controls' `group` ("head" or "rest")."""
+    [(_, inner)] = optax.tree_utils.tree_get_all_with_path(state, "inner_states")
+    return optax.tree_utils.tree_get(inner[group], name)
+
+
+def test_head_amsgrad_keeps_the_heads_v_from_decreasing():
+    """With a shrinking gradient the head's v (AMSGrad's running max) never decreases while
+    the embedding's (untied: plain Adam) does wherever it has a gradient; so the head's step
+    is never larger than plain Adam's, and smaller once the gradient has shrunk."""
+    updates, states = _head_run(HEAD_BASE.replace(head_amsgrad=True))
+    plain, _ = _plain_run(False)
+    v_max = np.stack([np.asarray(_moment(s, "head", "nu_max")["head"]["w"][...]) for s in states])
+    v_embed = np.stack([np.asarray(_moment(s, "rest", "nu")["embed"][...]) for s in states])
+    assert (np.diff(v_max, axis=0) >= 0).all()
+    shown = v_embed[0] > 0
+    assert shown.sum() > v_embed[0].size // 2
+    assert (np.diff(v_embed, axis=0)[:, shown] < 0).all()
+    for a, p in zip(updates, plain):
+        assert (np.abs(a["head/w"]) <= np.abs(p["head/w"]) * (1 + 1e-6)).all()
+    assert (np.abs(updates[-1]["head/w"]) < 0.5 * np.abs(plain[-1]["head/w"])).any()
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+def test_head_row_clip_bounds_each_rows_update_by_x_times_the_lr(tied):
+    """Every head row's update has RMS <= X x lr; a row under that in plain adamw keeps plain
+    adamw's update, a row over it is plain adamw's rescaled to RMS X x lr."""
+    x = 0.45
+    got, _ = _head_run(HEAD_BASE.replace(tie_embeddings=tied, head_row_clip=x))
+    plain, _ = _plain_run(tied)
+    head, limit = _head_of(tied), x * HEAD_BASE.lr
+    seen_under = seen_over = False
+    for step_got, step_plain in zip(got, plain):
+        u, p = step_got[head], step_plain[head]
+        rms_u, rms_p = (np.sqrt(np.mean(np.square(a), axis=-1)) for a in (u, p))
+        assert (rms_u <= limit * (1 + 1e-6)).all()
+        under, over = rms_p < limit * (1 - 1e-5), rms_p > limit * (1 + 1e-5)
+        np.testing.assert_allclose(u[under], p[under], rtol=1e-6)
+        np.testing.assert_allclose(u[over], p[over] * (limit / rms_p[over, None]), rtol=1e-5)
+        seen_under, seen_over = seen_under or under.any(), seen_over or over.any()
+    assert seen_under and seen_over
+
+
+def test_clip_row_rms_rescales_only_the_rows_over_the_limit():
+    u_VxD = jnp.array([[3.0, 4.0], [0.1, -0.2], [0.0, 0.0], [-1.0, 1.0]])  # RMS 3.54 .16 0 1
+    clipped, _ = clip_row_rms(1.0).update({"w": u_VxD}, optax.EmptyState())
+    out = np.asarray(clipped["w"])
+    assert out[1:].tobytes() == np.asarray(u_VxD[1:]).tobytes()  # at or under 1: untouched
+    np.testing.assert_allclose(out[0], np.array([3.0, 4.0]) / np.sqrt(12.5), rtol=1e-6)

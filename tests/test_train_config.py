@@ -10,16 +10,31 @@ from spamlang.cli import main
 from spamlang.cli.sweep_cmd import main as sweep_main
 from spamlang.errors import UserError
 from spamlang.sweep import Sweep
-from spamlang.train.config import OPTIMIZER_FIELDS, OPTIMIZERS, TrainConfig, optimizer_fields_table
+from spamlang.train.config import (
+    HEAD_CONTROLS,
+    OPTIMIZER_FIELDS,
+    OPTIMIZERS,
+    TrainConfig,
+    optimizer_fields_table,
+)
 
 TINY = TrainConfig(vocab_size=64, seq_len=2, batch_size=4, tokens=64, eval_sequences=8)
-OTHER = {"b1": 0.8, "b2": 0.999, "eps": 1e-6, "momentum": 0.5, "lazy_rows": "embed"}
+OTHER = {
+    "b1": 0.8,
+    "b2": 0.999,
+    "eps": 1e-6,
+    "momentum": 0.5,
+    "lazy_rows": "embed",
+    "head_amsgrad": True,
+    "head_eps": 1e-3,
+    "head_row_clip": 0.45,
+}
 
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_each_optimizer_takes_its_fields_and_refuses_the_others(optimizer):
     TINY.replace(optimizer=optimizer)  # the defaults are always valid
-    for name, readers in OPTIMIZER_FIELDS.items():
+    for name, readers in {**OPTIMIZER_FIELDS, **HEAD_CONTROLS}.items():
         if optimizer in readers:
             assert (
                 getattr(TINY.replace(optimizer=optimizer, **{name: OTHER[name]}), name)
@@ -50,6 +65,14 @@ def test_a_sweep_axis_or_set_of_an_ignored_field_is_refused(tmp_path, capsys):
         (["--optimizer", "adafactor", "--adam-eps", "1e-6"], "optimizer adafactor ignores eps"),
         (["--momentum", "0.5"], "optimizer adamw ignores momentum"),
         (["--lazy-rows", "head"], "optimizer adamw ignores lazy_rows"),
+        (
+            ["--optimizer", "lazy_adamw", "--head-amsgrad"],
+            "optimizer lazy_adamw ignores head_amsgrad",
+        ),
+        (["--optimizer", "sgd", "--head-eps", "1e-3"], "optimizer sgd ignores head_eps"),
+        (["--optimizer", "adafactor", "--head-row-clip", "0.45"], "ignores head_row_clip"),
+        (["--head-eps", "-1e-3"], "head_eps must be >= 0, got -0.001"),
+        (["--head-row-clip", "-0.45"], "head_row_clip must be >= 0, got -0.45"),
     ],
 )
 def test_a_train_flag_of_an_ignored_field_is_one_line_exit_2(tmp_path, capsys, flags, message):
@@ -69,3 +92,9 @@ def test_readme_and_help_show_the_table():
     helps = {a.dest: a.help for a in sub.choices["train"]._actions}
     for name, readers in OPTIMIZER_FIELDS.items():
         assert f"read only by {', '.join(readers)}" in helps[name]
+
+
+def test_a_config_written_before_the_head_controls_loads_with_them_off():
+    old = {k: v for k, v in TINY.to_json().items() if k not in HEAD_CONTROLS}
+    assert TrainConfig.from_json(old) == TINY
+    assert (TINY.head_amsgrad, TINY.head_eps, TINY.head_row_clip) == (False, 0.0, 0.0)

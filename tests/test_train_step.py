@@ -17,7 +17,7 @@ from spamlang.model.kernels import micro_batches
 from spamlang.rundir.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
 from spamlang.rundir.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.train.config import TrainConfig, parse_count
-from spamlang.train.step import Program, program
+from spamlang.train.step import Program, batch_rows, program
 
 TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
 
@@ -88,6 +88,8 @@ def test_parse_count_rejects(text):
         (dict(batch_size=16, micro_batch=5), "micro_batch"),
         (dict(micro_batch=-1), "micro_batch"),
         (dict(kernels="cuda"), "kernels"),
+        (dict(sampling="cyclic", language="zipf-spam"), "sampling 'cyclic' deals every symbol"),
+        (dict(sampling="cyclic", tokens=2**38), "sampling 'cyclic' counts rows in 32 bits"),
     ],
 )
 def test_config_rejects(changes, needle):
@@ -98,6 +100,33 @@ def test_config_rejects(changes, needle):
 def test_from_json_rejects_unknown_field():
     with pytest.raises(UserError, match="learning_rate"):
         TrainConfig.from_json({"learning_rate": 1e-3})
+
+
+# ----- data order -----------------------------------------------------------------------------
+def _symbols(sampling: str, steps: int, vocab_size=64, batch_size=8) -> np.ndarray:
+    """int[steps, B]: each step's symbols in the data order `sampling` (spam, one data key)."""
+    config = TrainConfig(vocab_size=vocab_size, seq_len=2, batch_size=batch_size, tokens=16)
+    lang, rows = config.make_language(), jnp.arange(batch_size, dtype=jnp.uint32)
+    fn = jax.jit(
+        lambda t: batch_rows(sampling, lang, jax.random.PRNGKey(5), t, rows, batch_size, 2)
+    )
+    return np.stack([np.asarray(fn(jnp.int32(t)))[:, 0] for t in range(steps)])
+
+
+def test_cyclic_order_returns_every_symbol_after_exactly_v_over_b_steps():
+    """V = 64, B = 8: R = 8. Cyclic deals permuted's first epoch again and again; permuted
+    deals a fresh one each epoch, so its gaps are R only on average."""
+    cyclic, permuted = _symbols("cyclic", 32), _symbols("permuted", 32)  # 4 epochs
+    assert sorted(cyclic[:8].ravel()) == list(range(64))  # the first epoch: a permutation
+    np.testing.assert_array_equal(cyclic[:8], permuted[:8])
+    gaps = {"cyclic": set(), "permuted": set()}
+    for name, order in (("cyclic", cyclic), ("permuted", permuted)):
+        for s in range(64):
+            steps = np.nonzero((order == s).any(1))[0]
+            assert len(steps) == 4, (name, s)  # once per epoch in both
+            gaps[name] |= set(np.diff(steps).tolist())
+    assert gaps["cyclic"] == {8}
+    assert len(gaps["permuted"]) > 1 and gaps["permuted"] != {8}
 
 
 # ----- optimizer ------------------------------------------------------------------------------

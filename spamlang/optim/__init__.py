@@ -3,19 +3,21 @@ injected into the state, times a relative schedule.
 
     p <- p - peak_lr * schedule(t) * (direction(clip(g)) + wd * p),   decay on matrices only
 
-`config.optimizer` picks the direction: "adamw" (`optax.scale_by_adam`); "lazy_adamw", the same
-except that a row of a row table (the embedding and the head's V-row matrices) moves only in
-steps where its symbol occurs (`spamlang.optim.lazy`); "sgd", heavy-ball momentum
-(`optax.trace`); "adafactor", optax's Adafactor pieces with a factored second moment for
-every matrix (as Shazeer & Stern 2018 do; optax's default threshold of 128 would factor
-nothing at D = 16).
+`config.optimizer` picks the direction: "adamw" (`optax.scale_by_adam`; with any of the head
+controls on, the head's rows get theirs and every other leaf plain Adam: `spamlang.optim.head`);
+"lazy_adamw", the same except that a row of a row table (the embedding and the head's V-row
+matrices) moves only in steps where its symbol occurs (`spamlang.optim.lazy`); "sgd",
+heavy-ball momentum (`optax.trace`); "adafactor", optax's Adafactor pieces with a factored
+second moment for every matrix (as Shazeer & Stern 2018 do; optax's default threshold of 128
+would factor nothing at D = 16).
 
 `optax.inject_hyperparams` keeps the peak LR, b1, b2, eps and momentum (`HYPERPARAMS`) as
 arrays in the optimizer state instead of Python constants, so the members of a vmapped group
 hold K different values under one optimizer definition (a sweep over b2 costs what a sweep
-over the LR does). The weight decay and the optimizer's name are constants of the compiled
-program; the schedule's shape is shared by every member and applied after the direction by
-`optax.scale_by_schedule`, as a multiplier in [0, 1].
+over the LR does). The weight decay, the optimizer's name and the head controls are constants
+of the compiled program (with the controls off, the state is laid out as before they existed,
+so older checkpoints resume); the schedule's shape is shared by every member and applied after
+the direction by `optax.scale_by_schedule`, as a multiplier in [0, 1].
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from spamlang.optim import lazy
+from spamlang.optim import head, lazy
 
 # Per-member hyperparameters (state arrays): the config field of each, by optax's name.
 HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps", "momentum": "momentum"}
@@ -100,9 +102,24 @@ def _optimizer(
     weight_decay: float,
     vocab_size: int,
     lazy_rows: str = "all",
+    head_rows: str = "head",
+    head_amsgrad: bool = False,
+    head_eps: float = 0.0,
+    head_row_clip: float = 0.0,
 ) -> optax.GradientTransformationExtraArgs:
-    """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate."""
-    if name == "adamw":
+    """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate.
+    adamw's head controls act on the row table `head_rows` ("embed" when tied)."""
+    if name == "adamw" and (head_amsgrad or head_eps or head_row_clip):
+        direction = head.scale_by_adam_with_head(
+            row_tables(vocab_size, head_rows),
+            b1,
+            b2,
+            eps,
+            amsgrad=head_amsgrad,
+            head_eps=head_eps,
+            row_clip=head_row_clip,
+        )
+    elif name == "adamw":
         direction = optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
     elif name == "lazy_adamw":
         direction = lazy.scale_by_lazy_adam(
@@ -140,6 +157,10 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
         weight_decay=config.weight_decay,
         vocab_size=config.vocab_size,
         lazy_rows=config.lazy_rows,
+        head_rows="embed" if config.tie_embeddings else "head",
+        head_amsgrad=config.head_amsgrad,
+        head_eps=config.head_eps,
+        head_row_clip=config.head_row_clip,
     )
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
         **{name: getattr(config, field) for name, field in HYPERPARAMS.items()}, **static

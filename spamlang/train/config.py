@@ -22,9 +22,10 @@ ADAM_FAMILY = ("adamw", "lazy_adamw")
 # held as arrays in the optimizer state): runs that differ only in these share one compiled
 # program and train together as members of one vmapped group.
 MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
-# Which optimizer reads which of the optimizer-specific fields: the one table behind the
-# check in `TrainConfig.__post_init__` (a field set away from its default for an optimizer
-# that ignores it is refused), `spamlang train --help` and README's table (tested equal).
+# Which optimizer reads which of the optimizer-specific fields: with HEAD_CONTROLS, the table
+# behind the check in `TrainConfig.__post_init__` (a field set away from its default for an
+# optimizer that ignores it is refused); alone, `spamlang train --help`'s "read only by" and
+# README's table (tested equal).
 # Every other optimizer field (lr, schedule, weight_decay, grad_clip) applies to all four.
 OPTIMIZER_FIELDS = {
     "b1": ("adamw", "lazy_adamw"),
@@ -33,6 +34,10 @@ OPTIMIZER_FIELDS = {
     "momentum": ("sgd",),
     "lazy_rows": ("lazy_adamw",),
 }
+# The controls on the head's rows alone (`spamlang.optim.head`): each changes Adam's step, so only
+# adamw reads them, refused elsewhere by the same check. A table of their own because README's
+# table shows OPTIMIZER_FIELDS (tested equal) and does not list them.
+HEAD_CONTROLS = {"head_amsgrad": ("adamw",), "head_eps": ("adamw",), "head_row_clip": ("adamw",)}
 
 # Names people type for a field that is spelled otherwise: a sweep axis or a `spamlang train`
 # flag named so gets "did you mean" the field ("preset": the width family, tiny-w<D>; model.*:
@@ -124,11 +129,14 @@ class TrainConfig:
     tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
     sampling: str = _field(
         "iid",
-        "iid: each sequence's symbol drawn independently (a symbol returns every V / B steps on "
-        "average, with a long tail); permuted: each epoch deals a seeded permutation of the "
-        "symbols into batches, so every symbol returns every V / B steps exactly, and "
-        "batch_size = V is full-batch training (spam only)",
-        choices=("iid", "permuted"),
+        "iid: each sequence's symbol drawn independently (a symbol returns every R = V / B steps "
+        "on average, with a geometric tail); permuted: shuffled epochs, each dealing a fresh "
+        "seeded permutation of the symbols into batches, so every symbol appears once per "
+        "epoch and returns every R steps on average, not exactly (sd about 0.4 R); cyclic: one "
+        "seeded permutation dealt again every epoch, so every symbol returns every R steps "
+        "exactly when B divides V. With permuted or cyclic, batch_size = V is full-batch "
+        "training (spam only)",
+        choices=("iid", "permuted", "cyclic"),
     )
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
     optimizer: str = _field(
@@ -167,6 +175,28 @@ class TrainConfig:
         "which row tables move only in steps that show their symbol: all (the embedding and the "
         "head), embed, or head",
         choices=("all", "embed", "head"),
+    )
+    # The head controls separate the parts of the failure (spamlang.optim.head): each acts on
+    # the head's V-row matrix alone (the embedding when tied), every other parameter on Adam.
+    head_amsgrad: bool = _field(
+        False,
+        "adamw only: AMSGrad on the head alone (its V-row output matrix, the embedding when "
+        "tied; every other parameter keeps Adam): its second moment is the running max of "
+        "Adam's v and never decreases, so an absent symbol's row keeps the scale of its last "
+        "pull-up",
+    )
+    head_eps: float = _field(
+        0.0,
+        "adamw only: Adam's eps on the head alone, e.g. 1e-3, capping a row's step at |m| / "
+        "eps once its v has decayed; 0: eps. A constant of the compiled program: unlike eps, "
+        "the members of a vmapped group share it",
+        ge=0,
+    )
+    head_row_clip: float = _field(
+        0.0,
+        "adamw only: rescale each head row's Adam step to RMS <= this before the learning rate "
+        "and schedule scale it, so no row moves more than this x lr (RMS) in a step; 0: off",
+        ge=0,
     )
     grad_clip: float = _field(
         1.0, "clip the global gradient norm to this; 0 disables clipping", ge=0
@@ -243,9 +273,9 @@ class TrainConfig:
                 f"tokens ({self.tokens}) must be at least one batch: "
                 f"batch_size * seq_len = {self.batch_size * self.seq_len}"
             )
-        # A field the optimizer does not read (`OPTIMIZER_FIELDS`), set to anything but its
-        # default: a sweep over it would train the same run under several names.
-        for name, readers in OPTIMIZER_FIELDS.items():
+        # A field the optimizer does not read (`OPTIMIZER_FIELDS`, `HEAD_CONTROLS`), set to
+        # anything but its default: a sweep over it would train the same run under several names.
+        for name, readers in {**OPTIMIZER_FIELDS, **HEAD_CONTROLS}.items():
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
                 raise UserError(
@@ -294,16 +324,16 @@ class TrainConfig:
                 f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
                 f"got {self.track_symbols}"
             )
-        if self.sampling == "permuted":
+        if self.sampling != "iid":  # permuted, cyclic: epochs of the drawn symbols
             if not getattr(lang, "permutable", False):
                 raise UserError(
-                    f"sampling 'permuted' deals every symbol once per epoch, which "
+                    f"sampling {self.sampling!r} deals every symbol once per epoch, which "
                     f"needs a uniform one-symbol language (spam); {self.language} "
                     f"has none to deal: use sampling 'iid'"
                 )
             if self.steps * self.batch_size >= 2**32:
                 raise UserError(
-                    f"sampling 'permuted' counts rows in 32 bits: steps x batch_size "
+                    f"sampling {self.sampling!r} counts rows in 32 bits: steps x batch_size "
                     f"= {self.steps * self.batch_size:,} must stay below 2^32"
                 )
 

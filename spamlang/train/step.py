@@ -60,29 +60,35 @@ def batch_rows(
     - "iid": row r of step t is `lang.sample(fold_in(fold_in(data_key, t), r), 1, L)[0]`;
     - "permuted": the stream of rows is cut into epochs of n = the language's drawn symbols;
       epoch e deals a permutation of them, seeded by (data_key, e), so position t * B + r of the
-      stream holds symbol `perm_e[(t * B + r) mod n]` (what that means for a symbol's return
-      time: TrainConfig.sampling).
+      stream holds symbol `perm_e[(t * B + r) mod n]`;
+    - "cyclic": every epoch deals the same permutation, "permuted"'s first (`perm_0`), so a
+      symbol comes back exactly n rows later.
+    (What each means for a symbol's return time: TrainConfig.sampling.)
 
-    Both are pure functions of (data_key, step, row): a resumed run sees the same batches, and
+    All are pure functions of (data_key, step, row): a resumed run sees the same batches, and
     each device generates only its own rows."""
     if sampling == "iid":
         return sample_rows(lang, jax.random.fold_in(data_key, step), rows, seq_len)
     ids_N = jnp.asarray(lang.drawn_ids())
     n = ids_N.shape[0]
+    key = jax.random.fold_in(data_key, _PERMUTED)
+
+    def deal(epoch):
+        return jax.random.permutation(jax.random.fold_in(key, epoch), n)
+
     # uint32 positions: up to 2^32 rows per run (TrainConfig checks the budget).
     first = step.astype(jnp.uint32) * jnp.uint32(batch_size)
-    epoch0 = first // n
-    # A batch of B rows touches at most this many epochs (static).
-    n_epochs = (batch_size - 1) // n + 2
-    key = jax.random.fold_in(data_key, _PERMUTED)
-    perm_ExN = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(key, epoch0 + e), n))(
-        jnp.arange(n_epochs, dtype=jnp.uint32)
-    )
     position = first + rows.astype(jnp.uint32)
-    symbol = ids_N[
-        perm_ExN[(position // n - epoch0).astype(jnp.int32), (position % n).astype(jnp.int32)]
-    ]
-    return jnp.broadcast_to(symbol[:, None], (rows.shape[0], seq_len)).astype(jnp.int32)
+    slot = (position % n).astype(jnp.int32)
+    if sampling == "cyclic":
+        index = deal(jnp.uint32(0))[slot]
+    else:
+        epoch0 = first // n
+        # A batch of B rows touches at most this many epochs (static).
+        n_epochs = (batch_size - 1) // n + 2
+        perm_ExN = jax.vmap(deal)(epoch0 + jnp.arange(n_epochs, dtype=jnp.uint32))
+        index = perm_ExN[(position // n - epoch0).astype(jnp.int32), slot]
+    return jnp.broadcast_to(ids_N[index][:, None], (rows.shape[0], seq_len)).astype(jnp.int32)
 
 
 def make_member_step(program: Program):

@@ -1,0 +1,45 @@
+"""`sampling_order.py` in cyclic order: does an exact return time move the memory boundary?
+
+`sampling = "permuted"` deals a fresh permutation every epoch, so a symbol appears once per
+epoch but its gaps are V / B steps only on average (two uniform positions in consecutive
+epochs: sd about 0.4 V / B, from 1 step to nearly twice the mean). `sampling = "cyclic"` deals one
+seeded permutation again every epoch, so every gap is exactly V / B steps (B divides V in
+every cell). If the failure is Adam forgetting a symbol between its appearances, the boundary
+should sit where the memory covers the return time, with no tail to cover: sharper than under
+permuted order, and at a shorter memory than under iid draws.
+
+The grid is `sampling_order.py`'s with the one order "cyclic": V = 256, 1,024, 4,096 at
+B = 32 (return time 8, 32, 128 steps; 16 updates per symbol: 128, 512, 2,048 steps), b2 = 0.9,
+0.95, 0.99, 0.999; untied, model `tiny` (D = 16), AdamW b1 0.9, weight decay 0.1 on matrices,
+5% warmup then cosine to 0.1x, clipping at 1.0; 2 seeds; peak LRs 1e-2, 3e-2, 1e-1 with up to 2
+more beyond an end where a cell's best sits; L = 2; exact evaluation; every run saves
+symbols.npz. Its first epoch is the permuted runs' first (the same seed): the orders part from
+the second epoch on. What else moves: nothing; every other setting is `sampling_order.py`'s.
+
+3 groups of 24 members, 72 runs before bracketing.
+
+Read it with (results/sampling_order holds the iid and permuted runs)
+  spamlang plot lines runs/sampling_cyclic -o sampling_cyclic.png --x adam_memory_steps \\
+      --y final_eval_loss --color vocab_size
+  spamlang plot recency runs/sampling_cyclic -o recency_cyclic.png --where vocab_size=4096 \\
+      --where b2=0.95
+
+Run: python sweeps/sampling_cyclic.py [--out DIR] [--shard i/n] [--dry-run]
+"""
+
+import dataclasses
+from pathlib import Path
+
+import spamlang.sweep
+from spamlang.sweep.command import load_sweep_file
+
+# The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
+# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+ORDERS = load_sweep_file(Path(__file__).with_name("sampling_order.py"))[0]
+
+SWEEP = dataclasses.replace(
+    ORDERS, name="sampling_cyclic", axes={**ORDERS.axes, "sampling": ["cyclic"]}
+)
+
+if __name__ == "__main__":
+    raise SystemExit(spamlang.sweep.main(SWEEP))
