@@ -29,8 +29,8 @@ Run: python sweeps/head_clip.py [--out DIR] [--shard i/n] [--dry-run]
 import dataclasses
 from pathlib import Path
 
-import spamlang.sweep
-from spamlang.sweep.command import load_sweep_file
+from spamlang.cli.sweep_cmd import main
+from spamlang.sweep import load_sweep_file
 
 # The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
 # sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
@@ -53,4 +53,4 @@ SWEEP = dataclasses.replace(
 )
 
 if __name__ == "__main__":
-    raise SystemExit(spamlang.sweep.main(SWEEP))
+    raise SystemExit(main(SWEEP))

@@ -118,7 +118,7 @@ def _symbols_by_step(config, steps, key=None):
     return np.stack([np.asarray(fn(jnp.int32(t)))[:, 0] for t in range(steps)])
 
 
-def test_permuted_return_times_are_exact_and_iid_ones_are_not():
+def test_permuted_order_shows_each_symbol_once_an_epoch_and_iid_does_not():
     permuted = _symbols_by_step(CFG.replace(sampling="permuted"), 24)  # 6 epochs of 4 steps
     for s in range(V):
         steps = np.nonzero((permuted == s).any(1))[0]

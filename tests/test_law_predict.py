@@ -66,7 +66,17 @@ def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word)
     assert math.isnan(p.loss) if scope else p.loss > 0
 
 
-@pytest.mark.parametrize("changes", [{"eps": 1e-3}, {"b1": 0.0}, {"grad_clip": 0.0}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"eps": 1e-3},
+        {"b1": 0.0},
+        {"grad_clip": 0.0},
+        {"head_amsgrad": True},
+        {"head_eps": 1e-3},
+        {"head_row_clip": 0.45},
+    ],
+)
 def test_a_setting_the_law_holds_fixed_hides_the_number(law, changes):
     p = law.predict_row(_row(**changes))
     assert math.isnan(p.loss) and any(next(iter(changes)) in r for r in p.extrapolation)

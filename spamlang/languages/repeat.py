@@ -40,7 +40,7 @@ class Spam(Deterministic):
     loss_formula: ClassVar[str] = "0"
     position_invariant: ClassVar[bool] = True  # one symbol repeated (Language's comment)
     # Uniform over its drawn symbols, so an epoch that deals each of them once is a faithful
-    # reordering of the iid stream (TrainConfig.sampling = "permuted").
+    # reordering of the iid stream (TrainConfig.sampling = "permuted" or "cyclic").
     permutable: ClassVar[bool] = True
 
     def _check(self):

@@ -32,6 +32,9 @@ SCOPE = {"language": ("spam",), "optimizer": ("adamw",), "head": ("softmax",)}
 # Settings the formula has no term for: a run that moves one off its default is outside the
 # law's scope too (lazy_adamw's memory counts a row's own appearances, not steps, so it is out).
 FIXED = {"eps": 1e-8, "grad_clip": 1.0, "b1": 0.9}
+# The controls on the head alone (`spamlang.optim.head`) change Adam's step on the head rows:
+# off is the only value the law covers.
+FIXED.update(head_amsgrad=False, head_eps=0.0, head_row_clip=0.0)
 # Columns a fit cannot do without (results.csv always has them).
 REQUIRED = ("vocab_size", "batch_size", "d_model", "steps", "lr", "seed", "final_eval_loss")
 # Settings a fit will not default: a table without tie_embeddings would fit tied runs as
@@ -227,13 +230,15 @@ def _plain(value: Any) -> Any:
 
 def fill_from_configs(frame, sweep_dir: str | Path):
     """`frame` (results.csv of `sweep_dir`, or of the single run `sweep_dir`) with the
-    DEFAULTED columns it lacks, or lacks in some rows, taken from each run's config.json:
+    DEFAULTED and FIXED columns it lacks, or lacks in some rows, taken from each run's config.json:
     results.csv lists weight_decay, b2, optimizer and sampling only when they are axes, and a
     sweep that fixed b2 = 0.999 in its base would otherwise be fitted at the default. A run
     whose config.json cannot be read keeps the cell empty (the default, later)."""
     root = Path(sweep_dir)
     frame = frame.copy()
-    wanted = [c for c in DEFAULTED if c not in frame.columns or frame[c].map(missing).any()]
+    wanted = [
+        c for c in (*DEFAULTED, *FIXED) if c not in frame.columns or frame[c].map(missing).any()
+    ]
     if not wanted or "run_id" not in frame.columns:
         return frame
     configs = [_config(root, run_id) for run_id in frame["run_id"]]
