@@ -226,7 +226,11 @@ def register(subparsers) -> None:
     )
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
+    for add in (_add_fit, _add_predict, _add_compare, _add_validate):
+        add(kinds)
 
+
+def _add_fit(kinds) -> None:
     fit = kinds.add_parser(
         "fit",
         help="fit the law on finished sweeps and print it",
@@ -250,6 +254,8 @@ def register(subparsers) -> None:
     fit.add_argument("--symbols", action="store_true", help=_SYMBOLS_HELP)
     fit.set_defaults(func=_fit)
 
+
+def _add_predict(kinds) -> None:
     predict = kinds.add_parser(
         "predict",
         help="predict every cell of a sweep file before running it",
@@ -279,6 +285,8 @@ def register(subparsers) -> None:
     )
     predict.set_defaults(func=_predict)
 
+
+def _add_compare(kinds) -> None:
     compare = kinds.add_parser(
         "compare",
         help="predicted against measured, cell by cell: a committed forecast, or a law",
@@ -305,6 +313,8 @@ def register(subparsers) -> None:
     )
     compare.set_defaults(func=_compare)
 
+
+def _add_validate(kinds) -> None:
     validate = kinds.add_parser(
         "validate",
         help="leave-one-sweep-out test of the law",

@@ -47,7 +47,15 @@ def _at_least(low: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
-    """The flags of a sweep run."""
+    """The flags of a sweep run: where and how its runs train, which variant of the sweep,
+    and what it shows."""
+    _placement_flags(parser)
+    _variant_flags(parser)
+    _output_flags(parser, plots)
+
+
+def _placement_flags(parser: argparse.ArgumentParser) -> None:
+    """--out, --shard, --group-size, --vmap."""
     parser.add_argument(
         "--out", metavar="DIR", default=None, help="sweep directory (default: runs/<sweep name>)"
     )
@@ -76,6 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         help="train each group of runs differing only in lr/seed as one vmapped program "
         "(default: on accelerators, and on CPU for steps of at most 256 tokens)",
     )
+
+
+def _variant_flags(parser: argparse.ArgumentParser) -> None:
+    """--bracket-lr, --seq-len, --max-points, --set."""
     parser.add_argument(
         "--bracket-lr",
         metavar="N",
@@ -114,6 +126,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         "<name>-<field><value> (runs/<name>-tok200K), apart from the original's runs. How to "
         "train a larger budget: a finished run cannot be extended",
     )
+
+
+def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
+    """--quiet, --dry-run, --plots, --figures, --tracker."""
     parser.add_argument(
         "--quiet",
         action="store_true",

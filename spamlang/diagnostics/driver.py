@@ -183,6 +183,60 @@ def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, **settings) -> dict:
     return {"head": "softmax", **diagnose_states(h_NxD, y_N, heads, _Clock(), **settings)}
 
 
+def _bottleneck(heads: _Heads, chunks, n_kf: int, n_rank: int, n_terms: int):
+    """(per-token terms of the first n_terms tokens, the logit gradients of the first n_rank,
+    and the bottleneck measurements of the first n_kf with the mean loss): one pass, or for mos
+    (n_kf < n_terms) a second, cheap one without the per-token Jacobians."""
+    terms, grads = _per_token_pass(heads.jit(_stats_fn), chunks(n_kf), n_rank)
+    stats = total(jax.tree.map(lambda x: x[:n_kf], terms["stats"]))
+    if n_kf < n_terms:
+        terms, grads = _per_token_pass(
+            heads.jit(_stats_fn, projected=False), chunks(n_terms), n_rank
+        )
+    summary = {"loss": float(terms["ce"].mean()), "loss_tokens": len(terms["ce"])}
+    return terms, grads, {**summary, **stats.summary()}
+
+
+def _rank(grads, V: int, n_rank: int, rank_points: int, rank_tol) -> tuple[dict, list]:
+    """(rank_curve, singular_values) of the per-token logit gradients `grads` (Figure 2)."""
+    R = gradient_r_factor(grads)
+    counts = sorted({int(round(x)) for x in np.geomspace(1, n_rank, rank_points)})
+    curve = {
+        "tokens": counts,
+        "rank": ranks_from_r(R, V, counts, rank_tol),
+        "max_rank": [min(n, V - 1) for n in counts],
+        "tol": rank_tol,
+    }
+    s = np.linalg.svd(R, compute_uv=False)
+    return curve, ((s / s[0]).tolist() if s.size and s[0] > 0 else [])
+
+
+def _efficiency(heads: _Heads, chunks, eff: dict, n_eff: int, step_fractions) -> dict:
+    """Figure 8: the exact mean-loss change for logit steps of norm fraction * ||Z||_F along
+    -grad_L and along the move a step on H induces, over the first n_eff tokens (`eff`: their
+    per-token terms)."""
+    norms = {
+        "g": eff["stats"].grad_sq.sum(),
+        "u": eff["stats"].induced_sq.sum(),
+        "z": eff["z_sq"].sum(),
+        "ce": eff["ce"].sum(),
+    }
+    fractions = np.asarray(step_fractions, np.float64)
+    step_norms = fractions * math.sqrt(norms["z"])
+    s_grad = jnp.asarray(step_norms / math.sqrt(norms["g"]), jnp.float32)
+    s_ind = jnp.asarray(step_norms / max(math.sqrt(norms["u"]), 1e-30), jnp.float32)
+    ce_g, ce_u = _sum(heads.jit(_efficiency_fn), chunks, s_grad, s_ind)
+    base = norms["ce"] / n_eff
+    return {
+        "fractions": fractions.tolist(),
+        "step_norms": step_norms.tolist(),
+        "loss": base,
+        "tokens": n_eff,
+        "delta_logit": (np.asarray(ce_g, np.float64) / n_eff - base).tolist(),
+        "delta_induced": (np.asarray(ce_u, np.float64) / n_eff - base).tolist(),
+    }
+
+
 def diagnose_states(
     h_NxD,
     y_N,
@@ -231,37 +285,15 @@ def diagnose_states(
 
     n_kf = T if heads.linear else min(T, jacobian_tokens)
     n_rank, n_eff = min(T, rank_tokens), min(T, efficiency_tokens)
-    terms, grads = _per_token_pass(heads.jit(_stats_fn), chunks(n_kf), n_rank)
-    stats = total(jax.tree.map(lambda x: x[:n_kf], terms["stats"]))
-    if n_kf < max(n_rank, n_eff):  # mos: a cheap pass without the per-token Jacobians
-        terms, grads = _per_token_pass(
-            heads.jit(_stats_fn, projected=False), chunks(max(n_rank, n_eff)), n_rank
-        )
-    out = {
-        "vocab_size": V,
-        "d_model": D,
-        "tokens": T,
-        "bottleneck_tokens": n_kf,
-        "loss": float(terms["ce"].mean()),
-        "loss_tokens": len(terms["ce"]),
-        **stats.summary(),
-    }
+    terms, grads, stats = _bottleneck(heads, chunks, n_kf, n_rank, max(n_rank, n_eff))
+    out = {"vocab_size": V, "d_model": D, "tokens": T, "bottleneck_tokens": n_kf, **stats}
     clock("bottleneck")
     out["head_rank"] = int(heads.aux.rank) if heads.linear else min(D, V)
     out["d_over_v"] = out["head_rank"] / V
 
     grads = jnp.asarray(grads)  # drop the host copy before the QR's own working copies
-    R = gradient_r_factor(grads)
+    out["rank_curve"], out["singular_values"] = _rank(grads, V, n_rank, rank_points, rank_tol)
     del grads
-    counts = sorted({int(round(x)) for x in np.geomspace(1, n_rank, rank_points)})
-    out["rank_curve"] = {
-        "tokens": counts,
-        "rank": ranks_from_r(R, V, counts, rank_tol),
-        "max_rank": [min(n, V - 1) for n in counts],
-        "tol": rank_tol,
-    }
-    s = np.linalg.svd(R, compute_uv=False)
-    out["singular_values"] = (s / s[0]).tolist() if s.size and s[0] > 0 else []
     clock("rank")
 
     n_prof = min(T, profile_tokens, n_kf)
@@ -272,26 +304,7 @@ def diagnose_states(
     clock("profile")
 
     eff = jax.tree.map(lambda x: x[:n_eff], terms)
-    norms = {
-        "g": eff["stats"].grad_sq.sum(),
-        "u": eff["stats"].induced_sq.sum(),
-        "z": eff["z_sq"].sum(),
-        "ce": eff["ce"].sum(),
-    }
-    fractions = np.asarray(step_fractions, np.float64)
-    step_norms = fractions * math.sqrt(norms["z"])
-    s_grad = jnp.asarray(step_norms / math.sqrt(norms["g"]), jnp.float32)
-    s_ind = jnp.asarray(step_norms / max(math.sqrt(norms["u"]), 1e-30), jnp.float32)
-    ce_g, ce_u = _sum(heads.jit(_efficiency_fn), chunks(n_eff), s_grad, s_ind)
-    base = norms["ce"] / n_eff
-    out["efficiency"] = {
-        "fractions": fractions.tolist(),
-        "step_norms": step_norms.tolist(),
-        "loss": base,
-        "tokens": n_eff,
-        "delta_logit": (np.asarray(ce_g, np.float64) / n_eff - base).tolist(),
-        "delta_induced": (np.asarray(ce_u, np.float64) / n_eff - base).tolist(),
-    }
+    out["efficiency"] = _efficiency(heads, chunks(n_eff), eff, n_eff, step_fractions)
     clock("efficiency")
     out["seconds"] = clock.laps
     out["settings"] = {

@@ -91,42 +91,60 @@ def batch_rows(
     return jnp.broadcast_to(ids_N[index][:, None], (rows.shape[0], seq_len)).astype(jnp.int32)
 
 
+def accumulated(grad_fn, params, tokens_BxL, n_micro: int, mesh):
+    """`grad_fn(params, tokens_BxL)` as the mean over n_micro micro-batches scanned in turn
+    (`mesh`: shard each micro-batch's rows over its "data" axis; None on one device)."""
+    B, L = tokens_BxL.shape
+    # Micro-batch i takes rows j * n_micro + i, so every device works on every micro-batch.
+    tokens_MxbxL = tokens_BxL.reshape(B // n_micro, n_micro, L).swapaxes(0, 1)
+    if mesh is not None:
+        tokens_MxbxL = jax.lax.with_sharding_constraint(
+            tokens_MxbxL, NamedSharding(mesh, P(None, "data", None))
+        )
+
+    def accumulate(total, tokens_bxL):
+        return jax.tree.map(jnp.add, total, grad_fn(params, tokens_bxL)), None
+
+    zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, tokens_MxbxL[0]))
+    total, _ = jax.lax.scan(accumulate, zeros, tokens_MxbxL)
+    # Equal-sized micro-batches: the mean of their means is the batch mean.
+    return jax.tree.map(lambda x: x / n_micro, total)
+
+
+def symbol_history(state: State, added_V, step) -> dict:
+    """The state's per-symbol history after a step that showed each id `added_V` times:
+    exposure, the steps right after its first and last appearance, its longest gap."""
+    shown = added_V > 0
+    # The gap that closes now: steps since the previous appearance (none: 0).
+    gap = jnp.where(shown & (state["last_seen"] >= 0), step + 1 - state["last_seen"], 0)
+    return {
+        "exposure": state["exposure"] + added_V,
+        "last_seen": jnp.where(shown, step + 1, state["last_seen"]),
+        "first_seen": jnp.where(shown & (state["first_seen"] < 0), step + 1, state["first_seen"]),
+        "max_gap": jnp.maximum(state["max_gap"], gap),
+    }
+
+
 def make_member_step(program: Program):
     """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped), from
     the parts `program` has built."""
     config, mesh, lang, tx = program.config, program.mesh, program.lang, program.tx
-    graphdef, rest, n_micro = program.graphdef, program.rest, program.n_micro
-    schedule = program.schedule
-    B, L = config.batch_size, config.seq_len
-    chunk = config.loss_chunk or None
+    B, L, V = config.batch_size, config.seq_len, config.vocab_size
     shard = mesh.devices.size > 1
+    where = mesh if shard else None  # what the loss and the counts shard over
     limit = jnp.float32(config.diverge_loss)
-    V, tracked = config.vocab_size, config.tracked_ids
-    needs_present = config.optimizer == "lazy_adamw"
+    tracked, needs_present = config.tracked_ids, config.optimizer == "lazy_adamw"
 
     def loss_fn(params, tokens_BxL):
-        model = nnx.merge(graphdef, params, rest)
-        return next_token_loss(model, tokens_BxL, chunk_size=chunk, mesh=mesh if shard else None)
+        model = nnx.merge(program.graphdef, params, program.rest)
+        return next_token_loss(model, tokens_BxL, chunk_size=config.loss_chunk or None, mesh=where)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
     def loss_and_grads(params, tokens_BxL):
-        if n_micro == 1:
+        if program.n_micro == 1:
             return grad_fn(params, tokens_BxL)
-        # Micro-batch i takes rows j * n_micro + i, so every device works on every micro-batch.
-        tokens_MxbxL = tokens_BxL.reshape(B // n_micro, n_micro, L).swapaxes(0, 1)
-        if shard:
-            tokens_MxbxL = jax.lax.with_sharding_constraint(
-                tokens_MxbxL, NamedSharding(mesh, P(None, "data", None))
-            )
-
-        def accumulate(total, tokens_bxL):
-            return jax.tree.map(jnp.add, total, grad_fn(params, tokens_bxL)), None
-
-        zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, tokens_MxbxL[0]))
-        total, _ = jax.lax.scan(accumulate, zeros, tokens_MxbxL)
-        # Equal-sized micro-batches: the mean of their means is the batch mean.
-        return jax.tree.map(lambda x: x / n_micro, total)
+        return accumulated(grad_fn, params, tokens_BxL, program.n_micro, where)
 
     def member_step(state: State) -> tuple[State, dict]:
         step = state["step"]
@@ -139,9 +157,7 @@ def make_member_step(program: Program):
                     tokens_BxL, NamedSharding(mesh, P("data", None))
                 )
         (loss, aux), grads = loss_and_grads(state["params"], tokens_BxL)
-        present_V = (
-            exposure.present_ids(tokens_BxL, V, mesh if shard else None) if needs_present else None
-        )
+        present_V = exposure.present_ids(tokens_BxL, V, where) if needs_present else None
         with jax.named_scope("optimizer"):
             grad_norm = optax.tree.norm(grads)
             updates, opt_state = tx.update(
@@ -156,15 +172,7 @@ def make_member_step(program: Program):
 
         with jax.named_scope("exposure"):
             # A frozen (diverged) member's batch is not trained on, so it is not counted.
-            added = exposure.count_batch(tokens_BxL, config.vocab_size, mesh if shard else None)
-            added = jnp.where(frozen, 0, added)
-            counts = state["exposure"] + added
-            shown = added > 0
-            last_seen = jnp.where(shown, step + 1, state["last_seen"])
-            first_seen = jnp.where(shown & (state["first_seen"] < 0), step + 1, state["first_seen"])
-            # The gap that closes now: steps since the previous appearance (none: 0).
-            gap = jnp.where(shown & (state["last_seen"] >= 0), step + 1 - state["last_seen"], 0)
-            max_gap = jnp.maximum(state["max_gap"], gap)
+            added = jnp.where(frozen, 0, exposure.count_batch(tokens_BxL, V, where))
         new_params = unless_frozen(params, state["params"])
         new_state = {
             "params": new_params,
@@ -173,12 +181,9 @@ def make_member_step(program: Program):
             "data_key": state["data_key"],
             "diverged": frozen,
             "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
-            "exposure": counts,
-            "last_seen": last_seen,
-            "first_seen": first_seen,
-            "max_gap": max_gap,
+            **symbol_history(state, added, step),
         }
-        lr_t = optim.peak_lr(state["opt_state"]) * schedule(step)
+        lr_t = optim.peak_lr(state["opt_state"]) * program.schedule(step)
         # The divergence flags ride with the metrics: the loop reads a log step's metrics after
         # the next step has taken (donated) this state.
         metrics = {
