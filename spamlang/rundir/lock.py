@@ -9,8 +9,9 @@ naming the holder. Reading a run never takes it (it works during training, and r
 SIGKILL leaves no stale lock (its soft fallback would: never used). Ours: the holder writes
 who it is (pid, host, start time) into the lock file for whoever finds it taken, and deletes
 the file before letting go (a taker of the deleted file starts over: filelock checks). Two
-locks of one path in one process exclude each other as two processes do. Where a filesystem
-refuses locks (Lustre without `flock`), a warning says so once per file and work goes on unlocked.
+locks of one path in one process exclude each other as two processes do (not on NFS, where
+flock locks belong to a process). Where a filesystem refuses locks (Lustre without `flock`), a
+warning says so once per file and the work goes on unlocked.
 """
 
 from __future__ import annotations
