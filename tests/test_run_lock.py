@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
+import fcntl
 import json
 import os
 import re
@@ -93,7 +95,7 @@ def test_a_held_run_dir_is_refused_naming_its_holder_and_freed_when_it_dies(tmp_
     assert not (out / ".lock").exists()  # a clean release deletes it
 
 
-def test_flock_is_per_open_file_so_one_process_can_hold_against_itself(tmp_path):
+def test_two_locks_in_one_process_exclude_each_other_and_name_the_holder(tmp_path):
     path = tmp_path / "x.lock"
     with locked(path, wait=False):
         with pytest.raises(Taken, match=f"locked by pid {os.getpid()} on host"):
@@ -101,6 +103,26 @@ def test_flock_is_per_open_file_so_one_process_can_hold_against_itself(tmp_path)
                 pass
     with locked(path, wait=False):  # free again
         pass
+    with pytest.raises(FileNotFoundError):  # a missing directory is not created
+        with locked(tmp_path / "missing" / "x.lock"):
+            pass
+
+
+def test_a_filesystem_without_locks_is_said_once_and_the_work_goes_on(
+    tmp_path, capsys, monkeypatch
+):
+    def refuse(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    path, ran = tmp_path / "x.lock", []
+    for _ in range(2):
+        with locked(path):
+            ran.append(True)
+    assert ran == [True, True] and capsys.readouterr().err == (
+        f"warning: cannot lock {path} (No locks available); this filesystem has no file "
+        "locks, so another process using it at the same time goes undetected\n"
+    )
 
 
 def test_cli_train_on_a_held_dir_exits_2_with_one_line(tmp_path, capsys):

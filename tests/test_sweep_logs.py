@@ -180,3 +180,10 @@ def test_the_bar_shows_a_groups_steps_and_eta_while_it_trains(tmp_path, monkeypa
             time.sleep(0.01)
     last = next(s for s in reversed(bar.shown) if "step 20/100" in s)
     assert last.startswith("a +1 vmapped: step 20/100, ETA 0:0") and "loss 2.000" in last
+
+
+def test_the_eta_is_tqdms_clock_without_a_leading_zero():
+    from spamlang.sweep.logs import _eta
+
+    times = [_eta((0.0, 0), t, 1, 2) for t in (0.0, 5.0, 130.0, 600.0, 3725.0)]
+    assert times == ["", ", ETA 0:05", ", ETA 2:10", ", ETA 10:00", ", ETA 1:02:05"]

@@ -1,20 +1,17 @@
-"""Exclusive advisory flocks that die with their process, and one owner per run directory.
+"""Exclusive advisory locks that die with their process (`filelock`); one owner per run directory.
 
 Two processes training one directory corrupt it (duplicated and truncated metrics.jsonl rows,
 orbax tripping over the other's temporary checkpoint directories), so `spamlang.train.run`
 holds `<run_dir>/.lock` before it writes anything there, and a second trainer gets `RunDirBusy`
-naming the holder. Reading a run never takes it, so that works during training and on
-read-only storage.
+naming the holder. Reading a run never takes it (it works during training, and read-only).
 
-The kernel drops a flock when the last descriptor of the locked open file closes, so a crash
-or SIGKILL never leaves a stale lock: the next process simply takes it. The holder writes who
-it is (pid, host, start time) into the lock file, for the message of whoever finds it taken,
-and deletes the file when it lets go; a taker checks, once it holds the flock, that the path
-still names the file it locked, and starts over on the new file if not. flock belongs to an
-open file: two `open()`s in one process exclude each other as two processes do (except on NFS,
-where Linux turns flock into byte-range locks, which belong to a process). Where a filesystem
-refuses locks (Lustre without its `flock` mount option), a warning says so once per lock file
-and the work goes on unlocked.
+`filelock.FileLock` takes a flock, which the kernel drops with its process, so a crash or
+SIGKILL leaves no stale lock (its soft fallback would: never used). Ours: the holder writes
+who it is (pid, host, start time) into the lock file for whoever finds it taken, and deletes
+the file before letting go (a taker of the deleted file starts over: filelock checks). Two
+locks of one path in one process exclude each other as two processes do (not on NFS, where
+flock locks belong to a process). Where a filesystem refuses locks (Lustre without `flock`), a
+warning says so once per file and the work goes on unlocked.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import fcntl
 import json
 import os
 import socket
@@ -31,11 +27,13 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import filelock
+
 from spamlang.errors import UserError
 from spamlang.rundir.schema import RUN_LOCK
 
-# A taker that finds the lock held but the file still empty has caught the holder between its
-# flock and its note (or a holder letting go); it looks again this long before saying "unknown".
+# A taker that finds the lock held but no note in the file has caught the holder between its
+# flock and its note (or a holder letting go); it tries again this long before saying "unknown".
 _NOTE_WAIT_S = 0.5
 _UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 _warned: set[str] = set()
@@ -54,7 +52,7 @@ class Holder:
 
 
 class Taken(Exception):
-    """The lock is held by another open file: another process, or another open() here.
+    """The lock is held by another lock object: another process, or another `locked` here.
 
     `holder` is None when the holder's note could not be read.
     """
@@ -66,68 +64,64 @@ class Taken(Exception):
 
 @contextlib.contextmanager
 def locked(path: str | os.PathLike, *, wait: bool = True) -> Iterator[None]:
-    """Hold an exclusive flock on `path` (created if missing) for the body of the `with`.
+    """Hold an exclusive lock on `path` (created if missing) for the body of the `with`.
 
-    `wait` False raises `Taken` when another open file holds it (within half a second, the
-    time a holder that has just taken it gets to write its note); True waits for it.
+    `wait` False raises `Taken` when another lock holds it (within half a second, the time a
+    holder that has just taken it gets to write its note); True waits for it.
     OSError when the lock file cannot be created (a read-only or missing directory).
     """
     path = Path(path)
-    fd = _acquire(path, wait)
+    if not path.parent.is_dir():  # filelock would create it
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path.parent))
+    lock = filelock.FileLock(path, fallback_to_soft=False, on_acquired=_write_note)
+    held = _acquire(lock, path, wait)
     try:
         yield
     finally:
-        if fd is not None:
+        if held:
             with contextlib.suppress(OSError):
                 os.unlink(path)  # while still locked: a taker that opened it starts over
-            os.close(fd)
+            lock.release()
 
 
-def _acquire(path: Path, wait: bool) -> int | None:
-    """The descriptor that holds the lock, or None where the filesystem has no locks."""
+def _write_note(fd: int) -> None:
+    """Who holds the lock, into the lock file (`filelock`'s `on_acquired`)."""
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
+    note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since})
+    with contextlib.suppress(OSError):  # the lock holds without its note
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (note + "\n").encode(), 0)
+
+
+def _acquire(lock: filelock.BaseFileLock, path: Path, wait: bool) -> bool:
+    """Take `lock`: True, or False where the filesystem has no locks (said once)."""
     give_up = time.monotonic() + _NOTE_WAIT_S
     while True:
-        with contextlib.ExitStack() as closing:  # closes fd unless it is returned holding
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            closing.callback(os.close, fd)
+        try:
+            lock.acquire(blocking=wait)
+            return True
+        except filelock.Timeout:  # an OSError too: caught first
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                try:
-                    note = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
-                    holder = Holder(int(note["pid"]), str(note["host"]), str(note["since"]))
-                except (OSError, ValueError, TypeError, KeyError):
-                    holder = None  # an unreadable note: no holder named
-                if holder is None and time.monotonic() < give_up:
-                    time.sleep(0.02)
-                    continue
-                raise Taken(path, holder) from None
-            except OSError as e:
-                if e.errno not in _UNSUPPORTED:
-                    raise
-                if str(path) not in _warned:
-                    _warned.add(str(path))
-                    print(
-                        f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has "
-                        "no file locks, so another process using it at the same time goes "
-                        "undetected",
-                        file=sys.stderr,
-                    )
-                return None
-            with contextlib.suppress(FileNotFoundError):
-                now, mine = os.stat(path), os.fstat(fd)
-                if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
-                    note = {
-                        "pid": os.getpid(),
-                        "host": socket.gethostname(),
-                        "since": time.strftime("%Y-%m-%d %H:%M:%S"),
-                    }
-                    with contextlib.suppress(OSError):  # the lock holds without its note
-                        os.ftruncate(fd, 0)
-                        os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
-                    closing.pop_all()
-                    return fd
-            # The previous holder deleted the file after we opened it: start over.
+                note = json.loads(path.read_bytes())
+                holder = Holder(int(note["pid"]), str(note["host"]), str(note["since"]))
+            except (OSError, ValueError, TypeError, KeyError):
+                holder = None  # no note yet, or an unreadable one: no holder named
+            if holder is None and time.monotonic() < give_up:
+                time.sleep(0.02)
+                continue
+            raise Taken(path, holder) from None
+        except OSError as e:
+            if e.errno not in _UNSUPPORTED:
+                raise
+            if str(path) not in _warned:
+                _warned.add(str(path))
+                print(
+                    f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has "
+                    "no file locks, so another process using it at the same time goes "
+                    "undetected",
+                    file=sys.stderr,
+                )
+            return False
 
 
 class RunDirBusy(UserError):

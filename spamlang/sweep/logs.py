@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from spamlang.progress import log_seconds
 from spamlang.rundir.reading import last_row
 from spamlang.rundir.schema import CHECKPOINTS, METRICS
@@ -81,11 +83,7 @@ def _eta(began: tuple[float, int], now: float, step: int, steps: int) -> str:
     if step <= s0 or now <= t0:
         return ""
     left = (steps - step) * (now - t0) / (step - s0)
-    minutes, seconds = divmod(int(left), 60)
-    hours, minutes = divmod(minutes, 60)
-    return (
-        f", ETA {hours}:{minutes:02d}:{seconds:02d}" if hours else f", ETA {minutes}:{seconds:02d}"
-    )
+    return f", ETA {tqdm.format_interval(left).removeprefix('0')}"  # tqdm's 02:10 as 2:10
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ on stderr, and goes on with the rest; results.csv is written by one process at a
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -119,76 +120,109 @@ def run_sweep(
     if grown is not sweep:
         sweep, my_groups = grown, shard_groups(grown, shard, group_size)
     check = point_check(sweep)  # results.csv lists a run only with its own point's settings
-    from tqdm.auto import tqdm
-
-    from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
-
-    total = sum(len(g) for g in my_groups)
-    done = sum(is_finished(out / run_id) for g in my_groups for run_id, _ in g)
-    # The bar only on a terminal (a log file gets the per-run lines, which carry [i/n]).
-    bar = tqdm(
-        total=total,
-        initial=done,
-        unit="run",
-        dynamic_ncols=True,
-        disable=quiet or not sys.stderr.isatty(),
-        desc=f"{sweep.name}" + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else ""),
-    )
-    held = 0  # runs skipped because another process is training them
-    report = Report()  # finished runs results.csv cannot list, repairs: said once, at the end
-    added, at_limit = [], []  # bracketing: the points it added, the cells left at its limit
-
-    def train(todo: list) -> bool:
-        """Train `todo` (vmapped or one by one); False if another process holds a run."""
-        nonlocal done, held, total
-        total += sum(not is_finished(out / run_id) for run_id, _ in todo if run_id not in known)
-        known.update(run_id for run_id, _ in todo)
-        bar.total = total
-        together = trains_together(vmap, todo[0][1])
-        parts = [todo] if together else [[run] for run in todo]
-        if together and len(todo) > 1 and memory is not None:
-            parts = _fit_parts(
-                todo, memory, group_size, fits, lambda line: bar.write(line, file=sys.stderr)
-            )
-        all_done = True
-        for part in parts:
-            try:
-                done = _run_part(part, out, bar, done, total, quiet, train_run)
-            except RunDirBusy as e:
-                # Even when quiet: these runs are left to another process, not done here.
-                first, more = part[0][0], len(part) - 1
-                what = f"{first} +{more} vmapped: {e.run_dir.name}" if more else f"{first}:"
-                bar.write(f"skip {what} in use by {e.by}", file=sys.stderr)
-                held += len(part)
-                all_done = False
-                continue
-            write_results(out, report, check)
-        return all_done
-
-    known = {run_id for g in my_groups for run_id, _ in g}
-    fits: dict = {}  # (group key, members) -> fit.Fit, so that bracketing does not recompile
+    desc = sweep.name + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else "")
+    train = _Trainer(out, my_groups, desc, quiet, vmap, group_size, memory, check)
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not is_finished(out / run_id)]
             if (todo and not train(todo)) or not limit:
                 continue
-            # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts.
-            if group_size:
-                group = next(g for g in groups(sweep, 0) if group[0] in g)
-            cells: dict[str, list] = {}
-            for point in group:
-                cells.setdefault(cell_key(point[1]), []).append(point)
-            for cell in cells.values():
-                # A cell not finished (a capped group's other part) or held elsewhere: "busy".
-                if not all(is_finished(out / run_id) for run_id, _ in cell):
-                    continue
-                status, extra = bracket_cell(cell, sweep.run_id, out, limit, train)
-                added.extend(extra)
-                if status == "limit":
-                    at_limit.append(cell[0][0])
+            train.bracket(group, sweep, limit)
     finally:
-        bar.close()
-        rows = write_results(out, report, check)
+        train.bar.close()
+        rows = write_results(out, train.report, check)
+    _say_summary(sweep, out, rows, train.report, train.held, quiet)
+    swept = swept_values(sweep.points() + train.added, sweep.axes)
+    if not quiet and rows:
+        print("best lr per cell (seed-mean final eval loss, its min .. max over seeds):")
+        for line in cell_lines(rows, swept=swept):
+            print("  " + line)
+    if train.at_limit:
+        print(
+            f"LR bracketing stopped at its limit ({limit} LRs per side) in {len(train.at_limit)} "
+            f"cell(s), whose optimum may lie further out: {', '.join(train.at_limit)}",
+            file=sys.stderr,
+        )
+    # Even when quiet: a best LR at the edge of the grid questions the sweep's conclusions.
+    for line in edge_warnings(rows, swept=swept):
+        print(line, file=sys.stderr)
+    return rows
+
+
+class _Trainer:
+    """Trains a sweep's runs under `out`, counting them on a bar (on a terminal only: a log
+    gets the per-run lines, which carry [i/n]); a call trains points, as `bracket_cell`'s
+    `train`; `report` gathers what results.csv could not list, to be said once at the end."""
+
+    def __init__(self, out, my_groups, desc, quiet, vmap, group_size, memory, check):
+        from tqdm.auto import tqdm
+
+        self.out, self.quiet, self.vmap, self.check = out, quiet, vmap, check
+        self.group_size, self.memory, self.report = group_size, memory, Report()
+        self.known = {run_id for g in my_groups for run_id, _ in g}
+        self.total = sum(len(g) for g in my_groups)
+        self.done = sum(is_finished(out / run_id) for g in my_groups for run_id, _ in g)
+        self.held = 0  # runs skipped because another process is training them
+        self.added, self.at_limit = [], []  # bracketing: points added, cells left at its limit
+        self.fits: dict = {}  # (group key, members) -> fit.Fit: bracketing does not recompile
+        self.bar = tqdm(
+            total=self.total,
+            initial=self.done,
+            unit="run",
+            dynamic_ncols=True,
+            disable=quiet or not sys.stderr.isatty(),
+            desc=desc,
+        )
+
+    def __call__(self, todo: list) -> bool:
+        """Train `todo` (vmapped or one by one); False if another process holds a run."""
+        from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
+
+        out, bar = self.out, self.bar
+        fresh = [run_id for run_id, _ in todo if run_id not in self.known]
+        self.total += sum(not is_finished(out / run_id) for run_id in fresh)
+        self.known.update(run_id for run_id, _ in todo)
+        bar.total = self.total
+        together = trains_together(self.vmap, todo[0][1])
+        parts = [todo] if together else [[run] for run in todo]
+        if together and len(todo) > 1 and self.memory is not None:
+            write = functools.partial(bar.write, file=sys.stderr)
+            parts = _fit_parts(todo, self.memory, self.group_size, self.fits, write)
+        all_done = True
+        for part in parts:
+            try:
+                self.done = _run_part(part, out, bar, self.done, self.total, self.quiet, train_run)
+            except RunDirBusy as e:
+                # Even when quiet: these runs are left to another process, not done here.
+                first, more = part[0][0], len(part) - 1
+                what = f"{first} +{more} vmapped: {e.run_dir.name}" if more else f"{first}:"
+                bar.write(f"skip {what} in use by {e.by}", file=sys.stderr)
+                self.held += len(part)
+                all_done = False
+                continue
+            write_results(out, self.report, self.check)
+        return all_done
+
+    def bracket(self, group: list, sweep: Sweep, limit: int) -> None:
+        """Bracket the LR of every finished cell of `group` (`best_lr.bracket_cell`)."""
+        # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts.
+        if self.group_size:
+            group = next(g for g in groups(sweep, 0) if group[0] in g)
+        cells: dict[str, list] = {}
+        for point in group:
+            cells.setdefault(cell_key(point[1]), []).append(point)
+        for cell in cells.values():
+            # A cell not finished (a capped group's other part) or held elsewhere: "busy".
+            if not all(is_finished(self.out / run_id) for run_id, _ in cell):
+                continue
+            status, extra = bracket_cell(cell, sweep.run_id, self.out, limit, self)
+            self.added.extend(extra)
+            if status == "limit":
+                self.at_limit.append(cell[0][0])
+
+
+def _say_summary(sweep: Sweep, out: Path, rows: list, report: Report, held: int, quiet: bool):
+    """The sweep's line on stdout (not when quiet), then what results.csv could not list."""
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
         best = [v for r in rows if (v := finite(r.get("final_eval_loss"))) is not None]
@@ -209,21 +243,6 @@ def run_sweep(
     # Even when quiet, once each: results it cannot list, and what it repaired or left alone.
     for line in report.lines():
         print(line, file=sys.stderr)
-    swept = swept_values(sweep.points() + added, sweep.axes)
-    if not quiet and rows:
-        print("best lr per cell (seed-mean final eval loss, its min .. max over seeds):")
-        for line in cell_lines(rows, swept=swept):
-            print("  " + line)
-    if at_limit:
-        print(
-            f"LR bracketing stopped at its limit ({limit} LRs per side) in {len(at_limit)} "
-            f"cell(s), whose optimum may lie further out: {', '.join(at_limit)}",
-            file=sys.stderr,
-        )
-    # Even when quiet: a best LR at the edge of the grid questions the sweep's conclusions.
-    for line in edge_warnings(rows, swept=swept):
-        print(line, file=sys.stderr)
-    return rows
 
 
 def point_check(sweep: Sweep):
