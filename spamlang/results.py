@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.plots.runs import flatten_config
 from spamlang.rundir.reading import (
     RunWarning,
     check_dir,
@@ -53,6 +52,9 @@ from spamlang.rundir.schema import (
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
 CLASH_SUFFIX = "_at_step"  # of a metrics.jsonl field named like an axis (load_metrics)
+# config.json dicts whose entries are sweep axes of their own, under these prefixes.
+# `model` was named model_overrides in configs written before 2026-12: both read as model.*.
+_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
 
 
 def load(sweep_dir: str | Path):
@@ -76,12 +78,7 @@ def load(sweep_dir: str | Path):
     except ValueError as e:
         raise UserError(f"{root} cannot be read: {e}") from None
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
-    # As results.csv would hold it: containers as JSON text, the rest as the values are.
-    cells = [
-        json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-        for v in map(row.get, header)
-    ]
-    return frame(header, [cells])
+    return frame(header, [[_cell(v) for v in map(row.get, header)]])
 
 
 def load_metrics(sweep_dir: str | Path):
@@ -139,6 +136,24 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
         cells = dict(zip(header, row))
         by_id[cells.get("run_id")] = {c: cells.get(c) for c in axes}
     return axes, by_id
+
+
+def flatten_config(config: dict) -> dict[str, Any]:
+    """config.json as settings columns: every field by its name, the entries of
+    `language_params` and `model` as `param.NAME` and `model.NAME` (the names results.csv gives
+    sweep axes over them), dicts and lists as JSON text."""
+    out = {}
+    for key, v in config.items():
+        if key in _FLATTENED and isinstance(v, dict):
+            out.update({_FLATTENED[key] + k: _cell(x) for k, x in v.items()})
+        else:
+            out[key] = _cell(v)
+    return out
+
+
+def _cell(v: Any) -> Any:
+    """A value as results.csv holds it: containers as JSON text, the rest as they are."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
 
 
 def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:

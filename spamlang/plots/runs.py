@@ -21,7 +21,6 @@ added to the table later is classified without a change here.
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +29,10 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr, parse_int
+from spamlang.results import flatten_config
 from spamlang.rundir.reading import check_dir, read_run, read_table, run_dirs
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
 
-# config.json dicts whose entries are sweep axes of their own, under these prefixes.
-# `model` was named model_overrides in configs written before 2026-12: both read as model.*.
-_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
 # '1-COL' names 1 - COL of any numeric column (1-kernel_fraction), an outcome of its own.
 COMPLEMENT = "1-"
@@ -89,21 +86,6 @@ def complement_of(column: str) -> str | None:
     """'kernel_fraction' for the derived column '1-kernel_fraction' (whose differences near 1
     a log axis shows), else None."""
     return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
-
-
-def _config_value(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-
-
-def flatten_config(config: dict) -> dict[str, Any]:
-    """config.json as settings columns (see the module docstring)."""
-    out = {}
-    for key, v in config.items():
-        if key in _FLATTENED and isinstance(v, dict):
-            out.update({_FLATTENED[key] + k: _config_value(x) for k, x in v.items()})
-        else:
-            out[key] = _config_value(v)
-    return out
 
 
 def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
