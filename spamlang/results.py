@@ -15,7 +15,8 @@ missing from results.csv (its config.json deleted or garbled), a run whose setti
 read (NaN), metrics.jsonl lines that do not parse (a finished run's torn last line among them;
 a live run's last line may be a row being written, and is skipped quietly).
 
-pandas is an optional dependency: `pip install "spamlang[analysis]"`.
+`best_over` is the one choice of a best value (the best LR of each cell) that the sweep's
+summary (`spamlang.sweep.best_lr`) and the figures (`spamlang.plots.layout`) both make.
 """
 
 from __future__ import annotations
@@ -120,17 +121,36 @@ def load_metrics(sweep_dir: str | Path):
     return frame(columns, [[r.get(c) for c in columns] for r in records])
 
 
+def settings_columns(columns: list[str]) -> list[str]:
+    """The settings among results.csv's `columns`: those before its first outcome column
+    (settings come first, then extra sweep axes, then outcomes), less run_id."""
+    first = min((i for i, c in enumerate(columns) if c in RESULT_COLUMNS), default=len(columns))
+    return [c for c in columns[:first] if c != "run_id"]
+
+
+def best_over(frame, key: str, over: str, value: str, highest: bool = False):
+    """The best value of `over` in each group of `frame`'s rows that share `key`: the one whose
+    rows have the lowest mean `value` (with `highest`, the highest), a tie going to the smaller
+    `over`. One row per group, in order of first appearance: `key`, `over`, and that value's
+    mean, min, max and count over the rows. NaN values do not count; a group without any other
+    is left out."""
+    stats = frame.groupby([key, over], sort=False)[value].agg(["mean", "min", "max", "count"])
+    stats = stats.reset_index()
+    stats["first"] = stats.groupby(key, sort=False).ngroup()
+    ranked = stats[stats["count"] > 0].sort_values(over, kind="stable")
+    ranked = ranked.sort_values(["first", "mean"], ascending=[True, not highest], kind="stable")
+    return ranked.drop_duplicates(key).drop(columns="first").reset_index(drop=True)
+
+
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """(the settings columns of results.csv but run_id, {run_id: those settings}). Settings are
-    the columns before the first outcome, as `spamlang.plots.runs` reads the table; without
-    results.csv, the columns a sweep would write."""
+    `settings_columns`; without results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
         from spamlang.sweep.results_csv import extra_axes
 
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = read_table(root / RESULTS_FILE)
-    first = min((i for i, c in enumerate(header) if c in RESULT_COLUMNS), default=len(header))
-    axes = [c for c in header[:first] if c != "run_id"]
+    axes = settings_columns(header)
     by_id = {}
     for row in rows:
         cells = dict(zip(header, row))
