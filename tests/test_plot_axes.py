@@ -180,7 +180,7 @@ def test_stats_and_points_average_seeds_only():
     ]
     points = layout.group_points(runs)
     assert sorted(len(p.runs) for p in points) == [1, 3]
-    s = max(points, key=lambda p: len(p.runs)).stats("final_eval_loss")
+    (s,) = layout.pool([max(points, key=lambda p: len(p.runs))], "final_eval_loss").itertuples()
     assert (s.mean, s.lo, s.hi, s.n) == (pytest.approx((2.2 + 2.31 + 2.45) / 3), 2.2, 2.45, 3)
     best = layout.best_over(points, "lr", "final_eval_loss")
     assert len(best) == 1 and best[0].best == 1e-3 and best[0].grid == (1e-3, 1e-2)

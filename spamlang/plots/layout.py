@@ -13,18 +13,23 @@ over batch_size drawn against updates_per_symbol, one line per V, keeps every ba
 line instead of giving each length a row of panels. A setting that varies independently
 (head, language, d_model, ...) still gets rows, so different experiments are never averaged
 silently.
+
+Runs are grouped by the `ident` of their values (16 is 16.0, True is not 1, None is a value of
+its own); pandas pools each group's numbers (`pool`) and chooses its best value
+(`spamlang.results.best_over`, as the sweep's summary does).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from matplotlib.figure import Figure
 
+from spamlang import results
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr
@@ -115,14 +120,8 @@ def is_numeric(values: Iterable[Any]) -> bool:
     return bool(present) and all(is_number(v) for v in present)
 
 
-@dataclass(frozen=True)
-class Stats:
-    """Mean and min-max of a column's finite values over some runs."""
-
-    mean: float
-    lo: float
-    hi: float
-    n: int
+def describe(values: list[Any], column: str) -> str:
+    return ", ".join(format_value(column, v) for v in sort_values(values))
 
 
 @dataclass
@@ -140,22 +139,25 @@ class Point:
         if len({ident(v) for v in values}) == 1:
             return values[0]
         if is_numeric(values) and not any(column in r.settings for r in self.runs):
-            s = self.stats(column)
-            return s.mean if s else None
+            mean, n = pool([self], column).loc[0, ["mean", "n"]]
+            return float(mean) if n else None
         return None
-
-    def stats(self, column: str) -> Stats | None:
-        """Over the finite values (a diverged run's nan loss is not one); None if none."""
-        values = [v for r in self.runs if (v := finite(r.get(column))) is not None]
-        if not values:
-            return None
-        return Stats(statistics.fmean(values), min(values), max(values), len(values))
 
     @property
     def at_edge(self) -> bool:
         """Was the best value the smallest or largest of a grid of 3 or more?"""
         ends = (ident(self.grid[0]), ident(self.grid[-1])) if self.grid else ()
         return len(self.grid) >= 3 and ident(self.best) in ends
+
+
+def pool(points: list[Point], column: str) -> pd.DataFrame:
+    """Each point's `column` over its runs, one row per point: the mean, min and max ("lo",
+    "hi") and the count ("n") of the finite values (a diverged run's nan loss is none); NaN
+    (n = 0) for a point without any."""
+    values = pd.Series([finite(r.get(column)) for p in points for r in p.runs], dtype=float)
+    at = [i for i, p in enumerate(points) for _ in p.runs]
+    stats = values.groupby(at).agg(["mean", "min", "max", "count"]).reindex(range(len(points)))
+    return stats.set_axis(["mean", "lo", "hi", "n"], axis=1)
 
 
 def group_by(items: list, keys: list[str], value: Callable[[Any, str], Any]) -> list[list]:
@@ -178,7 +180,8 @@ def best_over(
     points: list[Point], column: str, metric: str, keep_failed: bool = False
 ) -> list[Point]:
     """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
-    (lowest; highest for accuracy-like metrics); it remembers the chosen value and the grid.
+    (lowest; highest for accuracy-like metrics; `spamlang.results.best_over`); it remembers the
+    chosen value and the grid.
 
     Points are already seed means, so the choice is between seed-averaged values. Groups where no
     point has a finite metric (all diverged) keep no point, or with `keep_failed` all their runs
@@ -190,22 +193,27 @@ def best_over(
         for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
         if k not in inner
     ]
-    sign = -1.0 if higher_is_better(metric) else 1.0
-    chosen = []
-    for members in group_by(points, others, Point.value):
-        scored = [
-            (sign * s.mean, order_key(p.value(column)), p)
+    groups = group_by(points, others, Point.value)
+    runs = pd.DataFrame(
+        [
+            (g, order_key(p.value(column)), finite(r.get(metric)))
+            for g, members in enumerate(groups)
             for p in members
-            if (s := p.stats(metric)) is not None
-        ]
-        if not scored:
-            if keep_failed:
-                chosen.append(merge(members))
-            continue
-        best = min(scored, key=lambda t: t[:2])[2]
+            for r in p.runs
+        ],
+        columns=["group", "over", "value"],
+    )
+    best = results.best_over(runs, "group", "over", "value", higher_is_better(metric))
+    chosen = dict(zip(best["group"], best["over"]))
+    kept = []
+    for g, members in enumerate(groups):
         grid = tuple(sort_values(p.value(column) for p in members))
-        chosen.append(Point(best.runs, best.value(column), grid))
-    return chosen
+        picked = [p for p in members if order_key(p.value(column)) == chosen.get(g)]
+        if picked:
+            kept.append(Point(picked[0].runs, picked[0].value(column), grid))
+        elif keep_failed:
+            kept.append(merge(members))
+    return kept
 
 
 def merge(points: list[Point]) -> Point:
@@ -236,6 +244,27 @@ def split(points: list[Point], keys: list[str]) -> list[tuple[tuple, list[Point]
     """Points by their values of `keys`, in plotting order of those values."""
     groups = [(tuple(g[0].value(k) for k in keys), g) for g in group_by(points, keys, Point.value)]
     return sorted(groups, key=lambda g: [order_key(v) for v in g[0]])
+
+
+def pooled_settings(points: list[Point]) -> list[str]:
+    """Settings that vary inside some point: what its mean averages over."""
+    return list(dict.fromkeys(k for p in points for k in varying_settings(p.runs)))
+
+
+def pool_note(points: list[Point], spread: str) -> str:
+    """'' when every point is one run, else e.g. 'mean over seed (3 runs); bands: min-max'."""
+    sizes = sorted({len(p.runs) for p in points})
+    if sizes[-1:] in ([], [1]):
+        return ""
+    keys = pooled_settings(points) or ["repeated runs"]
+    count = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
+
+
+def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
+    """ident(value) -> line colour, one per value of `column` (one colour, at None, without)."""
+    values = sort_values(p.value(column) for p in points) if column else [None]
+    return {ident(v): line_colour(i, len(values)) for i, v in enumerate(values)}
 
 
 @dataclass
@@ -313,27 +342,6 @@ class Facets:
         return fig
 
 
-def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
-    """ident(value) -> line colour, one per value of `column` (one colour, at None, without)."""
-    values = sort_values(p.value(column) for p in points) if column else [None]
-    return {ident(v): line_colour(i, len(values)) for i, v in enumerate(values)}
-
-
-def pooled_settings(points: list[Point]) -> list[str]:
-    """Settings that vary inside some point: what its mean averages over."""
-    return list(dict.fromkeys(k for p in points for k in varying_settings(p.runs)))
-
-
-def pool_note(points: list[Point], spread: str) -> str:
-    """'' when every point is one run, else e.g. 'mean over seed (3 runs); bands: min-max'."""
-    sizes = sorted({len(p.runs) for p in points})
-    if sizes[-1:] in ([], [1]):
-        return ""
-    keys = pooled_settings(points) or ["repeated runs"]
-    count = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
-    return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
-
-
 def check_axes(
     runs: list[Run], flags: dict[str, str | None], rows: str | list[str] | None
 ) -> tuple[list, list[str] | None]:
@@ -364,10 +372,6 @@ def check_axes(
 def column_or_none(column: str | None) -> str | None:
     """'' and 'none' switch an axis off."""
     return None if column is None or column.strip().lower() in ("", "none") else column
-
-
-def describe(values: list[Any], column: str) -> str:
-    return ", ".join(format_value(column, v) for v in sort_values(values))
 
 
 def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: str) -> Figure:

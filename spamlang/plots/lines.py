@@ -27,6 +27,7 @@ from spamlang.plots.layout import (
     is_numeric,
     merge,
     palette,
+    pool,
     pool_note,
     short_name,
     sort_values,
@@ -130,13 +131,14 @@ def lines_figure(
     pts = group_points(runs, pooled)
     if best:
         pts = best_points(pts, best, y)
-    if not any(p.stats(y) for p in pts):
+    stats = pool(pts, y)
+    if not stats["n"].any():
         raise UserError(f"no run has a finite {y}")
     used = [x] + [c for c in (color, cols) if c]
     facets = Facets(pts, cols, rows, used, pooled + ([best] if best else []))
     colours = palette(pts, color)
     x_values = [v for p in pts if (v := p.value(x)) is not None]
-    y_values = [v for p in pts if (s := p.stats(y)) for v in (s.lo, s.mean, s.hi)]
+    y_values = stats.loc[stats["n"] > 0, ["lo", "mean", "hi"]].to_numpy().ravel().tolist()
     logx = auto_logx(x_values) if logx is None else logx
     logy = auto_logy(y_values) if logy is None else logy
 
@@ -146,11 +148,13 @@ def lines_figure(
         ax = panel.ax
         for values, line_pts in split(panel.points, [color] if color else []):
             marks = [merge(at) for _, at in split(line_pts, [x])]
-            marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
+            marks = [m for m in marks if m.value(x) is not None]
+            at = pool(marks, y)
+            marks, at = [m for m, n in zip(marks, at["n"]) if n], at[at["n"] > 0]
             drawn += marks
             label = facet_title(color, values[0]) if color else None
             colour = colours[ident(values[0] if color else None)]
-            _draw_line(ax, marks, x, y, colour, points, label)
+            _draw_line(ax, marks, at, x, colour, points, label)
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
         label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
@@ -164,15 +168,15 @@ def lines_figure(
 plot_lines = writer(lines_figure)
 
 
-def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, label: str | None):
+def _draw_line(ax, marks: list[Point], stats, x: str, colour, points: bool, label: str | None):
+    """`marks` at their value of `x`: `stats` (their `pool` rows), means with min-max bars."""
     xs = [m.value(x) for m in marks]
-    ys = [m.stats(y) for m in marks]
-    means = [s.mean for s in ys]
-    spread = [[s.mean - s.lo for s in ys], [s.hi - s.mean for s in ys]]
+    means = stats["mean"].tolist()
+    spread = [(stats["mean"] - stats["lo"]).tolist(), (stats["hi"] - stats["mean"]).tolist()]
     ax.errorbar(
         xs,
         means,
-        yerr=spread if any(s.n > 1 for s in ys) else None,
+        yerr=spread if (stats["n"] > 1).any() else None,
         fmt="o" if points else "o-",
         color=colour,
         ms=4,

@@ -30,6 +30,7 @@ from spamlang.plots.layout import (
     ident,
     is_numeric,
     merge,
+    pool,
     pool_note,
     short_name,
     sort_values,
@@ -102,14 +103,13 @@ def _range_text(lo: float, hi: float) -> str:
     return f"{a}\u2013{b}"
 
 
-def cell_label(point: Point, metric: str, best: str | None = None, tags: Iterable[str] = ()) -> str:
-    """A cell's text: the mean; below it the min-max range of several runs; the value of the
-    `best` column chosen for the cell (its runs hold only that value, see `best_over`); the
-    cell's value of each `tags` column (head: 'lowrank:16'); 'k/n div' if some diverged; 'div'
-    when all did."""
-    s = point.stats(metric)
+def cell_label(point: Point, s, best: str | None = None, tags: Iterable[str] = ()) -> str:
+    """A cell's text from its runs and their `pool` row `s`: the mean; below it the min-max
+    range of several runs; the value of the `best` column chosen for the cell (its runs hold
+    only that value, see `best_over`); the cell's value of each `tags` column (head:
+    'lowrank:16'); 'k/n div' if some diverged; 'div' when all did."""
     n_div = sum(r.diverged for r in point.runs)
-    if s is None:
+    if not s.n:
         return "div" if n_div else ""
     lines = [_cell_text(s.mean)]
     if s.n > 1 and _cell_text(s.lo) != _cell_text(s.hi):
@@ -170,14 +170,14 @@ def heatmap_figure(
                 f"{column} has {len(values)} value(s), not all so"
             )
     x_at, y_at = ({ident(v): i for i, v in enumerate(vs)} for vs in (xs, ys))
-    cells: list[Cells] = []  # each panel's, the points of a cell pooled into one
-    for panel in facets.panels:
-        at = group_by(panel.points, [y, x], Point.value)
-        cells.append(
-            {(y_at[ident(g[0].value(y))], x_at[ident(g[0].value(x))]): merge(g) for g in at}
-        )
-    drawn = [c for panel in cells for c in panel.values()]
-    vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
+    cells = [  # (panel, y index, x index, the points of the cell pooled into one)
+        (k, y_at[ident(g[0].value(y))], x_at[ident(g[0].value(x))], merge(g))
+        for k, panel in enumerate(facets.panels)
+        for g in group_by(panel.points, [y, x], Point.value)
+    ]
+    drawn = [c for *_, c in cells]
+    stats = pool(drawn, metric)
+    vmin, vmax, log = color_limits(stats["mean"])
     norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
     ranged = any(len(c.runs) > 1 for c in drawn)
     tags = [c for c in CELL_TAGS if c not in taken and len({ident(p.value(c)) for p in drawn}) > 1]
@@ -191,9 +191,10 @@ def heatmap_figure(
     tilted = max(map(len, x_labels)) * 7 * 0.6 / 72 > 0.9 * cell_w
     x_tilt = dict(rotation=30, ha="right", rotation_mode="anchor") if tilted else {}
     image = None
-    for panel, panel_cells in zip(facets.panels, cells):
+    for k, panel in enumerate(facets.panels):
         ax = panel.ax
-        image = _draw_cells(ax, panel_cells, (len(ys), len(xs)), metric, norm, font, best, tags)
+        mine = [(c[1:], s) for c, s in zip(cells, stats.itertuples()) if c[0] == k]
+        image = _draw_cells(ax, mine, (len(ys), len(xs)), metric, norm, font, best, tags)
         if diagonal:
             draw_diagonal(ax, xs, ys)
         ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
@@ -210,7 +211,7 @@ def heatmap_figure(
     if outline and higher_is_better(metric):
         outline += " (highest)"
     # A cell where every value of `best` diverged pools them all, but shows only "div".
-    pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
+    pooled_cells = [c for c, n in zip(drawn, stats["n"]) if n] if best else drawn
     notes = outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line")
     return finish(fig, every, runs, where, taken + [best], *notes, left_out)
 
@@ -252,9 +253,6 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
     )
 
 
-Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
-
-
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
     """`font`, or smaller where the label's longest line would overflow its cell (a min-max
     range across scales, "3.3e-7–1.1e-6"); a character is taken as 0.62 em wide."""
@@ -265,7 +263,7 @@ def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
 
 def _draw_cells(
     ax,
-    cells: Cells,
+    cells: list,
     shape: tuple[int, int],
     metric: str,
     norm,
@@ -273,17 +271,16 @@ def _draw_cells(
     best: str | None = None,
     tags: Iterable[str] = (),
 ):
-    """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
+    """One panel: coloured means, their labels, diverged cells hatched, best cells outlined.
+    `cells`: ((y index, x index, point), its `pool` row) of each cell."""
     grid = np.full(shape, np.nan)
-    for (yi, xi), p in cells.items():
-        if (s := p.stats(metric)) is not None:
-            grid[yi, xi] = s.mean
+    for (yi, xi, _), s in cells:
+        grid[yi, xi] = s.mean
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
-    labels = {at: cell_label(p, metric, best, tags) for at, p in cells.items()}
+    labels = {(yi, xi): cell_label(p, s, best, tags) for (yi, xi, p), s in cells}
     # One size for the panel, the largest at which every label fits its cell.
     font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
-    for yi, xi in cells:
-        label = labels[yi, xi]
+    for (yi, xi), label in labels.items():
         if label == "div":
             ax.add_patch(
                 Rectangle((xi - 0.5, yi - 0.5), 1, 1, fc="0.85", ec="0.4", hatch="////", lw=0)
