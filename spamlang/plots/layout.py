@@ -120,10 +120,6 @@ def is_numeric(values: Iterable[Any]) -> bool:
     return bool(present) and all(is_number(v) for v in present)
 
 
-def describe(values: list[Any], column: str) -> str:
-    return ", ".join(format_value(column, v) for v in sort_values(values))
-
-
 @dataclass
 class Point:
     """Runs drawn as one mark. `best` is the value of the best-over column chosen for it, among
@@ -246,27 +242,6 @@ def split(points: list[Point], keys: list[str]) -> list[tuple[tuple, list[Point]
     return sorted(groups, key=lambda g: [order_key(v) for v in g[0]])
 
 
-def pooled_settings(points: list[Point]) -> list[str]:
-    """Settings that vary inside some point: what its mean averages over."""
-    return list(dict.fromkeys(k for p in points for k in varying_settings(p.runs)))
-
-
-def pool_note(points: list[Point], spread: str) -> str:
-    """'' when every point is one run, else e.g. 'mean over seed (3 runs); bands: min-max'."""
-    sizes = sorted({len(p.runs) for p in points})
-    if sizes[-1:] in ([], [1]):
-        return ""
-    keys = pooled_settings(points) or ["repeated runs"]
-    count = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
-    return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
-
-
-def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
-    """ident(value) -> line colour, one per value of `column` (one colour, at None, without)."""
-    values = sort_values(p.value(column) for p in points) if column else [None]
-    return {ident(v): line_colour(i, len(values)) for i, v in enumerate(values)}
-
-
 @dataclass
 class Panel:
     """One axes of a faceted figure: its place, its points and its title's two parts."""
@@ -342,6 +317,27 @@ class Facets:
         return fig
 
 
+def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
+    """ident(value) -> line colour, one per value of `column` (one colour, at None, without)."""
+    values = sort_values(p.value(column) for p in points) if column else [None]
+    return {ident(v): line_colour(i, len(values)) for i, v in enumerate(values)}
+
+
+def pooled_settings(points: list[Point]) -> list[str]:
+    """Settings that vary inside some point: what its mean averages over."""
+    return list(dict.fromkeys(k for p in points for k in varying_settings(p.runs)))
+
+
+def pool_note(points: list[Point], spread: str) -> str:
+    """'' when every point is one run, else e.g. 'mean over seed (3 runs); bands: min-max'."""
+    sizes = sorted({len(p.runs) for p in points})
+    if sizes[-1:] in ([], [1]):
+        return ""
+    keys = pooled_settings(points) or ["repeated runs"]
+    count = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
+
+
 def check_axes(
     runs: list[Run], flags: dict[str, str | None], rows: str | list[str] | None
 ) -> tuple[list, list[str] | None]:
@@ -372,6 +368,10 @@ def check_axes(
 def column_or_none(column: str | None) -> str | None:
     """'' and 'none' switch an axis off."""
     return None if column is None or column.strip().lower() in ("", "none") else column
+
+
+def describe(values: list[Any], column: str) -> str:
+    return ", ".join(format_value(column, v) for v in sort_values(values))
 
 
 def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: str) -> Figure:

@@ -165,8 +165,8 @@ def heatmap_figure(
     _colour_bar(fig, image, facets.grid, metric, vmin, vmax, log)
     outline = ""
     if len(ys) > 1:
-        outline = f"red outline: best {layout.axis_label(y)} of each {layout.short_name(x)}"
-        outline += " (highest)" if layout.higher_is_better(metric) else ""
+        outline = f"red outline: best {layout.axis_label(y)} of each {short_name(x)}"
+        outline += " (highest)" if higher_is_better(metric) else ""
     # A cell where every value of `best` diverged pools them all, but shows only "div".
     pooled_cells = [c for c, n in zip(drawn, stats["n"]) if n] if best else drawn
     notes = outline, _best_note(best, metric, runs), layout.pool_note(pooled_cells, "second line")
