@@ -93,8 +93,8 @@ def best_lrs(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[BestLR]:
-    """The best LR (lowest seed-mean `metric`, diverged runs excluded; `spamlang.results.best_over`)
-    of every group of rows sharing all settings but lr and seed (with `swept`, also the swept
+    """The best LR (lowest seed-mean `metric`, diverged runs excluded: `results.best_over`) of
+    every group of rows sharing all settings but lr and seed (with `swept`, also the swept
     fields of each run id); groups without a finite value are left out."""
     import pandas as pd
 
@@ -121,21 +121,14 @@ def best_lrs(
         return []
     frame = pd.DataFrame(records, columns=["group", "lr", "value", "floor"], dtype=float)
     by_group = frame.groupby("group")
-    floors, grids = by_group["floor"].mean(), by_group["lr"].unique()
+    grids, floors = by_group["lr"].unique(), by_group["floor"].mean()
+    best = best_over(frame, "group", "lr", "value")
+    best["grid"] = [tuple(sorted(grids[g].tolist())) for g in best["group"]]
+    best["above_floor"] = best["mean"] - floors[best["group"]].to_numpy()
     keys = list(groups)
-    return [
-        BestLR(
-            keys[int(b.group)],
-            b.lr,
-            tuple(sorted(grids[b.group].tolist())),
-            b.mean,
-            b.min,
-            b.max,
-            int(b.count),
-            b.mean - float(floors[b.group]),
-        )
-        for b in best_over(frame, "group", "lr", "value").itertuples()
-    ]
+    best["group"] = [keys[int(g)] for g in best["group"]]
+    columns = ["group", "lr", "grid", "mean", "min", "max", "count", "above_floor"]
+    return [BestLR(*row) for row in best[columns].itertuples(index=False)]
 
 
 def _order(v: Any) -> tuple:
