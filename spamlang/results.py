@@ -15,14 +15,12 @@ missing from results.csv (its config.json deleted or garbled), a run whose setti
 read (NaN), metrics.jsonl lines that do not parse (a finished run's torn last line among them;
 a live run's last line may be a row being written, and is skipped quietly).
 
-`best_over` is the one choice of a best value (the best LR of each cell) that the sweep's
-summary (`spamlang.sweep.best_lr`) and the figures (`spamlang.plots.layout`) both make.
+pandas is a core dependency (docs/design.md, "Libraries").
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,9 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.rundir.reading import (
     RunWarning,
+    cell_value,
     check_dir,
+    flatten_config,
     frame,
     is_finished,
     is_run,
@@ -40,6 +40,7 @@ from spamlang.rundir.reading import (
     read_table,
     run_dirs,
     scan,
+    settings_columns,
 )
 from spamlang.rundir.schema import (
     CONFIG,
@@ -53,9 +54,6 @@ from spamlang.rundir.schema import (
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
 CLASH_SUFFIX = "_at_step"  # of a metrics.jsonl field named like an axis (load_metrics)
-# config.json dicts whose entries are sweep axes of their own, under these prefixes.
-# `model` was named model_overrides in configs written before 2026-12: both read as model.*.
-_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
 
 
 def load(sweep_dir: str | Path):
@@ -79,7 +77,7 @@ def load(sweep_dir: str | Path):
     except ValueError as e:
         raise UserError(f"{root} cannot be read: {e}") from None
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
-    return frame(header, [[_cell(v) for v in map(row.get, header)]])
+    return frame(header, [[cell_value(v) for v in map(row.get, header)]])
 
 
 def load_metrics(sweep_dir: str | Path):
@@ -121,30 +119,9 @@ def load_metrics(sweep_dir: str | Path):
     return frame(columns, [[r.get(c) for c in columns] for r in records])
 
 
-def settings_columns(columns: list[str]) -> list[str]:
-    """The settings among results.csv's `columns`: those before its first outcome column
-    (settings come first, then extra sweep axes, then outcomes), less run_id."""
-    first = min((i for i, c in enumerate(columns) if c in RESULT_COLUMNS), default=len(columns))
-    return [c for c in columns[:first] if c != "run_id"]
-
-
-def best_over(frame, key: str, over: str, value: str, highest: bool = False):
-    """The best value of `over` in each group of `frame`'s rows that share `key`: the one whose
-    rows have the lowest mean `value` (with `highest`, the highest), a tie going to the smaller
-    `over`. One row per group, in order of first appearance: `key`, `over`, and that value's
-    mean, min, max and count over the rows. NaN values do not count; a group without any other
-    is left out."""
-    stats = frame.groupby([key, over], sort=False)[value].agg(["mean", "min", "max", "count"])
-    stats = stats.reset_index()
-    stats["first"] = stats.groupby(key, sort=False).ngroup()
-    ranked = stats[stats["count"] > 0].sort_values(over, kind="stable")
-    ranked = ranked.sort_values(["first", "mean"], ascending=[True, not highest], kind="stable")
-    return ranked.drop_duplicates(key).drop(columns="first").reset_index(drop=True)
-
-
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """(the settings columns of results.csv but run_id, {run_id: those settings}). Settings are
-    `settings_columns`; without results.csv, the columns a sweep would write."""
+    """(the settings columns of results.csv, `settings_columns`, {run_id: those settings});
+    without results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
         from spamlang.sweep.results_csv import extra_axes
 
@@ -156,24 +133,6 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
         cells = dict(zip(header, row))
         by_id[cells.get("run_id")] = {c: cells.get(c) for c in axes}
     return axes, by_id
-
-
-def flatten_config(config: dict) -> dict[str, Any]:
-    """config.json as settings columns: every field by its name, the entries of
-    `language_params` and `model` as `param.NAME` and `model.NAME` (the names results.csv gives
-    sweep axes over them), dicts and lists as JSON text."""
-    out = {}
-    for key, v in config.items():
-        if key in _FLATTENED and isinstance(v, dict):
-            out.update({_FLATTENED[key] + k: _cell(x) for k, x in v.items()})
-        else:
-            out[key] = _cell(v)
-    return out
-
-
-def _cell(v: Any) -> Any:
-    """A value as results.csv holds it: containers as JSON text, the rest as they are."""
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
 
 
 def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:

@@ -170,26 +170,3 @@ def test_errors_are_one_line_user_errors(sweep, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if it were not installed
     with pytest.raises(UserError, match=r'pip install "spamlang\[analysis\]"'):
         results.load(sweep)
-
-
-def test_best_over_is_the_lowest_group_mean_ties_to_the_smaller_value():
-    nan = math.nan
-    frame = pd.DataFrame(
-        [  # (cell, lr, loss): cell "b" first appears before cell "a" has its best lr
-            ("a", 1e-2, 2.0),
-            ("b", 1e-2, nan),
-            ("a", 3e-3, 1.0),
-            ("a", 3e-3, 3.0),  # mean 2.0: a tie with 1e-2, which goes to the smaller lr
-            ("b", 3e-3, 5.0),
-            ("c", 1e-2, nan),  # no value at all: left out
-            ("a", 1e-1, 4.0),
-        ],
-        columns=["cell", "lr", "loss"],
-    )
-    best = results.best_over(frame, "cell", "lr", "loss")
-    assert best.to_dict("records") == [
-        {"cell": "a", "lr": 3e-3, "mean": 2.0, "min": 1.0, "max": 3.0, "count": 2},
-        {"cell": "b", "lr": 3e-3, "mean": 5.0, "min": 5.0, "max": 5.0, "count": 1},
-    ]
-    highest = results.best_over(frame, "cell", "lr", "loss", highest=True)
-    assert list(highest["lr"]) == [1e-1, 3e-3]

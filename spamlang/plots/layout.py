@@ -16,7 +16,7 @@ silently.
 
 Runs are grouped by the `ident` of their values (16 is 16.0, True is not 1, None is a value of
 its own); pandas pools each group's numbers (`pool`) and chooses its best value
-(`spamlang.results.best_over`, as the sweep's summary does).
+(`spamlang.rundir.reading.best_over`, as the sweep's summary does).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from spamlang import results
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
 from spamlang.plots.runs import Run, check_column, complement_of, varying_settings
+from spamlang.rundir import reading
 from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED = "seed"
@@ -176,8 +176,8 @@ def best_over(
     points: list[Point], column: str, metric: str, keep_failed: bool = False
 ) -> list[Point]:
     """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
-    (lowest; highest for accuracy-like metrics; `spamlang.results.best_over`); it remembers the
-    chosen value and the grid.
+    (lowest; highest for accuracy-like metrics; `spamlang.rundir.reading.best_over`); it
+    remembers the chosen value and the grid.
 
     Points are already seed means, so the choice is between seed-averaged values. Groups where no
     point has a finite metric (all diverged) keep no point, or with `keep_failed` all their runs
@@ -199,7 +199,7 @@ def best_over(
         ],
         columns=["group", "over", "value"],
     )
-    best = results.best_over(runs, "group", "over", "value", higher_is_better(metric))
+    best = reading.best_over(runs, "group", "over", "value", higher_is_better(metric))
     chosen = dict(zip(best["group"], best["over"]))
     kept = []
     for g, members in enumerate(groups):

@@ -14,8 +14,8 @@ A run is a set of named columns, split in two:
 
 Any column name works as a plot axis or in `--where`, and so does `1-COL` (one minus a numeric
 column: 1-kernel_fraction); nothing here lists the columns a plot may use. In results.csv the
-settings are the columns before the first outcome (`spamlang.results.settings_columns`), so a
-column added to the table later is classified without a change here.
+settings are the columns before the first outcome (`spamlang.rundir.reading.settings_columns`),
+so a column added to the table later is classified without a change here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,14 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr, parse_int
-from spamlang.results import flatten_config, settings_columns
-from spamlang.rundir.reading import check_dir, read_run, read_table, run_dirs
+from spamlang.rundir.reading import (
+    check_dir,
+    flatten_config,
+    read_run,
+    read_table,
+    run_dirs,
+    settings_columns,
+)
 from spamlang.rundir.schema import RESULTS_FILE
 
 ALIASES = {"tied": "tie_embeddings"}

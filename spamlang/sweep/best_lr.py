@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.fields import finite
-from spamlang.results import best_over, settings_columns
-from spamlang.rundir.reading import read_object
+from spamlang.rundir.reading import best_over, read_object, settings_columns
 from spamlang.rundir.schema import RESULT
 from spamlang.sweep.spec import config_field, fields_of, format_number
 
@@ -68,7 +67,7 @@ class BestLR:
 
 
 def settings_of(row: dict) -> list[str]:
-    """The row's setting columns (`spamlang.results.settings_columns` of its keys)."""
+    """The row's setting columns (`spamlang.rundir.reading.settings_columns` of its keys)."""
     return settings_columns(list(row))
 
 
@@ -93,7 +92,7 @@ def best_lrs(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[BestLR]:
-    """The best LR (lowest seed-mean `metric`, diverged runs excluded: `results.best_over`) of
+    """The best LR (lowest seed-mean `metric`, diverged runs excluded: `reading.best_over`) of
     every group of rows sharing all settings but lr and seed (with `swept`, also the swept
     fields of each run id); groups without a finite value are left out."""
     import pandas as pd
