@@ -15,22 +15,22 @@ missing from results.csv (its config.json deleted or garbled), a run whose setti
 read (NaN), metrics.jsonl lines that do not parse (a finished run's torn last line among them;
 a live run's last line may be a row being written, and is skipped quietly).
 
-pandas is an optional dependency: `pip install "spamlang[analysis]"`.
+pandas is a core dependency (docs/design.md, "Libraries").
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.plots.runs import flatten_config
 from spamlang.rundir.reading import (
     RunWarning,
+    cell_value,
     check_dir,
+    flatten_config,
     frame,
     is_finished,
     is_run,
@@ -40,6 +40,7 @@ from spamlang.rundir.reading import (
     read_table,
     run_dirs,
     scan,
+    settings_columns,
 )
 from spamlang.rundir.schema import (
     CONFIG,
@@ -76,12 +77,7 @@ def load(sweep_dir: str | Path):
     except ValueError as e:
         raise UserError(f"{root} cannot be read: {e}") from None
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
-    # As results.csv would hold it: containers as JSON text, the rest as the values are.
-    cells = [
-        json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-        for v in map(row.get, header)
-    ]
-    return frame(header, [cells])
+    return frame(header, [[cell_value(v) for v in map(row.get, header)]])
 
 
 def load_metrics(sweep_dir: str | Path):
@@ -124,16 +120,14 @@ def load_metrics(sweep_dir: str | Path):
 
 
 def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """(the settings columns of results.csv but run_id, {run_id: those settings}). Settings are
-    the columns before the first outcome, as `spamlang.plots.runs` reads the table; without
-    results.csv, the columns a sweep would write."""
+    """(the settings columns of results.csv, `settings_columns`, {run_id: those settings});
+    without results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
         from spamlang.sweep.results_csv import extra_axes
 
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = read_table(root / RESULTS_FILE)
-    first = min((i for i, c in enumerate(header) if c in RESULT_COLUMNS), default=len(header))
-    axes = [c for c in header[:first] if c != "run_id"]
+    axes = settings_columns(header)
     by_id = {}
     for row in rows:
         cells = dict(zip(header, row))

@@ -180,7 +180,7 @@ def test_stats_and_points_average_seeds_only():
     ]
     points = layout.group_points(runs)
     assert sorted(len(p.runs) for p in points) == [1, 3]
-    s = max(points, key=lambda p: len(p.runs)).stats("final_eval_loss")
+    (s,) = layout.pool([max(points, key=lambda p: len(p.runs))], "final_eval_loss").itertuples()
     assert (s.mean, s.lo, s.hi, s.n) == (pytest.approx((2.2 + 2.31 + 2.45) / 3), 2.2, 2.45, 3)
     best = layout.best_over(points, "lr", "final_eval_loss")
     assert len(best) == 1 and best[0].best == 1e-3 and best[0].grid == (1e-3, 1e-2)
@@ -273,11 +273,13 @@ def test_heatmap_any_axes_and_where_on_outcomes(tmp_path):
     fig = heatmap_figure(root, x="seq_len", y="vocab_size", rows="none", where={"tied": "true"})
     assert len(panels(fig)) == 1 and "mean over head (2 runs)" in fig.get_supxlabel()
     runs = plot_runs.select(plot_runs.finished_runs(root), {"sequences_per_symbol": "50"})
-    assert {r.vocab_size for r in runs} == {16}
+    assert {r.get("vocab_size") for r in runs} == {16}
     runs = plot_runs.select(
         plot_runs.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"}
     )
-    assert sorted({r.get("seq_len") for r in runs}) == [8, 1024] and all(r.tied for r in runs)
+    assert sorted({r.get("seq_len") for r in runs}) == [8, 1024] and all(
+        r.get("tie_embeddings") for r in runs
+    )
     with pytest.raises(UserError, match="no run has seq_len=5; its values are: 8, 64, 1024"):
         plot_runs.select(plot_runs.finished_runs(root), {"seq_len": "5"})
 
@@ -513,7 +515,7 @@ def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
         f"V64-lr{lr:g}-tied-s0-L16-softmax" for lr in (1e-3, 3e-3, 1e-2)
     }
     kept = select(runs, {"run_id!": ["*-untied-*"], "seq_len": ["16"]})
-    assert len(kept) == 2 * 3 * 2 and all(r.tied for r in kept)
+    assert len(kept) == 2 * 3 * 2 and all(r.get("tie_embeddings") for r in kept)
     with pytest.raises(UserError, match="leaves no run"):
         select(runs, {"language!": ["sp*"]})
     # The command line: key!=value, and a bare "!=" is a usage error (status 2, one line).

@@ -181,14 +181,20 @@ def test_results_reading(sweep_dir):
     runs = plot_runs.finished_runs(sweep_dir)
     assert len(runs) == 11
     diverged = [r for r in runs if r.diverged]
-    assert [(r.vocab_size, r.lr, r.tied) for r in diverged] == [(4096, 1e-2, False)]
+    assert [(r.get("vocab_size"), r.lr, r.get("tie_embeddings")) for r in diverged] == [
+        (4096, 1e-2, False)
+    ]
     assert diverged[0].value("final_eval_loss") is None  # nan is not a value
     assert plot_runs.varying_settings(runs) == ["vocab_size", "lr", "tie_embeddings"]
     scanned = plot_runs.scan_runs(sweep_dir)
     assert len(scanned) == 5 and sum(not r.finished for r in scanned) == 1
     assert len(iter_metrics(scanned[0].path, "train")) == 4  # torn last line skipped
     picked = plot_runs.select(runs, {"lr": "1e-2", "tie_embeddings": "false"})
-    assert {(r.vocab_size, r.tied) for r in picked} == {(64, False), (1024, False), (4096, False)}
+    assert {(r.get("vocab_size"), r.get("tie_embeddings")) for r in picked} == {
+        (64, False),
+        (1024, False),
+        (4096, False),
+    }
     with pytest.raises(UserError, match="unknown column 'colour' for --where; known columns: "):
         plot_runs.select(runs, {"colour": "red"})
     with pytest.raises(UserError, match="no run has lr"):
@@ -287,7 +293,9 @@ def test_curves(sweep_dir, tmp_path):
     # Default: each cell's best LR, as "best" picks it.
     assert choose_runs(scanned, None) == choose_runs(scanned, "best")
     best = choose_runs(scanned, "best")
-    assert {(r.vocab_size, r.tied): r.lr for r in best}[(1024, False)] == 1e-2
+    assert {(r.get("vocab_size"), r.get("tie_embeddings")): r.lr for r in best}[
+        (1024, False)
+    ] == 1e-2
     with pytest.raises(UserError, match="no run has lr=3e-1"):
         plot_curves(sweep_dir, tmp_path / "c.png", lr=0.3)
 

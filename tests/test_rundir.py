@@ -1,13 +1,17 @@
-"""`spamlang.rundir`: metrics.jsonl is cut back on resume, and only a torn last line may go."""
+"""`spamlang.rundir`: metrics.jsonl is cut back on resume, and only a torn last line may go; the
+best value of each group of a results table (`reading.best_over`)."""
 
 from __future__ import annotations
 
 import json
+import math
 
+import pandas as pd
 import pytest
 
 from spamlang import rundir
 from spamlang.errors import UserError
+from spamlang.rundir import reading
 
 ROWS = [{"kind": "train", "step": s, "loss": 1.0 / s} for s in (1, 2, 3)]
 
@@ -55,3 +59,26 @@ def test_a_users_own_folder_is_refused_as_out_and_nothing_is_written_there(tmp_p
     (empty / ".lock").write_text("")  # a crash between taking the lock and config.json
     assert main(["train", *args, "--out", str(empty)]) == 0
     assert (empty / "result.json").is_file()
+
+
+def test_best_over_is_the_lowest_group_mean_ties_to_the_smaller_value():
+    nan = math.nan
+    frame = pd.DataFrame(
+        [  # (cell, lr, loss): cell "b" first appears before cell "a" has its best lr
+            ("a", 1e-2, 2.0),
+            ("b", 1e-2, nan),
+            ("a", 3e-3, 1.0),
+            ("a", 3e-3, 3.0),  # mean 2.0: a tie with 1e-2, which goes to the smaller lr
+            ("b", 3e-3, 5.0),
+            ("c", 1e-2, nan),  # no value at all: left out
+            ("a", 1e-1, 4.0),
+        ],
+        columns=["cell", "lr", "loss"],
+    )
+    best = reading.best_over(frame, "cell", "lr", "loss")
+    assert best.to_dict("records") == [
+        {"cell": "a", "lr": 3e-3, "mean": 2.0, "min": 1.0, "max": 3.0, "count": 2},
+        {"cell": "b", "lr": 3e-3, "mean": 5.0, "min": 5.0, "max": 5.0, "count": 1},
+    ]
+    highest = reading.best_over(frame, "cell", "lr", "loss", highest=True)
+    assert list(highest["lr"]) == [1e-1, 3e-3]

@@ -49,7 +49,7 @@ def _plot(module: str, function: str, options: str):
     return handler
 
 
-def _track(args: argparse.Namespace) -> int:
+def _draw_track(args: argparse.Namespace) -> int:
     from spamlang.plots.track import load_track, plot_track, sums_table
 
     tracks = [load_track(d, args.table) for d in args.inputs]
@@ -68,51 +68,65 @@ def register(subparsers) -> None:
     )
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
+    for add in (_heatmap, _curves, _lines, _bottleneck, _track, _symbols, _recency):
+        add(kinds)
 
-    def common(p, metavar: str = "SWEEP_DIR", help: str = "a sweep output directory", **kw):
-        """The input directories (`inputs`) and -o FILE."""
-        p.add_argument("inputs", metavar=metavar, help=help, **kw)
-        p.add_argument(
-            "-o",
-            "--output",
-            required=True,
-            metavar="FILE",
-            help="output .png or .pdf, in an existing folder",
-        )
 
-    def option(p, flag: str, default, help: str, metavar: str = "COL", **kw):
-        p.add_argument(flag, default=default, metavar=metavar, help=help, **kw)
+def _kind(kinds, name: str, help: str, description: str, func, *inputs: str, **kw):
+    """The subcommand `name`, drawn by `func`: its input directories (`inputs`: metavar and
+    help, a sweep directory by default) and -o FILE."""
+    p = kinds.add_parser(name, help=help, description=description)
+    metavar, what = inputs or ("SWEEP_DIR", "a sweep output directory")
+    p.add_argument("inputs", metavar=metavar, help=what, **kw)
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="output .png or .pdf, in an existing folder",
+    )
+    p.set_defaults(func=func)
+    return p
 
-    def switch(p, flag: str, help: str, default=None):
-        """--flag / --no-flag; None: the figure decides."""
-        p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help)
 
-    def facets(p, cols: str | None):
-        option(p, "--cols", cols, f"one panel per value of this column (default: {cols or 'none'})")
-        p.add_argument(
-            "--rows",
-            default=None,
-            metavar="COL[,COL]",
-            help="one row of panels per value (combination) of these columns; default: "
-            "every other setting that varies, except seed (averaged); 'none': "
-            "no rows, other settings are averaged and the caption says so",
-        )
-        p.add_argument(
-            "--where",
-            action="append",
-            metavar="KEY=VALUE",
-            help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
-            "numbers compare by value (lr=1e-2 matches 0.01; counts as figures "
-            "write them, K = 1,000: tokens=100K, vocab_size=1024), text may use * and "
-            "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
-            "match instead; repeatable: different keys must all match, a "
-            "repeated key matches any value",
-        )
+def _option(p, flag: str, default, help: str, metavar: str = "COL", **kw) -> None:
+    p.add_argument(flag, default=default, metavar=metavar, help=help, **kw)
 
-    heat = kinds.add_parser(
+
+def _switch(p, flag: str, help: str, default=None) -> None:
+    """--flag / --no-flag; None: the figure decides."""
+    p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help)
+
+
+def _facets(p, cols: str | None) -> None:
+    _option(p, "--cols", cols, f"one panel per value of this column (default: {cols or 'none'})")
+    p.add_argument(
+        "--rows",
+        default=None,
+        metavar="COL[,COL]",
+        help="one row of panels per value (combination) of these columns; default: "
+        "every other setting that varies, except seed (averaged); 'none': "
+        "no rows, other settings are averaged and the caption says so",
+    )
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
+        "numbers compare by value (lr=1e-2 matches 0.01; counts as figures "
+        "write them, K = 1,000: tokens=100K, vocab_size=1024), text may use * and "
+        "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
+        "match instead; repeatable: different keys must all match, a "
+        "repeated key matches any value",
+    )
+
+
+def _heatmap(kinds) -> None:
+    p = _kind(
+        kinds,
         "heatmap",
-        help="final loss on a V x LR grid, tied and untied (Figure 5)",
-        description="A final metric on an x by y grid of cells, one panel per --cols value. "
+        "final loss on a V x LR grid, tied and untied (Figure 5)",
+        "A final metric on an x by y grid of cells, one panel per --cols value. "
         "A cell shows the mean over seeds and, below it, their min-max range; the "
         "best y (LR) of each x (V) is outlined in red; colours span the data's range "
         "(log scale only for positive values spanning 10x or more). With --best-over "
@@ -123,25 +137,25 @@ def register(subparsers) -> None:
         "or --y (adam_memory_steps of sgd runs) are left out, with a note. A head "
         "kind that differs between cells (a rank axis from lowrank:r to mlp:r) is "
         "named in each cell. " + _AXES_HELP,
+        _plot("sweep", "plot_heatmap", "metric where x y cols rows best_over diagonal"),
     )
-    common(heat)
-    option(
-        heat,
+    _option(
+        p,
         "--metric",
         "final_eval_loss",
         "the outcome coloured (default final_eval_loss; also loss_above_floor, "
         "final_train_loss, eval_loss_unseen, repetition_accuracy, ...)",
     )
-    option(heat, "--x", "vocab_size", "column along the horizontal axis (default vocab_size)")
-    option(
-        heat,
+    _option(p, "--x", "vocab_size", "column along the horizontal axis (default vocab_size)")
+    _option(
+        p,
         "--y",
         "lr",
         "column along the vertical axis (default lr); the best cell of each "
         "x is outlined (lowest metric; highest for *accuracy* metrics)",
     )
-    option(
-        heat,
+    _option(
+        p,
         "--best-over",
         None,
         "a setting such as lr optimised per cell instead of averaged: the cell "
@@ -149,29 +163,29 @@ def register(subparsers) -> None:
         "highest for *accuracy* metrics), that mean with its seeds' min-max "
         "range, and the value (e.g. 'lr 3e-2'); default: none",
     )
-    switch(
-        heat,
+    _switch(
+        p,
         "--diagonal",
         "draw x = y across the cells, interpolated in log space between the "
         "ticks, labelled 'memory = return time' (default: on when one axis "
         "is symbol_return_steps and the other adam_memory_steps or "
         "adam_memory_steps_effective)",
     )
-    facets(heat, "tie_embeddings")
-    heat.set_defaults(
-        func=_plot("sweep", "plot_heatmap", "metric where x y cols rows best_over diagonal")
-    )
+    _facets(p, "tie_embeddings")
 
-    curves = kinds.add_parser(
+
+def _curves(kinds) -> None:
+    p = _kind(
+        kinds,
         "curves",
-        help="loss against tokens, one line per V (Figure 4)",
-        description="A metrics.jsonl value against training tokens, one line per --color value "
+        "loss against tokens, one line per V (Figure 4)",
+        "A metrics.jsonl value against training tokens, one line per --color value "
         "(seeds averaged: mean line, min-max band), one panel per --cols value, each "
         "line at its cell's best LR (lowest seed-mean final eval loss, the heatmap's "
         "red outline), named in the legend. Runs still in progress are drawn dotted. " + _AXES_HELP,
+        _plot("curves", "plot_curves", "lr metric where x color cols rows logy"),
     )
-    common(curves)
-    curves.add_argument(
+    p.add_argument(
         "--y",
         "--metric",
         dest="metric",
@@ -180,35 +194,34 @@ def register(subparsers) -> None:
         help="metrics.jsonl field drawn: loss (train, every log step; default), "
         "eval_loss (every eval), or any other field such as accuracy",
     )
-    option(
-        curves,
+    _option(
+        p,
         "--x",
         "tokens",
         "metrics.jsonl field along the horizontal axis: tokens (default) or step",
         metavar="FIELD",
     )
-    option(
-        curves, "--color", "vocab_size", "one line per value of this column (default vocab_size)"
-    )
-    curves.add_argument(
+    _option(p, "--color", "vocab_size", "one line per value of this column (default vocab_size)")
+    _option(
+        p,
         "--lr",
-        default=None,
-        metavar="LR|best",
-        help="learning rate to draw, the same for every line; default (or 'best'): "
+        None,
+        "learning rate to draw, the same for every line; default (or 'best'): "
         "each line at its own best LR (lowest seed-mean final eval loss; a "
         "cell with no finished run: lowest latest train loss), or every LR "
         "when lr is --color, --cols or --rows",
+        metavar="LR|best",
     )
-    switch(curves, "--logy", "log y axis (default: on for losses)")
-    facets(curves, "tie_embeddings")
-    curves.set_defaults(
-        func=_plot("curves", "plot_curves", "lr metric where x color cols rows logy")
-    )
+    _switch(p, "--logy", "log y axis (default: on for losses)")
+    _facets(p, "tie_embeddings")
 
-    lines = kinds.add_parser(
+
+def _lines(kinds) -> None:
+    p = _kind(
+        kinds,
         "lines",
-        help="a metric against a numeric column, one line per value of another",
-        description="A results.csv outcome (--y) against a numeric column (--x, a setting or "
+        "a metric against a numeric column, one line per value of another",
+        "A results.csv outcome (--y) against a numeric column (--x, a setting or "
         "another outcome), one line per --color value. Each point is the mean over "
         "seeds with min-max error bars. With --best-over lr (the default when lr "
         "varies and is not an axis) each point is the best LR's value (lowest; "
@@ -216,56 +229,59 @@ def register(subparsers) -> None:
         "says that LR is at the edge of the grid. Example, the coverage figure: "
         "spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol "
         "--y final_eval_loss --color vocab_size --cols tie_embeddings. " + _AXES_HELP,
+        _plot("lines", "plot_lines", "x y color cols rows where best_over points logx logy"),
     )
-    common(lines)
-    lines.add_argument(
+    _option(
+        p,
         "--x",
-        required=True,
-        metavar="COL",
-        help="numeric column along the horizontal axis, e.g. updates_per_symbol, "
+        None,
+        "numeric column along the horizontal axis, e.g. updates_per_symbol, "
         "seq_len, d_model, kernel_fraction",
-    )
-    lines.add_argument(
-        "--y",
         required=True,
-        metavar="COL",
-        help="numeric outcome along the vertical axis, e.g. final_eval_loss",
     )
-    option(
-        lines,
+    _option(
+        p,
+        "--y",
+        None,
+        "numeric outcome along the vertical axis, e.g. final_eval_loss",
+        required=True,
+    )
+    _option(
+        p,
         "--color",
         "vocab_size",
         "one line per value of this column (default vocab_size; 'none': one line)",
     )
-    lines.add_argument(
+    _option(
+        p,
         "--best-over",
-        default="auto",
-        metavar="COL|auto|none",
-        help="setting optimised per point (default auto: lr when it varies and is "
+        "auto",
+        "setting optimised per point (default auto: lr when it varies and is "
         "not an axis); none: no optimisation, so a varying lr gets rows of "
         "panels like any other setting",
+        metavar="COL|auto|none",
     )
-    lines.add_argument(
+    p.add_argument(
         "--points",
         action="store_true",
         help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)",
     )
-    switch(lines, "--logx", "log x axis (default: on when a positive x spans 8x or more)")
-    switch(
-        lines,
+    _switch(p, "--logx", "log x axis (default: on when a positive x spans 8x or more)")
+    _switch(
+        p,
         "--logy",
         "log y axis (default: on when the positive y values, error bars "
         "included, span more than 100x)",
     )
-    facets(lines, None)
-    lines.set_defaults(
-        func=_plot("lines", "plot_lines", "x y color cols rows where best_over points logx logy")
-    )
+    _facets(p, None)
 
-    bottleneck = kinds.add_parser(
+
+def _bottleneck(kinds) -> None:
+    p = _kind(
+        kinds,
         "bottleneck",
-        help="kernel fraction against D/V: sweeps and pretrained LMs (Figure 6)",
-        description="The fraction of the logit gradient's norm that the LM head destroys "
+        "kernel fraction against D/V: sweeps and pretrained LMs (Figure 6)",
+        "The fraction of the logit gradient's norm that the LM head destroys "
         "(kernel fraction, eq. 10) against D/V, one series per run setting of the "
         "spamlang runs and one per model family of the pretrained LMs, with "
         "sqrt(1 - D/V) (a gradient with no preferred direction) and, when LMs are "
@@ -273,9 +289,7 @@ def register(subparsers) -> None:
         "during training (diag_every > 0) also get kernel fraction against training "
         "tokens / V. Example: spamlang plot bottleneck runs/bottleneck lm/pythia-160m "
         "lm/gpt2 -o fig6.png",
-    )
-    common(
-        bottleneck,
+        _plot("diagnostics", "plot_bottleneck", "labels"),
         "DIR",
         "each one of: a sweep directory or a run directory of spamlang runs (a point per "
         "run with diagnostics.json from `spamlang diagnose` or 'diag' rows in "
@@ -284,18 +298,20 @@ def register(subparsers) -> None:
         "(alongside run directories or not)",
         nargs="+",
     )
-    switch(
-        bottleneck,
+    _switch(
+        p,
         "--labels",
         "write each pretrained LM's name beside its point (default on)",
         default=True,
     )
-    bottleneck.set_defaults(func=_plot("diagnostics", "plot_bottleneck", "labels"))
 
-    track = kinds.add_parser(
+
+def _track(kinds) -> None:
+    p = _kind(
+        kinds,
         "track",
-        help="mechanism diagnostic: tracked symbols' rows, pull-up vs between",
-        description="How each training step moved a few symbols' rows along themselves, from "
+        "mechanism diagnostic: tracked symbols' rows, pull-up vs between",
+        "How each training step moved a few symbols' rows along themselves, from "
         "the track.jsonl of runs trained with --track-symbols K (or track_symbols "
         "in a sweep's base config). One panel per tracked id (at most "
         "6, spread over the tracked ones), one row of panels per run: the "
@@ -305,35 +321,42 @@ def register(subparsers) -> None:
         "panel, and a table on stdout, sums the updates of those steps (pull) and "
         "of the others (between). Example: spamlang plot track runs/demo -o "
         "track.png --table head",
+        _draw_track,
+        "RUN_DIR",
+        "a run directory with track.jsonl (one row of panels each)",
+        nargs="+",
     )
-    common(track, "RUN_DIR", "a run directory with track.jsonl (one row of panels each)", nargs="+")
-    track.add_argument(
+    p.add_argument(
         "--table",
         choices=("embed", "head"),
         default="embed",
         help="the rows drawn: the embedding's (default) or the untied head's",
     )
-    track.set_defaults(func=_track)
 
-    symbols = kinds.add_parser(
+
+def _symbols(kinds) -> None:
+    p = _kind(
+        kinds,
         "symbols",
-        help="per-symbol sample complexity: symbol loss against its exposure",
-        description="How many updates a symbol needs: each SpamLang-family run scores every "
+        "per-symbol sample complexity: symbol loss against its exposure",
+        "How many updates a symbol needs: each SpamLang-family run scores every "
         "symbol (up to 4,096) at its end and bins the scores by the symbol's "
         "exposure (result.json's symbol_curve). Draws the bins' median loss against "
         "exposure, one colour per V, one line per seed at each cell's best LR, "
         "the learned threshold 0.1 log V dashed and each run's updates_to_learn "
         "as a diamond. Example: spamlang plot symbols runs/equal_batch -o "
         "symbols.png --cols weight_decay --rows b2,tie_embeddings",
+        _plot("symbols", "plot_symbols", "where cols rows"),
     )
-    common(symbols)
-    facets(symbols, None)
-    symbols.set_defaults(func=_plot("symbols", "plot_symbols", "where cols rows"))
+    _facets(p, None)
 
-    recency = kinds.add_parser(
+
+def _recency(kinds) -> None:
+    p = _kind(
+        kinds,
         "recency",
-        help="per-symbol loss against steps since the symbol was last shown",
-        description="Does a symbol's loss jump once Adam has forgotten it? For each cell's "
+        "per-symbol loss against steps since the symbol was last shown",
+        "Does a symbol's loss jump once Adam has forgotten it? For each cell's "
         "best-LR seed-0 run (lowest seed-mean final eval loss), the final loss of "
         "every symbol on 's s' (log scale; dashed: chance, log V) against the steps "
         "since its last appearance in a training batch (steps - last_step), "
@@ -342,7 +365,9 @@ def register(subparsers) -> None:
         "Reads symbols.npz, which finished runs of a position-invariant language "
         "write; runs without one are skipped with a warning. Example: spamlang plot "
         "recency runs/return_time -o recency.png --where batch_size=32 --cols b2",
+        _plot("symbols", "plot_recency", "where cols rows"),
+        "DIR",
+        "a run directory, or a sweep directory of them",
+        nargs="+",
     )
-    common(recency, "DIR", "a run directory, or a sweep directory of them", nargs="+")
-    facets(recency, None)
-    recency.set_defaults(func=_plot("symbols", "plot_recency", "where cols rows"))
+    _facets(p, None)

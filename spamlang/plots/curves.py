@@ -10,31 +10,16 @@ import math
 import statistics
 import sys
 
+import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.fields import finite
-from spamlang.notation import format_count
+from spamlang.notation import format_count, format_lr
+from spamlang.plots import layout
 from spamlang.plots.canvas import writer
-from spamlang.plots.layout import (
-    SEED,
-    Facets,
-    Point,
-    axis_label,
-    check_axes,
-    facet_title,
-    finish,
-    format_lr,
-    group_points,
-    ident,
-    merge,
-    palette,
-    pool_note,
-    sort_values,
-    split,
-)
-from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.layout import SEED, Facets, Point
 from spamlang.plots.runs import Run, scan_runs, select
 from spamlang.rundir.reading import iter_metrics
 
@@ -54,9 +39,8 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
     the lowest latest train loss. A float: that LR (relative tolerance 1e-6), for every cell.
     """
     if lr in (None, "best"):
-        chosen = [
-            r for p in best_points(group_points(runs, [SEED]), "lr", BEST_METRIC) for r in p.runs
-        ]
+        points = layout.best_over(layout.group_points(runs, [SEED]), "lr", BEST_METRIC)
+        chosen = [r for p in points for r in p.runs]
         done = {_cell(r) for r in chosen}
         going: dict[tuple, dict[float, list[Run]]] = {}
         for r in runs:
@@ -84,7 +68,9 @@ def parse_lr(lr: float | str | None) -> float | str | None:
 
 def _cell(r: Run) -> tuple:
     """The run's settings but lr and seed: which cell of the heatmap it belongs to."""
-    return tuple(sorted((k, ident(v)) for k, v in r.settings.items() if k not in ("lr", SEED)))
+    return tuple(
+        sorted((k, layout.ident(v)) for k, v in r.settings.items() if k not in ("lr", SEED))
+    )
 
 
 def _latest_loss(runs: list[Run]) -> float:
@@ -124,22 +110,19 @@ def _kind_of(rows_of, runs: list[Run], metric: str, x: str) -> tuple[str, str]:
     )
 
 
-def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool):
-    """(xs, means, mins, maxs, most runs at one x): the runs' y at each x they logged."""
-    at: dict[float, list[float]] = {}
-    for r in runs:
-        for row in rows_of(r.path, kind):
-            t, v = finite(row.get(x)), finite(row.get(y))
-            if t is not None and v is not None and (v > 0 or not positive):
-                at.setdefault(t, []).append(v)
-    xs = sorted(at)
-    return (
-        xs,
-        [statistics.fmean(at[t]) for t in xs],
-        [min(at[t]) for t in xs],
-        [max(at[t]) for t in xs],
-        max((len(v) for v in at.values()), default=0),
-    )
+def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool) -> pd.DataFrame:
+    """The runs' `y` at each `x` they logged (the index, ascending): its mean, min, max and
+    count over the runs; with `positive`, values above 0 only (a log axis)."""
+    pairs = [
+        (t, v)
+        for r in runs
+        for row in rows_of(r.path, kind)
+        if (t := finite(row.get(x))) is not None
+        and (v := finite(row.get(y))) is not None
+        and (v > 0 or not positive)
+    ]
+    frame = pd.DataFrame(pairs, columns=["x", "y"], dtype=float)
+    return frame.groupby("x")["y"].agg(["mean", "min", "max", "count"])
 
 
 def curves_figure(
@@ -162,109 +145,117 @@ def curves_figure(
     `eval_every=0`), a note on stderr and in the caption says why.
     """
     lr = parse_lr(lr)
-    runs = scan_runs(sweep_dir)
-    if not runs:
+    every = scan_runs(sweep_dir)
+    if not every:
         raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
-    every, runs = runs, select(runs, where)
-    (color, cols), rows = check_axes(runs, {"--color": color, "--cols": cols}, rows)
+    before = select(every, where)  # what --lr chooses from (its panels left empty are named)
+    (color, cols), rows = layout.check_axes(before, {"--color": color, "--cols": cols}, rows)
     lr_axis = "lr" in (color, cols, *(rows or []))
     if lr_axis and lr == "best":
         raise UserError("--lr best picks one lr per line; it cannot be combined with lr as an axis")
-    grid = {ident(r.lr) for r in runs}
-    before = runs  # what --lr chooses from (its panels left empty are named)
-    if not lr_axis or lr is not None:
-        runs = choose_runs(runs, lr)
+    runs = choose_runs(before, lr) if not lr_axis or lr is not None else before
     # Lines at their own best LRs when there was a choice; where those differ, each legend
     # entry names its LR (a single LR is named once, in the titles).
-    chose = lr in (None, "best") and not lr_axis and len(grid) > 1
-    best = chose and len({ident(r.lr) for r in runs}) > 1
+    chose = lr in (None, "best") and not lr_axis and len({layout.ident(r.lr) for r in before}) > 1
+    best = chose and len({layout.ident(r.lr) for r in runs}) > 1
     rows_of = functools.cache(iter_metrics)  # metrics.jsonl rows, read once per run and kind
     kind, ylabel = _kind_of(rows_of, runs, metric, x)
     logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
     used = [c for c in (color, cols) if c]
     pooled = [] if SEED in used + (rows or []) else [SEED]
-    points = group_points(runs, pooled)
+    points = layout.group_points(runs, pooled)
     facets = Facets(points, cols, rows, used, pooled + (["lr"] if best else []))
-    colours = palette(points, color)
-
     fig = facets.figure(2.8, 0.4, sharey=True)
-    drawn: list[Point] = []
-    most_points, floor_named = 0, False
+    colours = layout.palette(points, color)
+    drawn, most, floor_named = [], 0, False
     for panel in facets.panels:
-        ax = panel.ax
-        for values, pts in split(panel.points, [color] if color else []):
-            line = merge(pts)
-            drawn.append(line)
-            xs, mean, lo, hi, most = _curve(rows_of, line.runs, kind, x, metric, logy)
-            most_points = max(most_points, len(xs))
-            colour = colours[ident(values[0] if color else None)]
-            ax.plot(
-                xs,
-                mean,
-                color=colour,
-                lw=1.2,
-                label=_line_label(line, color, values, best),
-                linestyle=":" if any(not r.finished for r in line.runs) else "-",
-                marker="o" if len(xs) < 5 else None,
-                ms=5 if len(xs) == 1 else 3,
-            )
-            if most > 1:
-                ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
-        panel_runs = [r for p in panel.points for r in p.runs]
+        lines = layout.split(panel.points, [color] if color else [])
+        for values, pts in lines:
+            drawn.append(line := layout.merge(pts))
+            at = _curve(rows_of, line.runs, kind, x, metric, logy)
+            colour = colours[layout.ident(values[0] if color else None)]
+            _draw_line(panel.ax, line, at, colour, _line_label(line, color, values, best))
+            most = max(most, len(at))
+        runs_in = [r for p in panel.points for r in p.runs]
         if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
-            floor_named |= _draw_floors(ax, panel_runs, logy, name=not floor_named)
-        ax.set_yscale("log" if logy else "linear")
-        # Tokens as counts: 750K, 1M, 1.25M.
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
-        head, lrs = panel.head, sort_values(r.lr for r in panel_runs)
-        if panel_runs and not best and len(lrs) == 1 and not lr_axis:
-            head = f"{head}, lr {format_lr(lrs[0])}" if head else f"lr {format_lr(lrs[0])}"
-        panel.label(axis_label(x), ylabel, panel.title(head))
-    if drawn and not most_points:
+            floor_named |= _draw_floors(panel.ax, runs_in, logy, name=not floor_named)
+        _label_panel(panel, runs_in, x, ylabel, logy, best or lr_axis)
+    if drawn and not most:
         raise UserError(
             f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
             "--x takes a metrics.jsonl field such as tokens or step"
         )
-    single = ""
-    if drawn and most_points == 1:  # why every line is a single point: one row per run (the end)
-        single = f"the runs have one {kind} row each: one point per run"
-        if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
-            single = "the runs evaluate only at the end (eval_every=0): one point per run"
-        print(f"note: {single}", file=sys.stderr)
     chosen = f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})" if chose else ""
+    single = _single_note(runs, kind) if drawn and most == 1 else ""
     gone = ""
     if lr not in (None, "best"):  # the panels that no run at that LR fills
-        kept = {r.run_id for r in runs}
-        old = Facets(group_points(before, pooled), cols, rows, used, pooled + ["lr"])
-        dropped = [
-            p.title() or "the only panel"
-            for p in old.panels
-            if p.points and not any(r.run_id in kept for q in p.points for r in q.runs)
-        ]
-        if dropped:
-            gone = (
-                f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
-                f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
-            )
-    return finish(
-        fig,
-        every,
-        runs,
-        where,
-        [color, cols, *(rows or [])],
-        chosen,
-        pool_note(drawn, "bands"),
-        single,
-        gone,
-    )
+        old = Facets(layout.group_points(before, pooled), cols, rows, used, pooled + ["lr"])
+        gone = _gone_note(old, {r.run_id for r in runs}, lr)
+    notes = chosen, layout.pool_note(drawn, "bands"), single, gone
+    return layout.finish(fig, every, runs, where, [color, cols, *(rows or [])], *notes)
 
 
 plot_curves = writer(curves_figure)
 
 
+def _draw_line(ax, line: Point, at: pd.DataFrame, colour, label: str) -> None:
+    """A line's `_curve`: its mean, dotted while a run is in progress, with the min-max band
+    where several runs share an x, and markers where it has few points."""
+    xs = at.index.tolist()
+    ax.plot(
+        xs,
+        at["mean"].tolist(),
+        color=colour,
+        lw=1.2,
+        label=label,
+        linestyle=":" if any(not r.finished for r in line.runs) else "-",
+        marker="o" if len(xs) < 5 else None,
+        ms=5 if len(xs) == 1 else 3,
+    )
+    if (at["count"] > 1).any():
+        lo, hi = at["min"].tolist(), at["max"].tolist()
+        ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
+
+
+def _label_panel(panel, runs: list[Run], x: str, ylabel: str, logy: bool, per_line: bool):
+    """Log or linear y, tokens as counts (750K, 1M, 1.25M), and the panel's one LR in its
+    title unless the lines name theirs (`per_line`)."""
+    ax = panel.ax
+    ax.set_yscale("log" if logy else "linear")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
+    head, lrs = panel.head, layout.sort_values(r.lr for r in runs)
+    if runs and not per_line and len(lrs) == 1:
+        head = f"{head}, lr {format_lr(lrs[0])}" if head else f"lr {format_lr(lrs[0])}"
+    panel.label(layout.axis_label(x), ylabel, panel.title(head))
+
+
+def _single_note(runs: list[Run], kind: str) -> str:
+    """Why every line is a single point: one row per run (the end); also on stderr."""
+    single = f"the runs have one {kind} row each: one point per run"
+    if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
+        single = "the runs evaluate only at the end (eval_every=0): one point per run"
+    print(f"note: {single}", file=sys.stderr)
+    return single
+
+
+def _gone_note(old: Facets, kept: set[str], lr: float) -> str:
+    """The panels of `old` (the figure before one LR was picked) that no run `kept` fills."""
+    dropped = [
+        p.title() or "the only panel"
+        for p in old.panels
+        if p.points and not any(r.run_id in kept for q in p.points for r in q.runs)
+    ]
+    if not dropped:
+        return ""
+    return (
+        f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
+        f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
+    )
+
+
 def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:
-    name = facet_title(color, values[0]) if color else "runs"
-    lrs = sort_values(r.lr for r in line.runs)
+    name = layout.facet_title(color, values[0]) if color else "runs"
+    lrs = layout.sort_values(r.lr for r in line.runs)
     if best:  # one LR, or several when the line pools cells (--rows none)
         name += f", lr={'/'.join(format_lr(x) for x in lrs)}"
     if any(not r.finished for r in line.runs):

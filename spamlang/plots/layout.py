@@ -13,16 +13,20 @@ over batch_size drawn against updates_per_symbol, one line per V, keeps every ba
 line instead of giving each length a row of panels. A setting that varies independently
 (head, language, d_model, ...) still gets rows, so different experiments are never averaged
 silently.
+
+Runs are grouped by the `ident` of their values (16 is 16.0, True is not 1, None is a value of
+its own); pandas pools each group's numbers (`pool`) and chooses its best value
+(`spamlang.rundir.reading.best_over`, as the sweep's summary does).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from spamlang.errors import UserError
@@ -30,6 +34,7 @@ from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
 from spamlang.plots.runs import Run, check_column, complement_of, varying_settings
+from spamlang.rundir import reading
 from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED = "seed"
@@ -115,16 +120,6 @@ def is_numeric(values: Iterable[Any]) -> bool:
     return bool(present) and all(is_number(v) for v in present)
 
 
-@dataclass(frozen=True)
-class Stats:
-    """Mean and min-max of a column's finite values over some runs."""
-
-    mean: float
-    lo: float
-    hi: float
-    n: int
-
-
 @dataclass
 class Point:
     """Runs drawn as one mark. `best` is the value of the best-over column chosen for it, among
@@ -140,22 +135,25 @@ class Point:
         if len({ident(v) for v in values}) == 1:
             return values[0]
         if is_numeric(values) and not any(column in r.settings for r in self.runs):
-            s = self.stats(column)
-            return s.mean if s else None
+            mean, n = pool([self], column).loc[0, ["mean", "n"]]
+            return float(mean) if n else None
         return None
-
-    def stats(self, column: str) -> Stats | None:
-        """Over the finite values (a diverged run's nan loss is not one); None if none."""
-        values = [v for r in self.runs if (v := finite(r.get(column))) is not None]
-        if not values:
-            return None
-        return Stats(statistics.fmean(values), min(values), max(values), len(values))
 
     @property
     def at_edge(self) -> bool:
         """Was the best value the smallest or largest of a grid of 3 or more?"""
         ends = (ident(self.grid[0]), ident(self.grid[-1])) if self.grid else ()
         return len(self.grid) >= 3 and ident(self.best) in ends
+
+
+def pool(points: list[Point], column: str) -> pd.DataFrame:
+    """Each point's `column` over its runs, one row per point: the mean, min and max ("lo",
+    "hi") and the count ("n") of the finite values (a diverged run's nan loss is none); NaN
+    (n = 0) for a point without any."""
+    values = pd.Series([finite(r.get(column)) for p in points for r in p.runs], dtype=float)
+    at = [i for i, p in enumerate(points) for _ in p.runs]
+    stats = values.groupby(at).agg(["mean", "min", "max", "count"]).reindex(range(len(points)))
+    return stats.set_axis(["mean", "lo", "hi", "n"], axis=1)
 
 
 def group_by(items: list, keys: list[str], value: Callable[[Any, str], Any]) -> list[list]:
@@ -178,7 +176,8 @@ def best_over(
     points: list[Point], column: str, metric: str, keep_failed: bool = False
 ) -> list[Point]:
     """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
-    (lowest; highest for accuracy-like metrics); it remembers the chosen value and the grid.
+    (lowest; highest for accuracy-like metrics; `spamlang.rundir.reading.best_over`); it
+    remembers the chosen value and the grid.
 
     Points are already seed means, so the choice is between seed-averaged values. Groups where no
     point has a finite metric (all diverged) keep no point, or with `keep_failed` all their runs
@@ -190,22 +189,27 @@ def best_over(
         for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
         if k not in inner
     ]
-    sign = -1.0 if higher_is_better(metric) else 1.0
-    chosen = []
-    for members in group_by(points, others, Point.value):
-        scored = [
-            (sign * s.mean, order_key(p.value(column)), p)
+    groups = group_by(points, others, Point.value)
+    runs = pd.DataFrame(
+        [
+            (g, order_key(p.value(column)), finite(r.get(metric)))
+            for g, members in enumerate(groups)
             for p in members
-            if (s := p.stats(metric)) is not None
-        ]
-        if not scored:
-            if keep_failed:
-                chosen.append(merge(members))
-            continue
-        best = min(scored, key=lambda t: t[:2])[2]
+            for r in p.runs
+        ],
+        columns=["group", "over", "value"],
+    )
+    best = reading.best_over(runs, "group", "over", "value", higher_is_better(metric))
+    chosen = dict(zip(best["group"], best["over"]))
+    kept = []
+    for g, members in enumerate(groups):
         grid = tuple(sort_values(p.value(column) for p in members))
-        chosen.append(Point(best.runs, best.value(column), grid))
-    return chosen
+        picked = [p for p in members if order_key(p.value(column)) == chosen.get(g)]
+        if picked:
+            kept.append(Point(picked[0].runs, picked[0].value(column), grid))
+        elif keep_failed:
+            kept.append(merge(members))
+    return kept
 
 
 def merge(points: list[Point]) -> Point:

@@ -9,30 +9,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
+from spamlang.plots import layout
 from spamlang.plots.canvas import MAX_DATA_TICKS, data_ticks, plain_log_ticks, writer
-from spamlang.plots.layout import (
-    SEED,
-    Facets,
-    Point,
-    axis_label,
-    check_axes,
-    column_or_none,
-    describe,
-    facet_title,
-    finish,
-    format_value,
-    group_points,
-    higher_is_better,
-    ident,
-    is_numeric,
-    merge,
-    palette,
-    pool_note,
-    short_name,
-    sort_values,
-    split,
-)
-from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.layout import SEED, Facets, Point, describe, format_value, short_name
 from spamlang.plots.runs import Run, check_column, finished_runs, select, varying_settings
 
 AUTO = "auto"
@@ -60,7 +39,7 @@ def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str
     """
     if best is None or best.strip().lower() == AUTO:
         return "lr" if "lr" in varying_settings(runs) and "lr" not in axes else None
-    if column_or_none(best) is None:
+    if layout.column_or_none(best) is None:
         return None
     best = check_column(runs, best, "--best-over")
     if best in axes:
@@ -93,7 +72,7 @@ def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
 
 def _numeric(runs: list[Run], column: str, flag: str) -> None:
     values = [r.get(column) for r in runs]
-    if not is_numeric(values):
+    if not layout.is_numeric(values):
         raise UserError(
             f"{flag} {column} is not numeric (values: {describe(values, column)}); "
             "use it as --color, --cols or --rows"
@@ -121,22 +100,23 @@ def lines_figure(
     every = finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--x": x, "--y": y, "--color": color, "--cols": cols}
-    (x, y, color, cols), rows = check_axes(runs, flags, rows)
+    (x, y, color, cols), rows = layout.check_axes(runs, flags, rows)
     axes = [x, y] + [c for c in (color, cols) if c] + (rows or [])
     _numeric(runs, x, "--x")
     _numeric(runs, y, "--y")
     best = resolve_best_over(runs, best_over, axes)
     pooled = [] if SEED in axes or best == SEED else [SEED]
-    pts = group_points(runs, pooled)
+    pts = layout.group_points(runs, pooled)
     if best:
-        pts = best_points(pts, best, y)
-    if not any(p.stats(y) for p in pts):
+        pts = layout.best_over(pts, best, y)
+    stats = layout.pool(pts, y)
+    if not stats["n"].any():
         raise UserError(f"no run has a finite {y}")
     used = [x] + [c for c in (color, cols) if c]
     facets = Facets(pts, cols, rows, used, pooled + ([best] if best else []))
-    colours = palette(pts, color)
+    colours = layout.palette(pts, color)
     x_values = [v for p in pts if (v := p.value(x)) is not None]
-    y_values = [v for p in pts if (s := p.stats(y)) for v in (s.lo, s.mean, s.hi)]
+    y_values = stats.loc[stats["n"] > 0, ["lo", "mean", "hi"]].to_numpy().ravel().tolist()
     logx = auto_logx(x_values) if logx is None else logx
     logy = auto_logy(y_values) if logy is None else logy
 
@@ -144,35 +124,37 @@ def lines_figure(
     drawn: list[Point] = []
     for panel in facets.panels:
         ax = panel.ax
-        for values, line_pts in split(panel.points, [color] if color else []):
-            marks = [merge(at) for _, at in split(line_pts, [x])]
-            marks = [m for m in marks if m.stats(y) is not None and m.value(x) is not None]
+        for values, line_pts in layout.split(panel.points, [color] if color else []):
+            marks = [layout.merge(at) for _, at in layout.split(line_pts, [x])]
+            marks = [m for m in marks if m.value(x) is not None]
+            at = layout.pool(marks, y)
+            marks, at = [m for m, n in zip(marks, at["n"]) if n], at[at["n"] > 0]
             drawn += marks
-            label = facet_title(color, values[0]) if color else None
-            colour = colours[ident(values[0] if color else None)]
-            _draw_line(ax, marks, x, y, colour, points, label)
+            label = layout.facet_title(color, values[0]) if color else None
+            colour = colours[layout.ident(values[0] if color else None)]
+            _draw_line(ax, marks, at, x, colour, points, label)
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
         label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
         if logy:
             plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
-        panel.label(axis_label(x), axis_label(y), legend=bool(color))
-    notes = _best_note(best, y, drawn), pool_note(drawn, "bars")
-    return finish(fig, every, runs, where, axes + [best], *notes)
+        panel.label(layout.axis_label(x), layout.axis_label(y), legend=bool(color))
+    notes = _best_note(best, y, drawn), layout.pool_note(drawn, "bars")
+    return layout.finish(fig, every, runs, where, axes + [best], *notes)
 
 
 plot_lines = writer(lines_figure)
 
 
-def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, label: str | None):
+def _draw_line(ax, marks: list[Point], stats, x: str, colour, points: bool, label: str | None):
+    """`marks` at their value of `x`: `stats` (their `pool` rows), means with min-max bars."""
     xs = [m.value(x) for m in marks]
-    ys = [m.stats(y) for m in marks]
-    means = [s.mean for s in ys]
-    spread = [[s.mean - s.lo for s in ys], [s.hi - s.mean for s in ys]]
+    means = stats["mean"].tolist()
+    spread = [(stats["mean"] - stats["lo"]).tolist(), (stats["hi"] - stats["mean"]).tolist()]
     ax.errorbar(
         xs,
         means,
-        yerr=spread if any(s.n > 1 for s in ys) else None,
+        yerr=spread if (stats["n"] > 1).any() else None,
         fmt="o" if points else "o-",
         color=colour,
         ms=4,
@@ -188,8 +170,8 @@ def _draw_line(ax, marks: list[Point], x: str, y: str, colour, points: bool, lab
 def _best_note(best: str | None, y: str, drawn: list[Point]) -> str:
     if not best:
         return ""
-    grid = sort_values(v for p in drawn for v in p.grid)
-    how = "highest" if higher_is_better(y) else "lowest"
+    grid = layout.sort_values(v for p in drawn for v in p.grid)
+    how = "highest" if layout.higher_is_better(y) else "lowest"
     text = f"each point: the {short_name(best)} with the {how} {y} ({describe(grid, best)})"
     if any(p.at_edge for p in drawn):
         text += f"; hollow: best {short_name(best)} at the edge of the grid"

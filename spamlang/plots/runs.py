@@ -13,15 +13,14 @@ A run is a set of named columns, split in two:
 - outcomes: what it measured (result.json, or the outcome columns of results.csv).
 
 Any column name works as a plot axis or in `--where`, and so does `1-COL` (one minus a numeric
-column: 1-kernel_fraction); nothing here lists the columns a plot may use. In results.csv the outcomes are the known outcome columns and every column after the first
-of them (results.csv puts settings first, then extra sweep axes, then outcomes), so a column
-added to the table later is classified without a change here.
+column: 1-kernel_fraction); nothing here lists the columns a plot may use. In results.csv the
+settings are the columns before the first outcome (`spamlang.rundir.reading.settings_columns`),
+so a column added to the table later is classified without a change here.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +29,16 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr, parse_int
-from spamlang.rundir.reading import check_dir, read_run, read_table, run_dirs
-from spamlang.rundir.schema import RESULT_COLUMNS, RESULTS_FILE
+from spamlang.rundir.reading import (
+    check_dir,
+    flatten_config,
+    read_run,
+    read_table,
+    run_dirs,
+    settings_columns,
+)
+from spamlang.rundir.schema import RESULTS_FILE
 
-# config.json dicts whose entries are sweep axes of their own, under these prefixes.
-# `model` was named model_overrides in configs written before 2026-12: both read as model.*.
-_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
 ALIASES = {"tied": "tie_embeddings"}
 # '1-COL' names 1 - COL of any numeric column (1-kernel_fraction), an outcome of its own.
 COMPLEMENT = "1-"
@@ -59,16 +62,8 @@ class Run:
         return bool(self.result.get("diverged"))
 
     @property
-    def vocab_size(self) -> int:
-        return int(self.settings["vocab_size"])
-
-    @property
     def lr(self) -> float:
         return float(self.settings["lr"])
-
-    @property
-    def tied(self) -> bool:
-        return bool(self.settings.get("tie_embeddings"))
 
     def get(self, column: str) -> Any:
         """The column's value (a setting first, else an outcome); None when the run lacks it."""
@@ -91,38 +86,20 @@ def complement_of(column: str) -> str | None:
     return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
 
 
-def _config_value(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-
-
-def flatten_config(config: dict) -> dict[str, Any]:
-    """config.json as settings columns (see the module docstring)."""
-    out = {}
-    for key, v in config.items():
-        if key in _FLATTENED and isinstance(v, dict):
-            out.update({_FLATTENED[key] + k: _config_value(x) for k, x in v.items()})
-        else:
-            out[key] = _config_value(v)
-    return out
-
-
 def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
     """results.csv as run_id -> (settings, outcomes); {} when it is missing or empty."""
     try:
         header, rows = read_table(root / RESULTS_FILE)
     except UserError:
         return {}
-    names = [c for c in header if c]
-    first = min((i for i, c in enumerate(names) if c in RESULT_COLUMNS), default=len(names))
-    outcomes = {c for i, c in enumerate(names) if i >= first or c in RESULT_COLUMNS}
+    settings = settings_columns([c for c in header if c])
+    outcomes = [c for c in header if c and c not in settings and c != "run_id"]
     table = {}
     for n, row in enumerate(rows):
         cells = dict(zip(header, row))
-        run_id = cells.get("run_id") or f"row{n + 1}"
-        settings = {c: cells.get(c) for c in names if c not in outcomes and c != "run_id"}
-        result = {c: cells.get(c) for c in names if c in outcomes}
+        result = {c: cells.get(c) for c in outcomes}
         result["diverged"] = bool(result.get("diverged"))
-        table[run_id] = (settings, result)
+        table[cells.get("run_id") or f"row{n + 1}"] = ({c: cells.get(c) for c in settings}, result)
     return table
 
 

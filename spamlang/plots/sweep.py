@@ -13,28 +13,9 @@ from matplotlib.patches import Rectangle
 
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_number
+from spamlang.plots import layout
 from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, plain_log_ticks, writer
-from spamlang.plots.layout import (
-    SEED,
-    Facets,
-    Point,
-    axis_label,
-    check_axes,
-    column_or_none,
-    describe,
-    finish,
-    format_value,
-    group_by,
-    group_points,
-    higher_is_better,
-    ident,
-    is_numeric,
-    merge,
-    pool_note,
-    short_name,
-    sort_values,
-)
-from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.layout import SEED, Facets, Point, describe, higher_is_better, ident, short_name
 from spamlang.plots.lines import resolve_best_over
 from spamlang.plots.runs import Run, finished_runs, select
 
@@ -102,14 +83,13 @@ def _range_text(lo: float, hi: float) -> str:
     return f"{a}\u2013{b}"
 
 
-def cell_label(point: Point, metric: str, best: str | None = None, tags: Iterable[str] = ()) -> str:
-    """A cell's text: the mean; below it the min-max range of several runs; the value of the
-    `best` column chosen for the cell (its runs hold only that value, see `best_over`); the
-    cell's value of each `tags` column (head: 'lowrank:16'); 'k/n div' if some diverged; 'div'
-    when all did."""
-    s = point.stats(metric)
+def cell_label(point: Point, s, best: str | None = None, tags: Iterable[str] = ()) -> str:
+    """A cell's text from its runs and their `pool` row `s`: the mean; below it the min-max
+    range of several runs; the value of the `best` column chosen for the cell (its runs hold
+    only that value, see `best_over`); the cell's value of each `tags` column (head:
+    'lowrank:16'); 'k/n div' if some diverged; 'div' when all did."""
     n_div = sum(r.diverged for r in point.runs)
-    if s is None:
+    if not s.n:
         return "div" if n_div else ""
     lines = [_cell_text(s.mean)]
     if s.n > 1 and _cell_text(s.lo) != _cell_text(s.hi):
@@ -144,78 +124,90 @@ def heatmap_figure(
     every = finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--metric": metric, "--x": x, "--y": y, "--cols": cols}
-    (metric, x, y, cols), rows = check_axes(runs, flags, rows)
-    if not is_numeric(r.get(metric) for r in runs):
+    (metric, x, y, cols), rows = layout.check_axes(runs, flags, rows)
+    if not layout.is_numeric(r.get(metric) for r in runs):
         raise UserError(
             f"--metric {metric} is not numeric; pick an outcome such as final_eval_loss"
         )
     taken = [metric, x, y] + ([cols] if cols else []) + (rows or [])
-    best = resolve_best_over(runs, best_over, taken) if column_or_none(best_over) else None
+    best = resolve_best_over(runs, best_over, taken) if layout.column_or_none(best_over) else None
     runs, left_out = _with_values(runs, [x, y])
     used = [x, y] + ([cols] if cols else [])
     pooled = [] if SEED in used + (rows or []) or best == SEED else [SEED]
-    points = group_points(runs, pooled)
+    points = layout.group_points(runs, pooled)
     if best:
-        points = best_points(points, best, metric, keep_failed=True)
+        points = layout.best_over(points, best, metric, keep_failed=True)
     facets = Facets(points, cols, rows, used, pooled + ([best] if best else []))
-    xs = sort_values(p.value(x) for p in points)
-    ys = sort_values(p.value(y) for p in points)
-    if diagonal is None:  # by default only where it can be drawn: no error for one b2
+    xs, ys = (layout.sort_values(p.value(c) for p in points) for c in (x, y))
+    diagonal = _diagonal(diagonal, x, y, xs, ys)
+    x_at, y_at = ({ident(v): i for i, v in enumerate(vs)} for vs in (xs, ys))
+    cells = [  # (panel, y index, x index, the points of the cell pooled into one)
+        (k, y_at[ident(g[0].value(y))], x_at[ident(g[0].value(x))], layout.merge(g))
+        for k, panel in enumerate(facets.panels)
+        for g in layout.group_by(panel.points, [y, x], Point.value)
+    ]
+    drawn = [c for *_, c in cells]
+    stats = layout.pool(drawn, metric)
+    vmin, vmax, log = color_limits(stats["mean"])
+    norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
+    tags = [c for c in CELL_TAGS if c not in taken and len({ident(p.value(c)) for p in drawn}) > 1]
+    text_lines = 1 + any(len(c.runs) > 1 for c in drawn) + bool(best) + len(tags)
+    fig = facets.figure(max(2.1, 0.15 * (text_lines + 1) * len(ys) + 0.9), 0.4)
+    cell_w = (PAPER_WIDTH_IN - 1.2) / (facets.shape[1] * len(xs))
+    font = float(np.clip(cell_w * 72 / 3.4, 4.5, 8.0))
+    for k, panel in enumerate(facets.panels):
+        mine = [(c[1:], s) for c, s in zip(cells, stats.itertuples()) if c[0] == k]
+        image = _draw_cells(panel.ax, mine, (len(ys), len(xs)), metric, norm, font, best, tags)
+        if diagonal:
+            draw_diagonal(panel.ax, xs, ys)
+        _ticks(panel.ax, x, xs, y, ys, cell_w)
+        panel.label(layout.axis_label(x), layout.axis_label(y), legend=False)
+    _colour_bar(fig, image, facets.grid, metric, vmin, vmax, log)
+    outline = ""
+    if len(ys) > 1:
+        outline = f"red outline: best {layout.axis_label(y)} of each {short_name(x)}"
+        outline += " (highest)" if higher_is_better(metric) else ""
+    # A cell where every value of `best` diverged pools them all, but shows only "div".
+    pooled_cells = [c for c, n in zip(drawn, stats["n"]) if n] if best else drawn
+    notes = outline, _best_note(best, metric, runs), layout.pool_note(pooled_cells, "second line")
+    return layout.finish(fig, every, runs, where, taken + [best], *notes, left_out)
+
+
+plot_heatmap = writer(heatmap_figure)
+
+
+def _diagonal(diagonal: bool | None, x: str, y: str, xs: list, ys: list) -> bool:
+    """Whether to draw x = y: by default (None) only where it can be drawn, on the return-time
+    phase diagram (no error for one b2); asked for, a UserError where it cannot be."""
+    if diagonal is None:
         phase = "symbol_return_steps" in (x, y) and bool(MEMORY_AXES & {x, y})
-        diagonal = phase and crossable(xs) and crossable(ys)
+        return phase and crossable(xs) and crossable(ys)
     for column, values in ((x, xs), (y, ys)) if diagonal else ():
         if not crossable(values):
             raise UserError(
                 f"--diagonal needs two or more positive numbers along --x and --y; "
                 f"{column} has {len(values)} value(s), not all so"
             )
-    x_at, y_at = ({ident(v): i for i, v in enumerate(vs)} for vs in (xs, ys))
-    cells: list[Cells] = []  # each panel's, the points of a cell pooled into one
-    for panel in facets.panels:
-        at = group_by(panel.points, [y, x], Point.value)
-        cells.append(
-            {(y_at[ident(g[0].value(y))], x_at[ident(g[0].value(x))]): merge(g) for g in at}
-        )
-    drawn = [c for panel in cells for c in panel.values()]
-    vmin, vmax, log = color_limits(s.mean for c in drawn if (s := c.stats(metric)))
-    norm = LogNorm(vmin, vmax) if log else Normalize(vmin, vmax)
-    ranged = any(len(c.runs) > 1 for c in drawn)
-    tags = [c for c in CELL_TAGS if c not in taken and len({ident(p.value(c)) for p in drawn}) > 1]
-    text_lines = 1 + ranged + bool(best) + len(tags)
+    return diagonal
 
-    cell_w = (PAPER_WIDTH_IN - 1.2) / (facets.shape[1] * len(xs))
-    font = float(np.clip(cell_w * 72 / 3.4, 4.5, 8.0))
-    fig = facets.figure(max(2.1, 0.15 * (text_lines + 1) * len(ys) + 0.9), 0.4)
-    x_labels = [format_value(x, v) for v in xs]
-    # Labels wider than a cell (131072 beside 65536: about 0.6 em per digit at 7 pt) are tilted.
+
+def _ticks(ax, x: str, xs: list, y: str, ys: list, cell_w: float) -> None:
+    """The cells' values as tick labels, x labels tilted where wider than a cell (131072
+    beside 65536: about 0.6 em per digit at 7 pt)."""
+    x_labels = [layout.format_value(x, v) for v in xs]
     tilted = max(map(len, x_labels)) * 7 * 0.6 / 72 > 0.9 * cell_w
     x_tilt = dict(rotation=30, ha="right", rotation_mode="anchor") if tilted else {}
-    image = None
-    for panel, panel_cells in zip(facets.panels, cells):
-        ax = panel.ax
-        image = _draw_cells(ax, panel_cells, (len(ys), len(xs)), metric, norm, font, best, tags)
-        if diagonal:
-            draw_diagonal(ax, xs, ys)
-        ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
-        ax.set_yticks(range(len(ys)), [format_value(y, v) for v in ys], fontsize=7)
-        panel.label(axis_label(x), axis_label(y), legend=False)
-    bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
-    bar.set_label(
-        HEATMAP_METRICS.get(metric, axis_label(metric)) + (", log scale" if log else ""), fontsize=7
-    )
+    ax.set_xticks(range(len(xs)), x_labels, fontsize=7, **x_tilt)
+    ax.set_yticks(range(len(ys)), [layout.format_value(y, v) for v in ys], fontsize=7)
+
+
+def _colour_bar(fig, image, axes, metric: str, vmin: float, vmax: float, log: bool) -> None:
+    bar = fig.colorbar(image, ax=axes, shrink=0.9)
+    label = HEATMAP_METRICS.get(metric, layout.axis_label(metric))
+    bar.set_label(label + (", log scale" if log else ""), fontsize=7)
     if log:
         plain_log_ticks(bar.ax.yaxis, vmin, vmax)
     bar.ax.tick_params(which="both", labelsize=7)
-    outline = f"red outline: best {axis_label(y)} of each {short_name(x)}" if len(ys) > 1 else ""
-    if outline and higher_is_better(metric):
-        outline += " (highest)"
-    # A cell where every value of `best` diverged pools them all, but shows only "div".
-    pooled_cells = [c for c in drawn if c.stats(metric) is not None] if best else drawn
-    notes = outline, _best_note(best, metric, runs), pool_note(pooled_cells, "second line")
-    return finish(fig, every, runs, where, taken + [best], *notes, left_out)
-
-
-plot_heatmap = writer(heatmap_figure)
 
 
 def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
@@ -252,9 +244,6 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
     )
 
 
-Cells = dict[tuple[int, int], Point]  # (y index, x index) -> the point drawn in that cell
-
-
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
     """`font`, or smaller where the label's longest line would overflow its cell (a min-max
     range across scales, "3.3e-7–1.1e-6"); a character is taken as 0.62 em wide."""
@@ -265,7 +254,7 @@ def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
 
 def _draw_cells(
     ax,
-    cells: Cells,
+    cells: list,
     shape: tuple[int, int],
     metric: str,
     norm,
@@ -273,17 +262,16 @@ def _draw_cells(
     best: str | None = None,
     tags: Iterable[str] = (),
 ):
-    """One panel: coloured means, their labels, diverged cells hatched, best cells outlined."""
+    """One panel: coloured means, their labels, diverged cells hatched, best cells outlined.
+    `cells`: ((y index, x index, point), its `pool` row) of each cell."""
     grid = np.full(shape, np.nan)
-    for (yi, xi), p in cells.items():
-        if (s := p.stats(metric)) is not None:
-            grid[yi, xi] = s.mean
+    for (yi, xi, _), s in cells:
+        grid[yi, xi] = s.mean
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
-    labels = {at: cell_label(p, metric, best, tags) for at, p in cells.items()}
+    labels = {(yi, xi): cell_label(p, s, best, tags) for (yi, xi, p), s in cells}
     # One size for the panel, the largest at which every label fits its cell.
     font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
-    for yi, xi in cells:
-        label = labels[yi, xi]
+    for (yi, xi), label in labels.items():
         if label == "div":
             ax.add_patch(
                 Rectangle((xi - 0.5, yi - 0.5), 1, 1, fc="0.85", ec="0.4", hatch="////", lw=0)

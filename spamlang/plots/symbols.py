@@ -39,19 +39,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
+from spamlang.plots import layout
 from spamlang.plots.canvas import BEST_EDGE, CMAP, note, plain_log_ticks, writer
-from spamlang.plots.layout import (
-    SEED,
-    Facets,
-    Point,
-    check_axes,
-    facet_title,
-    format_value,
-    group_points,
-    ident,
-    palette,
-)
-from spamlang.plots.layout import best_over as best_points
+from spamlang.plots.layout import SEED, Facets, Point, facet_title, format_value
 from spamlang.plots.runs import Run, finished_runs, select, varying_settings
 from spamlang.plots.sweep import color_limits
 from spamlang.rundir import read_symbols
@@ -66,8 +56,8 @@ TITLED = ("vocab_size", "batch_size", "b2", "sampling", "tie_embeddings", "lr")
 
 def _best_lr(runs: list[Run]) -> list[Point]:
     """The seed-mean points of `runs`, at each cell's best LR when lr varies."""
-    points = group_points(runs, [SEED])
-    return best_points(points, "lr", METRIC) if "lr" in varying_settings(runs) else points
+    points = layout.group_points(runs, [SEED])
+    return layout.best_over(points, "lr", METRIC) if "lr" in varying_settings(runs) else points
 
 
 # --- plot symbols: a symbol's loss against its exposure ---------------------------------------
@@ -89,10 +79,10 @@ def symbols_figure(
             f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
             "(SpamLang-family runs write one since per-symbol scoring exists)"
         )
-    (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
+    (cols,), rows = layout.check_axes(runs, {"--cols": cols}, rows)
     pts = _best_lr(runs)
     facets = Facets(pts, cols, rows, [COLOR] + ([cols] if cols else []), [SEED, "lr"])
-    colours = palette(pts, COLOR)
+    colours = layout.palette(pts, COLOR)
 
     fig = facets.figure(2.7, 0.5, sharex=True, sharey=True)
     for panel in facets.panels:
@@ -100,9 +90,12 @@ def symbols_figure(
             V = p.value(COLOR)
             for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
                 _draw_curve(
-                    panel.ax, run, colours[ident(V)], facet_title(COLOR, V) if k == 0 else None
+                    panel.ax,
+                    run,
+                    colours[layout.ident(V)],
+                    facet_title(COLOR, V) if k == 0 else None,
                 )
-            panel.ax.axhline(0.1 * math.log(V), color=colours[ident(V)], lw=0.6, ls="--")
+            panel.ax.axhline(0.1 * math.log(V), color=colours[layout.ident(V)], lw=0.6, ls="--")
         panel.ax.set_yscale("log")
         panel.label(
             "exposure: training sequences that showed the symbol",
@@ -154,11 +147,53 @@ def recency_figure(
     """The figure of the module docstring. `dirs`: run or sweep directories; runs without a
     symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
-    (cols,), rows = check_axes(runs, {"--cols": cols}, rows)
+    (cols,), rows = layout.check_axes(runs, {"--cols": cols}, rows)
+    points, arrays = _with_symbols(runs, dirs)
+    used = [cols] if cols else []
+    facets = Facets(points, cols, rows, used, [SEED, "lr"])
+    # One colour scale for every panel, over the counts of the symbols shown.
+    counts = np.concatenate([s["appearances"][s["last_step"] >= 0] for s in arrays.values()])
+    lo, hi, log = color_limits(counts.tolist())
+    norm = LogNorm(lo, hi) if log else Normalize(lo, hi)
+
+    fig = facets.figure(2.6, 0.8, sharey=True)
+    image = None
+    for panel in facets.panels:
+        if len(panel.points) > 1:
+            raise UserError(
+                f"{len(panel.points)} runs would share the panel '{panel.title()}': "
+                "give --rows / --cols the settings that tell them apart"
+            )
+        if not panel.points:
+            panel.ax.set_axis_off()
+            continue
+        run = panel.points[0].runs[0]
+        image = _draw_run(panel.ax, run, arrays[id(run)], norm)
+        _label_run(panel, _title(run, facets.row_keys + used))
+    bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
+    bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
+    if log:
+        plain_log_ticks(bar.ax.yaxis, lo, hi)
+    bar.ax.tick_params(which="both", labelsize=6)
+    note(
+        fig,
+        "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
+        "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
+        "own appearances)",
+        "dashed: chance, log V",
+    )
+    return fig
+
+
+def _with_symbols(runs: list[Run], dirs: list) -> tuple[list[Point], dict[int, dict]]:
+    """A point of each cell's best-LR run of smallest seed that has a readable symbols.npz,
+    and those arrays by id(run). A run whose file is missing or damaged is skipped and named
+    in a warning on stderr (damaged ones apart: the file is there, and broken); none left is
+    a UserError."""
     points, arrays, missing, damaged = [], {}, [], []
-    for p in _best_lr(runs):  # each cell's best LR, then its smallest seed
+    for p in _best_lr(runs):
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
-        try:  # missing or damaged: the run is skipped and named, not the end of the figure
+        try:
             npz = read_symbols(run.path) if run.path else None
         except (UserError, zipfile.BadZipFile) as e:
             damaged.append(f"{run.run_id} ({e})")
@@ -168,7 +203,7 @@ def recency_figure(
         else:
             points.append(Point([run]))
             arrays[id(run)] = npz
-    if damaged:  # said apart from the missing ones: the file is there, and broken
+    if damaged:
         print(
             f"warning: skipped {len(damaged)} run(s) whose {SYMBOLS} cannot be read: "
             f"{', '.join(damaged)}",
@@ -184,47 +219,18 @@ def recency_figure(
             f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
             file=sys.stderr,
         )
-    used = [cols] if cols else []
-    facets = Facets(points, cols, rows, used, [SEED, "lr"])
-    # One colour scale for every panel, over the counts of the symbols shown.
-    counts = np.concatenate([s["appearances"][s["last_step"] >= 0] for s in arrays.values()])
-    lo, hi, log = color_limits(counts.tolist())
-    norm = LogNorm(lo, hi) if log else Normalize(lo, hi)
+    return points, arrays
 
-    fig = facets.figure(2.6, 0.8, sharey=True)
-    image = None
-    for panel in facets.panels:
-        ax = panel.ax
-        if len(panel.points) > 1:
-            raise UserError(
-                f"{len(panel.points)} runs would share the panel '{panel.title()}': "
-                "give --rows / --cols the settings that tell them apart"
-            )
-        if not panel.points:
-            ax.set_axis_off()
-            continue
-        run = panel.points[0].runs[0]
-        image = _draw_run(ax, run, arrays[id(run)], norm)
-        ax.set_title(_title(run, facets.row_keys + used), fontsize=7)
-        ax.set_xlabel("steps since last appearance (steps \u2212 last_step)", fontsize=7)
-        if panel.col == 0:
-            ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
-        ax.tick_params(which="both", labelsize=6)
-        # Upper left: under the hypothesis recently shown symbols sit low, so it stays empty.
-        ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
-    bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
-    bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
-    if log:
-        plain_log_ticks(bar.ax.yaxis, lo, hi)
-    bar.ax.tick_params(which="both", labelsize=6)
-    note(
-        fig,
-        "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
-        "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
-        "own appearances)",
-        "dashed: chance, log V",
-    )
-    return fig
+
+def _label_run(panel, title: str) -> None:
+    ax = panel.ax
+    ax.set_title(title, fontsize=7)
+    ax.set_xlabel("steps since last appearance (steps \u2212 last_step)", fontsize=7)
+    if panel.col == 0:
+        ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
+    ax.tick_params(which="both", labelsize=6)
+    # Upper left: under the hypothesis recently shown symbols sit low, so it stays empty.
+    ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
 
 
 plot_recency = writer(recency_figure)

@@ -7,7 +7,9 @@ damaged or not (`is_run`); it has finished when it holds result.json (`is_finish
 of live runs meet files being written: config.json and result.json are written atomically
 (whole or absent), metrics.jsonl and track.jsonl grow by whole lines, so only their last line
 may be cut mid-row (`Lines.torn`). Imports no JAX and nothing above the run-directory layer;
-pandas (an optional extra) only inside `scan` and `frame`.
+pandas only inside `scan` and `frame`. `best_over` is the one choice of a best value over such
+a table (the best LR of each cell) that the sweep's summary (`spamlang.sweep.best_lr`) and the
+figures (`spamlang.plots.layout`) both make: it sits here, below both.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.fields import is_int, is_number
-from spamlang.rundir.schema import CONFIG, METRICS, RESULT, RESULTS_FILE
+from spamlang.rundir.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE
 
 _INT = re.compile(r"[+-]?\d+")
+# config.json dicts whose entries are sweep axes of their own, under these prefixes.
+# `model` was named model_overrides in configs written before 2026-12: both read as model.*.
+_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
 
 
 class RunWarning(UserWarning):
@@ -163,6 +168,24 @@ def read_run(run_dir: str | Path) -> RunFiles:
     return RunFiles(run_dir, read_object(run_dir / CONFIG), read_object(run_dir / RESULT))
 
 
+def flatten_config(config: dict) -> dict[str, Any]:
+    """config.json as settings columns: every field by its name, the entries of
+    `language_params` and `model` as `param.NAME` and `model.NAME` (the names results.csv gives
+    sweep axes over them), dicts and lists as JSON text."""
+    out = {}
+    for key, v in config.items():
+        if key in _FLATTENED and isinstance(v, dict):
+            out.update({_FLATTENED[key] + k: cell_value(x) for k, x in v.items()})
+        else:
+            out[key] = cell_value(v)
+    return out
+
+
+def cell_value(v: Any) -> Any:
+    """A value as results.csv holds it: containers as JSON text, the rest as they are."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+
+
 def check_dir(sweep_dir: str | Path) -> Path:
     path = Path(sweep_dir)
     if not path.is_dir():
@@ -202,6 +225,13 @@ def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
         # run_id is a directory name, never a number ("1e-3" must not become 0.001)
         rows.append([c if h == "run_id" else parse_cell(c) for h, c in zip(header, cells)])
     return header, rows
+
+
+def settings_columns(columns: list[str]) -> list[str]:
+    """The settings among results.csv's `columns`: those before its first outcome column
+    (settings come first, then extra sweep axes, then outcomes), less run_id."""
+    first = min((i for i, c in enumerate(columns) if c in RESULT_COLUMNS), default=len(columns))
+    return [c for c in columns[:first] if c != "run_id"]
 
 
 def scan(sweep_dir: str | Path):
@@ -260,3 +290,17 @@ def frame(columns: list[str], rows: list[list[Any]]):
     return pd.DataFrame(
         {c: column([row[i] for row in rows]) for i, c in enumerate(columns)}, columns=columns
     )
+
+
+def best_over(table, key: str, over: str, value: str, highest: bool = False):
+    """The best value of `over` in each group of `table`'s rows that share `key`: the one whose
+    rows have the lowest mean `value` (with `highest`, the highest), a tie going to the smaller
+    `over`. One row per group, in order of first appearance: `key`, `over`, and that value's
+    mean, min, max and count over the rows. NaN values do not count, and a group with no other
+    value is left out."""
+    stats = table.groupby([key, over], sort=False)[value].agg(["mean", "min", "max", "count"])
+    stats = stats.reset_index()
+    stats["first"] = stats.groupby(key, sort=False).ngroup()
+    ranked = stats[stats["count"] > 0].sort_values(over, kind="stable")
+    ranked = ranked.sort_values(["first", "mean"], ascending=[True, not highest], kind="stable")
+    return ranked.drop_duplicates(key).drop(columns="first").reset_index(drop=True)

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spamlang.fields import finite
-from spamlang.rundir.reading import read_object
+from spamlang.rundir.reading import best_over, read_object, settings_columns
 from spamlang.rundir.schema import RESULT
-from spamlang.sweep.results_csv import RESULT_COLUMNS
 from spamlang.sweep.spec import config_field, fields_of, format_number
 
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
@@ -69,11 +67,8 @@ class BestLR:
 
 
 def settings_of(row: dict) -> list[str]:
-    """The row's setting columns: those before its first outcome column (results.csv's order:
-    settings, extra axes, outcomes), without run_id and the outcome columns themselves."""
-    keys = list(row)
-    first = min((i for i, k in enumerate(keys) if k in RESULT_COLUMNS), default=len(keys))
-    return [k for k in keys[:first] if k != "run_id" and k not in RESULT_COLUMNS]
+    """The row's setting columns (`spamlang.rundir.reading.settings_columns` of its keys)."""
+    return settings_columns(list(row))
 
 
 def _hashable(v: Any) -> Any:
@@ -97,11 +92,13 @@ def best_lrs(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[BestLR]:
-    """The best LR (lowest seed-mean `metric`, diverged runs excluded) of every group of rows
-    sharing all settings but lr and seed (with `swept`, also the swept fields of each run id);
-    groups without a finite value are left out."""
-    groups: dict[tuple, dict[float, list[float]]] = {}
-    floors: dict[tuple, list[float]] = {}
+    """The best LR (lowest seed-mean `metric`, diverged runs excluded: `reading.best_over`) of
+    every group of rows sharing all settings but lr and seed (with `swept`, also the swept
+    fields of each run id); groups without a finite value are left out."""
+    import pandas as pd
+
+    groups: dict[tuple, int] = {}  # a group's settings -> its number, in order of appearance
+    records = []
     swept = swept or {}
     fields = next(iter(swept.values()), {})
     for row in rows:
@@ -114,23 +111,23 @@ def best_lrs(
         own = swept.get(row.get("run_id"))
         settings.update(own if own is not None else {f: row.get(f) for f in fields})
         key = tuple((k, _hashable(v)) for k, v in settings.items() if k not in ("lr", "seed"))
-        values = groups.setdefault(key, {}).setdefault(lr, [])
-        v = finite(row.get(metric))
-        if v is not None and not row.get("diverged"):
-            values.append(v)
-            floor = finite(row.get("optimal_loss"))
-            if floor is not None and "loss" in metric:
-                floors.setdefault(key, []).append(0.0 if metric == "loss_above_floor" else floor)
-    best = []
-    for key, by_lr in groups.items():
-        means = {lr: statistics.fmean(vs) for lr, vs in by_lr.items() if vs}
-        if means:
-            lr = min(means, key=lambda x: (means[x], x))
-            mean, vs = means[lr], by_lr[lr]
-            floor = statistics.fmean(floors[key]) if key in floors else math.nan
-            grid = tuple(sorted(by_lr))
-            best.append(BestLR(key, lr, grid, mean, min(vs), max(vs), len(vs), mean - floor))
-    return best
+        v = None if row.get("diverged") else finite(row.get(metric))
+        floor = finite(row.get("optimal_loss")) if v is not None and "loss" in metric else None
+        if floor is not None and metric == "loss_above_floor":
+            floor = 0.0
+        records.append((groups.setdefault(key, len(groups)), lr, v, floor))
+    if not records:
+        return []
+    frame = pd.DataFrame(records, columns=["group", "lr", "value", "floor"], dtype=float)
+    by_group = frame.groupby("group")
+    grids, floors = by_group["lr"].unique(), by_group["floor"].mean()
+    best = best_over(frame, "group", "lr", "value")
+    best["grid"] = [tuple(sorted(grids[g].tolist())) for g in best["group"]]
+    best["above_floor"] = best["mean"] - floors[best["group"]].to_numpy()
+    keys = list(groups)
+    best["group"] = [keys[int(g)] for g in best["group"]]
+    columns = ["group", "lr", "grid", "mean", "min", "max", "count", "above_floor"]
+    return [BestLR(*row) for row in best[columns].itertuples(index=False)]
 
 
 def _order(v: Any) -> tuple:
