@@ -11,9 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from spamlang.errors import UserError, describe
+from spamlang.errors import UserError
 from spamlang.law import formula
 from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
+from spamlang.rundir.reading import read_named_json
 
 # Bumped when the file's meaning changes; a file of another format is refused, not misread.
 FORMAT = 1
@@ -302,13 +303,7 @@ def load(path: str | Path | None = None) -> Law:
             else "spamlang ships no fitted law yet: fit one with `spamlang law fit "
             "SWEEP_DIR... -o law.json` and pass it with --law law.json"
         )
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{source}: {describe(e)}") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{source}:{e.lineno}: bad JSON: {e.msg}") from None
-    return Law.from_json(data, str(source))
+    return Law.from_json(read_named_json(source, source), str(source))
 
 
 def shipped() -> Law | None:

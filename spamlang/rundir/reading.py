@@ -44,6 +44,20 @@ def read_json(path: str | Path) -> Any:
         return json.load(f)
 
 
+def read_named_json(path: Path, where: object = None) -> Any:
+    """A JSON file a user named (a sweep file, a law): its value, or UserError in one line,
+    `WHERE: reason` or `WHERE:LINE: bad JSON: message` (`where`: how to name it; the path)."""
+    from spamlang.errors import UserError
+
+    where = path if where is None else where
+    try:
+        return read_json(path)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{where}:{e.lineno}: bad JSON: {e.msg}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{where}: {describe(e)}") from None
+
+
 def read_strict(path: Path) -> dict:
     """A run's JSON file as a dict; ValueError saying, in words, why it cannot be."""
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe, first_line
+from spamlang.rundir.reading import read_named_json
 from spamlang.sweep.spec import Sweep, axis_type, build_point, check_value, fields_of, id_part
 
 
@@ -188,12 +189,7 @@ def _load_py(path: Path) -> tuple[Sweep, bool, tuple]:
 def _load_json(path: Path) -> Sweep:
     from spamlang.train.config import TrainConfig
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: {describe(e)}") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}:{e.lineno}: bad JSON: {e.msg}") from None
+    data = read_named_json(path)
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
     # grown, set and axis_order: what a sweep directory's own sweep.json adds, so it loads too.
