@@ -116,7 +116,7 @@ def test_a_law_of_one_width_flags_every_other_width():
 def test_depth_is_an_input_a_law_of_one_depth_flags_every_other_depth(law):
     """Fitted at 2 and 8 layers the depth terms are fitted and a depth between is inside the
     range; fitted at 2 alone they are held at 0, and 4 layers is an extrapolation."""
-    assert law.errors["c_L"] is not None and law.errors["a_L"] is not None
+    assert law.errors["c_L"] is not None
     assert law.constants["c_L"] == pytest.approx(synthetic.CONSTANTS["c_L"], abs=0.05)
     inside = law.predict_row(_row(n_layers=4))
     assert inside.extrapolation == ()
@@ -127,20 +127,13 @@ def test_depth_is_an_input_a_law_of_one_depth_flags_every_other_depth(law):
     assert any("n_layers 4 outside" in r for r in one.predict_row(_row(n_layers=4)).extrapolation)
 
 
-def test_a_law_file_from_before_depth_reads_as_fitted_at_its_covered_depths(tmp_path, law):
-    """A law file without c_L and a_L (its depths under covered n_layers, as the package
-    shipped before depth was an input) loads with both held at 0 and its depths as the range."""
-    data = law.to_json()
-    for name in ("c_L", "a_L"):
-        del data["constants"][name], data["errors"][name]
-    del data["ranges"]["n_layers"]
-    data["covered"]["n_layers"] = [2]
+def test_a_law_file_of_the_exponential_boundary_is_refused_not_misread(tmp_path, law):
+    """Format 1 files hold the exponential boundary (no log_s): read as today's law they would
+    predict other numbers, so they are refused, in one line, with what to do."""
+    data = {**law.to_json(), "format": 1}
     (tmp_path / "old.json").write_text(json.dumps(data))
-    old = load(tmp_path / "old.json")
-    assert old.constants["c_L"] == old.constants["a_L"] == 0.0 and old.errors["c_L"] is None
-    assert old.ranges["n_layers"] == [2.0, 2.0] and "n_layers" not in old.covered
-    assert old.predict_row(_row(n_layers=2)).extrapolation == ()
-    assert any("n_layers 8" in r for r in old.predict_row(_row(n_layers=8)).extrapolation)
+    with pytest.raises(UserError, match="not a spamlang law file of format 2"):
+        load(tmp_path / "old.json")
 
 
 def test_predict_reads_a_train_config_as_its_row(law):
@@ -202,7 +195,7 @@ def test_load_without_a_path_reads_the_shipped_law(monkeypatch, tmp_path, law):
     [
         ("{not json", "bad JSON"),
         (json.dumps({"format": 99}), "format"),
-        (json.dumps({"format": 1, "constants": {}}), "not a complete law"),
+        (json.dumps({"format": 2, "constants": {}}), "not a complete law"),
     ],
 )
 def test_a_broken_law_file_is_a_user_error(tmp_path, text, match):
@@ -237,8 +230,8 @@ def test_a_law_file_with_bad_values_is_refused_when_read(tmp_path, law, change, 
 
 def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
     """When every symbol comes once an epoch, the steps since its last appearance are about
-    uniform on [0, R), so the share past c M steps is max(0, 1 - cM/R), where iid's geometric
-    gaps give exp(-cM/R) (the formula's docstring)."""
+    uniform on [0, R), so the share past c M steps is max(0, 1 - cM/R), where iid order has
+    the logistic boundary 1 / (1 + (cM/R)^s), a half at cM = R (the formula's docstring)."""
     import math
 
     from spamlang.law import formula
@@ -253,8 +246,11 @@ def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
 
     floor = loss(1e6, 1.0, True)  # remembered, every symbol shown: the floor l(n)
     assert loss(R=c * 20, M=20, permuted=True) == pytest.approx(floor)  # cM = R: nobody away
-    assert loss(R=c * 20, M=20, permuted=False) > floor + 0.3 * (math.log(V) - floor)
+    iid = loss(R=c * 20, M=20, permuted=False)
+    assert iid == pytest.approx(floor + 0.5 * (1 - math.exp(-n)) * (math.log(V) - floor))
     # Never shown: under iid a share exp(-n) of the symbols, at chance whatever the memory.
-    assert loss(1e6, 1.0, False) == pytest.approx(floor + math.exp(-n) * (math.log(V) - floor))
+    # (M is capped at the run's 16 steps: the boundary's share, 1 / (1 + (16 c)^s), is 1e-7.)
+    expected = floor + math.exp(-n) * (math.log(V) - floor)
+    assert loss(1e6, 1.0, False) == pytest.approx(expected, abs=1e-5)
     half = loss(R=2 * c * 20, M=20, permuted=True)
     assert half == pytest.approx(0.5 * math.log(V) + 0.5 * floor)

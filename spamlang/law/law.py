@@ -16,15 +16,16 @@ from spamlang.law import formula
 from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
 from spamlang.rundir.reading import read_named_json
 
-# Bumped when the file's meaning changes; a file of another format is refused, not misread.
-FORMAT = 1
+# Bumped when the file's meaning changes; a file of another format is refused, not misread
+# (2: the cell law's boundary became a logistic, with its steepness log_s).
+FORMAT = 2
 SHIPPED = "fitted.json"  # the package's own law, next to this module
 # How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
 # only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
 # (a law fitted at one width has no slope: any other width is flagged).
 WIDTH_FACTOR = 2.0
 # Numeric inputs a prediction must stay within (inclusive, at the fit's min and max); the depth
-# n_layers is in the formula through c_L and a_L once the fit saw more than one.
+# n_layers is in the formula through c_L once the fit saw more than one.
 RANGED = ("V", "R", "M", "n", "n_layers")
 # Settings the law knows only at the values its cells had.
 COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed")
@@ -147,8 +148,6 @@ class Law:
         if kind is not cls:
             raise UserError(f"{where}: a law of kind {kind.KIND!r}, not {cls.KIND!r}")
         names = [f.name for f in dataclasses.fields(cls)]
-        if cls is Law:
-            data = _without_depth_terms(data)
         absent = sorted(set(names) - set(data))
         if (
             absent
@@ -194,7 +193,7 @@ class Law:
         return "\n".join(lines)
 
     def summary_line(self) -> str:
-        """The constant in words: c untied and tied."""
+        """The constants in words: c untied and tied, and the boundary's steepness s."""
         c = math.exp(self.constants["c0"])
         at = [
             f"D = {formula.D_REF}" if self.errors["c_D"] is not None else "the fitted width",
@@ -202,7 +201,7 @@ class Law:
         ]
         return (
             f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
-            f"at {' and '.join(at)}"
+            f"at {' and '.join(at)}; steepness s = {math.exp(self.constants['log_s']):.3g}"
         )
 
 
@@ -263,24 +262,6 @@ def out_of_scope(row: Mapping[str, Any], x: Mapping[str, Any]) -> tuple[str, ...
         if not missing(row.get(name)) and float(row[name]) != value
     ]
     return tuple(reasons)
-
-
-def _without_depth_terms(data: dict) -> dict:
-    """A law file written before depth was an input (no c_L, a_L; its depths listed under
-    covered n_layers) read as one fitted at those depths: the terms held at 0, unfitted."""
-    constants, covered = data.get("constants"), data.get("covered")
-    if not isinstance(constants, dict) or any(n in constants for n in formula.DEPTH_NAMES):
-        return data
-    if not isinstance(covered, dict) or not isinstance(data.get("ranges"), dict):
-        return data
-    depths = [float(v) for v in covered.get("n_layers") or [formula.LAYERS_REF]]
-    return {
-        **data,
-        "constants": {**constants, **dict.fromkeys(formula.DEPTH_NAMES, 0.0)},
-        "errors": {**(data.get("errors") or {}), **dict.fromkeys(formula.DEPTH_NAMES)},
-        "ranges": {**data["ranges"], "n_layers": [min(depths), max(depths)]},
-        "covered": {k: v for k, v in covered.items() if k != "n_layers"},
-    }
 
 
 def _show(value: Any) -> str:

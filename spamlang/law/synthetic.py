@@ -27,10 +27,9 @@ CONSTANTS = {
     "c_tied": math.log(4.2 / 2.5),
     "c_D": 0.8,
     "c_wd": -0.3,
-    # depth: deeper nets hold symbols longer and learn them lower (made up, nonzero so that the
-    # fit must find the terms)
-    "a_L": -0.4,
+    # depth: deeper nets hold symbols longer (made up, nonzero so that the fit must find it)
     "c_L": 0.3,
+    "log_s": math.log(4.0),  # a boundary steepness near the fitted one (about 6.5)
 }
 # The grid: the README's sweeps in miniature (steps = n x V / B for these n).
 GRID = {
