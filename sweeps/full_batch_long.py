@@ -26,8 +26,7 @@ from pathlib import Path
 from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import load_sweep_file
 
-# The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
-# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+# The grid's file sits next to this one, loaded by path: sweeps/ is not a package.
 SHORT = load_sweep_file(Path(__file__).with_name("full_batch.py"))[0]
 STEPS = 1000
 VOCAB = 4096

@@ -32,8 +32,7 @@ from pathlib import Path
 from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import load_sweep_file
 
-# The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
-# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+# The grid's file sits next to this one, loaded by path: sweeps/ is not a package.
 PLAIN = load_sweep_file(Path(__file__).with_name("memory_width.py"))[0]
 CELL = ["tiny", 32]  # D = 16 at B = 32: preset and batch of the default cell
 

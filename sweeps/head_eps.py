@@ -32,8 +32,7 @@ from pathlib import Path
 from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import load_sweep_file
 
-# The base's file sits next to this one, loaded by path: sweeps/ on sys.path would let
-# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+# The base's file sits next to this one, loaded by path: sweeps/ is not a package.
 ADAM_EPS = load_sweep_file(Path(__file__).with_name("adam_eps.py"))[0]
 
 SWEEP = dataclasses.replace(

@@ -22,8 +22,7 @@ from pathlib import Path
 from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import load_sweep_file
 
-# The grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
-# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+# The grid's file sits next to this one, loaded by path: sweeps/ is not a package.
 WITH_DECAY = load_sweep_file(Path(__file__).with_name("memory_width.py"))[0]
 
 axes = dict(WITH_DECAY.axes)

@@ -19,8 +19,7 @@ from pathlib import Path
 from spamlang.cli.sweep_cmd import main
 from spamlang.sweep import load_sweep_file
 
-# The full grid's file sits next to this one, loaded by path: sweeps/ on sys.path would let
-# sweeps/bottleneck.py shadow the `bottleneck` module that pandas looks for.
+# The full grid's file sits next to this one, loaded by path: sweeps/ is not a package.
 FULL = load_sweep_file(Path(__file__).with_name("paper_width.py"))[0]
 CELLS = FULL.axes["vocab_size,tokens,diag_every"]
 

@@ -18,18 +18,13 @@ results.csv shows beside the committed one.
 Run: python sweeps/symbol_reruns.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
-import sys
 from pathlib import Path
 
-# Run as a script, this file's folder is sys.path[0], and its bottleneck.py would shadow the
-# module of that name which pandas imports (spamlang.results reads the committed tables).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import spamlang.results  # noqa: E402
-from spamlang.cli.sweep_cmd import main  # noqa: E402
-from spamlang.law.cells import cells  # noqa: E402
-from spamlang.sweep import Sweep  # noqa: E402
-from spamlang.train.config import TrainConfig  # noqa: E402
+import spamlang.results
+from spamlang.cli.sweep_cmd import main
+from spamlang.law.cells import cells
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 SEQ_LEN = 2

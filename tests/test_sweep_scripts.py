@@ -15,13 +15,23 @@ SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 @pytest.mark.parametrize("script", SWEEPS, ids=lambda p: p.stem)
 def test_sweep_script_dry_run(script, tmp_path, capsys):
     out = tmp_path / "out"
-    path = list(sys.path)
     assert cli_main(["sweep", str(script), "--out", str(out), "--dry-run"]) == 0
-    assert sys.path == path  # sweeps/bottleneck.py must not shadow pandas' `bottleneck`
     summary = [line for line in capsys.readouterr().out.splitlines() if " runs in " in line][-1]
     # The dry run lists every point of the script's grid (LR bracketing adds runs later).
     assert summary.startswith(f"{len(_points(script.stem))} runs in "), summary
     assert not out.exists() or not any(out.iterdir())  # a dry run writes nothing
+
+
+def test_no_sweep_file_shadows_a_module_a_run_imports():
+    """`python sweeps/X.py` puts sweeps/ first on sys.path: a file there named like a module
+    that pandas or matplotlib look for (sweeps/bottleneck.py once hid pandas' optional
+    `bottleneck`, and every sweep failed at its results table) must not exist."""
+    import subprocess
+
+    folder = str(SWEEPS[0].parent)
+    code = f"import sys; sys.path.insert(0, {folder!r}); import pandas, matplotlib.pyplot, scipy.optimize"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-500:]
 
 
 def _points(name: str):

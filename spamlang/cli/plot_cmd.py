@@ -287,7 +287,7 @@ def _bottleneck(kinds) -> None:
         "sqrt(1 - D/V) (a gradient with no preferred direction) and, when LMs are "
         "drawn, the paper's 95-99% band for real LMs. Runs that logged diagnostics "
         "during training (diag_every > 0) also get kernel fraction against training "
-        "tokens / V. Example: spamlang plot bottleneck runs/bottleneck lm/pythia-160m "
+        "tokens / V. Example: spamlang plot bottleneck runs/gradient_bottleneck lm/pythia-160m "
         "lm/gpt2 -o fig6.png",
         _plot("diagnostics", "plot_bottleneck", "labels"),
         "DIR",

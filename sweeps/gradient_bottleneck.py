@@ -14,11 +14,12 @@ norms) every 25 steps, on a fixed batch of the run's language.
 Cost: ~5-20 s per run on two CPU cores (a diag call costs about 1.5 training steps, so
 diag_every = 25 adds ~6%); about 5-8 minutes in all. No accelerator needed.
 
-Writes runs/bottleneck/ (run directories with "diag" rows, results.csv) and then the figure
+Writes runs/gradient_bottleneck/ (run directories with "diag" rows, results.csv) and then the figure
 (`spamlang plot bottleneck`): kernel fraction at the end of training against D/V, with
 sqrt(1 - D/V) for reference, and kernel fraction against training tokens per V.
 
-Run: python sweeps/bottleneck.py [--out DIR] [--figure FILE]   (default FILE: <out>/bottleneck.png)
+Run: python sweeps/gradient_bottleneck.py [--out DIR] [--figure FILE]
+     (default FILE: <out>/bottleneck.png)
 (Its figure was withdrawn from figures/: one LR, one seed, L = 64 and a sampled evaluation
 are not this package's protocol any more; rerun with seeds and an LR grid before reading it.)
 """
@@ -32,7 +33,7 @@ from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 
 SWEEP = Sweep(
-    name="bottleneck",
+    name="gradient_bottleneck",
     base=TrainConfig(
         preset="tiny",
         vocab_size=1024,
