@@ -10,9 +10,10 @@ from pathlib import Path
 _FORMULA_HELP = (
     "The law predicts a SpamLang cell's best-LR seed-mean final eval loss from its return time "
     "R = V / B, Adam's memory M = min(1 / (1 - b2), steps) and its updates per symbol "
-    "n = B x steps / V: the symbols never shown (exp(-n) of them) and those away longer than "
-    "c M steps (exp(-c M / R); under permuted order max(0, 1 - c M / R)) are at chance log V, "
-    "the rest at a n^-k, with c and a log-linear in tying, width and weight decay "
+    "n = B x steps / V: the symbols never shown (exp(-n) of them) are at chance log V, and so is "
+    "a cell whose return time passes c M (a share 1 / (1 + (c M / R)^s); under epoch orders "
+    "max(0, 1 - c M / R)); the rest is at a n^-k, with c log-linear in tying, width, weight "
+    "decay and depth, a in tying, width and weight decay "
     "(`python -c 'import spamlang.law.formula as f; print(f.FORMULA)'`)."
 )
 
