@@ -30,6 +30,8 @@ from spamlang.rundir.reading import (
     RunWarning,
     cell_value,
     check_dir,
+    extra_axes,
+    fill_older,
     flatten_config,
     frame,
     is_finished,
@@ -65,17 +67,18 @@ def load(sweep_dir: str | Path):
     root = check_dir(sweep_dir)
     if (root / RESULTS_FILE).is_file() or not is_run(root):
         return scan(root)
-    from spamlang.sweep.results_csv import read_run
-
     if not is_finished(root):
         raise UserError(
             f"{root} is a run that has not finished (no {RESULT}); "
             "load_metrics reads its curves so far"
         )
     try:
-        row = read_run(root)
+        result, config = read_strict(root / RESULT), read_strict(root / CONFIG)
     except ValueError as e:
         raise UserError(f"{root} cannot be read: {e}") from None
+    row = {"run_id": root.name, **_config_axes(config, SETTING_COLUMNS[1:])}
+    row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    fill_older(row, lambda: _built(config).return_time)
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
     return frame(header, [[cell_value(v) for v in map(row.get, header)]])
 
@@ -123,8 +126,6 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """(the settings columns of results.csv, `settings_columns`, {run_id: those settings});
     without results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
-        from spamlang.sweep.results_csv import extra_axes
-
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = read_table(root / RESULTS_FILE)
     axes = settings_columns(header)
@@ -141,7 +142,11 @@ def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:
     if not isinstance(config, dict):
         return dict.fromkeys(axes)
     flat = flatten_config(config)
-    model, params = _built(config)
+    try:
+        train = _built(config)
+        model, params = dataclasses.asdict(train.model_config()), train.make_language().params()
+    except (ValueError, TypeError):  # a config this version cannot build: its cells stay empty
+        model, params = {}, {}
     out = {}
     for c in axes:
         if c in flat:
@@ -153,16 +158,12 @@ def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:
     return out
 
 
-def _built(config: dict) -> tuple[dict, dict]:
-    """(ModelConfig fields, language parameters) of a config.json; empty for a config this
-    version cannot build (an older or foreign one): its cells stay empty."""
+def _built(config: dict):
+    """The TrainConfig of a config.json; ValueError (UserError) or TypeError for one this
+    version cannot build (an older or foreign one)."""
     from spamlang.train.config import TrainConfig
 
-    try:
-        train = TrainConfig.from_json(config)
-        return dataclasses.asdict(train.model_config()), train.make_language().params()
-    except (ValueError, TypeError):
-        return {}, {}
+    return TrainConfig.from_json(config)
 
 
 def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:
