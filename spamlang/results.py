@@ -20,12 +20,13 @@ pandas is a core dependency (docs/design.md, "Libraries").
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from pathlib import Path
 from typing import Any
 
+from spamlang import languages
 from spamlang.errors import UserError
+from spamlang.model.config import model_field
 from spamlang.rundir.reading import (
     RunWarning,
     cell_value,
@@ -52,6 +53,7 @@ from spamlang.rundir.schema import (
     RESULTS_FILE,
     SETTING_COLUMNS,
 )
+from spamlang.train.config import TrainConfig
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
@@ -78,7 +80,7 @@ def load(sweep_dir: str | Path):
         raise UserError(f"{root} cannot be read: {e}") from None
     row = {"run_id": root.name, **_config_axes(config, SETTING_COLUMNS[1:])}
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
-    fill_older(row, lambda: _built(config).return_time)
+    fill_older(row, lambda: TrainConfig.from_json(config).return_time)
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
     return frame(header, [[cell_value(v) for v in map(row.get, header)]])
 
@@ -138,32 +140,20 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
 
 def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:
     """The `axes` of a run not in results.csv, from its config.json as results.csv would write
-    them: `d_model` and `model.X` from the model the run builds, `param.X` from its language."""
+    them: `d_model` and `model.X` as its model saw them (`model_field`), `param.X` as its
+    language did (`languages.param_of`)."""
     if not isinstance(config, dict):
         return dict.fromkeys(axes)
     flat = flatten_config(config)
-    try:
-        train = _built(config)
-        model, params = dataclasses.asdict(train.model_config()), train.make_language().params()
-    except (ValueError, TypeError):  # a config this version cannot build: its cells stay empty
-        model, params = {}, {}
     out = {}
     for c in axes:
         if c in flat:
             out[c] = flat[c]
         elif c.startswith("param."):
-            out[c] = params.get(c[len("param.") :])
+            out[c] = languages.param_of(config, c[len("param.") :])
         else:
-            out[c] = model.get(c[len("model.") :] if c.startswith("model.") else c)
+            out[c] = model_field(config, c.removeprefix("model."))
     return out
-
-
-def _built(config: dict):
-    """The TrainConfig of a config.json; ValueError (UserError) or TypeError for one this
-    version cannot build (an older or foreign one)."""
-    from spamlang.train.config import TrainConfig
-
-    return TrainConfig.from_json(config)
 
 
 def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:

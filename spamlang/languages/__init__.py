@@ -36,7 +36,15 @@ _EXPORTS = {
     "MAX_VOCAB_SIZE": "base",
     **{where.partition(".")[2]: where.partition(".")[0] for where in _REGISTRY.values()},
 }
-__all__ = [*_EXPORTS, "names", "make", "language_class", "parse_params", "param_defaults"]
+__all__ = [
+    *_EXPORTS,
+    "names",
+    "make",
+    "language_class",
+    "parse_params",
+    "param_defaults",
+    "param_of",
+]
 
 
 def __getattr__(name: str):
@@ -81,6 +89,20 @@ def make(name: str, **params: Any):
     if "vocab_size" not in params:
         raise UserError(f"{name}: vocab_size is required")
     return cls(**params)
+
+
+def param_of(config: dict, name: str) -> Any:
+    """A language parameter as a run's config.json (a dict) saw it: set in its
+    language_params, else the language's default; None for a config this version cannot
+    build (an old or foreign one), rather than an error."""
+    params = config.get("language_params") or {}
+    if name in params:
+        return params[name]
+    try:
+        lang = make(config["language"], vocab_size=config["vocab_size"], **params)
+        return lang.params().get(name)
+    except Exception:  # an old or foreign config: the caller leaves the cell empty
+        return None
 
 
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:

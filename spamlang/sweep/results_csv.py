@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spamlang import languages
 from spamlang.errors import describe
+from spamlang.model.config import model_field
 from spamlang.rundir import symbols_damage
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
@@ -79,40 +81,11 @@ class Report:
         ]
 
 
-def _model_value(config: dict, name: str) -> Any:
-    """A model field as the run saw it: override, else preset value, else ModelConfig default."""
-    import dataclasses
-
-    from spamlang.errors import UserError
-    from spamlang.model.config import ModelConfig, preset_fields
-
-    try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
-        preset = preset_fields(config.get("preset"))
-    except UserError:  # a preset this version does not know: fall back to the defaults
-        preset = {}
-    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
-    model = config.get("model", config.get("model_overrides"))  # its name before 2026-12
-    return {**defaults, **preset, **(model or {})}.get(name)
-
-
-def _param_value(config: dict, name: str) -> Any:
-    params = config.get("language_params") or {}
-    if name in params:
-        return params[name]
-    try:
-        from spamlang import languages
-
-        lang = languages.make(config["language"], vocab_size=config["vocab_size"], **params)
-        return lang.params().get(name)
-    except Exception:  # an old or foreign config: leave the cell empty rather than fail the gather
-        return None
-
-
 def _setting(config: dict, column: str) -> Any:
     if column in ("d_model", "n_layers") or column.startswith("model."):
-        return _model_value(config, column.removeprefix("model."))
+        return model_field(config, column.removeprefix("model."))
     if column.startswith("param."):
-        return _param_value(config, column[len("param.") :])
+        return languages.param_of(config, column[len("param.") :])
     return config.get(column)
 
 
