@@ -36,15 +36,7 @@ _EXPORTS = {
     "MAX_VOCAB_SIZE": "base",
     **{where.partition(".")[2]: where.partition(".")[0] for where in _REGISTRY.values()},
 }
-__all__ = [
-    *_EXPORTS,
-    "names",
-    "make",
-    "language_class",
-    "parse_params",
-    "param_defaults",
-    "param_of",
-]
+__all__ = [*_EXPORTS, "names", "make", "language_class", "parse_params", "param_defaults"]
 
 
 def __getattr__(name: str):
