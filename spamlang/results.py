@@ -20,16 +20,19 @@ pandas is a core dependency (docs/design.md, "Libraries").
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from pathlib import Path
 from typing import Any
 
+from spamlang import languages
 from spamlang.errors import UserError
+from spamlang.model.config import model_field
 from spamlang.rundir.reading import (
     RunWarning,
     cell_value,
     check_dir,
+    extra_axes,
+    fill_older,
     flatten_config,
     frame,
     is_finished,
@@ -50,6 +53,7 @@ from spamlang.rundir.schema import (
     RESULTS_FILE,
     SETTING_COLUMNS,
 )
+from spamlang.train.config import TrainConfig
 
 # The first columns of load_metrics, before each row's metrics and the run's axes.
 ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
@@ -65,17 +69,18 @@ def load(sweep_dir: str | Path):
     root = check_dir(sweep_dir)
     if (root / RESULTS_FILE).is_file() or not is_run(root):
         return scan(root)
-    from spamlang.sweep.results_csv import read_run
-
     if not is_finished(root):
         raise UserError(
             f"{root} is a run that has not finished (no {RESULT}); "
             "load_metrics reads its curves so far"
         )
     try:
-        row = read_run(root)
+        result, config = read_strict(root / RESULT), read_strict(root / CONFIG)
     except ValueError as e:
         raise UserError(f"{root} cannot be read: {e}") from None
+    row = {"run_id": root.name, **_config_axes(config, SETTING_COLUMNS[1:])}
+    row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    fill_older(row, lambda: TrainConfig.from_json(config).return_time)
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
     return frame(header, [[cell_value(v) for v in map(row.get, header)]])
 
@@ -123,8 +128,6 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """(the settings columns of results.csv, `settings_columns`, {run_id: those settings});
     without results.csv, the columns a sweep would write."""
     if not (root / RESULTS_FILE).is_file():
-        from spamlang.sweep.results_csv import extra_axes
-
         return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
     header, rows = read_table(root / RESULTS_FILE)
     axes = settings_columns(header)
@@ -137,32 +140,20 @@ def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
 
 def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:
     """The `axes` of a run not in results.csv, from its config.json as results.csv would write
-    them: `d_model` and `model.X` from the model the run builds, `param.X` from its language."""
+    them: `d_model` and `model.X` as its model saw them (`model_field`), `param.X` as its
+    language did (`languages.param_of`)."""
     if not isinstance(config, dict):
         return dict.fromkeys(axes)
     flat = flatten_config(config)
-    model, params = _built(config)
     out = {}
     for c in axes:
         if c in flat:
             out[c] = flat[c]
         elif c.startswith("param."):
-            out[c] = params.get(c[len("param.") :])
+            out[c] = languages.param_of(config, c[len("param.") :])
         else:
-            out[c] = model.get(c[len("model.") :] if c.startswith("model.") else c)
+            out[c] = model_field(config, c.removeprefix("model."))
     return out
-
-
-def _built(config: dict) -> tuple[dict, dict]:
-    """(ModelConfig fields, language parameters) of a config.json; empty for a config this
-    version cannot build (an older or foreign one): its cells stay empty."""
-    from spamlang.train.config import TrainConfig
-
-    try:
-        train = TrainConfig.from_json(config)
-        return dataclasses.asdict(train.model_config()), train.make_language().params()
-    except (ValueError, TypeError):
-        return {}, {}
 
 
 def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:

@@ -10,7 +10,8 @@ language's most likely next tokens given the tokens before it (`Language.is_most
 Per sample, over the generated tokens only (`SampleStats`); `longest_repeat` is there so that a
 sample repeating the wrong symbol (`A` then nine `ξ`: longest run 0) shows what it learned (9).
 Renderers: `render_text` (ANSI colours on a terminal, else a marker line under each sample),
-`render_html` and `spamlang.plots.samples.plot_samples` (the same table as a figure).
+`render_html` and `spamlang.plots.samples.plot_samples` (the same table as a figure, drawn from
+what `spamlang.cli.sample_cmd.sample_figure` passes it).
 """
 
 from __future__ import annotations

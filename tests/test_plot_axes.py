@@ -17,11 +17,11 @@ from matplotlib.patches import Rectangle
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.plots import layout
-from spamlang.plots import runs as plot_runs
 from spamlang.plots.canvas import BEST_EDGE
 from spamlang.plots.curves import curves_figure
 from spamlang.plots.lines import auto_logx, lines_figure
 from spamlang.plots.sweep import best_cells, color_limits, heatmap_figure
+from spamlang.rundir import runs as sweep_runs
 from spamlang.rundir.reading import parse_cell
 
 SETTINGS = [
@@ -171,7 +171,7 @@ def test_stats_and_points_average_seeds_only():
     ]
     rows.append(row(seed=0, loss=9.0, lr=1e-2, repetition_accuracy=0.9))
     runs = [
-        plot_runs.Run(
+        sweep_runs.Run(
             r["run_id"],
             {k: parse_cell(str(r[k])) for k in SETTINGS[1:]},
             {k: parse_cell(str(r[k])) for k in OUTCOMES},
@@ -272,16 +272,16 @@ def test_heatmap_any_axes_and_where_on_outcomes(tmp_path):
     # --rows none: head is averaged, and the caption says so.
     fig = heatmap_figure(root, x="seq_len", y="vocab_size", rows="none", where={"tied": "true"})
     assert len(panels(fig)) == 1 and "mean over head (2 runs)" in fig.get_supxlabel()
-    runs = plot_runs.select(plot_runs.finished_runs(root), {"sequences_per_symbol": "50"})
+    runs = sweep_runs.select(sweep_runs.finished_runs(root), {"sequences_per_symbol": "50"})
     assert {r.get("vocab_size") for r in runs} == {16}
-    runs = plot_runs.select(
-        plot_runs.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"}
+    runs = sweep_runs.select(
+        sweep_runs.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"}
     )
     assert sorted({r.get("seq_len") for r in runs}) == [8, 1024] and all(
         r.get("tie_embeddings") for r in runs
     )
     with pytest.raises(UserError, match="no run has seq_len=5; its values are: 8, 64, 1024"):
-        plot_runs.select(plot_runs.finished_runs(root), {"seq_len": "5"})
+        sweep_runs.select(sweep_runs.finished_runs(root), {"seq_len": "5"})
 
 
 # ----- lines --------------------------------------------------------------------------------
@@ -505,7 +505,7 @@ def test_cli_axes_and_errors(tmp_path, capsys):
 
 
 def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
-    from spamlang.plots.runs import finished_runs, select
+    from spamlang.rundir.runs import finished_runs, select
 
     runs = finished_runs(write_sweep(tmp_path / "cov", coverage_rows()))
     vocabs = {r.get("vocab_size") for r in select(runs, {"vocab_size!": ["64"]})}

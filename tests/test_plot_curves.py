@@ -9,8 +9,8 @@ import json
 import pytest
 
 from spamlang.cli import main
-from spamlang.plots import runs as plot_runs
 from spamlang.plots.curves import choose_runs, curves_figure
+from spamlang.rundir import runs as sweep_runs
 from spamlang.sweep.best_lr import best_lrs
 
 FLOOR = "floor: 0 nats (off the log axis)"
@@ -103,7 +103,7 @@ def test_the_default_choice_is_the_sweep_summarys_best_lr(tmp_path):
     for (lr, seed), final in finals.items():
         for v in (64, 256):
             write_run(root, v, lr, True, seed, [5.0, final + v / 1000])
-    runs = plot_runs.scan_runs(root)
+    runs = sweep_runs.scan_runs(root)
     rows = [
         {
             "run_id": r.run_id,

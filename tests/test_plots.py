@@ -14,10 +14,9 @@ from spamlang.errors import UserError
 from spamlang.notation import format_count as format_vocab
 from spamlang.notation import format_lr
 from spamlang.plots import layout
-from spamlang.plots import runs as plot_runs
 from spamlang.plots.curves import choose_runs, curves_figure, plot_curves
 from spamlang.plots.sweep import heatmap_figure, plot_heatmap
-from spamlang.rundir.reading import iter_metrics
+from spamlang.rundir import runs as sweep_runs
 
 COLUMNS = [
     "run_id",
@@ -177,30 +176,6 @@ def test_formatters():
     assert [format_lr(x) for x in (5e-4, 2.5e-4, 0.01, 3e-2)] == ["5e-4", "2.5e-4", "1e-2", "3e-2"]
 
 
-def test_results_reading(sweep_dir):
-    runs = plot_runs.finished_runs(sweep_dir)
-    assert len(runs) == 11
-    diverged = [r for r in runs if r.diverged]
-    assert [(r.get("vocab_size"), r.lr, r.get("tie_embeddings")) for r in diverged] == [
-        (4096, 1e-2, False)
-    ]
-    assert diverged[0].value("final_eval_loss") is None  # nan is not a value
-    assert plot_runs.varying_settings(runs) == ["vocab_size", "lr", "tie_embeddings"]
-    scanned = plot_runs.scan_runs(sweep_dir)
-    assert len(scanned) == 5 and sum(not r.finished for r in scanned) == 1
-    assert len(iter_metrics(scanned[0].path, "train")) == 4  # torn last line skipped
-    picked = plot_runs.select(runs, {"lr": "1e-2", "tie_embeddings": "false"})
-    assert {(r.get("vocab_size"), r.get("tie_embeddings")) for r in picked} == {
-        (64, False),
-        (1024, False),
-        (4096, False),
-    }
-    with pytest.raises(UserError, match="unknown column 'colour' for --where; known columns: "):
-        plot_runs.select(runs, {"colour": "red"})
-    with pytest.raises(UserError, match="no run has lr"):
-        plot_runs.select(runs, {"lr": "0.5"})
-
-
 def test_heatmap_png_and_pdf(sweep_dir, tmp_path):
     for metric in ("final_eval_loss", "loss_above_floor", "final_train_loss"):
         _assert_figure(
@@ -268,7 +243,7 @@ def test_plots_do_not_import_training_or_jax():
 def test_heatmap_facets_by_head(sweep_dir, tmp_path):
     with open(sweep_dir / "results.csv", "a", newline="") as f:
         csv.DictWriter(f, fieldnames=COLUMNS).writerow(_row(1024, 1e-3, True, 0.2, head="mos:4"))
-    points = layout.group_points(plot_runs.finished_runs(sweep_dir))
+    points = layout.group_points(sweep_runs.finished_runs(sweep_dir))
     rows = layout.auto_rows(points, ["vocab_size", "lr", "tie_embeddings"], ["seed"])
     assert [p.row_label for p in layout.Facets(points, None, rows, []).panels] == [
         "head=mos:4",
@@ -280,7 +255,7 @@ def test_heatmap_facets_by_head(sweep_dir, tmp_path):
 
 def test_heatmap_from_run_dirs_without_csv(sweep_dir, tmp_path):
     (sweep_dir / "results.csv").unlink()
-    assert len(plot_runs.finished_runs(sweep_dir)) == 4
+    assert len(sweep_runs.finished_runs(sweep_dir)) == 4
     _assert_figure(plot_heatmap(sweep_dir, tmp_path / "h.png"), b"\x89PNG")
 
 
@@ -289,7 +264,7 @@ def test_curves(sweep_dir, tmp_path):
     _assert_figure(
         plot_curves(sweep_dir, tmp_path / "c.pdf", lr="best", metric="eval_loss"), b"%PDF"
     )
-    scanned = plot_runs.scan_runs(sweep_dir)
+    scanned = sweep_runs.scan_runs(sweep_dir)
     # Default: each cell's best LR, as "best" picks it.
     assert choose_runs(scanned, None) == choose_runs(scanned, "best")
     best = choose_runs(scanned, "best")

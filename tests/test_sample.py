@@ -48,7 +48,7 @@ def test_glyphs_are_visible_single_columns_unique_and_reversible():
 
 
 def test_tokens_past_the_glyphs_show_as_ids_everywhere(tmp_path):
-    from spamlang.plots.samples import plot_samples
+    from spamlang.cli.sample_cmd import sample_figure
     from spamlang.sample import shows_ids
 
     past = glyphs.num_glyphs() + 5
@@ -67,7 +67,7 @@ def test_tokens_past_the_glyphs_show_as_ids_everywhere(tmp_path):
     )
     assert shows_ids(r)
     assert str(past) in render_text(r) and f'title="token {past}">{past}<' in render_html(r)
-    plot_samples(r, tmp_path / "s.png")  # no error: the cells show ids
+    sample_figure(r, tmp_path / "s.png")  # no error: the cells show ids
 
 
 def test_prompt_as_ids_in_the_header_with_ids():
@@ -175,13 +175,13 @@ def test_sample_with_fake_models():
 
 
 def test_sample_png(tmp_path):
-    from spamlang.plots.samples import plot_samples
+    from spamlang.cli.sample_cmd import sample_figure
 
     for name, magic in (("t.png", b"\x89PNG"), ("t.pdf", b"%PDF")):
-        data = plot_samples(_spam_result(), tmp_path / name).read_bytes()
+        data = sample_figure(_spam_result(), tmp_path / name).read_bytes()
         assert data.startswith(magic) and len(data) > 3000
     with pytest.raises(UserError, match=r"\.png or \.pdf"):
-        plot_samples(_spam_result(), tmp_path / "t.gif")
+        sample_figure(_spam_result(), tmp_path / "t.gif")
 
 
 def test_sample_png_shows_ids_for_glyphs_the_font_lacks():

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from spamlang.errors import UserError
+from spamlang.rundir.reading import extra_axes
 from spamlang.sweep import Sweep, load_sweep_file
-from spamlang.sweep.results_csv import extra_axes
 from spamlang.train.config import TrainConfig
 
 BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=8, batch_size=4, tokens=4 * 8 * 10)

@@ -9,9 +9,8 @@ from flax import nnx
 from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.model import PRESETS, ModelConfig, Transformer
-from spamlang.model.config import WIDTH_BASES, preset_fields
+from spamlang.model.config import WIDTH_BASES, model_field, preset_fields
 from spamlang.sweep import Sweep
-from spamlang.sweep.results_csv import _model_value
 from spamlang.train.config import TrainConfig
 
 V = 256
@@ -149,7 +148,7 @@ def test_train_config_and_sweep_use_the_family():
 
 
 def test_results_show_the_real_d_model():
-    assert _model_value({"preset": "tiny-w32"}, "d_model") == 32
-    assert _model_value({"preset": "tiny-w32"}, "n_kv_heads") == 2
-    assert _model_value({"preset": "tiny-w32", "model_overrides": {"d_model": 48}}, "d_model") == 48
-    assert _model_value({"preset": "gone"}, "d_model") == 64  # ModelConfig's default
+    assert model_field({"preset": "tiny-w32"}, "d_model") == 32
+    assert model_field({"preset": "tiny-w32"}, "n_kv_heads") == 2
+    assert model_field({"preset": "tiny-w32", "model_overrides": {"d_model": 48}}, "d_model") == 48
+    assert model_field({"preset": "gone"}, "d_model") == 64  # ModelConfig's default

@@ -193,7 +193,9 @@ def _validate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from spamlang.law import leave_one_out, summary
-    from spamlang.law.fitting import TABLE_COLUMNS, plot_validation
+    from spamlang.law.fitting import TABLE_COLUMNS
+    from spamlang.law.formula import LOG_OFFSET
+    from spamlang.plots.validation import plot_validation
 
     if args.output:
         from spamlang.plots.canvas import check_figure_path
@@ -215,7 +217,7 @@ def _validate(args: argparse.Namespace) -> int:
         print()
         print(summary(table).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if args.output:
-        print(f"wrote {plot_validation(table, args.output)}")
+        print(f"wrote {plot_validation(table, args.output, LOG_OFFSET)}")
     return 0
 
 

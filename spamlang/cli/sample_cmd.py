@@ -23,7 +23,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
     """(cell, run directory) of each cell of `sweep_dir` that `where` selects: the run at the
     cell's best LR (seed-mean final eval loss, `spamlang.sweep.best_lr`), lowest seed."""
-    from spamlang.plots.runs import finished_runs, select, shown
+    from spamlang.rundir.runs import finished_runs, select, shown
     from spamlang.sweep.best_lr import best_lrs
 
     runs = [r for r in select(finished_runs(sweep_dir), where) if r.path is not None]
@@ -113,10 +113,26 @@ def handler(args: argparse.Namespace) -> int:
         atomic_write_text(args.html, render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
     if args.png:
-        from spamlang.plots.samples import plot_samples
-
-        print(f"wrote {plot_samples(result, args.png, ids=args.ids)}")
+        print(f"wrote {sample_figure(result, args.png, ids=args.ids)}")
     return 0
+
+
+def sample_figure(result, out_file, ids: bool = False) -> Path:
+    """The sample table of a `spamlang.sample.SampleResult` as a figure, with the header,
+    colours and choice of glyphs or ids of the terminal and the HTML page."""
+    from spamlang.plots.samples import plot_samples
+    from spamlang.sample import COLOURS, INCORRECT, definitions, describe, shows_ids
+
+    ids = shows_ids(result, ids)
+    return plot_samples(
+        result,
+        out_file,
+        title=describe(result, ids),
+        notes=definitions(result),
+        colours=COLOURS,
+        wrong=INCORRECT,
+        ids=ids,
+    )
 
 
 def register(subparsers) -> None:

@@ -205,7 +205,7 @@ def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> l
     "tie_embeddings": True}): 6 samples of 32 tokens at temperature 0.9, seeded with token 0
     (`A`), from the cell's best-LR run (seed-mean final eval loss), lowest seed;
     `samples_V4096_tied.png`. Nothing when the cell has no finished run."""
-    from spamlang.plots.samples import plot_samples
+    from spamlang.cli.sample_cmd import sample_figure
     from spamlang.sample import sample_run
     from spamlang.sweep.best_lr import best_lrs
 
@@ -216,7 +216,7 @@ def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> l
     run = min((r for r in cell if r["lr"] == best[0].lr), key=lambda r: r.get("seed") or 0)
     name = "samples_" + "_".join(id_part(k, v) for k, v in where.items())  # samples_V4096_tied
     result = sample_run(out / run["run_id"], n=6, length=32, temperature=0.9, prompt=[0], seed=0)
-    return [plot_samples(result, figures / f"{name}.png")]
+    return [sample_figure(result, figures / f"{name}.png")]
 
 
 def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:

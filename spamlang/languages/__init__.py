@@ -83,6 +83,20 @@ def make(name: str, **params: Any):
     return cls(**params)
 
 
+def param_of(config: dict, name: str) -> Any:
+    """A language parameter as a run's config.json (a dict) saw it: set in its
+    language_params, else the language's default; None for a config this version cannot
+    build (an old or foreign one), rather than an error."""
+    params = config.get("language_params") or {}
+    if name in params:
+        return params[name]
+    try:
+        lang = make(config["language"], vocab_size=config["vocab_size"], **params)
+        return lang.params().get(name)
+    except Exception:  # an old or foreign config: the caller leaves the cell empty
+        return None
+
+
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
     """Parse `["k=v", ...]` strings into typed parameters of language `name` (for the CLI)."""
     types = fields.field_types(language_class(name))

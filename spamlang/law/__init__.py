@@ -8,7 +8,7 @@ its updates per symbol (the formula: `spamlang.law.formula`).
     law.save("law.json"); law = spamlang.law.load("law.json")    # load(): the shipped law
 
 Modules: `formula` (the math), `cells` (runs -> best-LR seed means, `fill_from_configs`),
-`law` (`Law`, `Prediction`, files, text), `fitting` (`fit`, `leave_one_out`, its figure),
+`law` (`Law`, `Prediction`, files, text), `fitting` (`fit`, `leave_one_out`; its figure is `spamlang.plots.validation`),
 `forecast` (a forecast CSV written before a sweep, `compare` with what it measured),
 `symbols` (the symbol-level law: each symbol's loss from its history; `SymbolLaw`),
 `synthetic` (runs of a known law). Imports no JAX: numpy here, scipy, pandas and matplotlib

@@ -130,6 +130,19 @@ def preset_fields(name: str) -> dict[str, Any]:
     return fields
 
 
+def model_field(config: dict, name: str) -> Any:
+    """A model field as a run's config.json (a dict) saw it: its override, else its preset's
+    value, else ModelConfig's default, so that a config this version cannot build (a preset it
+    does not know) still reads."""
+    try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
+        preset = preset_fields(config.get("preset"))
+    except UserError:  # a preset this version does not know: fall back to the defaults
+        preset = {}
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    model = config.get("model", config.get("model_overrides"))  # its name before 2026-12
+    return {**defaults, **preset, **(model or {})}.get(name)
+
+
 def _width_step(base: str) -> int:
     """The smallest width of `base`'s family: head_dim x query heads per KV head."""
     fields = PRESETS[base]

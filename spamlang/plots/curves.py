@@ -20,8 +20,8 @@ from spamlang.notation import format_count, format_lr
 from spamlang.plots import layout
 from spamlang.plots.canvas import writer
 from spamlang.plots.layout import SEED, Facets, Point
-from spamlang.plots.runs import Run, scan_runs, select
 from spamlang.rundir.reading import iter_metrics
+from spamlang.rundir.runs import Run, scan_runs, select
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")

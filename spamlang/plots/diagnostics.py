@@ -34,8 +34,8 @@ from matplotlib.figure import Figure
 from spamlang.errors import UserError
 from spamlang.fields import finite
 from spamlang.plots.canvas import plain_log_ticks, save_figure, writer
-from spamlang.plots.runs import scan_runs
 from spamlang.rundir.reading import check_dir, iter_metrics, read_object, read_strict
+from spamlang.rundir.runs import scan_runs
 from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")

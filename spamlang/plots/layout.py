@@ -33,8 +33,8 @@ from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
-from spamlang.plots.runs import Run, check_column, complement_of, varying_settings
 from spamlang.rundir import reading
+from spamlang.rundir.runs import Run, check_column, complement_of, varying_settings
 from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED = "seed"

@@ -12,7 +12,7 @@ from spamlang.errors import UserError
 from spamlang.plots import layout
 from spamlang.plots.canvas import MAX_DATA_TICKS, data_ticks, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, describe, format_value, short_name
-from spamlang.plots.runs import Run, check_column, finished_runs, select, varying_settings
+from spamlang.rundir.runs import Run, check_column, finished_runs, select, varying_settings
 
 AUTO = "auto"
 LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default

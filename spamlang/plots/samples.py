@@ -11,33 +11,26 @@ from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, save_figure
-from spamlang.sample import (
-    COLOURS,
-    CORRECT,
-    INCORRECT,
-    SEED,
-    SampleResult,
-    definitions,
-    describe,
-    shows_ids,
-)
 
 _CELL_IN = 0.2  # side of one token cell, inches
 _FONT = "DejaVu Sans"  # ships with matplotlib, so every machine draws the same table
 _STATS_IN = 2.8  # room for the four statistic columns
 
 
-def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
+def plot_samples(
+    result, out_file, *, title: str, notes: str, colours: dict[str, str], wrong: str, ids: bool
+) -> Path:
     """Draw `result` as a coloured token table with per-sample statistics; PNG or PDF by extension.
 
-    A token whose glyph the figure font lacks (scripts such as the Indic ones or Ethiopic)
-    shows its token id in small digits instead of an empty box, so that every cell still says
-    which token it is; with `ids`, or when some token has no glyph at all (`shows_ids`),
-    every cell does. A line under the title says what the
-    statistics count (`spamlang.sample.definitions`).
+    `result` is a `spamlang.sample.SampleResult` (its tokens, kinds(), stats and summary), which
+    `spamlang sample` and a sweep's --plots compute and pass in with the words the terminal and
+    the HTML page show: `title` (where the samples come from), `notes` (what the statistics
+    count, under the table), `colours` ({token kind: colour}, in the legend's order), `wrong`
+    (the kind drawn in bold) and `ids`. A token whose glyph the figure font lacks (scripts such
+    as the Indic ones or Ethiopic) shows its token id in small digits instead of an empty box,
+    so that every cell still says which token it is; with `ids` every cell does.
     """
     check_figure_path(out_file)
-    ids = shows_ids(result, ids)  # as the terminal and the HTML page decide
     n, length = result.tokens.shape
     kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
@@ -57,12 +50,12 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
         for x, (token, k) in enumerate(zip(tokens.tolist(), row_kinds)):
             ax.add_patch(
-                Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=COLOURS[k], linewidth=0)
+                Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=colours[k], linewidth=0)
             )
             label, is_glyph = (str(int(token)), False) if ids else cell_label(token)
             # A glyph at 8 pt, bold when wrong; 4-7 digits must fit a 0.2-inch cell.
             style = (
-                dict(fontsize=8, weight="bold" if k == INCORRECT else "normal")
+                dict(fontsize=8, weight="bold" if k == wrong else "normal")
                 if is_glyph
                 else dict(fontsize=min(4.5, 15 / len(label)))
             )
@@ -87,12 +80,10 @@ def plot_samples(result: SampleResult, out_file, ids: bool = False) -> Path:
     stats_row(-n, mean, style="italic")
     ax.set_xlim(-1.5, x_stats + 4 * step + 0.3)
     ax.set_ylim(-n - 0.6, 1.4)
-    fig.suptitle(describe(result, ids), fontsize=7, x=0.01, ha="left", y=0.97)
-    fig.text(
-        0.01, 0.005, definitions(result), fontsize=6, color="0.3", ha="left", va="bottom", wrap=True
-    )
+    fig.suptitle(title, fontsize=7, x=0.01, ha="left", y=0.97)
+    fig.text(0.01, 0.005, notes, fontsize=6, color="0.3", ha="left", va="bottom", wrap=True)
     fig.legend(
-        handles=[Patch(facecolor=COLOURS[k], label=k) for k in (SEED, CORRECT, INCORRECT)],
+        handles=[Patch(facecolor=c, label=k) for k, c in colours.items()],
         loc="upper right",
         ncol=3,
         fontsize=7,

@@ -17,7 +17,7 @@ from spamlang.plots import layout
 from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, describe, higher_is_better, ident, short_name
 from spamlang.plots.lines import resolve_best_over
-from spamlang.plots.runs import Run, finished_runs, select
+from spamlang.rundir.runs import Run, finished_runs, select
 
 # Settings named in each cell when they are no axis yet differ between cells: the head kind
 # of rank_width.png, whose rank axis crosses from lowrank:r through softmax to mlp:r.

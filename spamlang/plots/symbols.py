@@ -42,10 +42,10 @@ from spamlang.errors import UserError
 from spamlang.plots import layout
 from spamlang.plots.canvas import BEST_EDGE, CMAP, note, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, facet_title, format_value
-from spamlang.plots.runs import Run, finished_runs, select, varying_settings
 from spamlang.plots.sweep import color_limits
 from spamlang.rundir import read_symbols
 from spamlang.rundir.reading import read_object
+from spamlang.rundir.runs import Run, finished_runs, select, varying_settings
 from spamlang.rundir.schema import RESULT, SYMBOLS
 
 COLOR = "vocab_size"  # plot symbols: one colour per V

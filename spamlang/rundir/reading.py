@@ -20,12 +20,21 @@ import json
 import math
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe
 from spamlang.fields import is_int, is_number
-from spamlang.rundir.schema import CONFIG, METRICS, RESULT, RESULT_COLUMNS, RESULTS_FILE
+from spamlang.rundir.schema import (
+    CONFIG,
+    METRICS,
+    RESULT,
+    RESULT_COLUMNS,
+    RESULTS_FILE,
+    SETTING_COLUMNS,
+    SWEEP_FILE,
+)
 
 _INT = re.compile(r"[+-]?\d+")
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
@@ -246,6 +255,39 @@ def settings_columns(columns: list[str]) -> list[str]:
     (settings come first, then extra sweep axes, then outcomes), less run_id."""
     first = min((i for i, c in enumerate(columns) if c in RESULT_COLUMNS), default=len(columns))
     return [c for c in columns[:first] if c != "run_id"]
+
+
+def fields_of(axis: str) -> list[str]:
+    """The fields an axis sets: one, or several for a linked axis ("vocab_size,seq_len")."""
+    return [name.strip() for name in axis.split(",")]
+
+
+def extra_axes(out_dir: str | Path) -> list[str]:
+    """Axis names of the sweep in `out_dir` (its sweep.json) that are not already standard
+    columns: the columns results.csv holds between the settings and the outcomes."""
+    try:
+        axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    names = [n for a in axes for n in fields_of(a)]  # a linked axis sets several
+    standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model", "model.n_layers"}  # columns
+    return [n for n in dict.fromkeys(names) if n not in standard]
+
+
+def fill_older(row: dict, return_time: Callable[[], dict]) -> None:
+    """Fill in a results.csv `row` the outcomes that a run written before they were reported
+    lacks: updates_per_symbol under its old name, and the return time, from `return_time()`
+    (the run's `TrainConfig.return_time`: the caller builds it, as this layer sits below the
+    trainer); left empty where that config cannot be built (ValueError, TypeError)."""
+    if row["updates_per_symbol"] is None:  # the column's old name
+        row["updates_per_symbol"] = row["sequences_per_symbol"]
+    missing = [k for k in ("symbol_return_steps", "adam_memory_steps") if row[k] is None]
+    if not missing:
+        return
+    try:
+        row.update({k: return_time()[k] for k in missing})
+    except (ValueError, TypeError):  # a foreign config (UserError is a ValueError): leave empty
+        pass
 
 
 def scan(sweep_dir: str | Path):

@@ -18,11 +18,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spamlang import languages
 from spamlang.errors import describe
+from spamlang.model.config import model_field
 from spamlang.rundir import symbols_damage
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
-from spamlang.rundir.reading import is_finished, parse_row, read_json, read_strict, run_dirs
+from spamlang.rundir.reading import (
+    extra_axes,
+    fill_older,
+    is_finished,
+    parse_row,
+    read_strict,
+    run_dirs,
+)
 from spamlang.rundir.schema import (
     CONFIG,
     METRICS,
@@ -31,10 +40,9 @@ from spamlang.rundir.schema import (
     RESULTS_FILE,
     RESULTS_LOCK,
     SETTING_COLUMNS,
-    SWEEP_FILE,
     SYMBOLS_FILE,
 )
-from spamlang.sweep.spec import fields_of
+from spamlang.train.config import TrainConfig
 
 # errno values that mean "this storage will not take a write" rather than a bug or a full disk.
 READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -73,67 +81,12 @@ class Report:
         ]
 
 
-def extra_axes(out_dir: str | Path) -> list[str]:
-    """Axis names of the sweep in `out_dir` that are not already standard columns."""
-    try:
-        axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
-    except (OSError, ValueError, AttributeError):
-        return []
-    names = [n for a in axes for n in fields_of(a)]  # a linked axis sets several
-    standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model", "model.n_layers"}  # columns
-    return [n for n in dict.fromkeys(names) if n not in standard]
-
-
-def _model_value(config: dict, name: str) -> Any:
-    """A model field as the run saw it: override, else preset value, else ModelConfig default."""
-    import dataclasses
-
-    from spamlang.errors import UserError
-    from spamlang.model.config import ModelConfig, preset_fields
-
-    try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
-        preset = preset_fields(config.get("preset"))
-    except UserError:  # a preset this version does not know: fall back to the defaults
-        preset = {}
-    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
-    model = config.get("model", config.get("model_overrides"))  # its name before 2026-12
-    return {**defaults, **preset, **(model or {})}.get(name)
-
-
-def _param_value(config: dict, name: str) -> Any:
-    params = config.get("language_params") or {}
-    if name in params:
-        return params[name]
-    try:
-        from spamlang import languages
-
-        lang = languages.make(config["language"], vocab_size=config["vocab_size"], **params)
-        return lang.params().get(name)
-    except Exception:  # an old or foreign config: leave the cell empty rather than fail the gather
-        return None
-
-
 def _setting(config: dict, column: str) -> Any:
     if column in ("d_model", "n_layers") or column.startswith("model."):
-        return _model_value(config, column.removeprefix("model."))
+        return model_field(config, column.removeprefix("model."))
     if column.startswith("param."):
-        return _param_value(config, column[len("param.") :])
+        return languages.param_of(config, column[len("param.") :])
     return config.get(column)
-
-
-def _fill_older(row: dict, config: dict) -> None:
-    """The config-derived outcomes of a run written before they were reported."""
-    if row["updates_per_symbol"] is None:  # the column's old name
-        row["updates_per_symbol"] = row["sequences_per_symbol"]
-    missing = [k for k in ("symbol_return_steps", "adam_memory_steps") if row[k] is None]
-    if not missing:
-        return
-    from spamlang.train.config import TrainConfig
-
-    try:
-        row.update({k: TrainConfig.from_json(config).return_time[k] for k in missing})
-    except (ValueError, TypeError):  # a foreign config (UserError is a ValueError): leave empty
-        pass
 
 
 def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) -> dict:
@@ -151,7 +104,7 @@ def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) ->
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
     # Not a column: the symbols' binned history, for symbols.csv.gz (`_write_symbol_table`).
     row["symbol_history"] = result.get("symbol_history")
-    _fill_older(row, config)
+    fill_older(row, lambda: TrainConfig.from_json(config).return_time)
     return row
 
 

@@ -37,6 +37,7 @@ from typing import Any
 from spamlang.errors import UserError, first_line
 from spamlang.fields import as_int, conform, field_types, in_range, is_int
 from spamlang.notation import format_count, parse_count
+from spamlang.rundir.reading import fields_of  # sweep.json's axes are read below the sweep
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
 # Abbreviations used in run ids; a field not listed here appears under its own name.
@@ -174,11 +175,6 @@ def _did_you_mean(axis: str, known: list[str]) -> str:
     if close == "preset":
         return " (did you mean the width family of presets, e.g. preset: ['tiny-w32', 'tiny-w64']?)"
     return f" (did you mean {close!r}?)" if close else ""
-
-
-def fields_of(axis: str) -> list[str]:
-    """The fields an axis sets: one, or several for a linked axis ("vocab_size,seq_len")."""
-    return [name.strip() for name in axis.split(",")]
 
 
 def _pairs(axis: str, value: Any) -> list[tuple[str, Any]]:

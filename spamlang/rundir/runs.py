@@ -1,7 +1,7 @@
 """Read a sweep directory from disk: results.csv, run directories, metrics.jsonl.
 
-Plots only ever read files, so that they work on a sweep that another host is still running and
-never import the trainer. A sweep directory holds `<run_id>/` run directories (config.json,
+The figures (`spamlang.plots`) and `spamlang sample --where` read a sweep this way: only files, so
+that they work on a sweep that another host is still running and never import the trainer. A sweep directory holds `<run_id>/` run directories (config.json,
 metrics.jsonl, result.json once finished) and `results.csv` (one row per finished run). When
 results.csv is missing, finished runs are read from their run directories instead.
 
