@@ -1,10 +1,9 @@
 """`TrainConfig`: everything needed to rerun one training run, JSON round-trippable.
 
-The optimizer defaults are a common AdamW recipe for small decoder LMs (the paper's appendix
-was not available): betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only, 5% linear
-warmup then cosine decay to 0.1 x the peak LR, clipping at global norm 1.0. Importing this
-module imports no JAX; building a config does (it builds the language and the model config to
-validate them)."""
+The optimizer defaults, a common AdamW recipe for small decoder LMs (the paper's appendix was not
+available): betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only, 5% linear warmup,
+cosine decay to 0.1 x peak, clipping at global norm 1. Importing this module imports no JAX;
+building a config does (it builds the language and the model config to validate them)."""
 
 from __future__ import annotations
 
@@ -18,26 +17,22 @@ from spamlang.notation import parse_count
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # The optimizers whose step is normalised by Adam's second moment (`return_time`).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
-# Fields that enter only a run's initial state (its seed, and the optimizer hyperparameters held
-# as arrays in the optimizer state): runs that differ only in these share one compiled program
-# and train together as members of one vmapped group.
+# Fields that enter only a run's initial state (seed, optimizer hyperparameters held as arrays):
+# runs that differ only in these share one compiled program, as members of one vmapped group.
 MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
-# Which optimizer reads which optimizer-specific field: with HEAD_CONTROLS, the table behind the
-# check in `__post_init__` (a value away from the default for an optimizer that ignores it is
-# refused); alone, `spamlang train --help`'s "read only by" and README's table (tested equal).
-# Every other optimizer field (lr, schedule, weight_decay, grad_clip) applies to all four.
+# Who reads which optimizer-specific field (the others apply to all): with HEAD_CONTROLS, the
+# table behind `__post_init__`'s refusal of a value an optimizer ignores; alone, `spamlang train
+# --help`'s "read only by" and README's table (tested equal).
 OPTIMIZER_FIELDS = {
     **dict.fromkeys(("b1", "b2", "eps"), ADAM_FAMILY),
     "momentum": ("sgd",),
     "lazy_rows": ("lazy_adamw",),
 }
-# The controls on the head's rows alone (`spamlang.optim.head`): each changes Adam's step, so
-# only adamw reads them. Apart from OPTIMIZER_FIELDS, whose README table does not list them.
+# The controls on the head's rows alone (`spamlang.optim.head`), each a change to Adam's step.
 HEAD_CONTROLS = dict.fromkeys(("head_amsgrad", "head_eps", "head_row_clip"), ("adamw",))
 
-# Names people type for a field spelled otherwise: a sweep axis or `spamlang train` flag named
-# so gets "did you mean" the field ("preset": the width family, tiny-w<D>; model.*: a
-# ModelConfig field, `--model NAME=VALUE` on the command line).
+# Names people type for a field, answered "did you mean" ("preset": the width family, tiny-w<D>;
+# model.*: a ModelConfig field, `--model NAME=VALUE`).
 FIELD_ALIASES = {
     **dict.fromkeys(("tied", "untied", "tie"), "tie_embeddings"),
     **dict.fromkeys(("vocab", "V"), "vocab_size"),
@@ -67,12 +62,11 @@ class TrainConfig:
     preset: str = _field("tiny", "model preset; <base>-w<D>: the base at width D, the rest scaled")
     init_from: str | None = _field(
         None,
-        "start from this local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
-        "architecture replaces the preset (written into --model), its weights the random init at "
-        "step 0 (a resumed run restores its own checkpoints). The run keeps the first "
-        "--vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied or "
-        "untied (head = a copy of the embedding), an untied one untied only; head softmax only; "
-        "'' for none (default: none)",
+        "start from a local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
+        "architecture replaces the preset (into --model), its weights the init (a resumed run "
+        "restores its own); the run keeps its first --vocab-size token ids; a tied checkpoint "
+        "trains tied or untied (head = a copy of the embedding), an untied one untied; head "
+        "softmax only; '' for none (default: none)",
         metavar="DIR",
     )
     model: dict = _field(
@@ -101,12 +95,11 @@ class TrainConfig:
     tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
     sampling: str = _field(
         "iid",
-        "iid: each sequence's symbol drawn independently (a symbol returns every R = V / B steps "
-        "on average, with a geometric tail); permuted: shuffled epochs, each dealing a fresh "
-        "seeded permutation of the symbols into batches (every symbol once per epoch, returning "
-        "every R steps on average, sd about 0.4 R); cyclic: one seeded permutation dealt every "
-        "epoch (every R steps exactly when B divides V). permuted or cyclic with batch_size = V "
-        "is full-batch training (spam only)",
+        "iid: symbols drawn independently (a symbol returns every R = V / B steps on average, "
+        "with a geometric tail); permuted: each epoch deals a fresh seeded permutation of the "
+        "symbols into batches (every R steps on average, sd about 0.4 R); cyclic: the same "
+        "permutation every epoch (every R steps exactly when B divides V); these two with "
+        "batch_size = V: full-batch training (spam only)",
         choices=("iid", "permuted", "cyclic"),
     )
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
@@ -131,8 +124,7 @@ class TrainConfig:
     momentum: float = _field(0.9, "heavy-ball momentum (the common default)", ge=0, lt=1)
     lazy_rows: str = _field(
         "all",
-        "the row tables that move only in steps that show their symbol: all (the embedding and "
-        "the head), embed, or head",
+        "rows moved only in steps that show their symbol: all (embedding and head), embed or head",
         choices=("all", "embed", "head"),
     )
     # The head controls (spamlang.optim.head) act on the head's V-row matrix alone (the embedding
@@ -155,7 +147,6 @@ class TrainConfig:
         ge=0,
     )
     grad_clip: float = _field(1.0, "clip the global gradient norm to this; 0: no clipping", ge=0)
-    # jax.random.PRNGKey (threefry) keeps a seed's low 32 bits: 2^32 is seed 0, 2^63 overflows.
     seed: int = _field(
         0,
         "one seed, split into the parameter-init and data streams",
@@ -178,19 +169,13 @@ class TrainConfig:
         ge=1,
     )
     eval_batch_size: int = _field(
-        0,
-        "sequences per eval batch (no gradients: may exceed batch_size); 0: max(batch_size, 256)",
-        ge=0,
+        0, "sequences per eval batch (may exceed batch_size); 0: max(batch_size, 256)", ge=0
     )
     checkpoint_every: int = _field(500, "steps between checkpoints; 0: only the final one", ge=0)
-    keep_checkpoints: int = _field(
-        2, "checkpoints kept; >1 so a corrupt latest has a fallback", ge=1
-    )
+    keep_checkpoints: int = _field(2, "checkpoints kept; >1: a fallback for a corrupt one", ge=1)
     # --- numerics ---
     dtype: str = _field(
-        "float32",
-        "compute dtype of the matmuls (bfloat16 on accelerators)",
-        choices=("float32", "bfloat16"),
+        "float32", "matmul dtype (bfloat16 on accelerators)", choices=("float32", "bfloat16")
     )
     loss_chunk: int = _field(
         256,
@@ -198,9 +183,7 @@ class TrainConfig:
         "chunk x V, the fastest size depends on D and device (benchmarks/bench_model.py); 0: none",
         ge=0,
     )
-    diverge_loss: float = _field(
-        100.0, "a loss above this (or non-finite) stops the run as diverged", gt=0
-    )
+    diverge_loss: float = _field(100.0, "stop as diverged above this loss (or non-finite)", gt=0)
     diag_every: int = _field(0, "steps between gradient-bottleneck diagnostics; 0: never", ge=0)
     track_symbols: int = _field(
         0,
