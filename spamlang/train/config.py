@@ -87,10 +87,7 @@ class TrainConfig:
     seq_len: int = _field(64, "L: spam needs little context", ge=2, why="one predicted position")
     batch_size: int = _field(32, "global batch (sequences per step), split over the devices", ge=1)
     micro_batch: int = _field(
-        0,
-        "split each batch into micro-batches of this many sequences, averaging their gradients: "
-        "the same update in less memory; 0: automatic (on CPUs only)",
-        ge=0,
+        0, "sequences per micro-batch (averaged gradients: less memory); 0: auto, CPUs only", ge=0
     )
     tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
     sampling: str = _field(

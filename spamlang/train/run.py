@@ -57,9 +57,8 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
 
     writer = jax.process_index() == 0
     check_unstarted_weights(configs, out_dirs)
-    # A finished member is only read (prepare() writes nothing then), so it needs no lock; the
-    # others are locked before config.json is written and the loop cuts back metrics.jsonl.
-    # One that finishes meanwhile is read as finished below.
+    # Only unfinished members are locked (before config.json is written and metrics.jsonl cut
+    # back); one that finishes meanwhile is read as finished below.
     pending = [rundir.make_dir(d) for d in out_dirs if not (d / rundir.RESULT).exists()]
     with hold_for_job(pending, writer):
         dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
@@ -219,12 +218,10 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) 
 
 
 def _common_steps(members: list[_Member]) -> dict[int, int | None]:
-    """{id(member): the newest step it may resume from} (None: any). A group saves its members
-    one after another, so a kill between two saves leaves some a step ahead of their partners:
-    those go back, with the partners of that save, to the newest step all of them have (none: a
-    fresh start), so that the group trains at its size and reproduces an uninterrupted run
-    bitwise. Members saved apart on purpose (alone, or in a group that every partner
-    completed) keep their own steps."""
+    """{id(member): the newest step it may resume from} (None: any). A kill between two members'
+    saves leaves some ahead of the partners of that save: all go back to the newest step they
+    share (-1: a fresh start), so that the group trains at its size and reproduces an
+    uninterrupted run bitwise. Members saved apart on purpose keep their own steps."""
     by_name = {m.dir.name: m for m in members}
     steps = {id(m): set(m.ckpt.steps()) for m in members}
     cap: dict[int, int | None] = {id(m): None for m in members}
@@ -255,9 +252,8 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
     for m in members:
         cap, logged = caps.get(id(m)), _last_logged(m.dir)
         if logged is not None and (cap is None or logged < cap):
-            # A checkpoint newer than the newest whole train row (a row torn on a disk that
-            # kept the checkpoint): its interval's row cannot be rebuilt, so the run resumes
-            # from a checkpoint whose rows are all there and trains those steps again.
+            # A checkpoint newer than the newest whole train row (torn on a disk that kept the
+            # checkpoint) cannot rebuild that row: resume from an older one, train those again.
             cap = logged
         if (restored := m.ckpt.restore_latest(abstract, at_most=cap)) is not None:
             m.step, m.state, meta = restored
@@ -315,7 +311,7 @@ class _Group:
             # ends; once, even when a run restarts from scratch.
             self._diag(0, [m for m in self.ms if m.log.last_diag() is None])
         if 0 < step < cfg.steps:
-            self._catch_up(step)
+            self._due_rows(step, self.ms)
         deferred = None
         while step < cfg.steps and any(m.result is None for m in self.ms):
             self.state, metrics = self.program.step(self.state)
@@ -344,25 +340,23 @@ class _Group:
                 self._save(step, live)
                 raise Interrupted(step, signum or None)
             elif live:
-                evals = self._eval_rows(step, live) if due[0] else None
-                if due[1]:
-                    self._diag(step, live, evals)
+                self._due_rows(step, live)
                 if due[2]:
                     self._save(step, live)
             self.clock = (time.perf_counter(), step)  # evals and saves are not train time
         if deferred is not None:
             self._log(deferred)
 
-    def _catch_up(self, step: int) -> None:
-        """The evaluation and diagnostics due at the restored `step` that a stop skipped: it
-        saves before them (a signal should not wait for an evaluation), and the restored state
-        gives the same numbers now, so the finished log equals an uninterrupted run's."""
+    def _due_rows(self, step: int, members: list[_Member]) -> None:
+        """The eval and diag rows due at `step` that `members` lack. Also at a restored step: a
+        stop saves before them (a signal should not wait for an evaluation), and the restored
+        state gives the same numbers now, so the finished log equals an uninterrupted run's."""
         cfg, evals = self.cfg, {}
         if cfg.eval_every and step % cfg.eval_every == 0:
-            if late := [m for m in self.ms if not _has_row(m.log, "eval", step)]:
+            if late := [m for m in members if not _has_row(m.log, "eval", step)]:
                 evals = self._eval_rows(step, late)
         if cfg.diag_every and step % cfg.diag_every == 0:
-            late = [m for m in self.ms if not _has_row(m.log, "diag", step)]
+            late = [m for m in members if not _has_row(m.log, "diag", step)]
             self._diag(step, late, evals if all(id(m) in evals for m in late) else None)
 
     # ----- rows --------------------------------------------------------------------------------
@@ -388,8 +382,7 @@ class _Group:
             if entries[-1][1]["diverged"]:  # the row ends at the diverging batch
                 diverged[j] = int(entries[-1][1]["diverged_step"]) + 1
                 entries = [e for e in entries if e[0] <= diverged[j]] or entries
-            # track.jsonl, a row per step: the tracked rows' updates along themselves and the
-            # sequences that showed each tracked id (`spamlang.coverage.tracking`).
+            # track.jsonl, a row per step (`spamlang.coverage.tracking`).
             for s, values in entries if m.track is not None else ():
                 seen = [int(x) for x in values["track_seen"]]
                 row = {"step": s, "ids": self.cfg.tracked_ids, "seen": seen}
@@ -440,28 +433,27 @@ class _Group:
         return {id(m): out[self.ms.index(m)] for m in members}
 
     def _diag(self, step: int, members: list[_Member], evals=None) -> dict[int, dict]:
-        """Diag rows of `members`; `evals` (`_evaluate`'s, at this step) already holds each
-        member's per-symbol learning, which is then not scored a second time."""
+        """Diag rows of `members`, with each one's per-symbol learning (how many updates a symbol
+        needs, as training goes), taken from `evals` (`_evaluate`'s at this step) when exact."""
         if not members:
             return {}
         from spamlang.diagnostics.training import logged_diagnostics
 
-        cfg = self.cfg
+        cfg, evaluation = self.cfg, self.program.evaluation
         fn, tokens = logged_diagnostics(
             self.program.lang, cfg.batch_size, cfg.seq_len, cfg.loss_chunk or None
         )
+        exact = evals is not None and evaluation.exact
+        learning = None if exact else evaluation.symbol_stats(self.state)
         values = {}
         for m in members:
-            model = self.program.model(self.state, self.ms.index(m))
-            values[id(m)] = {k: float(v) for k, v in jax.device_get(fn(model, tokens)).items()}
-        # How many updates a symbol needs, as training goes (V 2-token sequences a member).
-        if evals is not None and self.program.evaluation.exact:
-            for m in members:
+            j = self.ms.index(m)
+            got = jax.device_get(fn(self.program.model(self.state, j), tokens))
+            values[id(m)] = {k: float(v) for k, v in got.items()}
+            if exact:
                 values[id(m)].update({k: evals[id(m)][k] for k in RESULT_KEYS})
-        else:
-            learning = self.program.evaluation.symbol_stats(self.state)
-            for m in members if learning else ():
-                values[id(m)].update(learning[self.ms.index(m)])
+            elif learning:
+                values[id(m)].update(learning[j])
         self._rows("diag", step, members, values)
         return values
 
@@ -469,9 +461,8 @@ class _Group:
     def _save(self, step: int, members: list[_Member], final: bool = False) -> None:
         """Checkpoint `members` at `step`, after their rows are durable."""
         wall = time.perf_counter() - self.t_start
-        # The members saved together, so that a resume can tell a save that a kill cut short
-        # between two members (`_restore`); older checkpoints are pruned only once every member
-        # has this one, so that a step they all have always remains.
+        # The members saved together, so a resume can tell a save that a kill cut short
+        # (`_common_steps`); pruned only once all have this step, so a common one remains.
         together = {"group": sorted(m.dir.name for m in members)} if len(members) > 1 else {}
         for m in members:
             for log in (m.log, m.track, m.symbols):
