@@ -47,9 +47,7 @@ def default_mesh() -> jax.sharding.Mesh:
 _PERMUTED = 0x5045524D
 
 
-def batch_rows(
-    sampling: str, lang, data_key, step, rows, batch_size: int, seq_len: int
-) -> jax.Array:
+def batch_rows(sampling, lang, data_key, step, rows, batch_size: int, seq_len: int) -> jax.Array:
     """int32[len(rows), L]: rows `rows` of step `step`'s batch, in the order of `sampling`
     (TrainConfig.sampling says what each means for a symbol's return time):
     iid: row r is `lang.sample(fold_in(fold_in(data_key, step), r), 1, L)[0]`; permuted: epoch
