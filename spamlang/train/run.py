@@ -40,7 +40,8 @@ from spamlang.train.step import program as get_program
 def run_training(config, out_dir, *, quiet=False, stop_after_step: int | None = None) -> dict:
     """Train `config` into `out_dir` (or resume it, or read its result if finished); returns
     result.json's dict. `stop_after_step`: checkpoint and raise `Interrupted` at the first log
-    step from it on, as a signal would (time-sliced jobs, tests)."""
+    step from it on, as a signal would (time-sliced jobs, tests). UserError for an unusable
+    `out_dir` or one holding a different config."""
     return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
@@ -176,7 +177,7 @@ class _Member:
 
 def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) -> list[dict]:
     """Train every member to the end (or an interruption); returns their results."""
-    cfg, t_start = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
+    cfg, t0 = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
     peak = functools.partial(peak_flops, cfg.dtype)
     members = [
         _Member(c, d, RunCheckpoints(d / rundir.CHECKPOINTS, c.keep_checkpoints))
@@ -196,9 +197,7 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) 
                     progress.message(
                         f"resumed {len(group)} run(s) from the checkpoint at step {step}"
                     )
-                _Group(program, group, progress, writer, peak, t_start).run(
-                    received, stop_after_step
-                )
+                _Group(program, group, progress, writer, peak, t0).run(received, stop_after_step)
             if received:  # finished anyway, but a sweep calling us must still stop
                 raise Interrupted(cfg.steps, received[0])
             raised = False
@@ -398,11 +397,9 @@ class _Group:
             self._finish([self.ms[j] for j in diverged], diverged, step)
 
     def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
+        head = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
         for m in members:
-            row = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
-            m.log.append(
-                {**row, **{k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED}}
-            )
+            m.log.append(head | {k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED})
 
     def _history(self) -> dict[str, np.ndarray]:
         """Every member's symbol history ({symbols.npz name: int32[K, V]}), in one transfer."""
@@ -491,11 +488,11 @@ class _Group:
             j, ev = self.ms.index(m), evals[id(m)]
             # A diverged member trained up to its diverging batch; the steps after it, up to
             # the log step that noticed, were frozen and are not counted.
-            at = diverged.get(j, step)
+            at, diag = diverged.get(j, step), diags.get(id(m)) or {}
             rates = [
-                r["tokens_per_s"]
+                x
                 for r in m.log.records
-                if r.get("kind") == "train" and r.get("tokens_per_s")
+                if r.get("kind") == "train" and (x := r.get("tokens_per_s"))
             ]
             values = {
                 **ev,  # coverage, held-out and per-symbol fields under their column names
@@ -510,16 +507,11 @@ class _Group:
                 "tokens_per_s": statistics.median(rates) if rates else None,
                 "wall_seconds": m.wall_before + wall,
                 # The bottleneck measured on the final model, when the run logs diagnostics.
-                **{
-                    k: (diags.get(id(m)) or {}).get(k)
-                    for k in ("kernel_fraction", "projected_cosine")
-                },
+                **{k: diag.get(k) for k in ("kernel_fraction", "projected_cosine")},
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
                 # Every evaluation's symbols binned by their history (symbols.csv.gz's rows).
-                "symbol_history": history.summary(m.symbols.records)
-                if m.symbols is not None
-                else None,
+                "symbol_history": m.symbols and history.summary(m.symbols.records),
             }
             m.result = rundir.json_safe(
                 {k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)}

@@ -6,7 +6,8 @@
   last / first step, -1 never), max_gap (most steps between two appearances, 0 before the
   second), which the symbol-level analysis reads (`spamlang.coverage.history`).
 - A member's batch is a function of (data_key, step) (`batch_rows`): a resumed run sees the same
-  batches. Each device generates its own rows; forward and loss run under shard_map.
+  batches, on any device count. Each device generates its own rows; the forward and loss run
+  under shard_map over the mesh's "data" axis; the step is vmapped over members (`over_members`).
 - A non-finite loss or gradient norm, or loss > diverge_loss, freezes that member on device."""
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def make_member_step(program: Program):
     B, L, V = config.batch_size, config.seq_len, config.vocab_size
     shard = mesh.devices.size > 1
     where = mesh if shard else None  # what the loss and the counts shard over
+    limit = jnp.float32(config.diverge_loss)
     tracked, needs_present = config.tracked_ids, config.optimizer == "lazy_adamw"
 
     def loss_fn(params, tokens_BxL):
@@ -143,9 +145,7 @@ def make_member_step(program: Program):
                 grads, state["opt_state"], state["params"], present_V=present_V
             )
             params = optax.apply_updates(state["params"], updates)
-        bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (
-            loss > jnp.float32(config.diverge_loss)
-        )
+        bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
         frozen = state["diverged"] | bad
 
         def unless_frozen(new, old):
