@@ -3,8 +3,7 @@
     from spamlang.train import TrainConfig, run_training
     result = run_training(TrainConfig(vocab_size=64, tokens="200K"), "runs/v64")
 
-Names are imported lazily (PEP 562): `spamlang.train.config` alone pulls in no JAX.
-"""
+Names are imported lazily (PEP 562): `spamlang.train.config` alone pulls in no JAX."""
 
 from __future__ import annotations
 
@@ -12,24 +11,19 @@ import importlib
 
 _EXPORTS = {
     "TrainConfig": "spamlang.train.config",
+    **dict.fromkeys(("Program", "program"), "spamlang.train.step"),
+    **dict.fromkeys(("run_training", "run_group", "load_run"), "spamlang.train.run"),
     "parse_count": "spamlang.notation",
-    "Program": "spamlang.train.step",
-    "program": "spamlang.train.step",
-    "run_training": "spamlang.train.run",
-    "run_group": "spamlang.train.run",
-    "load_run": "spamlang.train.run",
     "Interrupted": "spamlang.errors",
 }
-
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'spamlang.train' has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'spamlang.train' has no attribute {name!r}")
+    globals()[name] = value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    return value
 
 
 def __dir__():

@@ -1,10 +1,9 @@
 """`TrainConfig`: everything needed to rerun one training run, JSON round-trippable.
 
-The optimizer defaults are a common AdamW recipe for small decoder LMs (the paper's appendix
-was not available): betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only, 5% linear
-warmup then cosine decay to 0.1 x the peak LR, clipping at global norm 1.0; every one is a
-field. Importing this module imports no JAX; building a config does (it builds the language
-and the model config to validate them). Kernels, micro-batches, `init_from`: README."""
+The optimizer defaults, a common AdamW recipe for small decoder LMs (the paper's appendix was not
+available): betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only, 5% linear warmup,
+cosine decay to 0.1 x peak, clipping at global norm 1. Importing this module imports no JAX;
+building a config does (it builds the language and the model config to validate them)."""
 
 from __future__ import annotations
 
@@ -18,56 +17,38 @@ from spamlang.notation import parse_count
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # The optimizers whose step is normalised by Adam's second moment (`return_time`).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
-# Fields that enter only a run's initial state (its seed, and the optimizer hyperparameters
-# held as arrays in the optimizer state): runs that differ only in these share one compiled
-# program and train together as members of one vmapped group.
+# Fields that enter only a run's initial state (seed, optimizer hyperparameters held as arrays):
+# runs that differ only in these share one compiled program, as members of one vmapped group.
 MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
-# Which optimizer reads which of the optimizer-specific fields: with HEAD_CONTROLS, the table
-# behind the check in `TrainConfig.__post_init__` (a field set away from its default for an
-# optimizer that ignores it is refused); alone, `spamlang train --help`'s "read only by" and
-# README's table (tested equal).
-# Every other optimizer field (lr, schedule, weight_decay, grad_clip) applies to all four.
+# Who reads which optimizer-specific field (the others apply to all): with HEAD_CONTROLS, the
+# table behind `__post_init__`'s refusal of a value an optimizer ignores; alone, `spamlang train
+# --help`'s "read only by" and README's table (tested equal).
 OPTIMIZER_FIELDS = {
-    "b1": ("adamw", "lazy_adamw"),
-    "b2": ("adamw", "lazy_adamw"),
-    "eps": ("adamw", "lazy_adamw"),
+    **dict.fromkeys(("b1", "b2", "eps"), ADAM_FAMILY),
     "momentum": ("sgd",),
     "lazy_rows": ("lazy_adamw",),
 }
-# The controls on the head's rows alone (`spamlang.optim.head`): each changes Adam's step, so only
-# adamw reads them, refused elsewhere by the same check. A table of their own because README's
-# table shows OPTIMIZER_FIELDS (tested equal) and does not list them.
-HEAD_CONTROLS = {"head_amsgrad": ("adamw",), "head_eps": ("adamw",), "head_row_clip": ("adamw",)}
+# The controls on the head's rows alone (`spamlang.optim.head`), each a change to Adam's step.
+HEAD_CONTROLS = dict.fromkeys(("head_amsgrad", "head_eps", "head_row_clip"), ("adamw",))
 
-# Names people type for a field that is spelled otherwise: a sweep axis or a `spamlang train`
-# flag named so gets "did you mean" the field ("preset": the width family, tiny-w<D>; model.*:
-# a ModelConfig field, `--model NAME=VALUE` on the command line).
+# Names people type for a field, answered "did you mean" ("preset": the width family, tiny-w<D>;
+# model.*: a ModelConfig field, `--model NAME=VALUE`).
 FIELD_ALIASES = {
-    "tied": "tie_embeddings",
-    "untied": "tie_embeddings",
-    "tie": "tie_embeddings",
-    "vocab": "vocab_size",
-    "V": "vocab_size",
-    "batch": "batch_size",
-    "B": "batch_size",
+    **dict.fromkeys(("tied", "untied", "tie"), "tie_embeddings"),
+    **dict.fromkeys(("vocab", "V"), "vocab_size"),
+    **dict.fromkeys(("batch", "B"), "batch_size"),
     "beta2": "b2",
-    "width": "preset",
-    "d_model": "preset",
-    "D": "preset",
-    "n_layers": "model.n_layers",
-    "layers": "model.n_layers",
-    "depth": "model.n_layers",
+    **dict.fromkeys(("width", "d_model", "D"), "preset"),
+    **dict.fromkeys(("n_layers", "layers", "depth"), "model.n_layers"),
 }
 
-# Model fields that TrainConfig owns itself (they are sweep axes), so they may not hide in
-# `model` where a sweep could not see them.
+# Model fields that TrainConfig owns (they are sweep axes), so they may not hide in `model`.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
 
 
 def _field(default, help: str, metavar: str = "", **check):
-    """A field with its `spamlang train --help` text and its own limits, checked with its type
-    by `spamlang.fields` (keyword arguments of `fields.check`: choices, ge, gt, le, lt, why); the
-    checks that relate fields to each other are in `__post_init__`."""
+    """A field with its `spamlang train --help` text and its own limits (`fields.check`'s
+    keywords: choices, ge, gt, le, lt, why); checks across fields are in `__post_init__`."""
     key = "default_factory" if callable(default) else "default"
     metadata = {"help": help, "check": check, **({"metavar": metavar} if metavar else {})}
     return dataclasses.field(**{key: default}, metadata=metadata)
@@ -78,17 +59,14 @@ class TrainConfig:
     """One training run: model, language, data shape, budget, optimizer, logging."""
 
     # --- model ---
-    preset: str = _field(
-        "tiny", "model preset; <base>-w<D> is the base at width D, the rest scaled"
-    )
+    preset: str = _field("tiny", "model preset; <base>-w<D>: the base at width D, the rest scaled")
     init_from: str | None = _field(
         None,
-        "start from this local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
-        "architecture replaces the preset (written into --model) and its weights the "
-        "random init at step 0 (a resumed run restores its own checkpoints). The run keeps the "
-        "first --vocab-size token ids (at most the checkpoint's); a tied checkpoint trains tied "
-        "or untied (head = a copy of the embedding), an untied one untied only; head softmax "
-        "only; '' for none (default: none)",
+        "start from a local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
+        "architecture replaces the preset (into --model), its weights the init (a resumed run "
+        "restores its own); the run keeps its first --vocab-size token ids; a tied checkpoint "
+        "trains tied or untied (head = a copy of the embedding), an untied one untied; head "
+        "softmax only; '' for none (default: none)",
         metavar="DIR",
     )
     model: dict = _field(
@@ -99,43 +77,26 @@ class TrainConfig:
     )
     vocab_size: int = _field(1024, "V: the paper's smallest vocabulary, learnable on a CPU")
     tie_embeddings: bool = _field(False, "head W = input embedding E; the paper sweeps both")
-    head: str = _field(
-        "softmax", '"softmax", "lowrank:R", "mos:K" or "mlp:R"; the paper\'s standard head'
-    )
+    head: str = _field("softmax", "softmax (the paper's), lowrank:R, mos:K or mlp:R")
     residual: bool = _field(
-        True,
-        "--no-residual: each block replaces the residual stream instead of adding to it "
-        "(vanishing-gradient experiments)",
+        True, "--no-residual: each block replaces the residual stream (vanishing-gradient tests)"
     )
     # --- data ---
-    language: str = _field(
-        "spam",
-        "the language trained on (`spamlang languages` lists them); spam is the paper's SpamLang",
-    )
+    language: str = _field("spam", "language (`spamlang languages`); spam: the paper's SpamLang")
     language_params: dict = _field(dict, "a language parameter, e.g. --param s=1.1 (repeatable)")
-    seq_len: int = _field(
-        64,
-        "L: SpamLang needs little context, and 64 keeps CPU runs fast",
-        ge=2,
-        why="one predicted position",
-    )
+    seq_len: int = _field(64, "L: spam needs little context", ge=2, why="one predicted position")
     batch_size: int = _field(32, "global batch (sequences per step), split over the devices", ge=1)
     micro_batch: int = _field(
-        0,
-        "split each batch into micro-batches of this many sequences, averaging their "
-        "gradients: the same update in less memory; 0: automatic (on CPUs only)",
-        ge=0,
+        0, "sequences per micro-batch (averaged gradients: less memory); 0: auto, CPUs only", ge=0
     )
     tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
     sampling: str = _field(
         "iid",
-        "iid: each sequence's symbol drawn independently (a symbol returns every R = V / B steps "
-        "on average, with a geometric tail); permuted: shuffled epochs, each dealing a fresh "
-        "seeded permutation of the symbols into batches, so every symbol appears once per "
-        "epoch and returns every R steps on average, not exactly (sd about 0.4 R); cyclic: one "
-        "seeded permutation dealt again every epoch, so every symbol returns every R steps "
-        "exactly when B divides V. With permuted or cyclic, batch_size = V is full-batch "
-        "training (spam only)",
+        "iid: symbols drawn independently (a symbol returns every R = V / B steps on average, "
+        "with a geometric tail); permuted: each epoch deals a fresh seeded permutation of the "
+        "symbols into batches (every R steps on average, sd about 0.4 R); cyclic: the same "
+        "permutation every epoch (every R steps exactly when B divides V); these two with "
+        "batch_size = V: full-batch training (spam only)",
         choices=("iid", "permuted", "cyclic"),
     )
     # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
@@ -144,65 +105,45 @@ class TrainConfig:
         "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | adafactor",
         choices=OPTIMIZERS,
     )
-    lr: float = _field(
-        1e-3,
-        "peak learning rate, reached after the warmup; the main axis of the paper's sweeps",
-        gt=0,
-    )
+    lr: float = _field(1e-3, "peak learning rate, after the warmup; the paper's main axis", gt=0)
     schedule: str = _field(
         "cosine",
-        "constant | cosine | wsd; all start with the linear warmup",
+        "constant | cosine | wsd; all after the linear warmup",
         choices=("constant", "cosine", "wsd"),
     )
-    warmup_frac: float = _field(
-        0.05, "fraction of steps of linear warmup from 0 (common: 1-5%)", ge=0, lt=1
-    )
-    decay_frac: float = _field(
-        0.2, "wsd only: final fraction of steps with linear decay (WSD papers)", ge=0, le=1
-    )
-    final_lr_ratio: float = _field(
-        0.1, "end LR / peak LR for cosine and wsd (Chinchilla-style 10%)", ge=0, le=1
-    )
+    warmup_frac: float = _field(0.05, "fraction of steps of linear warmup (1-5%)", ge=0, lt=1)
+    decay_frac: float = _field(0.2, "wsd only: final fraction of steps of linear decay", ge=0, le=1)
+    final_lr_ratio: float = _field(0.1, "end / peak LR, cosine, wsd (Chinchilla: 10%)", ge=0, le=1)
     weight_decay: float = _field(0.1, "decoupled (AdamW) decay on matrices only, never norms", ge=0)
     b1: float = _field(0.9, "Adam first-moment decay (the near-universal default)", ge=0, lt=1)
-    b2: float = _field(
-        0.95, "Adam second-moment decay; 0.95 is steadier than 0.999 for LMs", ge=0, lt=1
-    )
+    b2: float = _field(0.95, "Adam second-moment decay; steadier than 0.999 for LMs", ge=0, lt=1)
     eps: float = _field(1e-8, "Adam denominator epsilon", gt=0)
     momentum: float = _field(0.9, "heavy-ball momentum (the common default)", ge=0, lt=1)
     lazy_rows: str = _field(
         "all",
-        "which row tables move only in steps that show their symbol: all (the embedding and the "
-        "head), embed, or head",
+        "rows moved only in steps that show their symbol: all (embedding and head), embed or head",
         choices=("all", "embed", "head"),
     )
-    # The head controls separate the parts of the failure (spamlang.optim.head): each acts on
-    # the head's V-row matrix alone (the embedding when tied), every other parameter on Adam.
+    # The head controls (spamlang.optim.head) act on the head's V-row matrix alone (the embedding
+    # when tied), every other parameter on Adam: they separate the parts of the failure.
     head_amsgrad: bool = _field(
         False,
-        "adamw only: AMSGrad on the head alone (its V-row output matrix, the embedding when "
-        "tied; every other parameter keeps Adam): its second moment is the running max of "
-        "Adam's v and never decreases, so an absent symbol's row keeps the scale of its last "
-        "pull-up",
+        "adamw only: AMSGrad on the head alone (the embedding when tied): its second moment is "
+        "the running max of Adam's v, so an absent symbol's row keeps its last pull-up's scale",
     )
     head_eps: float = _field(
         0.0,
-        "adamw only: Adam's eps on the head alone, e.g. 1e-3, capping a row's step at |m| / "
-        "eps once its v has decayed; 0: eps. A constant of the compiled program: unlike eps, "
-        "the members of a vmapped group share it",
+        "adamw only: Adam's eps on the head alone, e.g. 1e-3, capping a row's step at |m| / eps "
+        "once its v has decayed; 0: eps. Compiled in: unlike eps, a vmapped group shares it",
         ge=0,
     )
     head_row_clip: float = _field(
         0.0,
         "adamw only: rescale each head row's Adam step to RMS <= this before the learning rate "
-        "and schedule scale it, so no row moves more than this x lr (RMS) in a step; 0: off",
+        "and schedule, so no row moves more than this x lr (RMS) in a step; 0: off",
         ge=0,
     )
-    grad_clip: float = _field(
-        1.0, "clip the global gradient norm to this; 0 disables clipping", ge=0
-    )
-    # jax.random.PRNGKey (threefry, 32-bit ints) keeps a seed's low 32 bits: 2^32 would be seed 0
-    # again, and 2^63 overflows.
+    grad_clip: float = _field(1.0, "clip the global gradient norm to this; 0: no clipping", ge=0)
     seed: int = _field(
         0,
         "one seed, split into the parameter-init and data streams",
@@ -213,9 +154,8 @@ class TrainConfig:
     # --- logging, evaluation, checkpoints ---
     log_every: int = _field(
         10,
-        "steps between logged training metrics (metrics.jsonl rows and the progress line); "
-        "Ctrl-C / SIGTERM also stop at the next of these steps, with a checkpoint; logging more "
-        "often slows training a little",
+        "steps between logged training metrics (metrics.jsonl rows, the progress line); Ctrl-C "
+        "/ SIGTERM stop at the next of these steps, with a checkpoint; more often is a bit slower",
         ge=1,
     )
     eval_every: int = _field(0, "steps between evaluations; 0 evaluates only at the end", ge=0)
@@ -226,31 +166,21 @@ class TrainConfig:
         ge=1,
     )
     eval_batch_size: int = _field(
-        0,
-        "sequences per eval batch (no gradients, so it may exceed batch_size); 0: "
-        "max(batch_size, 256)",
-        ge=0,
+        0, "sequences per eval batch (may exceed batch_size); 0: max(batch_size, 256)", ge=0
     )
     checkpoint_every: int = _field(500, "steps between checkpoints; 0: only the final one", ge=0)
-    keep_checkpoints: int = _field(
-        2, "checkpoints kept; >1 so a corrupt latest has a fallback", ge=1
-    )
+    keep_checkpoints: int = _field(2, "checkpoints kept; >1: a fallback for a corrupt one", ge=1)
     # --- numerics ---
     dtype: str = _field(
-        "float32",
-        "compute dtype of the matmuls (bfloat16 on accelerators)",
-        choices=("float32", "bfloat16"),
+        "float32", "matmul dtype (bfloat16 on accelerators)", choices=("float32", "bfloat16")
     )
     loss_chunk: int = _field(
         256,
-        "tokens per chunk of the cross-entropy, which never holds all logits at once: memory "
-        "grows with chunk x V, the fastest size depends on D and the device "
-        "(benchmarks/bench_model.py); 0: no chunks",
+        "tokens per chunk of the cross-entropy, which never holds all logits: memory grows with "
+        "chunk x V, the fastest size depends on D and device (benchmarks/bench_model.py); 0: none",
         ge=0,
     )
-    diverge_loss: float = _field(
-        100.0, "a loss above this (or non-finite) stops the run as diverged", gt=0
-    )
+    diverge_loss: float = _field(100.0, "stop as diverged above this loss (or non-finite)", gt=0)
     diag_every: int = _field(0, "steps between gradient-bottleneck diagnostics; 0: never", ge=0)
     track_symbols: int = _field(
         0,
@@ -259,8 +189,7 @@ class TrainConfig:
     )
     kernels: str = _field(
         "auto",
-        "auto: kernels tuned for CPUs on CPU devices, plain XLA on GPUs and TPUs; xla or cpu "
-        "forces one",
+        "auto: tuned kernels on CPU devices, plain XLA on GPUs and TPUs; xla or cpu forces one",
         choices=("auto", "xla", "cpu"),
     )
 
@@ -268,13 +197,13 @@ class TrainConfig:
         object.__setattr__(self, "tokens", parse_count(self.tokens))  # "2M"-style budgets too
         fields.check_dataclass(self, whole_floats=True)
         object.__setattr__(self, "init_from", self.init_from or None)  # "" means none
-        if self.tokens < self.batch_size * self.seq_len:
+        if self.tokens < self.tokens_per_step:
             raise UserError(
                 f"tokens ({self.tokens}) must be at least one batch: "
-                f"batch_size * seq_len = {self.batch_size * self.seq_len}"
+                f"batch_size * seq_len = {self.tokens_per_step}"
             )
-        # A field the optimizer does not read (`OPTIMIZER_FIELDS`, `HEAD_CONTROLS`), set to
-        # anything but its default: a sweep over it would train the same run under several names.
+        # A field the optimizer does not read, away from its default: a sweep over it would
+        # train the same run under several names.
         for name, readers in {**OPTIMIZER_FIELDS, **HEAD_CONTROLS}.items():
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
@@ -295,14 +224,12 @@ class TrainConfig:
             )
         if self.lazy_rows != "all" and self.tie_embeddings:
             raise UserError(
-                f"lazy_rows {self.lazy_rows!r} splits the embedding from the head, "
-                f"which a tied model shares: use lazy_rows 'all' or "
-                f"--no-tie-embeddings"
+                f"lazy_rows {self.lazy_rows!r} splits the embedding from the head, which a tied "
+                f"model shares: use lazy_rows 'all' or --no-tie-embeddings"
             )
         if "vocab_size" in self.language_params:
             raise UserError("language_params must not set vocab_size; use the vocab_size field")
-        own = sorted(set(self.model) & set(_OWN_MODEL_FIELDS))
-        if own:
+        if own := sorted(set(self.model) & set(_OWN_MODEL_FIELDS)):
             raise UserError(
                 f"model must not set {', '.join(own)}; "
                 f"use the TrainConfig field(s) of the same name"
@@ -314,34 +241,32 @@ class TrainConfig:
             object.__setattr__(self, "model", overrides)
             if checkpoint is not None:
                 check_fits(checkpoint, self.model_config(), f"init_from {self.init_from}")
-        # Building both validates the language parameters and the model overrides now, with
-        # their own messages, instead of failing later inside a run.
+        # Built now to check the language parameters and model overrides with their own
+        # messages, not later inside a run; the language first, to name a bad vocab_size.
         lang = self.make_language()
         self.model_config()
-        # After the language, whose own check names a bad vocab_size as such.
         if not 0 <= self.track_symbols <= self.vocab_size:
             raise UserError(
                 f"track_symbols must be in [0, vocab_size = {self.vocab_size}], "
                 f"got {self.track_symbols}"
             )
-        if self.sampling != "iid":  # permuted, cyclic: epochs of the drawn symbols
-            if not getattr(lang, "permutable", False):
-                raise UserError(
-                    f"sampling {self.sampling!r} deals every symbol once per epoch, which "
-                    f"needs a uniform one-symbol language (spam); {self.language} "
-                    f"has none to deal: use sampling 'iid'"
-                )
-            if self.steps * self.batch_size >= 2**32:
-                raise UserError(
-                    f"sampling {self.sampling!r} counts rows in 32 bits: steps x batch_size "
-                    f"= {self.steps * self.batch_size:,} must stay below 2^32"
-                )
+        if self.sampling != "iid" and not getattr(lang, "permutable", False):
+            raise UserError(
+                f"sampling {self.sampling!r} deals every symbol once per epoch, which needs a "
+                f"uniform one-symbol language (spam); {self.language} has none to deal: use "
+                f"sampling 'iid'"
+            )
+        if self.sampling != "iid" and self.steps * self.batch_size >= 2**32:
+            raise UserError(
+                f"sampling {self.sampling!r} counts rows in 32 bits: steps x batch_size "
+                f"= {self.steps * self.batch_size:,} must stay below 2^32"
+            )
 
     # ----- derived -------------------------------------------------------------------------
     @property
     def steps(self) -> int:
         """Optimizer steps in the budget (whole batches only)."""
-        return self.tokens // (self.batch_size * self.seq_len)
+        return self.tokens // self.tokens_per_step
 
     @property
     def tokens_per_step(self) -> int:
@@ -349,7 +274,6 @@ class TrainConfig:
 
     @property
     def eval_batch(self) -> int:
-        """Sequences per eval batch: `eval_batch_size`, or its automatic value."""
         return min(self.eval_batch_size or max(self.batch_size, 256), self.eval_sequences)
 
     @property
@@ -359,31 +283,25 @@ class TrainConfig:
 
     @property
     def return_time(self) -> dict[str, float]:
-        """How often a symbol comes back against how long Adam remembers it: a symbol occurs
-        in a step with probability about B / V, so it returns every V / B steps, while the
-        second-moment estimate forgets a gradient's scale in about 1 / (1 - b2) steps (None
-        for optimizers without Adam's second moment; for lazy_adamw a row's memory is
-        1 / (1 - b2) of its own appearances, not of steps), or in the run's steps if fewer
-        (`adam_memory_steps_effective`, what to compare with the return time)."""
+        """How often a symbol returns (with probability ~B / V a step: every V / B steps) against
+        how long Adam's second moment remembers it (1 / (1 - b2) steps; for lazy_adamw, of the
+        row's own appearances; None without Adam), or the run's steps if fewer (`_effective`,
+        what to compare: bias correction makes v a running mean since step 0)."""
         adam = self.optimizer in ADAM_FAMILY
         # 10 significant digits: 1 / (1 - 0.999) is 1000, not 999.9999999999991
         memory = float(f"{1 / (1 - self.b2):.10g}") if adam else None
         return {
             "symbol_return_steps": self.vocab_size / self.batch_size,
             "adam_memory_steps": memory,
-            # Bias correction makes the second moment a running mean since step 0 in a run
-            # shorter than 1 / (1 - b2): its memory is then the run's length.
             "adam_memory_steps_effective": min(memory, self.steps) if adam else None,
         }
 
     @property
     def tracked_ids(self) -> list[int]:
-        """The `track_symbols` ids, spread evenly over [0, V) (the first and the last
-        included), so that a Zipf-ranked language tracks frequent and rare symbols alike."""
+        """`track_symbols` ids spread evenly over [0, V), ends included (a Zipf-ranked language
+        tracks frequent and rare symbols alike)."""
         k, v = self.track_symbols, self.vocab_size
-        if k <= 1:
-            return [0] * k
-        return sorted({round(i * (v - 1) / (k - 1)) for i in range(k)})
+        return sorted({round(i * (v - 1) / (k - 1)) for i in range(k)}) if k > 1 else [0] * k
 
     def model_config(self):
         """The `spamlang.model.ModelConfig` of this run (preset + overrides + run fields)."""
@@ -392,27 +310,15 @@ class TrainConfig:
         fields = {**preset_fields(self.preset), **self.model}
         max_len = fields.get("max_seq_len", ModelConfig.__dataclass_fields__["max_seq_len"].default)
         if max_len < self.seq_len:  # never raised silently: attention and eval cost grow with it
-            where = (
-                "model max_seq_len"
-                if "max_seq_len" in self.model
-                else f"preset {self.preset}'s max_seq_len"
-            )
+            where = "model" if "max_seq_len" in self.model else f"preset {self.preset}'s"
             raise UserError(
-                f"seq_len {self.seq_len} exceeds {where} ({max_len}); raise it with "
+                f"seq_len {self.seq_len} exceeds {where} max_seq_len ({max_len}); raise it with "
                 f"--model max_seq_len={self.seq_len}"
             )
-        return ModelConfig.preset(
-            self.preset,
-            **self.model,
-            vocab_size=self.vocab_size,
-            tie_embeddings=self.tie_embeddings,
-            head=self.head,
-            residual=self.residual,
-            dtype=self.dtype,
-        )
+        own = {k: getattr(self, k) for k in _OWN_MODEL_FIELDS}
+        return ModelConfig.preset(self.preset, **self.model, **own)
 
     def make_language(self):
-        """The `spamlang.languages.Language` this run trains on."""
         from spamlang import languages
 
         return languages.make(self.language, vocab_size=self.vocab_size, **self.language_params)
@@ -440,20 +346,9 @@ class TrainConfig:
         return cls(**data)
 
 
-def optimizer_fields_table() -> list[str]:
-    """README's table of `OPTIMIZER_FIELDS`: one Markdown row per field, an x per reader."""
-    lines = ["| field | " + " | ".join(OPTIMIZERS) + " |", "|---|" + "---|" * len(OPTIMIZERS)]
-    for name, readers in OPTIMIZER_FIELDS.items():
-        lines.append(
-            f"| `{name}` | " + " | ".join("x" if o in readers else "" for o in OPTIMIZERS) + " |"
-        )
-    return lines
-
-
 def _check_names(values: dict) -> None:
     known = [f.name for f in dataclasses.fields(TrainConfig)]
-    unknown = sorted(set(values) - set(known))
-    if unknown:
+    if unknown := sorted(set(values) - set(known)):
         raise UserError(
             f"unknown train config field(s) {', '.join(unknown)}; known: {', '.join(known)}"
         )

@@ -1,20 +1,13 @@
 """Train one run (or a vmapped group of K runs) into run directories, resumably: the one loop.
 
-Each directory follows the run-directory contract (`spamlang.rundir`); a finished one is
-returned as it is, an unfinished one resumes from its newest good checkpoint to the numbers of
-an uninterrupted run. A diverged run is a result; a directory another process trains raises
-`RunDirBusy`. README: "Training one run", "Several hosts (SLURM)", "Concurrent runs".
-
-The loop, in nanodo's shape: between log steps (every `log_every`-th, each eval, diag and
-checkpoint step, the last) it only dispatches steps. At one it reads the interval's metrics in
-one transfer (after dispatching the next step when only the row is due, so the device never
-idles), writes each member's row, then evaluates, checkpoints and acts on a signal: no
-checkpoint holds unlogged metrics. Members restored at different steps train as subgroups.
-
-The first SIGINT / SIGTERM is a flag read at log steps, where the loop checkpoints and raises
-`Interrupted` (exit 130 / 143). Several hosts (`--distributed`): process 0 writes the run files,
-all write the checkpoints, and all agree on a signal first, so that they save the same step.
-"""
+A finished run directory (`spamlang.rundir`) is returned as it is, an unfinished one resumes to
+the numbers of an uninterrupted run, a diverged run is a result, and one that another process
+trains raises `RunDirBusy`. The loop, in nanodo's shape, only dispatches steps between log steps
+(every `log_every`-th, each eval, diag and checkpoint step, the last); at one it reads the
+interval's metrics in one transfer (after dispatching the next step when only the row is due,
+so the device never idles), writes the rows, then evaluates, checkpoints and acts on a signal
+(SIGINT / SIGTERM: a checkpoint, then `Interrupted`). Several hosts agree on a signal first;
+process 0 writes the run files, all write the checkpoints. README: "Training one run"."""
 
 from __future__ import annotations
 
@@ -43,22 +36,18 @@ from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 from spamlang.train.step import program as get_program
 
-__all__ = ["Interrupted", "load_run", "run_group", "run_training"]
-
 
 def run_training(config, out_dir, *, quiet=False, stop_after_step: int | None = None) -> dict:
     """Train `config` into `out_dir` (or resume it, or read its result if finished); returns
-    the result dict (result.json). `stop_after_step` checkpoints and raises `Interrupted` at
-    the first log step from that step on, as a signal would (for time-sliced jobs and tests).
-    UserError for an unusable `out_dir` or one holding a different config."""
+    result.json's dict. `stop_after_step`: checkpoint and raise `Interrupted` at the first log
+    step from it on, as a signal would (time-sliced jobs, tests). UserError for an unusable
+    `out_dir` or one holding a different config."""
     return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
 def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = None) -> list[dict]:
-    """Train configs that differ only in MEMBER_FIELDS together (vmapped), one run dir each;
-    returns the results in member order. Each member's files are those of its own
-    `run_training`; its numbers equal a sequential run's up to float rounding of the batched
-    matmuls."""
+    """Train configs that differ only in MEMBER_FIELDS together (vmapped), one run dir each, as
+    their own `run_training`s would up to the batched matmuls' rounding; results in order."""
     configs, out_dirs = list(configs), [Path(d) for d in out_dirs]
     if len(configs) != len(out_dirs):
         raise UserError(f"run_group: {len(configs)} configs but {len(out_dirs)} out dirs")
@@ -69,32 +58,25 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
 
     writer = jax.process_index() == 0
     check_unstarted_weights(configs, out_dirs)
-    # A finished member is only read (prepare() writes nothing when result.json exists), so
-    # it needs no lock; the others are locked before config.json is written and before the
-    # loop cuts back metrics.jsonl. One that finishes meanwhile is read as finished below.
-    pending = [rundir.make_dir(d) for d in out_dirs if not (Path(d) / rundir.RESULT).exists()]
+    # Only unfinished members are locked (before config.json is written and metrics.jsonl cut
+    # back); one that finishes meanwhile is read as finished below.
+    pending = [rundir.make_dir(d) for d in out_dirs if not (d / rundir.RESULT).exists()]
     with hold_for_job(pending, writer):
         dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
         results = [rundir.read_result(d) for d in dirs]
-        todo = [i for i, r in enumerate(results) if r is None]
-        if todo:
+        if todo := [i for i, r in enumerate(results) if r is None]:
             # One process's progress is enough: under srun every process prints to one log.
-            done = train_members(
-                [configs[i] for i in todo],
-                [dirs[i] for i in todo],
-                quiet=quiet or not writer,
-                writer=writer,
-                stop_after_step=stop_after_step,
-            )
+            kw = dict(quiet=quiet or not writer, writer=writer, stop_after_step=stop_after_step)
+            done = train_members([configs[i] for i in todo], [dirs[i] for i in todo], **kw)
             for i, result in zip(todo, done):
                 results[i] = result
     return results
 
 
 def load_run(run_dir):
-    """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint.
-
-    The model runs the plain ("xla") kernels, whatever `config.kernels` trained it."""
+    """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint. The
+    model runs the plain ("xla") kernels whatever trained it: readers sample and take
+    forward-mode Jacobians, which the cpu kernels' custom VJPs do not support."""
     run_dir = Path(run_dir)
     path = run_dir / rundir.CONFIG
     if not run_dir.is_dir():
@@ -107,86 +89,73 @@ def load_run(run_dir):
         raise UserError(f"cannot read {path}: {str(e).splitlines()[0] if str(e) else e}") from None
     if not (run_dir / rundir.CHECKPOINTS).is_dir():
         raise UserError(f"{run_dir} has no checkpoints yet")
-    # The plain path, whatever the run trained with: readers sample and take forward-mode
-    # Jacobians, which the cpu kernels' custom VJPs do not support (same parameters either way).
     prog = get_program(config if config.kernels == "xla" else config.replace(kernels="xla"))
     ckpt = RunCheckpoints(run_dir / rundir.CHECKPOINTS, config.keep_checkpoints, read_only=True)
-    try:
+    with contextlib.closing(ckpt):
         restored = ckpt.restore_latest(prog.abstract_state())
-    finally:
-        ckpt.close()
     if restored is None:
         raise UserError(f"{run_dir} has no checkpoints yet")
     return config, prog.model(prog.stack([restored[1]]))
 
 
 def check_groupable(configs) -> None:
-    """UserError unless `configs` is non-empty and differs only in MEMBER_FIELDS (lr, seed and
-    the optimizer's b1, b2, eps, momentum)."""
+    """UserError unless `configs` is non-empty and differs only in MEMBER_FIELDS."""
     if not configs:
         raise UserError("a run group needs at least one config")
-    first = configs[0]
     for i, other in enumerate(configs[1:], start=1):
-        for f in dataclasses.fields(first):
-            if f.name not in MEMBER_FIELDS and getattr(first, f.name) != getattr(other, f.name):
+        for f in dataclasses.fields(other):
+            mine, theirs = getattr(configs[0], f.name), getattr(other, f.name)
+            if f.name not in MEMBER_FIELDS and mine != theirs:
                 raise UserError(
                     f"configs in a run group may differ only in {', '.join(MEMBER_FIELDS)}; "
-                    f"config {i} differs "
-                    f"in {f.name} ({getattr(first, f.name)!r} vs {getattr(other, f.name)!r})"
+                    f"config {i} differs in {f.name} ({mine!r} vs {theirs!r})"
                 )
 
 
 @contextlib.contextmanager
 def stop_requests():
-    """Yields the list the first SIGINT / SIGTERM is appended to. The handlers restore the
-    previous ones on the first signal, so a second Ctrl-C interrupts at once."""
+    """Yields the list the first SIGINT / SIGTERM is appended to. That signal restores the
+    previous handlers, so a second Ctrl-C interrupts at once."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received  # signals are only delivered to the main thread
         return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore(*_):
+        for s, h in previous.items():
+            signal.signal(s, h)
 
     def handler(signum, frame):
         received.append(signum)
-        for s, h in previous.items():
-            signal.signal(s, h)
+        restore()
 
-    for s in previous:
-        signal.signal(s, handler)
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield received
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        restore()
 
 
 def stop_signal(received: list, step: int, stop_after_step: int | None) -> int | None:
-    """The signal to stop on at this log step (0: `stop_after_step`), or None to go on. With
-    several processes all must agree, or their saves would deadlock: one allgather per log
-    step, and all exit with the same status."""
+    """The signal to stop on at this log step (0: `stop_after_step`), or None. With several
+    processes all must agree, or their saves would deadlock: one allgather per log step."""
     if stop_after_step is not None and step >= stop_after_step:
         return 0
-    if jax.process_count() == 1:
-        return received[0] if received else None
-    from jax.experimental import multihost_utils
+    signum = received[0] if received else 0
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
 
-    signum = int(
-        np.max(multihost_utils.process_allgather(np.int32(received[0] if received else 0)))
-    )
+        signum = int(np.max(multihost_utils.process_allgather(np.int32(signum))))
     return signum or None
 
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
-# Evaluation outputs too big for a metrics row: the curve goes to result.json, the per-symbol
-# losses to symbols.npz.
+# Evaluation outputs too big for a row: the curve goes to result.json, the losses to symbols.npz.
 _NOT_LOGGED = ("symbol_curve", "symbol_loss")
 # The state arrays of a symbol's history, by their names in symbol_evals.jsonl and symbols.npz.
-_HISTORY = {
-    "appearances": "exposure",
-    "first_step": "first_seen",
-    "last_step": "last_seen",
-    "max_gap": "max_gap",
-}
+_HISTORY = dict(
+    appearances="exposure", first_step="first_seen", last_step="last_seen", max_gap="max_gap"
+)
 
 
 @dataclasses.dataclass(eq=False)  # members are told apart by identity
@@ -208,7 +177,7 @@ class _Member:
 
 def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) -> list[dict]:
     """Train every member to the end (or an interruption); returns their results."""
-    cfg, t_start = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
+    cfg, t0 = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
     peak = functools.partial(peak_flops, cfg.dtype)
     members = [
         _Member(c, d, RunCheckpoints(d / rundir.CHECKPOINTS, c.keep_checkpoints))
@@ -228,38 +197,30 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) 
                     progress.message(
                         f"resumed {len(group)} run(s) from the checkpoint at step {step}"
                     )
-                _Group(program, group, progress, writer, peak, t_start).run(
-                    received, stop_after_step
-                )
+                _Group(program, group, progress, writer, peak, t0).run(received, stop_after_step)
             if received:  # finished anyway, but a sweep calling us must still stop
                 raise Interrupted(cfg.steps, received[0])
-            results, raised = [m.result for m in members], False
-            return results
+            raised = False
+            return [m.result for m in members]
         finally:
             # Every log and manager is closed, whatever fails; an error on the way out (a full
             # disk flushing a log) is raised only when nothing else is: the first error wins.
-            closers = [progress.close] if progress is not None else []
-            for m in members:
-                closers += [m.ckpt.close] + [
-                    log.close for log in (m.log, m.track, m.symbols) if log is not None
-                ]
-            failed = None
-            for close in closers:
+            owned = [x for m in members for x in (m.ckpt, m.log, m.track, m.symbols)]
+            failed = []
+            for x in [progress, *owned]:
                 try:
-                    close()
+                    x is None or x.close()
                 except Exception as e:  # noqa: BLE001 (kept, and raised below if it is the first)
-                    failed = failed or e
-            if failed is not None and not raised:
-                raise failed
+                    failed.append(e)
+            if failed and not raised:
+                raise failed[0]
 
 
 def _common_steps(members: list[_Member]) -> dict[int, int | None]:
-    """{id(member): the newest step it may resume from} (None: any). A vmapped group saves its
-    members one after another; a kill between two saves leaves some members a step ahead of
-    their partners. Such a member goes back, with the partners of that save, to the newest step
-    all of them have (none: a fresh start), so that the group trains at its original size and
-    reproduces an uninterrupted run bitwise. Members trained apart on purpose (a save of one
-    run alone, or of another group that every partner completed) keep their own steps."""
+    """{id(member): the newest step it may resume from} (None: any). A kill between two members'
+    saves leaves some ahead of the partners of that save: all go back to the newest step they
+    share (-1: a fresh start), so that the group trains at its size and reproduces an
+    uninterrupted run bitwise. Members saved apart on purpose keep their own steps."""
     by_name = {m.dir.name: m for m in members}
     steps = {id(m): set(m.ckpt.steps()) for m in members}
     cap: dict[int, int | None] = {id(m): None for m in members}
@@ -270,11 +231,8 @@ def _common_steps(members: list[_Member]) -> dict[int, int | None]:
             mine = sorted(s for s in steps[id(m)] if cap[id(m)] is None or s <= cap[id(m)])
             if not mine:
                 continue
-            partners = [
-                by_name[n]
-                for n in m.ckpt.meta(mine[-1]).get("group") or ()
-                if n in by_name and by_name[n] is not m
-            ]
+            names = m.ckpt.meta(mine[-1]).get("group") or ()
+            partners = [by_name[n] for n in names if n in by_name and by_name[n] is not m]
             if all(mine[-1] in steps[id(p)] for p in partners):
                 continue
             shared = set(mine).intersection(*(steps[id(p)] for p in partners))
@@ -293,12 +251,10 @@ def _restore(program, members: list[_Member], writer: bool) -> None:
     for m in members:
         cap, logged = caps.get(id(m)), _last_logged(m.dir)
         if logged is not None and (cap is None or logged < cap):
-            # A checkpoint newer than the newest whole train row (a row torn on a disk that
-            # kept the checkpoint): its interval's row cannot be rebuilt, so the run resumes
-            # from a checkpoint whose rows are all there and trains those steps again.
+            # A checkpoint newer than the newest whole train row (torn on a disk that kept the
+            # checkpoint) cannot rebuild that row: resume from an older one, train those again.
             cap = logged
-        restored = m.ckpt.restore_latest(abstract, at_most=cap)
-        if restored is not None:
+        if (restored := m.ckpt.restore_latest(abstract, at_most=cap)) is not None:
             m.step, m.state, meta = restored
             m.wall_before, m.final = float(meta.get("wall_seconds", 0.0)), bool(meta.get("final"))
         m.log = rundir.MetricsLog(m.dir, m.step, write=writer)
@@ -348,16 +304,15 @@ class _Group:
         if self.ms[0].final:  # a crash between the final checkpoint and result.json
             flags = jax.device_get((self.state["diverged"], self.state["diverged_step"]))
             diverged = {j: int(s) + 1 for j, (d, s) in enumerate(zip(*flags)) if d}
-            self._finish(self.ms, diverged, step, write_rows=False)
-            return
+            return self._finish(self.ms, diverged, step, write_rows=False)
         if step == 0 and cfg.diag_every:
             # The bottleneck at init, so that the log shows how it moves, not only where it
             # ends; once, even when a run restarts from scratch.
             self._diag(0, [m for m in self.ms if m.log.last_diag() is None])
         if 0 < step < cfg.steps:
-            self._catch_up(step)
+            self._due_rows(step, self.ms)
         deferred = None
-        while step < cfg.steps and self._live():
+        while step < cfg.steps and any(m.result is None for m in self.ms):
             self.state, metrics = self.program.step(self.state)
             step += 1
             self.pending.append((step, metrics))
@@ -368,10 +323,8 @@ class _Group:
                 jax.block_until_ready(self.state)
                 self.clock = (time.perf_counter(), step)
             self.progress.advance(step)
-            due = [
-                every and step % every == 0
-                for every in (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every)
-            ]
+            every = (cfg.eval_every, cfg.diag_every, cfg.checkpoint_every)
+            due = [n and step % n == 0 for n in every]
             if step % cfg.log_every and not any(due) and step < cfg.steps:
                 continue
             signum = stop_signal(received, step, stop_after_step)
@@ -379,43 +332,31 @@ class _Group:
                 deferred = step
                 continue
             self._log(step)
-            live = self._live()
+            live = [m for m in self.ms if m.result is None]
             if step == cfg.steps:
                 self._finish(live, {}, step)
             elif signum is not None and live:
                 self._save(step, live)
                 raise Interrupted(step, signum or None)
             elif live:
-                evals = self._evaluate(live) if due[0] else None
-                if due[0]:
-                    self._rows("eval", step, live, evals)
-                    self._symbol_rows(step, live, evals)
-                if due[1]:
-                    self._diag(step, live, evals)
+                self._due_rows(step, live)
                 if due[2]:
                     self._save(step, live)
             self.clock = (time.perf_counter(), step)  # evals and saves are not train time
         if deferred is not None:
             self._log(deferred)
 
-    def _catch_up(self, step: int) -> None:
-        """The evaluation and diagnostics due at the restored `step` that a stop skipped: it
-        saves before them (a signal should not wait for an evaluation), and the restored state
-        gives the same numbers now, so the finished log equals an uninterrupted run's."""
+    def _due_rows(self, step: int, members: list[_Member]) -> None:
+        """The eval and diag rows due at `step` that `members` lack. Also at a restored step: a
+        stop saves before them (a signal should not wait for an evaluation), and the restored
+        state gives the same numbers now, so the finished log equals an uninterrupted run's."""
         cfg, evals = self.cfg, {}
         if cfg.eval_every and step % cfg.eval_every == 0:
-            late = [m for m in self.ms if not _has_row(m.log, "eval", step)]
-            if late:
-                evals = self._evaluate(late)
-                self._rows("eval", step, late, evals)
-                self._symbol_rows(step, late, evals)
+            if late := [m for m in members if not _has_row(m.log, "eval", step)]:
+                evals = self._eval_rows(step, late)
         if cfg.diag_every and step % cfg.diag_every == 0:
-            late = [m for m in self.ms if not _has_row(m.log, "diag", step)]
-            evaluated = all(id(m) in evals for m in late)
-            self._diag(step, late, evals if evaluated else None)
-
-    def _live(self) -> list[_Member]:
-        return [m for m in self.ms if m.result is None]
+            late = [m for m in members if not _has_row(m.log, "diag", step)]
+            self._diag(step, late, evals if all(id(m) in evals for m in late) else None)
 
     # ----- rows --------------------------------------------------------------------------------
     def _log(self, step: int) -> None:
@@ -440,8 +381,7 @@ class _Group:
             if entries[-1][1]["diverged"]:  # the row ends at the diverging batch
                 diverged[j] = int(entries[-1][1]["diverged_step"]) + 1
                 entries = [e for e in entries if e[0] <= diverged[j]] or entries
-            # track.jsonl, a row per step: the tracked rows' updates along themselves and the
-            # sequences that showed each tracked id (`spamlang.coverage.tracking`).
+            # track.jsonl, a row per step (`spamlang.coverage.tracking`).
             for s, values in entries if m.track is not None else ():
                 seen = [int(x) for x in values["track_seen"]]
                 row = {"step": s, "ids": self.cfg.tracked_ids, "seen": seen}
@@ -457,28 +397,26 @@ class _Group:
             self._finish([self.ms[j] for j in diverged], diverged, step)
 
     def _rows(self, kind: str, step: int, members: list[_Member], values: dict) -> None:
+        head = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
         for m in members:
-            row = {"kind": kind, "step": step, "tokens": step * self.cfg.tokens_per_step}
-            m.log.append(
-                {**row, **{k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED}}
-            )
+            m.log.append(head | {k: v for k, v in values[id(m)].items() if k not in _NOT_LOGGED})
 
     def _history(self) -> dict[str, np.ndarray]:
         """Every member's symbol history ({symbols.npz name: int32[K, V]}), in one transfer."""
         host = jax.device_get({k: self.state[v] for k, v in _HISTORY.items()})
         return {k: np.asarray(v) for k, v in host.items()}
 
-    def _symbol_rows(self, step: int, members: list[_Member], evals: dict, host=None) -> None:
-        """symbol_evals.jsonl rows of `members` at this evaluation (exact evaluations only);
-        `host`: the `_history()` already read, if the caller has it."""
-        logged = [m for m in members if m.symbols is not None]
-        if not logged:
-            return
-        host = self._history() if host is None else host
-        for m in logged:
-            j = self.ms.index(m)
-            own = {k: v[j] for k, v in host.items()}
-            m.symbols.append(history.eval_row(step, evals[id(m)]["symbol_loss"], own))
+    def _eval_rows(self, step: int, members: list[_Member], past=None) -> dict[int, dict]:
+        """Evaluate `members` and write their eval rows and, under an exact evaluation, their
+        symbol_evals.jsonl rows (`past`: the `_history()` already read, if the caller has it)."""
+        evals = self._evaluate(members)
+        self._rows("eval", step, members, evals)
+        if logged := [m for m in members if m.symbols is not None]:
+            past = self._history() if past is None else past
+            for m in logged:
+                own = {k: v[self.ms.index(m)] for k, v in past.items()}
+                m.symbols.append(history.eval_row(step, evals[id(m)]["symbol_loss"], own))
+        return evals
 
     def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
         """{id(member): its evaluation} (the whole group is evaluated: one program)."""
@@ -487,36 +425,32 @@ class _Group:
             f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
             f"{cfg.seq_len:,} tokens) in batches of {cfg.eval_batch:,}"
         )
-        out = self.program.evaluate(
-            self.state,
-            [m.config for m in self.ms],
-            wait=lambda arrays: wait_for(arrays, self.progress, what),
-        )
+        wait = functools.partial(wait_for, progress=self.progress, what=what)
+        out = self.program.evaluate(self.state, [m.config for m in self.ms], wait=wait)
         return {id(m): out[self.ms.index(m)] for m in members}
 
     def _diag(self, step: int, members: list[_Member], evals=None) -> dict[int, dict]:
-        """Diag rows of `members`; `evals` (`_evaluate`'s, at this step) already holds each
-        member's per-symbol learning, which is then not scored a second time."""
+        """Diag rows of `members`, with each one's per-symbol learning (how many updates a symbol
+        needs, as training goes), taken from `evals` (`_evaluate`'s at this step) when exact."""
         if not members:
             return {}
         from spamlang.diagnostics.training import logged_diagnostics
 
-        cfg = self.cfg
+        cfg, evaluation = self.cfg, self.program.evaluation
         fn, tokens = logged_diagnostics(
             self.program.lang, cfg.batch_size, cfg.seq_len, cfg.loss_chunk or None
         )
+        exact = evals is not None and evaluation.exact
+        learning = None if exact else evaluation.symbol_stats(self.state)
         values = {}
         for m in members:
-            model = self.program.model(self.state, self.ms.index(m))
-            values[id(m)] = {k: float(v) for k, v in jax.device_get(fn(model, tokens)).items()}
-        # How many updates a symbol needs, as training goes (V 2-token sequences a member).
-        if evals is not None and self.program.evaluation.exact:
-            for m in members:
+            j = self.ms.index(m)
+            got = jax.device_get(fn(self.program.model(self.state, j), tokens))
+            values[id(m)] = {k: float(v) for k, v in got.items()}
+            if exact:
                 values[id(m)].update({k: evals[id(m)][k] for k in RESULT_KEYS})
-        else:
-            learning = self.program.evaluation.symbol_stats(self.state)
-            for m in members if learning else ():
-                values[id(m)].update(learning[self.ms.index(m)])
+            elif learning:
+                values[id(m)].update(learning[j])
         self._rows("diag", step, members, values)
         return values
 
@@ -524,52 +458,41 @@ class _Group:
     def _save(self, step: int, members: list[_Member], final: bool = False) -> None:
         """Checkpoint `members` at `step`, after their rows are durable."""
         wall = time.perf_counter() - self.t_start
-        # The members saved together, so that a resume can tell a save that a kill cut short
-        # between two members (`_restore`); older checkpoints are pruned only once every member
-        # has this one, so that a step they all have always remains.
-        together = sorted(m.dir.name for m in members)
+        # The members saved together, so a resume can tell a save that a kill cut short
+        # (`_common_steps`); pruned only once all have this step, so a common one remains.
+        together = {"group": sorted(m.dir.name for m in members)} if len(members) > 1 else {}
         for m in members:
             for log in (m.log, m.track, m.symbols):
                 if log is not None:
                     log.sync()
-            m.ckpt.save(
-                step,
-                self.program.member(self.state, self.ms.index(m)),
-                {
-                    "wall_seconds": m.wall_before + wall,
-                    "final": final,
-                    **({"group": together} if len(members) > 1 else {}),
-                },
-            )
+            meta = {"wall_seconds": m.wall_before + wall, "final": final, **together}
+            m.ckpt.save(step, self.program.member(self.state, self.ms.index(m)), meta)
         for m in members:
             m.ckpt.prune()
 
     def _finish(self, members: list[_Member], diverged: dict, step: int, write_rows=True) -> None:
         """Final eval (+ diag), checkpoint and result.json of `members`; they stop here.
-
-        write_rows=False: members restored from their final checkpoints, whose rows are
-        already written."""
-        evals = self._evaluate(members)
+        write_rows=False: members restored from their final checkpoints, rows all written."""
         # The history read once, for symbol_evals.jsonl's last row and for symbols.npz.
         past = self._history() if any(m.symbols is not None for m in members) else {}
         if write_rows:
-            self._rows("eval", step, members, evals)
-            self._symbol_rows(step, members, evals, past)
+            evals = self._eval_rows(step, members, past)
             healthy = [m for m in members if self.ms.index(m) not in diverged]
             diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
             self._save(step, members, final=True)
         else:
+            evals = self._evaluate(members)
             diags = {id(m): m.log.last_diag() for m in members}
         wall = time.perf_counter() - self.t_start
         for m in members:
             j, ev = self.ms.index(m), evals[id(m)]
             # A diverged member trained up to its diverging batch; the steps after it, up to
             # the log step that noticed, were frozen and are not counted.
-            at = diverged.get(j, step)
+            at, diag = diverged.get(j, step), diags.get(id(m)) or {}
             rates = [
-                r["tokens_per_s"]
+                x
                 for r in m.log.records
-                if r.get("kind") == "train" and r.get("tokens_per_s")
+                if r.get("kind") == "train" and (x := r.get("tokens_per_s"))
             ]
             values = {
                 **ev,  # coverage, held-out and per-symbol fields under their column names
@@ -584,16 +507,11 @@ class _Group:
                 "tokens_per_s": statistics.median(rates) if rates else None,
                 "wall_seconds": m.wall_before + wall,
                 # The bottleneck measured on the final model, when the run logs diagnostics.
-                **{
-                    k: (diags.get(id(m)) or {}).get(k)
-                    for k in ("kernel_fraction", "projected_cosine")
-                },
+                **{k: diag.get(k) for k in ("kernel_fraction", "projected_cosine")},
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
                 # Every evaluation's symbols binned by their history (symbols.csv.gz's rows).
-                "symbol_history": (
-                    history.summary(m.symbols.records) if m.symbols is not None else None
-                ),
+                "symbol_history": m.symbols and history.summary(m.symbols.records),
             }
             m.result = rundir.json_safe(
                 {k: values.get(k) for k in (*RESULT_COLUMNS, *RESULT_EXTRAS)}
@@ -602,13 +520,13 @@ class _Group:
                 if "symbol_loss" in ev:  # symbols.npz before result.json, which marks the run
                     # finished: each symbol's final loss, probability and history
                     own = {k: v[j] for k, v in past.items()}
+                    gap = history.mean_gap(own["first_step"], own["last_step"], own["appearances"])
+                    p_V = self.program.evaluation.probability_V
                     rundir.write_symbols(
                         m.dir,
                         loss=ev["symbol_loss"],
-                        probability=self.program.evaluation.probability_V,
-                        mean_gap=history.mean_gap(
-                            own["first_step"], own["last_step"], own["appearances"]
-                        ),
+                        probability=p_V,
+                        mean_gap=gap,
                         steps=at,
                         **own,
                     )

@@ -1,23 +1,20 @@
 """The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
-- State: params, opt_state (each member's peak LR and optimizer scalars inside), step,
-  data_key, diverged, diverged_step (-1 while healthy), exposure (int32[V]: the training
-  sequences that showed each id), last_seen and first_seen (int32[V]: the step count right
-  after the last / first step that showed it, -1 never) and max_gap (int32[V]: the most steps
-  between two consecutive appearances, 0 before the second): a symbol's history, which the
-  symbol-level analysis reads (`spamlang.coverage.history`).
-- One member's pure step, jitted once mapped over the members (`over_members`), state
-  donated; its batch is a function of (data_key, step) (`batch_rows`), so a resumed run sees
-  the same batches.
-- Data parallel over the mesh's "data" axis: each device generates its own rows, the forward
-  and loss run under shard_map (`spamlang.loss`); the batch is the same on any device count.
+- State: params, opt_state (each member's peak LR and optimizer scalars inside), step, data_key,
+  diverged, diverged_step (-1 while healthy), and each symbol's history, int32[V] each: exposure
+  (training sequences that showed it), last_seen / first_seen (the step count right after its
+  last / first step, -1 never), max_gap (most steps between two appearances, 0 before the
+  second), which the symbol-level analysis reads (`spamlang.coverage.history`).
+- A member's batch is a function of (data_key, step) (`batch_rows`): a resumed run sees the same
+  batches, on any device count. Each device generates its own rows; the forward and loss run
+  under shard_map over the mesh's "data" axis; the step is vmapped over members (`over_members`).
 - A non-finite loss or gradient norm, or loss > diverge_loss, freezes that member on device."""
 
 from __future__ import annotations
 
-import collections
 import copy
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -51,22 +48,13 @@ def default_mesh() -> jax.sharding.Mesh:
 _PERMUTED = 0x5045524D
 
 
-def batch_rows(
-    sampling: str, lang, data_key, step, rows, batch_size: int, seq_len: int
-) -> jax.Array:
-    """int32[len(rows), L]: the training rows `rows` (indices into the step's batch of
-    `batch_size`) of step `step`, in the data order of `sampling`:
-
-    - "iid": row r of step t is `lang.sample(fold_in(fold_in(data_key, t), r), 1, L)[0]`;
-    - "permuted": the stream of rows is cut into epochs of n = the language's drawn symbols;
-      epoch e deals a permutation of them, seeded by (data_key, e), so position t * B + r of the
-      stream holds symbol `perm_e[(t * B + r) mod n]`;
-    - "cyclic": every epoch deals the same permutation, "permuted"'s first (`perm_0`), so a
-      symbol comes back exactly n rows later.
-    (What each means for a symbol's return time: TrainConfig.sampling.)
-
-    All are pure functions of (data_key, step, row): a resumed run sees the same batches, and
-    each device generates only its own rows."""
+def batch_rows(sampling, lang, data_key, step, rows, batch_size: int, seq_len: int) -> jax.Array:
+    """int32[len(rows), L]: rows `rows` of step `step`'s batch, in the order of `sampling`
+    (TrainConfig.sampling says what each means for a symbol's return time):
+    iid: row r is `lang.sample(fold_in(fold_in(data_key, step), r), 1, L)[0]`; permuted: epoch
+    e of the stream of rows deals a permutation perm_e of the n drawn symbols, seeded by
+    (data_key, e), so stream position t * B + r holds `perm_e[(t * B + r) mod n]`; cyclic:
+    every epoch deals perm_0. Pure in (data_key, step, row): resumable, generated per device."""
     if sampling == "iid":
         return sample_rows(lang, jax.random.fold_in(data_key, step), rows, seq_len)
     ids_N = jnp.asarray(lang.drawn_ids())
@@ -84,8 +72,7 @@ def batch_rows(
         index = deal(jnp.uint32(0))[slot]
     else:
         epoch0 = first // n
-        # A batch of B rows touches at most this many epochs (static).
-        n_epochs = (batch_size - 1) // n + 2
+        n_epochs = (batch_size - 1) // n + 2  # the most epochs a batch touches (static)
         perm_ExN = jax.vmap(deal)(epoch0 + jnp.arange(n_epochs, dtype=jnp.uint32))
         index = perm_ExN[(position // n - epoch0).astype(jnp.int32), slot]
     return jnp.broadcast_to(ids_N[index][:, None], (rows.shape[0], seq_len)).astype(jnp.int32)
@@ -112,8 +99,7 @@ def accumulated(grad_fn, params, tokens_BxL, n_micro: int, mesh):
 
 
 def symbol_history(state: State, added_V, step) -> dict:
-    """The state's per-symbol history after a step that showed each id `added_V` times:
-    exposure, the steps right after its first and last appearance, its longest gap."""
+    """The state's per-symbol history after a step that showed each id `added_V` times."""
     shown = added_V > 0
     # The gap that closes now: steps since the previous appearance (none: 0).
     gap = jnp.where(shown & (state["last_seen"] >= 0), step + 1 - state["last_seen"], 0)
@@ -126,8 +112,7 @@ def symbol_history(state: State, added_V, step) -> dict:
 
 
 def make_member_step(program: Program):
-    """One member's pure train step `state -> (state, metrics)` (not jitted, not vmapped), from
-    the parts `program` has built."""
+    """One member's pure train step `state -> (state, metrics)`, not jitted nor vmapped."""
     config, mesh, lang, tx = program.config, program.mesh, program.lang, program.tx
     B, L, V = config.batch_size, config.seq_len, config.vocab_size
     shard = mesh.devices.size > 1
@@ -140,23 +125,19 @@ def make_member_step(program: Program):
         return next_token_loss(model, tokens_BxL, chunk_size=config.loss_chunk or None, mesh=where)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-
-    def loss_and_grads(params, tokens_BxL):
-        if program.n_micro == 1:
-            return grad_fn(params, tokens_BxL)
-        return accumulated(grad_fn, params, tokens_BxL, program.n_micro, where)
+    if program.n_micro > 1:
+        grad_fn = functools.partial(accumulated, grad_fn, n_micro=program.n_micro, mesh=where)
 
     def member_step(state: State) -> tuple[State, dict]:
         step = state["step"]
         with jax.named_scope("data"):
-            tokens_BxL = batch_rows(
-                config.sampling, lang, state["data_key"], step, sharded_rows(B, mesh, shard), B, L
-            )
+            rows = sharded_rows(B, mesh, shard)
+            tokens_BxL = batch_rows(config.sampling, lang, state["data_key"], step, rows, B, L)
             if shard:
                 tokens_BxL = jax.lax.with_sharding_constraint(
                     tokens_BxL, NamedSharding(mesh, P("data", None))
                 )
-        (loss, aux), grads = loss_and_grads(state["params"], tokens_BxL)
+        (loss, aux), grads = grad_fn(state["params"], tokens_BxL)
         present_V = exposure.present_ids(tokens_BxL, V, where) if needs_present else None
         with jax.named_scope("optimizer"):
             grad_norm = optax.tree.norm(grads)
@@ -204,20 +185,14 @@ def make_member_step(program: Program):
 
 
 # Fields that change neither the step nor the evaluation: MEMBER_FIELDS and the loop's cadence.
-NOT_COMPILED = (
-    *MEMBER_FIELDS,
-    "log_every",
-    "eval_every",
-    "checkpoint_every",
-    "keep_checkpoints",
-    "diag_every",
-)
+_CADENCE = ("log_every", "eval_every", "checkpoint_every", "keep_checkpoints", "diag_every")
+NOT_COMPILED = (*MEMBER_FIELDS, *_CADENCE)
 assert set(NOT_COMPILED) <= {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 def program_key(config: TrainConfig) -> tuple:
-    """What of `config` changes its compiled program, as a hashable value: every field but
-    NOT_COMPILED, each as JSON. Read off the config as it is (no config is built)."""
+    """What of `config` changes its compiled program, hashable: every field but NOT_COMPILED, as
+    JSON, read off the config as it is (no config is built)."""
     return tuple(
         (f.name, json.dumps(getattr(config, f.name), sort_keys=True))
         for f in dataclasses.fields(config)
@@ -233,21 +208,20 @@ class Program:
     >>> state, metrics = program.step(state)            # metrics: device arrays of shape [K]
     >>> program.evaluate(state)[1]["eval_loss"]
 
-    `config` is a real config (its lr, seed, b2 and cadence too): `program(config)`
-    shares the compiled functions between configs of one `program_key` and gives each caller a
-    Program holding its own config.
-    """
+    `program(config)` shares the compiled functions between the configs of one `program_key`,
+    each caller getting a Program that holds its own config (lr, seed, cadence and all)."""
 
     def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
         mesh = default_mesh() if mesh is None else mesh
         if "data" not in mesh.axis_names:
             raise UserError(f"the mesh needs a 'data' axis, got axes {mesh.axis_names}")
-        n_dev = mesh.devices.size
-        if config.batch_size % n_dev:
+        if config.batch_size % mesh.devices.size:
             raise UserError(
                 f"batch_size ({config.batch_size}) must be divisible by the number "
-                f"of devices ({n_dev})"
+                f"of devices ({mesh.devices.size})"
             )
+        from spamlang.perf import flops_per_token
+
         self.config, self.mesh = config, mesh
         self.kernels = resolve(config.kernels, mesh.devices.flat[0].platform)
         self.lang = config.make_language()
@@ -256,12 +230,8 @@ class Program:
         self.replicated = NamedSharding(mesh, P())
         self.n_micro = micro_batches(config, mesh, self.kernels)
         self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
-        from spamlang.perf import flops_per_token
-
-        self.flops_per_step = (
-            float(flops_per_token(self.model_config, config.seq_len)) * config.tokens_per_step
-        )
-
+        flops = flops_per_token(self.model_config, config.seq_len)
+        self.flops_per_step = float(flops) * config.tokens_per_step
         abstract = nnx.eval_shape(lambda: Transformer(self.model_config, rngs=nnx.Rngs(0)))
         self.graphdef, _, rest = nnx.split(abstract, nnx.Param, ...)
         # Non-parameter variables (none in the current model) are constants of the program.
@@ -281,6 +251,7 @@ class Program:
         param_key, data_key = jax.random.split(key)
         model = Transformer(self.model_config, rngs=nnx.Rngs(params=param_key))
         params = nnx.split(model, nnx.Param, ...)[1]
+        V = self.config.vocab_size
         return {
             "params": params,
             "opt_state": optim.with_hyperparams(self.tx.init(params), hyper),
@@ -288,57 +259,46 @@ class Program:
             "data_key": data_key,
             "diverged": jnp.zeros((), jnp.bool_),
             "diverged_step": jnp.full((), -1, jnp.int32),
-            "exposure": jnp.zeros(self.config.vocab_size, jnp.int32),
-            "last_seen": jnp.full(self.config.vocab_size, -1, jnp.int32),
-            "first_seen": jnp.full(self.config.vocab_size, -1, jnp.int32),
-            "max_gap": jnp.zeros(self.config.vocab_size, jnp.int32),
+            "exposure": jnp.zeros(V, jnp.int32),
+            "last_seen": jnp.full(V, -1, jnp.int32),
+            "first_seen": jnp.full(V, -1, jnp.int32),
+            "max_gap": jnp.zeros(V, jnp.int32),
         }
 
-    # ----- state ---------------------------------------------------------------------------
     def init(self, seeds: list[int], lrs: list[float]) -> State:
         """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
         pretrained = self.pretrained_params()
         return self.stack([self.init_member(s, lr, pretrained) for s, lr in zip(seeds, lrs)])
 
     def init_member(self, seed: int, lr: float, pretrained=None, config=None) -> State:
-        """One member's step-0 state, without the member axis.
-
-        Its optimizer hyperparameters (b1, b2, eps, momentum) are `config`'s, default the
-        program's; `lr` is its peak LR. With `init_from` its parameters are the checkpoint's:
-        `pretrained` when given (from `pretrained_params`, read once for a group), else read now.
-        """
+        """One member's step-0 state, no member axis: peak LR `lr`, b1, b2, eps and momentum
+        `config`'s (default the program's); with `init_from`, the checkpoint's parameters
+        (`pretrained` when given, as `pretrained_params` reads them once for a group)."""
         source = self.config if config is None else config
         hyper = {f: jnp.float32(getattr(source, f)) for f in optim.HYPERPARAMS.values()}
         state = self._init(jax.random.PRNGKey(seed), {**hyper, "lr": jnp.float32(lr)})
         if self.config.init_from:
-            # The one jitted init stays as it is; the checkpoint's arrays replace its random
-            # parameters with the same shapes, dtypes and shardings. The optimizer state
-            # (zero moments) does not depend on the parameters' values.
+            # The one jitted init stays; the checkpoint's arrays replace its random parameters
+            # with the same layout. The zero moments do not depend on the parameters' values.
             state["params"] = self.pretrained_params() if pretrained is None else pretrained
         return state
 
     def pretrained_params(self) -> State | None:
-        """The parameters of `config.init_from` laid out like the init's (replicated over the
-        mesh, param_dtype); None without init_from. Every process reads the checkpoint."""
+        """`config.init_from`'s parameters laid out like the init's (None without it)."""
         if not self.config.init_from:
             return None
         from spamlang.model.hf_checkpoint import load_params
 
         def put(value, abstract):
             # From a callback, so that a multi-host mesh gets each process's own devices' copies.
-            return jax.make_array_from_callback(
-                value.shape, self.replicated, lambda index: value[index]
-            )
+            return jax.make_array_from_callback(value.shape, self.replicated, lambda i: value[i])
 
         return load_params(self.config.init_from, self.model_config, put)
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
-        shapes = jax.eval_shape(
-            self._member_init,
-            jax.random.PRNGKey(0),
-            {f: jnp.float32(0) for f in optim.HYPERPARAMS.values()},
-        )
+        zeros = {f: jnp.float32(0) for f in optim.HYPERPARAMS.values()}
+        shapes = jax.eval_shape(self._member_init, jax.random.PRNGKey(0), zeros)
         lead = () if k is None else (k,)
         return jax.tree.map(
             lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype, sharding=self.replicated),
@@ -357,12 +317,9 @@ class Program:
         """Member i's model (for sampling and diagnostics)."""
         return nnx.merge(self.graphdef, self.member(state, i)["params"], self.rest)
 
-    # ----- evaluation ----------------------------------------------------------------------
     def evaluate(self, state: State, configs=None, wait=None) -> list[dict[str, float]]:
-        """Each member's evaluation (`spamlang.evaluate.Evaluation.evaluate`); member i's
-        return time is `configs[i]`'s (default: this program's config for every member)."""
-        if configs is None:
-            configs = [self.config] * len(state["step"])
+        """Each member's evaluation; member i's return time is `configs[i]`'s (default: ours)."""
+        configs = [self.config] * len(state["step"]) if configs is None else configs
         return self.evaluation.evaluate(state, configs, wait)
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
@@ -370,23 +327,17 @@ class Program:
         return self.step.lower(self.abstract_state(k))
 
 
-# The newest Programs built by `program`, by (program_key, mesh), least recently used first.
-_SHARED: collections.OrderedDict = collections.OrderedDict()
-_SHARED_MAX = 8
+_SHARED: dict = {}  # the newest Programs by (program_key, mesh), least recently used first
 
 
 def program(config: TrainConfig, mesh: jax.sharding.Mesh | None = None) -> Program:
-    """The Program of `config`, whose compiled functions every config of the same
-    `program_key` shares (a sweep over LRs compiles once per process); its `config` is the
-    caller's own."""
+    """The Program of `config`, sharing its compiled functions with every config of its
+    `program_key` (a sweep over LRs compiles once per process); its `config` is the caller's."""
     mesh = default_mesh() if mesh is None else mesh
     key = (program_key(config), mesh)
-    shared = _SHARED.pop(key, None)
-    if shared is None:
-        shared = Program(config, mesh)
-    _SHARED[key] = shared
-    if len(_SHARED) > _SHARED_MAX:
-        _SHARED.popitem(last=False)
+    _SHARED[key] = shared = _SHARED.pop(key, None) or Program(config, mesh)
+    if len(_SHARED) > 8:
+        del _SHARED[next(iter(_SHARED))]
     if shared.config is config:
         return shared
     own = copy.copy(shared)  # the same jitted functions, evaluation and tables
