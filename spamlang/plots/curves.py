@@ -231,8 +231,7 @@ def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> st
         name += f", lr={'/'.join(format_lr(x) for x in lrs)}"
     if any(not r.finished for r in line.runs):
         name += " (running)"
-    diverged = sum(r.diverged for r in line.runs)
-    if diverged:
+    if diverged := sum(r.diverged for r in line.runs):
         n = len(line.runs)
         name += " (diverged)" if diverged == n else f" ({diverged}/{n} diverged)"
     return name

@@ -159,12 +159,9 @@ def _points_of(root: Path) -> list[dict]:
         return [standalone_point(root)]
     runs, missing = _sweep_points(root)
     if runs and missing:  # a figure of 1 run out of 8 must say why the other 7 are absent
-        print(
-            f"note: {missing} of {missing + len(runs)} runs in {root} have no diagnostics.json "
-            f"(run `spamlang diagnose` on them, or train with diag_every > 0); drawing "
-            f"{len(runs)}",
-            file=sys.stderr,
-        )
+        what = f"{missing} of {missing + len(runs)} runs in {root} have no diagnostics.json"
+        how = "(run `spamlang diagnose` on them, or train with diag_every > 0)"
+        print(f"note: {what} {how}; drawing {len(runs)}", file=sys.stderr)
     # A sweep's run directories hold their own diagnostics.json; they are read as runs above.
     found = runs + [standalone_point(sub) for sub in sorted(root.iterdir()) if _standalone(sub)]
     if found:

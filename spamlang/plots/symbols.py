@@ -146,13 +146,9 @@ def recency_figure(
     if log:
         plain_log_ticks(bar.ax.yaxis, lo, hi)
     bar.ax.tick_params(which="both", labelsize=6)
-    note(
-        fig,
-        "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
-        "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
-        "own appearances)",
-        "dashed: chance, log V",
-    )
+    panels = "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0"
+    red = "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
+    note(fig, panels, red + "own appearances)", "dashed: chance, log V")
     return fig
 
 
@@ -173,21 +169,16 @@ def _with_symbols(runs: list[Run], dirs: list) -> tuple[list[Point], dict[int, d
             points.append(Point([run]))
             arrays[id(run)] = npz
     if damaged:
-        print(
-            f"warning: skipped {len(damaged)} run(s) whose {SYMBOLS} cannot be read: "
-            f"{', '.join(damaged)}",
-            file=sys.stderr,
-        )
+        why = f"whose {SYMBOLS} cannot be read: {', '.join(damaged)}"
+        print(f"warning: skipped {len(damaged)} run(s) {why}", file=sys.stderr)
     if not points:
         raise UserError(
             f"no run in {', '.join(map(str, dirs))} has a readable {SYMBOLS} (runs of a "
             "position-invariant language write one when they finish)"
         )
     if missing:
-        print(
-            f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
-            file=sys.stderr,
-        )
+        why = f"without {SYMBOLS}: {', '.join(missing)}"
+        print(f"warning: skipped {len(missing)} run(s) {why}", file=sys.stderr)
     return points, arrays
 
 
@@ -238,11 +229,9 @@ def _title(run: Run, faceted: list[str]) -> str:
     names = list(TITLED) + [k for k in faceted if k not in TITLED]
     optimizer = run.get("optimizer")
     parts = [] if optimizer in (None, "adamw") else [str(optimizer)]
+    no_b2 = optimizer is not None and run.get("adam_memory_steps") is None  # sgd, adafactor
     for k in names:
-        v = run.get(k)
-        if v is None or (
-            k == "b2" and optimizer is not None and run.get("adam_memory_steps") is None
-        ):  # sgd, adafactor: no b2
+        if (v := run.get(k)) is None or (k == "b2" and no_b2):
             continue
         if k == "sampling":
             parts.append(str(v))
