@@ -10,12 +10,18 @@ from spamlang.errors import UserError
 _AXES_HELP = (
     "Any column of results.csv can be an axis or a --where key: settings (vocab_size, lr, "
     "tie_embeddings, head, seed, seq_len, d_model, language, extra sweep axes, any config.json "
-    "field) and outcomes (final_eval_loss, updates_per_symbol, kernel_fraction, ...). "
-    "1-COL is one minus a numeric column (1-kernel_fraction). Numeric values sort numerically. Runs that differ only in seed are averaged: the mean is "
-    "drawn with the min-max range. Without --rows, every other setting that varies gets its own "
-    "row of panels, unless the axes already fix it (batch_size, when x is updates_per_symbol "
-    "and lines are V); "
-    "'none' switches an axis off."
+    "field) and outcomes (final_eval_loss, updates_per_symbol, kernel_fraction, ...). 1-COL is "
+    "one minus a numeric column (1-kernel_fraction). Numeric values sort numerically. Runs that "
+    "differ only in seed are averaged: the mean is drawn with the min-max range. Without --rows, "
+    "every other setting that varies gets its own row of panels, unless the axes already fix it "
+    "(batch_size, when x is updates_per_symbol and lines are V); 'none' switches an axis off."
+)
+_WHERE_HELP = (
+    "keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; numbers "
+    "compare by value (lr=1e-2 matches 0.01; counts as figures write them, K = 1,000: "
+    "tokens=100K, vocab_size=1024), text may use * and ? wildcards (run_id=tiny-w64*); "
+    "KEY!=VALUE drops the runs that match instead; repeatable: different keys must all match, "
+    "a repeated key matches any value"
 )
 
 
@@ -24,26 +30,22 @@ def _where(items: list[str] | None) -> dict[str, list[str]]:
     where: dict[str, list[str]] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or key.strip() == "!":
-            raise UserError(f"--where takes key=value or key!=value, got {item!r}")
         key = key.strip()
-        where.setdefault(key[:-1].strip() + "!" if key.endswith("!") else key, []).append(
-            value.strip()
-        )
+        if not sep or not key or key == "!":
+            raise UserError(f"--where takes key=value or key!=value, got {item!r}")
+        key = key[:-1].strip() + "!" if key.endswith("!") else key
+        where.setdefault(key, []).append(value.strip())
     return where
 
 
 def _plot(module: str, function: str, options: str):
-    """The handler of one figure: `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`,
-    each of the space-separated `options` the parsed flag of that name (--where as `_where`
-    reads it), imported only when drawn so that `--help` imports no plotting library."""
+    """The handler `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`, imported only
+    when drawn so that `--help` imports no plotting library."""
 
     def handler(args: argparse.Namespace) -> int:
         plot = getattr(importlib.import_module(f"spamlang.plots.{module}"), function)
-        kwargs = {
-            k: _where(args.where) if k == "where" else getattr(args, k) for k in options.split()
-        }
-        print(f"wrote {plot(args.inputs, args.output, **kwargs)}")
+        kw = {k: _where(args.where) if k == "where" else getattr(args, k) for k in options.split()}
+        print(f"wrote {plot(args.inputs, args.output, **kw)}")
         return 0
 
     return handler
@@ -73,18 +75,13 @@ def register(subparsers) -> None:
 
 
 def _kind(kinds, name: str, help: str, description: str, func, *inputs: str, **kw):
-    """The subcommand `name`, drawn by `func`: its input directories (`inputs`: metavar and
-    help, a sweep directory by default) and -o FILE."""
+    """The subcommand `name`, drawn by `func`: its inputs (metavar, help; default a sweep
+    directory) and -o FILE."""
     p = kinds.add_parser(name, help=help, description=description)
     metavar, what = inputs or ("SWEEP_DIR", "a sweep output directory")
     p.add_argument("inputs", metavar=metavar, help=what, **kw)
-    p.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="FILE",
-        help="output .png or .pdf, in an existing folder",
-    )
+    out_help = "output .png or .pdf, in an existing folder"
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help=out_help)
     p.set_defaults(func=func)
     return p
 
@@ -100,25 +97,13 @@ def _switch(p, flag: str, help: str, default=None) -> None:
 
 def _facets(p, cols: str | None) -> None:
     _option(p, "--cols", cols, f"one panel per value of this column (default: {cols or 'none'})")
-    p.add_argument(
-        "--rows",
-        default=None,
-        metavar="COL[,COL]",
-        help="one row of panels per value (combination) of these columns; default: "
-        "every other setting that varies, except seed (averaged); 'none': "
-        "no rows, other settings are averaged and the caption says so",
+    rows_help = (
+        "one row of panels per value (combination) of these columns; default: every other "
+        "setting that varies, except seed (averaged); 'none': no rows, other settings are "
+        "averaged and the caption says so"
     )
-    p.add_argument(
-        "--where",
-        action="append",
-        metavar="KEY=VALUE",
-        help="keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; "
-        "numbers compare by value (lr=1e-2 matches 0.01; counts as figures "
-        "write them, K = 1,000: tokens=100K, vocab_size=1024), text may use * and "
-        "? wildcards (run_id=tiny-w64*); KEY!=VALUE drops the runs that "
-        "match instead; repeatable: different keys must all match, a "
-        "repeated key matches any value",
-    )
+    p.add_argument("--rows", default=None, metavar="COL[,COL]", help=rows_help)
+    p.add_argument("--where", action="append", metavar="KEY=VALUE", help=_WHERE_HELP)
 
 
 def _heatmap(kinds) -> None:
@@ -126,51 +111,40 @@ def _heatmap(kinds) -> None:
         kinds,
         "heatmap",
         "final loss on a V x LR grid, tied and untied (Figure 5)",
-        "A final metric on an x by y grid of cells, one panel per --cols value. "
-        "A cell shows the mean over seeds and, below it, their min-max range; the "
-        "best y (LR) of each x (V) is outlined in red; colours span the data's range "
-        "(log scale only for positive values spanning 10x or more). With --best-over "
-        "COL a cell holds only the value of COL with the best seed-mean metric, "
-        "named in the cell. Example, the return-time phase diagram: spamlang plot "
-        "heatmap runs/return_time -o phase.png --x symbol_return_steps --y "
-        "adam_memory_steps --best-over lr --cols none. Runs without a value of --x "
-        "or --y (adam_memory_steps of sgd runs) are left out, with a note. A head "
-        "kind that differs between cells (a rank axis from lowrank:r to mlp:r) is "
-        "named in each cell. " + _AXES_HELP,
+        "A final metric on an x by y grid of cells, one panel per --cols value. A cell shows the "
+        "mean over seeds and, below it, their min-max range; the best y (LR) of each x (V) is "
+        "outlined in red; colours span the data's range (log scale only for positive values "
+        "spanning 10x or more). With --best-over COL a cell holds only the value of COL with the "
+        "best seed-mean metric, named in the cell. Example, the return-time phase diagram: "
+        "spamlang plot heatmap runs/return_time -o phase.png --x symbol_return_steps --y "
+        "adam_memory_steps --best-over lr --cols none. Runs without a value of --x or --y "
+        "(adam_memory_steps of sgd runs) are left out, with a note. A head kind that differs "
+        "between cells (a rank axis from lowrank:r to mlp:r) is named in each cell. " + _AXES_HELP,
         _plot("sweep", "plot_heatmap", "metric where x y cols rows best_over diagonal"),
     )
-    _option(
-        p,
-        "--metric",
-        "final_eval_loss",
-        "the outcome coloured (default final_eval_loss; also loss_above_floor, "
-        "final_train_loss, eval_loss_unseen, repetition_accuracy, ...)",
+    metric_help = (
+        "the outcome coloured (default final_eval_loss; also loss_above_floor, final_train_loss, "
+        "eval_loss_unseen, repetition_accuracy, ...)"
     )
+    _option(p, "--metric", "final_eval_loss", metric_help)
     _option(p, "--x", "vocab_size", "column along the horizontal axis (default vocab_size)")
-    _option(
-        p,
-        "--y",
-        "lr",
-        "column along the vertical axis (default lr); the best cell of each "
-        "x is outlined (lowest metric; highest for *accuracy* metrics)",
+    y_help = (
+        "column along the vertical axis (default lr); the best cell of each x is outlined "
+        "(lowest metric; highest for *accuracy* metrics)"
     )
-    _option(
-        p,
-        "--best-over",
-        None,
-        "a setting such as lr optimised per cell instead of averaged: the cell "
-        "shows the value of COL with the best seed-mean metric (lowest; "
-        "highest for *accuracy* metrics), that mean with its seeds' min-max "
-        "range, and the value (e.g. 'lr 3e-2'); default: none",
+    _option(p, "--y", "lr", y_help)
+    best_help = (
+        "a setting such as lr optimised per cell instead of averaged: the cell shows the value "
+        "of COL with the best seed-mean metric (lowest; highest for *accuracy* metrics), that "
+        "mean with its seeds' min-max range, and the value (e.g. 'lr 3e-2'); default: none"
     )
-    _switch(
-        p,
-        "--diagonal",
-        "draw x = y across the cells, interpolated in log space between the "
-        "ticks, labelled 'memory = return time' (default: on when one axis "
-        "is symbol_return_steps and the other adam_memory_steps or "
-        "adam_memory_steps_effective)",
+    _option(p, "--best-over", None, best_help)
+    diagonal_help = (
+        "draw x = y across the cells, interpolated in log space between the ticks, labelled "
+        "'memory = return time' (default: on when one axis is symbol_return_steps and the other "
+        "adam_memory_steps or adam_memory_steps_effective)"
     )
+    _switch(p, "--diagonal", diagonal_help)
     _facets(p, "tie_embeddings")
 
 
@@ -179,39 +153,26 @@ def _curves(kinds) -> None:
         kinds,
         "curves",
         "loss against tokens, one line per V (Figure 4)",
-        "A metrics.jsonl value against training tokens, one line per --color value "
-        "(seeds averaged: mean line, min-max band), one panel per --cols value, each "
-        "line at its cell's best LR (lowest seed-mean final eval loss, the heatmap's "
-        "red outline), named in the legend. Runs still in progress are drawn dotted. " + _AXES_HELP,
+        "A metrics.jsonl value against training tokens, one line per --color value (seeds "
+        "averaged: mean line, min-max band), one panel per --cols value, each line at its cell's "
+        "best LR (lowest seed-mean final eval loss, the heatmap's red outline), named in the "
+        "legend. Runs still in progress are drawn dotted. " + _AXES_HELP,
         _plot("curves", "plot_curves", "lr metric where x color cols rows logy"),
     )
-    p.add_argument(
-        "--y",
-        "--metric",
-        dest="metric",
-        default="loss",
-        metavar="FIELD",
-        help="metrics.jsonl field drawn: loss (train, every log step; default), "
-        "eval_loss (every eval), or any other field such as accuracy",
+    y_help = (
+        "metrics.jsonl field drawn: loss (train, every log step; default), eval_loss (every "
+        "eval), or any other field such as accuracy"
     )
-    _option(
-        p,
-        "--x",
-        "tokens",
-        "metrics.jsonl field along the horizontal axis: tokens (default) or step",
-        metavar="FIELD",
-    )
+    p.add_argument("--y", "--metric", dest="metric", default="loss", metavar="FIELD", help=y_help)
+    x_help = "metrics.jsonl field along the horizontal axis: tokens (default) or step"
+    _option(p, "--x", "tokens", x_help, metavar="FIELD")
     _option(p, "--color", "vocab_size", "one line per value of this column (default vocab_size)")
-    _option(
-        p,
-        "--lr",
-        None,
-        "learning rate to draw, the same for every line; default (or 'best'): "
-        "each line at its own best LR (lowest seed-mean final eval loss; a "
-        "cell with no finished run: lowest latest train loss), or every LR "
-        "when lr is --color, --cols or --rows",
-        metavar="LR|best",
+    lr_help = (
+        "learning rate to draw, the same for every line; default (or 'best'): each line at its "
+        "own best LR (lowest seed-mean final eval loss; a cell with no finished run: lowest "
+        "latest train loss), or every LR when lr is --color, --cols or --rows"
     )
+    _option(p, "--lr", None, lr_help, metavar="LR|best")
     _switch(p, "--logy", "log y axis (default: on for losses)")
     _facets(p, "tie_embeddings")
 
@@ -221,58 +182,37 @@ def _lines(kinds) -> None:
         kinds,
         "lines",
         "a metric against a numeric column, one line per value of another",
-        "A results.csv outcome (--y) against a numeric column (--x, a setting or "
-        "another outcome), one line per --color value. Each point is the mean over "
-        "seeds with min-max error bars. With --best-over lr (the default when lr "
-        "varies and is not an axis) each point is the best LR's value (lowest; "
-        "highest for metrics named *accuracy*), seeds averaged first; a hollow marker "
-        "says that LR is at the edge of the grid. Example, the coverage figure: "
-        "spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol "
+        "A results.csv outcome (--y) against a numeric column (--x, a setting or another "
+        "outcome), one line per --color value. Each point is the mean over seeds with min-max "
+        "error bars. With --best-over lr (the default when lr varies and is not an axis) each "
+        "point is the best LR's value (lowest; highest for metrics named *accuracy*), seeds "
+        "averaged first; a hollow marker says that LR is at the edge of the grid. Example, the "
+        "coverage figure: spamlang plot lines runs/coverage -o cov.png --x updates_per_symbol "
         "--y final_eval_loss --color vocab_size --cols tie_embeddings. " + _AXES_HELP,
         _plot("lines", "plot_lines", "x y color cols rows where best_over points logx logy"),
     )
-    _option(
-        p,
-        "--x",
-        None,
-        "numeric column along the horizontal axis, e.g. updates_per_symbol, "
-        "seq_len, d_model, kernel_fraction",
-        required=True,
+    x_help = (
+        "numeric column along the horizontal axis, e.g. updates_per_symbol, seq_len, d_model, "
+        "kernel_fraction"
     )
-    _option(
-        p,
-        "--y",
-        None,
-        "numeric outcome along the vertical axis, e.g. final_eval_loss",
-        required=True,
+    _option(p, "--x", None, x_help, required=True)
+    y_help = "numeric outcome along the vertical axis, e.g. final_eval_loss"
+    _option(p, "--y", None, y_help, required=True)
+    color_help = "one line per value of this column (default vocab_size; 'none': one line)"
+    _option(p, "--color", "vocab_size", color_help)
+    best_help = (
+        "setting optimised per point (default auto: lr when it varies and is not an axis); "
+        "none: no optimisation, so a varying lr gets rows of panels like any other setting"
     )
-    _option(
-        p,
-        "--color",
-        "vocab_size",
-        "one line per value of this column (default vocab_size; 'none': one line)",
-    )
-    _option(
-        p,
-        "--best-over",
-        "auto",
-        "setting optimised per point (default auto: lr when it varies and is "
-        "not an axis); none: no optimisation, so a varying lr gets rows of "
-        "panels like any other setting",
-        metavar="COL|auto|none",
-    )
-    p.add_argument(
-        "--points",
-        action="store_true",
-        help="markers without connecting lines (a scatter, e.g. --x kernel_fraction)",
-    )
+    _option(p, "--best-over", "auto", best_help, metavar="COL|auto|none")
+    points_help = "markers without connecting lines (a scatter, e.g. --x kernel_fraction)"
+    p.add_argument("--points", action="store_true", help=points_help)
     _switch(p, "--logx", "log x axis (default: on when a positive x spans 8x or more)")
-    _switch(
-        p,
-        "--logy",
-        "log y axis (default: on when the positive y values, error bars "
-        "included, span more than 100x)",
+    logy_help = (
+        "log y axis (default: on when the positive y values, error bars included, span more "
+        "than 100x)"
     )
+    _switch(p, "--logy", logy_help)
     _facets(p, None)
 
 
@@ -281,29 +221,24 @@ def _bottleneck(kinds) -> None:
         kinds,
         "bottleneck",
         "kernel fraction against D/V: sweeps and pretrained LMs (Figure 6)",
-        "The fraction of the logit gradient's norm that the LM head destroys "
-        "(kernel fraction, eq. 10) against D/V, one series per run setting of the "
-        "spamlang runs and one per model family of the pretrained LMs, with "
-        "sqrt(1 - D/V) (a gradient with no preferred direction) and, when LMs are "
-        "drawn, the paper's 95-99% band for real LMs. Runs that logged diagnostics "
-        "during training (diag_every > 0) also get kernel fraction against training "
-        "tokens / V. Example: spamlang plot bottleneck runs/gradient_bottleneck lm/pythia-160m "
-        "lm/gpt2 -o fig6.png",
+        "The fraction of the logit gradient's norm that the LM head destroys (kernel fraction, "
+        "eq. 10) against D/V, one series per run setting of the spamlang runs and one per model "
+        "family of the pretrained LMs, with sqrt(1 - D/V) (a gradient with no preferred "
+        "direction) and, when LMs are drawn, the paper's 95-99% band for real LMs. Runs that "
+        "logged diagnostics during training (diag_every > 0) also get kernel fraction against "
+        "training tokens / V. Example: spamlang plot bottleneck runs/gradient_bottleneck "
+        "lm/pythia-160m lm/gpt2 -o fig6.png",
         _plot("diagnostics", "plot_bottleneck", "labels"),
         "DIR",
-        "each one of: a sweep directory or a run directory of spamlang runs (a point per "
-        "run with diagnostics.json from `spamlang diagnose` or 'diag' rows in "
-        "metrics.jsonl); a `spamlang diagnose-lm` output directory (its diagnostics.json: "
-        "one pretrained LM); a directory whose subdirectories are diagnose-lm outputs "
-        "(alongside run directories or not)",
+        "each one of: a sweep directory or a run directory of spamlang runs (a point per run "
+        "with diagnostics.json from `spamlang diagnose` or 'diag' rows in metrics.jsonl); a "
+        "`spamlang diagnose-lm` output directory (its diagnostics.json: one pretrained LM); a "
+        "directory whose subdirectories are diagnose-lm outputs (alongside run directories or "
+        "not)",
         nargs="+",
     )
-    _switch(
-        p,
-        "--labels",
-        "write each pretrained LM's name beside its point (default on)",
-        default=True,
-    )
+    labels_help = "write each pretrained LM's name beside its point (default on)"
+    _switch(p, "--labels", labels_help, default=True)
 
 
 def _track(kinds) -> None:
@@ -311,27 +246,21 @@ def _track(kinds) -> None:
         kinds,
         "track",
         "mechanism diagnostic: tracked symbols' rows, pull-up vs between",
-        "How each training step moved a few symbols' rows along themselves, from "
-        "the track.jsonl of runs trained with --track-symbols K (or track_symbols "
-        "in a sweep's base config). One panel per tracked id (at most "
-        "6, spread over the tracked ones), one row of panels per run: the "
-        "cumulative sum of each step's update along the row, <p' - p, p>/|p| (to "
-        "first order the change of its norm), the per-step updates as bars on the "
-        "right axis, and triangles at the steps whose batch showed the symbol. Each "
-        "panel, and a table on stdout, sums the updates of those steps (pull) and "
-        "of the others (between). Example: spamlang plot track runs/demo -o "
-        "track.png --table head",
+        "How each training step moved a few symbols' rows along themselves, from the "
+        "track.jsonl of runs trained with --track-symbols K (or track_symbols in a sweep's base "
+        "config). One panel per tracked id (at most 6, spread over the tracked ones), one row of "
+        "panels per run: the cumulative sum of each step's update along the row, <p' - p, p>/|p| "
+        "(to first order the change of its norm), the per-step updates as bars on the right "
+        "axis, and triangles at the steps whose batch showed the symbol. Each panel, and a table "
+        "on stdout, sums the updates of those steps (pull) and of the others (between). Example: "
+        "spamlang plot track runs/demo -o track.png --table head",
         _draw_track,
         "RUN_DIR",
         "a run directory with track.jsonl (one row of panels each)",
         nargs="+",
     )
-    p.add_argument(
-        "--table",
-        choices=("embed", "head"),
-        default="embed",
-        help="the rows drawn: the embedding's (default) or the untied head's",
-    )
+    table_help = "the rows drawn: the embedding's (default) or the untied head's"
+    p.add_argument("--table", choices=("embed", "head"), default="embed", help=table_help)
 
 
 def _symbols(kinds) -> None:
@@ -339,12 +268,11 @@ def _symbols(kinds) -> None:
         kinds,
         "symbols",
         "per-symbol sample complexity: symbol loss against its exposure",
-        "How many updates a symbol needs: each SpamLang-family run scores every "
-        "symbol (up to 4,096) at its end and bins the scores by the symbol's "
-        "exposure (result.json's symbol_curve). Draws the bins' median loss against "
-        "exposure, one colour per V, one line per seed at each cell's best LR, "
-        "the learned threshold 0.1 log V dashed and each run's updates_to_learn "
-        "as a diamond. Example: spamlang plot symbols runs/equal_batch -o "
+        "How many updates a symbol needs: each SpamLang-family run scores every symbol (up to "
+        "4,096) at its end and bins the scores by the symbol's exposure (result.json's "
+        "symbol_curve). Draws the bins' median loss against exposure, one colour per V, one line "
+        "per seed at each cell's best LR, the learned threshold 0.1 log V dashed and each run's "
+        "updates_to_learn as a diamond. Example: spamlang plot symbols runs/equal_batch -o "
         "symbols.png --cols weight_decay --rows b2,tie_embeddings",
         _plot("symbols", "plot_symbols", "where cols rows"),
     )
@@ -356,15 +284,14 @@ def _recency(kinds) -> None:
         kinds,
         "recency",
         "per-symbol loss against steps since the symbol was last shown",
-        "Does a symbol's loss jump once Adam has forgotten it? For each cell's "
-        "best-LR seed-0 run (lowest seed-mean final eval loss), the final loss of "
-        "every symbol on 's s' (log scale; dashed: chance, log V) against the steps "
-        "since its last appearance in a training batch (steps - last_step), "
-        "coloured by its appearances; symbols never shown are crosses at x = steps. "
-        "A red line marks Adam's memory min(1/(1-b2), steps) (adamw, lazy_adamw). "
-        "Reads symbols.npz, which finished runs of a position-invariant language "
-        "write; runs without one are skipped with a warning. Example: spamlang plot "
-        "recency runs/return_time -o recency.png --where batch_size=32 --cols b2",
+        "Does a symbol's loss jump once Adam has forgotten it? For each cell's best-LR seed-0 run "
+        "(lowest seed-mean final eval loss), the final loss of every symbol on 's s' (log scale; "
+        "dashed: chance, log V) against the steps since its last appearance in a training batch "
+        "(steps - last_step), coloured by its appearances; symbols never shown are crosses at "
+        "x = steps. A red line marks Adam's memory min(1/(1-b2), steps) (adamw, lazy_adamw). "
+        "Reads symbols.npz, which finished runs of a position-invariant language write; runs "
+        "without one are skipped with a warning. Example: spamlang plot recency "
+        "runs/return_time -o recency.png --where batch_size=32 --cols b2",
         _plot("symbols", "plot_recency", "where cols rows"),
         "DIR",
         "a run directory, or a sweep directory of them",

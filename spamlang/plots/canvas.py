@@ -25,8 +25,7 @@ BEST_EDGE = "#ff3b30"  # a red that stands out against every viridis colour
 
 
 def check_figure_path(out_file: str | Path) -> Path:
-    """A PNG or PDF output path in an existing folder (`spamlang.rundir.atomic.check_output_file`);
-    anything else is a UserError. Figure functions call it before drawing."""
+    """A PNG or PDF path in an existing folder, else a UserError: checked before drawing."""
     path = Path(out_file)
     if path.suffix.lower() not in FIGURE_SUFFIXES:
         raise UserError(f"output must end in .png or .pdf, got {str(out_file)!r}")
@@ -34,7 +33,6 @@ def check_figure_path(out_file: str | Path) -> Path:
 
 
 def save_figure(fig: Figure, out_file: str | Path) -> Path:
-    """Write `fig` atomically, in the format its extension names, into an existing folder."""
     path = check_figure_path(out_file)
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lower()[1:], dpi=200)
@@ -43,8 +41,7 @@ def save_figure(fig: Figure, out_file: str | Path) -> Path:
 
 
 def writer(figure: Callable[..., Figure]) -> Callable[..., Path]:
-    """`plot_X(first, out_file, ...)` of a figure function `X_figure(first, ...)`: it checks the
-    output path before drawing anything, saves the figure there and returns the path."""
+    """`plot_X(first, out_file, ...)` of `X_figure(first, ...)`: path checked before drawing."""
 
     def plot(first, out_file, *args, **kwargs) -> Path:
         check_figure_path(out_file)
@@ -59,8 +56,7 @@ def line_colour(i: int, n: int):
 
 
 def note(fig: Figure, *parts: str) -> None:
-    """A caption under the panels (how points were averaged, what outlines mean): the non-empty
-    parts on one line, or one line each when that would not fit the figure's width."""
+    """A caption under the panels: the non-empty parts on one line, or a line each if too wide."""
     parts = tuple(p for p in parts if p)
     if parts:
         one_line = "; ".join(parts)
@@ -69,10 +65,9 @@ def note(fig: Figure, *parts: str) -> None:
 
 
 def plain_log_ticks(axis, lo: float, hi: float, fmt: Callable[[float], str] | None = None) -> None:
-    """Label a log axis spanning less than 3 decades with plain numbers (`fmt`, default '%g'),
-    never crowded: at 1, 2 and 5 x 10^k over a decade or more, and at 3 to 5 round values
-    within one (a log locator finds at most one tick there and then labels every minor one:
-    "0.0220.024"). Wider axes keep matplotlib's 10^k labels."""
+    """Label a log axis of under 3 decades with plain numbers (`fmt`, default '%g'): 1, 2, 5 x 10^k
+    over a decade or more, 3 to 5 round values within one (where a log locator labels every
+    minor tick: "0.0220.024"). Wider axes keep matplotlib's 10^k labels."""
     if lo <= 0 or hi / lo >= 1000:
         return
     label = FuncFormatter(lambda x, _: fmt(x) if fmt else f"{x:g}")
@@ -87,9 +82,8 @@ def plain_log_ticks(axis, lo: float, hi: float, fmt: Callable[[float], str] | No
 
 
 def data_ticks(axis, values: Iterable[float], fmt: Callable[[float], str]) -> None:
-    """Label an axis at the data's own values (V = 64, 1024, 4096; lr = 1e-3, 3e-3), written
-    by `fmt`: 1-2-5 ticks would name none of them. Of more than MAX_DATA_TICKS values, every
-    k-th is labelled, the first and the last included."""
+    """Label an axis at the data's own values (V = 64, 1024; 1-2-5 ticks would name none), every
+    k-th of more than MAX_DATA_TICKS, the first and the last included."""
     values = sorted({float(v) for v in values})
     if len(values) > MAX_DATA_TICKS:
         step = -(-(len(values) - 1) // (MAX_DATA_TICKS - 1))

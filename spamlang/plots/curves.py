@@ -19,7 +19,7 @@ from spamlang.fields import finite
 from spamlang.notation import format_count, format_lr
 from spamlang.plots import layout
 from spamlang.plots.canvas import writer
-from spamlang.plots.layout import SEED, Facets, Point
+from spamlang.plots.layout import SEED, Facets, Point, ident
 from spamlang.rundir.reading import iter_metrics
 from spamlang.rundir.runs import Run, scan_runs, select
 
@@ -29,15 +29,9 @@ BEST_METRIC = "final_eval_loss"  # what a line's best LR is chosen by: the heatm
 
 
 def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
-    """The runs drawn by `plot_curves`; every seed of a chosen LR is kept.
-
-    lr=None or "best": for each cell (the runs that share every setting but lr and seed), its
-    best LR: the lowest seed-mean final eval loss, diverged runs left out, a tie going to the
-    smaller LR. That is `spamlang.plots.layout.best_over`, the choice behind the heatmap's red
-    outlines and `plot lines`, and the rule of the sweep summary's "best lr"
-    (`spamlang.sweep.best_lr`). A cell without a finished run yet takes the LR whose runs have
-    the lowest latest train loss. A float: that LR (relative tolerance 1e-6), for every cell.
-    """
+    """The runs drawn, every seed of a chosen LR. None or "best": each cell's best LR by
+    `layout.best_over` (the heatmap's red outlines, the sweep summary's "best lr"); a cell with
+    no finished run yet, the LR with the lowest latest train loss. A float: that LR (rel. 1e-6)."""
     if lr in (None, "best"):
         points = layout.best_over(layout.group_points(runs, [SEED]), "lr", BEST_METRIC)
         chosen = [r for p in points for r in p.runs]
@@ -57,7 +51,6 @@ def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
 
 
 def parse_lr(lr: float | str | None) -> float | str | None:
-    """--lr: None (the default), 'best' or a number; other text is a UserError."""
     if lr is None or lr == "best" or not isinstance(lr, str):
         return lr
     try:
@@ -67,20 +60,14 @@ def parse_lr(lr: float | str | None) -> float | str | None:
 
 
 def _cell(r: Run) -> tuple:
-    """The run's settings but lr and seed: which cell of the heatmap it belongs to."""
-    return tuple(
-        sorted((k, layout.ident(v)) for k, v in r.settings.items() if k not in ("lr", SEED))
-    )
+    """The run's settings but lr and seed: its heatmap cell."""
+    return tuple(sorted((k, ident(v)) for k, v in r.settings.items() if k not in ("lr", SEED)))
 
 
 def _latest_loss(runs: list[Run]) -> float:
     """The runs' mean latest finite train loss (inf when none has one yet)."""
-    lasts = []
-    for r in runs:
-        losses = [finite(row.get("loss")) for row in iter_metrics(r.path, "train")]
-        losses = [x for x in losses if x is not None]
-        lasts.append(losses[-1] if losses else math.inf)
-    return statistics.fmean(lasts)
+    losses = [[finite(row.get("loss")) for row in iter_metrics(r.path, "train")] for r in runs]
+    return statistics.fmean(next((x for x in ls[::-1] if x is not None), math.inf) for ls in losses)
 
 
 def _floor(r: Run) -> float | None:
@@ -111,8 +98,7 @@ def _kind_of(rows_of, runs: list[Run], metric: str, x: str) -> tuple[str, str]:
 
 
 def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool) -> pd.DataFrame:
-    """The runs' `y` at each `x` they logged (the index, ascending): its mean, min, max and
-    count over the runs; with `positive`, values above 0 only (a log axis)."""
+    """Mean, min, max and count of the runs' `y` at each `x` (the index); `positive`: > 0 only."""
     pairs = [
         (t, v)
         for r in runs
@@ -136,14 +122,9 @@ def curves_figure(
     rows: str | list[str] | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """A metrics.jsonl field against `x` (tokens or step), one line per `color` value at its
-    cell's best LR or at the one LR given (`choose_runs`), faceted by `cols` / `rows`.
-
-    Seeds of a line: mean and min-max band. Runs in progress are dotted. The Bayes floor is
-    dashed (a floor of 0, SpamLang's, cannot sit on a log axis: the legend states it), named in
-    one legend only. When every line is a single point (runs that evaluate only at the end,
-    `eval_every=0`), a note on stderr and in the caption says why.
-    """
+    """A metrics.jsonl field against `x`, one line per `color` value at its cell's best LR or at
+    `lr` (`choose_runs`), faceted by `cols` / `rows`: seed means with min-max bands, runs in
+    progress dotted, the Bayes floor dashed; a note says why lines are single points."""
     lr = parse_lr(lr)
     every = scan_runs(sweep_dir)
     if not every:
@@ -156,8 +137,8 @@ def curves_figure(
     runs = choose_runs(before, lr) if not lr_axis or lr is not None else before
     # Lines at their own best LRs when there was a choice; where those differ, each legend
     # entry names its LR (a single LR is named once, in the titles).
-    chose = lr in (None, "best") and not lr_axis and len({layout.ident(r.lr) for r in before}) > 1
-    best = chose and len({layout.ident(r.lr) for r in runs}) > 1
+    chose = lr in (None, "best") and not lr_axis and len({ident(r.lr) for r in before}) > 1
+    best = chose and len({ident(r.lr) for r in runs}) > 1
     rows_of = functools.cache(iter_metrics)  # metrics.jsonl rows, read once per run and kind
     kind, ylabel = _kind_of(rows_of, runs, metric, x)
     logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
@@ -173,7 +154,7 @@ def curves_figure(
         for values, pts in lines:
             drawn.append(line := layout.merge(pts))
             at = _curve(rows_of, line.runs, kind, x, metric, logy)
-            colour = colours[layout.ident(values[0] if color else None)]
+            colour = colours[ident(values[0] if color else None)]
             _draw_line(panel.ax, line, at, colour, _line_label(line, color, values, best))
             most = max(most, len(at))
         runs_in = [r for p in panel.points for r in p.runs]
@@ -199,27 +180,18 @@ plot_curves = writer(curves_figure)
 
 
 def _draw_line(ax, line: Point, at: pd.DataFrame, colour, label: str) -> None:
-    """A line's `_curve`: its mean, dotted while a run is in progress, with the min-max band
-    where several runs share an x, and markers where it has few points."""
-    xs = at.index.tolist()
-    ax.plot(
-        xs,
-        at["mean"].tolist(),
-        color=colour,
-        lw=1.2,
-        label=label,
-        linestyle=":" if any(not r.finished for r in line.runs) else "-",
-        marker="o" if len(xs) < 5 else None,
-        ms=5 if len(xs) == 1 else 3,
-    )
+    """A line's `_curve`: mean (dotted while running), min-max band, markers if few points."""
+    xs, style = at.index.tolist(), ":" if any(not r.finished for r in line.runs) else "-"
+    marker, ms = "o" if len(xs) < 5 else None, 5 if len(xs) == 1 else 3
+    kw = dict(color=colour, lw=1.2, label=label, linestyle=style, marker=marker, ms=ms)
+    ax.plot(xs, at["mean"].tolist(), **kw)
     if (at["count"] > 1).any():
         lo, hi = at["min"].tolist(), at["max"].tolist()
         ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
 
 
 def _label_panel(panel, runs: list[Run], x: str, ylabel: str, logy: bool, per_line: bool):
-    """Log or linear y, tokens as counts (750K, 1M, 1.25M), and the panel's one LR in its
-    title unless the lines name theirs (`per_line`)."""
+    """Tokens as counts (750K, 1.25M); the panel's one LR in its title unless lines name theirs."""
     ax = panel.ax
     ax.set_yscale("log" if logy else "linear")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
@@ -230,7 +202,6 @@ def _label_panel(panel, runs: list[Run], x: str, ylabel: str, logy: bool, per_li
 
 
 def _single_note(runs: list[Run], kind: str) -> str:
-    """Why every line is a single point: one row per run (the end); also on stderr."""
     single = f"the runs have one {kind} row each: one point per run"
     if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
         single = "the runs evaluate only at the end (eval_every=0): one point per run"
@@ -239,7 +210,7 @@ def _single_note(runs: list[Run], kind: str) -> str:
 
 
 def _gone_note(old: Facets, kept: set[str], lr: float) -> str:
-    """The panels of `old` (the figure before one LR was picked) that no run `kept` fills."""
+    """The panels of `old` (before one LR was picked) that no run `kept` fills."""
     dropped = [
         p.title() or "the only panel"
         for p in old.panels
@@ -260,16 +231,14 @@ def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> st
         name += f", lr={'/'.join(format_lr(x) for x in lrs)}"
     if any(not r.finished for r in line.runs):
         name += " (running)"
-    diverged = sum(r.diverged for r in line.runs)
-    if diverged:
+    if diverged := sum(r.diverged for r in line.runs):
         n = len(line.runs)
         name += " (diverged)" if diverged == n else f" ({diverged}/{n} diverged)"
     return name
 
 
 def _draw_floors(ax, runs: list[Run], logy: bool, name: bool) -> bool:
-    """The panel's Bayes floors, dashed; with `name`, their legend entry. Returns whether it
-    named them: one entry per figure says what every panel's dashed line is."""
+    """The panel's Bayes floors, dashed; with `name` their legend entry (one per figure)."""
     floors = sorted({round(f, 6) for r in runs if (f := _floor(r)) is not None})
     drawn = [f for f in floors if f > 0 or not logy]
     for k, f in enumerate(drawn):

@@ -1,21 +1,14 @@
 """Gradient-bottleneck figures: from one diagnostics.json (Figures 2, 7, 8), or from sweeps and
 pretrained LMs (Figure 6).
 
-Inputs are dicts or files on disk only: `spamlang.diagnostics.diagnose_model`'s output (as
-written by `spamlang diagnose` to diagnostics.json), run directories (config.json,
-metrics.jsonl "diag" rows) and `spamlang diagnose-lm` outputs. Nothing here imports the
-trainer, JAX or transformers. Colours come from the Okabe-Ito palette (categorical) and
-viridis (continuous), both colour-blind safe.
+Inputs are dicts or files only (`spamlang diagnose` / `diagnose-lm` outputs, run directories'
+config.json and metrics.jsonl "diag" rows): nothing here imports the trainer, JAX or
+transformers. Colours: Okabe-Ito (categorical) and viridis (continuous), colour-blind safe.
 
-`spamlang plot bottleneck` (Figure 6) takes any number of directories, each of them one of:
-- a sweep directory, or one run directory, of spamlang runs: one point per run, from its
-  diagnostics.json (`spamlang diagnose`) or else its last metrics.jsonl "diag" row;
-- a `spamlang diagnose-lm` output directory (diagnostics.json with "source": "diagnose-lm"):
-  one point for a pretrained LM, in the series of its model family (GPT-2, Pythia, ...);
-- a directory whose subdirectories are such outputs (or `spamlang diagnose -o` outputs), as
-  well as, or instead of, run directories.
-A standalone diagnostics.json without "source" (`spamlang diagnose -o DIR`) joins the series
-of the spamlang runs it was measured on.
+`spamlang plot bottleneck` takes directories, each of them a sweep or run directory (a point per
+run, from its diagnostics.json or else its last "diag" row), a `diagnose-lm` output (a pretrained
+LM, in the series of its model family), or a directory of such outputs. A diagnostics.json
+without "source" (`spamlang diagnose -o DIR`) joins the series of the runs it was measured on.
 """
 
 from __future__ import annotations
@@ -52,18 +45,11 @@ def rank_curve_figure(diag: dict) -> Figure:
     ax = fig.add_subplot()
     ax.plot(rc["tokens"], rc["rank"], "o-", color=OKABE_ITO[0], label="rank of G")
     ax.plot(rc["tokens"], rc["max_rank"], ":", color=OKABE_ITO[5], label="min(T, V-1)")
-    ax.axhline(
-        2 * diag["head_rank"],
-        ls="--",
-        color=OKABE_ITO[1],
-        label=f"2D = {2 * diag['head_rank']} (eq. 6)",
-    )
+    twice = 2 * diag["head_rank"]
+    ax.axhline(twice, ls="--", color=OKABE_ITO[1], label=f"2D = {twice} (eq. 6)")
+    title = f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}"
     ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch tokens T",
-        ylabel="empirical rank",
-        title=f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}",
+        xscale="log", yscale="log", xlabel="batch tokens T", ylabel="empirical rank", title=title
     )
     ax.legend(fontsize=8)
     return fig
@@ -77,10 +63,11 @@ def profile_figure(diag: dict, lead: int = 20) -> Figure:
     fig = Figure(figsize=(8, 3.4), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, keep in zip(axes, (ranks <= lead, ranks >= 1)):
-        for part, colour, label in (
+        parts = (
             ("full", OKABE_ITO[0], "full gradient"),
             ("proj", OKABE_ITO[1], "projected on col(W)"),
-        ):
+        )
+        for part, colour, label in parts:
             mean = np.asarray(prof[f"{part}_mean"])[keep]
             std = np.asarray(prof[f"{part}_std"])[keep]
             ax.plot(ranks[keep], mean, color=colour, label=label)
@@ -117,27 +104,18 @@ def efficiency_figure(diag: dict) -> Figure:
         changes = np.abs(np.concatenate([d_logit, d_ind]))
         ax.set_yscale("symlog", linthresh=max(changes[changes > 0].min(initial=1e-6), 1e-9))
         ax.axhline(0, color="grey", lw=0.5)
-    ax.set(
-        xscale="log",
-        xlabel="step norm / ||logits||_F",
-        ylabel="loss decrease (nats)" if descent else "loss change (nats)",
-        title=f"{diag['head']}, V={diag['vocab_size']}, {eff['tokens']} tokens",
-    )
+    ylabel = "loss decrease (nats)" if descent else "loss change (nats)"
+    title = f"{diag['head']}, V={diag['vocab_size']}, {eff['tokens']} tokens"
+    ax.set(xscale="log", xlabel="step norm / ||logits||_F", ylabel=ylabel, title=title)
     ax.legend(fontsize=8)
     return fig
 
 
 def plot_diagnostics(diag: dict, out_dir: Path, suffix: str = ".png") -> list[Path]:
-    """Write rank_curve, coefficient_profile and efficiency figures for one diagnostics dict
-    into the existing out_dir; returns the paths."""
-    return [
-        save_figure(make(diag), out_dir / f"{name}{suffix}")
-        for name, make in (
-            ("rank_curve", rank_curve_figure),
-            ("coefficient_profile", profile_figure),
-            ("efficiency", efficiency_figure),
-        )
-    ]
+    """Write the rank_curve, coefficient_profile and efficiency figures into out_dir."""
+    figures = dict(rank_curve=rank_curve_figure, coefficient_profile=profile_figure)
+    figures["efficiency"] = efficiency_figure
+    return [save_figure(make(diag), out_dir / f"{name}{suffix}") for name, make in figures.items()]
 
 
 # --- Figure 6's points, from every kind of directory that has them ----------
@@ -159,20 +137,16 @@ FAMILIES = {
 
 
 def family_name(model_type: str | None) -> str:
-    """The legend name of a transformers model_type: 'gpt2' -> 'GPT-2'; unknown -> itself."""
     if not model_type:
         return "pretrained LM"
     return FAMILIES.get(str(model_type).lower().rstrip("0123456789"), str(model_type))
 
 
 def bottleneck_points(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict]:
-    """Every Figure 6 point of one directory or a list of them (see the module docstring).
-
-    Each point has run_id, series, d_over_v, kernel_fraction, curve (tokens/V and kernel
-    fraction along training; empty for LMs) and source ("spamlang" or "diagnose-lm"); LM
-    points also have model_type and model_name. A directory that gives no point is a UserError
-    naming it, as is a diagnostics.json that cannot be read or has no kernel fraction.
-    """
+    """Every Figure 6 point of the directories: run_id, series, d_over_v, kernel_fraction, curve
+    (tokens/V and kernel fraction along training; empty for LMs), source ("spamlang" or
+    "diagnose-lm"), and for LMs model_type and model_name. A directory without any is a
+    UserError naming it, as is an unreadable diagnostics.json."""
     roots: dict[Path, Path] = {}  # the same directory twice would draw its points twice
     for path in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
         root = check_dir(path)
@@ -185,12 +159,9 @@ def _points_of(root: Path) -> list[dict]:
         return [standalone_point(root)]
     runs, missing = _sweep_points(root)
     if runs and missing:  # a figure of 1 run out of 8 must say why the other 7 are absent
-        print(
-            f"note: {missing} of {missing + len(runs)} runs in {root} have no diagnostics.json "
-            f"(run `spamlang diagnose` on them, or train with diag_every > 0); drawing "
-            f"{len(runs)}",
-            file=sys.stderr,
-        )
+        what = f"{missing} of {missing + len(runs)} runs in {root} have no diagnostics.json"
+        how = "(run `spamlang diagnose` on them, or train with diag_every > 0)"
+        print(f"note: {what} {how}; drawing {len(runs)}", file=sys.stderr)
     # A sweep's run directories hold their own diagnostics.json; they are read as runs above.
     found = runs + [standalone_point(sub) for sub in sorted(root.iterdir()) if _standalone(sub)]
     if found:
@@ -207,12 +178,10 @@ def _points_of(root: Path) -> list[dict]:
 
 
 def _standalone(path: Path) -> bool:
-    """A diagnostics.json outside a run directory (inside one, the run reads it)."""
     return (path / DIAGNOSTICS).is_file() and not (path / CONFIG).is_file()
 
 
 def standalone_point(out_dir: str | Path) -> dict:
-    """The point of one `spamlang diagnose-lm` (or `spamlang diagnose -o`) output directory."""
     file = Path(out_dir) / DIAGNOSTICS
     try:
         diag = read_strict(file)
@@ -229,13 +198,8 @@ def standalone_point(out_dir: str | Path) -> dict:
     if not d_over_v or d_over_v <= 0:
         raise UserError(f"{file} has no d_over_v (nor head_rank or d_model with vocab_size)")
     name = str(diag.get("model_name") or Path(out_dir).resolve().name)
-    point = {
-        "run_id": name,
-        "d_over_v": d_over_v,
-        "kernel_fraction": kf,
-        "curve": ([], []),
-        "path": str(out_dir),
-    }
+    point = dict(run_id=name, d_over_v=d_over_v, kernel_fraction=kf, curve=([], []))
+    point["path"] = str(out_dir)
     if diag.get("source") == LM_SOURCE or "model_type" in diag:
         return {
             **point,
@@ -251,8 +215,7 @@ def standalone_point(out_dir: str | Path) -> dict:
 
 
 def effective_rank(config: dict) -> int:
-    """The head's rank from a run's config.json, by `ModelConfig.head_rank`'s rule (so D / V
-    here is the d_over_v that `spamlang diagnose` writes, capped at 1)."""
+    """The head's rank by `ModelConfig.head_rank`'s rule (D / V: `diagnose`'s d_over_v)."""
     from spamlang.model.config import preset_fields, rank_of_head
 
     try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
@@ -268,15 +231,14 @@ def effective_rank(config: dict) -> int:
 
 
 def _series(config: dict) -> str:
-    """A run's series (config.json or its diagnostics.json: both have these fields)."""
     tied = "tied" if config.get("tie_embeddings") else "untied"
     kind = str(config.get("head", "softmax")).split(":")[0]
     return f"{config.get('language', '?')}, {kind}, {tied}"
 
 
 def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
-    """One point per run with a kernel fraction (diagnostics.json if present, else the run's
-    last "diag" row), and how many runs had none."""
+    """A point per run with a kernel fraction (diagnostics.json, else its last "diag" row), and
+    how many runs had none."""
     points, missing = [], 0
     for run in scan_runs(sweep_dir):
         config = read_object(run.path / CONFIG)
@@ -290,18 +252,10 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
             missing += 1
             continue
         trained = [r for r in rows if r.get("tokens", 0) > 0]
+        curve = [r["tokens"] / V for r in trained], [r["kernel_fraction"] for r in trained]
+        point = dict(run_id=run.run_id, series=_series(config), source="spamlang")
         points.append(
-            {
-                "run_id": run.run_id,
-                "series": _series(config),
-                "source": "spamlang",
-                "d_over_v": effective_rank(config) / V,
-                "kernel_fraction": kf,
-                "curve": (
-                    [r["tokens"] / V for r in trained],
-                    [r["kernel_fraction"] for r in trained],
-                ),
-            }
+            dict(point, d_over_v=effective_rank(config) / V, kernel_fraction=kf, curve=curve)
         )
     return points, missing
 
@@ -313,12 +267,9 @@ LM_MARKERS = ("*", "P", "X", "h", "p", "d")
 
 
 def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = True) -> Figure:
-    """Kernel fraction against D/V (Figure 6), one series per spamlang run setting and per
-    pretrained-LM family (`bottleneck_points` says which directories give points), with
-    sqrt(1 - D/V), the value for a gradient with no preferred direction, over every point's
-    D/V. With LM points: the paper's 95-99 % band and, with `labels`, each model's name. When
-    runs logged diagnostics during training, a second panel: kernel fraction against training
-    tokens per vocabulary entry."""
+    """Kernel fraction against D/V (Figure 6), a series per run setting and per LM family, with
+    sqrt(1 - D/V) (a gradient with no preferred direction); with LMs the paper's 95-99 % band and,
+    with `labels`, their names; with curves logged in training, a panel against tokens / V."""
     points = bottleneck_points(inputs)
     with_curves = [p for p in points if len(p["curve"][0]) > 1]
     fig = Figure(figsize=(9 if with_curves else 5.2, 3.8), layout="constrained")
@@ -333,43 +284,24 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
         )
         # LM families: larger edged markers from their own set, apart from the runs' at a glance
         marker = LM_MARKERS[(i - n_runs) % len(LM_MARKERS)] if lm else MARKERS[i % len(MARKERS)]
-        ax.plot(
-            [p["d_over_v"] for p in mine],
-            [p["kernel_fraction"] for p in mine],
-            marker=marker,
-            ls="none",
-            color=OKABE_ITO[i % len(OKABE_ITO)],
-            label=name,
-            ms=9 if lm else 6,
-            mec="black" if lm else None,
-            mew=0.5 if lm else None,
-        )
+        xy = [p["d_over_v"] for p in mine], [p["kernel_fraction"] for p in mine]
+        kw = dict(marker=marker, ls="none", color=OKABE_ITO[i % len(OKABE_ITO)], label=name)
+        ax.plot(*xy, **kw, ms=9 if lm else 6, mec="black" if lm else None, mew=0.5 if lm else None)
         for p in mine if lm and labels else ():
-            ax.annotate(
-                p["model_name"],
-                (p["d_over_v"], p["kernel_fraction"]),
-                fontsize=5.5,
-                color="0.25",
-                xytext=(4, -7),
-                textcoords="offset points",
-            )
+            at = (p["d_over_v"], p["kernel_fraction"])
+            kw = dict(fontsize=5.5, color="0.25", xytext=(4, -7), textcoords="offset points")
+            ax.annotate(p["model_name"], at, **kw)
     lo, hi = min(p["d_over_v"] for p in points), max(p["d_over_v"] for p in points)
     grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 200)
     ax.plot(grid, np.sqrt(1 - grid), "--", color="grey", label="sqrt(1 - D/V) (isotropic G)")
     if n_runs < len(series):  # pretrained LMs
-        ax.axhspan(
-            *PAPER_BAND,
-            color="0.5",
-            alpha=0.15,
-            lw=0,  # grey: no series has it
-            label="paper: 95-99% (real LMs)",
-        )
-    ax.set(
-        xscale="log",
-        xlabel="D / V",
-        ylabel="kernel fraction ||P_ker G|| / ||G||",
-        title="logit-gradient norm destroyed by the head",
+        # grey: no series has it
+        ax.axhspan(*PAPER_BAND, color="0.5", alpha=0.15, lw=0, label="paper: 95-99% (real LMs)")
+    ylabel, title = (
+        "kernel fraction ||P_ker G|| / ||G||",
+        "logit-gradient norm destroyed by the head",
     )
+    ax.set(xscale="log", xlabel="D / V", ylabel=ylabel, title=title)
     ax.legend(fontsize=7)
     plain_log_ticks(ax.xaxis, grid[0], grid[-1])
     if with_curves:

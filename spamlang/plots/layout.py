@@ -1,21 +1,20 @@
 """Where each run goes in a figure: points, averages over seeds, best LR, the panel grid.
 
-The figures share one model. Runs that differ only in `seed` form a *point*, drawn as the mean
-of its runs with their min-max range. A point is placed by the values of the figure's columns
-(x, y, line colour, panel column, panel row; any setting or outcome of results.csv). Several
-points landing on the same place are pooled the same way (mean and range over all their runs),
-and the figure says which settings were pooled.
+Runs that differ only in `seed` form a *point*, drawn as the mean of its runs with their
+min-max range. A point is placed by its values of the figure's columns (x, y, line colour,
+panel column, panel row: any setting or outcome of results.csv); points landing on one place
+are pooled the same way, and the caption says which settings were pooled.
 
-Panel rows: a figure given no `rows` gets one row per combination of the settings that still
-vary and that the figure's columns do not already determine. "Determine" matters when an axis
-is an outcome: updates_per_symbol follows from the batch, the steps and V, so a sweep
-over batch_size drawn against updates_per_symbol, one line per V, keeps every batch on its
-line instead of giving each length a row of panels. A setting that varies independently
-(head, language, d_model, ...) still gets rows, so different experiments are never averaged
+Without `rows`, a figure gets one row of panels per combination of the settings that still vary
+and that its columns do not determine. "Determine" matters when an axis is an outcome:
+updates_per_symbol follows from the batch, the steps and V, so a sweep over batch_size drawn
+against updates_per_symbol, one line per V, keeps every batch on its line. A setting that varies
+independently (head, language, d_model, ...) still gets rows: experiments are never averaged
 silently.
 
 Runs are grouped by the `ident` of their values (16 is 16.0, True is not 1, None is a value of
-its own); pandas pools each group's numbers (`pool`) and chooses its best value
+its own), which pandas receives as keys, never as raw values whose dtypes it would infer: it
+pools each group's numbers (`pool`) and chooses its best value
 (`spamlang.rundir.reading.best_over`, as the sweep's summary does).
 """
 
@@ -54,13 +53,12 @@ _LABELS = {
 
 
 def higher_is_better(metric: str) -> bool:
-    """Accuracy-like metrics (name contains "accuracy") are maximised, everything else minimised."""
     return "accuracy" in metric
 
 
 def format_value(column: str, v: Any) -> str:
-    """A value as tick labels and legends show it: ints and V as counts (1024, 100K), LRs as
-    3e-2 (the notation `--where` takes back), other floats in 3 significant digits."""
+    """Ticks' and legends' notation: counts as 1024 or 100K, LRs as 3e-2 (what `--where` takes
+    back), other floats in 3 significant digits."""
     if v is None:
         return "n/a"
     if column == "lr" and is_number(v) and v > 0:
@@ -68,8 +66,7 @@ def format_value(column: str, v: Any) -> str:
     if is_int(v) or (column == "vocab_size" and is_number(v) and float(v).is_integer()):
         return format_count(int(v))
     if isinstance(v, float):
-        # Whole numbers up to float noise (1 / (1 - 0.999) = 999.9999999999991) read as
-        # such: '1000', not '1e+03'.
+        # Whole up to float noise (1 / (1 - 0.999) = 999.9999999999991): '1000', not '1e+03'.
         if abs(v) < 1e6 and math.isclose(v, round(v), rel_tol=1e-9, abs_tol=1e-12):
             return str(round(v))
         return f"{v:.3g}"
@@ -81,7 +78,6 @@ def short_name(column: str) -> str:
 
 
 def facet_title(column: str, v: Any) -> str:
-    """'tied' / 'untied' for tie_embeddings, else 'name=value'."""
     if column == "tie_embeddings" and isinstance(v, bool):
         return "tied" if v else "untied"
     return f"{short_name(column)}={format_value(column, v)}"
@@ -109,21 +105,21 @@ def order_key(v: Any) -> tuple:
 
 
 def sort_values(values: Iterable[Any]) -> list[Any]:
-    """Distinct values in plotting order (4 < 16 < 64; text alphabetically; None last)."""
-    unique = {ident(v): v for v in values}
-    return sorted(unique.values(), key=order_key)
+    return sorted({ident(v): v for v in values}.values(), key=order_key)
 
 
 def is_numeric(values: Iterable[Any]) -> bool:
-    """True when every present value is a number (and at least one is)."""
     present = [v for v in values if v is not None]
     return bool(present) and all(is_number(v) for v in present)
 
 
+def describe(values: list[Any], column: str) -> str:
+    return ", ".join(format_value(column, v) for v in sort_values(values))
+
+
 @dataclass
 class Point:
-    """Runs drawn as one mark. `best` is the value of the best-over column chosen for it, among
-    `grid` (sorted), when the point is the best of several (see `best_over`)."""
+    """Runs drawn as one mark; `best`: the best-over value chosen for it among `grid`."""
 
     runs: list[Run]
     best: Any = None
@@ -147,9 +143,8 @@ class Point:
 
 
 def pool(points: list[Point], column: str) -> pd.DataFrame:
-    """Each point's `column` over its runs, one row per point: the mean, min and max ("lo",
-    "hi") and the count ("n") of the finite values (a diverged run's nan loss is none); NaN
-    (n = 0) for a point without any."""
+    """Per point, the mean, min ("lo"), max ("hi") and count ("n") of its runs' finite values of
+    `column` (a diverged run's nan loss is none); NaN, n = 0, for a point without any."""
     values = pd.Series([finite(r.get(column)) for p in points for r in p.runs], dtype=float)
     at = [i for i, p in enumerate(points) for _ in p.runs]
     stats = values.groupby(at).agg(["mean", "min", "max", "count"]).reindex(range(len(points)))
@@ -157,49 +152,40 @@ def pool(points: list[Point], column: str) -> pd.DataFrame:
 
 
 def group_by(items: list, keys: list[str], value: Callable[[Any, str], Any]) -> list[list]:
-    """`items` grouped by the `ident`s of their values of `keys` (`value(item, key)`), in order
-    of first appearance."""
+    """`items` grouped by the idents of `value(item, key)` for `keys`, in order of appearance."""
     groups: dict[tuple, list] = {}
     for item in items:
         groups.setdefault(tuple(ident(value(item, k)) for k in keys), []).append(item)
     return list(groups.values())
 
 
+def _settings(runs: Iterable[Run]) -> list[str]:
+    return list(dict.fromkeys(k for r in runs for k in r.settings))
+
+
 def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point]:
     """One point per combination of settings, ignoring the `pooled` ones (by default: seed)."""
-    skip = set(pooled)
-    keys = [k for k in dict.fromkeys(k for r in runs for k in r.settings) if k not in skip]
+    keys = [k for k in _settings(runs) if k not in set(pooled)]
     return [Point(members) for members in group_by(runs, keys, lambda r, k: r.settings.get(k))]
 
 
 def best_over(
     points: list[Point], column: str, metric: str, keep_failed: bool = False
 ) -> list[Point]:
-    """Of points that differ only in `column` (e.g. lr), keep the one whose mean `metric` is best
-    (lowest; highest for accuracy-like metrics; `spamlang.rundir.reading.best_over`); it
-    remembers the chosen value and the grid.
-
-    Points are already seed means, so the choice is between seed-averaged values. Groups where no
-    point has a finite metric (all diverged) keep no point, or with `keep_failed` all their runs
-    as one point without a choice (a heatmap draws that cell as diverged rather than blank).
-    """
+    """Of points that differ only in `column` (lr), the one with the best seed-mean `metric`
+    (`reading.best_over`), remembering its value and the grid. A group where every run
+    diverged keeps no point, or with `keep_failed` all its runs as one (a heatmap's "div")."""
     inner = set(pooled_settings(points)) | {column}
-    others = [
-        k
-        for k in dict.fromkeys(k for p in points for r in p.runs for k in r.settings)
-        if k not in inner
-    ]
+    others = [k for k in _settings(r for p in points for r in p.runs) if k not in inner]
     groups = group_by(points, others, Point.value)
-    runs = pd.DataFrame(
-        [
-            (g, order_key(p.value(column)), finite(r.get(metric)))
-            for g, members in enumerate(groups)
-            for p in members
-            for r in p.runs
-        ],
-        columns=["group", "over", "value"],
-    )
-    best = reading.best_over(runs, "group", "over", "value", higher_is_better(metric))
+    rows = [
+        (g, order_key(p.value(column)), finite(r.get(metric)))
+        for g, members in enumerate(groups)
+        for p in members
+        for r in p.runs
+    ]
+    table = pd.DataFrame(rows, columns=["group", "over", "value"])
+    best = reading.best_over(table, "group", "over", "value", higher_is_better(metric))
     chosen = dict(zip(best["group"], best["over"]))
     kept = []
     for g, members in enumerate(groups):
@@ -217,11 +203,8 @@ def merge(points: list[Point]) -> Point:
     if len(points) == 1:
         return points[0]
     same = len({(ident(p.best), p.grid) for p in points}) == 1
-    return Point(
-        [r for p in points for r in p.runs],
-        points[0].best if same else None,
-        points[0].grid if same else (),
-    )
+    runs = [r for p in points for r in p.runs]
+    return Point(runs, points[0].best, points[0].grid) if same else Point(runs)
 
 
 def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
@@ -251,16 +234,14 @@ class Panel:
     points: list[Point]
     head: str  # the column facet's value ('tied', 'd_model=64'); '' without one
     row_label: str  # the row's settings ('head=softmax, b2=0.99'); '' without rows
-    ax: Any = None  # matplotlib Axes, once `Facets.figure` has drawn the grid
+    ax: Any = None
 
     def title(self, head: str | None = None) -> str:
-        """'<head> (<row label>)', either part alone, or ''."""
         head = self.head if head is None else head
         return f"{head} ({self.row_label})" if head and self.row_label else head or self.row_label
 
     def label(self, xlabel: str, ylabel: str, title: str | None = None, legend: bool = True):
-        """Axis labels (the y label on the first column only), title and a legend if it has
-        points: the same sizes in every faceted figure."""
+        """Labels (y on the first column only), title and legend: one size in every figure."""
         # "both": a log axis within a decade labels its minor ticks, at the default size.
         self.ax.tick_params(which="both", labelsize=7)
         self.ax.set_xlabel(xlabel, fontsize=8)
@@ -272,21 +253,18 @@ class Panel:
 
 
 class Facets:
-    """The panel grid every faceted figure shares: one row per combination of `rows` (None:
-    `auto_rows` of `used`, `skip` excepted), one column per value of `cols`, in plotting order.
-
-    More than MAX_FACETS rows or columns would not be readable: a UserError asks for `--where`.
-    """
+    """The panel grid of every faceted figure: a row per combination of `rows` (None:
+    `auto_rows`), a column per value of `cols`; more than MAX_FACETS of either asks for --where."""
 
     def __init__(self, points, cols: str | None, rows, used: list[str], skip: Iterable[str] = ()):
         self.row_keys = auto_rows(points, used, skip) if rows is None else rows
         by_row = split(points, self.row_keys)
+        col_values = sort_values(p.value(cols) for p in points) if cols else [None]
         if len(by_row) > MAX_FACETS:
             raise UserError(
                 f"{len(by_row)} combinations of {', '.join(self.row_keys)} would each get a "
                 "row of panels: pick some with --where KEY=VALUE or choose --rows"
             )
-        col_values = sort_values(p.value(cols) for p in points) if cols else [None]
         if len(col_values) > MAX_FACETS:
             raise UserError(
                 f"{cols} has {len(col_values)} values, too many panel columns: "
@@ -306,11 +284,9 @@ class Facets:
         ]
 
     def figure(self, row_height: float, extra: float, **subplots) -> Figure:
-        """A figure of the paper's width, `row_height` inches per row plus `extra`, with the
-        axes grid (never squeezed; `subplots`: sharex, sharey) given to the panels."""
-        fig = Figure(
-            figsize=(PAPER_WIDTH_IN, row_height * self.shape[0] + extra), layout="constrained"
-        )
+        """The paper's width, `row_height` per row plus `extra`; `subplots`: sharex, sharey."""
+        height = row_height * self.shape[0] + extra
+        fig = Figure(figsize=(PAPER_WIDTH_IN, height), layout="constrained")
         self.grid = fig.subplots(*self.shape, squeeze=False, **subplots)
         for p in self.panels:
             p.ax = self.grid[p.row, p.col]
@@ -338,12 +314,15 @@ def pool_note(points: list[Point], spread: str) -> str:
     return f"mean over {', '.join(keys)} ({count} runs); {spread}: min\u2013max"
 
 
-def check_axes(
-    runs: list[Run], flags: dict[str, str | None], rows: str | list[str] | None
-) -> tuple[list, list[str] | None]:
-    """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against `runs` (`check_column`;
-    'none' switches --color and --cols off), and --rows: None (automatic), [] ('none') or
-    comma-separated columns. One column cannot play two parts in a figure."""
+def column_or_none(column: str | None) -> str | None:
+    """'' and 'none' switch an axis off."""
+    return None if column is None or column.strip().lower() in ("", "none") else column
+
+
+def check_axes(runs: list[Run], flags: dict[str, str | None], rows) -> tuple[list, list | None]:
+    """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against `runs` ('none'
+    switches --color and --cols off), and --rows: None (automatic), [] ('none') or a
+    comma-separated list. One column cannot play two parts in a figure."""
     columns = [
         column_or_none(c) and check_column(runs, c, f)
         if f in ("--color", "--cols")
@@ -365,15 +344,6 @@ def check_axes(
     return columns, rows
 
 
-def column_or_none(column: str | None) -> str | None:
-    """'' and 'none' switch an axis off."""
-    return None if column is None or column.strip().lower() in ("", "none") else column
-
-
-def describe(values: list[Any], column: str) -> str:
-    return ", ".join(format_value(column, v) for v in sort_values(values))
-
-
 def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: str) -> Figure:
     """The caption (`note`) and, above the panels, the title of what the figure holds fixed."""
     note(fig, *notes)
@@ -385,12 +355,9 @@ def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: 
 def fixed_title(
     data: list[Run], shown: list[Run], where: dict | None, axes: Iterable[str | None] = ()
 ) -> str:
-    """What a figure cut out of a sweep (by `--where`, `--lr`) holds fixed: every `--where`
-    filter, then every other setting that `data` (the sweep's runs) holds more than one value
-    of and `shown` (the runs drawn) only one, unless it is an axis (`axes`), then every
-    TITLE_DEFAULTS setting that `shown` holds at one value other than its default. A setting at one
-    value reads `name=value` ('tied' / 'untied'); other filters (several values, exclusions,
-    patterns) as written. '' when nothing is fixed."""
+    """What a figure cut out of a sweep holds fixed: every `--where` filter, then each other
+    non-axis setting that `data` (the sweep) varies and `shown` (the runs drawn) holds at one
+    value, then each TITLE_DEFAULTS setting `shown` holds off its default ('' if none)."""
 
     def single(key: str) -> list:
         values = {ident(r.settings.get(key)): r.settings.get(key) for r in shown}

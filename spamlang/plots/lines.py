@@ -22,21 +22,16 @@ LOGY_SPAN = 100.0
 
 
 def auto_logy(values: list[float]) -> bool:
-    """Log y when every y is positive and the largest is more than LOGY_SPAN times the smallest."""
     return bool(values) and min(values) > 0 and max(values) > LOGY_SPAN * min(values)
 
 
 def auto_logx(values: list[float]) -> bool:
-    """Log x when every x is positive and the largest is >= LOGX_SPAN times the smallest."""
     return bool(values) and min(values) > 0 and max(values) >= LOGX_SPAN * min(values)
 
 
 def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str | None:
-    """The column that `--best-over` optimises over, or None.
-
-    'auto' (the default): lr, when lr varies and is not one of the figure's axes; 'none': off.
-    An explicit column must be a setting that is not an axis.
-    """
+    """The column `--best-over` optimises, or None: 'auto', lr when it varies and is not an
+    axis; 'none', off; else a setting that is not an axis."""
     if best is None or best.strip().lower() == AUTO:
         return "lr" if "lr" in varying_settings(runs) and "lr" not in axes else None
     if layout.column_or_none(best) is None:
@@ -50,10 +45,8 @@ def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str
 
 
 def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
-    """Ticks in the figures' notation (`format_value`: V as 1024, lr as 3e-2). At the data's
-    own values where the data are few or a grid (`grid`: `column` is a setting, such as V or
-    lr): on a log axis of V = 64 .. 4096, 1-2-5 ticks (100, 200, 500) would name none of them;
-    elsewhere the usual ticks."""
+    """Ticks in `format_value`'s notation, at the data's own values where they are few or a grid
+    (`grid`: a setting): 1-2-5 ticks on a log axis of V = 64 .. 4096 would name none of them."""
     values = [float(v) for v in values]
     if not values:
         return
@@ -71,8 +64,7 @@ def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
 
 
 def _numeric(runs: list[Run], column: str, flag: str) -> None:
-    values = [r.get(column) for r in runs]
-    if not layout.is_numeric(values):
+    if not layout.is_numeric(values := [r.get(column) for r in runs]):
         raise UserError(
             f"{flag} {column} is not numeric (values: {describe(values, column)}); "
             "use it as --color, --cols or --rows"
@@ -92,11 +84,9 @@ def lines_figure(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """Outcome `y` against the numeric column `x` (a setting or another outcome), one line per
-    `color` value, faceted by `cols` / `rows`: seed means with min-max error bars, each at its
-    best `best_over` value (`resolve_best_over`; hollow: at the edge of a grid of 3 or more).
-    `points`: markers only (a scatter); log axes by default as `auto_logx` / `auto_logy` say.
-    """
+    """Outcome `y` against the numeric column `x`, one line per `color` value, faceted by `cols`
+    / `rows`: seed means with min-max bars, each at its best `best_over` value (hollow: at the
+    edge of a grid of 3 or more); `points`: markers only (a scatter)."""
     every = finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--x": x, "--y": y, "--color": color, "--cols": cols}
@@ -148,20 +138,11 @@ plot_lines = writer(lines_figure)
 
 def _draw_line(ax, marks: list[Point], stats, x: str, colour, points: bool, label: str | None):
     """`marks` at their value of `x`: `stats` (their `pool` rows), means with min-max bars."""
-    xs = [m.value(x) for m in marks]
-    means = stats["mean"].tolist()
+    xs, means = [m.value(x) for m in marks], stats["mean"].tolist()
     spread = [(stats["mean"] - stats["lo"]).tolist(), (stats["hi"] - stats["mean"]).tolist()]
-    ax.errorbar(
-        xs,
-        means,
-        yerr=spread if (stats["n"] > 1).any() else None,
-        fmt="o" if points else "o-",
-        color=colour,
-        ms=4,
-        lw=1.2,
-        capsize=2,
-        label=label,
-    )
+    yerr = spread if (stats["n"] > 1).any() else None
+    style = dict(fmt="o" if points else "o-", color=colour, ms=4, lw=1.2, capsize=2, label=label)
+    ax.errorbar(xs, means, yerr=yerr, **style)
     edge = [(a, b) for a, b, m in zip(xs, means, marks) if m.at_edge]
     if edge:
         ax.plot(*zip(*edge), "o", ms=4, mfc="white", mec=colour, zorder=3)

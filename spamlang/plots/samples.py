@@ -1,4 +1,4 @@
-"""The sample table (the paper's Table 1) as a figure: one row per sample, one coloured cell per token."""
+"""The sample table (the paper's Table 1) as a figure: a row per sample, a coloured cell a token."""
 
 from __future__ import annotations
 
@@ -20,16 +20,11 @@ _STATS_IN = 2.8  # room for the four statistic columns
 def plot_samples(
     result, out_file, *, title: str, notes: str, colours: dict[str, str], wrong: str, ids: bool
 ) -> Path:
-    """Draw `result` as a coloured token table with per-sample statistics; PNG or PDF by extension.
-
-    `result` is a `spamlang.sample.SampleResult` (its tokens, kinds(), stats and summary), which
-    `spamlang sample` and a sweep's --plots compute and pass in with the words the terminal and
-    the HTML page show: `title` (where the samples come from), `notes` (what the statistics
-    count, under the table), `colours` ({token kind: colour}, in the legend's order), `wrong`
-    (the kind drawn in bold) and `ids`. A token whose glyph the figure font lacks (scripts such
-    as the Indic ones or Ethiopic) shows its token id in small digits instead of an empty box,
-    so that every cell still says which token it is; with `ids` every cell does.
-    """
+    """Draw a `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics,
+    in the words the terminal and the HTML page use: `title`, `notes` (under the table),
+    `colours` ({token kind: colour}, the legend's order), `wrong` (the kind drawn in bold). A
+    token whose glyph the font lacks (Indic scripts, Ethiopic) shows its id in small digits
+    instead of an empty box; with `ids` every cell does."""
     check_figure_path(out_file)
     n, length = result.tokens.shape
     kinds = result.kinds()
@@ -49,9 +44,8 @@ def plot_samples(
         y = -i
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
         for x, (token, k) in enumerate(zip(tokens.tolist(), row_kinds)):
-            ax.add_patch(
-                Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=colours[k], linewidth=0)
-            )
+            cell = Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=colours[k], linewidth=0)
+            ax.add_patch(cell)
             label, is_glyph = (str(int(token)), False) if ids else cell_label(token)
             # A glyph at 8 pt, bold when wrong; 4-7 digits must fit a 0.2-inch cell.
             style = (
@@ -60,14 +54,10 @@ def plot_samples(
                 else dict(fontsize=min(4.5, 15 / len(label)))
             )
             ax.text(x, y, label, ha="center", va="center", family=_FONT, **style)
+        first = "-" if s.first_error < 0 else str(s.first_error)
         stats_row(
             y,
-            (
-                f"{100 * s.fraction_correct:.0f}%",
-                "-" if s.first_error < 0 else str(s.first_error),
-                str(s.longest_run),
-                str(s.longest_repeat),
-            ),
+            (f"{100 * s.fraction_correct:.0f}%", first, str(s.longest_run), str(s.longest_repeat)),
         )
     m = result.summary
     mean = (
@@ -82,22 +72,16 @@ def plot_samples(
     ax.set_ylim(-n - 0.6, 1.4)
     fig.suptitle(title, fontsize=7, x=0.01, ha="left", y=0.97)
     fig.text(0.01, 0.005, notes, fontsize=6, color="0.3", ha="left", va="bottom", wrap=True)
-    fig.legend(
-        handles=[Patch(facecolor=c, label=k) for k, c in colours.items()],
-        loc="upper right",
-        ncol=3,
-        fontsize=7,
-        frameon=False,
-        bbox_to_anchor=(0.99, 0.93),
-    )
+    handles = [Patch(facecolor=c, label=k) for k, c in colours.items()]
+    kw = dict(loc="upper right", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.99, 0.93))
+    fig.legend(handles=handles, **kw)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
         return save_figure(fig, out_file)
 
 
 def cell_label(token: int) -> tuple[str, bool]:
-    """What a token's cell shows: (its glyph, True), or (its id in digits, False) when the
-    figure font cannot draw the glyph."""
+    """(its glyph, True), or (its id in digits, False) where the figure font lacks the glyph."""
     g = glyphs.glyph(token)
     return (g, True) if ord(g) in _font_code_points() else (str(int(token)), False)
 

@@ -30,13 +30,9 @@ HEATMAP_METRICS = {
 
 
 def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
-    """The colour scale of a heatmap: (vmin, vmax, log).
-
-    vmin and vmax are the min and max of the finite values, so the colours spread over the data
-    (2.05-3.51 is not drawn on a 2-20 scale). The scale is logarithmic only when every value is
-    positive and they span a factor of 10 or more; zero losses therefore give a linear scale.
-    A single value (or none) gets a small range around it, so that it still has a colour.
-    """
+    """(vmin, vmax, log): the finite values' range, so that colours spread over the data (2.05-3.51
+    is not drawn on a 2-20 scale), log when all are positive and span 10x or more; one value gets
+    a small range around it, so that it still has a colour."""
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
     if not finite:
         return 0.0, 1.0, False
@@ -48,12 +44,8 @@ def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
 
 
 def best_cells(grid: np.ndarray, higher_is_better: bool = False) -> list[tuple[int, int]]:
-    """(row, col) of the best finite cell of each column of `grid` (rows: the y values, e.g. LRs;
-    columns: the x values, e.g. V): the minimum, or the maximum when `higher_is_better`.
-
-    Exact ties are all returned; a column without a finite value has none; a grid with a single
-    row has nothing to choose between and gives [].
-    """
+    """(row, col) of the best finite cell (min, or max) of each column of `grid` (rows: y values,
+    columns: x values), ties all; [] for a single row: nothing to choose between."""
     grid = np.asarray(grid, dtype=float)
     if grid.ndim != 2 or grid.shape[0] < 2:
         return []
@@ -76,7 +68,7 @@ def _cell_text(v: float) -> str:
 
 
 def _range_text(lo: float, hi: float) -> str:
-    """ "lo–hi", sharing one exponent where both have the same ("7.1–7.6e-7"): a cell is narrow."""
+    """ "lo–hi", sharing one exponent ("7.1–7.6e-7"): a cell is narrow."""
     a, b = _cell_text(lo), _cell_text(hi)
     if "e" in a and "e" in b and a.split("e")[1] == b.split("e")[1]:
         a = a.split("e")[0]
@@ -84,10 +76,8 @@ def _range_text(lo: float, hi: float) -> str:
 
 
 def cell_label(point: Point, s, best: str | None = None, tags: Iterable[str] = ()) -> str:
-    """A cell's text from its runs and their `pool` row `s`: the mean; below it the min-max
-    range of several runs; the value of the `best` column chosen for the cell (its runs hold
-    only that value, see `best_over`); the cell's value of each `tags` column (head:
-    'lowrank:16'); 'k/n div' if some diverged; 'div' when all did."""
+    """A cell's text from its `pool` row `s`: the mean, the min-max range of several runs, the
+    `best` value chosen, each `tags` value (head: 'lowrank:16'), 'k/n div'; 'div' when all did."""
     n_div = sum(r.diverged for r in point.runs)
     if not s.n:
         return "div" if n_div else ""
@@ -113,14 +103,9 @@ def heatmap_figure(
     best_over: str | None = None,
     diagonal: bool | None = None,
 ) -> Figure:
-    """`metric` of every finished run on an x by y grid, faceted by `cols` / `rows` (`Facets`).
-
-    A cell pools its runs (`cell_label`); colours span the data (`color_limits`), shared by all
-    panels; each column's best cell (the best LR of each V) is outlined in red. `best_over`
-    keeps each cell's best value of that setting (`layout.best_over`) instead of pooling
-    them. `diagonal`: x = y across the cells (`draw_diagonal`); None: on for return time
-    against Adam's memory. A CELL_TAGS setting that differs between cells is named in each.
-    """
+    """`metric` of every finished run on an x by y grid, faceted by `cols` / `rows`, each column's
+    best cell outlined in red; `best_over` keeps each cell's best value of that setting instead of
+    pooling them; `diagonal`: x = y (None: on for return time against Adam's memory)."""
     every = finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--metric": metric, "--x": x, "--y": y, "--cols": cols}
@@ -177,8 +162,8 @@ plot_heatmap = writer(heatmap_figure)
 
 
 def _diagonal(diagonal: bool | None, x: str, y: str, xs: list, ys: list) -> bool:
-    """Whether to draw x = y: by default (None) only where it can be drawn, on the return-time
-    phase diagram (no error for one b2); asked for, a UserError where it cannot be."""
+    """None: x = y only on the return-time phase diagram, where it can be drawn (no error for
+    one b2); asked for where it cannot be, a UserError."""
     if diagonal is None:
         phase = "symbol_return_steps" in (x, y) and bool(MEMORY_AXES & {x, y})
         return phase and crossable(xs) and crossable(ys)
@@ -192,8 +177,7 @@ def _diagonal(diagonal: bool | None, x: str, y: str, xs: list, ys: list) -> bool
 
 
 def _ticks(ax, x: str, xs: list, y: str, ys: list, cell_w: float) -> None:
-    """The cells' values as tick labels, x labels tilted where wider than a cell (131072
-    beside 65536: about 0.6 em per digit at 7 pt)."""
+    # x labels wider than a cell are tilted (131072 beside 65536: about 0.6 em a digit at 7 pt).
     x_labels = [layout.format_value(x, v) for v in xs]
     tilted = max(map(len, x_labels)) * 7 * 0.6 / 72 > 0.9 * cell_w
     x_tilt = dict(rotation=30, ha="right", rotation_mode="anchor") if tilted else {}
@@ -211,8 +195,8 @@ def _colour_bar(fig, image, axes, metric: str, vmin: float, vmax: float, log: bo
 
 
 def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
-    """The runs that have a (finite) value of every column, and a note on the others, also
-    printed: a run without one has no cell (adam_memory_steps is empty for sgd and adafactor)."""
+    """The runs with a finite value of every column, and a note (also printed) on the others:
+    adam_memory_steps is empty for sgd and adafactor."""
 
     def has(r: Run, c: str) -> bool:
         v = r.get(c)
@@ -233,7 +217,6 @@ def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
 
 
 def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
-    """What a cell shows with --best-over: which of the column's values it picked, and how."""
     if not best:
         return ""
     how = "highest" if higher_is_better(metric) else "lowest"
@@ -245,25 +228,15 @@ def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
 
 
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
-    """`font`, or smaller where the label's longest line would overflow its cell (a min-max
-    range across scales, "3.3e-7–1.1e-6"); a character is taken as 0.62 em wide."""
+    """`font`, or less where a line overflows its cell ("3.3e-7–1.1e-6"; 0.62 em a char)."""
     width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72 / max(shape[1], 1)
     longest = max((len(line) for line in label.splitlines()), default=1)
     return min(font, 0.9 * width_pt / (0.62 * max(longest, 1)))
 
 
-def _draw_cells(
-    ax,
-    cells: list,
-    shape: tuple[int, int],
-    metric: str,
-    norm,
-    font: float,
-    best: str | None = None,
-    tags: Iterable[str] = (),
-):
-    """One panel: coloured means, their labels, diverged cells hatched, best cells outlined.
-    `cells`: ((y index, x index, point), its `pool` row) of each cell."""
+def _draw_cells(ax, cells: list, shape, metric: str, norm, font: float, best, tags):
+    """One panel: coloured means, labels, diverged cells hatched, best cells outlined. `cells`:
+    ((y index, x index, point), its `pool` row) of each cell."""
     grid = np.full(shape, np.nan)
     for (yi, xi, _), s in cells:
         grid[yi, xi] = s.mean
@@ -273,20 +246,17 @@ def _draw_cells(
     font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
     for (yi, xi), label in labels.items():
         if label == "div":
-            ax.add_patch(
-                Rectangle((xi - 0.5, yi - 0.5), 1, 1, fc="0.85", ec="0.4", hatch="////", lw=0)
-            )
+            hatched = dict(fc="0.85", ec="0.4", hatch="////", lw=0)
+            ax.add_patch(Rectangle((xi - 0.5, yi - 0.5), 1, 1, **hatched))
         v = grid[yi, xi]
         luma = 1.0 if np.isnan(v) else np.dot(image.cmap(norm(v))[:3], (0.299, 0.587, 0.114))
         colour = "black" if luma > 0.5 else "white"  # a blank (nan) cell's text: black
-        ax.text(
-            xi, yi, label, ha="center", va="center", fontsize=font, color=colour, linespacing=1.1
-        )
+        style = dict(ha="center", va="center", fontsize=font, color=colour, linespacing=1.1)
+        ax.text(xi, yi, label, **style)
     for yi, xi in best_cells(grid, higher_is_better(metric)):
         # Inset, so that outlines of neighbouring cells stay two boxes.
-        ax.add_patch(
-            Rectangle((xi - 0.45, yi - 0.45), 0.9, 0.9, fill=False, ec=BEST_EDGE, lw=2, zorder=3)
-        )
+        edge = dict(fill=False, ec=BEST_EDGE, lw=2, zorder=3)
+        ax.add_patch(Rectangle((xi - 0.45, yi - 0.45), 0.9, 0.9, **edge))
     return image
 
 
@@ -302,8 +272,8 @@ _POINTS = 200  # enough for a smooth line through a few cells
 
 
 def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
-    """The fractional cell index of each `v` along a sorted positive axis: log interpolation
-    between its ticks, extended by the end intervals out to the outer cells' edges."""
+    """Each `v`'s fractional cell index along a sorted positive axis (log interpolation, the end
+    intervals extended out to the outer cells' edges)."""
     logs, at = np.log(values), np.log(v)
     inside = np.interp(at, logs, np.arange(len(values), dtype=float))
     below = (at - logs[0]) / (logs[1] - logs[0])
@@ -312,13 +282,11 @@ def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
 
 
 def crossable(values: list) -> bool:
-    """Can the diagonal cross this axis: two or more values, all positive numbers?"""
     numbers = [v for v in values if is_number(v)]
     return len(numbers) == len(values) >= 2 and min(numbers) > 0
 
 
 def draw_diagonal(ax, xs: list[float], ys: list[float]) -> None:
-    """Draw x = y where the two axes' cells overlap (out to the outer cells' edges)."""
 
     def edges(values: list[float]) -> tuple[float, float]:  # log values at index -0.5, n - 0.5
         logs = np.log(values)
@@ -336,16 +304,8 @@ def draw_diagonal(ax, xs: list[float], ys: list[float]) -> None:
     ax.plot(px, py, color="black", lw=1.2, ls="--", zorder=2.2, label=DIAGONAL_LABEL, gid=GID)
     # Named on the line itself: a legend box would hide cells' numbers.
     at = int(0.8 * (_POINTS - 1))
-    ax.text(
-        px[at],
-        py[at],
-        f" {DIAGONAL_LABEL} ",
-        fontsize=6,
-        ha="right",
-        va="bottom",
-        zorder=6,
-        gid=GID,
-        bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8),
-    )
+    box = dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8)
+    style = dict(fontsize=6, ha="right", va="bottom", zorder=6, gid=GID, bbox=box)
+    ax.text(px[at], py[at], f" {DIAGONAL_LABEL} ", **style)
     ax.set_xlim(*limits[0])
     ax.set_ylim(*limits[1])

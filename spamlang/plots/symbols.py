@@ -1,30 +1,19 @@
 """Per-symbol figures: what each symbol's loss says about how training reached it.
 
-`spamlang plot symbols`, sample complexity: each finished run of a SpamLang-family sweep scored
-every symbol (up to 4,096 of them) on its own sequence at the end and binned the scores by how
-many training sequences showed the symbol (`symbol_curve` in result.json,
-`spamlang.coverage.symbols`). The figure draws the bins' median loss against their mean
-exposure, one colour per V, one line per seed (so the seed spread is the spread of the
-lines), at each cell's best LR. A dashed line marks each V's "learned" threshold, 0.1 log V,
-and a diamond each run's `updates_to_learn` (the exposure where half of the symbols are under
-it; hollow where it is only an upper bound). Under pure coverage the curves of every V fall
-together; under the head's bottleneck the larger V needs more updates.
+`plot symbols` (sample complexity): each finished SpamLang-family run bins every symbol's final
+loss by its exposure (`symbol_curve` in result.json, `spamlang.coverage.symbols`); the figure
+draws the bins' median loss against exposure, one colour per V, one line per seed, with each V's
+"learned" threshold 0.1 log V dashed and each run's `updates_to_learn` as a diamond (hollow: an
+upper bound). Under pure coverage the curves of every V fall together; under the head's
+bottleneck the larger V needs more updates.
 
-`spamlang plot recency DIR... -o FILE`: does a symbol's loss jump once Adam forgot it?
+`plot recency` (does a symbol's loss jump once Adam forgot it?): from each run's `symbols.npz`,
+every symbol's final loss on `s s` (log y) against the steps since its last appearance, coloured
+by its appearances, with Adam's memory min(1/(1 - b2), steps) as a vertical line and chance,
+log V, dashed; symbols never shown sit apart, at x = steps, as crosses. One panel per cell: its
+seed 0.
 
-Each finished run of a position-invariant language writes `symbols.npz` (`rundir.schema`):
-every symbol's final loss on `s s`, how many training sequences showed it and the step right
-after the last one that did. A panel scatters, for one run, that loss (log y) against the
-steps since the symbol's last appearance, steps - last_step, coloured by its appearances.
-The hypothesis under test: a symbol's loss jumps once it has gone about c x 1/(1 - b2) steps
-without an appearance, whatever its count; so Adam's memory min(1/(1 - b2), steps) is a
-vertical line, and chance, log V, a dashed horizontal one. Symbols never shown have no last
-appearance: they are drawn apart, at x = steps, as crosses.
-
-One panel per cell (runs that differ only in lr and seed), faceted by `--cols` / `--rows` as
-`plot symbols` is: its seed 0 at its best LR.
-
-Both figures take each cell's best LR: the lowest seed-mean final eval loss (`best_over`).
+Both take each cell's best LR: the lowest seed-mean final eval loss (`best_over`).
 """
 
 from __future__ import annotations
@@ -55,7 +44,6 @@ TITLED = ("vocab_size", "batch_size", "b2", "sampling", "tie_embeddings", "lr")
 
 
 def _best_lr(runs: list[Run]) -> list[Point]:
-    """The seed-mean points of `runs`, at each cell's best LR when lr varies."""
     points = layout.group_points(runs, [SEED])
     return layout.best_over(points, "lr", METRIC) if "lr" in varying_settings(runs) else points
 
@@ -72,7 +60,6 @@ def _curve(run) -> dict | None:
 def symbols_figure(
     sweep_dir, *, where: dict | None = None, cols: str | None = None, rows=None
 ) -> Figure:
-    """The figure of the module docstring; `cols` / `rows` facet it like `plot lines`."""
     runs = [r for r in select(finished_runs(sweep_dir), where) if _curve(r) is not None]
     if not runs:
         raise UserError(
@@ -88,19 +75,13 @@ def symbols_figure(
     for panel in facets.panels:
         for p in sorted(panel.points, key=lambda p: p.value(COLOR)):
             V = p.value(COLOR)
+            colour = colours[layout.ident(V)]
             for k, run in enumerate(sorted(p.runs, key=lambda r: r.get(SEED) or 0)):
-                _draw_curve(
-                    panel.ax,
-                    run,
-                    colours[layout.ident(V)],
-                    facet_title(COLOR, V) if k == 0 else None,
-                )
-            panel.ax.axhline(0.1 * math.log(V), color=colours[layout.ident(V)], lw=0.6, ls="--")
+                _draw_curve(panel.ax, run, colour, facet_title(COLOR, V) if k == 0 else None)
+            panel.ax.axhline(0.1 * math.log(V), color=colour, lw=0.6, ls="--")
         panel.ax.set_yscale("log")
-        panel.label(
-            "exposure: training sequences that showed the symbol",
-            "symbol loss (bin median, nats)",
-        )
+        xlabel = "exposure: training sequences that showed the symbol"
+        panel.label(xlabel, "symbol loss (bin median, nats)")
     note(
         fig,
         "one line per seed at each cell's best LR (lowest seed-mean final eval loss)",
@@ -115,23 +96,14 @@ plot_symbols = writer(symbols_figure)
 
 def _draw_curve(ax, run, colour, label) -> None:
     curve = _curve(run)
-    ax.plot(
-        curve["exposure"], curve["loss_median"], color=colour, lw=1.0, marker=".", ms=3, label=label
-    )
+    kw = dict(color=colour, lw=1.0, marker=".", ms=3, label=label)
+    ax.plot(curve["exposure"], curve["loss_median"], **kw)
     value = run.get("updates_to_learn")
     if isinstance(value, (int, float)) and math.isfinite(value):
         threshold = 0.1 * math.log(run.get(COLOR))
-        upper = run.get("updates_to_learn_bound") == "upper"  # only bounded: drawn hollow
-        ax.plot(
-            [value],
-            [threshold],
-            marker="D",
-            ms=4,
-            color=colour,
-            mec="black",
-            mew=0.5,
-            mfc="white" if upper else colour,
-        )
+        face = "white" if run.get("updates_to_learn_bound") == "upper" else colour  # bound: hollow
+        kw = dict(marker="D", ms=4, color=colour, mec="black", mew=0.5, mfc=face)
+        ax.plot([value], [threshold], **kw)
 
 
 # --- plot recency: a symbol's loss against the steps since it was last shown --------------
@@ -144,8 +116,7 @@ def recency_figure(
     cols: str | None = None,
     rows: str | list[str] | None = None,
 ) -> Figure:
-    """The figure of the module docstring. `dirs`: run or sweep directories; runs without a
-    symbols.npz are named in one warning line on stderr, and none with one is a UserError."""
+    """`dirs`: run or sweep directories; runs without a symbols.npz are named on stderr."""
     runs = select([r for d in dirs for r in finished_runs(d)], where)
     (cols,), rows = layout.check_axes(runs, {"--cols": cols}, rows)
     points, arrays = _with_symbols(runs, dirs)
@@ -175,21 +146,15 @@ def recency_figure(
     if log:
         plain_log_ticks(bar.ax.yaxis, lo, hi)
     bar.ax.tick_params(which="both", labelsize=6)
-    note(
-        fig,
-        "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0",
-        "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
-        "own appearances)",
-        "dashed: chance, log V",
-    )
+    panels = "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0"
+    red = "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
+    note(fig, panels, red + "own appearances)", "dashed: chance, log V")
     return fig
 
 
 def _with_symbols(runs: list[Run], dirs: list) -> tuple[list[Point], dict[int, dict]]:
-    """A point of each cell's best-LR run of smallest seed that has a readable symbols.npz,
-    and those arrays by id(run). A run whose file is missing or damaged is skipped and named
-    in a warning on stderr (damaged ones apart: the file is there, and broken); none left is
-    a UserError."""
+    """A point of each cell's best-LR run of smallest seed with a readable symbols.npz, and the
+    arrays by id(run); runs whose file is missing or damaged are named apart, on stderr."""
     points, arrays, missing, damaged = [], {}, [], []
     for p in _best_lr(runs):
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
@@ -204,21 +169,16 @@ def _with_symbols(runs: list[Run], dirs: list) -> tuple[list[Point], dict[int, d
             points.append(Point([run]))
             arrays[id(run)] = npz
     if damaged:
-        print(
-            f"warning: skipped {len(damaged)} run(s) whose {SYMBOLS} cannot be read: "
-            f"{', '.join(damaged)}",
-            file=sys.stderr,
-        )
+        why = f"whose {SYMBOLS} cannot be read: {', '.join(damaged)}"
+        print(f"warning: skipped {len(damaged)} run(s) {why}", file=sys.stderr)
     if not points:
         raise UserError(
             f"no run in {', '.join(map(str, dirs))} has a readable {SYMBOLS} (runs of a "
             "position-invariant language write one when they finish)"
         )
     if missing:
-        print(
-            f"warning: skipped {len(missing)} run(s) without {SYMBOLS}: {', '.join(missing)}",
-            file=sys.stderr,
-        )
+        why = f"without {SYMBOLS}: {', '.join(missing)}"
+        print(f"warning: skipped {len(missing)} run(s) {why}", file=sys.stderr)
     return points, arrays
 
 
@@ -239,45 +199,23 @@ plot_recency = writer(recency_figure)
 def _draw_run(ax, run: Run, s: dict, norm):
     """`s`: the run's symbols.npz arrays (last_step: 1 .. steps, -1 for a symbol never shown)."""
     loss, steps, vocab = s["loss"], s["steps"], len(s["loss"])
-    shown = s["last_step"] >= 0
-    never = ~shown
-    image = ax.scatter(
-        steps - s["last_step"][shown],
-        loss[shown],
-        c=s["appearances"][shown],
-        cmap=CMAP,
-        norm=norm,
-        s=4,
-        linewidths=0,
-        rasterized=True,
-        gid="shown",
-        label=f"shown ({int(shown.sum())})",
-    )
+    shown, never = s["last_step"] >= 0, s["last_step"] < 0
+    kw = dict(cmap=CMAP, norm=norm, s=4, linewidths=0, rasterized=True, gid="shown")
+    kw["label"] = f"shown ({int(shown.sum())})"
+    image = ax.scatter(steps - s["last_step"][shown], loss[shown], c=s["appearances"][shown], **kw)
     if never.any():
-        ax.scatter(
-            np.full(int(never.sum()), steps),
-            loss[never],
-            marker="x",
-            s=10,
-            color="0.35",
-            linewidths=0.6,
-            gid="never",
-            label=f"never shown ({int(never.sum())}), at x = steps",
-        )
-    ax.axhline(
-        np.log(vocab), color="0.3", lw=0.8, ls="--", label=f"chance log V = {np.log(vocab):.2f}"
-    )
+        label = f"never shown ({int(never.sum())}), at x = steps"
+        kw = dict(marker="x", s=10, color="0.35", linewidths=0.6, gid="never", label=label)
+        ax.scatter(np.full(int(never.sum()), steps), loss[never], **kw)
+    chance = f"chance log V = {np.log(vocab):.2f}"
+    ax.axhline(np.log(vocab), color="0.3", lw=0.8, ls="--", label=chance)
     memory = run.get("adam_memory_steps")  # None for optimizers without a second moment
     if isinstance(memory, (int, float)) and memory > 0:
         # min(memory, steps): a shorter run's bias-corrected second moment averages all of it.
         effective = min(float(memory), steps)
         capped = f", capped at {steps} steps" if memory > steps else ""
-        ax.axvline(
-            effective,
-            color=BEST_EDGE,
-            lw=1.0,
-            label=f"Adam memory 1/(1\u2212b2) = {memory:g}{capped}",
-        )
+        label = f"Adam memory 1/(1\u2212b2) = {memory:g}{capped}"
+        ax.axvline(effective, color=BEST_EDGE, lw=1.0, label=label)
     # Symlog: a symbol shown in the very last batch is 0 steps ago.
     ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -291,11 +229,9 @@ def _title(run: Run, faceted: list[str]) -> str:
     names = list(TITLED) + [k for k in faceted if k not in TITLED]
     optimizer = run.get("optimizer")
     parts = [] if optimizer in (None, "adamw") else [str(optimizer)]
+    no_b2 = optimizer is not None and run.get("adam_memory_steps") is None  # sgd, adafactor
     for k in names:
-        v = run.get(k)
-        if v is None or (
-            k == "b2" and optimizer is not None and run.get("adam_memory_steps") is None
-        ):  # sgd, adafactor: no b2
+        if (v := run.get(k)) is None or (k == "b2" and no_b2):
             continue
         if k == "sampling":
             parts.append(str(v))

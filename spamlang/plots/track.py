@@ -35,10 +35,8 @@ PULL_COLOUR, BETWEEN_COLOUR = "0.45", "0.75"  # faint: the bars are the backgrou
 
 
 def summarise(rows: list[dict]) -> dict[str, dict]:
-    """Per table and tracked id, the sums of the components over the steps where the symbol
-    occurred ("pull") and where it did not ("between"), and the appearance count.
-
-    `rows` are track.jsonl records: {"step", "ids", "seen", "embed", ["head"]}."""
+    """Per table and tracked id of track.jsonl `rows`, the sums of the components over the steps
+    that showed the symbol ("pull") and the others ("between"), and the appearance count."""
     if not rows:
         return {}
     seen_SxK = np.array([r["seen"] for r in rows]) > 0
@@ -46,11 +44,9 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
     for table in (t for t in TABLES if t in rows[0]):
         comp_SxK = np.array([r[table] for r in rows], dtype=float)
         pull_K, between_K = (np.where(m, comp_SxK, 0.0).sum(0) for m in (seen_SxK, ~seen_SxK))
+        sums = zip(rows[0]["ids"], seen_SxK.sum(0), pull_K.tolist(), between_K.tolist())
         out[table] = {
-            i: {"appearances": int(n), "pull": p, "between": b, "net": p + b}
-            for i, n, p, b in zip(
-                rows[0]["ids"], seen_SxK.sum(0), pull_K.tolist(), between_K.tolist()
-            )
+            i: {"appearances": int(n), "pull": p, "between": b, "net": p + b} for i, n, p, b in sums
         }
     return out
 
@@ -70,15 +66,11 @@ class Track:
 
     @cached_property
     def sums(self) -> dict:
-        """id -> {"appearances", "pull", "between", "net"} (`summarise`)."""
         return summarise(self.rows)[self.table]
 
 
 def load_track(run_dir: str | Path, table: str = "embed") -> Track:
-    """RUN_DIR/track.jsonl's complete rows for `table`. Unparseable lines (the torn last line
-    of a live run) are skipped, and so, with a note, are rows with non-finite updates. A run
-    that did not track symbols, has no rows yet, or is tied when `table` is "head" is a
-    UserError."""
+    """RUN_DIR/track.jsonl's complete rows for `table`; other rows are left out with a note."""
     if table not in TABLES:  # a library caller's typo would otherwise read as "is tied"
         raise UserError(f"table must be one of {', '.join(TABLES)}, got {table!r}")
     run = check_dir(run_dir)
@@ -89,8 +81,7 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
             "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
             "base config"
         )
-    # The torn last line of a live run is no loss (the next read has it whole); other lines that
-    # are no JSON object are counted.
+    # A live run's torn last line is no loss (the next read has it whole); other bad lines count.
     lines = read_lines(path)
     rows, broken = lines.rows, len(lines.bad)
     if not rows:
@@ -109,29 +100,23 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
             f"non-finite rows of {TRACK}",
             file=sys.stderr,
         )
-    return Track(
-        run.name, read_object(run / CONFIG) or {}, table, sorted(usable, key=lambda r: r["step"])
-    )
+    usable.sort(key=lambda r: r["step"])
+    return Track(run.name, read_object(run / CONFIG) or {}, table, usable)
 
 
 def _complete(row: dict, table: str, ids: list) -> bool:
-    """A row with the first row's ids and a finite number per id in "seen" and `table` (the
-    trainer writes null for NaN: a diverged step)."""
+    """The first row's ids and a finite number per id in "seen" and `table` (null: NaN)."""
 
     def numbers(v) -> bool:
         return isinstance(v, list) and len(v) == len(ids) and all(finite(x) is not None for x in v)
 
-    return (
-        row.get("ids") == ids
-        and isinstance(row.get("step"), (int, float))
-        and numbers(row.get("seen"))
-        and numbers(row.get(table))
-    )
+    step = isinstance(row.get("step"), (int, float))
+    return row.get("ids") == ids and step and numbers(row.get("seen")) and numbers(row.get(table))
 
 
 def describe_run(track: Track) -> str:
-    """'NAME: adamw b2=0.999 (memory 1/(1-b2) = 1000 steps), return time V/B = 4096/32 = 128
-    steps': the two time scales whose race the figure shows."""
+    """'NAME: adamw b2=0.999 (memory ... = 1000 steps), return time V/B = ... = 128 steps': the
+    two time scales whose race the figure shows."""
     c = track.config
     optimizer = c.get("optimizer", "adamw")
     text = f"{track.name}: {optimizer}"
@@ -147,15 +132,14 @@ def describe_run(track: Track) -> str:
 
 
 def shown(k: int, cap: int = MAX_IDS) -> list[int]:
-    """Indices of the tracked ids drawn: all of them, or `cap` spread evenly (first and last
-    included), since the trainer spreads the tracked ids from frequent to rare symbols."""
+    """The tracked ids drawn: all, or `cap` spread evenly (the trainer spreads them from frequent
+    to rare symbols)."""
     if k <= cap:
         return list(range(k))
     return sorted({round(i * (k - 1) / (cap - 1)) for i in range(cap)})
 
 
 def sums_table(tracks: list[Track]) -> str:
-    """The sums of every run and tracked id as a plain-text table (stdout's)."""
     table = tracks[0].table if tracks else "embed"
     header = ("run", "id", "appearances", "pull", "between", "net")
     lines = [
@@ -165,19 +149,15 @@ def sums_table(tracks: list[Track]) -> str:
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" if k < 1 else f"{{:>{w}}}" for k, w in enumerate(widths))
-    return "\n".join(
-        [
-            f"{table} rows: update along the row, summed over the steps that showed "
-            "the symbol (pull) and the others (between)",
-            fmt.format(*header),
-            *(fmt.format(*line) for line in lines),
-        ]
+    title = (
+        f"{table} rows: update along the row, summed over the steps that showed "
+        "the symbol (pull) and the others (between)"
     )
+    return "\n".join([title, fmt.format(*header), *(fmt.format(*line) for line in lines)])
 
 
 def track_figure(tracks: list[Track]) -> Figure:
-    """One row of panels per run (a subfigure titled with its optimizer and time scales), one
-    panel per shown tracked id."""
+    """A row of panels per run (titled with its time scales), a panel per shown tracked id."""
     if not tracks:
         raise UserError("no run directory given")
     if len(tracks) > MAX_FACETS:
@@ -185,9 +165,8 @@ def track_figure(tracks: list[Track]) -> Figure:
             f"{len(tracks)} runs would each get a row of panels; draw at most {MAX_FACETS} at once"
         )
     n_cols = max(len(shown(len(t.ids))) for t in tracks)
-    fig = Figure(
-        figsize=(max(PAPER_WIDTH_IN, 2.3 * n_cols), 2.5 * len(tracks) + 0.5), layout="constrained"
-    )
+    size = (max(PAPER_WIDTH_IN, 2.3 * n_cols), 2.5 * len(tracks) + 0.5)
+    fig = Figure(figsize=size, layout="constrained")
     subfigs = fig.subfigures(len(tracks), 1, squeeze=False)[:, 0]
     for sub, track in zip(subfigs, tracks):
         picked = shown(len(track.ids))
@@ -215,8 +194,7 @@ plot_track = writer(track_figure)
 
 
 def _draw_panel(ax, track: Track, j: int, first: bool, last: bool) -> None:
-    """One tracked id: per-step bars behind (right axis), cumulative line with appearance
-    markers in front, the sums in the title."""
+    """One tracked id: per-step bars behind (right axis), the cumulative line in front."""
     steps_n = np.array([r["step"] for r in track.rows], dtype=float)
     comp_n = np.array([r[track.table][j] for r in track.rows], dtype=float)
     seen_n = np.array([r["seen"][j] > 0 for r in track.rows], dtype=bool)
@@ -250,8 +228,7 @@ def _draw_panel(ax, track: Track, j: int, first: bool, last: bool) -> None:
 
 def _align_zero(*axes) -> None:
     """Put 0 at the same height on twin axes, so that the bars start from the line's zero."""
-    limits = [ax.get_ylim() for ax in axes]
-    limits = [(min(lo, 0.0), max(hi, 0.0)) for lo, hi in limits]
+    limits = [(min(lo, 0.0), max(hi, 0.0)) for lo, hi in (ax.get_ylim() for ax in axes)]
     # Zero's height (0 bottom, 1 top); at most 0.9, so that an all-negative axis leaves its
     # twin's positive values some room.
     below = min(max(-lo / (hi - lo) if hi > lo else 0.5 for lo, hi in limits), 0.9)
