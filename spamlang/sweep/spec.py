@@ -195,6 +195,11 @@ def canonical(value: Any) -> str:  # `value` as compared
     return json.dumps(value, sort_keys=True)
 
 
+def differing(a: dict, b: dict) -> list[str]:
+    """The keys, sorted, whose values differ between `a` and `b` (a key one lacks: None)."""
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
 def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
     """Validate names, emptiness, duplicates and value types; return normalised axes."""
     if not isinstance(axes, dict):
