@@ -163,14 +163,9 @@ class _Trainer:
         self.held = 0  # runs skipped because another process is training them
         self.added, self.at_limit = [], []  # bracketing: points added, cells left at its limit
         self.fits: dict = {}  # (group key, members) -> fit.Fit: bracketing does not recompile
-        self.bar = tqdm(
-            total=self.total,
-            initial=self.done,
-            unit="run",
-            dynamic_ncols=True,
-            disable=quiet or not sys.stderr.isatty(),
-            desc=desc,
-        )
+        off = quiet or not sys.stderr.isatty()
+        kw = dict(unit="run", dynamic_ncols=True, disable=off, desc=desc)
+        self.bar = tqdm(total=self.total, initial=self.done, **kw)
 
     def __call__(self, todo: list) -> bool:
         """Train `todo` (vmapped or one by one); False if another process holds a run."""
