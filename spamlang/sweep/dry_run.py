@@ -285,9 +285,8 @@ def dry_run(
             per_token[key] = flops_per_token(c.model_config(), c.seq_len)
         flops.append(per_token[key])
     total = sum(f * c.steps * c.tokens_per_step for f, (_, c) in zip(flops, points))
-    where = (
-        f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
-    )
+    i, n = shard
+    where = f" (shard {i}/{n} of {len(sweep.points())} points)" if n > 1 else ""
     print(
         f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
         + (f"; about {total:.3g} training FLOPs" if flops else "")

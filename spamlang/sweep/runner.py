@@ -269,11 +269,8 @@ def point_check(sweep: Sweep):
         named = sweep.run_id(config)
         if not diff and named == run_id:
             return None
-        why = (
-            f"differs from the base in {', '.join(diff[:4])}"
-            if diff
-            else f"names the point {named}"
-        )
+        why = ", ".join(diff[:4])
+        why = f"differs from the base in {why}" if diff else f"names the point {named}"
         return f"its config.json is not the sweep's point {run_id} (it {why})"
 
     def check(run_id: str, data: dict) -> str | None:

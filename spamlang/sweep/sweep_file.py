@@ -25,18 +25,10 @@ from spamlang.errors import UserError
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.rundir.lock import locked
-from spamlang.rundir.reading import read_json, read_object
+from spamlang.rundir.reading import fields_of, read_json, read_object
 from spamlang.rundir.schema import CONFIG, SWEEP_FILE
 from spamlang.sweep.results_csv import is_read_only
-from spamlang.sweep.spec import (
-    Sweep,
-    as_json,
-    axis_id,
-    axis_value,
-    canonical,
-    differing,
-    fields_of,
-)
+from spamlang.sweep.spec import Sweep, as_json, axis_id, axis_value, canonical, differing
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
