@@ -55,7 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
 
 
 def _placement_flags(parser: argparse.ArgumentParser) -> None:
-    """--out, --shard, --group-size, --vmap."""
     parser.add_argument(
         "--out", metavar="DIR", default=None, help="sweep directory (default: runs/<sweep name>)"
     )
@@ -87,7 +86,6 @@ def _placement_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _variant_flags(parser: argparse.ArgumentParser) -> None:
-    """--bracket-lr, --seq-len, --max-points, --set."""
     parser.add_argument(
         "--bracket-lr",
         metavar="N",
@@ -129,7 +127,6 @@ def _variant_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
-    """--quiet, --dry-run, --plots, --figures, --tracker."""
     parser.add_argument(
         "--quiet",
         action="store_true",

@@ -67,7 +67,6 @@ class BestLR:
 
 
 def settings_of(row: dict) -> list[str]:
-    """The row's setting columns (`spamlang.rundir.reading.settings_columns` of its keys)."""
     return settings_columns(list(row))
 
 
@@ -80,11 +79,8 @@ def swept_values(points: list[tuple[str, Any]], axes: Iterable[str]) -> dict[str
     read from each point's config. It names groups by fields that results.csv keeps only as
     outcomes: a sweep over `tokens` has a token budget per run, not just a count of tokens."""
     fields = [f for axis in axes for f in fields_of(axis)]
-    out = {}
-    for run_id, config in points:
-        data = config.to_json()
-        out[run_id] = {f: config_field(data, f) for f in fields}
-    return out
+    datas = ((run_id, config.to_json()) for run_id, config in points)
+    return {run_id: {f: config_field(data, f) for f in fields} for run_id, data in datas}
 
 
 def best_lrs(
@@ -172,15 +168,8 @@ def cell_lines(
     lines = []
     for b, label in labelled(best_lrs(rows, metric, swept)):
         spread = f"{b.low:.3f} .. {b.high:.3f}, {b.seeds} seeds" if b.seeds > 1 else "1 seed"
-        where = (
-            "solved"
-            if b.solved
-            else f"at the {b.edge} LR"
-            if b.edge
-            else "interior"
-            if len(b.grid) >= MIN_GRID
-            else f"{len(b.grid)} LRs"
-        )
+        where = f"at the {b.edge} LR" if b.edge else "interior"
+        where = "solved" if b.solved else where if len(b.grid) >= MIN_GRID else f"{len(b.grid)} LRs"
         lines.append(
             f"{label or 'all'}: best lr {_text(b.lr)} of {_text(b.grid[0])} .. "
             f"{_text(b.grid[-1])} ({where}), {metric} {b.value:.3f} ({spread})"

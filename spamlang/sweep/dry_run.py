@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from spamlang.rundir.reading import read_json, read_object
+from spamlang.rundir.reading import is_finished, read_json, read_object
 from spamlang.rundir.schema import CONFIG, RESULT
 from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep, shard_groups, warn_empty_shard
@@ -62,28 +62,16 @@ class _Tally:
     notes: dict = dataclasses.field(default_factory=dict)
     machines: dict = dataclasses.field(default_factory=dict)
 
-    def add(self, runs: int, seconds: float, notes: list, machines: list) -> None:
-        self.runs += runs
-        self.seconds += seconds
-        self.notes.update(dict.fromkeys(notes))
-        self.machines.update(dict.fromkeys(machines))
-
     def line(self, text: str) -> str:
         # Every machine is named: a warning about the CPU must never be cut off.
-        return text.format(
-            t=duration(self.seconds),
-            n=self.runs,
-            notes=_join(list(self.notes)),
-            machines="; ".join(self.machines),
-        )
+        notes, machines = _join(list(self.notes)), "; ".join(self.machines)
+        return text.format(t=duration(self.seconds), n=self.runs, notes=notes, machines=machines)
 
 
 def _status(run_dir: Path, steps: Any) -> str:
     if (run_dir / RESULT).is_file():
         return "done"
-    if not run_dir.is_dir():
-        return "new"
-    return f"partial (step {checkpoint_step(run_dir) or 0}/{steps})"
+    return f"partial (step {checkpoint_step(run_dir) or 0}/{steps})" if run_dir.is_dir() else "new"
 
 
 def _left_tokens(config: Any, run_dir: Path) -> int:
@@ -93,22 +81,24 @@ def _left_tokens(config: Any, run_dir: Path) -> int:
     return (config.steps - (checkpoint_step(run_dir) or 0)) * config.tokens_per_step
 
 
-def _measured(run_dir: Path) -> str:
-    """A finished run's final eval loss as the dry run shows it ('?' when it has none)."""
-    loss = (read_object(run_dir / RESULT) or {}).get("final_eval_loss")
-    return f"{loss:.3g}" if isinstance(loss, (int, float)) else "?"
+def _result(run_dir: Path, key: str) -> Any:  # None when the run has no such number
+    value = (read_object(run_dir / RESULT) or {}).get(key)
+    return value if isinstance(value, (int, float)) else None
 
 
 def _rate(run_dir: Path) -> float | None:
-    """A finished run's tokens/s from its result.json (None when it has none)."""
-    rate = (read_object(run_dir / RESULT) or {}).get("tokens_per_s")
-    return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
+    rate = _result(run_dir, "tokens_per_s")
+    return float(rate) if rate is not None and rate > 0 else None
+
+
+def _run_dirs(out: Path) -> list[Path]:
+    return sorted(out.iterdir()) if out.is_dir() else []
 
 
 def _finished_runs(out: Path) -> dict[tuple, list[float]]:
     """{(preset, vocab_size): tokens/s of each finished run} of every run directory in `out`."""
     rates: dict[tuple, list[float]] = {}
-    for run_dir in sorted(out.iterdir()) if out.is_dir() else ():
+    for run_dir in _run_dirs(out):
         rate = _rate(run_dir)
         config = read_object(run_dir / CONFIG) if rate is not None else None
         if config is not None:
@@ -118,14 +108,9 @@ def _finished_runs(out: Path) -> dict[tuple, list[float]]:
 
 def other_partial_runs(out: Path, points: list) -> list[str]:
     """Lines for the partial runs in `out` that are no point of the sweep (LR bracketing's)."""
-    known = {run_id for run_id, _ in points}
-    lines = []
-    for run_dir in sorted(out.iterdir()) if out.is_dir() else ():
-        if (
-            run_dir.name in known
-            or not (run_dir / CONFIG).is_file()
-            or (run_dir / RESULT).is_file()
-        ):
+    known, lines = {run_id for run_id, _ in points}, []
+    for run_dir in _run_dirs(out):
+        if run_dir.name in known or is_finished(run_dir) or not (run_dir / CONFIG).is_file():
             continue
         try:
             config = read_json(run_dir / CONFIG)
@@ -148,9 +133,8 @@ def duration(seconds: float) -> str:
 
 
 def _platform() -> tuple[str, int]:
-    """jax's default backend and its device count: the machine the runs would train on. JAX
-    is imported here, where the dry run already needed it (the peak's lookup)."""
-    import jax
+    """jax's default backend and its device count: the machine the runs would train on."""
+    import jax  # here, where the dry run already needed it (the peak's lookup)
 
     return jax.default_backend(), jax.device_count()
 
@@ -189,8 +173,7 @@ def _from_table(todo: list, config: Any, members: int, rows: tuple) -> tuple[flo
 
 
 def _untimed(todo: list, config: Any, vmap: bool | None, cache: dict) -> tuple:
-    """(way, seconds, notes, machines) for runs nothing in the directory has timed (module
-    doc)."""
+    """(way, seconds, notes, machines) for runs nothing in the directory has timed."""
     from spamlang.perf import peak_flops
     from spamlang.sweep.runner import trains_together
     from spamlang.throughput import table
@@ -239,7 +222,10 @@ def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
             seconds = max(each) if trains_together(vmap, config) else sum(each)
         else:
             way, seconds, notes, machines = _untimed(todo, config, vmap, cache)
-        timed[way].add(len(todo), seconds, notes, machines)
+        tally = timed[way]
+        tally.runs, tally.seconds = tally.runs + len(todo), tally.seconds + seconds
+        tally.notes.update(dict.fromkeys(notes))
+        tally.machines.update(dict.fromkeys(machines))
     parts = [x.line(_TIMED_BY[way]) for way, x in timed.items() if x.runs]
     return "time: " + ("; ".join(parts) or "nothing left to train")
 
@@ -275,7 +261,8 @@ def dry_run(
     wide = max((len(s) for s in status.values()), default=7)
     law = notes(points) if notes else {}  # e.g. the law's prediction of each point's cell
     # A finished run's own final eval loss, beside the law's for its cell (best LR, seed mean).
-    measured = {r: _measured(out / r) for r, _ in points if status[r] == "done"}
+    losses = {r: _result(out / r, "final_eval_loss") for r, _ in points if status[r] == "done"}
+    measured = {r: "?" if loss is None else f"{loss:.3g}" for r, loss in losses.items()}
     print(
         f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
         f"{'tokens':>13}  {'upd/symbol':>10}"
@@ -298,9 +285,8 @@ def dry_run(
             per_token[key] = flops_per_token(c.model_config(), c.seq_len)
         flops.append(per_token[key])
     total = sum(f * c.steps * c.tokens_per_step for f, (_, c) in zip(flops, points))
-    where = (
-        f" (shard {shard[0]}/{shard[1]} of {len(sweep.points())} points)" if shard[1] > 1 else ""
-    )
+    i, n = shard
+    where = f" (shard {i}/{n} of {len(sweep.points())} points)" if n > 1 else ""
     print(
         f"{len(points)} runs in {len(mine)} group(s){where}; {tokens:,} training tokens"
         + (f"; about {total:.3g} training FLOPs" if flops else "")

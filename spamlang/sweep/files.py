@@ -194,14 +194,9 @@ def _load_json(path: Path) -> Sweep:
         raise UserError(f"{path}: expected a JSON object with name, base and axes")
     # grown, set and axis_order: what a sweep directory's own sweep.json adds, so it loads too.
     known = {"name", "base", "axes", "bracket_lr", "grown", "set", "axis_order"}
-    wrong = [
-        f"{what} key(s) {', '.join(sorted(keys))}"
-        for what, keys in [
-            ("unknown", set(data) - known),
-            ("missing", {"name", "axes"} - set(data)),
-        ]
-        if keys
-    ]
+    unknown, missing = set(data) - known, {"name", "axes"} - set(data)
+    pairs = (("unknown", unknown), ("missing", missing))
+    wrong = [f"{what} key(s) {', '.join(sorted(keys))}" for what, keys in pairs if keys]
     if wrong:
         expected = "(expected name, base, axes, optionally bracket_lr)"
         raise UserError(f"{path}: {'; '.join(wrong)} {expected}")

@@ -140,26 +140,20 @@ class Fit:
         """The one line a sweep prints for a group that does not fit (`label`: its first run).
 
         group_size: the user's --group-size (0: none), which the sweep keeps: the line warns."""
-        explicit = bool(group_size)
-        where = f"{gib(self.memory)}" + (f" from {self.source}" if self.source else "")
+        where = gib(self.memory) + (f" from {self.source}" if self.source else "")
+        asked = f" (--group-size {group_size})" if group_size else ""
         head = (
-            f"{label}: group of {self.k}"
-            + (f" (--group-size {group_size})" if explicit else "")
-            + f" needs {gib(self.needed[self.k])} > {gib(self.usable)} usable ({where}, "
-            + f"{self.margin:.0%} margin): "
+            f"{label}: group of {self.k}{asked} needs {gib(self.needed[self.k])} > "
+            f"{gib(self.usable)} usable ({where}, {self.margin:.0%} margin): "
         )
-        if self.members == 0:
+        n = self.members
+        if n == 0:
             one = f"even 1 member needs {gib(self.needed[1])}"
-            return head + (
-                f"it may run out of memory ({one})"
-                if explicit
-                else f"{one}; training 1 member per program, which may run out of memory"
-            )
-        fits = (
-            f"{self.members} member{'s' if self.members > 1 else ''} per program "
-            f"({gib(self.needed[self.members])})"
-        )
-        return head + (f"it may run out of memory; {fits} would fit" if explicit else fits)
+            if group_size:
+                return head + f"it may run out of memory ({one})"
+            return head + f"{one}; training 1 member per program, which may run out of memory"
+        fits = f"{n} member{'s' if n > 1 else ''} per program ({gib(self.needed[n])})"
+        return head + (f"it may run out of memory; {fits} would fit" if group_size else fits)
 
 
 def gib(n: int) -> str:

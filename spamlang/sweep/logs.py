@@ -17,7 +17,6 @@ with quiet=True, and reading the files keeps the trainer unaware of the sweep.
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import threading
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from spamlang.fields import finite
 from spamlang.progress import log_seconds
 from spamlang.rundir.reading import last_row
 from spamlang.rundir.schema import CHECKPOINTS, METRICS
@@ -52,17 +52,14 @@ def _is_train(row: dict) -> bool:
 
 
 def _losses(rows: list[dict]) -> str:
-    values = [r["loss"] for r in rows]
-    finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-    if not finite:
+    losses = [v for r in rows if (v := finite(r["loss"])) is not None]
+    if not losses:
         return "nan"
-    low, high = min(finite), max(finite)
-    text = f"{low:.3f}" if len(finite) == 1 else f"{low:.3f}..{high:.3f}"
-    return text + (" (and nan)" if len(finite) < len(values) else "")
+    text = f"{min(losses):.3f}" + (f"..{max(losses):.3f}" if len(losses) > 1 else "")
+    return text + (" (and nan)" if len(losses) < len(rows) else "")
 
 
-def position(first: int, count: int, total: int) -> str:
-    """`[3/12]` for one run, `[3-6/12]` for a group of four."""
+def position(first: int, count: int, total: int) -> str:  # [3/12], a group of 4: [3-6/12]
     return f"[{first}/{total}]" if count == 1 else f"[{first}-{first + count - 1}/{total}]"
 
 

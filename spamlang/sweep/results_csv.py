@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import gzip
 import io
 import json
 import sys
@@ -49,8 +50,7 @@ READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 _TAIL_BYTES = 1 << 16  # a torn metrics row is looked for in this much of the file's end
 
 
-def is_read_only(e: BaseException) -> bool:
-    """Is `e` the refusal of storage that takes no writes (permission, read-only mount)?"""
+def is_read_only(e: BaseException) -> bool:  # storage that takes no writes
     return isinstance(e, OSError) and e.errno in READ_ONLY_ERRNOS
 
 
@@ -71,14 +71,9 @@ class Report:
             self.notes[line] = None
 
     def lines(self) -> list[str]:
-        """One line per unreadable run, then the notes."""
-        return [
-            *(
-                f"warning: {run}: finished but left out of {RESULTS_FILE}: {why}"
-                for run, why in self.unreadable.items()
-            ),
-            *self.notes,
-        ]
+        said = f"finished but left out of {RESULTS_FILE}"
+        unreadable = [f"warning: {run}: {said}: {why}" for run, why in self.unreadable.items()]
+        return unreadable + list(self.notes)
 
 
 def _setting(config: dict, column: str) -> Any:
@@ -220,17 +215,12 @@ def _write_symbol_table(root: Path, rows: list[dict]) -> None:
     writer.writerow(("run_id", *COLUMNS))
     for run_id, h in histories:
         for values in zip(*(h.get(c, ()) for c in COLUMNS)):
-            writer.writerow((run_id, *("" if v is None else _short(v) for v in values)))
-    import gzip
-
+            # A float to 5 significant digits (the summary is a mean over symbols; git keeps it).
+            cells = ("" if v is None else f"{v:.5g}" if isinstance(v, float) else v for v in values)
+            writer.writerow((run_id, *cells))
     # mtime 0: the same runs give the same bytes, so a rerun leaves a committed copy unchanged
     data = gzip.compress(buf.getvalue().encode(), compresslevel=9, mtime=0)
     atomic_write_bytes(root / SYMBOLS_FILE, data)
-
-
-def _short(value: Any) -> Any:
-    """A float to 5 significant digits (the summary is a mean over symbols; git keeps it)."""
-    return f"{value:.5g}" if isinstance(value, float) else value
 
 
 def _write_table(root: Path, rows: list[dict]) -> None:

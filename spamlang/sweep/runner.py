@@ -37,6 +37,7 @@ from spamlang.sweep.spec import (
     check_bracket,
     check_shard,
     check_size,
+    differing,
     fields_of,
     group_key,
     groups,
@@ -59,11 +60,8 @@ def summary_line(run_id: str, result: dict) -> str:
     """One line per finished run: id, final loss, loss above the floor (only where the language
     has one: above a floor of 0 it would repeat the loss), repetition acc, divergence."""
     floor = result.get("optimal_loss")
-    above = (
-        f" (above floor {_fmt(result.get('loss_above_floor'))})"
-        if isinstance(floor, (int, float)) and floor
-        else ""
-    )
+    above = f" (above floor {_fmt(result.get('loss_above_floor'))})"
+    above = above if isinstance(floor, (int, float)) and floor else ""
     line = (
         f"{run_id}: loss {_fmt(result.get('final_eval_loss'))}{above}, "
         f"repetition acc {_fmt(result.get('repetition_accuracy'), '.3f')}"
@@ -165,14 +163,9 @@ class _Trainer:
         self.held = 0  # runs skipped because another process is training them
         self.added, self.at_limit = [], []  # bracketing: points added, cells left at its limit
         self.fits: dict = {}  # (group key, members) -> fit.Fit: bracketing does not recompile
-        self.bar = tqdm(
-            total=self.total,
-            initial=self.done,
-            unit="run",
-            dynamic_ncols=True,
-            disable=quiet or not sys.stderr.isatty(),
-            desc=desc,
-        )
+        off = quiet or not sys.stderr.isatty()
+        kw = dict(unit="run", dynamic_ncols=True, disable=off, desc=desc)
+        self.bar = tqdm(total=self.total, initial=self.done, **kw)
 
     def __call__(self, todo: list) -> bool:
         """Train `todo` (vmapped or one by one); False if another process holds a run."""
@@ -226,20 +219,15 @@ def _say_summary(sweep: Sweep, out: Path, rows: list, report: Report, held: int,
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
         best = [v for r in rows if (v := finite(r.get("final_eval_loss"))) is not None]
-        unreadable = len(report.unreadable)
-        print(
-            f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
-            + (f", best eval loss {min(best):.4f}" if best else "")
-            + ")"
-            + (
-                f", and {unreadable} more finished run(s) it could not read (left out of the "
-                "table; see below)"
-                if unreadable
-                else ""
+        line = f"{sweep.name}: {len(rows)} finished run(s) in {out} ({diverged} diverged"
+        line += f", best eval loss {min(best):.4f})" if best else ")"
+        if report.unreadable:
+            line += (
+                f", and {len(report.unreadable)} more finished run(s) it could not read (left "
+                "out of the table; see below)"
             )
-            + (f"; {held} skipped, in use by another process" if held else "")
-            + f"; table: {out / 'results.csv'}"
-        )
+        line += f"; {held} skipped, in use by another process" if held else ""
+        print(line + f"; table: {out / 'results.csv'}")
     # Even when quiet, once each: results it cannot list, and what it repaired or left alone.
     for line in report.lines():
         print(line, file=sys.stderr)
@@ -260,9 +248,6 @@ def point_check(sweep: Sweep):
     base = as_json(sweep.base.to_json())
     verdicts: dict[tuple, str | None] = {}
 
-    def differences(data: dict, want: dict) -> list[str]:
-        return [k for k in sorted(set(data) | set(want)) if data.get(k) != want.get(k)]
-
     def verdict(run_id: str, data: dict) -> str | None:
         try:  # a config.json of an older version: its missing fields take their defaults
             config = type(sweep.base).from_json(data)
@@ -271,7 +256,7 @@ def point_check(sweep: Sweep):
         data = as_json(config.to_json())
         if run_id in points:
             want = as_json(points[run_id].to_json())
-            diff = differences(data, want)[:4]
+            diff = differing(data, want)[:4]
             if not diff:
                 return None
             shown = ", ".join(f"{k}={json.dumps(data.get(k))}" for k in diff)
@@ -280,15 +265,12 @@ def point_check(sweep: Sweep):
                 f"its config.json has {shown}, but its run id {run_id} is the sweep's point "
                 f"with {wanted} (config.json edited?)"
             )
-        diff = [k for k in differences(data, base) if k not in axis_fields]
+        diff = [k for k in differing(data, base) if k not in axis_fields]
         named = sweep.run_id(config)
         if not diff and named == run_id:
             return None
-        why = (
-            f"differs from the base in {', '.join(diff[:4])}"
-            if diff
-            else f"names the point {named}"
-        )
+        why = ", ".join(diff[:4])
+        why = f"differs from the base in {why}" if diff else f"names the point {named}"
         return f"its config.json is not the sweep's point {run_id} (it {why})"
 
     def check(run_id: str, data: dict) -> str | None:

@@ -22,9 +22,9 @@ coordination.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
+import difflib
 import itertools
 import json
 import math
@@ -34,10 +34,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from spamlang.errors import UserError, first_line
 from spamlang.fields import as_int, conform, field_types, in_range, is_int
+from spamlang.model.config import ModelConfig
 from spamlang.notation import format_count, parse_count
 from spamlang.rundir.reading import fields_of  # sweep.json's axes are read below the sweep
+from spamlang.train.config import FIELD_ALIASES, MEMBER_FIELDS, TrainConfig
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
 # Abbreviations used in run ids; a field not listed here appears under its own name.
@@ -92,8 +96,7 @@ def format_number(x: int | float) -> str:
     return f"{'-' if sign else ''}{mantissa}e{exp + len(digits) - 1}"
 
 
-def _sanitise(text: str) -> str:
-    """Make `text` safe inside a directory name: no ':' or '/', nothing outside [\\w.+-]."""
+def _sanitise(text: str) -> str:  # safe inside a directory name
     return re.sub(r"[^\w.+-]", "_", text.replace(":", "").replace("/", "_"))
 
 
@@ -134,8 +137,6 @@ def axis_type(base: Any, axis: str) -> Any:
     """The annotated type of `axis` (Any for `param.*`); UserError naming the known axes."""
     fields = field_types(type(base))
     if axis.startswith(MODEL_PREFIX):
-        from spamlang.model.config import ModelConfig
-
         name = axis[len(MODEL_PREFIX) :]
         model_fields = field_types(ModelConfig)
         if "model" not in fields:
@@ -153,8 +154,6 @@ def axis_type(base: Any, axis: str) -> Any:
             raise UserError(f"unknown axis {axis!r}: expected param.<language parameter>")
         return Any
     if axis not in fields:
-        from spamlang.model.config import ModelConfig
-
         model = [MODEL_PREFIX + n for n in field_types(ModelConfig) if n not in fields]
         raise UserError(
             f"unknown axis {axis!r}{_did_you_mean(axis, [*fields, *model])}; known: "
@@ -167,10 +166,6 @@ def axis_type(base: Any, axis: str) -> Any:
 def _did_you_mean(axis: str, known: list[str]) -> str:
     """' (did you mean ...?)' for an axis spelled otherwise or close to a known one; a width
     names the width family of presets, the one way to sweep it."""
-    import difflib
-
-    from spamlang.train.config import FIELD_ALIASES
-
     close = FIELD_ALIASES.get(axis) or next(iter(difflib.get_close_matches(axis, known, 1)), None)
     if close == "preset":
         return " (did you mean the width family of presets, e.g. preset: ['tiny-w32', 'tiny-w64']?)"
@@ -184,7 +179,6 @@ def _pairs(axis: str, value: Any) -> list[tuple[str, Any]]:
 
 
 def axis_id(axis: str, value: Any) -> str:
-    """An axis value's piece of a run id: one `id_part` per field, joined by '-'."""
     return "-".join(id_part(name, v) for name, v in _pairs(axis, value))
 
 
@@ -197,9 +191,13 @@ def check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
     return conform(axis, value, tp, owner=owner)
 
 
-def canonical(value: Any) -> str:
-    """`value` as compared: JSON with sorted keys."""
+def canonical(value: Any) -> str:  # `value` as compared
     return json.dumps(value, sort_keys=True)
+
+
+def differing(a: dict, b: dict) -> list[str]:
+    """The keys, sorted, whose values differ between `a` and `b` (a key one lacks: None)."""
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
@@ -250,7 +248,7 @@ def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
 
 
 def build_point(base: Any, assignment: dict[str, Any]) -> Any:
-    """The config at one point: `base` with each axis set (dotted axes merged into their dicts)."""
+    """`base` with each axis set (dotted axes merged into their dicts)."""
     changes: dict[str, Any] = {}
     overrides, params = dict(base.model), dict(base.language_params)
     for axis, value in assignment.items():
@@ -272,8 +270,6 @@ def _key_without(config: Any, fields) -> str:
 def group_key(config: Any) -> str:
     """Points with the same key differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
     and can share one vmapped program."""
-    from spamlang.train.config import MEMBER_FIELDS
-
     return _key_without(config, MEMBER_FIELDS)
 
 
@@ -283,21 +279,13 @@ def cell_key(config: Any) -> str:
     return _key_without(config, ("lr", "seed"))
 
 
-@contextlib.contextmanager
-def _progress(name: str, total: int):
+def _progress(name: str, total: int) -> tqdm:
     """A tick per expanded point; a bar on a terminal (a line elsewhere) for large sweeps."""
-    if total < PROGRESS_POINTS:
-        yield lambda: None
-    elif not sys.stderr.isatty():
+    big, tty = total >= PROGRESS_POINTS, sys.stderr.isatty()
+    if big and not tty:
         print(f"sweep {name}: expanding {total:,} points", file=sys.stderr)
-        yield lambda: None
-    else:
-        from tqdm import tqdm
-
-        desc = f"sweep {name}: expanding"
-        kw = dict(unit="point", unit_scale=True, file=sys.stderr, mininterval=0.5)
-        with tqdm(total=total, desc=desc, **kw) as bar:
-            yield bar.update
+    kw = dict(unit="point", unit_scale=True, file=sys.stderr, mininterval=0.5)
+    return tqdm(total=total, desc=f"sweep {name}: expanding", disable=not (big and tty), **kw)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,8 +326,6 @@ class Sweep:
             raise UserError(
                 f"sweep name must be a non-empty [A-Za-z0-9._-] string, got {self.name!r}"
             )
-        from spamlang.train.config import TrainConfig
-
         if not isinstance(self.base, TrainConfig):
             raise UserError(
                 f"sweep {self.name!r}: base must be a TrainConfig, got {type(self.base).__name__}"
@@ -362,8 +348,7 @@ class Sweep:
             self._expand()
 
     @property
-    def size(self) -> int:
-        """The number of points, from the axes alone (nothing is expanded)."""
+    def size(self) -> int:  # from the axes alone: nothing is expanded
         return math.prod(len(values) for values in self.axes.values())
 
     def _expand(self) -> tuple:
@@ -376,15 +361,13 @@ class Sweep:
         of the vmapped step: `spamlang.train.step`); it makes a point some 25x cheaper
         (`benchmarks/bench_sweep_expand.py`). Each point's `group_key` is kept, once per shell.
         """
-        from spamlang.train.config import MEMBER_FIELDS
-
         if self._points is not None:
             return self._points
         owner = f"sweep {self.name!r}"
         shells: dict[str, tuple[Any, str]] = {}  # other fields' values -> (config, group key)
         checked: dict[tuple[str, str], Any] = {}  # (member field, value) -> stored value
         points, seen, keys = [], {}, {}
-        with _progress(self.name, self.size) as tick:
+        with _progress(self.name, self.size) as bar:
             for combo in itertools.product(*self.axes.values()):
                 assignment = dict(p for a, v in zip(self.axes, combo) for p in _pairs(a, v))
                 run_id = self._join_id(zip(self.axes, combo))
@@ -414,13 +397,12 @@ class Sweep:
                     msg = first_line(e) or type(e).__name__
                     raise UserError(f"{owner}, run {run_id}: {msg}") from None
                 points.append((run_id, config))
-                tick()
+                bar.update()
         object.__setattr__(self, "_points", tuple(points))
         object.__setattr__(self, "_group_keys", keys)
         return self._points
 
-    def group_key_of(self, run_id: str, config: Any) -> str:
-        """`group_key(config)` of the point `run_id`, computed once per group when expanding."""
+    def group_key_of(self, run_id: str, config: Any) -> str:  # computed once per group
         return (self._group_keys or {}).get(run_id) or group_key(config)
 
     def run_id(self, config: Any) -> str:
@@ -438,8 +420,7 @@ class Sweep:
         ]
         return "-".join(pieces) or "base"
 
-    def points(self) -> list[tuple[str, Any]]:
-        """Every (run_id, config) in cartesian order, the first axis varying slowest."""
+    def points(self) -> list[tuple[str, Any]]:  # cartesian order, the first axis slowest
         return list(self._expand())
 
     def to_json(self) -> dict:
@@ -487,8 +468,7 @@ def config_field(data: dict, field: str) -> Any:
     return data.get(field)
 
 
-def axis_value(data: dict, axis: str) -> Any:
-    """An axis' value in a config's JSON: a list of its fields' values for a linked axis."""
+def axis_value(data: dict, axis: str) -> Any:  # a linked axis': a list
     values = [config_field(data, name) for name in fields_of(axis)]
     return values if len(values) > 1 else values[0]
 

@@ -25,10 +25,10 @@ from spamlang.errors import UserError
 from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.rundir.lock import locked
-from spamlang.rundir.reading import read_json, read_object
+from spamlang.rundir.reading import fields_of, read_json, read_object
 from spamlang.rundir.schema import CONFIG, SWEEP_FILE
 from spamlang.sweep.results_csv import is_read_only
-from spamlang.sweep.spec import Sweep, as_json, axis_id, axis_value, canonical, fields_of
+from spamlang.sweep.spec import Sweep, as_json, axis_id, axis_value, canonical, differing
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
@@ -43,8 +43,7 @@ def _check_base(sweep: Sweep, old: dict, new: dict, out_dir: Path) -> None:
         base = as_json(old.get("base")) or {}
     if base == new["base"]:
         return
-    keys = sorted(set(base) | set(new["base"]))
-    diff = [k for k in keys if base.get(k) != new["base"].get(k)]
+    diff = differing(base, new["base"])
     line = f"{out_dir} holds a sweep with a different base config (fields: {', '.join(diff)})"
     stored_set = old.get("set") if isinstance(old.get("set"), dict) else {}
     if sweep.overrides and set(diff) <= set(sweep.overrides):
