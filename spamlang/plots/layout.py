@@ -200,8 +200,6 @@ def best_over(
 
 def merge(points: list[Point]) -> Point:
     """Points drawn at one place, as one (the best-over choice kept only if they share it)."""
-    if len(points) == 1:
-        return points[0]
     same = len({(ident(p.best), p.grid) for p in points}) == 1
     runs = [r for p in points for r in p.runs]
     return Point(runs, points[0].best, points[0].grid) if same else Point(runs)
@@ -324,9 +322,7 @@ def check_axes(runs: list[Run], flags: dict[str, str | None], rows) -> tuple[lis
     switches --color and --cols off), and --rows: None (automatic), [] ('none') or a
     comma-separated list. One column cannot play two parts in a figure."""
     columns = [
-        column_or_none(c) and check_column(runs, c, f)
-        if f in ("--color", "--cols")
-        else check_column(runs, c, f)
+        None if f in ("--color", "--cols") and not column_or_none(c) else check_column(runs, c, f)
         for f, c in flags.items()
     ]
     if isinstance(rows, str):
