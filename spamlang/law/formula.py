@@ -27,8 +27,8 @@ multiplicative (it grows with D and moves with tying and weight decay); l(n) get
 because at equal n the tied and untied levels differ about 8x, and a decay term because
 `sweeps/memory_width_wd0.py` found decay raising the level of learned cells up to 100x at
 D = 32. Depth enters c through log(layers / 2), 2 being the depth of every CPU sweep before
-`sweeps/depth.py`; a depth term in l(n) too changed no prediction (left out, RMS 0.68 with it,
-0.67 without) and was dropped. A law fitted at one depth holds c_L at 0 and flags any other.
+`sweeps/depth.py`; a depth term in l(n) as well did not predict better (left out: RMS 0.68
+with it, 0.67 without) and was dropped. A law fitted at one depth holds c_L at 0 and flags any other.
 
 Numpy only: the math, shared by the fit, the prediction and the tests."""
 
