@@ -14,15 +14,21 @@ The cells are `memory_width.py`'s at D = 16 and 32 and its two short memories:
   R = 32 (B = 128, 512 steps), 128 (B = 32, 2,048 steps), 512 (B = 8, 8,192 steps)
   b2 = 0.95, 0.99 (memory 20, 100 steps)
 V = 4,096 and 16 updates per symbol in every cell (steps = 16 V / B); tied and untied. AdamW
-b1 0.9, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x, clipping at 1.0; 2 seeds;
-peak LRs 1e-2, 3e-2, 1e-1 (the plain-Adam runs of these cells did best at 3e-2 in most, 1e-2
-to 1e-1 in all: results/memory_width) with up to 2 more beyond an end where a cell's best
-sits; L = 2; exact evaluation. Every run has a plain-Adam twin in `memory_width.py`, the same
-config but for `head_amsgrad`, whose run id lacks the `head_amsgrad` piece: compare with
-results/memory_width. What else moves: nothing but the head's optimizer.
+b1 0.9, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x, clipping at 1.0; 2 seeds
+(3 in partial cells); peak LRs 1e-2, 3e-2, 1e-1 (the plain-Adam runs of these cells did best at
+3e-2 in most, 1e-2 to 1e-1 in all: results/memory_width) with up to 2 more beyond an end where
+a cell's best sits; L = 2; exact evaluation. Every run has a plain-Adam twin in
+`memory_width.py`, the same config but for `head_amsgrad`, whose run id lacks the
+`head_amsgrad` piece: compare with results/memory_width. What else moves: nothing but the
+head's optimizer.
 
 12 groups of 12 members (b2, LR and seed are members), 144 runs before bracketing. Run it as
-12 shards (`--shard 0/12` ... `--shard 11/12`, one group each).
+12 shards (`--shard 0/12` ... `--shard 11/12`, one group each), seeds 0 and 1 only (`--only
+'*seed[01]'`). Seed 2 ran only for the 4 partial cells (best-LR seed mean 0.1-0.5 log V), at
+the grid's LRs:
+  python sweeps/head_amsgrad.py --only 'tiny-B8-tok131072-*-head_amsgrad-b2_0.95-*seed2' \\
+      --only 'tiny-B8-tok131072-untied-head_amsgrad-b2_0.99-*seed2' \\
+      --only 'tiny-B32-tok131072-untied-head_amsgrad-b2_0.95-*seed2'
 
 Read it with
   spamlang plot heatmap runs/head_amsgrad -o head_amsgrad.png --x symbol_return_steps \\
@@ -51,6 +57,7 @@ SWEEP = dataclasses.replace(
         "tie_embeddings": axes.pop("tie_embeddings"),
         "head_amsgrad": [True],
         **axes,
+        "seed": [0, 1, 2],  # seed 2: partial cells only (docstring)
     },
 )
 

@@ -10,14 +10,16 @@ bounds the pull a symbol gets when it appears and the push-down of its logit whi
 alike. Only the head (the output matrix's V rows; the embedding when tied) is clipped; every
 other parameter keeps plain Adam.
 
-V = 4,096, B = 32 (return time 128 steps), 16 updates per symbol (2,048 steps), model `tiny`
-(D = 16), AdamW b1 0.9, b2 0.999, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x,
-global clipping at 1.0; tied and untied; 2 seeds; peak LRs 3e-3, 1e-2, 3e-2 (centred on plain
-Adam's best) with up to 2 more beyond an end where a cell's best sits; L = 2; exact evaluation.
-It is one cell of `memory_width.py`: that sweep's runs of the cell are the unclipped twins (the
-same configs but for `head_row_clip`; their run ids lack its piece).
+V = 4,096, B = 32 (return time 128 steps), 16 updates per symbol (2,048 steps), model `tiny` (D
+= 16), AdamW b1 0.9, b2 0.999, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x,
+global clipping at 1.0; tied and untied; 2 seeds (3 in partial cells); peak LRs 3e-3, 1e-2, 3e-2
+(centred on plain Adam's best) with up to 2 more beyond an end where a cell's best sits; L = 2;
+exact evaluation. It is one cell of `memory_width.py`: that sweep's runs of the cell are the
+unclipped twins (the same configs but for `head_row_clip`; their run ids lack its piece).
 
-2 groups of 6 members, 12 runs before bracketing.
+2 groups of 6 members, 12 runs before bracketing, seeds 0 and 1 (`--only '*seed[01]'`). Seed 2
+ran only for the partial cell (untied), at the grid's LRs:
+  python sweeps/head_clip.py --only '*-untied-*seed2'
 
 Read it with (results/memory_width holds the unclipped runs)
   spamlang plot lines runs/head_clip -o head_clip.png --x lr --y final_eval_loss \\
@@ -47,7 +49,7 @@ SWEEP = dataclasses.replace(
         "head_row_clip": [0.45],
         "b2": [0.999],
         "lr": [3e-3, 1e-2, 3e-2],
-        "seed": [0, 1],
+        "seed": [0, 1, 2],  # seed 2: partial cells only (docstring)
     },
 )
 

@@ -21,3 +21,31 @@ def test_an_empty_shard_warns(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert f"shard {count + 1}/{count + 4} is empty" in err and f"{count} group" in err
+
+
+def test_only_trains_the_matching_runs_and_the_rest_later(tmp_path, capsys):
+    """--only GLOB: one more seed first, then the whole grid; nothing trains twice."""
+    import csv
+
+    sweep = Sweep("only", BASE, {"lr": [1e-3, 1e-2], "seed": [0, 1]})
+    out = ["--out", str(tmp_path), "--quiet", "--no-plots", "--no-vmap"]
+
+    def finished() -> dict:
+        with open(tmp_path / "results.csv") as f:
+            return {r["run_id"]: r["final_eval_loss"] for r in csv.DictReader(f)}
+
+    assert sweep_main(sweep, [*out, "--only", "*seed1", "--only", "lr1e-3-seed0"]) == 0
+    first = finished()
+    assert sorted(first) == ["lr1e-2-seed1", "lr1e-3-seed0", "lr1e-3-seed1"]
+    assert sweep_main(sweep, out) == 0
+    assert len(finished()) == 4 and {k: finished()[k] for k in first} == first
+
+
+def test_only_matching_nothing_is_one_line_and_status_2(tmp_path, capsys):
+    sweep = Sweep("only", BASE, {"vocab_size": [16, 32], "lr": [1e-3, 1e-2]})
+    assert sweep_main(sweep, ["--out", str(tmp_path), "--only", "*seed7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "sweep only: error: --only '*seed7' matches no run id of sweep 'only' (--dry-run lists them)"
+    ]
+    assert not (tmp_path / "results.csv").exists()

@@ -67,6 +67,15 @@ def _placement_flags(parser: argparse.ArgumentParser) -> None:
         "with a 0-based array (default 0/1: everything)",
     )
     parser.add_argument(
+        "--only",
+        metavar="GLOB",
+        action="append",
+        default=[],
+        help="train only the runs whose id matches GLOB (repeatable; shell-quote it), e.g. "
+        "--only '*-B8-*seed2' for one more seed of some cells; the others are skipped, "
+        "results.csv still lists every finished run. --dry-run lists the ids",
+    )
+    parser.add_argument(
         "--group-size",
         metavar="K",
         type=int,
@@ -238,7 +247,8 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
         from spamlang.law.law import dry_run_notes
         from spamlang.sweep.dry_run import dry_run
 
-        dry_run(sweep, out, shard, args.group_size, args.vmap, notes=dry_run_notes)
+        only = tuple(args.only)
+        dry_run(sweep, out, shard, args.group_size, args.vmap, notes=dry_run_notes, only=only)
         if limit:
             print(
                 f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "
@@ -257,6 +267,7 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
                 vmap=args.vmap,
                 bracket_lr=limit,
                 max_points=args.max_points,
+                only=tuple(args.only),
             )
     except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
         print(

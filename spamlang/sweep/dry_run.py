@@ -243,18 +243,20 @@ def dry_run(
     group_size: int,
     vmap: bool | None = None,
     notes=None,
+    only: tuple = (),
 ) -> int:
     """Print the points of this shard with their group, status and budget, and the time the
     rest should take; run nothing. UserError, as the real run would raise, when `out` holds a
     different sweep. `notes(points) -> {run id: text}`: a column beside each run (the command
-    line's: the shipped law's prediction of its cell, `spamlang.law.law.dry_run_notes`)."""
+    line's: the shipped law's prediction of its cell, `spamlang.law.law.dry_run_notes`). `only`:
+    run-id globs, as the real run takes them."""
     from spamlang.perf import flops_per_token
 
-    shard_groups(sweep, shard, group_size)  # bad arguments first, as the real run
+    shard_groups(sweep, shard, group_size, only)  # bad arguments first, as the real run
     # What the real run would refuse (another sweep in `out`), without writing sweep.json.
     sweep = check_sweep_file(sweep, out, write=False)
-    mine = shard_groups(sweep, shard, group_size)
-    warn_empty_shard(sweep, shard, group_size, mine)
+    mine = shard_groups(sweep, shard, group_size, only)
+    warn_empty_shard(sweep, shard, group_size, mine, only)
     points = [p for g in mine for p in g]
     status = {run_id: _status(out / run_id, config.steps) for run_id, config in points}
     width = max((len(run_id) for run_id, _ in points), default=6)

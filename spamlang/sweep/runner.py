@@ -91,6 +91,7 @@ def run_sweep(
     vmap: bool | None = None,
     bracket_lr: int | None = None,
     max_points: int = MAX_POINTS,
+    only: tuple = (),
 ) -> list[dict]:
     """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`; return
     the rows of results.csv (every finished run in `out_dir`, all shards).
@@ -101,13 +102,14 @@ def run_sweep(
     one program (0: no cap, 1: no vmapping); without it, a group is cut to what fits a device
     whose memory is known (`spamlang.sweep.fit`). `bracket_lr` (None: the sweep's own) > 0
     extends the LR grid of every cell whose best LR sits at an end of it (`best_lr`).
+    `only`: run-id globs; the shard trains just the points that match one (`shard_groups`).
     """
     shard = check_shard(shard)
     check_size(sweep, max_points)
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)
-    my_groups = shard_groups(sweep, shard, group_size)
-    warn_empty_shard(sweep, shard, group_size, my_groups)
+    my_groups = shard_groups(sweep, shard, group_size, only)
+    warn_empty_shard(sweep, shard, group_size, my_groups, only)
     from spamlang.perf import check_peak_env
     from spamlang.rundir import check_path
 
@@ -116,7 +118,7 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     grown = check_sweep_file(sweep, out)  # the sweep as this directory names its runs
     if grown is not sweep:
-        sweep, my_groups = grown, shard_groups(grown, shard, group_size)
+        sweep, my_groups = grown, shard_groups(grown, shard, group_size, only)
     check = point_check(sweep)  # results.csv lists a run only with its own point's settings
     desc = sweep.name + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else "")
     train = _Trainer(out, my_groups, desc, quiet, vmap, group_size, memory, check)
@@ -198,9 +200,9 @@ class _Trainer:
 
     def bracket(self, group: list, sweep: Sweep, limit: int) -> None:
         """Bracket the LR of every finished cell of `group` (`best_lr.bracket_cell`)."""
-        # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts.
-        if self.group_size:
-            group = next(g for g in groups(sweep, 0) if group[0] in g)
+        # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts, and
+        # --only may have left some of its runs out (a cell's decision needs every seed).
+        group = next(g for g in groups(sweep, 0) if group[0] in g)
         cells: dict[str, list] = {}
         for point in group:
             cells.setdefault(cell_key(point[1]), []).append(point)

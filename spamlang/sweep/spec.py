@@ -518,23 +518,54 @@ def check_shard(shard: Any) -> tuple[int, int]:
     return int(i), int(n)
 
 
-def shard_groups(sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int = 0):
+def shard_groups(
+    sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int = 0, only: tuple = ()
+):
     """Shard i of n: groups i, i+n, i+2n, ... of the sorted group list, in point order.
 
     Round-robin over whole groups, so a group is never split across shards and shards need no
     coordination: every host computes the same list from the sweep alone. Growing an axis may
     move groups between shards; that is harmless, as finished runs are skipped wherever they ran.
+    `only`: run-id glob patterns (`fnmatch`); a group keeps just its members that match one,
+    after the dealing, so that a shard holds the same groups with and without them (a third
+    seed of a few cells: `--only '*-B8-*seed2'`). A pattern no point matches is a UserError.
     """
     i, n = check_shard(shard)
     mine = groups(sweep, group_size)[i::n]
+    if only:
+        matches = _matcher(sweep, only)
+        mine = [kept for g in mine if (kept := [p for p in g if matches(p[0])])]
     order = {run_id: k for k, (run_id, _) in enumerate(sweep.points())}
     return sorted(mine, key=lambda g: order[g[0][0]])
 
 
-def warn_empty_shard(sweep: Sweep, shard: tuple[int, int], group_size: int, mine: list) -> None:
+def _matcher(sweep: Sweep, only: tuple):
+    """run id -> whether it matches one of the glob patterns `only`; each must match a point."""
+    import fnmatch
+
+    ids = [run_id for run_id, _ in sweep.points()]
+    for pattern in only:
+        if not isinstance(pattern, str) or not fnmatch.filter(ids, pattern):
+            raise UserError(
+                f"--only {pattern!r} matches no run id of sweep {sweep.name!r} "
+                "(--dry-run lists them)"
+            )
+    return lambda run_id: any(fnmatch.fnmatchcase(run_id, p) for p in only)
+
+
+def warn_empty_shard(
+    sweep: Sweep, shard: tuple[int, int], group_size: int, mine: list, only: tuple = ()
+) -> None:
     """A warning on stderr, even when quiet (a job array sized wrong), when shard i of n holds
-    no group (`mine`, its `shard_groups`): n is larger than the sweep's groups."""
-    if not mine:
+    no group (`mine`, its `shard_groups`): n is larger than the sweep's groups, or none of its
+    runs matches `only`."""
+    if not mine and only:
+        print(
+            f"warning: no run of shard {shard[0]}/{shard[1]} matches --only "
+            f"{' '.join(only)}; nothing to do here",
+            file=sys.stderr,
+        )
+    elif not mine:
         count = len(groups(sweep, group_size))
         print(
             f"warning: shard {shard[0]}/{shard[1]} is empty: the sweep has {count} group(s) of "
