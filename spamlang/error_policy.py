@@ -51,6 +51,9 @@ class Parser(argparse.ArgumentParser):
     (`spamlang plot heatmap: error: ...`): the innermost command given sets `command_parser`."""
 
     def __init__(self, *args, **kwargs):
+        # No prefix abbreviations: `--b 3` would be whichever flag starts with b today, and
+        # another one once a flag is added; a typo is an error, not a silent other flag.
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         # argparse before Python 3.13 takes "-1e-3" (an exponent) for an option, so `--lr -1e-3`
         # failed with "expected one argument" instead of reaching the check that lr must be > 0.

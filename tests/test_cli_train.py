@@ -410,6 +410,11 @@ def test_an_unknown_flag_is_reported_by_its_command(capsys):
     )
     assert bad_flags(["plot", "heatmap", "d", "-o", "x.png", "--bogus"]) == 2
     assert capsys.readouterr().err.startswith("spamlang plot heatmap: error: unrecognized")
+    # A prefix of a flag is no flag: it would silently become another one once a flag is added.
+    assert bad_flags(["train", "--token", "5", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spamlang train: error: unrecognized arguments: --token 5")
+    assert len(err.strip().splitlines()) == 1
 
 
 # ----- inputs refused before any directory exists ------------------------------------------------
