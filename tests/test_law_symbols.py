@@ -160,6 +160,16 @@ def test_law_fit_and_validate_read_the_symbol_histories_a_sweep_commits(tmp_path
     assert main(["law", "validate", "--symbols", short, long]) == 0
     text = capsys.readouterr().out
     assert "classified" in text and "short " in text and "long " in text
+    # A sweep of another optimizer among them adds no histories, with a note, and no error.
+    (tmp_path / "sgd").mkdir()
+    frame = pd.read_csv(tmp_path / "short" / "results.csv").assign(optimizer="sgd")
+    frame.to_csv(tmp_path / "sgd" / "results.csv", index=False)
+    (tmp_path / "sgd" / "symbols.csv.gz").write_bytes(
+        (tmp_path / "short/symbols.csv.gz").read_bytes()
+    )
+    assert main(["law", "validate", "--symbols", short, long, str(tmp_path / "sgd")]) == 0
+    err = capsys.readouterr().err
+    assert f"note: no symbol histories from {tmp_path / 'sgd'}: no run the law covers" in err
     assert main(["law", "compare", short, "--law", str(out)]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("4 of 4 cells measured")
     (tmp_path / "plain").mkdir()

@@ -73,16 +73,25 @@ def _sweep_dirs(paths: list[str]) -> list[str]:
 def _bins(dirs: list[str], frames: dict[str, object]) -> dict[str, object]:
     """{name: the symbol law's rows (`symbols.bins_of`)} of the sweeps among `dirs` (already
     through `_sweep_dirs`) that hold symbols.csv.gz; `frames`: their `_frames`."""
+    import sys
+
     import pandas as pd
 
+    from spamlang.errors import UserError
     from spamlang.law import symbols
     from spamlang.rundir.schema import SYMBOLS_FILE
 
-    return {
-        name: symbols.bins_of(frames[name], pd.read_csv(Path(d) / SYMBOLS_FILE))
-        for name, d in zip(_names(dirs), dirs)
-        if (Path(d) / SYMBOLS_FILE).is_file()
-    }
+    bins = {}
+    for name, d in zip(_names(dirs), dirs):
+        if not (Path(d) / SYMBOLS_FILE).is_file():
+            continue
+        try:
+            bins[name] = symbols.bins_of(frames[name], pd.read_csv(Path(d) / SYMBOLS_FILE))
+        except UserError as e:  # a sweep of another optimizer among many adds no histories
+            if len(dirs) == 1:
+                raise
+            print(f"note: no symbol histories from {d}: {e}", file=sys.stderr)
+    return bins
 
 
 def _fit(args: argparse.Namespace) -> int:
