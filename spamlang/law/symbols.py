@@ -82,7 +82,10 @@ def pull_and_tau(theta: Mapping[str, float], f: Mapping[str, Any], M):
     """(P in nats, tau in steps) of cells with features `f` and memory `M`."""
     log_p = theta["p0"] + sum(theta[n] * f[FEATURE_OF[n]] for n in PULL)
     log_c = theta["c0"] + sum(theta[n] * f[FEATURE_OF[n]] for n in LEAK)
-    return np.exp(log_p), np.exp(log_c) * np.asarray(M, dtype=float)
+    # The fit's trial steps reach huge constants; inf is the right limit there (a pull that
+    # learns any symbol seen, a leak that never forgets), not a warning line for the user.
+    with np.errstate(over="ignore"):
+        return np.exp(log_p), np.exp(log_c) * np.asarray(M, dtype=float)
 
 
 def symbol_loss(z, V) -> np.ndarray:
