@@ -34,7 +34,9 @@ def test_only_trains_the_matching_runs_and_the_rest_later(tmp_path, capsys):
         with open(tmp_path / "results.csv") as f:
             return {r["run_id"]: r["final_eval_loss"] for r in csv.DictReader(f)}
 
-    assert sweep_main(sweep, [*out, "--only", "*seed1", "--only", "lr1e-3-seed0"]) == 0
+    # Bracketing waits for whole cells: none has every seed yet, so it adds no LR here.
+    only = ["--only", "*seed1", "--only", "lr1e-3-seed0", "--bracket-lr", "1"]
+    assert sweep_main(sweep, [*out, *only]) == 0
     first = finished()
     assert sorted(first) == ["lr1e-2-seed1", "lr1e-3-seed0", "lr1e-3-seed1"]
     assert sweep_main(sweep, out) == 0

@@ -122,6 +122,7 @@ def run_sweep(
     check = point_check(sweep)  # results.csv lists a run only with its own point's settings
     desc = sweep.name + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else "")
     train = _Trainer(out, my_groups, desc, quiet, vmap, group_size, memory, check)
+    train.only = only
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not is_finished(out / run_id)]
@@ -165,6 +166,7 @@ class _Trainer:
         self.held = 0  # runs skipped because another process is training them
         self.added, self.at_limit = [], []  # bracketing: points added, cells left at its limit
         self.fits: dict = {}  # (group key, members) -> fit.Fit: bracketing does not recompile
+        self.only: tuple = ()  # run-id globs that cut the groups (`run_sweep`'s `only`)
         off = quiet or not sys.stderr.isatty()
         kw = dict(unit="run", dynamic_ncols=True, disable=off, desc=desc)
         self.bar = tqdm(total=self.total, initial=self.done, **kw)
@@ -202,7 +204,8 @@ class _Trainer:
         """Bracket the LR of every finished cell of `group` (`best_lr.bracket_cell`)."""
         # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts, and
         # --only may have left some of its runs out (a cell's decision needs every seed).
-        group = next(g for g in groups(sweep, 0) if group[0] in g)
+        if self.group_size or self.only:
+            group = next(g for g in groups(sweep, 0) if group[0] in g)
         cells: dict[str, list] = {}
         for point in group:
             cells.setdefault(cell_key(point[1]), []).append(point)
