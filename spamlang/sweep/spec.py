@@ -545,7 +545,7 @@ def _matcher(sweep: Sweep, only: tuple):
 
     ids = [run_id for run_id, _ in sweep.points()]
     for pattern in only:
-        if not isinstance(pattern, str) or not fnmatch.filter(ids, pattern):
+        if not isinstance(pattern, str) or not any(fnmatch.fnmatchcase(i, pattern) for i in ids):
             raise UserError(
                 f"--only {pattern!r} matches no run id of sweep {sweep.name!r} "
                 "(--dry-run lists them)"
