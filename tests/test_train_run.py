@@ -367,10 +367,11 @@ def test_a_run_written_before_a_config_field_existed_is_still_the_same_run(refer
         run_training(CFG.replace(kernels="xla"), out, quiet=True)
 
 
-def test_bit_flipped_checkpoint_fails_its_checksum_and_falls_back(reference, tmp_path):
-    """64 bytes XORed inside the largest file of the newest checkpoint's state: the values
-    read back differ, the checksums saved beside them say so, and the run resumes from the
-    checkpoint before, ending as the uninterrupted run does."""
+def test_bit_flipped_checkpoint_is_unreadable_and_falls_back(reference, tmp_path):
+    """64 bytes XORed inside the largest file of the newest checkpoint's state: either the
+    store's decompression or the checksums saved beside the values catch it (which one depends
+    on whether the bytes land in a compressed chunk), and the run resumes from the checkpoint
+    before, ending as the uninterrupted run does."""
     out = copy_unfinished(reference[0], tmp_path / "run")
     largest = max(
         (f for f in (out / "checkpoints" / "60" / "state").rglob("*") if f.is_file()),
@@ -380,6 +381,19 @@ def test_bit_flipped_checkpoint_fails_its_checksum_and_falls_back(reference, tmp
     middle = len(data) // 2
     data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
     largest.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match=r"checkpoints/60 is unreadable "):
+        result = run_training(CFG, out, quiet=True)
+    assert rows(out) == rows(reference[0])
+    assert numbers(result) == numbers(reference[1])
+
+
+def test_readable_values_that_are_not_the_saved_ones_fail_their_checksum(reference, tmp_path):
+    """The silent case the checksums exist for: the newest checkpoint's state replaced by the
+    one before (every chunk decompresses, the values are wrong). The checksums say so and the
+    run falls back to step 40, ending as the uninterrupted run does."""
+    out = copy_unfinished(reference[0], tmp_path / "run")
+    shutil.rmtree(out / "checkpoints" / "60" / "state")
+    shutil.copytree(out / "checkpoints" / "40" / "state", out / "checkpoints" / "60" / "state")
     with pytest.warns(UserWarning, match=r"checkpoints/60 is unreadable .*fail their checksum"):
         result = run_training(CFG, out, quiet=True)
     assert rows(out) == rows(reference[0])
