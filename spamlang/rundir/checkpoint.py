@@ -175,15 +175,15 @@ def older_layout_message(directory: Path) -> str:
 def checksums(state: Any) -> dict[str, str]:
     """{array path: 8 hex digits} of every array of `state`, computed where the arrays live."""
     leaves = jax.tree_util.tree_flatten_with_path(state)[0]
-    sums = jax.device_get(_fingerprints([x for _, x in leaves]))
+    # One small program per shape and dtype, not one per state: a state's arrays share a few
+    # shapes (every layer's, the moments'), so a new config reuses most of them, where a
+    # program over the whole state is compiled again for each config (0.6-0.9 s for a 2-layer
+    # model's 79 arrays on a 2-core CPU, as long as its init).
+    sums = jax.device_get([_fingerprint(x) for _, x in leaves])
     return {jax.tree_util.keystr(path): f"{int(s):08x}" for (path, _), s in zip(leaves, sums)}
 
 
 @jax.jit
-def _fingerprints(arrays: list) -> list:
-    return [_fingerprint(x) for x in arrays]
-
-
 def _fingerprint(x: jax.Array) -> jax.Array:
     """sum(word_i * odd_i) mod 2^32 over the array's 32-bit words, with a distinct odd weight
     per position: a flipped bit changes the sum (2^k times an odd number is never 0 mod 2^32),
