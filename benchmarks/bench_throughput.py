@@ -148,7 +148,8 @@ def from_results(results: Path, sweeps: Path) -> list:
             print(f"# skipped {csv_path}: no {sweep_file}", file=sys.stderr)
             continue
         point = {}  # run id -> (config, the size of the program it trained in)
-        for group in groups(_sweep(sweep_file)):
+        sweep = _sweep(sweep_file)
+        for group in groups(sweep, sweep.group_size):  # as `spamlang sweep` groups them
             for run_id, config in group:
                 together = config.tokens_per_step <= CPU_VMAP_TOKENS
                 point[run_id] = (config, len(group) if together else 1)

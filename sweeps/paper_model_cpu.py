@@ -18,12 +18,13 @@ AdamW b1 0.9, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x, clipp
 seed 0; exact evaluation every 256 steps (symbol_evals.jsonl). Each cell is one linked point,
 so the file lists exactly these 11 runs.
 
-One run per shard: `--group-size 1 --shard i/11` (a vmapped pair of 30-layer runs would take
-twice as long as one, past a session here). A checkpoint every 256 steps lets a shard that a
-session ends resume in the next. The forecast of every run by the law shipped when it
-started is results/forecasts/paper_model_cpu.csv, committed before any of its runs.
+One run per group (`group_size=1`: a vmapped pair of 30-layer runs would take twice as long as
+one, past a session here), so one run per shard with `--shard i/11`. A checkpoint every 256
+steps lets a shard that a session ends resume in the next. The forecast of every run by the
+law shipped when it started is results/forecasts/paper_model_cpu.csv, committed before any of
+its runs.
 
-Run: python sweeps/paper_model_cpu.py --group-size 1 [--out DIR] [--shard i/11] [--dry-run]
+Run: python sweeps/paper_model_cpu.py [--out DIR] [--shard i/11] [--dry-run]
 """
 
 from spamlang.cli.sweep_cmd import main
@@ -62,6 +63,7 @@ SWEEP = Sweep(
         ],
         "seed": [0],
     },
+    group_size=1,  # one run per program: a pair of 30-layer runs is two sessions' work here
 )
 
 if __name__ == "__main__":

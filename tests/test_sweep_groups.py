@@ -51,3 +51,23 @@ def test_only_matching_nothing_is_one_line_and_status_2(tmp_path, capsys):
         "sweep only: error: --only '*seed7' matches no run id of sweep 'only' (--dry-run lists them)"
     ]
     assert not (tmp_path / "results.csv").exists()
+
+
+def test_a_sweeps_own_group_size_deals_like_the_flag_which_overrides_it(tmp_path, capsys):
+    """Sweep(group_size=1): every run its own group, in the dry run as in `groups`; an explicit
+    --group-size wins; a bad value is one line."""
+    import pytest
+
+    from spamlang.errors import UserError
+
+    axes = {"lr": [1e-3, 1e-2, 3e-2]}
+    alone = Sweep("alone", BASE, axes, group_size=1)
+    assert len(groups(Sweep("together", BASE, axes))) == 1
+    assert len(groups(alone, alone.group_size)) == 3
+    for flag, shards in (([], 3), (["--group-size", "3"], 1)):
+        # shard 1 of 3 is empty exactly when the sweep deals one group only
+        sweep_main(alone, ["--out", str(tmp_path), "--dry-run", "--shard", "1/3", *flag])
+        err = capsys.readouterr().err
+        assert ("shard 1/3 is empty" in err) == (shards == 1), (flag, err)
+    with pytest.raises(UserError, match="group_size"):
+        Sweep("bad", BASE, axes, group_size=-1)

@@ -252,6 +252,7 @@ def dry_run(
     run-id globs, as the real run takes them."""
     from spamlang.perf import flops_per_token
 
+    group_size = group_size or sweep.group_size  # as the real run
     shard_groups(sweep, shard, group_size, only)  # bad arguments first, as the real run
     # What the real run would refuse (another sweep in `out`), without writing sweep.json.
     sweep = check_sweep_file(sweep, out, write=False)

@@ -71,6 +71,8 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
         bracket_lr=sweep.bracket_lr,
         grown=sweep.grown,
         overrides={**sweep.overrides, **changes},
+        tracker=sweep.tracker,
+        group_size=sweep.group_size,
     )
 
 
@@ -120,6 +122,8 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
         {axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
         bracket_lr=sweep.bracket_lr,
         overrides=sweep.overrides,
+        tracker=sweep.tracker,
+        group_size=sweep.group_size,
     )
     for (run_id, a), (_, b) in zip(sweep.points(), short.points()):
         if (a.steps, a.batch_size) != (b.steps, b.batch_size):

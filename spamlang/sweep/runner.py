@@ -99,12 +99,14 @@ def run_sweep(
     A group (`spec.groups`) trains as one vmapped program (`spamlang.train.run_group`: its
     members share every matmul launch) or, `vmap` False, one run after another (same results
     up to float rounding); `vmap` None: `trains_together`. `group_size` caps the members of
-    one program (0: no cap, 1: no vmapping); without it, a group is cut to what fits a device
-    whose memory is known (`spamlang.sweep.fit`). `bracket_lr` (None: the sweep's own) > 0
-    extends the LR grid of every cell whose best LR sits at an end of it (`best_lr`).
+    one program (1: no vmapping; 0: the sweep's own `group_size`); without either, a group is
+    cut to what fits a device whose memory is known (`spamlang.sweep.fit`). `bracket_lr`
+    (None: the sweep's own) > 0 extends the LR grid of every cell whose best LR sits at an end
+    of it (`best_lr`).
     `only`: run-id globs; the shard trains just the points that match one (`shard_groups`).
     """
     shard = check_shard(shard)
+    group_size = group_size or sweep.group_size
     check_size(sweep, max_points)
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
     limit = check_bracket(sweep.bracket_lr if bracket_lr is None else bracket_lr, sweep.axes)

@@ -317,6 +317,10 @@ class Sweep:
     # `spamlang.tracking`): one that cannot start is a warning, the runs train without it.
     # `--tracker` overrides it. Not part of sweep.json: it changes no run.
     tracker: str | None = dataclasses.field(default=None, compare=False)
+    # At most this many runs per vmapped program, as `--group-size` (which overrides it): 1 for
+    # a sweep whose runs are each a session's work (a pair would take twice as long), 0: no cap.
+    # Not part of sweep.json: it changes how runs are grouped and dealt, not a run's numbers.
+    group_size: int = dataclasses.field(default=0, compare=False)
     # The expanded points and run id -> group_key, None until expanded.
     _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False, default=None)
     _group_keys: dict = dataclasses.field(init=False, repr=False, compare=False, default=None)
@@ -344,6 +348,8 @@ class Sweep:
             raise UserError(
                 f"{owner}: tracker must be 'tensorboard', 'wandb' or None, got {self.tracker!r}"
             )
+        size = as_int("group_size", self.group_size, owner=owner)
+        object.__setattr__(self, "group_size", in_range("group_size", size, owner=owner, ge=0))
         if self.size <= MAX_POINTS:
             self._expand()
 
