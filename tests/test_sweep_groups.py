@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spamlang.cli.sweep_cmd import main as sweep_main
+from spamlang.errors import UserError
 from spamlang.sweep import Sweep
 from spamlang.sweep.spec import groups
 from spamlang.train import TrainConfig
@@ -56,10 +59,6 @@ def test_only_matching_nothing_is_one_line_and_status_2(tmp_path, capsys):
 def test_a_sweeps_own_group_size_deals_like_the_flag_which_overrides_it(tmp_path, capsys):
     """Sweep(group_size=1): every run its own group, in the dry run as in `groups`; an explicit
     --group-size wins; a bad value is one line."""
-    import pytest
-
-    from spamlang.errors import UserError
-
     axes = {"lr": [1e-3, 1e-2, 3e-2]}
     alone = Sweep("alone", BASE, axes, group_size=1)
     assert len(groups(Sweep("together", BASE, axes))) == 1

@@ -81,9 +81,10 @@ def _placement_flags(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         help="at most K runs (differing in lr/seed) per vmapped program; 1: every run on its "
-        "own; 0 (default): the sweep's own Sweep(group_size=...) if it sets one, else as many as fit the device when its memory is known (an "
-        "accelerator's, or SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), else no limit. An explicit K "
-        "is kept, with a warning if it does not fit",
+        "own; 0 (default): the sweep's own Sweep(group_size=...) if it sets one, else as many "
+        "as fit the device when its memory is known (an accelerator's, or "
+        "SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), else no limit. An explicit K is kept, with a "
+        "warning if it does not fit",
     )
     parser.add_argument(
         "--vmap",
