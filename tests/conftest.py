@@ -28,6 +28,13 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # slower). Tests compare computations at one level, never against the speed or the bits of an
 # optimised build. Multi-device test children add their device count; the main session has one.
 os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+# One BLAS / OpenMP thread per process: xdist already runs a worker on every core, and a
+# worker whose OpenBLAS spins a thread per core too waits on the others' (spamlang.law's fit,
+# scipy SVDs of a 4,000 x 11 Jacobian: 0.09 s each with 2 threads beside another worker, 0.0008
+# s with 1; tests/test_law_fit.py under `-n 2` took 27 s of wall time, 11 s with one thread).
+# Set before numpy is imported; the CLI tests' subprocesses inherit it.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 # MFU divides by a peak; a process without one measures the CPU's matmul rate first (about
 # 2 s of every training subprocess). Tests of the measurement itself unset these.
 os.environ.setdefault("SPAMLANG_PEAK_FLOPS", "1e11")
