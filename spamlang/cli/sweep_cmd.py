@@ -29,6 +29,7 @@ from spamlang.sweep.spec import (
     id_part,
     parse_shard,
 )
+from spamlang.tracking.common import KINDS as TRACKERS
 
 
 def _at_least(low: int):
@@ -165,7 +166,7 @@ def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
     )
     parser.add_argument(
         "--tracker",
-        choices=("tensorboard", "wandb", "none"),
+        choices=(*TRACKERS, "none"),
         default=None,
         help="mirror every run's metrics, config and result to TensorBoard (<sweep "
         "dir>/tensorboard/<run id>) or W&B (group <sweep name>); needs the extra of that name; "

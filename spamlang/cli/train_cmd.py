@@ -22,6 +22,7 @@ from pathlib import Path
 
 from spamlang.errors import UserError
 from spamlang.notation import VOCAB_FIELDS
+from spamlang.tracking.common import KINDS as TRACKERS
 from spamlang.train.config import FIELD_ALIASES
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print result.json, not a summary")
     parser.add_argument(
         "--tracker",
-        choices=("tensorboard", "wandb", "none"),
+        choices=(*TRACKERS, "none"),
         default=None,
         help="mirror the run's metrics, config and result to TensorBoard (DIR/tensorboard/) or "
         "W&B (WANDB_MODE=offline: DIR/wandb/); needs the extra of that name; one that cannot "

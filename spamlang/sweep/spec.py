@@ -41,6 +41,7 @@ from spamlang.fields import as_int, conform, field_types, in_range, is_int
 from spamlang.model.config import ModelConfig
 from spamlang.notation import format_count, parse_count
 from spamlang.rundir.reading import fields_of  # sweep.json's axes are read below the sweep
+from spamlang.tracking.common import KINDS as TRACKERS
 from spamlang.train.config import FIELD_ALIASES, MEMBER_FIELDS, TrainConfig
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
@@ -344,7 +345,7 @@ class Sweep:
             )
         object.__setattr__(self, "grown", as_json(self.grown))
         object.__setattr__(self, "overrides", as_json(dict(self.overrides or {})))
-        if self.tracker not in (None, "tensorboard", "wandb"):
+        if self.tracker not in (None, *TRACKERS):
             raise UserError(
                 f"{owner}: tracker must be 'tensorboard', 'wandb' or None, got {self.tracker!r}"
             )
