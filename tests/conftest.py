@@ -7,6 +7,7 @@ JAX is imported, hence environment variables set at conftest import time.
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -19,7 +20,12 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="spamlang-xla-"))
+# The process that makes the cache removes it at its end (`pytest_unconfigure`); the xdist
+# workers and the subprocesses inherit the variable, so they make none of their own.
+OWN_CACHE_DIR = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    OWN_CACHE_DIR = tempfile.mkdtemp(prefix="spamlang-xla-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = OWN_CACHE_DIR
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # LLVM at -O0 and XLA's older loop emitters, not its fusion emitters: the suite's programs are
@@ -90,3 +96,8 @@ def pytest_sessionfinish(session, exitstatus):
         reporter.write_line(f"  {r.nodeid}: {_skip_reason(r)}")
     if exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config):
+    if OWN_CACHE_DIR is not None:
+        shutil.rmtree(OWN_CACHE_DIR, ignore_errors=True)
