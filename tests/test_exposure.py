@@ -108,8 +108,9 @@ def _model(vocab_size: int) -> nnx.Module:
 def test_token_stats_match_the_loss(chunk):
     model = _model(32)
     tokens = languages.make("cycle", vocab_size=32).sample(jax.random.PRNGKey(1), 4, 8)
-    nll, hit = token_stats(model, tokens, chunk_size=chunk)
-    loss, aux = next_token_loss(model, tokens)
+    # Jitted, not eager: an eager forward compiles each of its ops on its own (about 200 here).
+    nll, hit = nnx.jit(lambda m, t: token_stats(m, t, chunk_size=chunk))(model, tokens)
+    loss, aux = nnx.jit(next_token_loss)(model, tokens)
     assert nll.shape == hit.shape == (4, 7)
     assert float(nll.mean()) == pytest.approx(float(loss), rel=1e-5)
     assert float(hit.mean()) == pytest.approx(float(aux["accuracy"]), abs=1e-6)
@@ -131,7 +132,7 @@ def test_seen_unseen_split_on_a_handmade_case():
     assert out["eval_seen_sequences"] == seen.sum()
     assert out["eval_unseen_sequences"] == n - seen.sum()
     for side, rows in (("seen", seen), ("unseen", ~seen)):
-        loss, _ = next_token_loss(model, tokens[rows])
+        loss, _ = nnx.jit(next_token_loss)(model, tokens[rows])  # one program, not eager ops
         assert float(out[f"eval_loss_{side}"]) == pytest.approx(float(loss), rel=1e-5)
     # the whole set is the size-weighted mix of its two sides
     mix = (seen.sum() * out["eval_loss_seen"] + (~seen).sum() * out["eval_loss_unseen"]) / n
