@@ -4,8 +4,9 @@ Each process of the pair calls `jax.distributed.initialize` (coordinator on a fr
 gloo CPU collectives) with 2 forced CPU devices, so the default mesh spans 4 devices over two
 processes, exactly as on a SLURM job with one task per host. The pair trains a tiny run into a
 shared directory, stops at step 12 (`stop_after_step`: checkpoint + `Interrupted`), and a fresh
-pair (a resubmitted job) resumes it to the end. One process with 4 forced devices trains the
-same config uninterrupted; the two runs must agree. The children are in
+pair (a resubmitted job) resumes it to the end. The test's own process (one device) trains the
+same config uninterrupted meanwhile; the two runs must agree (4 devices equal 1:
+tests/test_multidevice.py). The children are in
 tests/multihost_child.py; they run here with a hard deadline and are killed on failure.
 """
 
@@ -19,6 +20,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from multihost_child import config as child_config  # tests/multihost_child.py
+
+from spamlang.train import run_training
 
 CHILD = Path(__file__).with_name("multihost_child.py")
 DEADLINE_S = 240  # for the whole test; children still running then are killed
@@ -152,11 +156,11 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
         return kids
 
     try:
-        # The reference run shares the cores with the first pair (the test's wall time).
-        ref = Child("single", ["--out", str(single), "--expect-devices", "4"], devices=4, logs=logs)
-        everyone.append(ref)
         first = pair("first", STOP_STEP)
-        wait_all({**{c: EXIT_INTERRUPTED for c in first}, ref: EXIT_FINISHED}, deadline, everyone)
+        # The reference run, in this process while the first pair trains: one Python and one
+        # JAX start fewer than a child of its own.
+        ref_result = run_training(child_config(), single, quiet=True)
+        wait_all({c: EXIT_INTERRUPTED for c in first}, deadline, everyone)
         for i, c in enumerate(first):
             r = c.report()
             assert (
@@ -181,7 +185,6 @@ def test_two_processes_resume_and_equal_one_process(tmp_path):
         for c in everyone:
             c.kill()
     reports = [c.report() for c in (*first, *second)]
-    ref_result = ref.report()["result"]
 
     # The resumed pair started at the checkpoint: the rows of steps <= 12 are the first pair's
     # lines byte for byte (timing fields included; a restart would have rewritten them), the
