@@ -329,22 +329,18 @@ def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
         log_every=5,
         eval_sequences=8,
     )
-    sweep = Sweep("pick", base, {"lr": [1e-4, 1e-1], "tie_embeddings": [True, False]})
+    # Seeds, not tying, as the second axis: both seeds are members of one program (one compile).
+    sweep = Sweep("pick", base, {"lr": [1e-4, 1e-1], "seed": [0, 1]})
     assert sweep_main(sweep, ["--out", str(tmp_path), "--quiet"]) == 0
     capsys.readouterr()
     assert main(["sample", str(tmp_path)]) == 2  # a sweep directory needs --where
     assert "--where" in capsys.readouterr().err
-    assert (
-        main(
-            ["sample", str(tmp_path), "--where", "tie_embeddings=True", "-n", "1", "--length", "3"]
-        )
-        == 0
-    )
+    assert main(["sample", str(tmp_path), "--where", "seed=1", "-n", "1", "--length", "3"]) == 0
     out = capsys.readouterr().out
     losses = {
         lr: json.loads((tmp_path / run_id / "result.json").read_text())["final_eval_loss"]
-        for run_id, lr in (("lr1e-4-tied", 1e-4), ("lr1e-1-tied", 1e-1))
+        for run_id, lr in (("lr1e-4-seed1", 1e-4), ("lr1e-1-seed1", 1e-1))
     }
     best = min(losses, key=losses.get)
     headers = [line for line in out.splitlines() if line.startswith("== ")]
-    assert len(headers) == 1 and f"lr{best:.0e}".replace("e-0", "e-") + "-tied" in headers[0]
+    assert len(headers) == 1 and f"lr{best:.0e}".replace("e-0", "e-") + "-seed1" in headers[0]
