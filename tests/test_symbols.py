@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 
 from spamlang import languages
+from spamlang.cli import main
 from spamlang.coverage import symbols
 from spamlang.errors import UserError
 from spamlang.sweep.results_csv import RESULT_COLUMNS
@@ -70,25 +69,11 @@ def test_bad_holdouts_are_user_errors(name, params, match):
         languages.make(name, **params)
 
 
-def test_cli_bad_holdout_exits_2(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spamlang",
-            "train",
-            "--vocab-size",
-            "64",
-            "--param",
-            "holdout=1.5",
-            "--out",
-            str(tmp_path / "r"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2
-    assert "holdout must be in [0, 1)" in proc.stderr and "Traceback" not in proc.stderr
+def test_cli_bad_holdout_exits_2(tmp_path, capsys):
+    argv = ["train", "--vocab-size", "64", "--param", "holdout=1.5", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holdout must be in [0, 1)" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
 
 
@@ -166,14 +151,10 @@ def test_run_reports_heldout_and_updates_to_learn(sweep_dir):
     assert {"updates_to_learn", "eval_loss_heldout", "heldout_exposure_max"} <= set(RESULT_COLUMNS)
 
 
-def test_plot_symbols_draws_a_sweep_and_refuses_one_without_curves(sweep_dir, tmp_path):
+def test_plot_symbols_draws_a_sweep_and_refuses_one_without_curves(sweep_dir, tmp_path, capsys):
+    # In this process (`main`): the subprocess path of the plot commands is test_plots.py's.
     out = tmp_path / "symbols.png"
-    proc = subprocess.run(
-        [sys.executable, "-m", "spamlang", "plot", "symbols", str(sweep_dir), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    assert main(["plot", "symbols", str(sweep_dir), "-o", str(out)]) == 0, capsys.readouterr().err
     assert out.read_bytes()[:4] == b"\x89PNG"
     empty = tmp_path / "empty"
     (empty / "run").mkdir(parents=True)
@@ -181,19 +162,8 @@ def test_plot_symbols_draws_a_sweep_and_refuses_one_without_curves(sweep_dir, tm
     result = json.loads((sweep_dir / "run" / "result.json").read_text())
     del result["symbol_curve"]
     (empty / "run" / "result.json").write_text(json.dumps(result))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spamlang",
-            "plot",
-            "symbols",
-            str(empty),
-            "-o",
-            str(tmp_path / "x.png"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and "symbol_curve" in proc.stderr
-    assert "Traceback" not in proc.stderr and not (tmp_path / "x.png").exists()
+    capsys.readouterr()
+    assert main(["plot", "symbols", str(empty), "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "symbol_curve" in err
+    assert "Traceback" not in err and not (tmp_path / "x.png").exists()
