@@ -1,11 +1,9 @@
 """A sequence longer than the model accepts is refused, never raised silently (the eval would
 then decode thousands of tokens per sequence with nothing said)."""
 
-import subprocess
-import sys
-
 import pytest
 
+from spamlang.cli import main
 from spamlang.errors import UserError
 from spamlang.train import TrainConfig
 
@@ -23,26 +21,9 @@ def test_seq_len_beyond_the_presets_max_names_the_flag_to_raise_it():
     assert TrainConfig(seq_len=64).model_config().max_seq_len == 2048
 
 
-def test_the_cli_refuses_it_with_one_line_and_status_2(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spamlang",
-            "train",
-            "--seq-len",
-            "4096",
-            "--batch-size",
-            "1",
-            "--tokens",
-            "4096",
-            "--dry-run",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--model max_seq_len=4096" in lines[0], proc.stderr
+def test_the_cli_refuses_it_with_one_line_and_status_2(tmp_path, capsys):
+    argv = ["train", "--seq-len", "4096", "--batch-size", "1", "--tokens", "4096", "--dry-run"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "--model max_seq_len=4096" in lines[0], err
