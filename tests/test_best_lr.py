@@ -199,3 +199,39 @@ def test_cell_lines_write_settings_as_typed_and_lrs_as_run_ids():
     lines = cell_lines(rows)
     assert [line.split(":")[0] for line in lines] == ["b2=0.95", "b2=0.999"]
     assert "best lr 1e-2 of 3e-3 .. 3e-2" in lines[0]
+
+
+def test_bracketing_of_another_shard_joins_its_cell_by_its_own_config(
+    tmp_path, monkeypatch, capsys
+):
+    """Shard 0 brackets its cell (model.n_layers=1) upwards; shard 1's summary, gathering the
+    whole directory, reads those runs' swept field from their config.json (results.csv calls
+    it `n_layers`), so the cell is one line with its whole grid, not a second cell of None."""
+    import json
+
+    from spamlang.sweep import Sweep, run_sweep
+    from spamlang.train import run as train_run
+    from spamlang.train.config import TrainConfig
+
+    def fake_training(config, out_dir, quiet=True):
+        result = {"final_eval_loss": 1.0 / config.lr, "diverged": False}  # best: the largest LR
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "config.json").write_text(json.dumps(config.to_json()))
+        (out_dir / "result.json").write_text(json.dumps(result))
+        return result
+
+    monkeypatch.setattr(train_run, "run_training", fake_training)
+    sweep = Sweep(
+        "depth",
+        TrainConfig(preset="tiny", vocab_size=16),
+        {"model.n_layers": [1, 2], "lr": [3e-3, 1e-2, 3e-2]},
+    )
+    run_sweep(sweep, tmp_path, (0, 2), quiet=True, vmap=False, bracket_lr=1)
+    capsys.readouterr()
+    run_sweep(sweep, tmp_path, (1, 2), quiet=True, vmap=False, bracket_lr=1)
+    lines = capsys.readouterr().err.splitlines()
+    warnings = [line for line in lines if line.startswith("warning:")]
+    assert [w.split(" is ")[0] for w in warnings] == [
+        f"warning: best lr for n_layers={n}, model.n_layers={n}" for n in (1, 2)
+    ], lines
+    assert all("is 1e-1, the largest in the grid (3e-3 .. 1e-1)" in w for w in warnings), lines
