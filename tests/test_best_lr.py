@@ -148,22 +148,25 @@ def test_swept_values_read_linked_and_prefixed_axes_from_configs():
     }
 
 
-def test_run_sweep_prints_the_warnings(tmp_path, monkeypatch, capsys):
-    """The runner's summary ends with the warning lines; a stand-in trainer writes the runs."""
+def _fake_training(config, out_dir, quiet=True):
+    """A stand-in trainer: writes config.json and result.json, the loss 1 / lr (best: the
+    largest LR)."""
     import json
 
+    result = {"final_eval_loss": 1.0 / config.lr, "diverged": False}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(config.to_json()))
+    (out_dir / "result.json").write_text(json.dumps(result))
+    return result
+
+
+def test_run_sweep_prints_the_warnings(tmp_path, monkeypatch, capsys):
+    """The runner's summary ends with the warning lines; a stand-in trainer writes the runs."""
     from spamlang.sweep import Sweep, run_sweep
     from spamlang.train import run as train_run
     from spamlang.train.config import TrainConfig
 
-    def fake_training(config, out_dir, quiet=True):
-        result = {"final_eval_loss": 1.0 / config.lr, "diverged": False}  # best: the largest LR
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "config.json").write_text(json.dumps(config.to_json()))
-        (out_dir / "result.json").write_text(json.dumps(result))
-        return result
-
-    monkeypatch.setattr(train_run, "run_training", fake_training)
+    monkeypatch.setattr(train_run, "run_training", _fake_training)
     sweep = Sweep(
         "edge",
         TrainConfig(preset="tiny", vocab_size=16),
@@ -207,20 +210,11 @@ def test_bracketing_of_another_shard_joins_its_cell_by_its_own_config(
     """Shard 0 brackets its cell (model.n_layers=1) upwards; shard 1's summary, gathering the
     whole directory, reads those runs' swept field from their config.json (results.csv calls
     it `n_layers`), so the cell is one line with its whole grid, not a second cell of None."""
-    import json
-
     from spamlang.sweep import Sweep, run_sweep
     from spamlang.train import run as train_run
     from spamlang.train.config import TrainConfig
 
-    def fake_training(config, out_dir, quiet=True):
-        result = {"final_eval_loss": 1.0 / config.lr, "diverged": False}  # best: the largest LR
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "config.json").write_text(json.dumps(config.to_json()))
-        (out_dir / "result.json").write_text(json.dumps(result))
-        return result
-
-    monkeypatch.setattr(train_run, "run_training", fake_training)
+    monkeypatch.setattr(train_run, "run_training", _fake_training)
     sweep = Sweep(
         "depth",
         TrainConfig(preset="tiny", vocab_size=16),
