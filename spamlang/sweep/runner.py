@@ -21,7 +21,7 @@ from typing import Any
 
 from spamlang.fields import finite, is_number
 from spamlang.rundir.lock import RunDirBusy
-from spamlang.rundir.reading import is_finished
+from spamlang.rundir.reading import is_finished, read_run
 from spamlang.sweep import fit
 from spamlang.sweep.best_lr import bracket_cell, cell_lines, edge_warnings, swept_values
 from spamlang.sweep.logs import announce_resumes, watch
@@ -91,9 +91,11 @@ def _others(out: Path, rows: list[dict], sweep) -> list[tuple[str, Any]]:
     known = {run_id for run_id, _ in sweep.points()}
     found = []
     for row in rows:
-        path = out / str(row.get("run_id")) / "config.json"
-        if row.get("run_id") not in known and path.is_file():
-            found.append((row["run_id"], TrainConfig.from_json(json.loads(path.read_text()))))
+        if row.get("run_id") in known:
+            continue
+        config = read_run(out / str(row.get("run_id"))).config  # None: missing or unreadable
+        if config is not None:
+            found.append((row["run_id"], TrainConfig.from_json(config)))
     return found
 
 
