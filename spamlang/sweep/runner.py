@@ -81,14 +81,14 @@ def trains_together(vmap: bool | None, config: Any) -> bool:
     return jax.default_backend() != "cpu" or config.tokens_per_step <= CPU_VMAP_TOKENS
 
 
-def _others(out: Path, rows: list[dict], sweep) -> list[tuple[str, Any]]:
-    """(run id, config) of the finished runs in `out` that are no point of this invocation: LR
-    bracketing another shard (or an earlier resume) added. Their swept fields are read from
-    their own config.json, since results.csv names some of them otherwise (`model.n_layers`
-    is its `n_layers`), so that each joins its cell in the best-LR summary."""
+def _others(out: Path, rows: list[dict], points: list) -> list[tuple[str, Any]]:
+    """(run id, config) of the finished runs in `out` that are none of `points` (this
+    invocation's): LR bracketing another shard (or an earlier resume) added. Their swept fields
+    are read from their own config.json, since results.csv names some of them otherwise
+    (`model.n_layers` is its `n_layers`), so that each joins its cell in the best-LR summary."""
     from spamlang.train.config import TrainConfig
 
-    known = {run_id for run_id, _ in sweep.points()}
+    known = {run_id for run_id, _ in points}
     found = []
     for row in rows:
         if row.get("run_id") in known:
@@ -153,7 +153,8 @@ def run_sweep(
         train.bar.close()
         rows = write_results(out, train.report, check)
     _say_summary(sweep, out, rows, train.report, train.held, quiet)
-    swept = swept_values(sweep.points() + train.added + _others(out, rows, sweep), sweep.axes)
+    points = sweep.points() + train.added
+    swept = swept_values(points + _others(out, rows, points), sweep.axes)
     if not quiet and rows:
         print("best lr per cell (seed-mean final eval loss, its min .. max over seeds):")
         for line in cell_lines(rows, swept=swept):
