@@ -108,6 +108,9 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
     new = config.to_json()
     path = out / CONFIG
+    # Listed before config.json is looked for: in a multi-process job the writer may create it
+    # between the two, and a listing taken after would show it as a foreign file.
+    listing = os.listdir(out)
     if path.exists():
         try:
             old = read_json(path)
@@ -141,7 +144,7 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
         return out
     if any((out / name).exists() for name in (METRICS, RESULT, CHECKPOINTS)):
         raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
-    foreign = sorted(n for n in os.listdir(out) if not _ours(n))
+    foreign = sorted(n for n in listing if not _ours(n))
     if foreign:  # a user's own folder: config.json and checkpoints/ would land among its files
         shown = ", ".join(foreign[:3]) + (
             f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
