@@ -61,6 +61,21 @@ def test_a_users_own_folder_is_refused_as_out_and_nothing_is_written_there(tmp_p
     assert (empty / "result.json").is_file()
 
 
+@pytest.mark.parametrize("name", ["metrics.jsonl", "result.json", "checkpoints"])
+def test_run_files_without_a_config_are_refused_and_nothing_is_written(tmp_path, name):
+    """A folder holding a run's files but no config.json was not written by `prepare` (its
+    writer writes config.json first): reusing it could mix two runs, so it is refused, and
+    prepare leaves no config.json there."""
+    from spamlang.train.config import TrainConfig
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / name).mkdir() if name == "checkpoints" else (out / name).write_text("{}\n")
+    with pytest.raises(UserError, match="has run files but no config.json"):
+        rundir.prepare(out, TrainConfig(vocab_size=16, seq_len=2, batch_size=4, tokens=16))
+    assert sorted(p.name for p in out.iterdir()) == [name]
+
+
 def test_best_over_is_the_lowest_group_mean_ties_to_the_smaller_value():
     nan = math.nan
     frame = pd.DataFrame(

@@ -108,8 +108,9 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
     new = config.to_json()
     path = out / CONFIG
-    # Listed before config.json is looked for: in a multi-process job the writer may create it
-    # between the two, and a listing taken after would show it as a foreign file.
+    # Listed before config.json is looked for, and every check below on a missing config.json
+    # reads this one listing: in a multi-process job the writer may create config.json, then
+    # its run files, after the look, and a later look would take them for foreign files.
     listing = os.listdir(out)
     if path.exists():
         try:
@@ -142,7 +143,7 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
                 f"choose another --out or delete it"
             )
         return out
-    if any((out / name).exists() for name in (METRICS, RESULT, CHECKPOINTS)):
+    if any(name in listing for name in (METRICS, RESULT, CHECKPOINTS)):
         raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
     foreign = sorted(n for n in listing if not _ours(n))
     if foreign:  # a user's own folder: config.json and checkpoints/ would land among its files
