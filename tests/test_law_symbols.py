@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -79,6 +80,16 @@ def test_the_fit_gives_back_a_known_symbol_law(tmp_path):
     assert any("D 128" in r for r in fitted.predict_row({**row, "d_model": 128}).extrapolation)
     assert load(fitted.save(tmp_path / "symbols.json")) == fitted
     assert "P = " in str(fitted) and "tau" in str(fitted)
+
+
+def test_trial_steps_past_the_float_range_print_no_warning():
+    # From a pull of e^709.7 nats, at the edge of float64, the fit's steps overflow to inf:
+    # least_squares backs off such a step, so the user must not see a numpy warning for it.
+    bins = _run_bins(256, 8, 20, False, 2, seed=0, noise=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted = symbols.fit(bins, starts=((709.7, 0.0),))
+    assert all(math.isfinite(v) for v in fitted.constants.values())
 
 
 @pytest.mark.parametrize("sampling", ["iid", "permuted", "cyclic"])

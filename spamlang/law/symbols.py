@@ -203,8 +203,13 @@ def fit(bins, sources: Sequence[str] = (), *, starts=STARTS) -> SymbolLaw:
         return {**dict.fromkeys(NAMES, 0.0), **dict(zip(free, map(float, p)))}
 
     def residuals(p):
-        P, tau = pull_and_tau(theta(p), f, M)
-        return weight * (log_loss(symbol_loss(margin_regular(P, tau, m, age, gap), V)) - target)
+        # A trial step can overflow the pull to inf, or meet a leak of 0 (inf x 0): least_squares
+        # shrinks a step whose residuals are not finite, so that is handled, not a warning line
+        # for the user (`law validate --symbols` printed dozens of them).
+        with np.errstate(all="ignore"):
+            P, tau = pull_and_tau(theta(p), f, M)
+            z = margin_regular(P, tau, m, age, gap)
+            return weight * (log_loss(symbol_loss(z, V)) - target)
 
     best = None
     for p0, c0 in starts:
