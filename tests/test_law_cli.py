@@ -4,6 +4,8 @@ bad input is one line on stderr and exit status 2."""
 from __future__ import annotations
 
 import json
+import math
+import re
 
 import pytest
 
@@ -198,6 +200,15 @@ def test_compare_puts_a_sweep_beside_the_law_cell_by_cell(tmp_path, sweeps, law_
     assert len(set(labels)) == len(rows) and all("vocab_size=" in x for x in labels)
     right = sum(r["class_measured"] == r["predicted_class"] for r in rows)
     assert lines[-1].startswith(f"{len(rows)} of {len(rows)} cells measured: {right} classified")
+    # The RMS error over each measured class's cells, each class that has any named once.
+    per_class = re.findall(r"(learned|partial|failed) ([\d.]+) over (\d+)", lines[-1])
+    assert per_class and {c for c, _, _ in per_class} == {r["class_measured"] for r in rows}
+    for c, shown, count in per_class:
+        errors = [r["error"] for r in rows if r["class_measured"] == c]
+        assert int(count) == len(errors)
+        assert float(shown) == pytest.approx(
+            math.sqrt(sum(e * e for e in errors) / len(errors)), abs=0.005
+        )
     # The law that made a forecast is not given twice; a third path is one too many.
     assert main(["law", "compare", "x.csv", sweeps[0], "--law", str(law_file)]) == 2
     assert main(["law", "compare", "x.csv", sweeps[0], sweeps[1]]) == 2

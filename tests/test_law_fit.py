@@ -137,6 +137,10 @@ def test_leave_one_sweep_out_predicts_each_sweep_from_the_others():
     assert (per_sweep["rms"] < 0.1).all() and (per_sweep["classified"] > 0.9).all()
     assert list(per_sweep.index)[-1] == "all" and per_sweep.loc["all", "cells"] == len(table)
     assert per_sweep.loc["all", "rms"] == pytest.approx((table["error"] ** 2).mean() ** 0.5)
+    for c in ("learned", "partial", "failed"):  # and over each measured class's cells alone
+        errors = table.loc[table["class_measured"] == c, "error"]
+        expected = (errors**2).mean() ** 0.5 if len(errors) else np.nan
+        assert per_sweep.loc["all", f"rms_{c}"] == pytest.approx(expected, nan_ok=True), c
     # M of the held-out sweep lies outside what the other saw, and the table says so.
     assert (table["extrapolation"].str.contains("M ")).any()
     with pytest.raises(UserError, match="at least 2"):

@@ -310,7 +310,8 @@ def _add_compare(kinds) -> None:
         "of a finished sweep against the law (--law, or the shipped one), with the reasons "
         "a cell is outside its range; a cell outside its scope (another optimizer, head or "
         "language) shows no prediction. The last line counts the cells classified right "
-        "(learned < 0.1 log V, failed > 0.5 log V, else partial).",
+        "(learned < 0.1 log V, failed > 0.5 log V, else partial) and gives the RMS error, "
+        "over all cells and over those of each measured class.",
     )
     compare.add_argument(
         "paths",
@@ -333,8 +334,9 @@ def _add_validate(kinds) -> None:
         description="Fit the law on all sweeps but one and predict that one's cells, for each "
         "sweep in turn; print every cell (measured, predicted, error in "
         "log(L + 0.01), class learned / partial / failed at 0.1 and 0.5 log V, "
-        "extrapolation) and per sweep the RMS error and the fraction classified "
-        "correctly.",
+        "extrapolation) and per sweep the RMS error, the fraction classified "
+        "correctly, and the RMS error over the cells of each measured class (rms_learned, "
+        "rms_partial, rms_failed).",
     )
     validate.add_argument(
         "dirs", nargs="+", metavar="SWEEP_DIR", help="at least two sweep output directories"

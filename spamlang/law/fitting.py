@@ -139,6 +139,10 @@ TABLE_COLUMNS = (
 )
 
 
+# The classes of `classify`, in the order a summary lists them.
+CLASSES = ("learned", "partial", "failed")
+
+
 def classify(loss: float, V: int) -> str:
     """learned (< 0.1 log V), partial, or failed (> 0.5 log V)."""
     chance = math.log(V)
@@ -232,18 +236,24 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
 
 def summary(table):
     """Per sweep of a `leave_one_out` table: cells, RMS error in log(L + 0.01), the fraction
-    whose class the law predicted, and how many it predicted by extrapolation; then the same
-    over every cell ("all")."""
+    whose class the law predicted, how many it predicted by extrapolation, and the RMS error
+    over the cells of each measured class (NaN where a sweep has none: a law can place the
+    boundary right and still miss the level learned cells reach); then the same over every
+    cell ("all")."""
     import pandas as pd
+
+    def rms(errors) -> float:
+        return float((errors**2).mean() ** 0.5) if len(errors) else math.nan
 
     parts = [*table.groupby("sweep", sort=False), ("all", table)]
     rows = [
         {
             "sweep": name,
             "cells": len(part),
-            "rms": float((part["error"] ** 2).mean() ** 0.5),
+            "rms": rms(part["error"]),
             "classified": float((part["class_measured"] == part["class_predicted"]).mean()),
             "extrapolated": int((part["extrapolation"] != "").sum()),
+            **{f"rms_{c}": rms(part.loc[part["class_measured"] == c, "error"]) for c in CLASSES},
         }
         for name, part in parts
     ]

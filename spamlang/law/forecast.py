@@ -209,19 +209,28 @@ def written(value: Any) -> str:
 
 
 def summary(compared: list[dict]) -> str:
-    """One line: how many measured cells the forecast classified right, and its RMS error."""
+    """One line: how many measured cells the forecast classified right, and its RMS error,
+    over all and over the cells of each measured class."""
+    from spamlang.law.fitting import CLASSES
+
     measured = [r for r in compared if r["measured"] is not None]
     done = [r for r in measured if r["predicted_class"] != NO_CLASS]
     if not done:
         return f"0 of {len(compared)} cells measured (and predicted) yet"
     right = sum(r["class_measured"] == r["predicted_class"] for r in done)
-    rms = math.sqrt(sum(r["error"] ** 2 for r in done) / len(done))
     optimistic = sum(r["error"] < 0 for r in done if r["class_measured"] != r["predicted_class"])
     unpredicted = len(measured) - len(done)
+
+    def rms(rows: list[dict]) -> float:
+        return math.sqrt(sum(r["error"] ** 2 for r in rows) / len(rows))
+
+    by_class = {c: [r for r in done if r["class_measured"] == c] for c in CLASSES}
     return (
         f"{len(done)} of {len(compared)} cells measured"
         + (f" ({unpredicted} more outside the law's scope)" if unpredicted else "")
         + f": {right} classified right "
         f"({len(done) - right - optimistic} pessimistic and {optimistic} optimistic misses), "
-        f"RMS error {rms:.2f} in log(L + 0.01)"
+        f"RMS error {rms(done):.2f} in log(L + 0.01) ("
+        + ", ".join(f"{c} {rms(rows):.2f} over {len(rows)}" for c, rows in by_class.items() if rows)
+        + ")"
     )
