@@ -196,6 +196,7 @@ def test_compare_puts_a_sweep_beside_the_law_cell_by_cell(tmp_path, sweeps, law_
     rows = forecast.against(load(law_file), results(sweeps[0]))
     assert len(lines) == 1 + len(rows) + 1  # header, one line a cell, the count
     assert all(r["predicted_class"] in ("learned", "partial", "failed") for r in rows)
+    assert "memory_ratio" in lines[0] and all(r["memory_ratio"] > 0 for r in rows)
     labels = [r["cell"] for r in rows]  # the settings that differ between cells name each
     assert len(set(labels)) == len(rows) and all("vocab_size=" in x for x in labels)
     right = sum(r["class_measured"] == r["predicted_class"] for r in rows)

@@ -42,6 +42,21 @@ def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
     assert (inside.R, inside.M, inside.n) == (1024 / 32, 100, 32 * 512 / 1024)
 
 
+def test_memory_ratio_is_c_m_over_r_and_the_boundary_lies_at_1(law):
+    k = law.constants
+    c = math.exp(k["c0"] + k["c_tied"])  # tied, D = 16, decayed: c_D and c_wd multiply 0 / 1
+    c *= math.exp(k["c_wd"])
+    for B in (8, 32, 128):
+        p = law.predict_row(_row(batch_size=B, steps=512 * 32 // B))
+        assert p.memory_ratio == pytest.approx(c * p.M / p.R)
+    # At a ratio of 1 the logistic puts half the seen symbols at chance: the loss lies midway
+    # between the learned level and log V (the steps leave no symbol unseen at n = 1024).
+    at = law.predict_row(_row(b2=1 - c / 32, steps=2**16))  # M = R / c at R = 1024 / 32
+    assert at.memory_ratio == pytest.approx(1.0)
+    assert at.loss == pytest.approx(0.5 * math.log(1024), rel=0.05)
+    assert math.isnan(law.predict_row(_row(language="cycle")).memory_ratio)  # no number outside
+
+
 @pytest.mark.parametrize(
     "changes, word",
     [

@@ -77,6 +77,8 @@ def test_the_fit_gives_back_a_known_symbol_law(tmp_path):
     # A law like any: it predicts a row, flags what its fit did not see, and reads back.
     row = {"vocab_size": 1024, "batch_size": 32, "d_model": 32, "steps": 512, "b2": 0.95}
     assert fitted.predict_row(row).extrapolation == ()
+    _, tau = symbols.pull_and_tau(fitted.constants, symbols.cell_features(32, 2, 0, 20), 20)
+    assert fitted.predict_row(row).memory_ratio == pytest.approx(tau / 32)  # tau / R
     assert any("D 128" in r for r in fitted.predict_row({**row, "d_model": 128}).extrapolation)
     assert load(fitted.save(tmp_path / "symbols.json")) == fitted
     assert "P = " in str(fitted) and "tau" in str(fitted)

@@ -307,8 +307,10 @@ def _add_compare(kinds) -> None:
         "class beside the measured best-LR seed mean (with its seeds' min and max, the best "
         "LR and the LRs tried), the measured class and the error in log(L + 0.01); cells "
         "with no finished run yet show '-'. With SWEEP_DIR alone: the same for every cell "
-        "of a finished sweep against the law (--law, or the shipped one), with the reasons "
-        "a cell is outside its range; a cell outside its scope (another optimizer, head or "
+        "of a finished sweep against the law (--law, or the shipped one), with the law's "
+        "memory_ratio (c M / R, the cell law's boundary at 1; tau / R for the symbol law) "
+        "and the reasons a cell is outside its range; a cell outside its scope (another "
+        "optimizer, head or "
         "language) shows no prediction. The last line counts the cells classified right "
         "(learned < 0.1 log V, failed > 0.5 log V, else partial) and gives the RMS error, "
         "over all cells and over those of each measured class.",

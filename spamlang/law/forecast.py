@@ -35,6 +35,7 @@ NO_CLASS = "none"
 AGAINST_COLUMNS = (
     "predicted_loss",
     "predicted_class",
+    "memory_ratio",
     "measured",
     "seeds",
     "best_lr",
@@ -190,6 +191,7 @@ def against(law, frame) -> list[dict]:
                 "cell": label,
                 "predicted_loss": p.loss,
                 "predicted_class": NO_CLASS if none else classify(p.loss, V),
+                "memory_ratio": p.memory_ratio,
                 "measured": measured,
                 "seeds": int(cell["seeds"]),
                 "best_lr": float(cell["best_lr"]),

@@ -102,8 +102,10 @@ def features_of(x) -> dict[str, np.ndarray]:
     )
 
 
-def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
-    """L of the module docstring for the constants `theta` (by name) at the features `x`."""
+def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """c M / R: the memory, scaled by c, against the return time. The boundary lies at 1 (the
+    logistic's middle; under epochs the share at chance reaches 0 there), and near it the loss
+    moves most with c, so a cell's distance from 1 says how much a small error in c costs."""
     c = np.exp(
         theta["c0"]
         + theta["c_tied"] * x["tied"]
@@ -111,6 +113,11 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         + theta["c_wd"] * x["decayed"]
         + theta["c_L"] * x["log_depth"]
     )
+    return c * x["M"] / x["R"]
+
+
+def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """L of the module docstring for the constants `theta` (by name) at the features `x`."""
     floor = np.minimum(
         np.log(x["V"]),
         np.exp(
@@ -121,7 +128,7 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         )
         * x["n"] ** -theta["k"],
     )
-    ratio = c * x["M"] / x["R"]
+    ratio = memory_ratio(theta, x)
     permuted = x.get("permuted", False)
     # 1 / (1 + ratio^s) written through tanh, which neither overflows nor divides by 0.
     logistic = 0.5 * (1 - np.tanh(0.5 * np.exp(theta["log_s"]) * np.log(ratio)))

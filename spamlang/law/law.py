@@ -45,6 +45,9 @@ class Prediction:
     R: float  # return time V / B, in steps
     M: float  # Adam's memory min(1 / (1 - b2), steps), in steps
     n: float  # updates per symbol B x steps / V
+    # the law's memory against R (`Law.memory_ratio`): c M / R, the cell law's boundary at 1;
+    # tau / R for the symbol law; NaN with the loss outside the law's scope
+    memory_ratio: float = math.nan
 
 
 # The kinds of law a file may hold, by its "kind" (a file without one holds the cell law).
@@ -83,8 +86,12 @@ class Law:
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
         scope = out_of_scope(row, x)
-        loss = math.nan if scope else self.cell_loss(x)
-        return Prediction(loss, scope + self.outside(x), x["R"], x["M"], x["n"])
+        loss, ratio = (math.nan, math.nan) if scope else (self.cell_loss(x), self.memory_ratio(x))
+        return Prediction(loss, scope + self.outside(x), x["R"], x["M"], x["n"], ratio)
+
+    def memory_ratio(self, x: Mapping[str, Any]) -> float:
+        """c M / R of a cell from its `row_inputs` (`formula.memory_ratio`)."""
+        return float(formula.memory_ratio(self.constants, formula.features_of(x)))
 
     def predict(self, config) -> Prediction:
         """The prediction for a `TrainConfig` (its lr and seed do not matter: the law predicts

@@ -161,6 +161,13 @@ class SymbolLaw(Law):
             sampling=x["sampling"],
         )
 
+    def memory_ratio(self, x: Mapping[str, Any]) -> float:
+        """tau / R: how long a pull lasts against how long the symbol stays away."""
+        f = cell_features(
+            x["d_model"], x["n_layers"], x["tie_embeddings"], x["M"], x["weight_decay"] > 0
+        )
+        return float(pull_and_tau(self.constants, f, x["M"])[1] / x["R"])
+
     def summary_line(self) -> str:
         P, tau = pull_and_tau(self.constants, cell_features(D_REF, LAYERS_REF, 0.0, M_REF), M_REF)
         Pt, taut = pull_and_tau(self.constants, cell_features(D_REF, LAYERS_REF, 1.0, M_REF), M_REF)
