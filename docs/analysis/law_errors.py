@@ -1,0 +1,221 @@
+"""Where the cell law's errors come from, over the committed sweeps (docs/findings.md, "Where
+the laws' errors are"). Prints four markdown tables:
+
+1. the measurement's own floor: the standard error of a cell's seed mean, and how far the best
+   LR of the grid sits from the parabola through it and its two neighbours (log10(L + 0.01));
+2. the cell law fitted on every cell and scored on the same cells, by measured class, and its
+   learned cells by distance from the boundary, log10(c M / R);
+3. one more constant that lets the memory move the boundary (c_M: c M^(1 + c_M) / R) or its
+   steepness (s_M: s M^s_M), against the shipped form: fitted on every cell, left out one sweep
+   at a time, and fitted on all but the three blind sweeps and scored on those;
+4. where the boundary would have to lie: for cells whose loss puts 2-98% of the seen symbols at
+   chance (iid order), the c that would make the law's logistic give that share, against the
+   law's c, and how much of that each setting explains.
+
+    python docs/analysis/law_errors.py            # from the repository root; about 2 minutes
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from spamlang.errors import UserError
+from spamlang.law import cells, fill_from_configs, formula
+from spamlang.law.fitting import cell_key
+from spamlang.results import load
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+SWEEPS = (
+    "adam_eps clipping coverage cpu_demo full_batch lazy_split longer_training memory_width "
+    "memory_width_576 memory_width_wd0 rank_control rank_width sampling_order depth "
+    "symbol_reruns law_blind sampling_cyclic paper_model_cpu law_blind_2 law_blind_3"
+).split()
+BLIND = ("law_blind", "law_blind_2", "law_blind_3")
+CLASSES = ("learned", "partial", "failed")
+
+
+def rms(x) -> float:
+    x = np.asarray(x, dtype=float)
+    return float(np.sqrt(np.mean(x**2))) if len(x) else math.nan
+
+
+def log10_loss(L):
+    return np.log10(np.asarray(L, dtype=float) + formula.LOG_OFFSET)
+
+
+def classes(L, V) -> np.ndarray:
+    chance = np.log(np.asarray(V, dtype=float))
+    return np.where(L < 0.1 * chance, "learned", np.where(L > 0.5 * chance, "failed", "partial"))
+
+
+def floor_table(frames: dict, table: pd.DataFrame) -> None:
+    rows = []
+    for frame in frames.values():
+        frame = frame[np.isfinite(frame["final_eval_loss"])]
+        settings = [c for c in table.columns if c in frame.columns and c not in ("lr", "seed")]
+        for _, runs in frame.groupby(settings, dropna=False):
+            by_lr = runs.groupby("lr")["final_eval_loss"]
+            means = by_lr.mean()
+            try:  # the law's cells only (its optimizer, head, language)
+                cells(runs)
+            except UserError:
+                continue
+            if by_lr.size().max() < 2:
+                continue
+            best = means.idxmin()
+            seeds = log10_loss(runs[runs["lr"] == best]["final_eval_loss"])
+            grid, y, i = math.nan, log10_loss(means), int(np.argmin(means.to_numpy()))
+            if 0 < i < len(y) - 1:  # the parabola through the best LR and its neighbours
+                lrs = np.log10(means.index.to_numpy(float))
+                a, b, c = np.polyfit(lrs[i - 1 : i + 2], y[i - 1 : i + 2], 2)
+                grid = y[i] - (c - b * b / (4 * a)) if a > 0 else math.nan
+            rows.append(
+                {
+                    "class": classes(means.min(), runs["vocab_size"].iloc[0]).item(),
+                    "se": np.std(seeds, ddof=1) / math.sqrt(len(seeds)),
+                    "grid": grid,
+                }
+            )
+    t = pd.DataFrame(rows)
+    print(
+        "| measured class | cells | seed mean's standard error | cells | best LR above the parabola |"
+    )
+    print("|---|---|---|---|---|")
+    for c in CLASSES:
+        part = t[t["class"] == c]
+        se, grid = part["se"].dropna(), part["grid"].dropna()
+        print(f"| {c} | {len(se)} | {rms(se):.3f} | {len(grid)} | {rms(grid):.3f} |")
+
+
+# ----- the cell law with optional memory terms: the shipped formula when both are 0.
+def predict(theta: dict, x: dict) -> np.ndarray:
+    log_m = np.log(x["M"] / 20.0)
+    shifted = {**theta, "c0": theta["c0"] + theta.get("c_M", 0.0) * log_m}
+    shifted["log_s"] = theta["log_s"] + theta.get("s_M", 0.0) * log_m
+    return formula.loss(shifted, x)  # c0 and log_s per cell: the formula broadcasts them
+
+
+def fit(x: dict, target: np.ndarray, extra: tuple[str, ...]) -> dict:
+    names = list(formula.NAMES) + list(extra)
+    varies = {**{n: formula.FEATURE_OF.get(n) for n in formula.NAMES}, "c_M": "M", "s_M": "M"}
+    free = [n for n in names if varies.get(n) is None or np.ptp(x[varies[n]]) > 0]
+
+    def theta(p) -> dict:
+        return {**dict.fromkeys(names, 0.0), **dict(zip(free, p))}
+
+    def residuals(p):
+        with np.errstate(all="ignore"):
+            r = formula.log_loss(predict(theta(p), x)) - target
+        return np.nan_to_num(r, nan=50.0, posinf=50.0, neginf=-50.0)
+
+    best = None
+    for c0, k in itertools.product((0.0, math.log(3.0), math.log(10.0)), (0.5, 1.5, 3.0)):
+        first = {"log_a": math.log(0.3) + k * math.log(16), "k": k, "c0": c0}
+        r = least_squares(residuals, [first.get(n, 0.0) for n in free], x_scale="jac")
+        best = r if best is None or r.cost < best.cost else best
+    return theta(best.x)
+
+
+def take(x: dict, rows) -> dict:
+    return {k: v[rows] for k, v in x.items()}
+
+
+def scored(pred, table) -> str:
+    right = np.mean(classes(pred, table["vocab_size"]) == table["class"])
+    error = log10_loss(pred) - log10_loss(table["loss"])
+    per = ", ".join(f"{rms(error[(table['class'] == c).to_numpy()]):.2f}" for c in CLASSES)
+    return f"{100 * right:.0f}% | {rms(error):.3f} ({per})"
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore")  # the runs outside the law's scope, said per sweep
+    frames = {s: fill_from_configs(load(RESULTS / s), RESULTS / s) for s in SWEEPS}
+    table = pd.concat([cells(f).assign(sweep=s) for s, f in frames.items()], ignore_index=True)
+    table["class"] = classes(table["loss"], table["vocab_size"])
+    x, target = formula.features_of(table), formula.log_loss(table["loss"])
+
+    print(f"## 1. The measurement's floor ({len(table)} cells of {len(SWEEPS)} sweeps), log10\n")
+    floor_table(frames, table)
+
+    print("\n## 2. The shipped form fitted on every cell, scored on them\n")
+    theta = fit(x, target, ())
+    pred = predict(theta, x)
+    print("| cells | classified right | RMS log10 (learned, partial, failed) |\n|---|---|---|")
+    print(f"| {len(table)} | {scored(pred, table)} |\n")
+    ratio = np.log10(formula.memory_ratio(theta, x))
+    learned = (table["class"] == "learned").to_numpy()
+    error = log10_loss(pred) - log10_loss(table["loss"])
+    print("| learned cells at log10(c M / R) | cells | mean error | RMS error |\n|---|---|---|---|")
+    for lo, hi in ((-9, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0), (1.0, 1.5), (1.5, 9)):
+        band = learned & (ratio > lo) & (ratio <= hi)
+        print(
+            f"| {lo:g} to {hi:g} | {band.sum()} | {error[band].mean():+.2f} | {rms(error[band]):.2f} |"
+        )
+
+    print("\n## 3. A memory term: in sample, left out one sweep at a time, blind\n")
+    print(
+        "| form | constants | in sample: right | RMS (learned, partial, failed) | left out one "
+        "sweep: right | RMS | fitted on the 17 others, on the 3 blind: right | RMS |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    keys = np.array([str(cell_key(r)) for r in table.to_dict("records")])
+    blind = table["sweep"].isin(BLIND).to_numpy()
+    for extra in ((), ("c_M",), ("s_M",), ("c_M", "s_M")):
+        inside = scored(predict(fit(x, target, extra), x), table)
+        held_out = np.empty(len(table))
+        for name in SWEEPS:
+            mine = (table["sweep"] == name).to_numpy()
+            train = ~np.isin(keys, keys[mine])  # also the same cells in other sweeps
+            held_out[mine] = predict(fit(take(x, train), target[train], extra), take(x, mine))
+        left_out = scored(held_out, table)
+        law = fit(take(x, ~blind), target[~blind], extra)
+        on_blind = scored(predict(law, take(x, blind)), table[blind])
+        name = " + ".join(extra) or "shipped form"
+        print(
+            f"| {name} | {len(formula.NAMES) + len(extra)} | {inside} | {left_out} | {on_blind} |"
+        )
+
+    print(
+        "\n## 4. Where the boundary would have to lie (iid cells, 2-98% of seen symbols at chance)\n"
+    )
+    c_law = formula.memory_ratio(theta, x) * x["R"] / x["M"]
+    # The law with no seen symbol forgotten (c huge): L = learned + share x (log V - learned).
+    learned_loss = formula.loss({**theta, "c0": 50.0}, x)
+    chance = np.log(x["V"])
+    share = (table["loss"].to_numpy() - learned_loss) / (chance - learned_loss)
+    ok = (share > 0.02) & (share < 0.98) & ~x["permuted"]
+    s = math.exp(theta["log_s"])
+    c_needed = np.exp(np.log((1 - share[ok]) / share[ok]) / s) * x["R"][ok] / x["M"][ok]
+    d = np.log10(c_needed / c_law[ok])
+    print(
+        f"{ok.sum()} cells: log10(c needed / c of the law) mean {d.mean():+.2f}, RMS {rms(d):.2f}\n"
+    )
+    print("| setting | correlation | RMS left after a line in it |\n|---|---|---|")
+    settings = {
+        "log M": np.log(x["M"]),
+        "log R": np.log(x["R"]),
+        "log steps": np.log(table["steps"]),
+        "log B": np.log(table["batch_size"]),
+        "log V": np.log(x["V"]),
+        "log D": x["log_width"],
+        "tied": x["tied"],
+        "log n": np.log(x["n"]),
+        "log best LR": np.log(table["best_lr"]),
+    }
+    for name, v in settings.items():
+        v = np.asarray(v, dtype=float)[ok]
+        line = np.polyval(np.polyfit(v, d, 1), v)
+        print(f"| {name} | {np.corrcoef(v, d)[0, 1]:+.2f} | {rms(d - line):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
