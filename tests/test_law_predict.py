@@ -147,8 +147,29 @@ def test_a_law_file_of_the_exponential_boundary_is_refused_not_misread(tmp_path,
     predict other numbers, so they are refused, in one line, with what to do."""
     data = {**law.to_json(), "format": 1}
     (tmp_path / "old.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="not a spamlang law file of format 2"):
+    with pytest.raises(UserError, match="not a spamlang law file of format 3"):
         load(tmp_path / "old.json")
+
+
+def test_a_format_2_file_is_read_as_its_law_with_s_r_at_0(tmp_path, law):
+    """Format 2 held one steepness for every return time: read as format 3 with s_R = 0 (not
+    fitted), it predicts what it did; the shipped law is such a file."""
+    data = law.to_json()
+    data = {
+        **data,
+        "format": 2,
+        "constants": {k: v for k, v in data["constants"].items() if k != "s_R"},
+        "errors": {k: v for k, v in data["errors"].items() if k != "s_R"},
+    }
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = load(tmp_path / "old.json")
+    assert old.constants["s_R"] == 0.0 and old.errors["s_R"] is None
+    assert "s_R     = +0  (not fitted: the law's file predates this term)" in str(old)
+    flat = Law(**{**law.__dict__, "constants": {**law.constants, "s_R": 0.0}})
+    for B in (8, 32, 128):  # one steepness at every return time, as format 2 computed it
+        assert old.predict_row(_row(batch_size=B)).loss == flat.predict_row(_row(batch_size=B)).loss
+    assert load(old.save(tmp_path / "new.json")) == old  # and it is written as format 3
+    assert json.loads((tmp_path / "new.json").read_text())["format"] == 3
 
 
 def test_predict_reads_a_train_config_as_its_row(law):

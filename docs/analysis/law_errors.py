@@ -3,16 +3,18 @@ the laws' errors are"). Prints four markdown tables:
 
 1. the measurement's own floor: the standard error of a cell's seed mean, and how far the best
    LR of the grid sits from the parabola through it and its two neighbours (log10(L + 0.01));
-2. the cell law fitted on every cell and scored on the same cells, by measured class, and its
-   learned cells by distance from the boundary, log10(c M / R);
-3. one more constant that lets the memory move the boundary (c_M: c M^(1 + c_M) / R) or its
-   steepness (s_M: s M^s_M), against the shipped form: fitted on every cell, left out one sweep
-   at a time, and fitted on all but the three blind sweeps and scored on those;
+2. the cell law of one steepness (the form before format 3) fitted on every cell and scored on
+   the same cells, by measured class, and its learned cells by distance from the boundary,
+   log10(c M / R);
+3. one more constant against that form: the memory moving the boundary (c_M: c M^(1 + c_M) / R)
+   or the steepness (s_M: s (M / 20)^s_M), or the return time moving the steepness (s_R:
+   s (R / 128)^s_R, the formula's since format 3): fitted on every cell, left out one sweep at
+   a time, and fitted on all but the three blind sweeps and scored on those;
 4. where the boundary would have to lie: for cells whose loss puts 2-98% of the seen symbols at
    chance (iid order), the c that would make the law's logistic give that share, against the
    law's c, and how much of that each setting explains.
 
-    python docs/analysis/law_errors.py            # from the repository root; about 2 minutes
+    python docs/analysis/law_errors.py            # from the repository root; about a minute
 """
 
 from __future__ import annotations
@@ -95,7 +97,10 @@ def floor_table(frames: dict, table: pd.DataFrame) -> None:
         print(f"| {c} | {len(se)} | {rms(se):.3f} | {len(grid)} | {rms(grid):.3f} |")
 
 
-# ----- the cell law with optional memory terms: the shipped formula when both are 0.
+# ----- the cell law with optional terms: one steepness when all three are 0.
+OPTIONAL = ("c_M", "s_M", "s_R")  # s_R is the formula's own (format 3); c_M, s_M are not
+
+
 def predict(theta: dict, x: dict) -> np.ndarray:
     log_m = np.log(x["M"] / 20.0)
     shifted = {**theta, "c0": theta["c0"] + theta.get("c_M", 0.0) * log_m}
@@ -104,12 +109,13 @@ def predict(theta: dict, x: dict) -> np.ndarray:
 
 
 def fit(x: dict, target: np.ndarray, extra: tuple[str, ...]) -> dict:
-    names = list(formula.NAMES) + list(extra)
-    varies = {**{n: formula.FEATURE_OF.get(n) for n in formula.NAMES}, "c_M": "M", "s_M": "M"}
+    """The constants of one steepness (s_R held at 0, the form before format 3) and `extra`."""
+    names = [n for n in formula.NAMES if n not in OPTIONAL] + list(extra)
+    varies = {**formula.FEATURE_OF, "c_M": "M", "s_M": "M"}
     free = [n for n in names if varies.get(n) is None or np.ptp(x[varies[n]]) > 0]
 
     def theta(p) -> dict:
-        return {**dict.fromkeys(names, 0.0), **dict(zip(free, p))}
+        return {**dict.fromkeys((*formula.NAMES, *OPTIONAL), 0.0), **dict(zip(free, p))}
 
     def residuals(p):
         with np.errstate(all="ignore"):
@@ -145,7 +151,7 @@ def main() -> int:
     print(f"## 1. The measurement's floor ({len(table)} cells of {len(SWEEPS)} sweeps), log10\n")
     floor_table(frames, table)
 
-    print("\n## 2. The shipped form fitted on every cell, scored on them\n")
+    print("\n## 2. One steepness (the form before s_R) fitted on every cell, scored on them\n")
     theta = fit(x, target, ())
     pred = predict(theta, x)
     print("| cells | classified right | RMS log10 (learned, partial, failed) |\n|---|---|---|")
@@ -160,7 +166,7 @@ def main() -> int:
             f"| {lo:g} to {hi:g} | {band.sum()} | {error[band].mean():+.2f} | {rms(error[band]):.2f} |"
         )
 
-    print("\n## 3. A memory term: in sample, left out one sweep at a time, blind\n")
+    print("\n## 3. One more constant: in sample, left out one sweep at a time, blind\n")
     print(
         "| form | constants | in sample: right | RMS (learned, partial, failed) | left out one "
         "sweep: right | RMS | fitted on the 17 others, on the 3 blind: right | RMS |"
@@ -168,7 +174,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     keys = np.array([str(cell_key(r)) for r in table.to_dict("records")])
     blind = table["sweep"].isin(BLIND).to_numpy()
-    for extra in ((), ("c_M",), ("s_M",), ("c_M", "s_M")):
+    for extra in ((), ("c_M",), ("s_M",), ("c_M", "s_M"), ("s_R",), ("s_M", "s_R")):
         inside = scored(predict(fit(x, target, extra), x), table)
         held_out = np.empty(len(table))
         for name in SWEEPS:
@@ -178,9 +184,9 @@ def main() -> int:
         left_out = scored(held_out, table)
         law = fit(take(x, ~blind), target[~blind], extra)
         on_blind = scored(predict(law, take(x, blind)), table[blind])
-        name = " + ".join(extra) or "shipped form"
+        name = " + ".join(extra) or "one steepness"
         print(
-            f"| {name} | {len(formula.NAMES) + len(extra)} | {inside} | {left_out} | {on_blind} |"
+            f"| {name} | {len(formula.NAMES) - 1 + len(extra)} | {inside} | {left_out} | {on_blind} |"
         )
 
     print(

@@ -89,7 +89,10 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
         return {**dict.fromkeys(formula.NAMES, 0.0), **dict(zip(free, p))}
 
     def residuals(p: np.ndarray) -> np.ndarray:
-        return formula.log_loss(formula.loss(theta(p), x)) - target
+        # A trial step can overflow c or the steepness: least_squares backs off a step whose
+        # residuals are not finite, so that is no warning line for the user.
+        with np.errstate(all="ignore"):
+            return formula.log_loss(formula.loss(theta(p), x)) - target
 
     best = None
     for c0, k in itertools.product(C0_STARTS, K_STARTS):

@@ -17,8 +17,12 @@ from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
 from spamlang.rundir.reading import read_named_json
 
 # Bumped when the file's meaning changes; a file of another format is refused, not misread
-# (2: the cell law's boundary became a logistic, with its steepness log_s).
-FORMAT = 2
+# (2: the cell law's boundary became a logistic, with its steepness log_s; 3: the steepness
+# moves with the return time, s_R).
+FORMAT = 3
+# Older formats still read, each with the constants it lacks at 0: its law exactly (a format 2
+# file is the logistic of one steepness, s_R = 0).
+READ_AS = {2: {"s_R": 0.0}}
 SHIPPED = "fitted.json"  # the package's own law, next to this module
 # How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
 # only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
@@ -145,8 +149,13 @@ class Law:
     @classmethod
     def from_json(cls, data: Any, where: str = "law") -> Law:
         """Inverse of `to_json`; UserError naming `where` for anything else."""
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise UserError(f"{where}: not a spamlang law file of format {FORMAT}")
+        if not isinstance(data, dict) or data.get("format") not in (FORMAT, *READ_AS):
+            raise UserError(
+                f"{where}: not a spamlang law file of format {FORMAT} "
+                f"(or {', '.join(map(str, READ_AS))}, which it reads)"
+            )
+        if data["format"] != FORMAT and data.get("kind", Law.KIND) == Law.KIND:
+            data = _upgraded(data)
         kind = KINDS.get(data.get("kind", Law.KIND))
         if kind is None:
             raise UserError(f"{where}: unknown kind of law {data.get('kind')!r}")
@@ -181,12 +190,7 @@ class Law:
             value, error = self.constants[name], self.errors[name]
             lines.append(
                 f"  {name:<7} = {value:+.4g}"
-                + (
-                    f" ± {error:.2g}"
-                    if error is not None
-                    else f"  (not fitted: every cell had the same "
-                    f"{formula.FEATURE_WORDS[self.FEATURE_OF[name]]})"
-                )
+                + (f" ± {error:.2g}" if error is not None else f"  (not fitted: {self._why(name)})")
             )
         lines.append(self.summary_line())
         lines.append(
@@ -199,6 +203,14 @@ class Law:
         )
         return "\n".join(lines)
 
+    def _why(self, name: str) -> str:
+        """Why the constant `name` is held at 0: its feature did not vary over the fit's cells,
+        or (its cells' return times did vary) the law's file predates the constant."""
+        feature = self.FEATURE_OF[name]
+        if feature == "log_return" and self.ranges["R"][0] < self.ranges["R"][1]:
+            return "the law's file predates this term"
+        return f"every cell had the same {formula.FEATURE_WORDS[feature]}"
+
     def summary_line(self) -> str:
         """The constants in words: c untied and tied, and the boundary's steepness s."""
         c = math.exp(self.constants["c0"])
@@ -208,7 +220,8 @@ class Law:
         ]
         return (
             f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
-            f"at {' and '.join(at)}; steepness s = {math.exp(self.constants['log_s']):.3g}"
+            f"at {' and '.join(at)}; steepness s = {math.exp(self.constants['log_s']):.3g} "
+            f"at R = {formula.R_REF}, x (R / {formula.R_REF})^{self.constants['s_R']:.3g}"
         )
 
 
@@ -218,6 +231,21 @@ KINDS[Law.KIND] = Law
 def _number(value: Any) -> bool:
     """A finite real number (a bool is not one)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _upgraded(data: dict) -> dict:
+    """A cell law's file of an older format (READ_AS) as format FORMAT: the constants it lacks
+    at their value then, with no standard error (not fitted)."""
+    added = READ_AS[data["format"]]
+    constants, errors = data.get("constants"), data.get("errors")
+    if not isinstance(constants, dict) or not isinstance(errors, dict):
+        return data  # from_json says what is missing
+    return {
+        **data,
+        "format": FORMAT,
+        "constants": {**added, **constants},
+        "errors": {**dict.fromkeys(added), **errors},
+    }
 
 
 def _invalid(data: dict, names: tuple[str, ...]) -> str:

@@ -30,6 +30,8 @@ CONSTANTS = {
     # depth: deeper nets hold symbols longer (made up, nonzero so that the fit must find it)
     "c_L": 0.3,
     "log_s": math.log(4.0),  # a boundary steepness near the fitted one (about 6.5)
+    # the transition widens at long return times, as the sweeps' fit says (made up size)
+    "s_R": -0.5,
 }
 # The grid: the README's sweeps in miniature (steps = n x V / B for these n).
 GRID = {
