@@ -14,19 +14,19 @@
 
 A cell whose symbols come back within c M steps, Adam's memory scaled by c, reaches l(n); one
 whose return time R is longer sits at chance, log V. The boundary is a threshold in log(c M / R)
-smoothed by a logistic of steepness s (fitted: about 6.5 at R = 128), not the share of symbols away longer
-than c M that the first form, exp(-c M / R), assumed: the cells' own per-symbol columns show
-failed cells with almost no symbol learned, even those seen at the last step, so failing is a
-state of the cell, not of each symbol's age. Left out one sweep at a time over 290 cells the
-logistic predicted at RMS error 0.67 with 91% of cells classified right, against 0.85 and 80%
-for the exponential (docs/findings.md). The steepness falls as R grows (s_R < 0: the
-transition is wider where symbols return rarely): fitted on all 490 cells of the 20 sweeps of
-results/ and scored on them, one steepness left an RMS error of 0.276 in log10(L + 0.01), above
-the 0.2 that issue #41 asks of blind cells, and s_R is the one constant that did most (left out
-one sweep at a time, 90% right at RMS 0.27 in log10 against 84% and 0.61;
-docs/analysis/law_errors.py compares it with memory terms). When every symbol comes once an epoch (`TrainConfig.
-sampling` "cyclic", and "permuted", whose shuffled epochs make gaps R only on average) the share
-is max(0, 1 - c M / R): the same c, a different data order, a prediction the fit does not tune.
+smoothed by a logistic of steepness s, not the share of symbols away longer than c M that the
+first form, exp(-c M / R), assumed: the cells' own per-symbol columns show failed cells with
+almost no symbol learned, even those seen at the last step, so failing is a state of the cell,
+not of each symbol's age. Left out one sweep at a time over 290 cells the logistic predicted at
+RMS error 0.67 with 91% of cells classified right, against 0.85 and 80% for the exponential
+(docs/findings.md). The steepness falls as R grows (fitted: s = 5.5 at R = 128, s_R = -0.40:
+the transition is wider where symbols return rarely), an empirical term: over the 490 cells of
+the 20 sweeps of results/, one steepness fitted on all of them still erred by 0.276 in
+log10(L + 0.01) on the same cells, and s_R did best of the one-constant additions tried left
+out one sweep at a time (90% right at RMS 0.27 in log10, against 84% and 0.61;
+docs/analysis/law_errors.py). When every symbol comes once an epoch (`TrainConfig.sampling`
+"cyclic", and "permuted", whose shuffled epochs make gaps R only on average) the share is
+max(0, 1 - c M / R): the same c, a different data order, a prediction the fit does not tune.
 Capping l(n) at log V keeps every prediction in [0, log V]: uncapped, a cell with n far below
 the fitted range predicted hundreds of nats. c is log-linear because its known misses are
 multiplicative (it grows with D and moves with tying and weight decay); l(n) gets a tied term
