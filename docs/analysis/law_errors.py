@@ -13,8 +13,13 @@ the laws' errors are"). Prints four markdown tables:
 4. where the boundary would have to lie: for cells whose loss puts 2-98% of the seen symbols at
    chance (iid order), the c that would make the law's logistic give that share, against the
    law's c, and how much of that each setting explains.
+5. the fourth blind test (`law_blind_4`) added to the 20 sweeps (506 cells): the shipped form
+   (s_R) and one more constant on it (s_M; c_M; c_D2, a curvature in log width:
+   c x exp(c_D2 log(D / 16)^2); c_B, the batch: c x (B / 32)^c_B), fitted on all 506 cells and
+   scored on `law_blind_4`'s, and left out one sweep at a time; then `law_blind_4`'s cells under
+   the shipped form refitted with them.
 
-    python docs/analysis/law_errors.py            # from the repository root; about a minute
+    python docs/analysis/law_errors.py            # from the repository root; about 3 minutes
 """
 
 from __future__ import annotations
@@ -98,12 +103,16 @@ def floor_table(frames: dict, table: pd.DataFrame) -> None:
 
 
 # ----- the cell law with optional terms: one steepness when all three are 0.
-OPTIONAL = ("c_M", "s_M", "s_R")  # s_R is the formula's own (format 3); c_M, s_M are not
+OPTIONAL = ("c_M", "s_M", "s_R", "c_D2", "c_B")  # s_R is the formula's own (format 3)
+# What each optional constant multiplies, for `fit` to hold it at 0 where that does not vary.
+VARIES = {**formula.FEATURE_OF, "c_M": "M", "s_M": "M", "c_D2": "log_width", "c_B": "log_batch"}
 
 
 def predict(theta: dict, x: dict) -> np.ndarray:
     log_m = np.log(x["M"] / 20.0)
-    shifted = {**theta, "c0": theta["c0"] + theta.get("c_M", 0.0) * log_m}
+    log_c = theta["c0"] + theta.get("c_M", 0.0) * log_m
+    log_c = log_c + theta.get("c_D2", 0.0) * x["log_width"] ** 2
+    shifted = {**theta, "c0": log_c + theta.get("c_B", 0.0) * x["log_batch"]}
     shifted["log_s"] = theta["log_s"] + theta.get("s_M", 0.0) * log_m
     return formula.loss(shifted, x)  # c0 and log_s per cell: the formula broadcasts them
 
@@ -111,8 +120,7 @@ def predict(theta: dict, x: dict) -> np.ndarray:
 def fit(x: dict, target: np.ndarray, extra: tuple[str, ...]) -> dict:
     """The constants of one steepness (s_R held at 0, the form before format 3) and `extra`."""
     names = [n for n in formula.NAMES if n not in OPTIONAL] + list(extra)
-    varies = {**formula.FEATURE_OF, "c_M": "M", "s_M": "M"}
-    free = [n for n in names if varies.get(n) is None or np.ptp(x[varies[n]]) > 0]
+    free = [n for n in names if VARIES.get(n) is None or np.ptp(x[VARIES[n]]) > 0]
 
     def theta(p) -> dict:
         return {**dict.fromkeys((*formula.NAMES, *OPTIONAL), 0.0), **dict(zip(free, p))}
@@ -141,12 +149,31 @@ def scored(pred, table) -> str:
     return f"{100 * right:.0f}% | {rms(error):.3f} ({per})"
 
 
-def main() -> int:
-    warnings.filterwarnings("ignore")  # the runs outside the law's scope, said per sweep
-    frames = {s: fill_from_configs(load(RESULTS / s), RESULTS / s) for s in SWEEPS}
+def read(sweeps) -> tuple[pd.DataFrame, dict, dict, np.ndarray]:
+    """The sweeps' results (by name), their cells with class and sweep, features and target."""
+    frames = {s: fill_from_configs(load(RESULTS / s), RESULTS / s) for s in sweeps}
     table = pd.concat([cells(f).assign(sweep=s) for s, f in frames.items()], ignore_index=True)
     table["class"] = classes(table["loss"], table["vocab_size"])
-    x, target = formula.features_of(table), formula.log_loss(table["loss"])
+    x = formula.features_of(table)
+    x["log_batch"] = np.log(table["batch_size"].to_numpy(dtype=float) / 32)
+    return frames, table, x, formula.log_loss(table["loss"])
+
+
+def left_out(x: dict, target: np.ndarray, table: pd.DataFrame, extra) -> np.ndarray:
+    """Each sweep's cells predicted by the form fitted without them (and without the same cells
+    in other sweeps)."""
+    keys = np.array([str(cell_key(r)) for r in table.to_dict("records")])
+    held_out = np.empty(len(table))
+    for name in table["sweep"].unique():
+        mine = (table["sweep"] == name).to_numpy()
+        train = ~np.isin(keys, keys[mine])
+        held_out[mine] = predict(fit(take(x, train), target[train], extra), take(x, mine))
+    return held_out
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore")  # the runs outside the law's scope, said per sweep
+    frames, table, x, target = read(SWEEPS)
 
     print(f"## 1. The measurement's floor ({len(table)} cells of {len(SWEEPS)} sweeps), log10\n")
     floor_table(frames, table)
@@ -172,21 +199,15 @@ def main() -> int:
         "sweep: right | RMS | fitted on the 17 others, on the 3 blind: right | RMS |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    keys = np.array([str(cell_key(r)) for r in table.to_dict("records")])
     blind = table["sweep"].isin(BLIND).to_numpy()
     for extra in ((), ("c_M",), ("s_M",), ("c_M", "s_M"), ("s_R",), ("s_M", "s_R")):
         inside = scored(predict(fit(x, target, extra), x), table)
-        held_out = np.empty(len(table))
-        for name in SWEEPS:
-            mine = (table["sweep"] == name).to_numpy()
-            train = ~np.isin(keys, keys[mine])  # also the same cells in other sweeps
-            held_out[mine] = predict(fit(take(x, train), target[train], extra), take(x, mine))
-        left_out = scored(held_out, table)
+        left = scored(left_out(x, target, table, extra), table)
         law = fit(take(x, ~blind), target[~blind], extra)
         on_blind = scored(predict(law, take(x, blind)), table[blind])
         name = " + ".join(extra) or "one steepness"
         print(
-            f"| {name} | {len(formula.NAMES) - 1 + len(extra)} | {inside} | {left_out} | {on_blind} |"
+            f"| {name} | {len(formula.NAMES) - 1 + len(extra)} | {inside} | {left} | {on_blind} |"
         )
 
     print(
@@ -220,7 +241,42 @@ def main() -> int:
         v = np.asarray(v, dtype=float)[ok]
         line = np.polyval(np.polyfit(v, d, 1), v)
         print(f"| {name} | {np.corrcoef(v, d)[0, 1]:+.2f} | {rms(d - line):.2f} |")
+
+    fourth_blind_test()
     return 0
+
+
+def fourth_blind_test() -> None:
+    """Section 5: can the shipped form, or one more constant on it, hold `law_blind_4`'s cells
+    once it is fitted with them?"""
+    _, table, x, target = read([*SWEEPS, "law_blind_4"])
+    mine = (table["sweep"] == "law_blind_4").to_numpy()
+    print(
+        f"\n## 5. With the fourth blind test's cells ({len(table)} cells of {len(SWEEPS) + 1} sweeps)\n"
+    )
+    print(
+        "| form | in sample, all: right | RMS (learned, partial, failed) | in sample, law_blind_4: "
+        "right | RMS | left out one sweep, all: right | RMS | law_blind_4 left out: right | RMS |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    shipped = None
+    for extra in (("s_R",), ("s_R", "s_M"), ("s_R", "c_M"), ("s_R", "c_D2"), ("s_R", "c_B")):
+        theta = fit(x, target, extra)
+        shipped = theta if shipped is None else shipped
+        pred, held_out = predict(theta, x), left_out(x, target, table, extra)
+        print(
+            f"| {' + '.join(extra)} | {scored(pred, table)} | {scored(pred[mine], table[mine])} "
+            f"| {scored(held_out, table)} | {scored(held_out[mine], table[mine])} |"
+        )
+    print("\nlaw_blind_4 under the shipped form fitted on all of them:\n")
+    print("| D | B | tied | b2 | measured | predicted | c M / R |\n|---|---|---|---|---|---|---|")
+    pred, ratio = predict(shipped, x), formula.memory_ratio(shipped, x)
+    for i in np.flatnonzero(mine):
+        row = table.iloc[i]
+        print(
+            f"| {row['d_model']} | {row['batch_size']} | {bool(row['tie_embeddings'])} | "
+            f"{row['b2']} | {row['loss']:.3g} | {pred[i]:.3g} | {ratio[i]:.2f} |"
+        )
 
 
 if __name__ == "__main__":
