@@ -17,9 +17,10 @@ the laws' errors are"). Prints four markdown tables:
    (s_R) and one more constant on it (s_M; c_M; c_D2, a curvature in log width:
    c x exp(c_D2 log(D / 16)^2); c_B, the batch: c x (B / 32)^c_B), fitted on all 506 cells and
    scored on `law_blind_4`'s, and left out one sweep at a time; then `law_blind_4`'s cells under
-   the shipped form refitted with them.
+   the shipped form refitted with them;
+6. the same with `return_or_batch` added too (510 cells), for the shipped form and c_B.
 
-    python docs/analysis/law_errors.py            # from the repository root; about 3 minutes
+    python docs/analysis/law_errors.py            # from the repository root; about 2 minutes
 """
 
 from __future__ import annotations
@@ -242,31 +243,36 @@ def main() -> int:
         line = np.polyval(np.polyfit(v, d, 1), v)
         print(f"| {name} | {np.corrcoef(v, d)[0, 1]:+.2f} | {rms(d - line):.2f} |")
 
-    fourth_blind_test()
+    with_cells(
+        "5. With the fourth blind test's cells",
+        ("law_blind_4",),
+        (("s_M",), ("c_M",), ("c_D2",), ("c_B",)),
+    )
+    with_cells("6. And the batch control's", ("law_blind_4", "return_or_batch"), (("c_B",),))
     return 0
 
 
-def fourth_blind_test() -> None:
-    """Section 5: can the shipped form, or one more constant on it, hold `law_blind_4`'s cells
-    once it is fitted with them?"""
-    _, table, x, target = read([*SWEEPS, "law_blind_4"])
+def with_cells(section: str, added: tuple[str, ...], forms: tuple[tuple[str, ...], ...]) -> None:
+    """Sections 5 and 6: the 20 sweeps and `added`, fitted by the shipped form (s_R) and each of
+    `forms` on it; scored in sample and left out one sweep at a time, over all cells and over
+    `law_blind_4`'s; then `law_blind_4`'s cells under the shipped form fitted on all of them."""
+    _, table, x, target = read([*SWEEPS, *added])
     mine = (table["sweep"] == "law_blind_4").to_numpy()
-    print(
-        f"\n## 5. With the fourth blind test's cells ({len(table)} cells of {len(SWEEPS) + 1} sweeps)\n"
-    )
+    print(f"\n## {section} ({len(table)} cells of {len(SWEEPS) + len(added)} sweeps)\n")
     print(
         "| form | in sample, all: right | RMS (learned, partial, failed) | in sample, law_blind_4: "
         "right | RMS | left out one sweep, all: right | RMS | law_blind_4 left out: right | RMS |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    shipped = None
-    for extra in (("s_R",), ("s_R", "s_M"), ("s_R", "c_M"), ("s_R", "c_D2"), ("s_R", "c_B")):
-        theta = fit(x, target, extra)
-        shipped = theta if shipped is None else shipped
-        pred, held_out = predict(theta, x), left_out(x, target, table, extra)
+    shipped = fit(x, target, ("s_R",))
+    for extra in ((), *forms):
+        theta = fit(x, target, ("s_R", *extra)) if extra else shipped
+        pred, held_out = predict(theta, x), left_out(x, target, table, ("s_R", *extra))
         print(
-            f"| {' + '.join(extra)} | {scored(pred, table)} | {scored(pred[mine], table[mine])} "
-            f"| {scored(held_out, table)} | {scored(held_out[mine], table[mine])} |"
+            f"| {' + '.join(('s_R', *extra))} | {scored(pred, table)} | "
+            f"{scored(pred[mine], table[mine])} | {scored(held_out, table)} | "
+            f"{scored(held_out[mine], table[mine])} |"
+            + "".join(f" {n} = {theta[n]:+.3f}" for n in extra)
         )
     print("\nlaw_blind_4 under the shipped form fitted on all of them:\n")
     print("| D | B | tied | b2 | measured | predicted | c M / R |\n|---|---|---|---|---|---|---|")
