@@ -1,5 +1,5 @@
 """Where the cell law's errors come from, over the committed sweeps (docs/findings.md, "Where
-the laws' errors are"). Prints four markdown tables:
+the laws' errors are"). Prints six sections of markdown tables:
 
 1. the measurement's own floor: the standard error of a cell's seed mean, and how far the best
    LR of the grid sits from the parabola through it and its two neighbours (log10(L + 0.01));
@@ -103,7 +103,7 @@ def floor_table(frames: dict, table: pd.DataFrame) -> None:
         print(f"| {c} | {len(se)} | {rms(se):.3f} | {len(grid)} | {rms(grid):.3f} |")
 
 
-# ----- the cell law with optional terms: one steepness when all three are 0.
+# ----- the cell law with optional terms: one steepness when all of them are 0.
 OPTIONAL = ("c_M", "s_M", "s_R", "c_D2", "c_B")  # s_R is the formula's own (format 3)
 # What each optional constant multiplies, for `fit` to hold it at 0 where that does not vary.
 VARIES = {**formula.FEATURE_OF, "c_M": "M", "s_M": "M", "c_D2": "log_width", "c_B": "log_batch"}
