@@ -23,34 +23,23 @@ Read it with
 Run: python sweeps/return_or_batch_width.py [--out DIR] [--shard i/n] [--dry-run]
 """
 
+import dataclasses
+from pathlib import Path
+
 from spamlang.cli.sweep_cmd import main
-from spamlang.sweep import Sweep
-from spamlang.train.config import TrainConfig
+from spamlang.sweep import load_sweep_file
 
-SEQ_LEN = 2
-BATCH, VOCAB = 16, 3584  # return time 224, as in return_or_batch.py
-UPDATES = 12  # updates per symbol, B x steps / V
+# The sweep it widens sits next to this one, loaded by path: sweeps/ is not a package.
+NARROW = load_sweep_file(Path(__file__).with_name("return_or_batch.py"))[0]
+BATCH, VOCAB, TOKENS = NARROW.axes["batch_size,vocab_size,tokens"][0]  # its B = 16 cell
 
-SWEEP = Sweep(
+SWEEP = dataclasses.replace(
+    NARROW,
     name="return_or_batch_width",
-    base=TrainConfig(
-        preset="tiny-w352",
-        language="spam",
-        vocab_size=VOCAB,
-        seq_len=SEQ_LEN,
-        batch_size=BATCH,
-        tokens=UPDATES * VOCAB * SEQ_LEN,
-        b2=0.96,
-        log_every=32,
-        eval_every=128,
-        checkpoint_every=512,
+    base=dataclasses.replace(
+        NARROW.base, preset="tiny-w352", batch_size=BATCH, vocab_size=VOCAB, tokens=TOKENS
     ),
-    axes={
-        "tie_embeddings": [True, False],
-        "lr": [1e-4, 3e-4, 1e-3],
-        "seed": [0, 1],
-    },
-    bracket_lr=2,
+    axes={k: v for k, v in NARROW.axes.items() if k != "batch_size,vocab_size,tokens"},
 )
 
 if __name__ == "__main__":
