@@ -45,7 +45,7 @@ def test_a_cell_inside_the_range_is_predicted_as_the_true_law_says(law):
 def test_memory_ratio_is_c_m_over_r_and_the_boundary_lies_at_1(law):
     k = law.constants
     c = math.exp(k["c0"] + k["c_tied"])  # tied, D = 16, decayed: c_D and c_wd multiply 0 / 1
-    c *= math.exp(k["c_wd"])
+    c *= math.exp(k["c_wd"] + k["c_DV"] * 16 / 1024)  # and c_DV multiplies D / V
     for B in (8, 32, 128):
         p = law.predict_row(_row(batch_size=B, steps=512 * 32 // B))
         assert p.memory_ratio == pytest.approx(c * p.M / p.R)
@@ -147,29 +147,33 @@ def test_a_law_file_of_the_exponential_boundary_is_refused_not_misread(tmp_path,
     predict other numbers, so they are refused, in one line, with what to do."""
     data = {**law.to_json(), "format": 1}
     (tmp_path / "old.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="not a spamlang law file of format 3"):
+    with pytest.raises(UserError, match="not a spamlang law file of format 4"):
         load(tmp_path / "old.json")
 
 
-def test_a_format_2_file_is_read_as_its_law_with_s_r_at_0(tmp_path, law):
-    """Format 2 held one steepness for every return time: read as format 3 with s_R = 0 (not
-    fitted), it predicts what it did; the shipped law is such a file."""
+@pytest.mark.parametrize("fmt, lacks", [(2, ("s_R", "c_DV")), (3, ("c_DV",))])
+def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(tmp_path, law, fmt, lacks):
+    """Format 2 held one steepness for every return time, format 3 no width-against-vocabulary
+    term: read as format 4 with those constants at 0 (not fitted), each predicts what it did;
+    results/forecasts/cell_law_4.json is a format 3 file."""
     data = law.to_json()
     data = {
         **data,
-        "format": 2,
-        "constants": {k: v for k, v in data["constants"].items() if k != "s_R"},
-        "errors": {k: v for k, v in data["errors"].items() if k != "s_R"},
+        "format": fmt,
+        "constants": {k: v for k, v in data["constants"].items() if k not in lacks},
+        "errors": {k: v for k, v in data["errors"].items() if k not in lacks},
     }
     (tmp_path / "old.json").write_text(json.dumps(data))
     old = load(tmp_path / "old.json")
-    assert old.constants["s_R"] == 0.0 and old.errors["s_R"] is None
-    assert "s_R     = +0  (not fitted: the law's file predates this term)" in str(old)
-    flat = Law(**{**law.__dict__, "constants": {**law.constants, "s_R": 0.0}})
-    for B in (8, 32, 128):  # one steepness at every return time, as format 2 computed it
+    for name in lacks:
+        assert old.constants[name] == 0.0 and old.errors[name] is None
+        assert f"{name:<7} = +0  (not fitted: the law's file predates this term)" in str(old)
+    flat = Law(**{**law.__dict__, "constants": {**law.constants, **dict.fromkeys(lacks, 0.0)}})
+    for B in (8, 32, 128):  # the law the older format computed, at every return time
         assert old.predict_row(_row(batch_size=B)).loss == flat.predict_row(_row(batch_size=B)).loss
-    assert load(old.save(tmp_path / "new.json")) == old  # and it is written as format 3
-    assert json.loads((tmp_path / "new.json").read_text())["format"] == 3
+    assert old.predict_row(_row()).loss != law.predict_row(_row()).loss  # the terms mattered
+    assert load(old.save(tmp_path / "new.json")) == old  # and it is written as format 4
+    assert json.loads((tmp_path / "new.json").read_text())["format"] == 4
 
 
 def test_predict_reads_a_train_config_as_its_row(law):
@@ -273,8 +277,8 @@ def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
     from spamlang.law import formula
 
     theta = dict(synthetic.CONSTANTS)
-    c = math.exp(theta["c0"])  # untied, D = 16, no decay
     n, V = 16.0, 4096.0
+    c = math.exp(theta["c0"] + theta["c_DV"] * 16 / V)  # untied, D = 16, no decay
 
     def loss(M, R, permuted):
         x = formula.features(V, V / R, n * R, M, 16, False, False, permuted)

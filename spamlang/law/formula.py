@@ -3,7 +3,8 @@
     R = V / B                        steps between a symbol's returns
     M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
     n = B x steps / V                updates per symbol
-    c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0] + c_L*log(layers/2))
+    c = exp(c0 + c_tied*tied + c_D*log(D/16) + c_wd*[wd > 0] + c_L*log(layers/2)
+            + c_DV*min(D/V, 1))
     l(n) = min(log V, exp(log_a + a_tied*tied + a_D*log(D/16) + a_wd*[wd > 0]) * n^-k)
                                      the loss n updates reach, never above chance
     p = 1 / (1 + (c M / R)^s)        the cell's share at chance (iid),
@@ -36,6 +37,17 @@ D = 32. Depth enters c through log(layers / 2), 2 being the depth of every CPU s
 `sweeps/depth.py`; a depth term in l(n) as well did not predict better (left out: RMS 0.68
 with it, 0.67 without) and was dropped. A law fitted at one depth holds c_L at 0 and flags any other.
 
+c_DV (format 4) lets the width's effect grow as D nears V: at one return time and memory
+(R = 224, M = 25, 12 updates per symbol, D = 176), halving B and V together cut the loss 5-7x
+per halving, and doubling D at V = 3,584 cut it 74-89x (`sweeps/return_or_batch.py`,
+`return_or_batch_width.py`), where c D^c_D alone moved the law's number little. Of the terms
+tried on the 512 cells of the 23 sweeps of results/ (a batch term, B and V in other powers, D x
+V, D / B, D^2, sqrt(D / V)), exp(c_DV D / V) predicted best left out one sweep at a time (91%
+right at RMS 0.272 in log10(L + 0.01), against 90% and 0.312 without it;
+docs/analysis/law_errors.py). It is empirical: D / V is the share of the logit space the head's
+rank spans, and the term is capped where D reaches V (a full-rank head), but no measurement here
+ties its size (c x 2.2 at D / V = 0.1) to a mechanism.
+
 Numpy only: the math, shared by the fit, the prediction and the tests."""
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ import numpy as np
 # The constants, in the order of the fit's parameter vector.
 NAMES = ("log_a", "a_tied", "a_D", "a_wd", "k", "c0", "c_tied", "c_D", "c_wd", "c_L", "log_s")
 NAMES += ("s_R",)  # added in format 3 of the law's file: a format 2 file holds s_R = 0
+NAMES += ("c_DV",)  # added in format 4: a format 2 or 3 file holds c_DV = 0
 # The width c0 refers to: the `tiny` preset's, that of most CPU sweeps.
 D_REF = 16
 # The depth c0 refers to: the `tiny` preset's.
@@ -62,6 +75,7 @@ FEATURE_OF = {
     "c_wd": "decayed",
     "c_L": "log_depth",
     "s_R": "log_return",
+    "c_DV": "width_share",
 }
 # Those features in words, for a constant held at 0 ("every cell had the same width").
 FEATURE_WORDS = {
@@ -70,6 +84,7 @@ FEATURE_WORDS = {
     "decayed": "sign of weight decay",
     "log_depth": "depth",
     "log_return": "return time",
+    "width_share": "width against vocabulary",
 }
 # Data orders that show every symbol once an epoch (`TrainConfig.sampling`).
 EPOCH_ORDERS = ("permuted", "cyclic")
@@ -95,6 +110,8 @@ def features(
         "decayed": np.asarray(decayed, dtype=float),
         "log_depth": np.log(np.asarray(layers, dtype=float) / LAYERS_REF) + 0 * V,
         "log_return": np.log(V / B / R_REF),
+        # D / V, the share of the logit space the head's rank spans: 1 once D >= V (full rank)
+        "width_share": np.minimum(np.asarray(D, dtype=float) / V, 1.0),
         "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape),
     }
 
@@ -124,6 +141,7 @@ def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarra
         + theta["c_D"] * x["log_width"]
         + theta["c_wd"] * x["decayed"]
         + theta["c_L"] * x["log_depth"]
+        + theta["c_DV"] * x["width_share"]
     )
     return c * x["M"] / x["R"]
 

@@ -32,6 +32,8 @@ CONSTANTS = {
     "log_s": math.log(4.0),  # a boundary steepness near the fitted one (about 6.5)
     # the transition widens at long return times, as the sweeps' fit says (made up size)
     "s_R": -0.5,
+    # the width's effect grows as D nears V (made up size; the sweeps' fit says about 8)
+    "c_DV": 4.0,
 }
 # The grid: the README's sweeps in miniature (steps = n x V / B for these n).
 GRID = {
