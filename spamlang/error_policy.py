@@ -153,6 +153,28 @@ def error_line(prog: str, e: BaseException) -> tuple[str, int]:
     return f"{prog}: error: {describe(e)} ({HINT})", 1
 
 
+def guard_script_import(prog: str) -> None:
+    """A sweep script builds its Sweep when Python runs its top lines, before `main` runs under
+    `guarded`: a bad setting there (`tiny-w120`, whose TrainConfig refuses it) ended in a
+    traceback with status 1. Installed by the module those scripts import first, this makes an
+    uncaught UserError the one line and status 2 of every other bad input; anything else, and
+    everything in debug mode, goes to the hook it replaces."""
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback) -> None:
+        if not issubclass(kind, UserError) or debug_enabled():
+            return previous(kind, value, traceback)
+        line, status = error_line(prog, value)
+        print(line, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # An excepthook cannot choose the exit status (the interpreter then exits 1), and
+        # nothing has started by then that needs the interpreter's own shutdown.
+        os._exit(status)
+
+    sys.excepthook = hook
+
+
 @contextlib.contextmanager
 def guarded(
     prog: str, *, debug: bool = False, at_exit: bool = False

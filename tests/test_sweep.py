@@ -226,6 +226,32 @@ def test_a_huge_grid_is_refused_at_once_naming_the_limit(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+BAD_PRESET_SCRIPT = """
+from spamlang.cli.sweep_cmd import main
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+
+SWEEP = Sweep("bad", TrainConfig(preset="tiny-w120", vocab_size=16, seq_len=16, batch_size=8,
+                                 tokens=2560), {"lr": [1e-3]})
+raise SystemExit(main(SWEEP))
+"""
+
+
+def test_a_sweep_script_with_a_bad_setting_is_one_line_and_status_2(tmp_path):
+    """The script builds its Sweep before `main` guards anything: a width the preset family
+    refuses was a traceback with status 1; it is the one line and status 2 of any bad input."""
+    path = tmp_path / "bad.py"
+    path.write_text(BAD_PRESET_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(path), "--dry-run"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "bad.py: error: preset 'tiny-w120': 15 heads cannot keep tiny's 2 query heads per KV "
+        "head; tiny-w<D> takes D = 16, 32, 48, ... (multiples of 16)"
+    ]
+
+
 def test_max_points_flag_sets_the_limit(tmp_path, capsys):
     s = Sweep("twelve", TINY, {"vocab_size": [16, 32, 64], "lr": [1e-3, 3e-3, 1e-2, 3e-2]})
     out = str(tmp_path / "o")

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from spamlang.error_policy import Parser, run_command
+from spamlang.error_policy import Parser, guard_script_import, run_command
 from spamlang.errors import describe
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
 from spamlang.sweep.spec import (
@@ -30,6 +30,9 @@ from spamlang.sweep.spec import (
     parse_shard,
 )
 from spamlang.tracking.common import KINDS as TRACKERS
+
+# A script that imports `main` from here builds its SWEEP next, outside `main`'s guard.
+guard_script_import(Path(sys.argv[0]).name)
 
 
 def _at_least(low: int):
