@@ -13,14 +13,18 @@ the laws' errors are"). Prints six sections of markdown tables:
 4. where the boundary would have to lie: for cells whose loss puts 2-98% of the seen symbols at
    chance (iid order), the c that would make the law's logistic give that share, against the
    law's c, and how much of that each setting explains.
-5. the fourth blind test (`law_blind_4`) added to the 20 sweeps (506 cells): the shipped form
+5. the fourth blind test (`law_blind_4`) added to the 20 sweeps (506 cells): the format-3 form
    (s_R) and one more constant on it (s_M; c_M; c_D2, a curvature in log width:
    c x exp(c_D2 log(D / 16)^2); c_B, the batch: c x (B / 32)^c_B), fitted on all 506 cells and
    scored on `law_blind_4`'s, and left out one sweep at a time; then `law_blind_4`'s cells under
-   the shipped form refitted with them;
-6. the same with `return_or_batch` added too (510 cells), for the shipped form and c_B.
+   the format-3 form refitted with them;
+6. the same with `return_or_batch` added too (510 cells), for the format-3 form and c_B;
+7. with `return_or_batch_width` too (512 cells): the format-3 form (s_R) and one term more,
+   in sample and left out one sweep at a time, over all cells, each blind test's, and the
+   fourth test's with its two controls: c_DV (format 4: c x exp(c_DV D / V)), c_B, c_DB
+   (c x exp(c_DB D / (16 B))), c_D2, and c_DV with c_D2.
 
-    python docs/analysis/law_errors.py            # from the repository root; about 2 minutes
+    python docs/analysis/law_errors.py            # from the repository root; about 5 minutes
 """
 
 from __future__ import annotations
@@ -104,15 +108,20 @@ def floor_table(frames: dict, table: pd.DataFrame) -> None:
 
 
 # ----- the cell law with optional terms: one steepness when all of them are 0.
-OPTIONAL = ("c_M", "s_M", "s_R", "c_D2", "c_B")  # s_R is the formula's own (format 3)
+# s_R and c_DV are the formula's own (formats 3 and 4); the sections before 7 hold c_DV at 0.
+OPTIONAL = ("c_M", "s_M", "s_R", "c_D2", "c_B", "c_DB", "c_DV")
 # What each optional constant multiplies, for `fit` to hold it at 0 where that does not vary.
-VARIES = {**formula.FEATURE_OF, "c_M": "M", "s_M": "M", "c_D2": "log_width", "c_B": "log_batch"}
+VARIES = {
+    **formula.FEATURE_OF,
+    **{"c_M": "M", "s_M": "M", "c_D2": "log_width", "c_B": "log_batch", "c_DB": "width_batch"},
+}
 
 
 def predict(theta: dict, x: dict) -> np.ndarray:
     log_m = np.log(x["M"] / 20.0)
     log_c = theta["c0"] + theta.get("c_M", 0.0) * log_m
     log_c = log_c + theta.get("c_D2", 0.0) * x["log_width"] ** 2
+    log_c = log_c + theta.get("c_DB", 0.0) * x["width_batch"]
     shifted = {**theta, "c0": log_c + theta.get("c_B", 0.0) * x["log_batch"]}
     shifted["log_s"] = theta["log_s"] + theta.get("s_M", 0.0) * log_m
     return formula.loss(shifted, x)  # c0 and log_s per cell: the formula broadcasts them
@@ -157,6 +166,7 @@ def read(sweeps) -> tuple[pd.DataFrame, dict, dict, np.ndarray]:
     table["class"] = classes(table["loss"], table["vocab_size"])
     x = formula.features_of(table)
     x["log_batch"] = np.log(table["batch_size"].to_numpy(dtype=float) / 32)
+    x["width_batch"] = table["d_model"].to_numpy(dtype=float) / table["batch_size"] / 16
     return frames, table, x, formula.log_loss(table["loss"])
 
 
@@ -249,13 +259,40 @@ def main() -> int:
         (("s_M",), ("c_M",), ("c_D2",), ("c_B",)),
     )
     with_cells("6. And the batch control's", ("law_blind_4", "return_or_batch"), (("c_B",),))
+    format_4()
     return 0
 
 
+CONTROLS = ("law_blind_4", "return_or_batch", "return_or_batch_width")
+
+
+def format_4() -> None:
+    """Section 7: the 23 sweeps (512 cells) under the format-3 form (s_R) and one more term on
+    it, c_DV the one format 4 took; left out one sweep at a time, over all cells, over each
+    blind test's and over the fourth test with its two controls."""
+    _, table, x, target = read([*SWEEPS, *CONTROLS])
+    print(f"\n## 7. Format 4: one more term on s_R ({len(table)} cells of {len(SWEEPS) + 3} sweeps)\n")
+    parts = {name: (table["sweep"] == name).to_numpy() for name in (*BLIND, "law_blind_4")}
+    parts["law_blind_4 and its controls"] = table["sweep"].isin(CONTROLS).to_numpy()
+    print(
+        "| form | in sample: right | RMS (learned, partial, failed) | left out one sweep: right "
+        "| RMS | " + " | ".join(parts) + " |\n" + "|---" * (5 + len(parts)) + "|"
+    )
+    for extra in ((), ("c_DV",), ("c_B",), ("c_DB",), ("c_D2",), ("c_DV", "c_D2")):
+        theta = fit(x, target, ("s_R", *extra))
+        held_out = left_out(x, target, table, ("s_R", *extra))
+        columns = [scored(held_out[rows], table[rows]).split(" (")[0] for rows in parts.values()]
+        print(
+            f"| {' + '.join(('s_R', *extra))} | {scored(predict(theta, x), table)} | "
+            f"{scored(held_out, table)} | {' | '.join(columns)} |"
+            + "".join(f" {n} = {theta[n]:+.3f}" for n in extra)
+        )
+
+
 def with_cells(section: str, added: tuple[str, ...], forms: tuple[tuple[str, ...], ...]) -> None:
-    """Sections 5 and 6: the 20 sweeps and `added`, fitted by the shipped form (s_R) and each of
+    """Sections 5 and 6: the 20 sweeps and `added`, fitted by the format-3 form (s_R) and each of
     `forms` on it; scored in sample and left out one sweep at a time, over all cells and over
-    `law_blind_4`'s; then `law_blind_4`'s cells under the shipped form fitted on all of them."""
+    `law_blind_4`'s; then `law_blind_4`'s cells under the format-3 form fitted on all of them."""
     _, table, x, target = read([*SWEEPS, *added])
     mine = (table["sweep"] == "law_blind_4").to_numpy()
     print(f"\n## {section} ({len(table)} cells of {len(SWEEPS) + len(added)} sweeps)\n")
@@ -274,7 +311,7 @@ def with_cells(section: str, added: tuple[str, ...], forms: tuple[tuple[str, ...
             f"{scored(held_out[mine], table[mine])} |"
             + "".join(f" {n} = {theta[n]:+.3f}" for n in extra)
         )
-    print("\nlaw_blind_4 under the shipped form fitted on all of them:\n")
+    print("\nlaw_blind_4 under the format-3 form fitted on all of them:\n")
     print("| D | B | tied | b2 | measured | predicted | c M / R |\n|---|---|---|---|---|---|---|")
     pred, ratio = predict(shipped, x), formula.memory_ratio(shipped, x)
     for i in np.flatnonzero(mine):

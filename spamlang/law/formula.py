@@ -20,9 +20,9 @@ first form, exp(-c M / R), assumed: the cells' own per-symbol columns show faile
 almost no symbol learned, even those seen at the last step, so failing is a state of the cell,
 not of each symbol's age. Left out one sweep at a time over 290 cells the logistic predicted at
 RMS error 0.67 with 91% of cells classified right, against 0.85 and 80% for the exponential
-(docs/findings.md). The steepness falls as R grows (fitted: s = 5.5 at R = 128, s_R = -0.40:
-the transition is wider where symbols return rarely), an empirical term: over the 490 cells of
-the 20 sweeps of results/, one steepness fitted on all of them still erred by 0.276 in
+(docs/findings.md). The steepness falls as R grows (the shipped fit: s = 4.7 at R = 128,
+s_R = -0.29: the transition is wider where symbols return rarely), an empirical term chosen in
+format 3: over the 490 cells of the first 20 sweeps of results/, one steepness fitted on all of them still erred by 0.276 in
 log10(L + 0.01) on the same cells, and s_R did best of the one-constant additions tried left
 out one sweep at a time (90% right at RMS 0.27 in log10, against 84% and 0.61;
 docs/analysis/law_errors.py). When every symbol comes once an epoch (`TrainConfig.sampling`
@@ -43,7 +43,7 @@ per halving, and doubling D at V = 3,584 cut it 74-89x (`sweeps/return_or_batch.
 `return_or_batch_width.py`), where c D^c_D alone moved the law's number little. Of the terms
 tried on the 512 cells of the 23 sweeps of results/ (a batch term, B and V in other powers, D x
 V, D / B, D^2, sqrt(D / V)), exp(c_DV D / V) predicted best left out one sweep at a time (91%
-right at RMS 0.272 in log10(L + 0.01), against 90% and 0.312 without it;
+right at RMS 0.273 in log10(L + 0.01), against 90% and 0.312 without it;
 docs/analysis/law_errors.py). It is empirical: D / V is the share of the logit space the head's
 rank spans, and the term is capped where D reaches V (a full-rank head), but no measurement here
 ties its size (c x 2.2 at D / V = 0.1) to a mechanism.
