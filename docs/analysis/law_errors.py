@@ -22,7 +22,10 @@ the laws' errors are"). Prints six sections of markdown tables:
 7. with `return_or_batch_width` too (512 cells): the format-3 form (s_R) and one term more,
    in sample and left out one sweep at a time, over all cells, each blind test's, and the
    fourth test's with its two controls: c_DV (format 4: c x exp(c_DV D / V)), c_B, c_DB
-   (c x exp(c_DB D / (16 B))), c_D2, and c_DV with c_D2.
+   (c x exp(c_DB D / (16 B))), c_D2, and c_DV with c_D2;
+8. with the fifth blind test's cells too (528 cells), after it ran: formats 3 and 4 fitted on
+   every cell and on all but `law_blind_5`'s, scored on its cells, and those cells' level l(n)
+   under format 4 (the loss its seen symbols reach when none is at chance).
 
     python docs/analysis/law_errors.py            # from the repository root; about 5 minutes
 """
@@ -260,6 +263,7 @@ def main() -> int:
     )
     with_cells("6. And the batch control's", ("law_blind_4", "return_or_batch"), (("c_B",),))
     format_4()
+    fifth_test()
     return 0
 
 
@@ -319,6 +323,45 @@ def with_cells(section: str, added: tuple[str, ...], forms: tuple[tuple[str, ...
         print(
             f"| {row['d_model']} | {row['batch_size']} | {bool(row['tie_embeddings'])} | "
             f"{row['b2']} | {row['loss']:.3g} | {pred[i]:.3g} | {ratio[i]:.2f} |"
+        )
+
+
+
+def fifth_test() -> None:
+    """Section 8: `law_blind_5` added (528 cells), after its blind test: formats 3 and 4 fitted
+    on every cell and on all but `law_blind_5`'s, scored on `law_blind_5`'s; and the level l(n)
+    the format-4 fit gives those cells' seen symbols."""
+    _, table, x, target = read([*SWEEPS, *CONTROLS, "law_blind_5"])
+    mine = (table["sweep"] == "law_blind_5").to_numpy()
+    print(f"\n## 8. After the fifth blind test ({len(table)} cells of {len(SWEEPS) + 4} sweeps)\n")
+    print(
+        "| form | in sample, all: right | RMS (learned, partial, failed) | in sample, law_blind_5:"
+        " right | RMS | fitted without law_blind_5, on it: right | RMS |\n|---|---|---|---|---|---|---|"
+    )
+    for extra in (("s_R",), ("s_R", "c_DV")):
+        theta = fit(x, target, extra)
+        pred = predict(theta, x)
+        without = predict(fit(take(x, ~mine), target[~mine], extra), take(x, mine))
+        print(
+            f"| {' + '.join(extra)} | {scored(pred, table)} | {scored(pred[mine], table[mine])} | "
+            f"{scored(without, table[mine])} |"
+        )
+    # l(n) itself: the level a cell's seen symbols reach when none is at chance (the law adds
+    # the never-shown symbols, e^-n of them, at log V: 0.0009 nats at these cells' n = 9).
+    f = take(x, mine)
+    level = np.exp(
+        theta["log_a"]
+        + theta["a_tied"] * f["tied"]
+        + theta["a_D"] * f["log_width"]
+        + theta["a_wd"] * f["decayed"]
+    ) * f["n"] ** -theta["k"]
+    print("\nlaw_blind_5 under format 4 fitted on all 528 cells:\n")
+    print("| D | B | tied | b2 | measured | predicted | its level l(n) |\n|---|---|---|---|---|---|---|")
+    for i, j in enumerate(np.flatnonzero(mine)):
+        row = table.iloc[j]
+        print(
+            f"| {row['d_model']} | {row['batch_size']} | {bool(row['tie_embeddings'])} | "
+            f"{row['b2']} | {row['loss']:.3g} | {pred[j]:.3g} | {level[i]:.2g} |"
         )
 
 
