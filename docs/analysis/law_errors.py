@@ -275,7 +275,9 @@ def format_4() -> None:
     it, c_DV the one format 4 took; left out one sweep at a time, over all cells, over each
     blind test's and over the fourth test with its two controls."""
     _, table, x, target = read([*SWEEPS, *CONTROLS])
-    print(f"\n## 7. Format 4: one more term on s_R ({len(table)} cells of {len(SWEEPS) + 3} sweeps)\n")
+    print(
+        f"\n## 7. Format 4: one more term on s_R ({len(table)} cells of {len(SWEEPS) + 3} sweeps)\n"
+    )
     parts = {name: (table["sweep"] == name).to_numpy() for name in (*BLIND, "law_blind_4")}
     parts["law_blind_4 and its controls"] = table["sweep"].isin(CONTROLS).to_numpy()
     print(
@@ -326,7 +328,6 @@ def with_cells(section: str, added: tuple[str, ...], forms: tuple[tuple[str, ...
         )
 
 
-
 def fifth_test() -> None:
     """Section 8: `law_blind_5` added (528 cells), after its blind test: formats 3 and 4 fitted
     on every cell and on all but `law_blind_5`'s, scored on `law_blind_5`'s; and the level l(n)
@@ -349,14 +350,19 @@ def fifth_test() -> None:
     # l(n) itself: the level a cell's seen symbols reach when none is at chance (the law adds
     # the never-shown symbols, e^-n of them, at log V: 0.0009 nats at these cells' n = 9).
     f = take(x, mine)
-    level = np.exp(
-        theta["log_a"]
-        + theta["a_tied"] * f["tied"]
-        + theta["a_D"] * f["log_width"]
-        + theta["a_wd"] * f["decayed"]
-    ) * f["n"] ** -theta["k"]
+    level = (
+        np.exp(
+            theta["log_a"]
+            + theta["a_tied"] * f["tied"]
+            + theta["a_D"] * f["log_width"]
+            + theta["a_wd"] * f["decayed"]
+        )
+        * f["n"] ** -theta["k"]
+    )
     print("\nlaw_blind_5 under format 4 fitted on all 528 cells:\n")
-    print("| D | B | tied | b2 | measured | predicted | its level l(n) |\n|---|---|---|---|---|---|---|")
+    print(
+        "| D | B | tied | b2 | measured | predicted | its level l(n) |\n|---|---|---|---|---|---|---|"
+    )
     for i, j in enumerate(np.flatnonzero(mine)):
         row = table.iloc[j]
         print(

@@ -22,10 +22,10 @@ not of each symbol's age. Left out one sweep at a time over 290 cells the logist
 RMS error 0.67 with 91% of cells classified right, against 0.85 and 80% for the exponential
 (docs/findings.md). The steepness falls as R grows (the shipped fit: s = 4.7 at R = 128,
 s_R = -0.29: the transition is wider where symbols return rarely), an empirical term chosen in
-format 3: over the 490 cells of the first 20 sweeps of results/, one steepness fitted on all of them still erred by 0.276 in
-log10(L + 0.01) on the same cells, and s_R did best of the one-constant additions tried left
-out one sweep at a time (90% right at RMS 0.27 in log10, against 84% and 0.61;
-docs/analysis/law_errors.py). When every symbol comes once an epoch (`TrainConfig.sampling`
+format 3: over the 490 cells of the first 20 sweeps of results/, one steepness fitted on all
+of them still erred by 0.276 in log10(L + 0.01) on the same cells, and s_R did best of the
+one-constant additions tried left out one sweep at a time (90% right at RMS 0.27 in log10,
+against 84% and 0.61; docs/analysis/law_errors.py). When every symbol comes once an epoch (`TrainConfig.sampling`
 "cyclic", and "permuted", whose shuffled epochs make gaps R only on average) the share is
 max(0, 1 - c M / R): the same c, a different data order, a prediction the fit does not tune.
 Capping l(n) at log V keeps every prediction in [0, log V]: uncapped, a cell with n far below
@@ -40,11 +40,11 @@ with it, 0.67 without) and was dropped. A law fitted at one depth holds c_L at 0
 c_DV (format 4) lets the width's effect grow as D nears V: at one return time and memory
 (R = 224, M = 25, 12 updates per symbol, D = 176), halving B and V together cut the loss 5-7x
 per halving, and doubling D at V = 3,584 cut it 74-89x (`sweeps/return_or_batch.py`,
-`return_or_batch_width.py`), where c D^c_D alone moved the law's number little. Of the terms
-tried on the 512 cells of the 23 sweeps of results/ (a batch term, B and V in other powers, D x
-V, D / B, D^2, sqrt(D / V)), exp(c_DV D / V) predicted best left out one sweep at a time (91%
-right at RMS 0.273 in log10(L + 0.01), against 90% and 0.312 without it;
-docs/analysis/law_errors.py). It is empirical: D / V is the share of the logit space the head's
+`return_or_batch_width.py`), where c D^c_D alone moved the law's number little. Of the one-term
+additions compared on the 512 cells of the 23 sweeps of results/ (a power of B, exp(D / 16B),
+log(D / 16)^2, exp(D / V); docs/analysis/law_errors.py, section 7), exp(c_DV D / V) erred least
+left out one sweep at a time (91% right at RMS 0.273 in log10(L + 0.01), against 90% and 0.312
+without it; exp(D / 16B): 92% and 0.283). It is empirical: D / V is the share of the logit space the head's
 rank spans, and the term is capped where D reaches V (a full-rank head), but no measurement here
 ties its size (c x 2.2 at D / V = 0.1) to a mechanism.
 
