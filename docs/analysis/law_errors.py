@@ -347,18 +347,9 @@ def fifth_test() -> None:
             f"| {' + '.join(extra)} | {scored(pred, table)} | {scored(pred[mine], table[mine])} | "
             f"{scored(without, table[mine])} |"
         )
-    # l(n) itself: the level a cell's seen symbols reach when none is at chance (the law adds
-    # the never-shown symbols, e^-n of them, at log V: 0.0009 nats at these cells' n = 9).
-    f = take(x, mine)
-    level = (
-        np.exp(
-            theta["log_a"]
-            + theta["a_tied"] * f["tied"]
-            + theta["a_D"] * f["log_width"]
-            + theta["a_wd"] * f["decayed"]
-        )
-        * f["n"] ** -theta["k"]
-    )
+    # l(n) itself (the law adds the never-shown symbols, e^-n of them, at log V: 0.0009 nats at
+    # these cells' n = 9).
+    level = formula.level(theta, take(x, mine))
     print("\nlaw_blind_5 under format 4 fitted on all 528 cells:\n")
     print(
         "| D | B | tied | b2 | measured | predicted | its level l(n) |\n|---|---|---|---|---|---|---|"

@@ -146,9 +146,9 @@ def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarra
     return c * x["M"] / x["R"]
 
 
-def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
-    """L of the module docstring for the constants `theta` (by name) at the features `x`."""
-    floor = np.minimum(
+def level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """l(n): the loss the seen symbols of a cell reach when none is at chance, capped at log V."""
+    return np.minimum(
         np.log(x["V"]),
         np.exp(
             theta["log_a"]
@@ -158,6 +158,11 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         )
         * x["n"] ** -theta["k"],
     )
+
+
+def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """L of the module docstring for the constants `theta` (by name) at the features `x`."""
+    floor = level(theta, x)
     ratio = memory_ratio(theta, x)
     permuted = x.get("permuted", False)
     # 1 / (1 + ratio^s) written through tanh, which neither overflows nor divides by 0.
