@@ -147,15 +147,18 @@ def test_a_law_file_of_the_exponential_boundary_is_refused_not_misread(tmp_path,
     predict other numbers, so they are refused, in one line, with what to do."""
     data = {**law.to_json(), "format": 1}
     (tmp_path / "old.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="not a spamlang law file of format 4"):
+    with pytest.raises(UserError, match="not a spamlang law file of format 5"):
         load(tmp_path / "old.json")
 
 
-@pytest.mark.parametrize("fmt, lacks", [(2, ("s_R", "c_DV")), (3, ("c_DV",))])
+@pytest.mark.parametrize(
+    "fmt, lacks", [(2, ("s_R", "c_DV", "a_iD")), (3, ("c_DV", "a_iD")), (4, ("a_iD",))]
+)
 def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(tmp_path, law, fmt, lacks):
     """Format 2 held one steepness for every return time, format 3 no width-against-vocabulary
-    term: read as format 4 with those constants at 0 (not fitted), each predicts what it did;
-    results/forecasts/cell_law_4.json is a format 3 file."""
+    term, format 4 no 1 / D term in the level: read as format 5 with those constants at 0 (not
+    fitted), each predicts what it did; results/forecasts/cell_law_4.json is a format 3 file,
+    cell_law_5.json a format 4 one."""
     data = law.to_json()
     data = {
         **data,
@@ -169,11 +172,13 @@ def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(tmp_path,
         assert old.constants[name] == 0.0 and old.errors[name] is None
         assert f"{name:<7} = +0  (not fitted: the law's file predates this term)" in str(old)
     flat = Law(**{**law.__dict__, "constants": {**law.constants, **dict.fromkeys(lacks, 0.0)}})
-    for B in (8, 32, 128):  # the law the older format computed, at every return time
-        assert old.predict_row(_row(batch_size=B)).loss == flat.predict_row(_row(batch_size=B)).loss
-    assert old.predict_row(_row()).loss != law.predict_row(_row()).loss  # the terms mattered
-    assert load(old.save(tmp_path / "new.json")) == old  # and it is written as format 4
-    assert json.loads((tmp_path / "new.json").read_text())["format"] == 4
+    for B, D in itertools.product((8, 32, 128), (16, 32)):  # the older law, at each R and D
+        row = _row(batch_size=B, d_model=D)
+        assert old.predict_row(row).loss == flat.predict_row(row).loss
+    row = _row(d_model=32)  # off the reference width, where a_iD moves the level
+    assert old.predict_row(row).loss != law.predict_row(row).loss  # the terms mattered
+    assert load(old.save(tmp_path / "new.json")) == old  # and it is written as format 5
+    assert json.loads((tmp_path / "new.json").read_text())["format"] == 5
 
 
 def test_predict_reads_a_train_config_as_its_row(law):

@@ -18,11 +18,13 @@ from spamlang.rundir.reading import read_named_json
 
 # Bumped when the file's meaning changes; a file of another format is refused, not misread
 # (2: the cell law's boundary became a logistic, with its steepness log_s; 3: the steepness
-# moves with the return time, s_R; 4: c moves with the width against the vocabulary, c_DV).
-FORMAT = 4
+# moves with the return time, s_R; 4: c moves with the width against the vocabulary, c_DV;
+# 5: the learned level l(n) moves with 1 / D, a_iD).
+FORMAT = 5
 # Older formats still read, each with the constants it lacks at 0: its law exactly (a format 2
-# file is the logistic of one steepness, s_R = 0; a format 3 file has no c_DV).
-READ_AS = {2: {"s_R": 0.0, "c_DV": 0.0}, 3: {"c_DV": 0.0}}
+# file is the logistic of one steepness, s_R = 0; a format 3 file has no c_DV; a format 4 file
+# has no a_iD).
+READ_AS = {2: {"s_R": 0.0, "c_DV": 0.0, "a_iD": 0.0}, 3: {"c_DV": 0.0, "a_iD": 0.0}, 4: {"a_iD": 0.0}}
 SHIPPED = "fitted.json"  # the package's own law, next to this module
 # How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
 # only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
@@ -207,7 +209,8 @@ class Law:
         """Why the constant `name` is held at 0: its feature did not vary over the fit's cells,
         or (its cells' return times did vary) the law's file predates the constant."""
         feature = self.FEATURE_OF[name]
-        ranged = {"log_return": ("R",), "width_share": ("D", "V")}.get(feature, ())
+        ranged = {"log_return": ("R",), "width_share": ("D", "V"), "inverse_width": ("D",)}
+        ranged = ranged.get(feature, ())
         if any(self.ranges[r][0] < self.ranges[r][1] for r in ranged):
             return "the law's file predates this term"
         return f"every cell had the same {formula.FEATURE_WORDS[feature]}"
@@ -223,8 +226,15 @@ class Law:
             f"  c = {c:.3g} untied, {c * math.exp(self.constants['c_tied']):.3g} tied "
             f"at {' and '.join(at)}; steepness s = {math.exp(self.constants['log_s']):.3g} "
             f"at R = {formula.R_REF}, x (R / {formula.R_REF})^{self.constants['s_R']:.3g}; "
-            f"c x {math.exp(self.constants['c_DV'] / 10):.3g} where D / V = 0.1"
+            f"c x {math.exp(self.constants['c_DV'] / 10):.3g} where D / V = 0.1; "
+            f"l(n) x {self.level_factor(256):.3g} at D = 256 against D = {formula.D_REF}"
         )
+
+    def level_factor(self, D: float) -> float:
+        """How much l(n) at width D exceeds l(n) at D_REF, other settings equal: the width's
+        power a_D and the 1 / D term a_iD together."""
+        theta, ref = self.constants, formula.D_REF
+        return math.exp(theta["a_D"] * math.log(D / ref) + theta["a_iD"] * (ref / D - 1))
 
 
 KINDS[Law.KIND] = Law

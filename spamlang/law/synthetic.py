@@ -34,6 +34,9 @@ CONSTANTS = {
     "s_R": -0.5,
     # the width's effect grows as D nears V (made up size; the sweeps' fit says about 8)
     "c_DV": 4.0,
+    # the learned level falls steeply below some width and flattens above (made up size; the
+    # sweeps' fit says about 7.5)
+    "a_iD": 2.0,
 }
 # The grid: the README's sweeps in miniature (steps = n x V / B for these n).
 GRID = {
