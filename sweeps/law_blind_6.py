@@ -6,7 +6,7 @@ learned cells reach at D = 192-240 by up to 22x (RMS 0.43 in log10(L + 0.01)). T
 test the laws again in two places no fit has been, at a width above and one below the
 fifth test's:
   D = 272 at V = 1,152 (`tiny-w272`; fitted: every multiple of 16 to 160, 176, 192, 208, 240,
-      352 and 576), D / V = 0.24 (fitted: 0.004 to 0.25, above 0.2 in 7 cells only),
+      352 and 576), D / V = 0.24 (fitted: 0.004 to 0.25, above 0.2 in 6 cells only),
       B = 12 (R = 96) and 6 (R = 192)
   D = 48 at V = 4,608 (`tiny-w48`; a fitted width, never at this V), D / V = 0.010,
       B = 12 (R = 384) and 6 (R = 768): return times where the boundary is in play at D = 48
@@ -22,8 +22,13 @@ steps (at 8 updates per symbol), B, and (between the two widths) V.
 
 8 groups of 12 members (3 LRs x 2 seeds x 2 b2, vmapped), one per shard: `--shard i/8`.
 The forecasts of every cell, committed before any of its runs (`spamlang law predict
-sweeps/law_blind_6.py --law LAW --csv ...`), are in results/forecasts/law_blind_6.*.csv, one
-per law; the findings compare them cell by cell.
+sweeps/law_blind_6.py --law LAW --csv ...`, commit f474792), are
+results/forecasts/law_blind_6.cell_law_6.csv (the format-5 law fitted on the 528 cells,
+cell_law_6.json, the law the package ships since), law_blind_6.cell_law_5.csv (the format-4 law
+shipped before it, fitted on 512 cells) and law_blind_6.symbols.csv (the symbol law refitted on
+every committed history, symbol_law_6.json); the findings compare them cell by cell. It ran as
+114 runs with bracketing, 8 shards of 439-847 s, two at once on the 2-core AMD EPYC
+(results/law_blind_6).
 
 Read it with
   spamlang law compare results/forecasts/law_blind_6.cell_law_6.csv runs/law_blind_6

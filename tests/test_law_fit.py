@@ -39,6 +39,8 @@ def test_noisy_runs_give_back_the_law_within_its_standard_errors(seed):
 def test_a_term_the_cells_do_not_vary_is_held_at_zero_and_flagged():
     law = fit(synthetic.frame(noise=0.01, grid={"d_model": (32,), "weight_decay": (0.1,)}))
     assert law.errors["c_D"] is None and law.constants["c_D"] == 0
+    assert law.errors["a_iD"] is None and law.constants["a_iD"] == 0  # 1 / D: one width too
+    assert "a_iD    = +0  (not fitted: every cell had the same width)" in str(law)
     assert law.errors["c_wd"] is None and law.constants["c_wd"] == 0
     assert law.errors["a_wd"] is None and law.constants["a_wd"] == 0
     assert law.ranges["D"] == [32, 32] and law.covered["decayed"] == [True]

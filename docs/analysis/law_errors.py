@@ -1,5 +1,5 @@
 """Where the cell law's errors come from, over the committed sweeps (docs/findings.md, "Where
-the laws' errors are"). Prints six sections of markdown tables:
+the laws' errors are"). Prints nine sections of markdown tables:
 
 1. the measurement's own floor: the standard error of a cell's seed mean, and how far the best
    LR of the grid sits from the parabola through it and its two neighbours (log10(L + 0.01));
@@ -25,7 +25,11 @@ the laws' errors are"). Prints six sections of markdown tables:
    (c x exp(c_DB D / (16 B))), c_D2, and c_DV with c_D2;
 8. with the fifth blind test's cells too (528 cells), after it ran: formats 3 and 4 fitted on
    every cell and on all but `law_blind_5`'s, scored on its cells, and those cells' level l(n)
-   under format 4 (the loss its seen symbols reach when none is at chance).
+   under format 4 (the loss its seen symbols reach when none is at chance);
+9. the same 528 cells under format 4 and one term more in the learned level's log (a_iD,
+   format 5's: 1 / D; a curvature in log D; log V; log R; log(M / R)), in sample and left out
+   one sweep at a time, over all cells, the five blind tests', `law_blind_5`'s and
+   `memory_width_wd0`'s.
 
     python docs/analysis/law_errors.py     # from the repository root; 26 min on a 2-core AMD EPYC
 """
@@ -111,13 +115,20 @@ def floor_table(frames: dict, table: pd.DataFrame) -> None:
 
 
 # ----- the cell law with optional terms: one steepness when all of them are 0.
-# s_R and c_DV are the formula's own (formats 3 and 4); the sections before 7 hold c_DV at 0.
-OPTIONAL = ("c_M", "s_M", "s_R", "c_D2", "c_B", "c_DB", "c_DV")
+# s_R, c_DV and a_iD are the formula's own (formats 3, 4 and 5); the sections before 7 hold c_DV
+# at 0, those before 9 a_iD. The a_ constants are terms of the learned level's log (section 9).
+OPTIONAL = ("c_M", "s_M", "s_R", "c_D2", "c_B", "c_DB", "c_DV", "a_iD", "a_D2", "a_V", "a_R")
+OPTIONAL += ("a_MR",)
 # What each optional constant multiplies, for `fit` to hold it at 0 where that does not vary.
 VARIES = {
     **formula.FEATURE_OF,
     **{"c_M": "M", "s_M": "M", "c_D2": "log_width", "c_B": "log_batch", "c_DB": "width_batch"},
+    **{"a_D2": "log_width", "a_V": "log_vocab", "a_R": "log_return", "a_MR": "log_MR"},
 }
+
+
+# The constants of the form of one steepness, the one every optional constant is added to.
+BASE = len([n for n in formula.NAMES if n not in OPTIONAL])
 
 
 def predict(theta: dict, x: dict) -> np.ndarray:
@@ -127,6 +138,13 @@ def predict(theta: dict, x: dict) -> np.ndarray:
     log_c = log_c + theta.get("c_DB", 0.0) * x["width_batch"]
     shifted = {**theta, "c0": log_c + theta.get("c_B", 0.0) * x["log_batch"]}
     shifted["log_s"] = theta["log_s"] + theta.get("s_M", 0.0) * log_m
+    shifted["log_a"] = (
+        theta["log_a"]
+        + theta.get("a_D2", 0.0) * x["log_width"] ** 2
+        + theta.get("a_V", 0.0) * x["log_vocab"]
+        + theta.get("a_R", 0.0) * x["log_return"]
+        + theta.get("a_MR", 0.0) * x["log_MR"]
+    )
     return formula.loss(shifted, x)  # c0 and log_s per cell: the formula broadcasts them
 
 
@@ -170,6 +188,8 @@ def read(sweeps) -> tuple[pd.DataFrame, dict, dict, np.ndarray]:
     x = formula.features_of(table)
     x["log_batch"] = np.log(table["batch_size"].to_numpy(dtype=float) / 32)
     x["width_batch"] = table["d_model"].to_numpy(dtype=float) / table["batch_size"] / 16
+    x["log_vocab"] = np.log(x["V"] / 4096)
+    x["log_MR"] = np.log(x["M"] / x["R"])
     return frames, table, x, formula.log_loss(table["loss"])
 
 
@@ -220,9 +240,7 @@ def main() -> int:
         law = fit(take(x, ~blind), target[~blind], extra)
         on_blind = scored(predict(law, take(x, blind)), table[blind])
         name = " + ".join(extra) or "one steepness"
-        print(
-            f"| {name} | {len(formula.NAMES) - 1 + len(extra)} | {inside} | {left} | {on_blind} |"
-        )
+        print(f"| {name} | {BASE + len(extra)} | {inside} | {left} | {on_blind} |")
 
     print(
         "\n## 4. Where the boundary would have to lie (iid cells, 2-98% of seen symbols at chance)\n"
@@ -264,6 +282,7 @@ def main() -> int:
     with_cells("6. And the batch control's", ("law_blind_4", "return_or_batch"), (("c_B",),))
     format_4()
     fifth_test()
+    level_terms()
     return 0
 
 
@@ -359,6 +378,39 @@ def fifth_test() -> None:
         print(
             f"| {row['d_model']} | {row['batch_size']} | {bool(row['tie_embeddings'])} | "
             f"{row['b2']} | {row['loss']:.3g} | {pred[j]:.3g} | {level[i]:.2g} |"
+        )
+
+
+ALL_BLIND = (*BLIND, "law_blind_4", "law_blind_5")
+
+
+def level_terms() -> None:
+    """Section 9: the 528 cells of section 8 under format 4 (s_R, c_DV) and one or two more terms
+    in the log of the learned level l(n): 1 / D (a_iD, format 5's), log(D / 16)^2, log V,
+    log R, log(M / R); in sample and left out one sweep at a time, over all cells, the five
+    blind tests', `law_blind_5`'s and `memory_width_wd0`'s (held out, it leaves the fit 4 cells
+    without weight decay, all learned: with a level term in log(M / R), c of such cells runs
+    off)."""
+    _, table, x, target = read([*SWEEPS, *CONTROLS, "law_blind_5"])
+    print(f"\n## 9. Terms in the learned level ({len(table)} cells of {len(SWEEPS) + 4} sweeps)\n")
+    parts = {
+        "the 5 blind tests": table["sweep"].isin(ALL_BLIND).to_numpy(),
+        "law_blind_5": (table["sweep"] == "law_blind_5").to_numpy(),
+        "memory_width_wd0": (table["sweep"] == "memory_width_wd0").to_numpy(),
+    }
+    print(
+        "| form | in sample: right | RMS (learned, partial, failed) | left out one sweep: right "
+        "| RMS | " + " | ".join(parts) + " |\n" + "|---" * (5 + len(parts)) + "|"
+    )
+    for extra in ((), ("a_iD",), ("a_D2",), ("a_V",), ("a_R",), ("a_MR",), ("a_iD", "a_MR")):
+        form = ("s_R", "c_DV", *extra)
+        theta = fit(x, target, form)
+        held_out = left_out(x, target, table, form)
+        columns = [scored(held_out[rows], table[rows]).split(" (")[0] for rows in parts.values()]
+        print(
+            f"| {' + '.join(form)} | {scored(predict(theta, x), table)} | "
+            f"{scored(held_out, table)} | {' | '.join(columns)} |"
+            + "".join(f" {n} = {theta[n]:+.3f}" for n in ("a_D", *extra))
         )
 
 

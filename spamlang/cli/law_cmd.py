@@ -13,7 +13,7 @@ _FORMULA_HELP = (
     "n = B x steps / V: the symbols never shown (exp(-n) of them) are at chance log V, and so is "
     "a cell whose return time passes c M (a share 1 / (1 + (c M / R)^s); under epoch orders "
     "max(0, 1 - c M / R)); the rest is at a n^-k, with c log-linear in tying, width, weight "
-    "decay, depth and D / V, a in tying, width and weight decay "
+    "decay, depth and D / V, a in tying, width (log D and 1 / D) and weight decay "
     "(`python -c 'import spamlang.law.formula as f; print(f.FORMULA)'`)."
 )
 

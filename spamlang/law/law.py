@@ -24,7 +24,11 @@ FORMAT = 5
 # Older formats still read, each with the constants it lacks at 0: its law exactly (a format 2
 # file is the logistic of one steepness, s_R = 0; a format 3 file has no c_DV; a format 4 file
 # has no a_iD).
-READ_AS = {2: {"s_R": 0.0, "c_DV": 0.0, "a_iD": 0.0}, 3: {"c_DV": 0.0, "a_iD": 0.0}, 4: {"a_iD": 0.0}}
+READ_AS = {
+    2: {"s_R": 0.0, "c_DV": 0.0, "a_iD": 0.0},
+    3: {"c_DV": 0.0, "a_iD": 0.0},
+    4: {"a_iD": 0.0},
+}
 SHIPPED = "fitted.json"  # the package's own law, next to this module
 # How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
 # only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
