@@ -21,7 +21,7 @@ first form, exp(-c M / R), assumed: the cells' own per-symbol columns show faile
 almost no symbol learned, even those seen at the last step, so failing is a state of the cell,
 not of each symbol's age. Left out one sweep at a time over 290 cells the logistic predicted at
 RMS error 0.67 with 91% of cells classified right, against 0.85 and 80% for the exponential
-(docs/findings.md). The steepness falls as R grows (the shipped fit: s = 4.7 at R = 128,
+(docs/findings.md). The steepness falls as R grows (the shipped fit: s = 5.0 at R = 128,
 s_R = -0.29: the transition is wider where symbols return rarely), an empirical term chosen in
 format 3: over the 490 cells of the first 20 sweeps of results/, one steepness fitted on all
 of them still erred by 0.276 in log10(L + 0.01) on the same cells, and s_R did best of the
@@ -47,7 +47,7 @@ log(D / 16)^2, exp(D / V); docs/analysis/law_errors.py, section 7), exp(c_DV D /
 left out one sweep at a time (91% right at RMS 0.273 in log10(L + 0.01), against 90% and 0.312
 without it; exp(D / 16B): 92% and 0.283). It is empirical: D / V is the share of the logit space the head's
 rank spans, and the term is capped where D reaches V (a full-rank head), but no measurement here
-ties its size (c x 2.2 at D / V = 0.1) to a mechanism.
+ties its size (c x 2.5 at D / V = 0.1 in the shipped fit) to a mechanism.
 
 a_iD (format 5) lets the learned level stop falling with the width: the level of format 4,
 a D^a_D with a_D = -4.3 fitted where most learned cells had D = 16-64, put the learned cells
