@@ -31,7 +31,9 @@ the laws' errors are"). Prints nine sections of markdown tables:
    one sweep at a time, over all cells, the five blind tests', `law_blind_5`'s and
    `memory_width_wd0`'s.
 
-    python docs/analysis/law_errors.py     # from the repository root; 26 min on a 2-core AMD EPYC
+    python docs/analysis/law_errors.py     # from the repository root; on a 2-core AMD EPYC,
+                                           # sections 1-8 26 min alone, section 9 41 min beside
+                                           # a sweep of two chains
 """
 
 from __future__ import annotations
