@@ -24,7 +24,8 @@ sweeps/law_blind_7.py --law LAW --csv ...`), are results/forecasts/law_blind_7.c
 (the format-5 law the package ships, cell_law_6.json, as it forecast `law_blind_6`),
 law_blind_7.cell_law_5.csv (the format-4 law shipped before it) and law_blind_7.symbols.csv
 (the symbol law refitted on every committed history, symbol_law_7.json); the findings compare
-them cell by cell.
+them cell by cell. It ran as 122 runs with bracketing, 8 shards of 393-1,088 s, two at once on
+the 2-core AMD EPYC (results/law_blind_7).
 
 Read it with
   spamlang law compare results/forecasts/law_blind_7.cell_law_6.csv runs/law_blind_7

@@ -60,8 +60,9 @@ vocabulary, the return time, the memory against the return time), this one erred
 right at RMS 0.267 in log10, against 0.287 without it (docs/analysis/law_errors.py, section 9);
 a term in log(M / R) helped in sample but is not identifiable left out (c of the cells without
 weight decay ran off when their sweep was held out). It is empirical: no measurement here says
-why the level stops falling there. Blind on `sweeps/law_blind_6.py` it classified 15 of 16
-cells right at RMS 0.172 in log10 (format 4: 15, 0.243; docs/findings.md).
+why the level stops falling there. Blind, it classified 15 of 16 cells right at RMS 0.172 in
+log10 on `sweeps/law_blind_6.py` and 15 of 16 at 0.292 on `law_blind_7.py` (format 4: 0.243
+and 0.508; docs/findings.md).
 
 Numpy only: the math, shared by the fit, the prediction and the tests."""
 
