@@ -299,3 +299,32 @@ def test_permuted_order_forgets_only_the_symbols_away_longer_than_c_m():
     assert loss(1e6, 1.0, False) == pytest.approx(expected, abs=1e-5)
     half = loss(R=2 * c * 20, M=20, permuted=True)
     assert half == pytest.approx(0.5 * math.log(V) + 0.5 * floor)
+
+
+def test_the_summary_width_factor_is_the_levels_ratio_at_two_widths():
+    """`Law.level_factor` (the summary line's "l(n) x .. at D = 256") is the ratio of the
+    formula's own l(n) at D and at D = 16, all else equal, away from its cap at log V."""
+    from spamlang.law import formula
+
+    theta = dict(synthetic.CONSTANTS)
+    law = Law(theta, dict.fromkeys(theta), 1, 0.0, {}, {})
+    x = formula.features(4096, 32, 1e6, 20, [256, 16], True, True)  # n = 7,812: far below log V
+    at_256, at_16 = formula.level(theta, x)
+    assert at_256 < math.log(4096) and at_16 < math.log(4096)
+    assert law.level_factor(256) == pytest.approx(at_256 / at_16, rel=1e-12)
+    assert law.level_factor(16) == 1.0
+    assert f"l(n) x {at_256 / at_16:.3g} at D = 256" in law.summary_line()
+
+
+def test_the_loss_takes_another_level_where_an_analysis_asks():
+    """`formula.loss(..., level_of=)` replaces l(n) and nothing else: the learned share of
+    the seen symbols sits at the level it is given."""
+    from spamlang.law import formula
+
+    theta = dict(synthetic.CONSTANTS)
+    x = formula.features(1024, 32, 512, 1e4, 16, True, True)  # remembered: nothing forgotten
+    own = formula.loss(theta, x)
+    assert formula.loss(theta, x, formula.level) == own
+    raised = formula.loss(theta, x, lambda t, f: 2 * formula.level(t, f))
+    unseen = math.exp(-x["n"])
+    assert raised - own == pytest.approx((1 - unseen) * formula.level(theta, x), rel=1e-6)

@@ -1,5 +1,5 @@
 """Where the cell law's errors come from, over the committed sweeps (docs/findings.md, "Where
-the laws' errors are"). Prints nine sections of markdown tables:
+the laws' errors are"). Prints ten sections of markdown tables:
 
 1. the measurement's own floor: the standard error of a cell's seed mean, and how far the best
    LR of the grid sits from the parabola through it and its two neighbours (log10(L + 0.01));
@@ -29,7 +29,11 @@ the laws' errors are"). Prints nine sections of markdown tables:
 9. the same 528 cells under format 4 and one term more in the learned level's log (a_iD,
    format 5's: 1 / D; a curvature in log D; log V; log R; log(M / R)), in sample and left out
    one sweep at a time, over all cells, the five blind tests', `law_blind_5`'s and
-   `memory_width_wd0`'s.
+   `memory_width_wd0`'s;
+10. with the sixth and seventh blind tests' cells too (560 cells), after they ran: format 5,
+   and format 5 with each seen symbol at the level its own count of appearances reaches (no
+   constant more), in sample and left out one sweep at a time, by part: near the boundary and
+   far from it, failed, the blind tests.
 
     python docs/analysis/law_errors.py     # from the repository root; on a 2-core AMD EPYC,
                                            # sections 1-8 26 min alone, section 9 41 min beside
@@ -47,6 +51,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
+from scipy.special import gammaln
 
 from spamlang.errors import UserError
 from spamlang.law import cells, fill_from_configs, formula
@@ -147,7 +152,29 @@ def predict(theta: dict, x: dict) -> np.ndarray:
         + theta.get("a_R", 0.0) * x["log_return"]
         + theta.get("a_MR", 0.0) * x["log_MR"]
     )
-    return formula.loss(shifted, x)  # c0 and log_s per cell: the formula broadcasts them
+    # c0 and log_s per cell: the formula broadcasts them
+    return formula.loss(shifted, x, counted_level if "counted" in x else formula.level)
+
+
+def counted_level(theta: dict, x: dict) -> np.ndarray:
+    """Section 10's level of the seen symbols: the mean over them of the level each one's own
+    count k of appearances reaches, min(log V, a k^-k), instead of the level of the mean count n.
+    Under iid draws k is Poisson(n) (k >= 1: the never-shown share is the formula's own term);
+    under epochs every symbol comes floor(n) or ceil(n) times. It adds no constant."""
+    n = x["n"]
+    a = formula.log_level(theta, x) + theta["k"] * np.log(n)  # log a, this cell's
+    cap = np.log(np.log(x["V"]))
+
+    def at(k):  # the level of k appearances, capped at log V in the log as `formula.level`
+        return np.exp(np.minimum(a[..., None] - theta["k"] * np.log(k), cap[..., None]))
+
+    k = np.arange(1, int(n.max() + 12 * math.sqrt(n.max()) + 30), dtype=float)
+    log_p = k * np.log(n)[:, None] - n[:, None] - gammaln(k + 1)
+    iid = (np.exp(log_p) * at(k)).sum(axis=1) / -np.expm1(-n)
+    fewer, more = np.maximum(np.floor(n), 1.0), np.maximum(np.ceil(n), 1.0)
+    share = n - np.floor(n)
+    epochs = (1 - share) * at(fewer[:, None])[:, 0] + share * at(more[:, None])[:, 0]
+    return np.where(x["permuted"], epochs, iid)
 
 
 def fit(x: dict, target: np.ndarray, extra: tuple[str, ...]) -> dict:
@@ -285,6 +312,7 @@ def main() -> int:
     format_4()
     fifth_test()
     level_terms()
+    after_seventh()
     return 0
 
 
@@ -301,18 +329,35 @@ def format_4() -> None:
     )
     parts = {name: (table["sweep"] == name).to_numpy() for name in (*BLIND, "law_blind_4")}
     parts["law_blind_4 and its controls"] = table["sweep"].isin(CONTROLS).to_numpy()
+    forms = ((), ("c_DV",), ("c_B",), ("c_DB",), ("c_D2",), ("c_DV", "c_D2"))
+    term_table(table, x, target, [(("s_R", *extra), extra, x) for extra in forms], parts)
+
+
+def term_table(table, x, target, forms, parts: dict, in_sample: bool = False) -> None:
+    """Sections 7, 9 and 10: a row a form, (its constants, those whose fitted values the row
+    ends with, its features), fitted on every cell and scored on them, then left out one sweep
+    at a time and scored over every cell and over each of `parts` (cell masks by name);
+    `in_sample`: each part scored in sample too, before its score left out."""
+    names = [f"{name}, {how}" for name in parts for how in ("in sample", "left out")]
+    names = names if in_sample else list(parts)
     print(
         "| form | in sample: right | RMS (learned, partial, failed) | left out one sweep: right "
-        "| RMS | " + " | ".join(parts) + " |\n" + "|---" * (5 + len(parts)) + "|"
+        "| RMS | " + " | ".join(names) + " |\n" + "|---" * (5 + len(names)) + "|"
     )
-    for extra in ((), ("c_DV",), ("c_B",), ("c_DB",), ("c_D2",), ("c_DV", "c_D2")):
-        theta = fit(x, target, ("s_R", *extra))
-        held_out = left_out(x, target, table, ("s_R", *extra))
-        columns = [scored(held_out[rows], table[rows]).split(" (")[0] for rows in parts.values()]
+    for form, shown, x_form in forms:
+        theta = fit(x_form, target, form)
+        held_out = left_out(x_form, target, table, form)
+        pred = predict(theta, x_form)
+        columns = [
+            scored(p[rows], table[rows]).split(" (")[0]
+            for rows in parts.values()
+            for p in ((pred, held_out) if in_sample else (held_out,))
+        ]
+        label = " + ".join(form) + (", counted level" if "counted" in x_form else "")
         print(
-            f"| {' + '.join(('s_R', *extra))} | {scored(predict(theta, x), table)} | "
+            f"| {label} | {scored(pred, table)} | "
             f"{scored(held_out, table)} | {' | '.join(columns)} |"
-            + "".join(f" {n} = {theta[n]:+.3f}" for n in extra)
+            + "".join(f" {n} = {theta[n]:+.3f}" for n in shown)
         )
 
 
@@ -400,20 +445,43 @@ def level_terms() -> None:
         "law_blind_5": (table["sweep"] == "law_blind_5").to_numpy(),
         "memory_width_wd0": (table["sweep"] == "memory_width_wd0").to_numpy(),
     }
-    print(
-        "| form | in sample: right | RMS (learned, partial, failed) | left out one sweep: right "
-        "| RMS | " + " | ".join(parts) + " |\n" + "|---" * (5 + len(parts)) + "|"
+    forms = ((), ("a_iD",), ("a_D2",), ("a_V",), ("a_R",), ("a_MR",), ("a_iD", "a_MR"))
+    term_table(
+        table, x, target, [(("s_R", "c_DV", *extra), ("a_D", *extra), x) for extra in forms], parts
     )
-    for extra in ((), ("a_iD",), ("a_D2",), ("a_V",), ("a_R",), ("a_MR",), ("a_iD", "a_MR")):
-        form = ("s_R", "c_DV", *extra)
-        theta = fit(x, target, form)
-        held_out = left_out(x, target, table, form)
-        columns = [scored(held_out[rows], table[rows]).split(" (")[0] for rows in parts.values()]
-        print(
-            f"| {' + '.join(form)} | {scored(predict(theta, x), table)} | "
-            f"{scored(held_out, table)} | {' | '.join(columns)} |"
-            + "".join(f" {n} = {theta[n]:+.3f}" for n in ("a_D", *extra))
-        )
+
+
+FORMAT_5 = ("s_R", "c_DV", "a_iD")
+
+
+def after_seventh() -> None:
+    """Section 10: the 560 cells of the 26 sweeps, `law_blind_6` and `law_blind_7` added after
+    their blind tests. Format 5 (the shipped form) and format 5 with the counted level (each
+    seen symbol at the level of its own count of appearances), in sample and left out one sweep
+    at a time; by part: every sweep but `memory_width_wd0` (held out, it leaves 4 cells without
+    weight decay, and the fit's c for them runs off, as with a_MR in section 9), the seven blind
+    tests, the sixth, the seventh, the cells that are not failed, near format 5's boundary
+    (c M / R <= 10^0.75, as format 5 fitted on all 560 cells puts it) and further, and the
+    failed cells."""
+    _, table, x, target = read([*SWEEPS, *CONTROLS, "law_blind_5", "law_blind_6", "law_blind_7"])
+    print(
+        f"\n## 10. After the seventh blind test ({len(table)} cells of {len(SWEEPS) + 6} sweeps)\n"
+    )
+    ratio = np.log10(formula.memory_ratio(fit(x, target, FORMAT_5), x))
+    standing = (table["class"] != "failed").to_numpy()
+    parts = {
+        "all but memory_width_wd0": table["sweep"] != "memory_width_wd0",
+        "the 7 blind tests": table["sweep"].isin((*ALL_BLIND, "law_blind_6", "law_blind_7")),
+        "law_blind_6": table["sweep"] == "law_blind_6",
+        "law_blind_7": table["sweep"] == "law_blind_7",
+        "learned or partial, c M / R <= 10^0.75": standing & (ratio <= 0.75),
+        "learned or partial, further": standing & (ratio > 0.75),
+        "failed": ~standing,
+    }
+    parts = {name: np.asarray(rows) for name, rows in parts.items()}
+    counted = {**x, "counted": np.ones(len(table), dtype=bool)}
+    forms = [(FORMAT_5, ("a_D", "a_iD", "k"), x), (FORMAT_5, ("a_D", "a_iD", "k"), counted)]
+    term_table(table, x, target, forms, parts, in_sample=True)
 
 
 if __name__ == "__main__":

@@ -167,9 +167,9 @@ def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarra
     return c * x["M"] / x["R"]
 
 
-def level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
-    """l(n): the loss the seen symbols of a cell reach when none is at chance, capped at log V."""
-    log_level = (
+def log_level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """log l(n) before the cap: the log of a n^-k with every setting's term in log a."""
+    return (
         theta["log_a"]
         + theta["a_tied"] * x["tied"]
         + theta["a_D"] * x["log_width"]
@@ -177,14 +177,20 @@ def level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
         + theta["a_iD"] * x["inverse_width"]
         - theta["k"] * np.log(x["n"])
     )
+
+
+def level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
+    """l(n): the loss the seen symbols of a cell reach when none is at chance, capped at log V."""
     # capped in the log, at log(log V): a trial constant far off (a fit's step) neither
     # overflows nor warns
-    return np.exp(np.minimum(log_level, np.log(np.log(x["V"]))))
+    return np.exp(np.minimum(log_level(theta, x), np.log(np.log(x["V"]))))
 
 
-def loss(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
-    """L of the module docstring for the constants `theta` (by name) at the features `x`."""
-    floor = level(theta, x)
+def loss(theta: dict[str, float], x: dict[str, np.ndarray], level_of=level) -> np.ndarray:
+    """L of the module docstring for the constants `theta` (by name) at the features `x`.
+    `level_of(theta, x)`: the seen symbols' level, `level` unless an analysis compares another
+    (docs/analysis/law_errors.py, section 10)."""
+    floor = level_of(theta, x)
     ratio = memory_ratio(theta, x)
     permuted = x.get("permuted", False)
     # 1 / (1 + ratio^s) written through tanh, which neither overflows nor divides by 0.

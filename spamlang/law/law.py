@@ -237,8 +237,10 @@ class Law:
     def level_factor(self, D: float) -> float:
         """How much l(n) at width D exceeds l(n) at D_REF, other settings equal: the width's
         power a_D and the 1 / D term a_iD together."""
-        theta, ref = self.constants, formula.D_REF
-        return math.exp(theta["a_D"] * math.log(D / ref) + theta["a_iD"] * (ref / D - 1))
+        # two cells alike but for the width; the settings shared cancel in the difference
+        x = formula.features(1, 1, 1, 1, [D, formula.D_REF], False, False)
+        near, ref = formula.log_level(self.constants, x)
+        return math.exp(near - ref)
 
 
 KINDS[Law.KIND] = Law
