@@ -31,13 +31,13 @@ the laws' errors are"). Prints ten sections of markdown tables:
    one sweep at a time, over all cells, the five blind tests', `law_blind_5`'s and
    `memory_width_wd0`'s;
 10. with the sixth and seventh blind tests' cells too (560 cells), after they ran: format 5,
-   and format 5 with each seen symbol at the level its own count of appearances reaches (no
-   constant more), in sample and left out one sweep at a time, by part: near the boundary and
-   far from it, failed, the blind tests.
+   format 5 with each seen symbol at the level its own count of appearances reaches (no
+   constant more), and every optional constant at once; in sample and left out one sweep at a
+   time, by part: near the boundary and further, failed, the blind tests.
 
     python docs/analysis/law_errors.py     # from the repository root; on a 2-core AMD EPYC,
-                                           # sections 1-8 26 min alone, section 9 41 min beside
-                                           # a sweep of two chains
+                                           # sections 1-8 26 min alone; sections 9 and 10
+                                           # 12 and 18 min, each run beside another section
 """
 
 from __future__ import annotations
@@ -462,7 +462,8 @@ def after_seventh() -> None:
     weight decay, and the fit's c for them runs off, as with a_MR in section 9), the seven blind
     tests, the sixth, the seventh, the cells that are not failed, near format 5's boundary
     (c M / R <= 10^0.75, as format 5 fitted on all 560 cells puts it) and further, and the
-    failed cells."""
+    failed cells. Then the same with every optional constant at once (12 more than format 5's
+    base, 23 in all)."""
     _, table, x, target = read([*SWEEPS, *CONTROLS, "law_blind_5", "law_blind_6", "law_blind_7"])
     print(
         f"\n## 10. After the seventh blind test ({len(table)} cells of {len(SWEEPS) + 6} sweeps)\n"
@@ -481,6 +482,8 @@ def after_seventh() -> None:
     parts = {name: np.asarray(rows) for name, rows in parts.items()}
     counted = {**x, "counted": np.ones(len(table), dtype=bool)}
     forms = [(FORMAT_5, ("a_D", "a_iD", "k"), x), (FORMAT_5, ("a_D", "a_iD", "k"), counted)]
+    # every term of sections 3-9 at once: how far this family of forms goes with 12 constants more
+    forms.append((OPTIONAL, (), x))
     term_table(table, x, target, forms, parts, in_sample=True)
 
 
