@@ -20,6 +20,22 @@ def law() -> Law:
     return fit(synthetic.frame(noise=0.01, grid={"d_model": (16, 32), "weight_decay": (0.1,)}))
 
 
+@pytest.fixture(scope="module")
+def law_of_3_widths() -> Law:
+    """Three widths: enough for a_iD, the level's second term in the width, to be fitted."""
+    grid = {"d_model": (16, 32, 64), "weight_decay": (0.1,)}
+    return fit(synthetic.frame(noise=0.01, grid=grid))
+
+
+def test_two_widths_fit_one_slope_in_the_level_and_say_so(law, law_of_3_widths):
+    """Over two widths a_D and a_iD are one slope: the fit holds a_iD at 0, says why, and
+    every constant it fits is pinned down; over three it fits both."""
+    assert law.errors["a_iD"] is None and law.constants["a_iD"] == 0
+    assert "a_iD    = +0  (not fitted: the cells had fewer than 3 widths" in str(law)
+    assert law.unpinned() == () and law.errors["a_D"] < 1
+    assert law_of_3_widths.errors["a_iD"] < 1 and law_of_3_widths.unpinned() == ()
+
+
 def _row(**changes) -> dict:
     """A cell inside the synthetic grid."""
     return {
@@ -154,11 +170,14 @@ def test_a_law_file_of_the_exponential_boundary_is_refused_not_misread(tmp_path,
 @pytest.mark.parametrize(
     "fmt, lacks", [(2, ("s_R", "c_DV", "a_iD")), (3, ("c_DV", "a_iD")), (4, ("a_iD",))]
 )
-def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(tmp_path, law, fmt, lacks):
+def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(
+    tmp_path, law_of_3_widths, fmt, lacks
+):
     """Format 2 held one steepness for every return time, format 3 no width-against-vocabulary
     term, format 4 no 1 / D term in the level: read as format 5 with those constants at 0 (not
     fitted), each predicts what it did; results/forecasts/cell_law_4.json is a format 3 file,
     cell_law_5.json a format 4 one."""
+    law = law_of_3_widths
     data = law.to_json()
     data = {
         **data,
@@ -170,7 +189,8 @@ def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(tmp_path,
     old = load(tmp_path / "old.json")
     for name in lacks:
         assert old.constants[name] == 0.0 and old.errors[name] is None
-        assert f"{name:<7} = +0  (not fitted: the law's file predates this term)" in str(old)
+        line = next(x for x in str(old).splitlines() if x.strip().startswith(f"{name} "))
+        assert line.endswith("the law's file predates this term)"), line
     flat = Law(**{**law.__dict__, "constants": {**law.constants, **dict.fromkeys(lacks, 0.0)}})
     for B, D in itertools.product((8, 32, 128), (16, 32)):  # the older law, at each R and D
         row = _row(batch_size=B, d_model=D)

@@ -2,7 +2,8 @@
 how well the law carries over: each sweep predicted by a law fitted on the others.
 
 A constant whose term does not vary over the cells (every cell untied, one width, one sign of
-weight decay) cannot be told from the others: it is held at 0 and reported as not fitted, and
+weight decay), or a_iD over fewer than 3 widths, cannot be told from the others: it is held at
+0 and reported as not fitted, and
 the law flags any prediction off the values it saw (`Law.outside`). Standard errors come from
 the Jacobian at the optimum, sqrt(diag((J^T J)^-1) x s^2), s^2 the residual variance with one
 degree of freedom per fitted constant.
@@ -31,6 +32,10 @@ C0_STARTS = (math.log(1.0), math.log(3.0), math.log(10.0))
 # one a single start reaches depended on the order of the cells.
 K_STARTS = (0.5, 1.5, 3.0)
 START = {"log_a": math.log(0.3)}
+# a_D and a_iD are both terms of the width in the level l(n): over two widths they are one
+# slope (every pair with the same difference between the two widths fits alike, and neither
+# has a standard error), so a fit on fewer widths than this holds a_iD at 0 and a_D carries it.
+MIN_WIDTHS = {"a_iD": 3}
 
 
 def fit(frame, sources: Sequence[str] = ()) -> Law:
@@ -68,16 +73,19 @@ def _cells_of(frames: Mapping) -> tuple[dict, dict]:
     return tables, refused
 
 
-def fit_cells(table, sources: Sequence[str] = ()) -> Law:
-    """The law of cells as `spamlang.law.cells.cells` makes them."""
+def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
+    """The law of cells as `spamlang.law.cells.cells` makes them. `warn`: say in a warning
+    which constants the cells do not pin down (`Law.unpinned`)."""
     from scipy.optimize import least_squares
 
     x = formula.features_of(table)
     target = formula.log_loss(table["loss"])
+    widths = len(np.unique(np.asarray(table["d_model"], dtype=float)))
     free = [
         n
         for n in formula.NAMES
-        if n not in formula.FEATURE_OF or np.ptp(x[formula.FEATURE_OF[n]]) > 0
+        if (n not in formula.FEATURE_OF or np.ptp(x[formula.FEATURE_OF[n]]) > 0)
+        and widths >= MIN_WIDTHS.get(n, 1)
     ]
     if len(target) <= len(free):
         raise UserError(
@@ -115,7 +123,7 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
         "n_layers": np.asarray(table["n_layers"], dtype=float),
     }
     table = table.assign(decayed=[bool(w > 0) for w in table["weight_decay"]])
-    return Law(
+    law = Law(
         constants=theta(best.x),
         errors={n: (errors[free.index(n)] if n in free else None) for n in formula.NAMES},
         cells=len(r),
@@ -124,6 +132,9 @@ def fit_cells(table, sources: Sequence[str] = ()) -> Law:
         covered={c: sorted({_plain(v) for v in table[c]}, key=str) for c in COVERED},
         sources=list(sources),
     )
+    if warn and law.unpinned():
+        warnings.warn(f"the cells do not pin down {law.unpinned_text()}", stacklevel=2)
+    return law
 
 
 # ----- validation: `classify` sorts a loss as the README reads its tables: learned below a
@@ -200,7 +211,7 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
     def cells_law(names: list[str], held: set) -> Law:
         others = [by_sweep[n] for n in names]
         kept = [c[[cell_key(r) not in held for r in c.to_dict("records")]] for c in others]
-        return fit_cells(pd.concat(kept, ignore_index=True), sources=names)
+        return fit_cells(pd.concat(kept, ignore_index=True), sources=names, warn=False)
 
     rows, lawless = [], []
     for name, mine in by_sweep.items():
@@ -210,6 +221,11 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
         except UserError:  # the others hold nothing to fit on (the symbol law's histories)
             lawless.append(name)
             continue
+        if law.unpinned():  # said per sweep: its cells' predictions may lean on them
+            warnings.warn(
+                f"fitted without {name}, the other cells do not pin down {law.unpinned_text()}",
+                stacklevel=2,
+            )
         for cell in mine.to_dict("records"):
             p = law.predict_row(cell)
             measured = cell["loss"]

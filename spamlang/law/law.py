@@ -41,6 +41,11 @@ RANGED = ("V", "R", "M", "n", "n_layers")
 COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed")
 # A relative slack on the range's ends, so a cell of the fit is never flagged for rounding.
 _SLACK = 1e-9
+# A standard error above this (in the log of c, l or s: a factor over e^10 = 22,000) means the
+# cells do not pin the constant down. Fitted constants' errors are 0.03-1.5 on the committed
+# sweeps; with `memory_width_wd0` left out, 4 cells without weight decay, all learned, leave
+# c0 and c_wd at +78 and -77, each +- 2e4, and c at 8e33 for cells without decay.
+UNPINNED = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +145,17 @@ class Law:
                 reasons.append(f"{name} {named[name]:.5g} outside the fitted {lo:.5g}-{hi:.5g}")
         return tuple(reasons)
 
+    def unpinned(self) -> tuple[str, ...]:
+        """The fitted constants whose standard error exceeds UNPINNED (or is not finite): the
+        cells barely move them, and a prediction that leans on them is a guess."""
+        return tuple(n for n, e in self.errors.items() if e is not None and not e <= UNPINNED)
+
+    def unpinned_text(self) -> str:
+        """`c0 = +78.06 ± 2e+04, c_wd = ...` for the constants of `unpinned`."""
+        return ", ".join(
+            f"{n} = {self.constants[n]:+.4g} ± {self.errors[n]:.2g}" for n in self.unpinned()
+        )
+
     def to_json(self) -> dict:
         kind = {} if self.KIND == Law.KIND else {"kind": self.KIND}
         return {"format": FORMAT, **kind, **dataclasses.asdict(self)}
@@ -216,6 +232,8 @@ class Law:
         ranged = {"log_return": ("R",), "width_share": ("D", "V"), "inverse_width": ("D",)}
         ranged = ranged.get(feature, ())
         if any(self.ranges[r][0] < self.ranges[r][1] for r in ranged):
+            if feature == "inverse_width":  # `fitting.MIN_WIDTHS`: 2 widths give one slope
+                return "the cells had fewer than 3 widths, or the law's file predates this term"
             return "the law's file predates this term"
         return f"every cell had the same {formula.FEATURE_WORDS[feature]}"
 
