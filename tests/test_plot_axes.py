@@ -505,11 +505,16 @@ def test_cli_axes_and_errors(tmp_path, capsys):
 
 
 def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
-    from spamlang.rundir.runs import finished_runs, select
+    from spamlang.rundir.runs import finished_runs, matches, select
 
     runs = finished_runs(write_sweep(tmp_path / "cov", coverage_rows()))
     vocabs = {r.get("vocab_size") for r in select(runs, {"vocab_size!": ["64"]})}
     assert vocabs == {256}
+    # A vocabulary's K is binary, as --vocab-size reads it: 0.25K is 256, not 250; a token
+    # count's is decimal.
+    assert {r.get("vocab_size") for r in select(runs, {"vocab_size": ["0.25K"]})} == {256}
+    assert matches(1024, "1K", binary=True) and not matches(1000, "1K", binary=True)
+    assert matches(1000, "1K") and not matches(1024, "1K")
     # A wildcard on text; run_id selects like a column ("V64-lr0.001-tied-s0-L16-softmax").
     assert {r.run_id for r in select(runs, {"run_id": ["V64-*-tied-s0-L16-*"]})} == {
         f"V64-lr{lr:g}-tied-s0-L16-softmax" for lr in (1e-3, 3e-3, 1e-2)

@@ -19,7 +19,8 @@ _AXES_HELP = (
 _WHERE_HELP = (
     "keep only runs whose column KEY (setting or outcome, or run_id) equals VALUE; numbers "
     "compare by value (lr=1e-2 matches 0.01; counts as figures write them, K = 1,000: "
-    "tokens=100K, vocab_size=1024), text may use * and ? wildcards (run_id=tiny-w64*); "
+    "tokens=100K; a vocabulary's K is 1,024, as --vocab-size reads it: vocab_size=4K is "
+    "4096), text may use * and ? wildcards (run_id=tiny-w64*); "
     "KEY!=VALUE drops the runs that match instead; repeatable: different keys must all match, "
     "a repeated key matches any value"
 )

@@ -28,7 +28,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
-from spamlang.notation import format_count, format_lr, parse_int
+from spamlang.notation import VOCAB_FIELDS, format_count, format_lr, parse_int
 from spamlang.rundir.reading import (
     check_dir,
     flatten_config,
@@ -178,10 +178,11 @@ def shown(column: str, v: Any) -> str:
     return text(v)
 
 
-def _number(s: str) -> float | None:
+def _number(s: str, binary: bool = False) -> float | None:
     """A text's number: a count in the notation of every integer flag and figure (4096, 4K =
-    4,000, 1.5M: `spamlang.notation.parse_int`), else a float (1e-2); None for other text."""
-    for read in (parse_int, float):
+    4,000, 1.5M: `spamlang.notation.parse_int`; `binary`, a vocabulary: 4K = 4,096), else a
+    float (1e-2); None for other text."""
+    for read in (lambda t: parse_int(t, binary), float):
         try:
             return float(read(s))
         except (ValueError, OverflowError):
@@ -189,11 +190,12 @@ def _number(s: str) -> float | None:
     return None
 
 
-def matches(value: Any, wanted: str) -> bool:
+def matches(value: Any, wanted: str, binary: bool = False) -> bool:
     """Does a run's value match a `--where` value? Numbers by value (1K is 1000, the figures'
-    notation; 1e-2 is 0.01), booleans case-insensitively, text as is or as a * / ? pattern."""
+    notation; 1e-2 is 0.01; `binary`, a vocabulary size: 4K is 4,096, as `--vocab-size` reads
+    it), booleans case-insensitively, text as is or as a * / ? pattern."""
     have = text(value)
-    x, y = _number(have), _number(wanted)
+    x, y = _number(have), _number(wanted, binary)
     if x is not None and y is not None:
         same = math.isclose(x, y, rel_tol=1e-9)
     elif {have.lower(), wanted.lower()} <= {"true", "false"}:
@@ -218,10 +220,12 @@ def select(runs: list[Run], where: dict[str, str | list[str]] | None) -> list[Ru
         name = key if key == "run_id" else check_column(runs, key, "--where")
         get = (lambda r: r.run_id) if name == "run_id" else (lambda r, name=name: r.get(name))
         wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+        binary = name in VOCAB_FIELDS
         kept = [
             r
             for r in runs
-            if (v := get(r)) is not None and any(matches(v, str(w)) for w in wanted) != exclude
+            if (v := get(r)) is not None
+            and any(matches(v, str(w), binary) for w in wanted) != exclude
         ]
         if exclude and not kept:
             raise UserError(f"--where {key}!={'|'.join(map(str, wanted))} leaves no run")
