@@ -3,10 +3,10 @@ how well the law carries over: each sweep predicted by a law fitted on the other
 
 A constant whose term does not vary over the cells (every cell untied, one width, one sign of
 weight decay), or a_iD over fewer than 3 widths, cannot be told from the others: it is held at
-0 and reported as not fitted, and
-the law flags any prediction off the values it saw (`Law.outside`). Standard errors come from
-the Jacobian at the optimum, sqrt(diag((J^T J)^-1) x s^2), s^2 the residual variance with one
-degree of freedom per fitted constant.
+0 and reported as not fitted, and the law flags any prediction off the values it saw
+(`Law.outside`). Standard errors come from the Jacobian at the optimum,
+sqrt(diag((J^T J)^-1) x s^2), s^2 the residual variance with one degree of freedom per fitted
+constant; a constant the cells vary but do not pin down (`Law.unpinned`) is named in a warning.
 """
 
 from __future__ import annotations
