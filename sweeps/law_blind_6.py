@@ -9,9 +9,9 @@ fifth test's:
       352 and 576), D / V = 0.24 (fitted: 0.004 to 0.25, above 0.2 in 6 cells only),
       B = 12 (R = 96) and 6 (R = 192)
   D = 48 at V = 4,608 (`tiny-w48`; a fitted width, never at this V), D / V = 0.010,
-      B = 12 (R = 384) and 6 (R = 768): return times where the boundary is in play at D = 48
+      B = 16 (R = 288) and 9 (R = 512): return times where the boundary is in play at D = 48
   V = 1,152 and 4,608 (fitted: powers of two, 896, 1,280, 1,536, 1,792, 2,560, 3,072, 3,584)
-  8 updates per symbol (steps = 8 V / B: 768 to 6,144)
+  8 updates per symbol (steps = 8 V / B: 768 to 4,096)
   b2 0.965 and 0.992 (M = 28.6 and 125; fitted: 10, 16.7, 20, 25, 33, 40, 50, 67, 83, 100,
       143, 200, 333, 1,000)
   tied and untied, 2 layers, weight decay 0.1
