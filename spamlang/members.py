@@ -7,16 +7,21 @@ import jax
 
 
 def over_members(member_fn):
-    """`member_fn` mapped over the leading member axis of its one argument: `jax.vmap`, except
+    """`member_fn` mapped over the leading member axis of its first argument: `jax.vmap`, except
     that one member is squeezed rather than batched. The two are the same function, but
     XLA:CPU keeps vmap's degenerate batch dimension in every dot, which slows a single run
-    (benchmarks/README.md)."""
+    (benchmarks/README.md). Further arguments, when given, are `shared` (every member reads it
+    whole: a corpus) and `mapped` (its own slice per member: a host-made batch)."""
     batched = jax.vmap(member_fn)
 
-    def fn(tree):
+    def fn(tree, shared=None, mapped=None):
+        extra = () if shared is None and mapped is None else (shared, mapped)
         if jax.tree.leaves(tree)[0].shape[0] != 1:
-            return batched(tree)
-        out = member_fn(jax.tree.map(lambda x: x[0], tree))
+            if not extra:
+                return batched(tree)
+            return jax.vmap(member_fn, in_axes=(0, None, 0))(tree, *extra)
+        one = jax.tree.map(lambda x: x[0], (tree, mapped))
+        out = member_fn(one[0], shared, one[1]) if extra else member_fn(one[0])
         return jax.tree.map(lambda x: x[None], out)
 
     return fn

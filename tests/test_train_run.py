@@ -41,6 +41,8 @@ RESULT_KEYS = {
     *HOLDOUT_KEYS,
     *SYMBOL_KEYS,
     "symbol_history",  # every evaluation's symbols binned by their history (coverage.history)
+    "target_buckets",  # a corpus run's val loss by each token's fate (spamlang.corpus.buckets)
+    "corpus",  # a corpus run's corpus: name, tokens, epochs, the val unigram loss
 }
 # 60 steps; logs every 5, checkpoints at 20/40 and the end (keep 2: 40 and 60). A constant
 # schedule without warmup makes the compiled step independent of the step count, so the

@@ -298,10 +298,10 @@ def test_runs_differing_in_lr_and_seed_share_one_program(prog):
     config = prog.config
     other = config.replace(lr=0.5, seed=3, b2=0.99, log_every=7, eval_every=5)
     # one compiled step and evaluation, each Program holding its caller's own config
-    assert program(other).step is program(config).step
+    assert program(other)._step is program(config)._step
     assert program(other).evaluation is program(config).evaluation
     assert program(other).config is other and program(config).config is config
-    assert program(config.replace(batch_size=8)).step is not program(config).step
+    assert program(config.replace(batch_size=8))._step is not program(config)._step
     state = program(config).init([3, 4], [0.5, 0.25])
     assert np.asarray(optim.peak_lr(state["opt_state"])).tolist() == [0.5, 0.25]
 

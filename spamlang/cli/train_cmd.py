@@ -228,6 +228,15 @@ def config_from_args(args):
             values[f.name] = {**base, **dict(given)}
         else:
             values[f.name] = given
+    if values.get("corpus") and "vocab_size" in values:  # typed, so never taken as "unset"
+        from spamlang.corpus.files import open_corpus
+
+        own = open_corpus(values["corpus"]).vocab_size
+        if values["vocab_size"] != own:
+            raise UserError(
+                f"--vocab-size {values['vocab_size']} differs from corpus {values['corpus']}'s "
+                f"{own} (meta.json); leave --vocab-size out"
+            )
     return TrainConfig.from_json(values)
 
 
@@ -327,13 +336,17 @@ def summary(out: str, result: dict) -> str:
         else f"{result.get('steps', 0):,} steps, {result.get('tokens', 0):,} tokens"
     )
     floor = result.get("optimal_loss")
+    corpus = result.get("corpus")
+    if corpus:  # real text: the bar a model without context sets, not a repetition score
+        tail = f"val unigram loss {corpus['val_unigram_loss']:.4f}"
+    else:
+        tail = f"repetition accuracy {num('repetition_accuracy', '.3f')}"
     return "\n".join(
         [
             f"{out}: {status}",
             f"  eval loss {num('final_eval_loss')}"
             + (f" (floor {num('optimal_loss')})" if floor else "")
-            + f", train loss {num('final_train_loss')}, repetition accuracy "
-            f"{num('repetition_accuracy', '.3f')}",
+            + f", train loss {num('final_train_loss')}, {tail}",
             f"  {num('tokens_per_s', ',.0f')} tokens/s, {num('wall_seconds', '.1f')} s; every "
             f"column: {os.path.join(out, 'result.json')} (or --json)",
         ]

@@ -59,6 +59,16 @@ def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
     return _summed(count, tokens_BxL, mesh) > 0
 
 
+def count_targets(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
+    """int32[V]: how many target positions (1..L-1) of the batch hold each id."""
+
+    def count(tokens_bxL):
+        targets = tokens_bxL[:, 1:].reshape(-1)
+        return jnp.zeros(vocab_size, jnp.int32).at[targets].add(1, mode="drop")
+
+    return _summed(count, tokens_BxL, mesh)
+
+
 def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:
     """bool[B]: every id of the row occurs as an input in some training sequence."""
     return jnp.all(exposure_V[tokens_BxL] > 0, axis=1)

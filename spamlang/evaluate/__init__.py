@@ -59,11 +59,12 @@ class Evaluation:
 
         self._eval = jax.jit(over_members(member_eval), out_shardings=replicated)
 
-    def evaluate(self, state, configs: list, wait=None) -> list[dict]:
+    def evaluate(self, state, configs: list, wait=None, final: bool = False) -> list[dict]:
         """Each member's evaluation, its coverage so far and its return time against its Adam
         memory (from `configs[i]`, member i's own config). An exact evaluation's rows also hold
         "symbol_loss", float32[V] (for symbols.npz). `wait(arrays)` is called on the dispatched
-        evaluation before it is read (the loop shows progress there)."""
+        evaluation before it is read (the loop shows progress there). `final` is a corpus's
+        (`spamlang.corpus.evaluate`): a language scores the same set every time."""
         if self.exact:
             dispatched = self._symbols({"params": state["params"]})
         else:

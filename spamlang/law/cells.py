@@ -239,9 +239,16 @@ def fill_from_configs(frame, sweep_dir: str | Path):
     wanted = [
         c for c in (*DEFAULTED, *FIXED) if c not in frame.columns or frame[c].map(missing).any()
     ]
-    if not wanted or "run_id" not in frame.columns:
+    if "run_id" not in frame.columns:
         return frame
     configs = [_config(root, run_id) for run_id in frame["run_id"]]
+    if text := [str(r) for r, c in zip(frame["run_id"], configs) if c.get("corpus")]:
+        raise UserError(
+            f"{root}: {text[0]} trained on a corpus; the law is fitted on SpamLang cells, "
+            "whose return time a corpus does not have"
+        )
+    if not wanted:
+        return frame
     for column in wanted:
         old = list(frame[column]) if column in frame.columns else [None] * len(frame)
         frame[column] = [c.get(column) if missing(v) else v for v, c in zip(old, configs)]

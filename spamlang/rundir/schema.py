@@ -147,5 +147,6 @@ RESULT_COLUMNS = (
 )
 # result.json only, not results.csv: the per-symbol learning curve's bins, and the symbols'
 # history binned at every evaluation (`spamlang.coverage.history`; a sweep gathers it into
-# symbols.csv.gz) (too big for a cell).
-RESULT_EXTRAS = ("symbol_curve", "symbol_history")
+# symbols.csv.gz) (too big for a cell); a corpus run's validation loss by each token's training
+# count and steps since it was last a target (`spamlang.corpus.buckets`), and its corpus.
+RESULT_EXTRAS = ("symbol_curve", "symbol_history", "target_buckets", "corpus")

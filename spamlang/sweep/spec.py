@@ -122,6 +122,8 @@ def id_part(axis: str, value: Any) -> str:
         return "head-" + _value_text(value)
     if axis == "init_from":  # a checkpoint directory: its own name; none is a random init
         return "init-" + _sanitise(Path(value).name) if value else "scratch"
+    if axis == "corpus":  # a corpus folder: its own name; none is the language
+        return "corpus-" + _sanitise(Path(value).name) if value else "language"
     if axis in _VALUE_ONLY:
         return _value_text(value)
     if axis in _DECIMAL and isinstance(value, float):

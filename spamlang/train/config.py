@@ -42,6 +42,8 @@ FIELD_ALIASES = {
     **dict.fromkeys(("n_layers", "layers", "depth"), "model.n_layers"),
 }
 
+_DEFAULT_VOCAB = 1024  # vocab_size's default; a corpus run left at it takes meta.json's
+
 # Model fields that TrainConfig owns (they are sweep axes), so they may not hide in `model`.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
 
@@ -75,13 +77,27 @@ class TrainConfig:
         "a preset of the width family (tiny-w32), which scales init std and d_ff with it, where "
         "--model d_model=32 changes the width alone",
     )
-    vocab_size: int = _field(1024, "V: the paper's smallest vocabulary, learnable on a CPU")
+    vocab_size: int = _field(
+        _DEFAULT_VOCAB, "V: the paper's smallest vocabulary, learnable on a CPU; a corpus's own"
+    )
     tie_embeddings: bool = _field(False, "head W = input embedding E; the paper sweeps both")
     head: str = _field("softmax", "softmax (the paper's), lowrank:R, mos:K or mlp:R")
     residual: bool = _field(
         True, "--no-residual: each block replaces the residual stream (vanishing-gradient tests)"
     )
     # --- data ---
+    corpus: str | None = _field(
+        None,
+        "train on real text: a folder of train.bin / val.bin / meta.json (`spamlang tokenize`, "
+        "or nanoGPT's files); language and sampling stay at their defaults, vocab_size comes "
+        "from meta.json; '' for none (default: none)",
+        metavar="DIR",
+    )
+    corpus_sha256: str | None = _field(
+        None,
+        "set from the corpus: train.bin's sha256, so that a resume refuses another file",
+        metavar="HEX",
+    )
     language: str = _field("spam", "language (`spamlang languages`); spam: the paper's SpamLang")
     language_params: dict = _field(dict, "a language parameter, e.g. --param s=1.1 (repeatable)")
     seq_len: int = _field(64, "L: spam needs little context", ge=2, why="one predicted position")
@@ -197,6 +213,8 @@ class TrainConfig:
         object.__setattr__(self, "tokens", parse_count(self.tokens))  # "2M"-style budgets too
         fields.check_dataclass(self, whole_floats=True)
         object.__setattr__(self, "init_from", self.init_from or None)  # "" means none
+        object.__setattr__(self, "corpus", self.corpus or None)
+        self._check_corpus()
         if self.tokens < self.tokens_per_step:
             raise UserError(
                 f"tokens ({self.tokens}) must be at least one batch: "
@@ -261,6 +279,50 @@ class TrainConfig:
                 f"sampling {self.sampling!r} counts rows in 32 bits: steps x batch_size "
                 f"= {self.steps * self.batch_size:,} must stay below 2^32"
             )
+
+    def _check_corpus(self) -> None:
+        """A corpus run's own checks, before the model is built: its vocabulary, the fields
+        that have no meaning on text, train.bin's hash (recorded, or checked when given)."""
+        if self.corpus is None:
+            if self.corpus_sha256 is not None:
+                raise UserError("corpus_sha256 is set but corpus is not")
+            return
+        from spamlang.corpus.files import open_corpus, train_sha256
+
+        corpus = open_corpus(self.corpus)
+        if self.vocab_size == _DEFAULT_VOCAB:  # unset: meta.json's (the CLI refuses 1024 typed)
+            object.__setattr__(self, "vocab_size", corpus.vocab_size)
+        if self.vocab_size != corpus.vocab_size:
+            raise UserError(
+                f"vocab_size {self.vocab_size} differs from corpus {self.corpus}'s "
+                f"{corpus.vocab_size} (meta.json); leave vocab_size unset"
+            )
+        defaults = TrainConfig.__dataclass_fields__
+        for name in ("language", "language_params", "sampling"):
+            default = defaults[name]
+            default = (
+                default.default_factory() if callable(default.default_factory) else default.default
+            )
+            if getattr(self, name) != default:
+                raise UserError(
+                    f"{name} {getattr(self, name)!r} has no meaning with a corpus, whose text "
+                    f"is the data; leave it at its default ({default!r})"
+                )
+        if self.diag_every:
+            raise UserError("diag_every measures on a language's batches: not with a corpus yet")
+        if self.seq_len > corpus.train.shape[0]:
+            raise UserError(
+                f"seq_len {self.seq_len} exceeds corpus {self.corpus}'s "
+                f"{corpus.train.shape[0]} train tokens"
+            )
+        digest = train_sha256(self.corpus)
+        if self.corpus_sha256 not in (None, digest):
+            raise UserError(
+                f"{corpus.path / 'train.bin'} has changed since this config was written "
+                f"(sha256 {digest[:12]}..., not {self.corpus_sha256[:12]}...); a run resumes "
+                "only on the file it started with"
+            )
+        object.__setattr__(self, "corpus_sha256", digest)
 
     # ----- derived -------------------------------------------------------------------------
     @property
@@ -327,6 +389,11 @@ class TrainConfig:
     def replace(self, **changes) -> TrainConfig:
         """A copy with some fields changed (validated again)."""
         _check_names(changes)
+        if "corpus" in changes and changes["corpus"] != self.corpus:
+            # Another corpus: its own hash, and its own vocabulary unless one is given.
+            changes.setdefault("corpus_sha256", None)
+            if self.corpus is not None:
+                changes.setdefault("vocab_size", _DEFAULT_VOCAB)
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict:

@@ -151,7 +151,7 @@ def stop_signal(received: list, step: int, stop_after_step: int | None) -> int |
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
 # Evaluation outputs too big for a row: the curve goes to result.json, the losses to symbols.npz.
-_NOT_LOGGED = ("symbol_curve", "symbol_loss")
+_NOT_LOGGED = ("symbol_curve", "symbol_loss", "target_buckets", "corpus")
 # The state arrays of a symbol's history, by their names in symbol_evals.jsonl and symbols.npz.
 _HISTORY = dict(
     appearances="exposure", first_step="first_seen", last_step="last_seen", max_gap="max_gap"
@@ -296,6 +296,9 @@ class _Group:
         self.state = program.stack([m.state for m in members])
         for m in members:
             m.state = None  # the stacked state owns the buffers now
+        # A memory-mapped corpus's batches are made on the host from each member's data key.
+        host = program.host_windows is not None
+        self.data_keys = jax.device_get(self.state["data_key"]) if host else None
         self.pending: list = []  # (step, device metrics) not yet read
         self.clock: tuple[float, int] | None = None  # (time, step) the open interval began
 
@@ -313,7 +316,11 @@ class _Group:
             self._due_rows(step, self.ms)
         deferred = None
         while step < cfg.steps and any(m.result is None for m in self.ms):
-            self.state, metrics = self.program.step(self.state)
+            if self.data_keys is None:
+                self.state, metrics = self.program.step(self.state)
+            else:
+                batch = self.program.host_batch(self.data_keys, step)
+                self.state, metrics = self.program.step(self.state, batch)
             step += 1
             self.pending.append((step, metrics))
             if deferred is not None:  # the last log step's row, now that this step is queued
@@ -406,10 +413,10 @@ class _Group:
         host = jax.device_get({k: self.state[v] for k, v in _HISTORY.items()})
         return {k: np.asarray(v) for k, v in host.items()}
 
-    def _eval_rows(self, step: int, members: list[_Member], past=None) -> dict[int, dict]:
+    def _eval_rows(self, step: int, members: list[_Member], past=None, final=False) -> dict:
         """Evaluate `members` and write their eval rows and, under an exact evaluation, their
         symbol_evals.jsonl rows (`past`: the `_history()` already read, if the caller has it)."""
-        evals = self._evaluate(members)
+        evals = self._evaluate(members, final)
         self._rows("eval", step, members, evals)
         if logged := [m for m in members if m.symbols is not None]:
             past = self._history() if past is None else past
@@ -418,15 +425,18 @@ class _Group:
                 m.symbols.append(history.eval_row(step, evals[id(m)]["symbol_loss"], own))
         return evals
 
-    def _evaluate(self, members: list[_Member]) -> dict[int, dict]:
+    def _evaluate(self, members: list[_Member], final=False) -> dict[int, dict]:
         """{id(member): its evaluation} (the whole group is evaluated: one program)."""
         cfg = self.cfg
         what = (
             f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
             f"{cfg.seq_len:,} tokens) in batches of {cfg.eval_batch:,}"
+            if cfg.corpus is None
+            else f"evaluating {'all of' if final else 'the start of'} val.bin"
         )
         wait = functools.partial(wait_for, progress=self.progress, what=what)
-        out = self.program.evaluate(self.state, [m.config for m in self.ms], wait=wait)
+        configs = [m.config for m in self.ms]
+        out = self.program.evaluate(self.state, configs, wait=wait, final=final)
         return {id(m): out[self.ms.index(m)] for m in members}
 
     def _diag(self, step: int, members: list[_Member], evals=None) -> dict[int, dict]:
@@ -476,12 +486,12 @@ class _Group:
         # The history read once, for symbol_evals.jsonl's last row and for symbols.npz.
         past = self._history() if any(m.symbols is not None for m in members) else {}
         if write_rows:
-            evals = self._eval_rows(step, members, past)
+            evals = self._eval_rows(step, members, past, final=True)
             healthy = [m for m in members if self.ms.index(m) not in diverged]
             diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
             self._save(step, members, final=True)
         else:
-            evals = self._evaluate(members)
+            evals = self._evaluate(members, final=True)
             diags = {id(m): m.log.last_diag() for m in members}
         wall = time.perf_counter() - self.t_start
         for m in members:
@@ -535,8 +545,12 @@ class _Group:
             status = f"diverged at step {at}" if j in diverged else f"finished after {at} steps"
             self.progress.message(
                 f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "
-                f"eval loss {_fmt(m.result['final_eval_loss'])}, "
-                f"repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
+                f"eval loss {_fmt(m.result['final_eval_loss'])}"
+                + (
+                    f", repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
+                    if self.cfg.corpus is None
+                    else ""
+                )
             )
 
 

@@ -20,12 +20,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from spamlang import optim
+from spamlang.corpus import windows
+from spamlang.corpus.evaluate import CorpusEvaluation
+from spamlang.corpus.files import open_corpus
 from spamlang.coverage import exposure, tracking
 from spamlang.errors import UserError
 from spamlang.evaluate import Evaluation
@@ -128,11 +132,19 @@ def make_member_step(program: Program):
     if program.n_micro > 1:
         grad_fn = functools.partial(accumulated, grad_fn, n_micro=program.n_micro, mesh=where)
 
-    def member_step(state: State) -> tuple[State, dict]:
+    corpus_tokens = program.corpus.train.shape[0] if program.corpus is not None else 0
+
+    def member_step(state: State, shared=None, mapped=None) -> tuple[State, dict]:
         step = state["step"]
         with jax.named_scope("data"):
             rows = sharded_rows(B, mesh, shard)
-            tokens_BxL = batch_rows(config.sampling, lang, state["data_key"], step, rows, B, L)
+            if mapped is not None:  # a memory-mapped corpus: the host gathered this batch
+                tokens_BxL = mapped["batch"]
+            elif shared is not None:  # a corpus on device, shared by the members
+                starts_B = windows.window_starts(state["data_key"], step, rows, corpus_tokens, L)
+                tokens_BxL = windows.gather(shared["corpus"], starts_B, L)
+            else:
+                tokens_BxL = batch_rows(config.sampling, lang, state["data_key"], step, rows, B, L)
             if shard:
                 tokens_BxL = jax.lax.with_sharding_constraint(
                     tokens_BxL, NamedSharding(mesh, P("data", None))
@@ -164,6 +176,11 @@ def make_member_step(program: Program):
             "diverged_step": jnp.where(bad & ~state["diverged"], step, state["diverged_step"]),
             **symbol_history(state, added, step),
         }
+        if program.corpus is not None:
+            with jax.named_scope("targets"):  # each id's fate as a target (inputs: exposure)
+                hit = jnp.where(frozen, 0, exposure.count_targets(tokens_BxL, V, where))
+                new_state["target_count"] = state["target_count"] + hit
+                new_state["last_target"] = jnp.where(hit > 0, step + 1, state["last_target"])
         lr_t = optim.peak_lr(state["opt_state"]) * program.schedule(step)
         # The divergence flags ride with the metrics: the loop reads a log step's metrics after
         # the next step has taken (donated) this state.
@@ -224,10 +241,19 @@ class Program:
 
         self.config, self.mesh = config, mesh
         self.kernels = resolve(config.kernels, mesh.devices.flat[0].platform)
+        self.replicated = NamedSharding(mesh, P())
         self.lang = config.make_language()
+        # A corpus's train.bin: an argument of the step, on device or read per step on the host.
+        self.corpus = open_corpus(config.corpus) if config.corpus else None
+        self.shared, self.host_windows = None, None
+        if self.corpus is not None and windows.on_device(self.corpus.train):
+            self.shared = {"corpus": jax.device_put(np.asarray(self.corpus.train), self.replicated)}
+        elif self.corpus is not None:
+            self.host_windows = windows.HostWindows(
+                self.corpus.train, config.batch_size, config.seq_len
+            )
         self.model_config = config.model_config().replace(kernels=self.kernels)
         self.tx, self.schedule = optim.from_config(config)
-        self.replicated = NamedSharding(mesh, P())
         self.n_micro = micro_batches(config, mesh, self.kernels)
         self.optimal_loss = float(self.lang.optimal_loss(config.seq_len))
         flops = flops_per_token(self.model_config, config.seq_len)
@@ -237,15 +263,35 @@ class Program:
         # Non-parameter variables (none in the current model) are constants of the program.
         self.rest = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), rest)
         step = make_member_step(self)
-        self.evaluation = Evaluation(
-            config, self.lang, self.graphdef, self.rest, mesh, self.optimal_loss
-        )
+        if self.corpus is not None:
+            self.evaluation = CorpusEvaluation(config, self.graphdef, self.rest, mesh)
+            self.optimal_loss = None  # unknown for real text
+        else:
+            self.evaluation = Evaluation(
+                config, self.lang, self.graphdef, self.rest, mesh, self.optimal_loss
+            )
         # One member at a time: compiled once per program, not once per group size.
         self._init = jax.jit(self._member_init, out_shardings=self.replicated)
         # One step of every member, `state` donated; the metrics stay on device, shape [K].
-        self.step = jax.jit(
+        self._step = jax.jit(
             over_members(step), donate_argnums=0, out_shardings=(self.replicated, self.replicated)
         )
+
+    def step(self, state: State, batch=None) -> tuple[State, dict]:
+        """One step of every member. A memory-mapped corpus's batch comes from the host:
+        `host_batch` (read off `state` when not given, which waits for the step before)."""
+        if self.host_windows is None:
+            return self._step(state) if self.shared is None else self._step(state, self.shared)
+        if batch is None:
+            keys, at = jax.device_get((state["data_key"], state["step"][0]))
+            batch = self.host_batch(keys, int(at))
+        return self._step(state, None, batch)
+
+    def host_batch(self, data_keys_K, step: int) -> dict:
+        """The mapped argument of step `step` of a memory-mapped corpus: its [K, B, L] rows."""
+        tokens = self.host_windows.batch(data_keys_K, step)
+        rows = P(None, "data", None) if self.mesh.devices.size > 1 else P()
+        return {"batch": jax.device_put(tokens, NamedSharding(self.mesh, rows))}
 
     def _member_init(self, key: jax.Array, hyper: dict) -> State:
         param_key, data_key = jax.random.split(key)
@@ -263,7 +309,13 @@ class Program:
             "last_seen": jnp.full(V, -1, jnp.int32),
             "first_seen": jnp.full(V, -1, jnp.int32),
             "max_gap": jnp.zeros(V, jnp.int32),
+            **(self._target_history(V) if self.corpus is not None else {}),
         }
+
+    @staticmethod
+    def _target_history(V: int) -> State:
+        # How often each id was a target, and the step count right after its last (-1 never).
+        return {"target_count": jnp.zeros(V, jnp.int32), "last_target": jnp.full(V, -1, jnp.int32)}
 
     def init(self, seeds: list[int], lrs: list[float]) -> State:
         """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
@@ -317,14 +369,17 @@ class Program:
         """Member i's model (for sampling and diagnostics)."""
         return nnx.merge(self.graphdef, self.member(state, i)["params"], self.rest)
 
-    def evaluate(self, state: State, configs=None, wait=None) -> list[dict[str, float]]:
+    def evaluate(self, state: State, configs=None, wait=None, final=False) -> list[dict]:
         """Each member's evaluation; member i's return time is `configs[i]`'s (default: ours)."""
         configs = [self.config] * len(state["step"]) if configs is None else configs
-        return self.evaluation.evaluate(state, configs, wait)
+        return self.evaluation.evaluate(state, configs, wait, final)
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
         """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
-        return self.step.lower(self.abstract_state(k))
+        if self.host_windows is not None:
+            rows = jax.ShapeDtypeStruct((k, self.config.batch_size, self.config.seq_len), jnp.int32)
+            return self._step.lower(self.abstract_state(k), None, {"batch": rows})
+        return self._step.lower(self.abstract_state(k), *([self.shared] if self.shared else []))
 
 
 _SHARED: dict = {}  # the newest Programs by (program_key, mesh), least recently used first
