@@ -48,7 +48,7 @@ os.environ.setdefault("SPAMLANG_PEAK_FLOPS_BF16", "1e11")
 
 
 # A skip must have a reason the suite expects: the machine (a GPU present, a runner that owns
-# SIGTERM) or, outside CI, a module of the optional `hf` / `loaders` / `tensorboard` / `wandb`
+# SIGTERM) or, outside CI, a module of the optional `hf` / `loaders` / `tensorboard` / `text` / `wandb`
 # extras.
 # Any other skip (pandas, which `.[dev]` brings, or a new one) fails the run, naming the test;
 # SPAMLANG_ALLOW_SKIPS=1 accepts every skip.

@@ -45,7 +45,8 @@ LAYERS = (
     ("loss", "perf", "throughput", "optim", "members", "progress"),
     # diagnostics: the trainer logs its measurements every `diag_every` steps (train.run).
     # coverage: exposure counts and per-symbol scores, which training and evaluation record.
-    ("diagnostics", "coverage"),
+    # corpus: token files of real text, their windows, exact evaluation and `tokenize`.
+    ("diagnostics", "coverage", "corpus"),
     ("evaluate",),  # the eval set's metrics, coverage and per-symbol rows of a run's models
     ("train",),  # config, state and step, loop, runs
     # Siblings over train, none importing another (`SIBLINGS`): sample loads a run

@@ -18,6 +18,7 @@ from spamlang.error_policy import Parser, guarded
 # parser is built: one that fails to import is a broken install, never a verb silently missing.
 _VERB_MODULES = (
     "spamlang.cli.data_cmds",  # languages, preview, export
+    "spamlang.cli.tokenize_cmd",  # tokenize
     "spamlang.cli.train_cmd",  # train
     "spamlang.cli.sweep_cmd",  # sweep
     "spamlang.cli.plot_cmd",  # plot heatmap|curves|bottleneck
