@@ -12,6 +12,10 @@ sample repeating the wrong symbol (`A` then nine `ξ`: longest run 0) shows what
 Renderers: `render_text` (ANSI colours on a terminal, else a marker line under each sample),
 `render_html` and `spamlang.plots.samples.plot_samples` (the same table as a figure, drawn from
 what `spamlang.cli.sample_cmd.sample_figure` passes it).
+
+A corpus run (real text) has no correct next token: `sample_corpus_run` seeds each sample with
+the start of a val.bin window (or a given prompt) and `render_corpus_text` shows prompt and
+continuation apart, decoded through the corpus's tokenizer.json when it has one.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import numpy as np
 from spamlang import glyphs
 from spamlang.errors import UserError
 from spamlang.notation import format_count, format_lr
-from spamlang.rundir.schema import TITLE_DEFAULTS
+from spamlang.rundir.reading import read_object
+from spamlang.rundir.schema import CONFIG, TITLE_DEFAULTS
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
 # Underlined: incorrect is not told by colour alone.
@@ -262,6 +267,8 @@ def sample_run(
     from spamlang.train import load_run
 
     config, model = load_run(run_dir)
+    if config.corpus is not None:  # its default language is no rule for real text
+        raise UserError(f"{run_dir} is a corpus run: sample it with sample_corpus_run")
     lang = config.make_language()
     length = (
         (32 if lang.position_invariant else min(32, config.seq_len)) if length is None else length
@@ -293,6 +300,171 @@ def sample_run(
         seed=seed,
         info={"run_dir": str(run_dir), **info},
     )
+
+
+# ----- corpus runs: real text -------------------------------------------------------------------
+@dataclass(frozen=True)
+class TextSamples:
+    """Samples of a corpus run: each a prompt (from val.bin, or given) and its continuation."""
+
+    tokens: np.ndarray  # int [N, L], prompt included
+    prompt_len: int  # P: the first P tokens of every sample are the prompt
+    starts: list[int] | None  # each prompt's first token in val.bin; None for a given prompt
+    tokenizer: Any  # a tokenizers.Tokenizer, or None: the corpus has none and ids are shown
+    info: dict[str, Any] = field(default_factory=dict)  # run, corpus, temperature, seed, ...
+
+
+def load_tokenizer(path):
+    """`tokenizers.Tokenizer` from a tokenizer.json, imported only here (an optional extra)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UserError(
+            f'decoding with {path} needs the tokenizers package: pip install -e ".[text]"'
+        ) from None
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:  # the Rust side raises a bare Exception for a bad file
+        raise UserError(f"cannot read tokenizer {path}: {str(e).splitlines()[0]}") from None
+
+
+def corpus_prompt(text: str, tokenizer, vocab_size: int) -> list[int]:
+    """A given prompt's ids: text encoded by the tokenizer, or without one ids ('12,7')."""
+    if tokenizer is not None:
+        ids = tokenizer.encode(text).ids
+    elif re.fullmatch(r"\s*\d+(?:[\s,]+\d+)*\s*", text):
+        ids = [int(t) for t in re.split(r"[\s,]+", text.strip())]
+    else:
+        raise UserError(
+            f"the corpus has no tokenizer.json: give the prompt as ids (12,7), not {text!r}"
+        )
+    if not ids:
+        raise UserError(f"the prompt {text!r} encodes to no tokens")
+    if bad := [t for t in ids if not 0 <= t < vocab_size]:
+        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={vocab_size})")
+    return ids
+
+
+def val_prompts(val_N: np.ndarray, seq_len: int, n: int, prompt_len: int, seed: int):
+    """(int32[n, prompt_len] prompts, their starts): the first `prompt_len` tokens of `n`
+    non-overlapping `seq_len` windows of val.bin (the windows its evaluation scores, so that
+    a prompt starts where the model was scored from), distinct while there are enough."""
+    width = seq_len if len(val_N) >= seq_len else prompt_len
+    windows = len(val_N) // width
+    if windows < 1 or prompt_len > width:
+        raise UserError(
+            f"val.bin holds {len(val_N)} tokens, too few for {prompt_len}-token prompts"
+        )
+    picked = np.random.default_rng(seed).choice(windows, size=n, replace=n > windows)
+    starts = (picked * width).tolist()
+    return np.stack([np.asarray(val_N[s : s + prompt_len], np.int32) for s in starts]), starts
+
+
+def sample_corpus_run(
+    run_dir,
+    *,
+    n: int = 8,
+    length: int | None = None,
+    temperature: float = 0.9,
+    prompt: str | None = None,
+    seed: int = 0,
+) -> TextSamples:
+    """`n` samples of `length` tokens (prompt included; default 32, or the run's seq_len when
+    shorter, longer to leave half of it to a long given prompt) from a corpus run's latest
+    checkpoint; prompts from val.bin are the first half of `length`."""
+    import jax
+    import jax.numpy as jnp
+
+    from spamlang.corpus.files import open_corpus
+    from spamlang.model import generate
+    from spamlang.train import load_run
+
+    if n < 1 or not temperature >= 0:
+        raise UserError(f"-n must be at least 1 and temperature >= 0, got {n} and {temperature}")
+    if not os.path.isdir(run_dir):
+        raise UserError(f"no such run directory: {run_dir}")
+    # The corpus and the prompt first: a bad prompt fails before the model loads.
+    corpus_dir = (read_object(os.path.join(run_dir, CONFIG)) or {}).get("corpus")
+    if not corpus_dir:
+        raise UserError(f"{run_dir} is not a corpus run: sample it with sample_run")
+    corpus = open_corpus(corpus_dir)
+    tokenizer = load_tokenizer(corpus.tokenizer_file) if corpus.tokenizer_file else None
+    if prompt is not None:
+        if temperature == 0 and n > 1:
+            raise UserError(f"greedy decoding of one prompt gives {n} identical samples; use n=1")
+        ids = corpus_prompt(prompt, tokenizer, corpus.vocab_size)
+    config, model = load_run(run_dir)
+    default = min(32, config.seq_len) if length is None else length
+    if prompt is None:
+        prompt_NxP, starts = val_prompts(corpus.val, config.seq_len, n, max(1, default // 2), seed)
+    else:
+        prompt_NxP, starts = np.tile(np.asarray(ids, np.int32), (n, 1)), None
+    P = prompt_NxP.shape[1]
+    length = max(default, P + default // 2) if length is None else length
+    if length <= P:
+        raise UserError(f"length ({length}) must exceed the prompt length ({P})")
+    check_length(length, config.seq_len, model.config.max_seq_len)
+    key = jax.random.key(seed)
+    tokens_NxL = generate(
+        model, jnp.asarray(prompt_NxP), length, key=key, temperature=float(temperature)
+    )
+    info = {
+        "run_dir": str(run_dir),
+        "corpus": corpus.name,
+        "vocab_size": corpus.vocab_size,
+        "tokenizer": str(corpus.tokenizer_file) if tokenizer is not None else None,
+        "temperature": float(temperature),
+        "seed": seed,
+        **{k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset", "b2")},
+    }
+    return TextSamples(np.asarray(tokens_NxL), P, starts, tokenizer, info)
+
+
+def describe_corpus(samples: TextSamples, ids: bool = False) -> str:
+    """One line: the run, its corpus and how the samples were drawn and are shown."""
+    i = samples.info
+    n, length = samples.tokens.shape
+    t = i["temperature"]
+    shown = "token ids" if ids or samples.tokenizer is None else f"text decoded by {i['tokenizer']}"
+    if samples.tokenizer is None:
+        shown += " (the corpus has no tokenizer.json)"
+    drawn = "given" if samples.starts is None else "the start of a val.bin window each"
+    return "; ".join(
+        [
+            f"{i['run_dir']}: corpus {i['corpus']} V={format_count(i['vocab_size'])}",
+            f"lr {format_lr(i['lr'])}, {'tied' if i['tie_embeddings'] else 'untied'}, "
+            f"head {i['head']}, b2 {i['b2']:g}",
+            f"{n} samples of {length} tokens, {samples.prompt_len}-token prompt ({drawn}), "
+            + ("greedy" if t == 0 else f"temperature {t:g}")
+            + f", seed {i['seed']}",
+            shown,
+        ]
+    )
+
+
+def render_corpus_text(samples: TextSamples, colour: bool = False, ids: bool = False) -> str:
+    """Each sample as two indented blocks, its prompt then its continuation (the prompt in the
+    seed colour on a terminal), so that decoded newlines cannot blur where one ends."""
+    P = samples.prompt_len
+
+    def shown(tokens) -> str:
+        tokens = np.asarray(tokens).tolist()
+        if ids or samples.tokenizer is None:
+            return " ".join(map(str, tokens))
+        return samples.tokenizer.decode(tokens)
+
+    def block(text: str, paint: bool) -> list[str]:
+        lines = text.split("\n") or [""]
+        return [f"    {_ANSI[SEED]}{x}\x1b[0m" if paint else f"    {x}" for x in lines]
+
+    lines = [describe_corpus(samples, ids)]
+    for k, tokens in enumerate(samples.tokens):
+        where = "" if samples.starts is None else f", val.bin from token {samples.starts[k]:,}"
+        lines.append(f"[{k}] prompt ({P} tokens{where}):")
+        lines += block(shown(tokens[:P]), colour)
+        lines.append(f"[{k}] continuation ({len(tokens) - P} tokens):")
+        lines += block(shown(tokens[P:]), False)
+    return "\n".join(lines) + "\n"
 
 
 # ----- renderers ---------------------------------------------------------------------------------

@@ -62,6 +62,17 @@ def _draw_track(args: argparse.Namespace) -> int:
     return 0
 
 
+def _draw_buckets(args: argparse.Namespace) -> int:
+    from spamlang.plots.buckets import buckets_table, load_buckets, plot_buckets
+
+    runs = [load_buckets(d) for d in args.inputs]
+    path = plot_buckets(runs, args.output, min_targets=args.min_targets)
+    if args.table:
+        print("\n\n".join(buckets_table(run, args.min_targets) for run in runs))
+    print(f"wrote {path}")
+    return 0
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "plot",
@@ -71,7 +82,7 @@ def register(subparsers) -> None:
     )
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
-    for add in (_heatmap, _curves, _lines, _bottleneck, _track, _symbols, _recency):
+    for add in (_heatmap, _curves, _lines, _bottleneck, _track, _symbols, _recency, _buckets):
         add(kinds)
 
 
@@ -299,3 +310,30 @@ def _recency(kinds) -> None:
         nargs="+",
     )
     _facets(p, None)
+
+
+def _buckets(kinds) -> None:
+    p = _kind(
+        kinds,
+        "buckets",
+        "corpus runs: val loss by a token's training count and steps since last a target",
+        "Does a rare token's loss in real text rise once the steps since it was last a "
+        "training target pass Adam's memory, as a forgotten SpamLang symbol's does? From the "
+        "target_buckets of a finished corpus run's result.json (spamlang train --corpus DIR): "
+        "one panel per run (titled with its optimizer, b2, head_amsgrad and final eval loss), "
+        "the validation loss of each cell of tokens against the steps since they were last a "
+        "training target at the end of training (log2 buckets at their geometric middle; 0: "
+        "in the last step), one line per bucket of how many times they were a target (colour); "
+        "tokens never a target are crosses at x = steps. Dashed: Adam's memory 1/(1-b2); "
+        "dotted: the val unigram loss. Runs that are not finished corpus runs are refused. "
+        "Example, does b2 0.999 flatten the rise: spamlang plot buckets runs/b2_0.95 "
+        "runs/b2_0.999 -o buckets.png --table",
+        _draw_buckets,
+        "RUN_DIR",
+        "a finished corpus run's directory (one panel each, side by side)",
+        nargs="+",
+    )
+    min_help = "leave out cells with fewer validation targets than this (default 20)"
+    p.add_argument("--min-targets", type=int, default=20, metavar="N", help=min_help)
+    table_help = "also print each run's cells as a table (count bucket x age bucket of val loss)"
+    p.add_argument("--table", action="store_true", help=table_help)

@@ -75,6 +75,21 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
     return [(None, path)]
 
 
+def _is_corpus_run(run_dir: Path) -> bool:
+    from spamlang.rundir.reading import read_object
+
+    return bool((read_object(run_dir / "config.json") or {}).get("corpus"))
+
+
+def _check_corpus_flags(args: argparse.Namespace, corpus_runs: list[Path]) -> None:
+    """The SpamLang-only outputs, refused for a corpus run: real text has no correct token."""
+    if corpus_runs and (args.html or args.png):
+        raise UserError(
+            f"{corpus_runs[0]} is a corpus run: --html and --png draw SpamLang's table of "
+            "correct and incorrect tokens, which real text has not; leave them out"
+        )
+
+
 def handler(args: argparse.Namespace) -> int:
     # Everything the flags can get wrong fails here, before a minute of loading and compiling;
     # sample_run checks --temperature itself, before it loads the model.
@@ -83,15 +98,18 @@ def handler(args: argparse.Namespace) -> int:
     if args.n < 1 or (args.length is not None and args.length < 2):
         raise UserError("-n must be >= 1 and --length >= 2")
     _check_outputs(args)
+    corpus_runs = [d for _, d in targets if _is_corpus_run(d)]
+    _check_corpus_flags(args, corpus_runs)
     if args.prompt is not None:
         from spamlang.sample import parse_prompt
 
-        parse_prompt(args.prompt)
+        if len(corpus_runs) < len(targets):  # a corpus run encodes its prompt as text
+            parse_prompt(args.prompt)
         if temperature == 0 and args.n > 1:
             raise UserError(
                 f"--greedy with --prompt gives {args.n} identical samples; use -n 1, "
-                "or leave out --prompt to seed each sample with its own symbol drawn "
-                "from the language"
+                "or leave out --prompt to seed each sample with its own prompt (a symbol "
+                "drawn from the language; a corpus run: the start of a val.bin window)"
             )
 
     from spamlang.sample import render_html, render_text, sample_run, use_colour
@@ -100,6 +118,9 @@ def handler(args: argparse.Namespace) -> int:
     for cell, run_dir in targets:
         if cell is not None:
             print(f"== {cell} ({run_dir.name})")
+        if run_dir in corpus_runs:
+            sys.stdout.write(_sample_corpus(args, run_dir, temperature, colour))
+            continue
         result = sample_run(
             run_dir,
             n=args.n,
@@ -115,6 +136,20 @@ def handler(args: argparse.Namespace) -> int:
     if args.png:
         print(f"wrote {sample_figure(result, args.png, ids=args.ids)}")
     return 0
+
+
+def _sample_corpus(args: argparse.Namespace, run_dir: Path, temperature: float, colour) -> str:
+    from spamlang.sample import render_corpus_text, sample_corpus_run
+
+    samples = sample_corpus_run(
+        run_dir,
+        n=args.n,
+        length=args.length,
+        temperature=temperature,
+        prompt=args.prompt,
+        seed=args.seed,
+    )
+    return render_corpus_text(samples, colour=colour, ids=args.ids)
 
 
 def sample_figure(result, out_file, ids: bool = False) -> Path:
@@ -166,7 +201,8 @@ def register(subparsers) -> None:
         type=int,
         default=None,
         help="tokens per sample, prompt included (default: 32, or the run's seq_len if "
-        "shorter); beyond the run's seq_len a warning, beyond the model's max_seq_len an error",
+        "shorter; a corpus run's prompts from val.bin are its first half); beyond the run's "
+        "seq_len a warning, beyond the model's max_seq_len an error",
     )
     p.add_argument(
         "--temperature", type=float, default=0.9, help="sampling temperature (default 0.9)"
@@ -181,7 +217,8 @@ def register(subparsers) -> None:
         "--prompt",
         metavar="GLYPHS_OR_IDS",
         help="seed tokens: glyphs ('AAb') or ids ('0,5,7'); default: token 0 (A), or the "
-        "language's own first tokens when it needs a longer seed (cycle)",
+        "language's own first tokens when it needs a longer seed (cycle); a corpus run: text, "
+        "encoded by its tokenizer.json (ids without one), default the start of a val.bin window",
     )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampling (default 0)")
     p.add_argument("--html", metavar="FILE", help="also write the table as a .html page")

@@ -1,0 +1,256 @@
+"""`spamlang plot buckets`: a corpus run's validation loss by each token's fate, from the
+"target_buckets" of its result.json (`spamlang.corpus.buckets`): one line per bucket of how often
+the token was a training target, against the steps since it last was one (both log2 buckets),
+with Adam's memory 1/(1-b2) dashed and the val unigram loss dotted. The question: does a rare
+token's loss rise once that gap passes Adam's memory, as a forgotten SpamLang symbol's does?"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib import colormaps
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from spamlang.errors import UserError
+from spamlang.notation import format_count
+from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, note, writer
+from spamlang.plots.layout import MAX_FACETS
+from spamlang.rundir.reading import check_dir, read_run
+from spamlang.rundir.schema import RESULT
+
+MIN_TARGETS = 20  # fewer validation targets make a cell's mean loss noise
+# The log axis has no 0: the age-0 cell (a target in the very last step) sits one bucket left
+# of [1, 2)'s middle, so that the buckets stay evenly spaced (bucket b >= 1 at 2^(b - 1.5)).
+AGE0_X = 2**-0.5
+NEVER = "never a target"
+
+
+@dataclass(frozen=True)
+class BucketRun:
+    """One finished corpus run: its name, config.json and result.json."""
+
+    name: str  # the run directory's name
+    config: dict  # its config.json ({} when unreadable)
+    result: dict  # its result.json, which holds "target_buckets"
+
+    @property
+    def rows(self) -> list[dict]:
+        return self.result["target_buckets"].get("rows") or []
+
+    @property
+    def steps(self) -> int:
+        return int(self.result["target_buckets"].get("steps") or self.result.get("steps") or 0)
+
+    @property
+    def memory(self) -> float | None:
+        """Adam's memory 1/(1-b2) in steps; None for an optimizer without a second moment."""
+        value = self.result["target_buckets"].get("adam_memory_steps")
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+    @property
+    def unigram(self) -> float | None:
+        value = (self.result.get("corpus") or {}).get("val_unigram_loss")
+        return float(value) if isinstance(value, (int, float)) else None
+
+
+def load_buckets(run_dir: str | Path) -> BucketRun:
+    """A finished corpus run, else UserError naming it (not finished, or not a corpus run)."""
+    files = read_run(check_dir(run_dir))
+    name = files.path.name or str(files.path)
+    if files.result is None:
+        raise UserError(f"{files.path} has not finished: no readable {RESULT}")
+    if not isinstance(files.result.get("target_buckets"), dict):
+        raise UserError(
+            f"{files.path} is not a corpus run: its {RESULT} has no target_buckets "
+            "(runs trained with --corpus DIR write them)"
+        )
+    return BucketRun(name, files.config or {}, files.result)
+
+
+def age_x(age_lo: int | None, age_hi: int | None, steps: int) -> float:
+    """Where a cell is drawn: its age bucket's geometric middle sqrt(lo hi), age 0 at AGE0_X,
+    never a target (no age) at x = steps, right of every age (ages stay below steps)."""
+    if age_lo is None:
+        return float(max(steps, 1))
+    return AGE0_X if age_lo == 0 else math.sqrt(age_lo * age_hi)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One training-count bucket's cells, by age: what one line of a panel draws."""
+
+    count_lo: int  # the bucket [count_lo, count_hi) of training-target counts
+    count_hi: int
+    x: tuple[float, ...]  # `age_x` of each cell, increasing
+    loss: tuple[float, ...]  # the cell's mean validation loss (nats)
+    targets: tuple[int, ...]  # its validation targets
+    ids: tuple[int, ...]  # its token ids that occur as validation targets
+
+    @property
+    def never(self) -> bool:
+        """The never-a-target ids (count 0): one cell without an age."""
+        return self.count_lo == 0
+
+
+def series(rows: list[dict], steps: int, min_targets: int = MIN_TARGETS) -> tuple[list, int]:
+    """([Series] by count bucket, the number of cells dropped for holding fewer than
+    `min_targets` validation targets); a bucket left without cells gets no series."""
+    kept = [r for r in rows if r["val_targets"] >= min_targets]
+    out = []
+    for lo in sorted({r["count_lo"] for r in kept}):
+        cells = [r for r in kept if r["count_lo"] == lo]
+        cells.sort(key=lambda r: age_x(r["age_lo"], r["age_hi"], steps))
+        out.append(
+            Series(
+                count_lo=lo,
+                count_hi=cells[0]["count_hi"],
+                x=tuple(age_x(r["age_lo"], r["age_hi"], steps) for r in cells),
+                loss=tuple(float(r["val_loss"]) for r in cells),
+                targets=tuple(int(r["val_targets"]) for r in cells),
+                ids=tuple(int(r["ids"]) for r in cells),
+            )
+        )
+    return out, len(rows) - len(kept)
+
+
+def bucket_label(lo: int, hi: int | None) -> str:
+    """An integer bucket [lo, hi) in words: '0', '2-3', '1K-2047'; None is never a target."""
+    if hi is None:
+        return "never"
+    return format_count(lo) if hi - lo == 1 else f"{format_count(lo)}-{format_count(hi - 1)}"
+
+
+def describe(run: BucketRun) -> str:
+    """'NAME: adamw b2=0.95, head_amsgrad, eval loss 4.712': what tells the panels apart."""
+    c = run.config
+    optimizer = c.get("optimizer", "adamw")
+    parts = [str(optimizer)]
+    if "adam" in str(optimizer) and isinstance(c.get("b2"), (int, float)):
+        parts[0] += f" b2={c['b2']:g}"
+    if c.get("head_amsgrad"):
+        parts.append("head_amsgrad")
+    loss = run.result.get("final_eval_loss")
+    parts.append(f"eval loss {loss:.4g}" if isinstance(loss, (int, float)) else "no eval loss")
+    return f"{run.name}: " + ", ".join(parts)
+
+
+def count_colours(runs: list[BucketRun]) -> tuple[ListedColormap, BoundaryNorm] | None:
+    """One colour per training-count bucket seen in any run (viridis, dark = rare), on edges
+    1, 2, 4, ...; None when no run has a token that was a target."""
+    highs = [r["count_hi"] for run in runs for r in run.rows if r["count_lo"] > 0]
+    if not highs:
+        return None
+    top = int(math.log2(max(highs)))
+    edges = [2**b for b in range(top + 1)]  # [1, 2) ... [2^(top-1), 2^top)
+    n = len(edges) - 1
+    cmap = ListedColormap([colormaps[CMAP](0.85 * i / max(n - 1, 1)) for i in range(n)])
+    return cmap, BoundaryNorm(edges, n)
+
+
+def buckets_figure(runs: list[BucketRun], min_targets: int = MIN_TARGETS) -> Figure:
+    """One panel per run, side by side, sharing both axes; a colour bar of the count buckets."""
+    if not runs:
+        raise UserError("no run directory given")
+    if len(runs) > MAX_FACETS:
+        raise UserError(f"{len(runs)} runs would each get a panel; draw at most {MAX_FACETS}")
+    if min_targets < 0:
+        raise UserError(f"--min-targets must be >= 0, got {min_targets}")
+    colours = count_colours(runs)
+    fig = Figure(figsize=(max(PAPER_WIDTH_IN, 3.2 * len(runs) + 1.2), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(runs), sharex=True, sharey=True, squeeze=False)[0]
+    dropped = total = 0
+    for i, (ax, run) in enumerate(zip(axes, runs)):
+        lines, gone = series(run.rows, run.steps, min_targets)
+        dropped, total = dropped + gone, total + len(run.rows)
+        _draw_panel(ax, run, lines, colours)
+        if i == 0:
+            ax.set_ylabel("validation loss (nats, the cell's mean)", fontsize=7)
+    _age_ticks(axes[0], max(max(run.steps, run.memory or 0) for run in runs))
+    if colours is not None:
+        bar = fig.colorbar(ScalarMappable(colours[1], colours[0]), ax=axes, shrink=0.9)
+        bar.set_label("times a target (training-target count)", fontsize=7)
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(int(v))))
+        bar.ax.tick_params(labelsize=6)
+    note(
+        fig,
+        "a point: the validation targets whose token was a training target so many times (colour)",
+        "and last one so many steps before the end (x: log2 buckets at their geometric middle; "
+        "0: in the last step)",
+        f"cells with fewer than {min_targets} validation targets left out ({dropped} of {total}); "
+        "dashed: Adam's memory; dotted: the val unigram loss (no context)",
+    )
+    return fig
+
+
+plot_buckets = writer(buckets_figure)
+
+
+def _draw_panel(ax, run: BucketRun, lines: list[Series], colours) -> None:
+    for s in lines:
+        if s.never:  # no age: a cross apart, at x = steps
+            label = f"{NEVER} ({sum(s.ids)} ids), at x = steps"
+            ax.plot(s.x, s.loss, "x", color="0.35", ms=5, mew=1.0, label=label, gid="never")
+        else:
+            colour = colours[0](colours[1](s.count_lo))
+            kw = dict(color=colour, lw=1.2, marker="o", ms=3, gid=f"count{s.count_lo}")
+            ax.plot(s.x, s.loss, **kw)
+    if run.memory is not None:
+        beyond = f", past the run's {run.steps} steps" if run.memory > run.steps else ""
+        label = f"Adam memory 1/(1\u2212b2) = {run.memory:g} steps{beyond}"
+        ax.axvline(run.memory, color=BEST_EDGE, lw=1.0, ls="--", label=label, gid="memory")
+    if run.unigram is not None:
+        label = f"val unigram loss {run.unigram:.3g}"
+        ax.axhline(run.unigram, color="0.3", lw=0.9, ls=":", label=label, gid="unigram")
+    if not lines:
+        ax.text(0.5, 0.5, "no cell left", transform=ax.transAxes, ha="center", fontsize=7)
+    ax.set_title(describe(run), fontsize=7)
+    ax.set_xlabel("steps since last a training target", fontsize=7)
+    ax.tick_params(which="both", labelsize=6)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
+
+
+def _age_ticks(ax, right: float) -> None:
+    """A log2 axis from the age-0 cell to past `right`, labelled at the bucket edges 1, 2, 4,
+    ... (every other one past 8 of them) and '0' at the age-0 cell."""
+    ax.set_xscale("log", base=2)
+    top = max(1, math.ceil(math.log2(max(right, 1))))
+    powers = [2**b for b in range(top + 1)]
+    powers = powers[:: 1 + len(powers) // 9]
+    ax.xaxis.set_major_locator(FixedLocator([AGE0_X, *powers]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v < 1 else format_count(v)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(AGE0_X / 1.6, 2**top * 1.3)
+
+
+def buckets_table(run: BucketRun, min_targets: int = MIN_TARGETS) -> str:
+    """The run's cells as text: a row per training-count bucket, a column per age bucket
+    (never: no age), each its mean validation loss; '.' where fewer than `min_targets`."""
+    ages = sorted(
+        {(r["age_lo"], r["age_hi"]) for r in run.rows}, key=lambda a: (a[0] is None, a[0] or 0)
+    )
+    counts = sorted({(r["count_lo"], r["count_hi"]) for r in run.rows})
+    cells = {(r["count_lo"], r["age_lo"]): r for r in run.rows}
+    header = ["count \\ age", *(bucket_label(lo, hi) for lo, hi in ages)]
+    lines = []
+    for lo, hi in counts:
+        row = [bucket_label(lo, hi)]
+        for age_lo, _ in ages:
+            cell = cells.get((lo, age_lo))
+            seen = cell is not None and cell["val_targets"] >= min_targets
+            row.append(f"{cell['val_loss']:.3f}" if seen else "." if cell else "")
+        lines.append(row)
+    widths = [max(len(x) for x in col) for col in zip(header, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" if k < 1 else f"{{:>{w}}}" for k, w in enumerate(widths))
+    memory = f"; Adam memory {run.memory:g} steps" if run.memory is not None else ""
+    title = (
+        f"{describe(run)}: val loss (nats) by times a target (rows) and steps since last one "
+        f"(columns) after {run.steps} steps{memory}; '.': under {min_targets} val targets"
+    )
+    body = [fmt.format(*line).rstrip() for line in [header, *lines]]
+    return "\n".join([title, *body])
