@@ -1,6 +1,7 @@
 """A corpus run's evaluation, exact: every non-overlapping `seq_len` window of val.bin at the
 end (the first 32K val tokens for evaluations during training), each target's loss summed by
-its token id, so that the loss is tabulated by each token's fate (`spamlang.corpus.buckets`)."""
+its token id, so that the loss is tabulated by each token's fate (`spamlang.corpus.buckets`).
+Every row also has `val_start_loss`, the first 32K tokens' loss, so that curves share one set."""
 
 from __future__ import annotations
 
@@ -96,6 +97,11 @@ class CorpusEvaluation:
         windows = self.final_windows if final else self.training_windows
         loss_KxV, hits_K = self._score(state["params"], windows, wait)
         n_targets = windows.shape[0] * (windows.shape[1] - 1)
+        # The set every evaluation during training scores, at the end too: one curve.
+        start, n_start = loss_KxV, n_targets
+        if final:
+            start = self._score(state["params"], self.training_windows)[0]
+            n_start = self.training_windows.shape[0] * (self.training_windows.shape[1] - 1)
         history = jax.device_get({k: state[k] for k in ("target_count", "last_target")})
         steps = self.config.steps
         rows = []
@@ -103,6 +109,7 @@ class CorpusEvaluation:
             row = {
                 "eval_loss": float(loss_KxV[i].sum() / n_targets),
                 "eval_accuracy": float(hits_K[i] / n_targets),
+                "val_start_loss": float(start[i].sum() / n_start),
                 "eval_method": "exact",
                 **dict.fromkeys(_EMPTY),
                 "adam_memory_steps": config.return_time["adam_memory_steps"],

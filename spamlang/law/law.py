@@ -387,6 +387,9 @@ def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
     for run_id, config in points:
         try:  # one prediction per cell: its runs differ only in lr and seed
             data = config.to_json()
+            if data.get("corpus"):  # real text has no return time: nothing to predict
+                notes[run_id] = "-"
+                continue
             key = json.dumps(
                 {k: v for k, v in data.items() if k not in ("lr", "seed")},
                 sort_keys=True,

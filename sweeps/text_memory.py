@@ -1,0 +1,34 @@
+"""Does a token absent for longer than Adam's memory get forgotten in real text too?
+
+The full-softmax arm of `head_rank_text.py` (small, D = 64, the reference corpus at 16K BPE,
+L 64, B 16, 2,048 steps) under three optimizers of the head: AdamW b2 0.95 (memory 20 steps),
+b2 0.999 (1,000), and b2 0.95 with AMSGrad on the head alone (`head_amsgrad`); 2 seeds, LRs
+1e-3, 3e-3, 1e-2 bracketed by up to 2 more. Each run's val loss by a token's training count and
+steps since it was last a target is in result.json (`spamlang plot buckets`). Two groups (the
+AdamW arms share one): `--shard i/2`. Findings: docs/findings.md, "Real text".
+
+Run: python sweeps/text_memory.py [--out DIR] [--shard i/2] [--dry-run]
+"""
+
+from spamlang.cli.sweep_cmd import main
+from spamlang.corpus.reference import reference_corpus
+from spamlang.sweep import Sweep
+from spamlang.train.config import TrainConfig
+
+CORPUS = reference_corpus("runs/corpora/stdlib16k", 16384)
+TEXT = dict(corpus=CORPUS, seq_len=64, batch_size=16, tokens=2048 * 16 * 64)
+CADENCE = dict(log_every=32, eval_every=128, checkpoint_every=256)
+
+SWEEP = Sweep(
+    name="text_memory",
+    base=TrainConfig(preset="small", **TEXT, **CADENCE),
+    axes={
+        "head_amsgrad,b2": [[False, 0.95], [False, 0.999], [True, 0.95]],
+        "lr": [1e-3, 3e-3, 1e-2],
+        "seed": [0, 1],
+    },
+    bracket_lr=2,
+)
+
+if __name__ == "__main__":
+    raise SystemExit(main(SWEEP))
