@@ -27,6 +27,8 @@ OTHER = {
     "head_amsgrad": True,
     "head_eps": 1e-3,
     "head_row_clip": 0.45,
+    "head_b2": 0.999,
+    "head_v_gated": True,
 }
 
 
@@ -42,6 +44,17 @@ def test_each_optimizer_takes_its_fields_and_refuses_the_others(optimizer):
         else:
             with pytest.raises(UserError, match=rf"optimizer {optimizer} ignores {name} "):
                 TINY.replace(optimizer=optimizer, **{name: OTHER[name]})
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_the_heads_lr_scale_and_decay_are_read_by_every_optimizer(optimizer):
+    config = TINY.replace(optimizer=optimizer, head_lr_scale=0.3, head_weight_decay=0.0)
+    assert (config.head_lr_scale, config.head_weight_decay) == (0.3, 0.0)
+
+
+def test_gated_v_and_amsgrad_on_the_head_are_refused_together():
+    with pytest.raises(UserError, match="choose one of them"):
+        TINY.replace(head_v_gated=True, head_amsgrad=True)
 
 
 def test_a_sweep_axis_or_set_of_an_ignored_field_is_refused(tmp_path, capsys):

@@ -1,24 +1,6 @@
-"""The optimizer: one of four step directions, a common decoupled weight decay, the peak LR
-injected into the state, times a relative schedule.
-
-    p <- p - peak_lr * schedule(t) * (direction(clip(g)) + wd * p),   decay on matrices only
-
-`config.optimizer` picks the direction: "adamw" (`optax.scale_by_adam`; with any of the head
-controls on, the head's rows get theirs and every other leaf plain Adam: `spamlang.optim.head`);
-"lazy_adamw", the same except that a row of a row table (the embedding and the head's V-row
-matrices) moves only in steps where its symbol occurs (`spamlang.optim.lazy`); "sgd",
-heavy-ball momentum (`optax.trace`); "adafactor", optax's Adafactor pieces with a factored
-second moment for every matrix (as Shazeer & Stern 2018 do; optax's default threshold of 128
-would factor nothing at D = 16).
-
-`optax.inject_hyperparams` keeps the peak LR, b1, b2, eps and momentum (`HYPERPARAMS`) as
-arrays in the optimizer state instead of Python constants, so the members of a vmapped group
-hold K different values under one optimizer definition (a sweep over b2 costs what a sweep
-over the LR does). The weight decay, the optimizer's name and the head controls are constants
-of the compiled program (with the controls off, the state is laid out as before they existed,
-so older checkpoints resume); the schedule's shape is shared by every member and applied after
-the direction by `optax.scale_by_schedule`, as a multiplier in [0, 1].
-"""
+"""The optimizer: clip -> a direction -> the head's own scale -> decoupled weight decay -> -lr,
+times a relative schedule; the per-member numbers (`HYPERPARAMS`) held as arrays in its state
+by `optax.inject_hyperparams`, so that K members of a vmapped group differ in them."""
 
 from __future__ import annotations
 
@@ -28,8 +10,15 @@ import optax
 
 from spamlang.optim import head, lazy
 
-# Per-member hyperparameters (state arrays): the config field of each, by optax's name.
+# Per-member hyperparameters (state arrays): the config field of each, by optax's name. A sweep
+# over b2 costs what a sweep over the LR does. The head controls are constants of the program:
+# held as arrays, even at their defaults, they changed XLA's rounding of every run (measured).
 HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps", "momentum": "momentum"}
+
+
+def member_values(config) -> dict:
+    """{config field: the number a member's state holds}."""
+    return {field: getattr(config, field) for field in HYPERPARAMS.values()}
 
 
 def relative_schedule(
@@ -106,20 +95,29 @@ def _optimizer(
     head_amsgrad: bool = False,
     head_eps: float = 0.0,
     head_row_clip: float = 0.0,
+    head_b2: float | None = None,
+    head_v_gated: bool = False,
+    head_lr_scale: float = 1.0,
+    head_weight_decay: float | None = None,
 ) -> optax.GradientTransformationExtraArgs:
-    """direction -> decoupled weight decay -> (lazy: zero the absent rows) -> -learning_rate.
-    adamw's head controls act on the row table `head_rows` ("embed" when tied)."""
-    if name == "adamw" and (head_amsgrad or head_eps or head_row_clip):
+    """direction -> the head's LR scale -> decoupled weight decay (the row tables' own) ->
+    (lazy: zero the absent rows) -> -learning_rate. The head is the row table `head_rows`
+    ("embed" when tied); its direction's RMS is recorded before it is scaled."""
+    is_head, rows = row_tables(vocab_size, head_rows), row_tables(vocab_size)
+    controls = (head_amsgrad, head_eps, head_row_clip, head_b2 is not None, head_v_gated)
+    if name == "adamw" and any(controls):
         direction = head.scale_by_adam_with_head(
-            row_tables(vocab_size, head_rows),
+            is_head,
             b1,
             b2,
             eps,
+            head_b2=head_b2,
+            v_gated=head_v_gated,
             amsgrad=head_amsgrad,
             head_eps=head_eps,
             row_clip=head_row_clip,
         )
-    elif name == "adamw":
+    elif name == "adamw":  # without controls, as before they existed: the same program
         direction = optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
     elif name == "lazy_adamw":
         direction = lazy.scale_by_lazy_adam(
@@ -135,7 +133,19 @@ def _optimizer(
         )
     else:
         raise ValueError(f"unknown optimizer {name!r}")
-    parts = [direction, optax.add_decayed_weights(weight_decay, mask=decay_mask)]
+
+    def other_matrices(params):
+        return jax.tree.map(lambda d, r: d and not r, decay_mask(params), rows(params))
+
+    # Only what is set enters the program: at their defaults, the same program as before them.
+    parts = [direction, head.record_head_step(is_head)]
+    if head_lr_scale != 1.0:
+        parts.append(head.scale_rows(is_head, head_lr_scale))
+    if head_weight_decay is None:
+        parts.append(optax.add_decayed_weights(weight_decay, mask=decay_mask))
+    else:
+        parts.append(optax.add_decayed_weights(weight_decay, mask=other_matrices))
+        parts.append(optax.add_decayed_weights(head_weight_decay, mask=rows))
     if name == "lazy_adamw":
         parts.append(lazy.keep_present_rows(row_tables(vocab_size, lazy_rows)))
     return optax.chain(*parts, optax.scale(-learning_rate))
@@ -143,8 +153,9 @@ def _optimizer(
 
 def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Schedule]:
     """(clip -> the config's optimizer with an injected peak LR -> the relative schedule,
-    that schedule). Its `update` takes `present_V` (bool[V], the ids in this step's batch)
-    as an extra argument; only lazy_adamw reads it."""
+    that schedule). Its `update` takes `present_V` (bool[V], the ids in this step's batch; read
+    by lazy_adamw) and `gate_V` (bool[V], the head rows shown more than push-down: the head's
+    records and gated v) as extra arguments."""
     schedule = relative_schedule(
         config.schedule,
         config.steps,
@@ -161,9 +172,14 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
         head_amsgrad=config.head_amsgrad,
         head_eps=config.head_eps,
         head_row_clip=config.head_row_clip,
+        head_b2=config.head_b2,
+        head_v_gated=config.head_v_gated,
+        head_lr_scale=config.head_lr_scale,
+        head_weight_decay=config.head_weight_decay,
     )
+    values = member_values(config)
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
-        **{name: getattr(config, field) for name, field in HYPERPARAMS.items()}, **static
+        **{name: values[field] for name, field in HYPERPARAMS.items()}, **static
     )
     parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []
     return optax.chain(*parts, inner, optax.scale_by_schedule(schedule)), schedule
@@ -176,7 +192,7 @@ def peak_lr(opt_state) -> jax.Array:
 
 def with_hyperparams(opt_state, values: dict):
     """`opt_state` with its hyperparameters replaced by a member's own: `values` maps config
-    field names (lr, b1, b2, eps, momentum) to numbers or float32 arrays."""
+    field names (`member_values`) to numbers or float32 arrays."""
     return optax.tree_utils.tree_set(
         opt_state,
         **{name: jnp.asarray(values[field], jnp.float32) for name, field in HYPERPARAMS.items()},

@@ -67,7 +67,7 @@ _SHORT = {
 # Fields whose values are already readable names: the id shows the value alone.
 _VALUE_ONLY = frozenset({"preset", "language", "schedule", "dtype", "optimizer"})
 # Decay rates near 1 read best as decimals (b2_0.9999, not b29.999e-1).
-_DECIMAL = frozenset({"b1", "b2", "momentum"})
+_DECIMAL = frozenset({"b1", "b2", "head_b2", "momentum"})
 # Booleans with a word for each side.
 _BOOL_WORDS = {"tie_embeddings": ("tied", "untied"), "residual": ("residual", "noresidual")}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -29,7 +29,10 @@ OPTIMIZER_FIELDS = {
     "lazy_rows": ("lazy_adamw",),
 }
 # The controls on the head's rows alone (`spamlang.optim.head`), each a change to Adam's step.
-HEAD_CONTROLS = dict.fromkeys(("head_amsgrad", "head_eps", "head_row_clip"), ("adamw",))
+# Those that change its second moment are adamw's; its LR scale and decay apply to any step.
+HEAD_CONTROLS = dict.fromkeys(
+    ("head_amsgrad", "head_eps", "head_row_clip", "head_b2", "head_v_gated"), ("adamw",)
+)
 
 # Names people type for a field, answered "did you mean" ("preset": the width family, tiny-w<D>;
 # model.*: a ModelConfig field, `--model NAME=VALUE`).
@@ -141,7 +144,8 @@ class TrainConfig:
         choices=("all", "embed", "head"),
     )
     # The head controls (spamlang.optim.head) act on the head's V-row matrix alone (the embedding
-    # when tied), every other parameter on Adam: they separate the parts of the failure.
+    # when tied), every other parameter on Adam: they separate the parts of the failure. Each is
+    # a constant of the compiled program, so a vmapped group shares its value.
     head_amsgrad: bool = _field(
         False,
         "adamw only: AMSGrad on the head alone (the embedding when tied): its second moment is "
@@ -157,6 +161,31 @@ class TrainConfig:
         0.0,
         "adamw only: rescale each head row's Adam step to RMS <= this before the learning rate "
         "and schedule, so no row moves more than this x lr (RMS) in a step; 0: off",
+        ge=0,
+    )
+    head_b2: float | None = _field(
+        None,
+        "adamw only: the head's own Adam b2 (tied: the shared matrix's); none: b2",
+        metavar="FLOAT",
+        ge=0,
+        lt=1,
+    )
+    head_v_gated: bool = _field(
+        False,
+        "adamw only: a head row's v moves only in steps that show it more than push-down "
+        "(untied: its token is a target; tied: an input or a target), after its first such "
+        "step; m, the step count, LR and decay stay AdamW's",
+    )
+    head_lr_scale: float = _field(
+        1.0,
+        "the head's update direction alone times this (its weight decay not); any optimizer",
+        gt=0,
+    )
+    head_weight_decay: float | None = _field(
+        None,
+        "weight decay on the head's and the embedding's rows alone; none: weight_decay; any "
+        "optimizer",
+        metavar="FLOAT",
         ge=0,
     )
     grad_clip: float = _field(1.0, "clip the global gradient norm to this; 0: no clipping", ge=0)
@@ -231,6 +260,10 @@ class TrainConfig:
                     f"nothing; leave it at its default ({default!r}) or choose "
                     f"{' or '.join(readers)}"
                 )
+        if self.head_v_gated and self.head_amsgrad:
+            raise UserError(
+                "head_v_gated and head_amsgrad both set the head's v: choose one of them"
+            )
         if self.micro_batch and self.batch_size % self.micro_batch:
             raise UserError(
                 f"micro_batch ({self.micro_batch}) must divide batch_size ({self.batch_size})"

@@ -150,6 +150,8 @@ def stop_signal(received: list, step: int, stop_after_step: int | None) -> int |
 
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
+# Averaged over the steps that have them (NaN: no absent row in the step).
+_FINITE_KEYS = ("head_step_rms", "head_step_rms_absent")
 # Evaluation outputs too big for a row: the curve goes to result.json, the losses to symbols.npz.
 _NOT_LOGGED = ("symbol_curve", "symbol_loss", "target_buckets", "corpus")
 # The state arrays of a symbol's history, by their names in symbol_evals.jsonl and symbols.npz.
@@ -396,6 +398,9 @@ class _Group:
                 m.track.append(row)
             row = {"kind": "train", "step": step, "tokens": step * self.cfg.tokens_per_step}
             row.update({k: sum(e[1][k] for e in entries) / len(entries) for k in _TRAIN_KEYS})
+            for k in _FINITE_KEYS:
+                finite = [e[1][k] for e in entries if np.isfinite(e[1][k])]
+                row[k] = sum(finite) / len(finite) if finite else None
             row.update(lr=entries[-1][1]["lr"], tokens_per_s=tokens_per_s, mfu=mfu)
             m.log.append(row)
             losses.append(row["loss"])

@@ -41,6 +41,7 @@ from spamlang.model.kernels import micro_batches, resolve
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 
 State = dict[str, Any]
+HEAD_STEP = ("head_step_rms", "head_step_rms_absent")  # metrics read off the optimizer's state
 
 
 def default_mesh() -> jax.sharding.Mesh:
@@ -151,10 +152,16 @@ def make_member_step(program: Program):
                 )
         (loss, aux), grads = grad_fn(state["params"], tokens_BxL)
         present_V = exposure.present_ids(tokens_BxL, V, where) if needs_present else None
+        # The head rows shown more than push-down: untied, those of the targets; tied, the
+        # rows of every id in the batch (the embedding's pull too). Per member, one psum.
+        if config.tie_embeddings:
+            gate_V = present_V if needs_present else exposure.present_ids(tokens_BxL, V, where)
+        else:
+            gate_V = exposure.count_targets(tokens_BxL, V, where) > 0
         with jax.named_scope("optimizer"):
             grad_norm = optax.tree.norm(grads)
             updates, opt_state = tx.update(
-                grads, state["opt_state"], state["params"], present_V=present_V
+                grads, state["opt_state"], state["params"], present_V=present_V, gate_V=gate_V
             )
             params = optax.apply_updates(state["params"], updates)
         bad = ~(jnp.isfinite(loss) & jnp.isfinite(grad_norm)) | (loss > limit)
@@ -189,6 +196,8 @@ def make_member_step(program: Program):
             "accuracy": aux["accuracy"],
             "grad_norm": grad_norm,
             "lr": jnp.asarray(lr_t, jnp.float32),
+            # The head's direction before LR and decay: every row, the rows absent this step.
+            **{k: optax.tree_utils.tree_get(opt_state, k) for k in HEAD_STEP},
             "diverged": new_state["diverged"],
             "diverged_step": new_state["diverged_step"],
         }
@@ -327,7 +336,7 @@ class Program:
         `config`'s (default the program's); with `init_from`, the checkpoint's parameters
         (`pretrained` when given, as `pretrained_params` reads them once for a group)."""
         source = self.config if config is None else config
-        hyper = {f: jnp.float32(getattr(source, f)) for f in optim.HYPERPARAMS.values()}
+        hyper = {f: jnp.float32(v) for f, v in optim.member_values(source).items()}
         state = self._init(jax.random.PRNGKey(seed), {**hyper, "lr": jnp.float32(lr)})
         if self.config.init_from:
             # The one jitted init stays; the checkpoint's arrays replace its random parameters
