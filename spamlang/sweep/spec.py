@@ -124,6 +124,8 @@ def id_part(axis: str, value: Any) -> str:
         return "init-" + _sanitise(Path(value).name) if value else "scratch"
     if axis == "corpus":  # a corpus folder: its own name; none is the language
         return "corpus-" + _sanitise(Path(value).name) if value else "language"
+    if value is None:  # an optional field left unset (head_b2: the run's b2) adds nothing
+        return ""
     if axis in _VALUE_ONLY:
         return _value_text(value)
     if axis in _DECIMAL and isinstance(value, float):
@@ -182,7 +184,7 @@ def _pairs(axis: str, value: Any) -> list[tuple[str, Any]]:
 
 
 def axis_id(axis: str, value: Any) -> str:
-    return "-".join(id_part(name, v) for name, v in _pairs(axis, value))
+    return "-".join(p for name, v in _pairs(axis, value) if (p := id_part(name, v)))
 
 
 def check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
@@ -423,9 +425,10 @@ class Sweep:
         """A run id from (axis, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base".
         A grown axis at the value of the runs made before it existed adds nothing."""
         pieces = [
-            axis_id(axis, value)
+            piece
             for axis, value in axis_values
             if not (axis in self.grown and canonical(value) == canonical(self.grown[axis]))
+            and (piece := axis_id(axis, value))
         ]
         return "-".join(pieces) or "base"
 
