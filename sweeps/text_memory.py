@@ -10,24 +10,23 @@ AdamW arms share one): `--shard i/2`. Findings: docs/findings.md, "Real text".
 Run: python sweeps/text_memory.py [--out DIR] [--shard i/2] [--dry-run]
 """
 
+import dataclasses
+from pathlib import Path
+
 from spamlang.cli.sweep_cmd import main
-from spamlang.corpus.reference import reference_corpus
-from spamlang.sweep import Sweep
-from spamlang.train.config import TrainConfig
+from spamlang.sweep import load_sweep_file
 
-CORPUS = reference_corpus("runs/corpora/stdlib16k", 16384)
-TEXT = dict(corpus=CORPUS, seq_len=64, batch_size=16, tokens=2048 * 16 * 64)
-CADENCE = dict(log_every=32, eval_every=128, checkpoint_every=256)
+# The same base as Figure 1's sweep, loaded by path: sweeps/ is not a package.
+FIGURE_1 = load_sweep_file(Path(__file__).with_name("head_rank_text.py"))[0]
 
-SWEEP = Sweep(
+SWEEP = dataclasses.replace(
+    FIGURE_1,
     name="text_memory",
-    base=TrainConfig(preset="small", **TEXT, **CADENCE),
     axes={
         "head_amsgrad,b2": [[False, 0.95], [False, 0.999], [True, 0.95]],
         "lr": [1e-3, 3e-3, 1e-2],
         "seed": [0, 1],
     },
-    bracket_lr=2,
 )
 
 if __name__ == "__main__":

@@ -16,18 +16,14 @@ from spamlang.corpus import buckets
 from spamlang.corpus.files import open_corpus
 from spamlang.loss import token_stats
 from spamlang.members import over_members
+from spamlang.rundir.schema import COVERAGE_COLUMNS
 
 DURING_TRAINING_TOKENS = 32 * 1024  # val tokens scored by evaluations before the last
 # What a language's evaluation reports that a corpus has no meaning for: empty in results.csv.
 _EMPTY = (
     "repetition_accuracy",
-    "eval_loss_seen",
-    "eval_loss_unseen",
-    "repetition_accuracy_seen",
-    "repetition_accuracy_unseen",
-    "eval_seen_sequences",
-    "eval_unseen_sequences",
     "loss_above_floor",
+    *(c for c in COVERAGE_COLUMNS if c.startswith(("eval_", "repetition_"))),
 )
 
 
