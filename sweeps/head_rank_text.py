@@ -12,7 +12,7 @@ Run: python sweeps/head_rank_text.py [--out DIR] [--shard i/6] [--dry-run]
 """
 
 from spamlang.cli.sweep_cmd import main
-from spamlang.corpus.reference import reference_corpus
+from spamlang.corpus.tokenize import reference_corpus
 from spamlang.sweep import Sweep
 from spamlang.train.config import TrainConfig
 

@@ -35,17 +35,3 @@ def reference_files() -> tuple[Path, list[Path]]:
             if name.endswith(".py") and not name.startswith("test_") and path.is_file():
                 files.append(path.relative_to(root))
     return root, sorted(files, key=lambda p: p.parts)
-
-
-def reference_corpus(folder: str | os.PathLike, vocab_size: int) -> str:
-    """`folder` as a corpus of the reference text at `vocab_size`, tokenized on first use (a few
-    seconds) and reused after: what sweeps on real text train on. Two processes wait for one."""
-    from filelock import FileLock
-
-    from spamlang.corpus.tokenize import tokenize_corpus
-
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder) + ".lock"):
-        tokenize_corpus([], folder, vocab_size=vocab_size, use_reference=True, progress=False)
-    return str(folder)

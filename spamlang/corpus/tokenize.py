@@ -587,3 +587,15 @@ def _write(tmp: Path, blocks: Iterable[bytes]) -> None:
             f.write(block)
         f.flush()
         os.fsync(f.fileno())
+
+
+def reference_corpus(folder: str | os.PathLike, vocab_size: int) -> str:
+    """`folder` as a corpus of the reference text at `vocab_size`, tokenized on first use (a few
+    seconds) and reused after: what sweeps on real text train on. Two processes wait for one."""
+    from filelock import FileLock
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        tokenize_corpus([], folder, vocab_size=vocab_size, use_reference=True, progress=False)
+    return str(folder)
