@@ -1,7 +1,7 @@
 """One visible, one-column character per token id, so that a sample reads like text (the
 paper's Table 1) and its columns line up in a terminal.
 
-Ids 0..25 are 'A'..'Z' and 26..51 'a'..'z' on every machine. After them, by ascending code
+Ids 0..25 are 'A'..'Z' and 26..51 'a'..'z' on every machine. After them, in two tiers by code
 point: the other Unicode letters, then other visible symbols (categories Nl, No, P*, S*; no
 digits, commas or spaces, which stay free for writing token ids). Left out: characters a
 terminal does not draw in exactly one column (`_one_column`: wide and fullwidth ones, Hangul's
@@ -12,15 +12,16 @@ scripts (a terminal would reorder the line), and letters a reader would take for
 (`_look_alike`, drawn from Unicode's confusables: it cannot be complete, and `spamlang sample
 --ids` prints ids instead).
 
-That leaves about 17,500 glyphs (`num_glyphs()`); a sample holding an id past them is shown as
-ids (`spamlang.sample.shows_ids`). The order past 'z' follows the running Python's Unicode
-database, so glyphs for ids >= 52 may differ between Python versions; within one interpreter
-`token_of(glyph(i)) == i`. The table is built lazily, once, when an id >= 52 is asked for.
+About 17,500 glyphs (`num_glyphs()`; past them a sample shows ids: `spamlang.sample.shows_ids`);
+the first tier, ~3,000, is what the figures' font draws (`_build`). The order past 'z' follows
+Python's Unicode database and that font, so it may differ between versions; within one
+interpreter `token_of(glyph(i)) == i`. The table is built lazily, once, for an id >= 52.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import string
 import unicodedata
 from collections.abc import Iterable
@@ -66,6 +67,10 @@ _NOT_ONE_COLUMN = (
     (0x4DC0, 0x4DFF),
     (0x1D300, 0x1D376),
 )
+# The figures' font (`spamlang.plots.samples`), regular and bold (a wrong token is bold): the
+# files matplotlib ships, not a system copy, so that the glyph order is the same everywhere.
+FIGURE_FONT = "DejaVu Sans"
+_FIGURE_FONT_FILES = {"normal": "DejaVuSans.ttf", "bold": "DejaVuSans-Bold.ttf"}
 # Names of letters that are another letter drawn differently.
 _VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
@@ -100,8 +105,28 @@ def _one_column(ch: str) -> bool:
     return "FILLER" not in name and "BLANK" not in name  # U+FFA0, U+2800: nothing to see
 
 
+def figure_font_file(weight: str = "normal") -> str:
+    """The path of the figures' font file of `weight` ("normal" or "bold")."""
+    import matplotlib
+
+    return os.path.join(matplotlib.get_data_path(), "fonts", "ttf", _FIGURE_FONT_FILES[weight])
+
+
+@functools.cache
+def figure_font_code_points() -> frozenset[int]:
+    """Code points that both faces of the figures' font draw (none if matplotlib lacks them)."""
+    from matplotlib.ft2font import FT2Font
+
+    try:
+        maps = [set(FT2Font(figure_font_file(w)).get_charmap()) for w in _FIGURE_FONT_FILES]
+    except OSError:
+        return frozenset()
+    return frozenset(set.intersection(*maps))
+
+
 def _build() -> list[int]:
-    """All glyph code points in id order (see the module docstring for the tiers)."""
+    """All glyph code points in id order: the ASCII letters, then letters and symbols that the
+    figures' font draws, then the other letters and symbols (see the module docstring)."""
     letters, symbols = [], []
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)
@@ -114,7 +139,10 @@ def _build() -> list[int]:
             letters.append(cp)
         elif cat in _SYMBOL_CATEGORIES:
             symbols.append(cp)
-    return [ord(c) for c in _ASCII_LETTERS] + letters + symbols
+    drawn = figure_font_code_points()
+    first = [cp for cp in letters + symbols if cp in drawn]
+    rest = [cp for cp in letters + symbols if cp not in drawn]
+    return [ord(c) for c in _ASCII_LETTERS] + first + rest
 
 
 @functools.cache

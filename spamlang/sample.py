@@ -553,6 +553,13 @@ def _token_cells(tokens, ids: bool, width: int) -> list[str]:
     ]
 
 
+def token_texts(result: SampleResult, ids: bool = False) -> list[list[str]]:
+    """Each sample's token cells as every renderer writes them (the terminal, the HTML page and
+    the figure alike): one glyph each, or every id in digits (`shows_ids`)."""
+    ids = shows_ids(result, ids)
+    return [[c.strip() for c in _token_cells(tokens, ids, 1)] for tokens in result.tokens]
+
+
 def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -> str:
     """The samples as terminal text: statistics first (so columns align), then the tokens."""
     ids = shows_ids(result, ids)
@@ -607,10 +614,11 @@ def render_html(result: SampleResult, ids: bool = False) -> str:
         '<th class="stat">first error</th><th class="stat">longest run</th>'
         '<th class="stat">longest repeat</th></tr>'
     ]
+    texts = token_texts(result, ids)
     for i, (tokens, s) in enumerate(zip(result.tokens, result.stats)):
         cells = "".join(
-            f'<td class="tok {k}" title="token {t}">{e(g.strip())}</td>'
-            for g, t, k in zip(_token_cells(tokens, ids, 1), tokens.tolist(), kinds[i])
+            f'<td class="tok {k}" title="token {t}">{e(g)}</td>'
+            for g, t, k in zip(texts[i], tokens.tolist(), kinds[i])
         )
         stats = "".join(f'<td class="stat">{c}</td>' for c in _cells(s))
         rows.append(f"<tr><td>{i}</td>{cells}{stats}</tr>")

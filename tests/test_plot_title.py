@@ -29,7 +29,8 @@ def test_heatmap_titles_every_where_filter_and_fixed_setting(tmp_path):
     assert "b2=0.999" in title(fig) and "tied" in title(fig)
     fig = heatmap_figure(root, where={"seed": ["1"]}, cols="none")
     assert "seed=1" in title(fig) and "b2" not in title(fig)  # b2 is a row of panels here
-    assert title(heatmap_figure(root)) == ""  # nothing fixed: no title
+    # Nothing fixed: only the runs' shape (issue 61, item 12).
+    assert title(heatmap_figure(root)) == "100 steps \u00d7 B=8 \u00d7 L=64 on spam"
 
 
 def _run(root, name, lr, tied, losses):

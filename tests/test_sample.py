@@ -184,18 +184,6 @@ def test_sample_png(tmp_path):
         sample_figure(_spam_result(), tmp_path / "t.gif")
 
 
-def test_sample_png_shows_ids_for_glyphs_the_font_lacks():
-    from spamlang.plots.samples import cell_label
-
-    assert cell_label(0) == ("A", True) and cell_label(51) == ("z", True)
-    labels = [cell_label(t) for t in range(52, 4096)]
-    drawn = [t for t, (_, ok) in enumerate(labels, start=52) if ok]
-    missing = [t for t, (_, ok) in enumerate(labels, start=52) if not ok]
-    assert drawn and missing  # V = 4,096 needs both kinds of cell
-    assert all(cell_label(t) == (str(t), False) for t in missing)
-    assert all(cell_label(t) == (glyphs.glyph(t), True) for t in drawn)
-
-
 # ----- CLI ---------------------------------------------------------------------------------------
 def test_cli_errors(tmp_path, capsys):
     run = tmp_path / "run"

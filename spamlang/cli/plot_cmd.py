@@ -165,10 +165,11 @@ def _curves(kinds) -> None:
         kinds,
         "curves",
         "loss against tokens, one line per V (Figure 4)",
-        "A metrics.jsonl value against training tokens, one line per --color value (seeds "
-        "averaged: mean line, min-max band), one panel per --cols value, each line at its cell's "
-        "best LR (lowest seed-mean final eval loss, the heatmap's red outline), named in the "
-        "legend. Runs still in progress are drawn dotted. " + _AXES_HELP,
+        "A metrics.jsonl value against training tokens (or steps: --x steps), one line per "
+        "--color value (seeds averaged: mean line, min-max band), one panel per --cols value, "
+        "each line at its cell's best LR (lowest seed-mean final eval loss, the heatmap's red "
+        "outline), named in the legend. Runs still in progress are drawn dotted. The title "
+        "states the runs' shape (steps x B x L, language). " + _AXES_HELP,
         _plot("curves", "plot_curves", "lr metric where x color cols rows logy"),
     )
     y_help = (
@@ -176,7 +177,10 @@ def _curves(kinds) -> None:
         "eval), or any other field such as accuracy"
     )
     p.add_argument("--y", "--metric", dest="metric", default="loss", metavar="FIELD", help=y_help)
-    x_help = "metrics.jsonl field along the horizontal axis: tokens (default) or step"
+    x_help = (
+        "metrics.jsonl field along the horizontal axis: tokens (default; = steps x B x L, which "
+        "the title states) or steps"
+    )
     _option(p, "--x", "tokens", x_help, metavar="FIELD")
     _option(p, "--color", "vocab_size", "one line per value of this column (default vocab_size)")
     lr_help = (

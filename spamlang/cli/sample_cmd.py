@@ -154,14 +154,15 @@ def _sample_corpus(args: argparse.Namespace, run_dir: Path, temperature: float, 
 
 def sample_figure(result, out_file, ids: bool = False) -> Path:
     """The sample table of a `spamlang.sample.SampleResult` as a figure, with the header,
-    colours and choice of glyphs or ids of the terminal and the HTML page."""
+    colours and token cells (a glyph each, or ids) of the terminal and the HTML page."""
     from spamlang.plots.samples import plot_samples
-    from spamlang.sample import COLOURS, INCORRECT, definitions, describe, shows_ids
+    from spamlang.sample import COLOURS, INCORRECT, definitions, describe, shows_ids, token_texts
 
     ids = shows_ids(result, ids)
     return plot_samples(
         result,
         out_file,
+        cells=token_texts(result, ids),
         title=describe(result, ids),
         notes=definitions(result),
         colours=COLOURS,

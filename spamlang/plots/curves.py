@@ -26,6 +26,7 @@ from spamlang.rundir.runs import Run, scan_runs, select
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")
 BEST_METRIC = "final_eval_loss"  # what a line's best LR is chosen by: the heatmap's metric
+X_ALIASES = {"steps": "step"}  # --x steps: metrics.jsonl's field is `step`
 
 
 def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
@@ -125,7 +126,7 @@ def curves_figure(
     """A metrics.jsonl field against `x`, one line per `color` value at its cell's best LR or at
     `lr` (`choose_runs`), faceted by `cols` / `rows`: seed means with min-max bands, runs in
     progress dotted, the Bayes floor dashed; a note says why lines are single points."""
-    lr = parse_lr(lr)
+    lr, x = parse_lr(lr), X_ALIASES.get(x, x)
     every = scan_runs(sweep_dir)
     if not every:
         raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
@@ -164,7 +165,7 @@ def curves_figure(
     if drawn and not most:
         raise UserError(
             f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
-            "--x takes a metrics.jsonl field such as tokens or step"
+            "--x takes a metrics.jsonl field such as tokens or steps"
         )
     chosen = f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})" if chose else ""
     single = _single_note(runs, kind) if drawn and most == 1 else ""
@@ -191,14 +192,20 @@ def _draw_line(ax, line: Point, at: pd.DataFrame, colour, label: str) -> None:
 
 
 def _label_panel(panel, runs: list[Run], x: str, ylabel: str, logy: bool, per_line: bool):
-    """Tokens as counts (750K, 1.25M); the panel's one LR in its title unless lines name theirs."""
+    """Tokens as counts (750K, 1.25M), named as steps x B x L where the panel has one B x L; the
+    panel's one LR in its title unless lines name theirs."""
     ax = panel.ax
     ax.set_yscale("log" if logy else "linear")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
     head, lrs = panel.head, layout.sort_values(r.lr for r in runs)
     if runs and not per_line and len(lrs) == 1:
         head = f"{head}, lr {format_lr(lrs[0])}" if head else f"lr {format_lr(lrs[0])}"
-    panel.label(layout.axis_label(x), ylabel, panel.title(head))
+    xlabel = layout.axis_label(x)
+    sizes = {k: layout.sort_values(r.get(k) for r in runs) for k in ("batch_size", "seq_len")}
+    if x == "tokens" and all(len(v) == 1 and v[0] is not None for v in sizes.values()):
+        b, length = (layout.format_value(k, v[0]) for k, v in sizes.items())
+        xlabel += f" (= steps \u00d7 {b} \u00d7 {length})"
+    panel.label(xlabel, ylabel, panel.title(head))
 
 
 def _single_note(runs: list[Run], kind: str) -> str:

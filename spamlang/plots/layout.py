@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import pandas as pd
@@ -340,6 +341,56 @@ def check_axes(runs: list[Run], flags: dict[str, str | None], rows) -> tuple[lis
     return columns, rows
 
 
+# The run shape every figure's title leads with (`run_shape`): steps x B x L and the language.
+# A title's other parts leave out what it states (tokens = steps x B x L among them).
+SHAPE_KEYS = ("steps", "tokens", "batch_size", "seq_len", "language", "corpus")
+
+
+def run_steps(r: Run) -> int | None:
+    """A run's budget in optimizer steps: its config's steps, else tokens // (B x L), else (a
+    results.csv row alone) the steps it ran, unless it diverged and stopped early."""
+    steps, tokens, b, length = (finite(r.settings.get(k)) for k in SHAPE_KEYS[:4])
+    if steps is None and tokens is not None and b and length:
+        steps = tokens // (b * length)
+    if steps is None and not r.diverged:
+        steps = finite(r.result.get("steps"))
+    return None if steps is None else int(steps)
+
+
+def _span(column: str, values: list) -> str:
+    """One value in the figures' notation, or the range 'lo–hi' of several."""
+    values = sort_values(v for v in values if v is not None)
+    ends = values[:1] if len(values) == 1 else [values[0], values[-1]]
+    return "\u2013".join(format_value(column, v) for v in ends)
+
+
+def _language(r: Run) -> Any:
+    """What a run trained on: its language, or for a corpus run (whose `language` field is
+    unused) the corpus folder's name."""
+    corpus = r.get("corpus")
+    return PurePath(str(corpus)).name if corpus else r.get("language")
+
+
+def run_shape(runs: list[Run]) -> tuple[str, set[str]]:
+    """'500 steps × B=32 × L=2 on spam': what the runs trained (a range where they differ), and
+    the keys of SHAPE_KEYS it states at one value."""
+    columns = {
+        "steps": [run_steps(r) for r in runs],
+        **{k: [r.get(k) for r in runs] for k in ("batch_size", "seq_len")},
+    }
+    forms = {"steps": "{} steps", "batch_size": "B={}", "seq_len": "L={}"}
+    shape = " \u00d7 ".join(
+        forms[k].format(_span(k, vs)) for k, vs in columns.items() if any(v is not None for v in vs)
+    )
+    fixed = {k for k, vs in columns.items() if len({ident(v) for v in vs if v is not None}) == 1}
+    if fixed == set(columns):
+        fixed.add("tokens")  # steps x B x L
+    languages = {ident(_language(r)): _language(r) for r in runs}
+    if len(languages) == 1 and (language := next(iter(languages.values()))) is not None:
+        shape, fixed = f"{shape} on {language}".strip(), fixed | {"language", "corpus"}
+    return shape, fixed
+
+
 def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: str) -> Figure:
     """The caption (`note`) and, above the panels, the title of what the figure holds fixed."""
     note(fig, *notes)
@@ -351,18 +402,22 @@ def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: 
 def fixed_title(
     data: list[Run], shown: list[Run], where: dict | None, axes: Iterable[str | None] = ()
 ) -> str:
-    """What a figure cut out of a sweep holds fixed: every `--where` filter, then each other
-    non-axis setting that `data` (the sweep) varies and `shown` (the runs drawn) holds at one
-    value, then each TITLE_DEFAULTS setting `shown` holds off its default ('' if none)."""
+    """What the runs drawn (`shown`) trained (`run_shape`), then what a figure cut out of a
+    sweep holds fixed: every `--where` filter, then each other non-axis setting that `data` (the
+    sweep) varies and `shown` holds at one value, then each TITLE_DEFAULTS setting `shown` holds
+    off its default; none of these repeats what the shape states."""
 
     def single(key: str) -> list:
         values = {ident(r.settings.get(key)): r.settings.get(key) for r in shown}
         return list(values.values()) if len(values) == 1 and key in shown[0].settings else []
 
     axes = {a for a in axes if a}
-    parts, said = [], set()
+    shape, said = run_shape(shown)
+    parts = [shape] if shape else []
     for key, wanted in (where or {}).items():
         name, op = (key[:-1], "!=") if key.endswith("!") else (key, "=")
+        if name in said:
+            continue
         one = single(name) if op == "=" and shown else []
         wanted = wanted if isinstance(wanted, (list, tuple)) else [wanted]
         parts.append(

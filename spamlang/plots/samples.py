@@ -7,25 +7,35 @@ import warnings
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
 from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, save_figure
 
 _CELL_IN = 0.2  # side of one token cell, inches
-_FONT = "DejaVu Sans"  # ships with matplotlib, so every machine draws the same table
 _STATS_IN = 2.8  # room for the four statistic columns
+_SHOWN_MISSING = 3  # tokens named in the note on glyphs no font here draws
 
 
-def plot_samples(
-    result, out_file, *, title: str, notes: str, colours: dict[str, str], wrong: str, ids: bool
-) -> Path:
-    """Draw a `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics,
-    in the words the terminal and the HTML page use: `title`, `notes` (under the table),
-    `colours` ({token kind: colour}, the legend's order), `wrong` (the kind drawn in bold). A
-    token whose glyph the font lacks (Indic scripts, Ethiopic) shows its id in small digits
-    instead of an empty box; with `ids` every cell does."""
+def plot_samples(result, out_file, **kw) -> Path:
+    """`samples_figure(result, **kw)` written to `out_file` (.png or .pdf)."""
     check_figure_path(out_file)
+    fig = samples_figure(result, **kw)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
+        return save_figure(fig, out_file)
+
+
+def samples_figure(
+    result, *, cells, title: str, notes: str, colours: dict[str, str], wrong: str, ids: bool
+) -> Figure:
+    """A `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics, in
+    the words and cells the terminal and the HTML page use: `cells` (each sample's token texts,
+    `spamlang.sample.token_texts`: a glyph each, or with `ids` every id in digits), `title`,
+    `notes` (under the table), `colours` ({token kind: colour}, the legend's order), `wrong`
+    (the kind drawn in bold). A glyph that the figure font lacks is drawn in a font of this
+    machine that has it; one that no font here has, as a box, and the note names its token."""
     n, length = result.tokens.shape
     kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
@@ -40,20 +50,17 @@ def plot_samples(
             ax.text(x_stats + (j + 1) * step, y, v, ha="right", va="center", fontsize=7, **style)
 
     stats_row(0.9, ("correct", "1st err", "run", "repeat"), weight="bold")
+    missing: dict[int, str] = {}  # token -> its glyph, which no font here draws
     for i, (tokens, row_kinds, s) in enumerate(zip(result.tokens, kinds, result.stats)):
         y = -i
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
-        for x, (token, k) in enumerate(zip(tokens.tolist(), row_kinds)):
+        for x, (token, k, label) in enumerate(zip(tokens.tolist(), row_kinds, cells[i])):
             cell = Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=colours[k], linewidth=0)
             ax.add_patch(cell)
-            label, is_glyph = (str(int(token)), False) if ids else cell_label(token)
-            # A glyph at 8 pt, bold when wrong; 4-7 digits must fit a 0.2-inch cell.
-            style = (
-                dict(fontsize=8, weight="bold" if k == wrong else "normal")
-                if is_glyph
-                else dict(fontsize=min(4.5, 15 / len(label)))
-            )
-            ax.text(x, y, label, ha="center", va="center", family=_FONT, **style)
+            font, drawn = cell_font(label, bold=k == wrong, digits=ids)
+            if not drawn:
+                missing[token] = label
+            ax.text(x, y, label, ha="center", va="center", fontproperties=font)
         first = "-" if s.first_error < 0 else str(s.first_error)
         stats_row(
             y,
@@ -71,29 +78,64 @@ def plot_samples(
     ax.set_xlim(-1.5, x_stats + 4 * step + 0.3)
     ax.set_ylim(-n - 0.6, 1.4)
     fig.suptitle(title, fontsize=7, x=0.01, ha="left", y=0.97)
+    notes += _missing_note(missing)
     fig.text(0.01, 0.005, notes, fontsize=6, color="0.3", ha="left", va="bottom", wrap=True)
     handles = [Patch(facecolor=c, label=k) for k, c in colours.items()]
     kw = dict(loc="upper right", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.99, 0.93))
     fig.legend(handles=handles, **kw)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
-        return save_figure(fig, out_file)
+    return fig
 
 
-def cell_label(token: int) -> tuple[str, bool]:
-    """(its glyph, True), or (its id in digits, False) where the figure font lacks the glyph."""
-    g = glyphs.glyph(token)
-    return (g, True) if ord(g) in _font_code_points() else (str(int(token)), False)
+def cell_font(label: str, bold: bool, digits: bool) -> tuple[FontProperties, bool]:
+    """The font of a token cell's `label`, and whether it draws it. A glyph: 8 pt in the figure
+    font (bold when wrong), or where that lacks it the first font of this machine that has it
+    (False when none has: matplotlib draws a box); `digits`, an id: small enough for 4-7 digits
+    to fit a 0.2-inch cell."""
+    if digits:
+        return FontProperties(fname=glyphs.figure_font_file(), size=min(4.5, 15 / len(label))), True
+    face = glyphs.figure_font_file("bold" if bold else "normal")
+    if ord(label) in glyphs.figure_font_code_points():
+        return FontProperties(fname=face, size=8), True
+    other = _font_with(ord(label))
+    return FontProperties(fname=other or face, size=8), other is not None
 
 
 @functools.cache
-def _font_code_points() -> frozenset[int]:
-    """Code points that both the regular and the bold face of the figure font can draw."""
+def _font_with(code_point: int) -> str | None:
+    """A font file of this machine (sans-serif first) that draws `code_point`, or None."""
+    for path in _machine_fonts():
+        face = _face(path)
+        if face is not None and face.get_char_index(code_point):
+            return path
+    return None
+
+
+@functools.cache
+def _machine_fonts() -> list[str]:
     from matplotlib import font_manager
+
+    # Last Resort draws every code point as its block's sign in a box: not the glyph itself.
+    paths = {f.fname for f in font_manager.fontManager.ttflist if "LastResort" not in f.fname}
+    return sorted(paths, key=lambda p: ("Sans" not in Path(p).name, p))
+
+
+@functools.cache
+def _face(path: str):
     from matplotlib.ft2font import FT2Font
 
-    faces = [
-        FT2Font(font_manager.findfont(font_manager.FontProperties(family=_FONT, weight=w)))
-        for w in ("normal", "bold")
-    ]
-    return frozenset(set(faces[0].get_charmap()) & set(faces[1].get_charmap()))
+    try:
+        return FT2Font(path)
+    except (OSError, RuntimeError):  # unreadable or not a font FreeType knows
+        return None
+
+
+def _missing_note(missing: dict[int, str]) -> str:
+    if not missing:
+        return ""
+    shown = list(missing.items())[:_SHOWN_MISSING]
+    named = ", ".join(f"{t} (U+{ord(g):04X})" for t, g in shown)
+    more = f" and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
+    return (
+        f"; boxes: glyphs in no font of this machine, tokens {named}{more} "
+        "(install a font that has them, such as Noto, or draw ids with --ids)"
+    )
