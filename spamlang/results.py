@@ -13,7 +13,8 @@ null in metrics.jsonl (a non-finite value), is NaN.
 What they cannot read they leave out and say so, one `RunWarning` per run: a finished run
 missing from results.csv (its config.json deleted or garbled), a run whose settings cannot be
 read (NaN), metrics.jsonl lines that do not parse (a finished run's torn last line among them;
-a live run's last line may be a row being written, and is skipped quietly).
+a live run's last line may be a row being written, and is skipped quietly). A damaged
+results.csv (binary, cut mid-row, text where a number belongs) is refused, never read in part.
 
 pandas is a core dependency (docs/design.md, "Libraries").
 """
@@ -31,6 +32,8 @@ from spamlang.rundir.reading import (
     RunWarning,
     cell_value,
     check_dir,
+    check_sweep_dir,
+    damaged_cell,
     extra_axes,
     fill_older,
     flatten_config,
@@ -80,6 +83,9 @@ def load(sweep_dir: str | Path):
         raise UserError(f"{root} cannot be read: {e}") from None
     row = {"run_id": root.name, **_config_axes(config, SETTING_COLUMNS[1:])}
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    why = next(filter(None, (damaged_cell(c, result.get(c)) for c in RESULT_COLUMNS)), None)
+    if why:
+        raise UserError(f"{root} cannot be read: its {RESULT} is damaged ({why})")
     fill_older(row, lambda: TrainConfig.from_json(config).return_time)
     header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
     return frame(header, [[cell_value(v) for v in map(row.get, header)]])
@@ -97,7 +103,7 @@ def load_metrics(sweep_dir: str | Path):
     peak LR.
     """
     pandas()
-    root = check_dir(sweep_dir)
+    root = check_sweep_dir(sweep_dir)
     axes, known = _axes(root)
     records: list[dict[str, Any]] = []
     for run_dir in run_dirs(root):

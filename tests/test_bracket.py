@@ -97,8 +97,8 @@ def test_run_sweep_brackets_an_optimum_above_the_grid(tmp_path, monkeypatch, cap
     assert "warning" not in out.err and "limit" not in out.err
     # The summary gives each cell's best LR with its seed spread (seed 1 is 0.1 above seed 0).
     assert (
-        "vocab_size=16: best lr 3e-1 of 1e-3 .. 1e0 (interior), final_eval_loss 1.050 "
-        "(1.000 .. 1.100, 2 seeds)" in out.out
+        "vocab_size=16: best lr 3e-1 of 1e-3 .. 1e0 (interior), final_eval_loss 1.05 "
+        "(1.00 .. 1.10, 2 seeds)" in out.out
     )
     # A rerun decides the same from disk and trains nothing.
     calls.clear()

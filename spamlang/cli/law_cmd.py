@@ -75,8 +75,7 @@ def _bins(dirs: list[str], frames: dict[str, object]) -> dict[str, object]:
     through `_sweep_dirs`) that hold symbols.csv.gz; `frames`: their `_frames`."""
     import sys
 
-    import pandas as pd
-
+    from spamlang.coverage.history import read_summaries
     from spamlang.errors import UserError
     from spamlang.law import symbols
     from spamlang.rundir.schema import SYMBOLS_FILE
@@ -85,8 +84,9 @@ def _bins(dirs: list[str], frames: dict[str, object]) -> dict[str, object]:
     for name, d in zip(_names(dirs), dirs):
         if not (Path(d) / SYMBOLS_FILE).is_file():
             continue
+        summaries = read_summaries(Path(d) / SYMBOLS_FILE)  # damaged: refused, not skipped
         try:
-            bins[name] = symbols.bins_of(frames[name], pd.read_csv(Path(d) / SYMBOLS_FILE))
+            bins[name] = symbols.bins_of(frames[name], summaries)
         except UserError as e:  # a sweep of another optimizer among many adds no histories
             if len(dirs) == 1:
                 raise
@@ -176,6 +176,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     from spamlang.errors import UserError
     from spamlang.law import forecast, load
+    from spamlang.law.formula import ERROR_COLUMN
 
     if len(args.paths) > 2:
         raise UserError("law compare takes [FORECAST_CSV] SWEEP_DIR: at most two paths")
@@ -190,7 +191,7 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         compared = forecast.against(load(args.law), frame)
         columns = ["cell", *forecast.AGAINST_COLUMNS]
-    shown = pd.DataFrame.from_records(compared)[columns]
+    shown = pd.DataFrame.from_records(compared)[columns].rename(columns={"error": ERROR_COLUMN})
     wide = ("display.width", 250, "display.max_colwidth", 100, "display.max_rows", None)
     with pd.option_context(*wide):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
@@ -203,7 +204,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     from spamlang.law import leave_one_out, summary
     from spamlang.law.fitting import TABLE_COLUMNS
-    from spamlang.law.formula import LOG_OFFSET
+    from spamlang.law.formula import ERROR_COLUMN, ERROR_UNIT, LOG_OFFSET
     from spamlang.plots.validation import plot_validation
 
     if args.output:
@@ -220,10 +221,12 @@ def _validate(args: argparse.Namespace) -> int:
     table = leave_one_out(frames, fit_on)
     settings = ["vocab_size", "batch_size", "steps", "d_model", "tie_embeddings", "weight_decay"]
     shown = table[["sweep", *settings, "M", *TABLE_COLUMNS[1:]]]
+    shown = shown.rename(columns={"error": ERROR_COLUMN})
     wide = ("display.width", 250, "display.max_colwidth", 80, "display.max_rows", None)
     with pd.option_context(*wide):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print()
+        print(f"per sweep, each rms (over all cells, then each measured class's) in {ERROR_UNIT}:")
         print(summary(table).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if args.output:
         print(f"wrote {plot_validation(table, args.output, LOG_OFFSET)}")
@@ -305,7 +308,8 @@ def _add_compare(kinds) -> None:
         description="With FORECAST_CSV: read a forecast written by `law predict --csv` before "
         "its sweep ran and the sweep's results, and print per cell the predicted loss and "
         "class beside the measured best-LR seed mean (with its seeds' min and max, the best "
-        "LR and the LRs tried), the measured class and the error in log(L + 0.01); cells "
+        "LR and the LRs tried), the measured class and the error in log10(L + 0.01) "
+        "(error_log10: log10(predicted + 0.01) - log10(measured + 0.01)); cells "
         "with no finished run yet show '-'. With SWEEP_DIR alone: the same for every cell "
         "of a finished sweep against the law (--law, or the shipped one), with the law's "
         "memory_ratio (c M / R, the cell law's boundary at 1; tau / R for the symbol law) "
@@ -335,7 +339,7 @@ def _add_validate(kinds) -> None:
         help="leave-one-sweep-out test of the law",
         description="Fit the law on all sweeps but one and predict that one's cells, for each "
         "sweep in turn; print every cell (measured, predicted, error in "
-        "log(L + 0.01), class learned / partial / failed at 0.1 and 0.5 log V, "
+        "log10(L + 0.01) (error_log10), class learned / partial / failed at 0.1 and 0.5 log V, "
         "extrapolation) and per sweep the RMS error, the fraction classified "
         "correctly, and the RMS error over the cells of each measured class (rms_learned, "
         "rms_partial, rms_failed).",

@@ -18,10 +18,12 @@ run's bins to its symbols.csv.gz (`COLUMNS`), a few hundred rows a run (about 5 
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 
 from spamlang.coverage.symbols import LEARNED_FRACTION
+from spamlang.errors import UserError, describe
 
 # The per-symbol arrays of an evaluation row, after "step" and "loss".
 HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
@@ -30,6 +32,25 @@ HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
 # learned its share under LEARNED_FRACTION x log V; mean_gap the mean of its symbols' mean gaps
 # (empty when none has two appearances).
 COLUMNS = ("step", "appearances", "max_gap", "age", "symbols", "loss_mean", "learned", "mean_gap")
+
+
+def read_summaries(path):
+    """A sweep's symbols.csv.gz as a DataFrame (run_id, then `COLUMNS`); UserError naming the
+    file when it is not one: not gzip, cut, not CSV, a column missing or holding text."""
+    import pandas as pd
+    from pandas.api.types import is_numeric_dtype
+
+    redo = "a rerun of its sweep rewrites it from the run directories"
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, EOFError, ValueError, zlib.error) as e:  # ValueError: pandas' parse errors
+        raise UserError(f"{path} cannot be read ({describe(e)}); {redo}") from None
+    absent = [c for c in ("run_id", *COLUMNS) if c not in frame.columns]
+    text = [c for c in COLUMNS if c not in absent and not is_numeric_dtype(frame[c])]
+    if absent or text:
+        why = f"no column {', '.join(absent)}" if absent else f"text in {', '.join(text)}"
+        raise UserError(f"{path} is damaged ({why}); {redo}")
+    return frame
 
 
 def mean_gap(first_V, last_V, appearances_V) -> np.ndarray:

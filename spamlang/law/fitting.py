@@ -1,5 +1,6 @@
 """`fit`: the formula's constants by least squares on log(L + 0.01) over a sweep's cells; and
-how well the law carries over: each sweep predicted by a law fitted on the others.
+how well the law carries over: each sweep predicted by a law fitted on the others, its error in
+log10(L + 0.01) (`formula.error`, the unit every command prints).
 
 A constant whose term does not vary over the cells (every cell untied, one width, one sign of
 weight decay), or a_iD over fewer than 3 widths, cannot be told from the others: it is held at
@@ -187,8 +188,9 @@ def cell_key(cell) -> tuple:
 def leave_one_out(frames: Mapping[str, object], fit_on=None):
     """For each sweep (name -> its results.csv DataFrame), the law fitted on the other sweeps'
     cells predicting this one's: a DataFrame of one row per cell, its settings then
-    R, M, n, TABLE_COLUMNS (error: predicted minus measured in log(L + 0.01); extrapolation: the
-    reasons the cell is outside the law's range, joined by '; ', '' inside).
+    R, M, n, TABLE_COLUMNS (error: predicted minus measured in log10(L + 0.01),
+    `formula.error`; extrapolation: the reasons the cell is outside the law's range, joined by
+    '; ', '' inside).
 
     Sweeps share cells (the default V = 4,096, B = 32 cell is in five of them), so the fit for
     a sweep also leaves out every other sweep's cell that is the same cell to the law
@@ -236,7 +238,7 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
                     "sweep": name,
                     "measured": measured,
                     "predicted": p.loss,
-                    "error": float(formula.log_loss(p.loss) - formula.log_loss(measured)),
+                    "error": float(formula.error(p.loss, measured)),
                     "class_measured": classify(measured, cell["vocab_size"]),
                     "class_predicted": classify(p.loss, cell["vocab_size"]),
                     "extrapolation": "; ".join(p.extrapolation),
@@ -254,7 +256,7 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
 
 
 def summary(table):
-    """Per sweep of a `leave_one_out` table: cells, RMS error in log(L + 0.01), the fraction
+    """Per sweep of a `leave_one_out` table: cells, RMS error in log10(L + 0.01), the fraction
     whose class the law predicted, how many it predicted by extrapolation, and the RMS error
     over the cells of each measured class (NaN where a sweep has none: a law can place the
     boundary right and still miss the level learned cells reach); then the same over every

@@ -31,6 +31,8 @@ COLUMNS = (
 
 # The predicted class of a cell outside the law's scope, where it predicts nothing.
 NO_CLASS = "none"
+# One field of a cell label (`name=value`), as `_fields` reads them.
+_FIELD = re.compile(r"[^\s=]+=\S+")
 # The columns `against` adds after a cell's label, and `spamlang law compare SWEEP_DIR` shows.
 AGAINST_COLUMNS = (
     "predicted_loss",
@@ -91,19 +93,55 @@ def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[di
 
 
 def read(path: str | Path) -> list[dict]:
-    """A forecast CSV's rows; UserError when it is absent or lacks a column."""
+    """A forecast CSV's rows, each as `law predict --csv` writes it; UserError naming the file
+    when it is absent or lacks a column, or naming the file and line when a row is not such a
+    row (`_check_row`). A cell named twice is refused, not counted twice nor merged: the file
+    is a committed record, `law predict` writes each cell once, and which of two rows was the
+    forecast is not for a reader to guess (even two alike say the file was edited since)."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            rows = [(reader.line_num, row) for row in reader]  # line_num: the row's last line
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise UserError(f"cannot read forecast {path}: {e}") from None
-    absent = [c for c in ("cell", "predicted_loss", "predicted_class") if rows and c not in rows[0]]
+    first = rows[0][1] if rows else {}
+    absent = [c for c in ("cell", "predicted_loss", "predicted_class") if rows and c not in first]
     if not rows or absent:
         raise UserError(
             f"{path} is not a forecast ({'no rows' if not rows else 'no ' + ', '.join(absent)}): "
             "write one with `spamlang law predict SWEEP_FILE --csv FILE`"
         )
-    return rows
+    lines: dict[str, int] = {}
+    for line, row in rows:
+        _check_row(row, f"{path} line {line}")
+        if row["cell"] in lines:
+            raise UserError(
+                f"{path} line {line}: cell {row['cell']!r} again (first on line "
+                f"{lines[row['cell']]}): a forecast names each cell once"
+            )
+        lines[row["cell"]] = line
+    return [row for _, row in rows]
+
+
+def _check_row(row: dict, where: str) -> None:
+    """UserError (`where: ...`) unless `row` is a forecast row: a cell label of `name=value`
+    fields ("base" for none), a class of CLASSES or NO_CLASS, and a predicted loss that is a
+    finite number >= 0, empty exactly where the class is NO_CLASS."""
+    from spamlang.fields import as_float, in_range, one_of
+    from spamlang.law.fitting import CLASSES
+
+    label = row["cell"] or ""
+    if label != "base" and not (label.split() and all(map(_FIELD.fullmatch, label.split()))):
+        raise UserError(f"{where}: cell {label!r} is not `name=value ...` (or base)")
+    kind = one_of("predicted_class", row["predicted_class"], (*CLASSES, NO_CLASS), owner=where)
+    loss = row["predicted_loss"] or ""
+    if (loss.strip() == "") != (kind == NO_CLASS):
+        raise UserError(
+            f"{where}: predicted_loss {loss!r} with predicted_class {kind}: a forecast leaves "
+            f"the loss empty exactly where the class is {NO_CLASS} (outside the law's scope)"
+        )
+    if kind != NO_CLASS:
+        in_range("predicted_loss", as_float("predicted_loss", loss, owner=where), ge=0, owner=where)
 
 
 def _fields(label: str) -> list[tuple[str, str]]:
@@ -126,11 +164,14 @@ def _matches(value: Any, written: str) -> bool:
 def compare(rows: list[dict], frame) -> list[dict]:
     """Each forecast row with what the sweep's results.csv (`frame`, a DataFrame) measured in its
     cell: the best LR's seed-mean final eval loss, its seeds' min and max, the seeds, the best
-    LR and the LRs tried, the measured class and the error log(L_pred + 0.01) - log(L + 0.01);
-    measured None for a cell with no finished run yet. A label field names a results.csv
-    column, or its model field (model.n_layers: n_layers)."""
+    LR and the LRs tried, the measured class and the error (`formula.error`: in
+    log10(L + 0.01)); measured None for a cell with no finished run yet. A label field names a
+    results.csv column, or its model field (model.n_layers: n_layers); a cell naming a column
+    the table lacks, or text for a column of numbers, is no cell of this sweep: UserError."""
+    from pandas.api.types import is_numeric_dtype
+
     from spamlang.law.fitting import classify
-    from spamlang.law.formula import log_loss
+    from spamlang.law.formula import error
 
     out = []
     for row in rows:
@@ -139,6 +180,11 @@ def compare(rows: list[dict], frame) -> list[dict]:
             column = name if name in frame.columns else name.removeprefix("model.")
             if column not in frame.columns:
                 raise UserError(f"cell {row['cell']!r}: results.csv has no column {column!r}")
+            if is_numeric_dtype(frame[column]) and not _number_text(written):
+                raise UserError(
+                    f"cell {row['cell']!r}: {name} {written!r} is not a number, and results.csv's "
+                    f"{column} holds numbers"
+                )
             mine = mine.loc[[_matches(v, written) for v in mine[column]]]
         if "diverged" in mine.columns:  # a diverged seed has no loss to average
             mine = mine.loc[[d is not True and d != 1 for d in mine["diverged"]]]
@@ -158,10 +204,19 @@ def compare(rows: list[dict], frame) -> list[dict]:
                 "best_lr": best,
                 "lrs": " ".join(f"{lr:g}" for lr in sorted(means.index)),
                 "class_measured": classify(float(means.min()), V),
-                "error": float(log_loss(predicted) - log_loss(means.min())),
+                "error": float(error(predicted, means.min())),
             }
         out.append({**row, **got})
     return out
+
+
+def _number_text(written: str) -> bool:
+    """Is a label's value a number, a flag (true) or unset (null) as JSON writes it?"""
+    try:
+        value = json.loads(written)
+    except ValueError:
+        return False
+    return value is None or isinstance(value, (int, float))
 
 
 def against(law, frame) -> list[dict]:
@@ -171,7 +226,7 @@ def against(law, frame) -> list[dict]:
     `summary` counts them. Runs outside the law's scope are left out with a warning."""
     from spamlang.law.cells import cells
     from spamlang.law.fitting import classify
-    from spamlang.law.formula import log_loss
+    from spamlang.law.formula import error
 
     table = cells(frame)
     fixed = ("loss", "best_lr", "seeds", "R", "M", "n")
@@ -196,7 +251,7 @@ def against(law, frame) -> list[dict]:
                 "seeds": int(cell["seeds"]),
                 "best_lr": float(cell["best_lr"]),
                 "class_measured": classify(measured, V),
-                "error": math.nan if none else float(log_loss(p.loss) - log_loss(measured)),
+                "error": math.nan if none else float(error(p.loss, measured)),
                 "extrapolation": "; ".join(p.extrapolation),
             }
         )
@@ -211,9 +266,10 @@ def written(value: Any) -> str:
 
 
 def summary(compared: list[dict]) -> str:
-    """One line: how many measured cells the forecast classified right, and its RMS error,
-    over all and over the cells of each measured class."""
+    """One line: how many measured cells the forecast classified right, and its RMS error in
+    log10(L + 0.01), over all and over the cells of each measured class."""
     from spamlang.law.fitting import CLASSES
+    from spamlang.law.formula import ERROR_UNIT
 
     measured = [r for r in compared if r["measured"] is not None]
     done = [r for r in measured if r["predicted_class"] != NO_CLASS]
@@ -232,7 +288,7 @@ def summary(compared: list[dict]) -> str:
         + (f" ({unpredicted} more outside the law's scope)" if unpredicted else "")
         + f": {right} classified right "
         f"({len(done) - right - optimistic} pessimistic and {optimistic} optimistic misses), "
-        f"RMS error {rms(done):.2f} in log(L + 0.01) ("
-        + ", ".join(f"{c} {rms(rows):.2f} over {len(rows)}" for c, rows in by_class.items() if rows)
+        f"RMS error {rms(done):.3f} in {ERROR_UNIT} ("
+        + ", ".join(f"{c} {rms(rows):.3f} over {len(rows)}" for c, rows in by_class.items() if rows)
         + ")"
     )

@@ -110,6 +110,11 @@ EPOCH_ORDERS = ("permuted", "cyclic")
 # The offset of the fitted loss's log: log(L + 0.01), so that a learned cell at 0.001 and one
 # at 0.01 do not count as far apart as a learned and a failed one.
 LOG_OFFSET = 0.01
+# The one unit of the law's error wherever it is printed (`error`): log10 of that, as the
+# findings and README quote it; the natural log read 2.3x larger for the same law.
+ERROR_UNIT = "log10(L + 0.01)"
+ERROR_COLUMN = "error_log10"  # the error's column where a table is printed
+LN10 = float(np.log(10.0))
 FORMULA = __doc__.split("\n\n")[1]
 
 
@@ -205,5 +210,18 @@ def loss(theta: dict[str, float], x: dict[str, np.ndarray], level_of=level) -> n
 
 
 def log_loss(values) -> np.ndarray:
-    """log(L + 0.01): the scale the fit's residuals and the law's errors are measured on."""
+    """log(L + 0.01), the natural log: the scale the fit's residuals are measured on (and
+    `Law.rms` stored in); what the law reports is `error`, in ERROR_UNIT."""
     return np.log(np.asarray(values, dtype=float) + LOG_OFFSET)
+
+
+def error(predicted, measured) -> np.ndarray:
+    """log10(L_pred + 0.01) - log10(L + 0.01): the law's error, as every command prints it (in
+    ERROR_UNIT). The fit's least squares in the natural log has the same optimum (a factor
+    ln 10 between the two), and the findings and README quote log10."""
+    return (log_loss(predicted) - log_loss(measured)) / LN10
+
+
+def in_error_unit(natural) -> float:
+    """An error in the natural log(L + 0.01) (`Law.rms`, as a law file stores it) in ERROR_UNIT."""
+    return float(natural) / LN10

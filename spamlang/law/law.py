@@ -83,7 +83,9 @@ class Law:
     constants: dict[str, float]  # NAMES -> value
     errors: dict[str, float | None]  # standard error of each; None: held at 0 (not fitted)
     cells: int  # cells (best-LR seed means) the fit used
-    rms: float  # RMS residual of the fit in log(L + 0.01)
+    # RMS residual of the fit in the natural log(L + 0.01), the fit's scale (`formula.log_loss`),
+    # as law files store it; printed in log10 (`formula.in_error_unit`), as every error is
+    rms: float
     ranges: dict[str, list[float]]  # "D" and RANGED -> [min, max] seen in the fit
     covered: dict[str, list]  # COVERED -> the values seen in the fit
     sources: list[str] = dataclasses.field(default_factory=list)  # what it was fitted on
@@ -206,7 +208,7 @@ class Law:
             "",
             f"fitted on {self.cells} cells"
             + (f" of {', '.join(self.sources)}" if self.sources else "")
-            + f"; RMS error {self.rms:.3f} in log(L + {formula.LOG_OFFSET:g})",
+            + f"; RMS error {formula.in_error_unit(self.rms):.3f} in {formula.ERROR_UNIT}",
         ]
         for name in self.NAMES:
             value, error = self.constants[name], self.errors[name]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 import re
@@ -28,15 +29,24 @@ from spamlang.errors import UserError, describe
 from spamlang.fields import is_int, is_number
 from spamlang.rundir.schema import (
     CONFIG,
+    FLAG_COLUMNS,
     METRICS,
+    NUMBER_SETTINGS,
     RESULT,
     RESULT_COLUMNS,
     RESULTS_FILE,
     SETTING_COLUMNS,
     SWEEP_FILE,
+    TEXT_RESULTS,
 )
 
 _INT = re.compile(r"[+-]?\d+")
+# The columns of results.csv (and keys of result.json) that hold a number or nothing.
+NUMBER_COLUMNS = frozenset(NUMBER_SETTINGS) | {
+    c for c in RESULT_COLUMNS if c not in (*TEXT_RESULTS, *FLAG_COLUMNS)
+}
+# What a damaged results.csv's message says to do: the table is derived, the runs are the data.
+REBUILD = "rerun its sweep (`spamlang sweep`), which rebuilds it from the run directories"
 # config.json dicts whose entries are sweep axes of their own, under these prefixes.
 # `model` was named model_overrides in configs written before 2026-12: both read as model.*.
 _FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
@@ -44,6 +54,11 @@ _FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides":
 
 class RunWarning(UserWarning):
     """A run that `scan` or `spamlang.results` left out, or read only in part."""
+
+
+class DamagedTable(UserError):
+    """A results.csv that exists but cannot be trusted (`read_table`): refused, never read in
+    part, where a missing one may be stood in for by the run directories."""
 
 
 def read_json(path: str | Path) -> Any:
@@ -176,6 +191,38 @@ def run_dirs(root: str | Path) -> list[Path]:
     return ([root] if is_run(root) else []) + sorted(seen.values())
 
 
+def is_sweep(path: Path) -> bool:
+    """Does `path` hold a sweep of its own (its sweep.json or results.csv) and is no run?"""
+    return not is_run(path) and any((path / n).is_file() for n in (SWEEP_FILE, RESULTS_FILE))
+
+
+def check_sweep_dir(sweep_dir: str | Path) -> Path:
+    """`check_dir`, and UserError when its subfolders are sweeps of their own: readers list a
+    directory's runs, not its sweeps', so a parent of sweep folders beside stray runs would
+    show the stray runs alone, as if they were the sweep (and without runs, nothing)."""
+    root = check_dir(sweep_dir)
+    if is_run(root):
+        return root
+    subs = sorted(p for p in root.iterdir() if p.is_dir())
+    sweeps = [p.name for p in subs if is_sweep(p)]
+    if not sweeps:
+        return root
+    runs = [p.name for p in subs if is_run(p)]
+    if runs:
+        raise UserError(
+            f"{root} holds sweep folders ({_listed(sweeps)}) and runs outside them "
+            f"({_listed(runs)}): give one sweep folder, or move the stray runs into their own"
+        )
+    if (root / RESULTS_FILE).is_file():  # a sweep's table without its runs: read as a sweep
+        return root
+    raise UserError(f"{root} holds sweep folders ({_listed(sweeps)}), not runs: give one of them")
+
+
+def _listed(names: list[str], shown: int = 4) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 @dataclasses.dataclass
 class RunFiles:
     """A run directory's JSON objects as read: None for a file missing or unreadable."""
@@ -231,22 +278,67 @@ def parse_cell(text: str | None) -> Any:
         return s
 
 
+def damaged_cell(column: str, value: Any) -> str | None:
+    """Why `value` (parsed: `parse_cell`, or as result.json holds it) cannot be the `column` of
+    results.csv, in words; None when it can. Empty (None) always can; a NUMBER_COLUMNS column
+    takes a number, a FLAG_COLUMNS one True or False (or 0 or 1, as readers take it), any
+    other anything."""
+    if value is None:
+        return None
+    if column in FLAG_COLUMNS and not (isinstance(value, bool) or value in (0, 1)):
+        return f"{column} must be True or False, got {value!r}"
+    if column in NUMBER_COLUMNS and not is_number(value):
+        return f"{column} must be a number, got {value!r}"
+    return None
+
+
 def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
     """results.csv as (header, rows of cells parsed by `parse_cell`); UserError when it is
-    missing or empty."""
+    missing or empty, `DamagedTable` when it is not the table a sweep writes: not UTF-8 text
+    (binary), its last row cut (no newline at its end: the writer ends every row), a row of
+    another length than the header, or a cell that `damaged_cell` refuses. One line, naming
+    the file: a table read in part would silently lose runs or use a cut value."""
     if not path.is_file():
         raise UserError(
             f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first run finishes)"
         )
-    with open(path, newline="", encoding="utf-8") as f:
-        table = list(csv.reader(f))
-    if not table:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {describe(e)}") from None
+    if not data.strip():
         raise UserError(f"{path} is empty")
-    header, rows = table[0], []
-    for row in filter(None, table[1:]):
-        cells = (row + [""] * len(header))[: len(header)]
-        # run_id is a directory name, never a number ("1e-3" must not become 0.001)
-        rows.append([c if h == "run_id" else parse_cell(c) for h, c in zip(header, cells)])
+
+    def damaged(why: str) -> DamagedTable:
+        return DamagedTable(f"{path} is damaged ({why}); {REBUILD}")
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise damaged(f"not text: byte {e.start} is not UTF-8") from None
+    if "\0" in text:  # csv would stop at it with an error of its own
+        raise damaged(f"not text: a NUL byte at character {text.index(chr(0))}")
+    if not text.endswith("\n"):
+        raise damaged("its last row is cut: no newline at its end")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+        rows = []
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise damaged(
+                    f"line {reader.line_num} has {len(row)} cells for {len(header)} columns"
+                )
+            # run_id is a directory name, never a number ("1e-3" must not become 0.001)
+            cells = [c if h == "run_id" else parse_cell(c) for h, c in zip(header, row)]
+            why = next(filter(None, map(damaged_cell, header, cells)), None)
+            if why:
+                raise damaged(f"line {reader.line_num}: {why}")
+            rows.append(cells)
+    except csv.Error as e:
+        raise damaged(f"line {reader.line_num}: {e}") from None
     return header, rows
 
 
@@ -296,7 +388,7 @@ def scan(sweep_dir: str | Path):
     `run_dirs` missing from the table gets a `RunWarning` saying why (its config.json or
     result.json is gone or garbled, or the table predates it)."""
     pandas()  # without it nothing is read
-    root = check_dir(sweep_dir)
+    root = check_sweep_dir(sweep_dir)
     header, rows = read_table(root / RESULTS_FILE)
     if "run_id" in header:
         listed = {row[header.index("run_id")] for row in rows}

@@ -30,7 +30,8 @@ from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import VOCAB_FIELDS, format_count, format_lr, parse_int
 from spamlang.rundir.reading import (
-    check_dir,
+    DamagedTable,
+    check_sweep_dir,
     flatten_config,
     read_run,
     read_table,
@@ -87,10 +88,15 @@ def complement_of(column: str) -> str | None:
 
 
 def _read_csv(root: Path) -> dict[str, tuple[dict, dict]]:
-    """results.csv as run_id -> (settings, outcomes); {} when it is missing or empty."""
+    """results.csv as run_id -> (settings, outcomes); {} when it is missing or empty (the run
+    directories stand in for it), `reading.DamagedTable` when it is damaged."""
+    if not (root / RESULTS_FILE).is_file():
+        return {}
     try:
         header, rows = read_table(root / RESULTS_FILE)
-    except UserError:
+    except DamagedTable:
+        raise
+    except UserError:  # empty
         return {}
     settings = settings_columns([c for c in header if c])
     outcomes = [c for c in header if c and c not in settings and c != "run_id"]
@@ -128,7 +134,7 @@ def _run(
 def scan_runs(sweep_dir: str | Path) -> list[Run]:
     """Every run directory under `sweep_dir` (and `sweep_dir` itself if it is one), finished or
     not (result.json decides); a finished run listed in results.csv also gets that row's columns."""
-    root = check_dir(sweep_dir)
+    root = check_sweep_dir(sweep_dir)
     table = _read_csv(root)
     runs = (_run(p.name, p, table.get(p.name), on_disk=True) for p in run_dirs(root))
     return [r for r in runs if r is not None]
@@ -136,7 +142,7 @@ def scan_runs(sweep_dir: str | Path) -> list[Run]:
 
 def finished_runs(sweep_dir: str | Path) -> list[Run]:
     """Finished runs: rows of results.csv, or run directories with result.json when it is absent."""
-    root = check_dir(sweep_dir)
+    root = check_sweep_dir(sweep_dir)
     table = _read_csv(root)
     runs = [
         _run(run_id, root / run_id if (root / run_id).is_dir() else None, row)

@@ -145,6 +145,22 @@ RESULT_COLUMNS = (
     "symbols_learned",
     *HELDOUT_COLUMNS,
 )
+# The outcomes that hold text ("exact", "upper") or a flag (True/False); every other outcome is
+# a number or empty, and so are these settings. A result.json or results.csv with anything else
+# there is damaged (`spamlang.rundir.reading.damaged_cell`): "final_eval_loss": "low".
+TEXT_RESULTS = ("eval_method", "updates_to_learn_bound")
+FLAG_COLUMNS = ("tie_embeddings", "diverged")
+NUMBER_SETTINGS = (
+    "d_model",
+    "n_layers",
+    "vocab_size",
+    "lr",
+    "seed",
+    "seq_len",
+    "batch_size",
+    "b2",
+    "weight_decay",
+)
 # result.json only, not results.csv: the per-symbol learning curve's bins, and the symbols'
 # history binned at every evaluation (`spamlang.coverage.history`; a sweep gathers it into
 # symbols.csv.gz) (too big for a cell); a corpus run's validation loss by each token's training

@@ -33,6 +33,9 @@ from spamlang.sweep.spec import config_field, fields_of, format_number
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
 _HALF_DECADE = (2.9, 3.5)  # ratios of a 1-3-10 grid: 3 and 10/3
 MIN_GRID = 3  # with two LRs every best one is at an edge; nothing to warn about
+# Significant digits of the summary's values: learned cells end at 3e-4 and 8e-4 nats, which
+# three decimals both wrote 0.000, and chance at 8.3; digits tell both apart.
+DIGITS = 3
 # A cell whose best LR ends within this many nats of the loss floor is solved: every LR that
 # reaches the floor is optimal, so where the best sits in the grid says nothing.
 SOLVED = 0.01
@@ -164,15 +167,17 @@ def cell_lines(
     """One line per cell (the runs sharing every setting but lr and seed): its best LR, the
     seed-mean metric there and the seed spread (min .. max, n seeds), and where the best sits
     in the grid, e.g. "vocab_size=4096, tie_embeddings=True: best lr 1e-1 of 1e-2 .. 3e-1,
-    final_eval_loss 5.741 (5.702 .. 5.780, 2 seeds)". A claim drawn from one seed says so."""
+    final_eval_loss 5.74 (5.70 .. 5.78, 2 seeds)", each value to `DIGITS` significant digits. A
+    claim drawn from one seed says so."""
     lines = []
     for b, label in labelled(best_lrs(rows, metric, swept)):
-        spread = f"{b.low:.3f} .. {b.high:.3f}, {b.seeds} seeds" if b.seeds > 1 else "1 seed"
+        spread = f"{b.low:#.{DIGITS}g} .. {b.high:#.{DIGITS}g}, {b.seeds} seeds"
+        spread = spread if b.seeds > 1 else "1 seed"
         where = f"at the {b.edge} LR" if b.edge else "interior"
         where = "solved" if b.solved else where if len(b.grid) >= MIN_GRID else f"{len(b.grid)} LRs"
         lines.append(
             f"{label or 'all'}: best lr {_text(b.lr)} of {_text(b.grid[0])} .. "
-            f"{_text(b.grid[-1])} ({where}), {metric} {b.value:.3f} ({spread})"
+            f"{_text(b.grid[-1])} ({where}), {metric} {b.value:#.{DIGITS}g} ({spread})"
         )
     return lines
 

@@ -1,11 +1,12 @@
 """Gather finished runs into results.csv: one row per run directory that holds result.json;
 and their symbols' binned history into symbols.csv.gz (`spamlang.coverage.history`).
 
-Gathering reads only what is on disk, never any in-memory state, so however a sweep was
-interrupted (even SIGKILL), the next gather lists every finished run exactly once. A finished
-run that cannot be read (config.json or result.json deleted or garbled by hand) is left out and
-reported; a finished run's metrics.jsonl whose last line was cut mid-JSON (a kill mid-write;
-nothing writes it once result.json exists) has that line cut away, with one line saying so.
+Gathering reads only the run directories, never results.csv nor any in-memory state, so
+however a sweep was interrupted (even SIGKILL) or its table damaged, the next gather lists every
+finished run exactly once. A finished run that cannot be read (config.json or result.json
+deleted or garbled by hand, text where result.json holds a number) is left out and reported; a
+finished run's metrics.jsonl whose last line was cut mid-JSON (a kill mid-write; nothing
+writes it once result.json exists) has that line cut away, with one line saying so.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from spamlang.rundir import symbols_damage
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
 from spamlang.rundir.reading import (
+    damaged_cell,
     extra_axes,
     fill_older,
     is_finished,
@@ -97,6 +99,11 @@ def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) ->
     row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
     row.update({c: _setting(config, c) for c in extras})
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    # A value a reader would refuse in the table ("final_eval_loss": "low", edited by hand)
+    # leaves the run out, said once, rather than writing a table no reader takes.
+    why = next(filter(None, (damaged_cell(c, result.get(c)) for c in RESULT_COLUMNS)), None)
+    if why:
+        raise ValueError(f"its {RESULT} is damaged ({why})")
     # Not a column: the symbols' binned history, for symbols.csv.gz (`_write_symbol_table`).
     row["symbol_history"] = result.get("symbol_history")
     fill_older(row, lambda: TrainConfig.from_json(config).return_time)
