@@ -40,7 +40,7 @@ from collections.abc import Collection
 from typing import Any, NoReturn
 
 from spamlang.errors import UserError
-from spamlang.notation import VOCAB_FIELDS, parse_int
+from spamlang.notation import VOCAB_FIELDS, parse_int, parse_number
 
 _NONE = type(None)
 
@@ -73,12 +73,13 @@ def finite(value: Any) -> float | None:
 
 
 def positive_env(var: str, what: str) -> float | None:
-    """The environment variable `var` as a positive finite number; None when it is unset or
-    empty; else UserError "`var` must be `what`, got 'text'"."""
+    """The environment variable `var` as a positive finite number, a K/M/B/T suffix read as
+    `spamlang.notation.parse_number` does (989T); None when it is unset or empty; else
+    UserError "`var` must be `what`, got 'text'"."""
     text = os.environ.get(var, "").strip()
     if not text:
         return None
-    value = finite(float(text)) if _reads(float, text) else None
+    value = finite(parse_number(text)) if _reads(parse_number, text) else None
     if value is None or value <= 0:
         raise UserError(f"{var} must be {what}, got {text!r}")
     return value

@@ -19,6 +19,9 @@ from typing import Any
 from spamlang.errors import UserError
 
 SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}  # decimal, as in "41M tokens"
+# A real quantity (FLOP/s, seconds) reads T too: 989T = 989e12 FLOP/s, as datasheets write it.
+NUMBER_SUFFIXES = {**SUFFIXES, "T": 10**12}
+NUMBER_TEXT = "a number such as 989e12 or 989T (K/M/B/T = 1e3/1e6/1e9/1e12)"
 BINARY_SUFFIXES = {"K": 2**10, "M": 2**20}  # a vocabulary: 32K = 32,768, as V is written
 # Fields that count symbols: their K and M are binary (`parse_int(binary=True)`).
 VOCAB_FIELDS = ("vocab_size",)
@@ -48,6 +51,22 @@ def parse_int(text: str, binary: bool = False) -> int:
     if number != number.to_integral_value():
         raise ValueError(f"{text!r} is not a whole number")
     return int(number)
+
+
+def parse_number(text: str) -> float:
+    """A real number from text, optionally with a K / M / B / T suffix (NUMBER_SUFFIXES,
+    decimal): "989T" == 989e12, "1.5K" == 1500.0, "3e-3". ValueError otherwise
+    (`NUMBER_TEXT`); inf and nan are numbers here, for the caller to refuse."""
+    text = text.strip() if isinstance(text, str) else text
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"expected {NUMBER_TEXT}, got {text!r}")
+    scale = NUMBER_SUFFIXES.get(text[-1].upper()) if text[-1].isalpha() else None
+    body = text[:-1].rstrip() if scale else text
+    try:
+        value = float(body)
+    except ValueError:
+        raise ValueError(f"expected {NUMBER_TEXT}, got {text!r}") from None
+    return value * scale if scale else value
 
 
 def parse_count(value: Any) -> int:

@@ -97,9 +97,11 @@ KNOWN_PEAKS = {
 }
 
 
-# The variables that override the peak MFU divides by, per dtype; not 0, negative or nan.
+# The variables that override the peak MFU divides by, per dtype; not 0, negative or nan; a
+# K/M/B/T suffix reads as in `spamlang.notation` (989T). A bfloat16 run without its own takes
+# SPAMLANG_PEAK_FLOPS where no datasheet knows the device (`peak_and_source`), and says so.
 PEAK_VARS = {"float32": "SPAMLANG_PEAK_FLOPS", "bfloat16": "SPAMLANG_PEAK_FLOPS_BF16"}
-_PEAK_TEXT = "a positive number of FLOP/s (e.g. 989e12)"
+_PEAK_TEXT = "a positive number of FLOP/s (e.g. 989e12 or 989T)"
 
 
 def check_peak_env() -> None:
@@ -110,21 +112,33 @@ def check_peak_env() -> None:
 
 
 def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
-    """The matmul FLOP/s that MFU divides by for `dtype`, on the default device: the variable
-    of `PEAK_VARS` if set; the datasheet peak of a known accelerator (`KNOWN_PEAKS`); else
-    measured once per process and dtype (what a CPU gets), or None with measure=False (a dry
-    run that must stay instant). A bfloat16 run never divides by the float32 peak: on CPUs
-    without bfloat16 units the bfloat16 peak is the lower one, on accelerators the higher."""
+    """The matmul FLOP/s that MFU divides by for `dtype`, on the default device
+    (`peak_and_source`'s value)."""
+    return peak_and_source(dtype, measure)[0]
+
+
+def peak_and_source(dtype: str = "float32", measure: bool = True) -> tuple[float | None, str]:
+    """(FLOP/s, where it came from) of the matmul peak for `dtype` on the default device: the
+    variable of `PEAK_VARS` if set; the datasheet peak of a known accelerator (`KNOWN_PEAKS`);
+    for bfloat16, then SPAMLANG_PEAK_FLOPS (the machine's peak as the user gave it: never
+    ignored); else measured once per process and dtype (what a CPU gets), or (None, "") with
+    measure=False (a dry run that must stay instant). A bfloat16 run otherwise never divides by
+    the float32 peak: on CPUs without bfloat16 units it is the lower one, on accelerators the
+    higher."""
     import jax
 
-    peak = positive_env(PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"], _PEAK_TEXT)
+    var = PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"]
+    peak = positive_env(var, _PEAK_TEXT)
     if peak is not None:
-        return peak
+        return peak, var
     kind = jax.devices()[0].device_kind
     for name, peaks in KNOWN_PEAKS.items():
         if name.lower() in kind.lower() and dtype in peaks:
-            return peaks[dtype]
-    return _measured_peak(dtype) if measure else None
+            return peaks[dtype], f"the {name} datasheet"
+    fallback = PEAK_VARS["float32"]
+    if var != fallback and (peak := positive_env(fallback, _PEAK_TEXT)) is not None:
+        return peak, f"{fallback} (no {var} given)"
+    return (_measured_peak(dtype), "measured") if measure else (None, "")
 
 
 @functools.cache

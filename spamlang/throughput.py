@@ -23,6 +23,10 @@ import math
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("throughput.csv")
+# The committed sweeps' results (a checkout's results/*/results.csv; absent from an installed
+# wheel), all measured on the machine of COMMITTED_MACHINE (results/README.md), in float32.
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+COMMITTED_MACHINE = ("AMD EPYC", 2)  # `spamlang.perf.cpu_model()`, cores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,3 +136,145 @@ def nearest(
         )
 
     return min(rows, key=distance, default=None)
+
+
+# ----- whole programs: finished runs' wall time -------------------------------------------------
+# The dry run's best evidence (`spamlang.sweep.dry_run`): programs that finished, each a step
+# time and a fixed time, from an output folder's runs (`spamlang.sweep.dry_run.run_timings`) and
+# the committed sweeps' results.csv (`committed_timings`).
+# What sets a step's time, as results.csv and config.json both hold it (a run's members, its
+# optimizer and LR do not: a vmapped group's members share one program).
+SHAPE = (
+    "preset", "n_layers", "d_model", "vocab_size", "batch_size", "seq_len", "tie_embeddings",
+    "head", "dtype",
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """One measured program: a finished run, or the members of a vmapped group that trained
+    together (their result.json hold the same wall time and tokens/s); or a table row, which
+    has a step time and no wall time. `step_seconds` is one step of the whole program (its
+    training steps alone: the median logged interval); the rest of the wall time, compiling
+    and evaluating, is `fixed_seconds`."""
+
+    shape: tuple  # values of SHAPE
+    members: int
+    steps: int
+    wall_seconds: float | None
+    step_seconds: float
+    source: str  # where it was measured: an output folder, results/<sweep>, the table
+    machine: tuple = ()  # (cpu, cores) of another machine's timing; (): this machine's
+    flops_per_token: float | None = None  # a table row's own; None: from the shape
+
+    @property
+    def fixed_seconds(self) -> float | None:
+        if self.wall_seconds is None:
+            return None
+        return max(0.0, self.wall_seconds - self.steps * self.step_seconds)
+
+    @property
+    def model(self) -> tuple:  # (preset, n_layers, d_model)
+        return self.shape[:3]
+
+    @property
+    def step_tokens(self) -> int:  # tokens of one step of the program, all members
+        return self.members * self.shape[4] * self.shape[5]
+
+
+def shape_of(values: dict) -> tuple | None:
+    """The SHAPE of a results.csv row or a flattened config (None when a value is missing);
+    dtype float32 when the row has none (results.csv has no dtype column: the committed runs
+    are float32, the CPU default), depth and width the preset's when empty."""
+    values = {"dtype": "float32", "head": "softmax", **values}
+    for name in ("n_layers", "d_model"):  # tables of older versions: the preset's
+        if values.get(name) in (None, ""):
+            from spamlang.model.config import model_field
+
+            values[name] = model_field({"preset": values.get("preset")}, name)
+    try:
+        ints = {k: int(float(values[k])) for k in SHAPE[1:6] if k != "vocab_size"}
+        ints["vocab_size"] = int(float(values["vocab_size"]))
+        tied = str(values["tie_embeddings"]).lower() == "true"
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (
+        str(values["preset"]), ints["n_layers"], ints["d_model"], ints["vocab_size"],
+        ints["batch_size"], ints["seq_len"], tied, str(values["head"]), str(values["dtype"]),
+    )  # fmt: skip
+
+
+def timings(rows: list[dict], source: str, machine: tuple = ()) -> list[Timing]:
+    """The programs of finished runs' rows (SHAPE's keys, steps, wall_seconds, tokens_per_s):
+    rows of one shape with the same steps, wall time and tokens/s trained as one vmapped
+    program. Rows without a positive tokens/s are left out; without a wall time, a program's
+    fixed time is not known."""
+    programs: dict[tuple, int] = {}
+    for row in rows:
+        shape, rate = shape_of(row), _positive(row.get("tokens_per_s"))
+        if shape is None or rate is None:
+            continue
+        steps, wall = _positive(row.get("steps")), _positive(row.get("wall_seconds"))
+        key = (shape, int(steps or 0), wall if steps else None, rate)
+        programs[key] = programs.get(key, 0) + 1
+    return [
+        # A member's tokens/s is its tokens over the program's time: a step of the program
+        # takes one member's step tokens over that rate.
+        Timing(shape, members, steps, wall, shape[4] * shape[5] / rate, source, machine)
+        for (shape, steps, wall, rate), members in programs.items()
+    ]
+
+
+def _positive(value) -> float | None:
+    """A cell or JSON value as a positive finite number, else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+@functools.cache
+def _committed(root: str) -> tuple[Timing, ...]:
+    found = []
+    for path in sorted(Path(root).glob("*/results.csv")):
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue  # a damaged table times nothing; its readers say what is wrong
+        found.extend(timings(rows, f"results/{path.parent.name}", COMMITTED_MACHINE))
+    return tuple(found)
+
+
+def committed_timings(root: Path | str | None = None) -> tuple[Timing, ...]:
+    """The programs of every committed sweep (`RESULTS`, or `root`); () without them."""
+    return _committed(str(RESULTS if root is None else root))
+
+
+def table_timings(rows: tuple[Rate, ...] | list[Rate]) -> list[Timing]:
+    """The table's rows as programs with a step time (and their own FLOPs a token), and no
+    wall time."""
+    return [
+        Timing(
+            shape=(
+                r.preset,
+                r.n_layers,
+                r.d_model,
+                r.vocab_size,
+                r.batch_size,
+                r.seq_len,
+                r.tie_embeddings,
+                "softmax",
+                r.dtype,
+            ),
+            members=r.members,
+            steps=0,
+            wall_seconds=None,
+            step_seconds=r.batch_size * r.seq_len / r.tokens_per_s,
+            source=f"row [{r.describe()}]",
+            machine=(r.cpu, r.cores),
+            flops_per_token=r.flops_per_token,
+        )
+        for r in rows
+    ]

@@ -30,7 +30,7 @@ def test_dry_run_times_new_groups_from_similar_ones_and_lists_bracketing_runs(tm
     text = capsys.readouterr().out
     assert "lr3e-2-tied  partial (step 5/10)" in text
     time_line = next(line for line in text.splitlines() if line.startswith("time:"))
-    assert "2 run(s)" in time_line and "same preset and V" in time_line
+    assert "2 run(s)" in time_line and "nearest shape" in time_line
 
 
 # A table of one row, for the estimates below: BASE's own shape at 1,000 tokens/s per member
@@ -59,25 +59,34 @@ def _table(tmp_path, monkeypatch, **changes) -> throughput.Rate:
 
 
 @pytest.fixture
-def on_cpu(monkeypatch):
-    """A CPU with no peak given: the table's estimate (the suite sets the peak variables)."""
+def on_cpu(monkeypatch, tmp_path):
+    """A CPU with no peak given and no committed runs: the table's estimate (the suite sets
+    the peak variables)."""
     for var in PEAK_VARS.values():
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(dry_run, "_platform", lambda: ("cpu", 1))
+    monkeypatch.setattr(throughput, "RESULTS", tmp_path / "no-results")
+
+
+# A program's fixed time (compile, evaluations) and a step's floor where nothing measured them.
+COMPILE = {kind: dry_run.ASSUMPTIONS["compile"][1][kind] for kind in ("cpu", "accelerator")}
+FLOOR = {kind: dry_run.ASSUMPTIONS["floor"][1][kind] for kind in ("cpu", "accelerator")}
+SLOW = 0.01  # tokens/s of a slow table row: the steps, not the assumed compile, set the time
 
 
 def test_a_group_with_no_finished_run_is_timed_from_the_cpu_measured_table(
     tmp_path, capsys, monkeypatch, on_cpu
 ):
-    row = _table(tmp_path, monkeypatch)
+    row = _table(tmp_path, monkeypatch, tokens_per_s=SLOW)
     monkeypatch.setattr(perf, "cpu_model", lambda: row.cpu)
     monkeypatch.setattr(dry_run.os, "cpu_count", lambda: row.cores)
     line = _time_line(NEW, tmp_path / "s", capsys)
-    # The vmapped pair does 2 runs' FLOPs at the row's FLOP/s: 2 x 80 tokens / 2,000 tokens/s.
-    seconds = 2 * BASE.tokens / (row.members * row.tokens_per_s)
+    # The vmapped pair does 2 runs' FLOPs at the row's FLOP/s: 2 x 80 tokens at 2 x SLOW
+    # tokens/s, after the assumed compile.
+    seconds = COMPILE["cpu"] + 2 * BASE.tokens / (row.members * row.tokens_per_s)
     assert f"about {dry_run.duration(seconds)} for 2 run(s)" in line
     assert "CPU-measured" in line and "measured on Table CPU 1, 2 cores" in line
-    assert "WARNING" not in line and "assumed" not in line
+    assert "WARNING" not in line and "MFU" not in line
 
 
 def test_a_cpu_other_than_the_tables_is_warned_of_in_the_time_line(
@@ -93,9 +102,11 @@ def test_a_cpu_other_than_the_tables_is_warned_of_in_the_time_line(
 def test_a_row_of_another_shape_lends_its_flops_per_second(tmp_path, capsys, monkeypatch, on_cpu):
     # A row at twice BASE's FLOPs per token and the same tokens/s: twice BASE's FLOP/s.
     per_token = flops_per_token(BASE.model_config(), BASE.seq_len)
-    row = _table(tmp_path, monkeypatch, vocab_size=128, flops_per_token=2 * per_token)
+    _table(tmp_path, monkeypatch, vocab_size=128, flops_per_token=2 * per_token, tokens_per_s=SLOW)
     line = _time_line(NEW, tmp_path / "s", capsys)
-    seconds = 2 * BASE.tokens / (2 * row.members * row.tokens_per_s)
+    # Half the row's step time above the floor, a step.
+    step = FLOOR["cpu"] + (BASE.tokens_per_step / SLOW - FLOOR["cpu"]) / 2
+    seconds = COMPILE["cpu"] + BASE.steps * step
     assert f"about {dry_run.duration(seconds)} for 2 run(s)" in line and "V 128" in line
 
 
@@ -119,7 +130,8 @@ def test_an_accelerator_estimate_is_labelled_assumed_with_its_mfu(
     monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", "1e9")
     line = _time_line(NEW, tmp_path / "s", capsys)
     per_token = flops_per_token(BASE.model_config(), BASE.seq_len)
-    seconds = 2 * BASE.tokens * per_token / (dry_run.ASSUMED_MFU * 1e9 * 2)
+    step = 2 * BASE.tokens_per_step * per_token / (dry_run.ASSUMED_MFU * 1e9 * 2)
+    seconds = COMPILE["accelerator"] + BASE.steps * (FLOOR["accelerator"] + step)
     assert f"about {dry_run.duration(seconds)} for 2 run(s)" in line
     assert "assumed" in line and f"MFU of {dry_run.ASSUMED_MFU:.0%}" in line
     assert "x 2 device(s)" in line and "CPU-measured" not in line

@@ -122,18 +122,25 @@ def test_dry_run_estimates_the_time_left_saying_from_what(tmp_path, capsys, monk
     monkeypatch.setenv("SPAMLANG_PEAK_FLOPS", "1e3")
     assert sweep_main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     time_line = capsys.readouterr().out.splitlines()[-1]
-    assert time_line.startswith("time: about ") and time_line.endswith(
-        "days for 2 run(s) with no finished run in their group, assumed: their FLOPs at an "
-        "assumed MFU of 30% of 1e+03 FLOP/s float32 x 1 device(s) (SPAMLANG_PEAK_FLOPS(_BF16) "
-        "or the datasheet peak)"
+    assert (
+        time_line.startswith("time: about ")
+        and (
+            "days for 2 run(s) with no finished run of their shape, assumed: their FLOPs at an MFU "
+            "of 30% (default; SPAMLANG_MFU sets it) of 1e+03 FLOP/s float32 from SPAMLANG_PEAK_FLOPS "
+            "x 1 device(s); assumed: "
+        )
+        in time_line
     )
-    # One run finished at 256 tokens/s; the other is at step 10 of 20: 1,280 tokens, 5 s.
+    # One run finished at 256 tokens/s; the other is at step 10 of 20: 10 steps of 128 tokens,
+    # 5 s, after the assumed compile (the finished run's result has no wall time).
     rundir.prepare(out / "lr1e-2", points["lr1e-2"])
     rundir.write_result(out / "lr1e-2", RESULT)
     _partial(out, "lr3e-3", points["lr3e-3"], 10)
     assert sweep_main(SWEEP, ["--out", str(out), "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "time: about 5 s for 1 run(s), at the tokens/s of finished runs of their groups"
+        f"time: about 25 s for 1 run(s) at the step and fixed times of finished runs of the same "
+        f"shape ({out}); assumed: 20 s a program to compile, evaluate and checkpoint (default; "
+        "SPAMLANG_COMPILE_SECONDS sets it)"
     )
 
 

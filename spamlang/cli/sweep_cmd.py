@@ -253,7 +253,7 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
         from spamlang.sweep.dry_run import dry_run
 
         only = tuple(args.only)
-        dry_run(sweep, out, shard, args.group_size, args.vmap, notes=dry_run_notes, only=only)
+        dry_run(sweep, out, shard, args.group_size, args.vmap, dry_run_notes, only, limit)
         if limit:
             print(
                 f"LR bracketing on: a cell whose best LR ends at an edge of its grid adds up "

@@ -89,8 +89,9 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     if f.name in _DICT_FLAGS:
         flags, shown = (_DICT_FLAGS[f.name],), ""
         kind = dict(action="append", type=_key_value, metavar="K=V")
-    elif f.name == "tokens":  # read by TrainConfig (`parse_count`), which names a token count
-        kind, help_text = dict(type=str, metavar="N"), f"{help_text}; e.g. 100K or 2M"
+    elif f.name in ("tokens", "steps"):  # read by TrainConfig; the help says what none means
+        kind, shown = dict(type=str, metavar="N"), ""
+        help_text += "; e.g. 100K or 2M" if f.name == "tokens" else "; e.g. 2500 or 10K"
     elif isinstance(default, bool):
         kind = dict(action=argparse.BooleanOptionalAction)
     elif default is None:  # an optional string (init_from); its help says what none means
@@ -217,6 +218,9 @@ def config_from_args(args):
     from spamlang.train.config import TrainConfig
 
     values = _read_config_file(args.config) if args.config else {}
+    budget = ("tokens", "steps")
+    if any(hasattr(args, name) for name in budget):  # a budget flag replaces the file's budget
+        values = {k: v for k, v in values.items() if k not in budget}
     for f in dataclasses.fields(TrainConfig):
         if not hasattr(args, f.name):
             continue
@@ -279,15 +283,20 @@ def handler(args) -> int:
     from spamlang.perf import check_peak_env
     from spamlang.rundir import RESULT, check_path
 
-    check_path(args.out)  # both before any directory exists
+    check_path(args.out)  # all three before any directory exists
     check_peak_env()
+    finished = os.path.exists(os.path.join(args.out, RESULT))
+    if not finished:  # memory refused, a large output warned of (`spamlang.sweep.fit`)
+        from spamlang.sweep.fit import check_run
+
+        if warning := check_run(config):
+            print(warning, file=sys.stderr)
     enable_compile_cache()
     from spamlang import tracking
     from spamlang.train.run import Interrupted, run_group
 
     kind = tracking.parse_kind(args.tracker)
     spec = tracking.TrackerSpec(kind, explicit=True, root=Path(args.out)) if kind else None
-    finished = os.path.exists(os.path.join(args.out, RESULT))
     try:
         with tracking.session(spec):  # an explicit tracker that cannot start: exit 2 here
             if not finished and not args.quiet and (note := budget_note(config)):

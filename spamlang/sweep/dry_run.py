@@ -1,54 +1,65 @@
-"""`--dry-run`: the points of a shard with their status and budget, and how long the rest
-should take, from the files alone: nothing is trained or compiled, so it stays fast on any
-grid the size limit lets through.
-
-The time estimate says where it comes from. Runs whose group has finished runs are timed at
-those runs' median tokens/s (a vmapped group's members train at once, so a group costs its
-slowest member; runs trained one by one add up); runs of a group with none, at the median
-tokens/s of the directory's finished runs of the same preset and V (a similar group: another
-LR grid, b2 or seed set of the same model). The others, nothing here has timed:
-- on an accelerator (jax's default backend is not the CPU), or wherever the matmul peak is
-  given (SPAMLANG_PEAK_FLOPS), their FLOPs at an ASSUMED MFU (`ASSUMED_MFU` of the peak: the
-  variable, or a known accelerator's datasheet, `spamlang.perf.KNOWN_PEAKS`, times the
-  devices), labelled "assumed";
-- on a CPU, their FLOPs at the FLOP/s of the nearest row of the package's CPU-measured
-  throughput table (`spamlang.throughput`, `benchmarks/bench_throughput.py`), naming the row's
-  CPU, with a warning in the same line when this machine's CPU is another.
-Partial runs that are no point of the grid (LR bracketing's, which extend a cell's grid) are
-listed after the table.
+"""`--dry-run`: the points of a shard with their status and budget, how long the rest should
+take, and what `spamlang train` would refuse or warn of (memory, output), from the files alone:
+nothing is trained or compiled. The time model: a program (a vmapped group, or one run) takes a
+fixed time (compiling, evaluating, checkpointing) plus its steps times a step's time, each
+measured where it can be (`Estimator`), else assumed and named with its variable (`ASSUMPTIONS`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
 import statistics
 from pathlib import Path
 from typing import Any
 
-from spamlang.rundir.reading import is_finished, read_json, read_object
+from spamlang.fields import positive_env
+from spamlang.rundir.reading import fields_of, is_finished, read_json, read_object
 from spamlang.rundir.schema import CONFIG, RESULT
 from spamlang.sweep.logs import checkpoint_step
-from spamlang.sweep.spec import Sweep, shard_groups, warn_empty_shard
+from spamlang.sweep.spec import Sweep, cell_key, shard_groups, warn_empty_shard
 from spamlang.sweep.sweep_file import check_sweep_file
 
-# The MFU a dry run assumes on an accelerator, of the dense matmul peak: an assumption, not a
-# measurement. The paper grid's 576-wide model often reaches 20-30% (sweeps/paper_fig5.py), and
-# an L = 2 step of 128 tokens per member is small for an accelerator, so 30% is the hopeful end.
+# The MFU a dry run assumes on an accelerator, of the dense matmul peak, unless SPAMLANG_MFU
+# says otherwise: the paper grid's 576-wide model often reaches 20-30% (sweeps/paper_fig5.py);
+# a small step reaches less, which the floor below stands for.
 ASSUMED_MFU = 0.3
+# What is assumed where nothing measured it: the variable, its default on a CPU and on an
+# accelerator, and its words. The floor: a step's least time (dispatch, the optimizer's and
+# the data's kernels), which a small step on an accelerator takes whatever its FLOPs; the
+# compile: a program's fixed time (XLA's compile, the evaluations, the checkpoints).
+ASSUMPTIONS = {
+    "floor": (
+        "SPAMLANG_STEP_FLOOR",
+        {"cpu": 0.001, "accelerator": 0.01},
+        "a floor of {:g} s a step",
+    ),
+    "compile": (
+        "SPAMLANG_COMPILE_SECONDS",
+        {"cpu": 20.0, "accelerator": 60.0},
+        "{:g} s a program to compile, evaluate and checkpoint",
+    ),
+    "mfu": ("SPAMLANG_MFU", {"cpu": ASSUMED_MFU, "accelerator": ASSUMED_MFU}, "{:.0%}"),
+}
+_TEXT = "a positive number (seconds, or for SPAMLANG_MFU a fraction such as 0.3)"
 
-# How each way of timing runs reads in the time line (`estimate`); {notes}: what it used.
-_NEW = "with no finished run in their group"
+# How each way of timing programs reads in the time line (`estimate`); {notes}: what it used.
 _TIMED_BY = {
-    "group": "about {t} for {n} run(s), at the tokens/s of finished runs of their groups",
-    "alike": "about {t} for {n} run(s) " + _NEW + ", at the tokens/s "
-    "of finished runs of the same preset and V",
-    "table": "about {t} for {n} run(s) " + _NEW + ", from CPU-measured throughput "
-    "(spamlang/throughput.csv, scaled by FLOPs from its nearest row(s) {notes}, {machines})",
-    "assumed": "about {t} for {n} run(s) " + _NEW + ", assumed: their FLOPs at an assumed "
-    f"MFU of {ASSUMED_MFU:.0%} of {{notes}} (SPAMLANG_PEAK_FLOPS(_BF16) or the datasheet peak)",
-    "unknown": "no estimate for {n} run(s) " + _NEW + " (SPAMLANG_PEAK_FLOPS=<FLOP/s> gives "
-    f"one at an assumed MFU of {ASSUMED_MFU:.0%})",
+    "measured": "about {t} for {n} run(s) at the step and fixed times of finished runs of the "
+    "same shape ({notes})",
+    "committed": "about {t} for {n} run(s) at the step and fixed times of committed runs of the "
+    "same shape ({notes}; {machines})",
+    "scaled": "about {t} for {n} run(s) scaled by FLOPs a step from finished runs of the nearest "
+    "shape ({notes})",
+    "table": "about {t} for {n} run(s) with no finished run of their shape, from CPU-measured "
+    "throughput (spamlang/throughput.csv or committed runs, scaled by FLOPs from the nearest "
+    "{notes}, {machines})",
+    "assumed": "about {t} for {n} run(s) with no finished run of their shape, assumed: their "
+    "FLOPs at an MFU of {mfu} of {notes}",
+    "unknown": "no estimate for {n} run(s) with no finished run of their shape "
+    "(SPAMLANG_PEAK_FLOPS=<FLOP/s> gives one at an assumed MFU)",
 }
 
 
@@ -62,10 +73,39 @@ class _Tally:
     notes: dict = dataclasses.field(default_factory=dict)
     machines: dict = dataclasses.field(default_factory=dict)
 
-    def line(self, text: str) -> str:
+    def line(self, text: str, mfu: str) -> str:
         # Every machine is named: a warning about the CPU must never be cut off.
         notes, machines = _join(list(self.notes)), "; ".join(self.machines)
-        return text.format(t=duration(self.seconds), n=self.runs, notes=notes, machines=machines)
+        return text.format(
+            t=duration(self.seconds), n=self.runs, notes=notes, machines=machines, mfu=mfu
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One assumption of the time model: its value, and whether a variable gave it."""
+
+    name: str
+    value: float
+    var: str
+    given: bool
+
+    def text(self) -> str:
+        shown = ASSUMPTIONS[self.name][2].format(self.value)
+        return f"{shown} ({self.var})" if self.given else f"{shown} (default; {self.var} sets it)"
+
+
+def settings(backend: str) -> dict[str, Setting]:
+    """The assumptions for `backend` ("cpu", else an accelerator): each its variable's value
+    (UserError for one that is not a positive number) or its default."""
+    kind = "cpu" if backend == "cpu" else "accelerator"
+    out = {}
+    for name, (var, defaults, _) in ASSUMPTIONS.items():
+        value = positive_env(var, _TEXT)
+        out[name] = Setting(
+            name, defaults[kind] if value is None else value, var, value is not None
+        )
+    return out
 
 
 def _status(run_dir: Path, steps: Any) -> str:
@@ -74,11 +114,11 @@ def _status(run_dir: Path, steps: Any) -> str:
     return f"partial (step {checkpoint_step(run_dir) or 0}/{steps})" if run_dir.is_dir() else "new"
 
 
-def _left_tokens(config: Any, run_dir: Path) -> int:
-    """Tokens a run has still to train: all of them, less its newest checkpoint's."""
+def _left_steps(config: Any, run_dir: Path) -> int:
+    """Steps a run has still to train: all of them, less its newest checkpoint's."""
     if (run_dir / RESULT).is_file():
         return 0
-    return (config.steps - (checkpoint_step(run_dir) or 0)) * config.tokens_per_step
+    return config.steps - (checkpoint_step(run_dir) or 0)
 
 
 def _result(run_dir: Path, key: str) -> Any:  # None when the run has no such number
@@ -86,36 +126,36 @@ def _result(run_dir: Path, key: str) -> Any:  # None when the run has no such nu
     return value if isinstance(value, (int, float)) else None
 
 
-def _rate(run_dir: Path) -> float | None:
-    rate = _result(run_dir, "tokens_per_s")
-    return float(rate) if rate is not None and rate > 0 else None
-
-
 def _run_dirs(out: Path) -> list[Path]:
     return sorted(out.iterdir()) if out.is_dir() else []
 
 
-def _finished_runs(out: Path) -> dict[tuple, list[float]]:
-    """{(preset, vocab_size): tokens/s of each finished run} of every run directory in `out`."""
-    rates: dict[tuple, list[float]] = {}
+def run_timings(out: Path) -> list:
+    """The programs of the finished runs in `out` (`spamlang.throughput.timings`)."""
+    from spamlang.model.config import model_field
+    from spamlang.throughput import timings
+
+    rows = []
     for run_dir in _run_dirs(out):
-        rate = _rate(run_dir)
-        config = read_object(run_dir / CONFIG) if rate is not None else None
+        result = read_object(run_dir / RESULT) if run_dir.is_dir() else None
+        config = read_object(run_dir / CONFIG) if result is not None else None
         if config is not None:
-            rates.setdefault((config.get("preset"), config.get("vocab_size")), []).append(rate)
-    return rates
+            model = {k: model_field(config, k) for k in ("n_layers", "d_model")}
+            rows.append({**config, **model, **result})
+    return timings(rows, str(out))
 
 
 def other_partial_runs(out: Path, points: list) -> list[str]:
     """Lines for the partial runs in `out` that are no point of the sweep (LR bracketing's)."""
+    from spamlang.train.config import TrainConfig
+
     known, lines = {run_id for run_id, _ in points}, []
     for run_dir in _run_dirs(out):
         if run_dir.name in known or is_finished(run_dir) or not (run_dir / CONFIG).is_file():
             continue
         try:
-            config = read_json(run_dir / CONFIG)
-            steps = int(config["tokens"]) // (int(config["batch_size"]) * int(config["seq_len"]))
-        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+            steps = TrainConfig.from_json(read_json(run_dir / CONFIG)).steps
+        except (OSError, ValueError, TypeError):  # UserError is a ValueError
             steps = "?"
         lines.append(f"  {run_dir.name}  {_status(run_dir, steps)}")
     return lines
@@ -139,95 +179,225 @@ def _platform() -> tuple[str, int]:
     return jax.default_backend(), jax.device_count()
 
 
-def _cpu_note(row: Any) -> str:
-    """The CPU a table row was measured on, and a warning when this machine's is another."""
+def _cpu_note(cpu: str, cores: int, what: str = "measured") -> str:
+    """The CPU a timing was measured on, and a warning when this machine's is another."""
     from spamlang.perf import cpu_model
 
-    here, cores = cpu_model(), os.cpu_count()
-    note = f"measured on {row.cpu}, {row.cores} cores"
-    if (here, cores) != (row.cpu, row.cores):
+    here, count = cpu_model(), os.cpu_count()
+    note = f"{what} on {cpu}, {cores} cores"
+    if (here, count) != (cpu, cores):
         note += (
-            f"; WARNING: this machine is {here} with {cores} cores, not the table's CPU, so "
+            f"; WARNING: this machine is {here} with {count} cores, not {cpu} with {cores}, so "
             "the time is off by the two machines' speed ratio"
         )
     return note
 
 
-def _from_table(todo: list, config: Any, members: int, rows: tuple) -> tuple[float, Any]:
-    """Seconds for `todo` at the nearest table row's FLOP/s, and the row.
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """What to time: `members` runs of `config` trained together for `steps` steps, at
+    `flops` FLOPs a token (of one member)."""
 
-    `members`: the runs one program steps at once (1 for runs one by one). A vmapped program
-    of K members does K members' FLOPs a step; on a CPU one member's step already keeps the
-    cores busy (benchmarks/bench_group.py: a vmapped group ran at 0.6-1.0x the throughput of
-    its runs one by one), so K members take about K times one member's time: the group's
-    FLOPs, all members summed, over the FLOP/s of the row nearest its step (K x B x L tokens;
-    the rows of committed sweeps measured vmapped groups too). Not the slowest member's time,
-    which holds only where the members' work runs in parallel (an accelerator)."""
-    from spamlang.throughput import nearest
+    config: Any
+    members: int
+    steps: int
+    flops: float
 
-    model = config.model_config()
-    f = todo[0][2]  # a group's runs share the model
-    step = members * config.tokens_per_step
-    row = nearest(rows, (config.preset, model.n_layers, model.d_model), config.dtype, f, step)
-    return sum(tokens * flops for tokens, _, flops in todo) / row.flops, row
+    @property
+    def step_flops(self) -> float:
+        return self.members * self.config.tokens_per_step * self.flops
+
+    @functools.cached_property
+    def shape(self) -> tuple:
+        from spamlang.throughput import shape_of
+
+        c, model = self.config, self.config.model_config()
+        return shape_of(
+            {**c.to_json(), "n_layers": model.n_layers, "d_model": model.d_model, "head": c.head}
+        )
 
 
-def _untimed(todo: list, config: Any, vmap: bool | None, cache: dict) -> tuple:
-    """(way, seconds, notes, machines) for runs nothing in the directory has timed."""
-    from spamlang.perf import peak_flops
-    from spamlang.sweep.runner import trains_together
-    from spamlang.throughput import table
+class Estimator:
+    """Seconds of programs (module doc), from the first of: finished runs of the same shape
+    (`spamlang.throughput.SHAPE`) in `out`; on a CPU, committed runs of the same shape
+    (results/*/results.csv, this project's machine); finished runs of the nearest shape in
+    `out`, scaled by FLOPs a step; where a peak is known (SPAMLANG_PEAK_FLOPS(_BF16), a known
+    accelerator's datasheet), the FLOPs at an assumed MFU; on a CPU, the nearest committed run
+    or row of the CPU-measured throughput table, scaled by FLOPs. What none measured is
+    assumed (`settings`) and listed in `used`."""
 
-    if "platform" not in cache:
-        cache["platform"] = _platform()
-    backend, devices = cache["platform"]
-    peak = cache.setdefault("peak", {})  # dtype -> its known peak or None, looked up once
-    for _, c, _ in todo:
-        if c.dtype not in peak:
-            peak[c.dtype] = peak_flops(c.dtype, measure=False)
-    if all(peak[c.dtype] is not None for _, c, _ in todo):
-        # Members vmapped or one by one, every FLOP at the assumed rate: the sum.
-        seconds = sum(t * f / (ASSUMED_MFU * peak[c.dtype] * devices) for t, c, f in todo)
-        notes = [f"{peak[c.dtype]:.3g} FLOP/s {c.dtype} x {devices} device(s)" for _, c, _ in todo]
-        return "assumed", seconds, notes, []
-    rows = table()
-    if backend != "cpu" or not rows:
+    def __init__(self, out: Path, backend: str, devices: int, committed=None, table=None):
+        from spamlang.throughput import committed_timings, table_timings
+        from spamlang.throughput import table as table_rows
+
+        self.backend, self.devices = backend, devices
+        self.mine = run_timings(out)
+        cpu = backend == "cpu"
+        self.committed = (
+            list(committed_timings() if committed is None else committed) if cpu else []
+        )
+        self.table = table_timings(table_rows() if table is None else table) if cpu else []
+        self.assumed = settings(backend)
+        self.used: dict[str, None] = {}  # the assumptions a time used, in words, once each
+        self._flops: dict[tuple, float | None] = {}
+        self._peaks: dict[str, tuple] = {}
+
+    def flops_of(self, shape: tuple) -> float | None:
+        """FLOPs a token of a measured program's shape (None: a preset this version lacks)."""
+        if shape not in self._flops:
+            from spamlang.model.config import ModelConfig, preset_fields
+            from spamlang.perf import flops_per_token
+
+            preset, n_layers, d_model, vocab, _, seq_len, tied, head, _ = shape
+            try:
+                own = preset_fields(preset)  # depth and width only where they differ from it
+                given = {"n_layers": n_layers, "d_model": d_model}
+                changes = {k: v for k, v in given.items() if own.get(k) != v}
+                model = ModelConfig.preset(
+                    preset, vocab_size=vocab, tie_embeddings=tied, head=head, **changes
+                )
+                self._flops[shape] = flops_per_token(model, seq_len)
+            except (ValueError, TypeError):
+                self._flops[shape] = None
+        return self._flops[shape]
+
+    def seconds(self, program: Program) -> tuple[str, float, list[str], list[str]]:
+        """(way, seconds, notes, machines) of one program (module doc)."""
+        shape = program.shape
+        for way, pool in (("measured", self.mine), ("committed", self.committed)):
+            same = [t for t in pool if t.shape == shape]
+            if same:
+                step = statistics.median(t.step_seconds * program.members / t.members for t in same)
+                fixed = [t.fixed_seconds for t in same if t.fixed_seconds is not None]
+                seconds = self._fixed(fixed) + program.steps * step
+                notes = list(dict.fromkeys(t.source for t in same))
+                machines = list(dict.fromkeys(_cpu_note(*t.machine) for t in same if t.machine))
+                return way, seconds, notes, machines
+        if self.mine and (near := self._scaled(program, self.mine)):
+            return "scaled", near[0], near[1], []
+        peak, source = self._peak(program.config.dtype)
+        if peak is not None:
+            rate = self.assumed["mfu"].value * peak * self.devices
+            step = self._floor() + program.step_flops / rate
+            seconds = self._fixed([]) + program.steps * step
+            note = (
+                f"{peak:.3g} FLOP/s {program.config.dtype} from {source} x {self.devices} device(s)"
+            )
+            return "assumed", seconds, [note], []
+        if near := self._scaled(program, self.committed + self.table):
+            return "table", *near
         return "unknown", 0.0, [], []
-    members = len(todo) if trains_together(vmap, config) else 1
-    seconds, row = _from_table(todo, config, members, rows)
-    return "table", seconds, [f"[{row.describe()}]"], [_cpu_note(row)]
+
+    def _scaled(self, program: Program, pool: list) -> tuple | None:
+        """(seconds, notes, machines) from the timings of `pool` nearest `program`: the same
+        model, then the same dtype, then the nearest FLOPs a step (log scale); each step time
+        scaled by FLOPs above the floor. None when none has known FLOPs."""
+        known = [(t, f) for t in pool if (f := t.flops_per_token or self.flops_of(t.shape))]
+        if not known:
+            return None
+        shape = program.shape
+
+        def distance(item):
+            t, f = item
+            far = abs(math.log(t.step_tokens * f / program.step_flops))
+            return (t.model != shape[:3], t.shape[8] != shape[8], round(far, 9))
+
+        best = min(distance(item) for item in known)
+        near = [(t, f) for t, f in known if distance((t, f)) == best]
+        floor = self._floor()
+        steps = []
+        for t, f in near:
+            low = min(floor, t.step_seconds)  # a measured step faster than the floor bounds it
+            steps.append(low + (t.step_seconds - low) * program.step_flops / (t.step_tokens * f))
+        fixed = [t.fixed_seconds for t, _ in near if t.fixed_seconds is not None]
+        seconds = self._fixed(fixed) + program.steps * statistics.median(steps)
+        notes = list(dict.fromkeys(t.source for t, _ in near))
+        machines = list(dict.fromkeys(_cpu_note(*t.machine) for t, _ in near if t.machine))
+        return seconds, notes, machines
+
+    def _fixed(self, measured: list[float]) -> float:
+        if measured:
+            return statistics.median(measured)
+        self.used[self.assumed["compile"].text()] = None
+        return self.assumed["compile"].value
+
+    def _floor(self) -> float:
+        self.used[self.assumed["floor"].text()] = None
+        return self.assumed["floor"].value
+
+    def _peak(self, dtype: str) -> tuple:
+        """(FLOP/s, source) of the peak for `dtype`: a variable, or a known accelerator's
+        datasheet; (None, "") on a CPU without a variable (the measured table times those)."""
+        if dtype not in self._peaks:
+            from spamlang.perf import peak_and_source
+
+            self._peaks[dtype] = peak_and_source(dtype, measure=False)
+        return self._peaks[dtype]
 
 
-def estimate(mine: list, out: Path, vmap: bool | None, flops: list) -> str:
+def estimate(
+    mine: list, out: Path, vmap: bool | None, flops: list, bracket: int = 0, cells: dict = None
+) -> str:
     """The time line of a dry run (module doc); `flops[k]`: the FLOPs per token of the k-th
-    point of `mine` (groups flattened)."""
+    point of `mine` (groups flattened); `bracket`: LR bracketing's limit per side, `cells`:
+    {cell key: (seeds, a config)} of the shard's cells that it may extend."""
     from spamlang.sweep.runner import trains_together
 
+    backend, devices = _platform()
+    timer = Estimator(out, backend, devices)
     timed = {way: _Tally() for way in _TIMED_BY}
-    similar = _finished_runs(out)
-    cache: dict = {}  # what `_untimed` looks up once: the platform, the peaks
     k = 0
     for group in mine:
-        left = [(_left_tokens(c, out / r), c, flops[k + j]) for j, (r, c) in enumerate(group)]
+        left = [(_left_steps(c, out / r), c, flops[k + j]) for j, (r, c) in enumerate(group)]
         k += len(group)
         todo = [item for item in left if item[0] > 0]
         if not todo:
             continue
-        config = group[0][1]
-        rates = [x for x in (_rate(out / r) for r, _ in group) if x is not None]
-        near = rates or similar.get((config.preset, config.vocab_size))
-        if near:
-            way, notes, machines = ("group" if rates else "alike"), [], []
-            each = [tokens / statistics.median(near) for tokens, _, _ in todo]
-            seconds = max(each) if trains_together(vmap, config) else sum(each)
+        config = todo[0][1]
+        if trains_together(vmap, config):
+            programs = [Program(config, len(todo), max(s for s, _, _ in todo), todo[0][2])]
         else:
-            way, seconds, notes, machines = _untimed(todo, config, vmap, cache)
-        tally = timed[way]
-        tally.runs, tally.seconds = tally.runs + len(todo), tally.seconds + seconds
-        tally.notes.update(dict.fromkeys(notes))
-        tally.machines.update(dict.fromkeys(machines))
-    parts = [x.line(_TIMED_BY[way]) for way, x in timed.items() if x.runs]
-    return "time: " + ("; ".join(parts) or "nothing left to train")
+            programs = [Program(c, 1, s, f) for s, c, f in todo]
+        for program in programs:
+            way, seconds, notes, machines = timer.seconds(program)
+            tally = timed[way]
+            tally.runs, tally.seconds = tally.runs + program.members, tally.seconds + seconds
+            tally.notes.update(dict.fromkeys(notes))
+            tally.machines.update(dict.fromkeys(machines))
+    mfu = timer.assumed["mfu"].text()
+    parts = [x.line(_TIMED_BY[way], mfu) for way, x in timed.items() if x.runs]
+    total = sum(x.seconds for x in timed.values())
+    head = f"time: about {duration(total)} in all: " if len(parts) > 1 else "time: "
+    line = head + ("; ".join(parts) or "nothing left to train")
+    if bracket and cells:
+        line += "; " + _bracketing(timer, vmap, bracket, cells)
+    if timer.used:
+        line += "; assumed: " + ", ".join(timer.used)
+    return line
+
+
+def _bracketing(timer: Estimator, vmap: bool | None, limit: int, cells: dict) -> str:
+    """LR bracketing's part of the time line: a cell whose best LR ends at an edge of its grid
+    adds up to `limit` LRs on that side, each trained for every seed of the cell (together
+    where its groups train together); none where the best is interior. So a range."""
+    from spamlang.sweep.runner import trains_together
+
+    most, runs = 0.0, 0
+    for seeds, config, flops in cells.values():
+        if trains_together(vmap, config):
+            programs = [Program(config, seeds, config.steps, flops)]
+        else:
+            programs = [Program(config, 1, config.steps, flops)] * seeds
+        if any(timer.seconds(p)[0] == "unknown" for p in programs):
+            continue
+        most += limit * sum(timer.seconds(p)[1] for p in programs)
+        runs += limit * seeds
+    if not runs:
+        return f"LR bracketing (up to {limit} LRs per side): no estimate"
+    return (
+        f"LR bracketing (up to {limit} LRs per side of a cell's grid, every seed): 0 to about "
+        f"{duration(most)} more, for 0 to {runs} run(s) in {len(cells)} cell(s)"
+    )
 
 
 def _join(notes: list[str], most: int = 3) -> str:
@@ -244,12 +414,14 @@ def dry_run(
     vmap: bool | None = None,
     notes=None,
     only: tuple = (),
+    bracket_lr: int | None = None,
 ) -> int:
     """Print the points of this shard with their group, status and budget, and the time the
     rest should take; run nothing. UserError, as the real run would raise, when `out` holds a
     different sweep. `notes(points) -> {run id: text}`: a column beside each run (the command
     line's: the shipped law's prediction of its cell, `spamlang.law.law.dry_run_notes`). `only`:
-    run-id globs, as the real run takes them."""
+    run-id globs, as the real run takes them. `bracket_lr`: LR bracketing's limit per side (None:
+    the sweep's own), whose runs the time line gives as a range."""
     from spamlang.perf import flops_per_token
 
     group_size = group_size or sweep.group_size  # as the real run
@@ -302,5 +474,34 @@ def dry_run(
             "their cell is bracketed again):"
         )
         print("\n".join(others))
-    print(estimate(mine, out, vmap, flops))
+    limit = sweep.bracket_lr if bracket_lr is None else bracket_lr
+    cells: dict = {}  # cell key -> [seeds, a config, FLOPs a token]: what bracketing may add to
+    if limit and "lr" in [n for a in sweep.axes for n in fields_of(a)]:
+        seeds: dict = {}
+        for (_, c), f in zip(points, flops):
+            key = cell_key(c)
+            seeds.setdefault(key, set()).add(c.seed)
+            cells[key] = (len(seeds[key]), c, f)
+    print(estimate(mine, out, vmap, flops, limit, cells))
+    for line in _size_warnings(mine):
+        print(line)
     return 0
+
+
+def _size_warnings(mine: list) -> list[str]:
+    """What `spamlang train` would refuse or warn of (`fit.check_run`), for the groups left:
+    a run whose step does not fit memory, and more than 1 GB of output in all."""
+    from spamlang.sweep import fit
+
+    lines, total, files = [], 0, {}
+    for group in mine:
+        run_id, config = group[0]
+        if line := fit.memory_refusal(config):
+            lines.append(f"warning: {run_id} and its group: {line}")
+        for name, n in fit.output_bytes(config).items():
+            files[name] = files.get(name, 0) + n * len(group)
+            total += n * len(group)
+    if total > fit.OUTPUT_WARN:
+        shown = ", ".join(f"{k} {fit.size_text(v)}" for k, v in files.items() if v)
+        lines.append(f"warning: these runs will write about {fit.size_text(total)}: {shown}")
+    return lines

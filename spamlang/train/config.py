@@ -46,6 +46,19 @@ FIELD_ALIASES = {
 }
 
 _DEFAULT_VOCAB = 1024  # vocab_size's default; a corpus run left at it takes meta.json's
+# The budget when neither tokens nor steps is given: the tokens every config had by default
+# before steps was a field, so that its runs keep their config.json, run ids and results.
+DEFAULT_TOKENS = 1_048_576
+_BUDGET = ("tokens", "steps")
+
+
+class _Resolved(int):
+    """A budget field's value worked out from the other one, not given: `dataclasses.replace`
+    passes it back to the new config, which takes it as not given (so that replacing tokens, or
+    the batch size, works out the steps anew)."""
+
+    __slots__ = ()
+
 
 # Model fields that TrainConfig owns (they are sweep axes), so they may not hide in `model`.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
@@ -108,7 +121,22 @@ class TrainConfig:
     micro_batch: int = _field(
         0, "sequences per micro-batch (averaged gradients: less memory); 0: auto, CPUs only", ge=0
     )
-    tokens: int = _field(1_048_576, "training budget; steps = tokens // (batch_size * seq_len)")
+    # The budget, given as tokens or as steps (at most one; neither: DEFAULT_TOKENS). Both read
+    # back resolved (`config.tokens`, `config.steps`); config.json keeps the one given (`to_json`);
+    # the other holds a `_Resolved` int.
+    tokens: int | None = _field(
+        None,
+        "training budget in tokens; steps = tokens // (batch_size * seq_len); give tokens or "
+        "steps, not both (neither: 1,048,576 tokens)",
+        metavar="N",
+    )
+    steps: int | None = _field(
+        None,
+        "training budget in optimizer steps, each of batch_size x seq_len tokens; give steps or "
+        "tokens, not both",
+        metavar="N",
+        ge=1,
+    )
     sampling: str = _field(
         "iid",
         "iid: symbols drawn independently (a symbol returns every R = V / B steps on average, "
@@ -239,8 +267,13 @@ class TrainConfig:
     )
 
     def __post_init__(self):
-        object.__setattr__(self, "tokens", parse_count(self.tokens))  # "2M"-style budgets too
+        for name in _BUDGET:  # a value worked out by the config this one was replaced from
+            if isinstance(getattr(self, name), _Resolved):
+                object.__setattr__(self, name, None)
+        if self.tokens is not None:
+            object.__setattr__(self, "tokens", parse_count(self.tokens))  # "2M"-style too
         fields.check_dataclass(self, whole_floats=True)
+        self._resolve_budget()
         object.__setattr__(self, "init_from", self.init_from or None)  # "" means none
         object.__setattr__(self, "corpus", self.corpus or None)
         self._check_corpus()
@@ -313,6 +346,23 @@ class TrainConfig:
                 f"= {self.steps * self.batch_size:,} must stay below 2^32"
             )
 
+    def _resolve_budget(self) -> None:
+        """Set the budget field not given to its value worked out from the other (`_Resolved`):
+        steps from tokens (whole batches), tokens from steps. Neither given is tokens
+        DEFAULT_TOKENS, as given, as before steps was a field."""
+        tokens, steps = self.tokens, self.steps
+        if tokens is not None and steps is not None:
+            raise UserError(
+                f"give tokens or steps, not both (tokens = steps x batch_size x seq_len): got "
+                f"tokens={tokens} and steps={steps}"
+            )
+        if steps is not None:
+            object.__setattr__(self, "tokens", _Resolved(steps * self.tokens_per_step))
+        else:
+            tokens = DEFAULT_TOKENS if tokens is None else tokens
+            object.__setattr__(self, "tokens", tokens)
+            object.__setattr__(self, "steps", _Resolved(tokens // self.tokens_per_step))
+
     def _check_corpus(self) -> None:
         """A corpus run's own checks, before the model is built: its vocabulary, the fields
         that have no meaning on text, train.bin's hash (recorded, or checked when given)."""
@@ -358,11 +408,6 @@ class TrainConfig:
         object.__setattr__(self, "corpus_sha256", digest)
 
     # ----- derived -------------------------------------------------------------------------
-    @property
-    def steps(self) -> int:
-        """Optimizer steps in the budget (whole batches only)."""
-        return self.tokens // self.tokens_per_step
-
     @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.seq_len
@@ -420,8 +465,12 @@ class TrainConfig:
 
     # ----- serialisation -------------------------------------------------------------------
     def replace(self, **changes) -> TrainConfig:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again). The budget stays as it was given
+        (steps stay steps when batch_size changes) unless `changes` gives one, which replaces
+        it: `replace(steps=S)` of a config given in tokens."""
         _check_names(changes)
+        if len(set(_BUDGET) & set(changes)) == 1:
+            changes = {**dict.fromkeys(_BUDGET), **changes}
         if "corpus" in changes and changes["corpus"] != self.corpus:
             # Another corpus: its own hash, and its own vocabulary unless one is given.
             changes.setdefault("corpus_sha256", None)
@@ -430,8 +479,15 @@ class TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict:
-        """A JSON-able dict; `TrainConfig.from_json(c.to_json()) == c`."""
-        return dataclasses.asdict(self)  # the two dicts copied too
+        """A JSON-able dict; `TrainConfig.from_json(c.to_json()) == c`. The budget as given:
+        tokens (steps left out: the dict of every config written before steps was a field), or
+        steps with tokens null."""
+        data = dataclasses.asdict(self)  # the two dicts copied too
+        if isinstance(self.steps, _Resolved):
+            del data["steps"]
+        else:
+            data["tokens"] = None
+        return {k: int(v) if isinstance(v, _Resolved) else v for k, v in data.items()}
 
     @classmethod
     def from_json(cls, data: dict) -> TrainConfig:
