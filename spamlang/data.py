@@ -26,6 +26,7 @@ import numpy as np
 
 from spamlang import fields
 from spamlang.errors import UserError
+from spamlang.rundir.atomic import signals_held
 from spamlang.token_files import load_tokens, read_sidecar, write_tokens
 
 MAX_INDEX = 2**32  # fold_in data is uint32: sequence indices must be below this
@@ -143,13 +144,20 @@ class SequenceDataset:
             raise UserError(FORK_MESSAGE)
         import jax
 
-        if self._key is None:
-            self._key = jax.random.PRNGKey(self.seed)
         idx_N = np.zeros(size, np.uint32)
         idx_N[: len(rows)] = (
             np.arange(rows.start, rows.stop, rows.step) if isinstance(rows, range) else rows
         )
-        return _rows_fn()(self.lang, self.seq_len, self._key, idx_N)
+        with signals_held():  # a JAX call cut by Ctrl-C crashes the exit (`signals_held`)
+            if self._key is None:
+                self._key = jax.random.PRNGKey(self.seed)
+            return _rows_fn()(self.lang, self.seq_len, self._key, idx_N)
+
+    @staticmethod
+    def _fetch(pending: tuple) -> np.ndarray:
+        """The host copy of a dispatched chunk (device array, rows kept), waiting for it."""
+        with signals_held():
+            return np.array(pending[0])[: pending[1]]
 
     def _stream(self, rows: range | np.ndarray, size: int) -> Iterator[np.ndarray]:
         """NumPy chunks of `size` rows (the last shorter), each generated padded to `size`; the
@@ -160,10 +168,10 @@ class SequenceDataset:
             piece = rows[first : first + size]
             nxt = (self._dispatch(piece, size), len(piece))
             if pending is not None:
-                yield np.array(pending[0])[: pending[1]]
+                yield self._fetch(pending)
             pending = nxt
         if pending is not None:
-            yield np.array(pending[0])[: pending[1]]
+            yield self._fetch(pending)
 
     def _generate(self, rows: range | np.ndarray) -> Iterator[np.ndarray]:
         # Large requests reuse one chunk size (one compilation): a power of two, about 1M tokens,

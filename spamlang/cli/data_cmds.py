@@ -127,13 +127,16 @@ def preview_handler(args) -> int:
 
 
 def export_handler(args) -> int:
-    """Export; Ctrl-C exits 130 and SIGTERM 143, each with one line and no partial file."""
+    """Export; Ctrl-C exits 130 and SIGTERM 143, each with one line and no partial file.
+    Neither cuts a JAX call short (`spamlang.rundir.atomic.signals_held`): one cut in its
+    compile went on compiling while the interpreter shut down, which ended in a segfault."""
     from spamlang.data import export_tokens
-    from spamlang.rundir.atomic import Terminated
+    from spamlang.rundir.atomic import Terminated, signals_held
     from spamlang.token_files import NeedsForce
 
     try:
-        lang = _make_language(args)
+        with signals_held():  # a language may build its tables with JAX
+            lang = _make_language(args)
         meta = export_tokens(
             lang,
             args.seed,

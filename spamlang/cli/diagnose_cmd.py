@@ -10,9 +10,16 @@ from pathlib import Path
 
 from spamlang.errors import UserError
 from spamlang.fields import in_range, is_number
-from spamlang.rundir import probe_writable
+from spamlang.rundir import (
+    RUN_FOLDER,
+    Folder,
+    claim_folder,
+    is_config,
+    is_diagnostics,
+    probe_writable,
+)
 from spamlang.rundir.reading import read_json
-from spamlang.rundir.schema import DIAGNOSTICS, RESULT
+from spamlang.rundir.schema import CONFIG, DIAGNOSTICS, RESULT
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
 _DIAG_STREAM = 0xD1A6
@@ -20,6 +27,14 @@ _DIAG_STREAM = 0xD1A6
 # terms are kept, so a count far beyond this (a slip of a few digits) only ends in an abort
 # when memory runs out.
 MAX_TOKENS = 2**24
+# Where diagnose and diagnose-lm write: a folder holding a diagnostics.json they wrote, a run
+# directory (the default, where `plot bottleneck` looks), or a new or empty one.
+DIAGNOSE_FOLDER = Folder(
+    "a diagnose output or a run directory",
+    marks=((DIAGNOSTICS, is_diagnostics), (CONFIG, is_config)),
+    files=(DIAGNOSTICS, "rank_curve.*", "coefficient_profile.*", "efficiency.*"),
+    locks=RUN_FOLDER.locks,
+)
 
 
 def _check_count(flag: str, value: int) -> None:
@@ -27,10 +42,11 @@ def _check_count(flag: str, value: int) -> None:
         raise UserError(f"{flag} must be >= 1 and <= {MAX_TOKENS} (2^24), got {value}")
 
 
-def check_writable(out_dir: str | os.PathLike) -> None:
-    """UserError unless files can be created in `out_dir` (or, while it does not exist, in
-    the folder that would hold it), so that minutes of measuring never end in a refused write."""
-    out = Path(out_dir)
+def check_writable(out_dir: str | os.PathLike, flag: str = "-o") -> None:
+    """UserError unless `out_dir` is diagnose's to write (`DIAGNOSE_FOLDER`) and files can be
+    created in it (or, while it does not exist, in the folder that would hold it), so that
+    minutes of measuring never end in a refused write."""
+    out = claim_folder(out_dir, DIAGNOSE_FOLDER, flag)
     where = out
     while not where.exists() and where != where.parent:
         where = where.parent
@@ -79,10 +95,12 @@ def add_measure_flags(p: argparse.ArgumentParser) -> None:
 
 def write_outputs(diag: dict, out: Path, args: argparse.Namespace) -> list[Path]:
     """out/diagnostics.json (atomically), then the figures unless --no-figures (shared with
-    `diagnose-lm`); returns the paths written."""
+    `diagnose-lm`); returns the paths written. UserError, writing nothing, when `out` is a
+    folder of someone else's (`DIAGNOSE_FOLDER`)."""
     from spamlang.plots.diagnostics import plot_diagnostics
     from spamlang.rundir.atomic import atomic_write_json
 
+    claim_folder(out, DIAGNOSE_FOLDER, "-o" if hasattr(args, "output") else "--out")
     out.mkdir(parents=True, exist_ok=True)  # only once the measurement succeeded
     atomic_write_json(out / DIAGNOSTICS, diag)
     figures = [] if args.no_figures else plot_diagnostics(diag, out, suffix="." + args.format)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from spamlang.error_policy import Parser, guard_script_import, run_command
 from spamlang.errors import describe
+from spamlang.rundir import Folder, claim_folder
+from spamlang.rundir.atomic import atomic_write_json
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
 from spamlang.sweep.spec import (
     MAX_POINTS,
@@ -29,6 +31,7 @@ from spamlang.sweep.spec import (
     id_part,
     parse_shard,
 )
+from spamlang.sweep.sweep_file import SWEEP_FOLDER
 from spamlang.tracking.common import KINDS as TRACKERS
 
 # A script that imports `main` from here builds its SWEEP next, outside `main`'s guard.
@@ -165,7 +168,8 @@ def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
         "--figures",
         metavar="DIR",
         default=None,
-        help="where --plots writes (default: the sweep directory)",
+        help="where --plots writes (default: the sweep directory): a new or empty folder, or "
+        f"one an earlier --figures drew into (it holds its {FIGURES_MARK})",
     )
     parser.add_argument(
         "--tracker",
@@ -177,6 +181,38 @@ def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
     )
 
 
+def _is_figures_mark(data) -> bool:
+    return isinstance(data, dict) and data.get("format") == FIGURES_FORMAT
+
+
+# `--figures DIR` elsewhere than the sweep directory: a folder of figures only, which the first
+# draw marks with figures.json (the format, and the sweep drawn), so that a later draw knows it
+# for its own and a folder of the user's (their heatmap.png) is refused.
+FIGURES_MARK, FIGURES_FORMAT = "figures.json", "spamlang-figures-v1"
+FIGURES_FOLDER = Folder(
+    "a folder of sweep figures",
+    marks=((FIGURES_MARK, _is_figures_mark),),
+    files=(FIGURES_MARK, "heatmap.png", "curves.png", "samples_*.png"),
+)
+
+
+def _figures_folder(out: Path, figures: str | None) -> Path:
+    """Where --plots draws: `out`, or `figures` when it is a folder of figures of ours (or
+    new, or empty): UserError otherwise, before any run."""
+    if figures is None or Path(figures).resolve() == out.resolve():
+        return out
+    return claim_folder(figures, FIGURES_FOLDER, "--figures")
+
+
+def _mark_figures(out: Path, figures: Path) -> list:
+    """Create `figures` and, when it is not the sweep directory, its figures.json."""
+    figures.mkdir(parents=True, exist_ok=True)
+    if figures.resolve() != out.resolve():
+        claim_folder(figures, FIGURES_FOLDER, "--figures")  # again: it may have changed since
+        atomic_write_json(figures / FIGURES_MARK, {"format": FIGURES_FORMAT, "sweep": str(out)})
+    return []
+
+
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
     """Draw the sweep's figures into `figures`. A figure that storage refuses (a read-only
     copy of a finished sweep) is skipped with one line on stderr; the others are drawn."""
@@ -185,7 +221,7 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
     from spamlang.sweep.results_csv import is_read_only
 
     drawers = [
-        ("the figures", lambda: figures.mkdir(parents=True, exist_ok=True) or []),
+        ("the figures", lambda: _mark_figures(out, figures)),
         ("heatmap.png", lambda: [plot_heatmap(out, figures / "heatmap.png")]),
         ("curves.png", lambda: [plot_curves(out, figures / "curves.png")]),
     ]
@@ -244,7 +280,8 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     sweep = with_overrides(sweep, args.set)  # before --seq-len scales the budgets it may set
     if args.seq_len is not None:
         sweep = at_seq_len(sweep, args.seq_len)
-    out = Path(args.out) if args.out else Path("runs") / sweep.name
+    out = claim_folder(args.out or Path("runs") / sweep.name, SWEEP_FOLDER, "--out")
+    figures = _figures_folder(out, args.figures) if args.plots else out
     limit = check_bracket(
         sweep.bracket_lr if args.bracket_lr is None else args.bracket_lr, sweep.axes
     )
@@ -282,7 +319,7 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
         )
         return int(getattr(e, "exit_status", 130))
     if args.plots and rows:
-        _plot(out, Path(args.figures) if args.figures else out, rows, samples)
+        _plot(out, figures, rows, samples)
     return 0
 
 

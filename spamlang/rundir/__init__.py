@@ -9,25 +9,36 @@
   finished.
 - .lock is the lock of the process training the run (`spamlang.rundir.lock`).
 
-Non-finite floats are written as null (strict JSON, readable by every tool).
+Non-finite floats are written as null (strict JSON, readable by every tool). Every command that
+writes into a folder first claims it (`claim_folder`): a folder it did not write is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import json
 import math
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, no_space
-from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from spamlang.rundir.atomic import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    clean_stale_temps,
+    temp_target,
+)
 from spamlang.rundir.reading import read_json
 from spamlang.rundir.schema import (  # noqa: F401
     CHECKPOINTS,
     CONFIG,
+    DIAGNOSTICS,
     METRICS,
     RESULT,
     RUN_LOCK,
@@ -37,6 +48,105 @@ from spamlang.rundir.schema import (  # noqa: F401
     SYMBOLS,
     TRACK,
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Folder:
+    """What a writing command keeps in its output folder, for `claim_folder`.
+
+    `marks`: (file name, whether its JSON is one this package wrote) pairs; a folder holding
+    one of them is the command's own. `files`: the names it writes there (fnmatch patterns),
+    whose temporaries (`spamlang.rundir.atomic`) are its leftovers; `locks`: the lock files
+    it takes there.
+    """
+
+    what: str  # "a run directory": said when a folder is refused
+    marks: tuple[tuple[str, Callable[[Any], bool]], ...]
+    files: tuple[str, ...]
+    locks: tuple[str, ...] = ()
+    subfolders: Folder | None = None  # what it keeps in folders of its own (a sweep: runs)
+
+    def leftover(self, folder: Path, name: str) -> bool:
+        """Whether `name` in `folder` is something this command leaves there while writing or
+        when killed (a lock, a temporary of one of its files, a write probe), or a folder of
+        its own that `subfolders` would take."""
+        from spamlang.rundir.lock import is_lock_file
+
+        if self.subfolders is not None and (folder / name).is_dir():
+            try:
+                claim_folder(folder / name, self.subfolders, "")
+            except UserError:
+                return False
+            return True
+        if name in self.locks:
+            return is_lock_file(folder / name)
+        target = temp_target(name)
+        if target is not None:
+            return any(fnmatch.fnmatchcase(target, pattern) for pattern in self.files)
+        return name.startswith(_PROBE)
+
+    def marked(self, folder: Path, listing: list[str]) -> tuple[bool, str | None]:
+        """(whether `folder`, whose names are `listing`, holds one of the marks, the first
+        mark it holds that this package did not write)."""
+        foreign = None
+        for name, ours in self.marks:
+            if name not in listing:
+                continue
+            try:
+                data = read_json(folder / name)
+            except (OSError, ValueError):
+                data = None
+            if ours(data):
+                return True, None
+            foreign = foreign or name
+        return False, foreign
+
+
+def _has_keys(*keys: str) -> Callable[[Any], bool]:
+    return lambda data: isinstance(data, dict) and all(k in data for k in keys)
+
+
+# A run's config.json (`TrainConfig.to_json`: these fields since the first version).
+is_config = _has_keys("language", "lr", "seed")
+# What `spamlang diagnose` and `diagnose-lm` measure (`diagnostics.diagnose_states`).
+is_diagnostics = _has_keys("kernel_fraction", "projected_cosine", "vocab_size", "d_model")
+_PROBE = ".write-test-"  # `probe_writable`'s files
+RUN_FOLDER = Folder(
+    "a run directory",
+    marks=((CONFIG, is_config),),
+    files=(CONFIG, METRICS, TRACK, RESULT, SYMBOLS, SYMBOL_EVALS, DIAGNOSTICS),
+    locks=(RUN_LOCK,),
+)
+
+
+def claim_folder(
+    folder: str | os.PathLike, kind: Folder, flag: str, listing: list[str] | None = None
+) -> Path:
+    """`folder` as a Path, when `kind`'s command may write there: a folder that does not
+    exist yet, one holding nothing but that command's leftovers (`Folder.leftover`), or one
+    holding its mark. Anything else is someone's own folder: UserError naming what is in it,
+    before anything is written. `listing`: the folder's names, when the caller has them."""
+    path = check_path(folder, flag)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{flag} {path} is not a folder")
+    if listing is None:
+        if not path.is_dir():
+            return path
+        try:
+            listing = os.listdir(path)
+        except OSError as e:
+            raise UserError(f"cannot read {flag} {path}: {e.strerror or e}") from None
+    marked, fake = kind.marked(path, listing)
+    if marked:
+        return path
+    foreign = sorted(n for n in listing if not kind.leftover(path, n))
+    if not foreign:
+        return path
+    shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" * (len(foreign) > 3))
+    why = f"its {fake} is not one spamlang wrote" if fake else f"it holds {shown}"
+    raise UserError(
+        f"{path} is not empty and not {kind.what} ({why}); choose a new or empty folder for {flag}"
+    )
 
 
 def json_safe(value: Any) -> Any:
@@ -83,8 +193,15 @@ def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
 
 def make_dir(out_dir: str | os.PathLike) -> Path:
     """Create run directory `out_dir` (and its parents) if missing; UserError if impossible
-    (a path that is not UTF-8 included, before anything is created)."""
+    (a path that is not UTF-8 included, before anything is created), or when it is a folder of
+    someone else's (`claim_folder`), before its lock is taken there."""
     out = check_path(out_dir, "run directory")
+    if out.is_dir() and not (out / CONFIG).exists():  # with one: `prepare` compares configs
+        try:
+            listing = os.listdir(out)
+        except OSError as e:
+            raise UserError(f"cannot read run directory {out}: {e.strerror or e}") from None
+        _claim_run_dir(out, listing)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -142,40 +259,37 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
                 f"{out} holds a run with a different config ({shown}); "
                 f"choose another --out or delete it"
             )
-        return out
-    if any(name in listing for name in (METRICS, RESULT, CHECKPOINTS)):
-        raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
-    foreign = sorted(n for n in listing if not _ours(n))
-    if foreign:  # a user's own folder: config.json and checkpoints/ would land among its files
-        shown = ", ".join(foreign[:3]) + (
-            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        )
-        raise UserError(
-            f"{out} is not empty and not a run directory (it holds {shown}); choose a new "
-            "or empty folder for --out"
-        )
+        return _cleaned(out, write)
+    _claim_run_dir(out, [n for n in listing if n != CONFIG])
     if write:
         try:
             atomic_write_json(path, new)
         except OSError as e:
             raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
+    return _cleaned(out, write)
+
+
+def _claim_run_dir(out: Path, listing: list[str]) -> None:
+    """UserError unless `out`, holding `listing` and no config.json, may become a run
+    directory: a run's files without the config.json written before them were not written by
+    `prepare`, and a user's own folder would get config.json and checkpoints/ among its files."""
+    if any(name in listing for name in (METRICS, RESULT, CHECKPOINTS)):
+        raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
+    claim_folder(out, RUN_FOLDER, "--out", listing)
+
+
+def _cleaned(out: Path, write: bool) -> Path:
+    """`out`, rid of the temporaries that killed writers left there (not by a reader)."""
+    if write:
+        clean_stale_temps(*(out / name for name in RUN_FOLDER.files))
     return out
-
-
-# What a run directory holds before its config.json: the lock, the trackers' folders (made by
-# `--tracker` on an earlier try), and the temporaries of atomic writes and write probes.
-_EARLY = (RUN_LOCK, "tensorboard", "wandb")
-
-
-def _ours(name: str) -> bool:
-    return name in _EARLY or ".tmp-" in name or name.startswith(".write-test-")
 
 
 def probe_writable(directory: Path) -> None:
     """OSError unless a file can be created in `directory`: now, rather than half-way through a
     run or a measurement. Tried by creating one, since permission bits do not tell (root,
     read-only mounts, ACLs)."""
-    fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-test-")
+    fd, probe = tempfile.mkstemp(dir=directory, prefix=_PROBE)
     os.close(fd)
     os.unlink(probe)
 

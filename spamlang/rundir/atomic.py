@@ -2,11 +2,14 @@
 
 One scheme serves a single file and a file pair alike. Each output is written to a temporary
 beside its target, `.<name>.tmp-<host>-<pid>` (`staged`, `open_temp`), fsynced, and only then
-renamed into place (`publish`) with Ctrl-C and SIGTERM held until the renames are done, then
-the directory is fsynced. Until the renames the old file is untouched; whatever stops the
-writer before them (an error, a full disk, Ctrl-C, `Terminated`) removes its temporaries.
+renamed into place (`publish`) with Ctrl-C and SIGTERM held until the renames are done
+(`signals_held`), then the directory is fsynced. Until the renames the old file is untouched;
+whatever stops the writer before them (an error, a full disk, Ctrl-C, `Terminated`) removes
+its temporaries.
 Temporaries that a SIGKILL or a power cut left behind carry a pid that is no longer alive;
-`clean_stale_temps` removes them.
+`clean_stale_temps` removes them: the next atomic write of the same file does, and so do the
+writers of run and sweep directories as they start (`spamlang.rundir.prepare`,
+`spamlang.sweep.runner`) and `export`.
 
 A pair (a token file and its JSON sidecar, `spamlang.token_files`) is published in three
 renames: a "publishing" sidecar (one that says the pair is being replaced) over the old
@@ -17,7 +20,8 @@ the writer's own, which says so.
 Output files follow one rule: their folder must exist (`check_output_file`). A command creates
 only the directories that are its own output (a run or sweep directory, `diagnose -o DIR`,
 `sweep --figures DIR`), never the folder of a file it was asked to write: a typo in that
-folder is more likely than a wish for a new one.
+folder is more likely than a wish for a new one. It writes into an existing folder only when
+that is its own (`spamlang.rundir.claim_folder`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from typing import Any
 from spamlang.errors import UserError, no_space
 
 _TMP_TAG = ".tmp-"
+# `temp_path`'s names; a host as `_host` writes it holds no "-".
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.tmp-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>[0-9]+)")
 
 
 class Terminated(SystemExit):
@@ -59,8 +65,10 @@ def check_output_file(path: str | os.PathLike) -> Path:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` by the scheme of the module doc; a full disk is a UserError."""
+    """Write `data` to `path` by the scheme of the module doc, first removing what dead
+    writers of `path` left (`clean_stale_temps`); a full disk is a UserError."""
     path = Path(path)
+    clean_stale_temps(path)
     try:
         with staged(path) as tmp:
             with open_temp(tmp) as f:
@@ -103,20 +111,35 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temps(target: Path) -> list[Path]:
-    """Remove temporaries of `target` left by dead processes of this host; returns them."""
-    prefix = f".{target.name}{_TMP_TAG}{_host()}-"
-    removed = []
-    try:
-        names = os.listdir(target.parent)
-    except OSError:
-        return removed
-    for name in names:
-        pid = name[len(prefix) :]
-        if name.startswith(prefix) and pid.isdigit() and not _pid_alive(int(pid)):
-            stale = target.parent / name
-            stale.unlink(missing_ok=True)
-            removed.append(stale)
+def temp_target(name: str) -> str | None:
+    """The name of the file whose temporary `name` is (`.<target>.tmp-<host>-<pid>`), or None
+    for a name that is no temporary of this scheme."""
+    match = _TEMP_NAME.fullmatch(name)
+    return match["target"] if match else None
+
+
+def clean_stale_temps(*targets: Path) -> list[Path]:
+    """Remove the temporaries of `targets` that dead processes of this host left (a SIGKILL,
+    a power cut); returns them. A live process's (this one's, or a writer's now) stay, and so
+    do another host's, whose pid means nothing here, and one that cannot be removed (storage
+    that takes no writes: it is harmless there)."""
+    wanted: dict[Path, set[str]] = {}
+    for target in map(Path, targets):
+        wanted.setdefault(target.parent, set()).add(target.name)
+    host, removed = _host(), []
+    for folder, names in wanted.items():
+        try:
+            listing = os.listdir(folder)
+        except OSError:
+            continue
+        for name in listing:
+            match = _TEMP_NAME.fullmatch(name)
+            if not (match and match["target"] in names and match["host"] == host):
+                continue
+            if not _pid_alive(int(match["pid"])):
+                with contextlib.suppress(OSError):
+                    (folder / name).unlink()
+                    removed.append(folder / name)
     return removed
 
 
@@ -138,6 +161,52 @@ def signals_raise() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done, then act as they would have: the
+    handler in place before the block runs (KeyboardInterrupt, `Terminated`, a trainer's stop
+    request), or the default action.
+
+    For work that must not be cut in the middle: a pair's renames (`publish`), and any JAX
+    call (`spamlang.data`). Ctrl-C in a JAX compile returns from the wait while XLA goes on
+    compiling on its own threads, and the interpreter's teardown then frees the device under
+    that compile: a segfault, exit 139 where 130 was due. In the main thread the Python-level
+    handlers are swapped for one that only notes the signal; blocking it with
+    `pthread_sigmask` there would not do, as the kernel hands a process's signal to any
+    thread that does not block it (JAX's), and Python then runs the handler in the main thread
+    all the same. Elsewhere (no Python handler can be set) the thread blocks them.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        with _signals_blocked():
+            yield
+        return
+    held: list[int] = []
+
+    def hold(signum, frame):
+        held.append(signum)
+
+    # A handler not installed from Python (None) cannot be put back: that signal is left alone.
+    kept = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not None]
+    previous = {s: signal.signal(s, hold) for s in kept}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for s in dict.fromkeys(held):  # each signal once, in the order they came
+            _deliver(s, previous[s])
+
+
+def _deliver(signum: int, handler) -> None:
+    """Act on `signum` as `handler` (a signal handler as `signal.getsignal` gives it) would."""
+    if handler is signal.SIG_IGN:
+        return
+    if handler is signal.SIG_DFL:
+        signal.raise_signal(signum)  # the default action: for SIGINT and SIGTERM, the end
+    else:
+        handler(signum, None)
 
 
 @contextlib.contextmanager
@@ -164,14 +233,14 @@ def publish(*renames: tuple[Path, Path]) -> None:
     """Rename complete, fsynced temporaries onto their targets, (temporary, target) in the
     order given, then fsync the directory. Ctrl-C and SIGTERM wait until the renames are done,
     so they never split a pair."""
-    with _signals_deferred():
+    with signals_held():
         for tmp, target in renames:
             os.replace(tmp, target)
     _fsync_dir(renames[-1][1].parent)
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
+def _signals_blocked() -> Iterator[None]:
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return

@@ -11,7 +11,9 @@ who it is (pid, host, start time) into the lock file for whoever finds it taken,
 the file before letting go (a taker of the deleted file starts over: filelock checks). Two
 locks of one path in one process exclude each other as two processes do (not on NFS, where
 flock locks belong to a process). Where a filesystem refuses locks (Lustre without `flock`), a
-warning says so once per file and the work goes on unlocked.
+warning says so once per file and the work goes on unlocked. A file at the lock's path that is
+not a lock of ours (`is_lock_file`: empty, or a holder note) is refused, never truncated or
+deleted: it is someone's own `.lock`.
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def locked(path: str | os.PathLike, *, wait: bool = True) -> Iterator[None]:
     path = Path(path)
     if not path.parent.is_dir():  # filelock would create it
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path.parent))
+    if not is_lock_file(path):  # taking it would truncate it, letting go delete it
+        raise UserError(
+            f"{path} is not a spamlang lock (no holder note in it), so it is neither taken nor "
+            "deleted; move it away, or choose another folder"
+        )
     lock = filelock.FileLock(path, fallback_to_soft=False, on_acquired=_write_note)
     held = _acquire(lock, path, wait)
     try:
@@ -82,6 +89,30 @@ def locked(path: str | os.PathLike, *, wait: bool = True) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 os.unlink(path)  # while still locked: a taker that opened it starts over
             lock.release()
+
+
+def _read_note(path: Path) -> Holder | None:
+    """The holder note in the lock file at `path`, or None (no file, or no note in it)."""
+    try:
+        note = json.loads(path.read_bytes())
+        return Holder(int(note["pid"]), str(note["host"]), str(note["since"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def is_lock_file(path: str | os.PathLike) -> bool:
+    """Whether the file at `path` may be a lock of ours: absent, empty (a lock being taken or
+    let go, or one on a filesystem without locks, where no note is written) or holding a
+    holder note (one held now, or left by a killed holder)."""
+    path = Path(path)
+    try:
+        if path.is_symlink() or not path.is_file():
+            return not os.path.lexists(path)
+        if path.stat().st_size == 0:
+            return True
+    except OSError:
+        return False
+    return _read_note(path) is not None
 
 
 def _write_note(fd: int) -> None:
@@ -101,11 +132,7 @@ def _acquire(lock: filelock.BaseFileLock, path: Path, wait: bool) -> bool:
             lock.acquire(blocking=wait)
             return True
         except filelock.Timeout:  # an OSError too: caught first
-            try:
-                note = json.loads(path.read_bytes())
-                holder = Holder(int(note["pid"]), str(note["host"]), str(note["since"]))
-            except (OSError, ValueError, TypeError, KeyError):
-                holder = None  # no note yet, or an unreadable one: no holder named
+            holder = _read_note(path)  # None: no note yet, or an unreadable one
             if holder is None and time.monotonic() < give_up:
                 time.sleep(0.02)
                 continue

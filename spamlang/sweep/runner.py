@@ -3,7 +3,8 @@
 Layout of `out_dir`: `sweep.json` (`spamlang.sweep.sweep_file`), one run directory per point
 named by its run id, and `results.csv`, rebuilt from the run directories after every run or
 group. Re-running the same sweep into the same directory is always safe: finished runs
-(result.json present) are skipped, interrupted ones resume from their last checkpoint.
+(result.json present) are skipped, interrupted ones resume from their last checkpoint. A
+non-empty folder without a sweep.json is not a sweep directory, and is refused.
 
 Sweeps at the same time on one directory (shards of a SLURM array, or the same command started
 twice) cooperate: each run directory has one owner (`spamlang.rundir.lock`), so a sweep skips
@@ -44,7 +45,7 @@ from spamlang.sweep.spec import (
     shard_groups,
     warn_empty_shard,
 )
-from spamlang.sweep.sweep_file import check_sweep_file
+from spamlang.sweep.sweep_file import SWEEP_FILES, SWEEP_FOLDER, check_sweep_file
 
 # On CPU, groups whose steps hold at most this many tokens train vmapped by default: between
 # 64 (vmapped faster) and 2,048 (one by one faster: one run already keeps the cores busy),
@@ -131,11 +132,14 @@ def run_sweep(
     my_groups = shard_groups(sweep, shard, group_size, only)
     warn_empty_shard(sweep, shard, group_size, my_groups, only)
     from spamlang.perf import check_peak_env
-    from spamlang.rundir import check_path
+    from spamlang.rundir import claim_folder
+    from spamlang.rundir.atomic import clean_stale_temps
 
-    out = check_path(out_dir)  # both before any directory exists
+    # All three before any directory exists: a folder of someone else's is refused.
+    out = claim_folder(out_dir, SWEEP_FOLDER, "--out")
     check_peak_env()
     out.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(*(out / name for name in SWEEP_FILES))  # left by a killed sweep
     grown = check_sweep_file(sweep, out)  # the sweep as this directory names its runs
     if grown is not sweep:
         sweep, my_groups = grown, shard_groups(grown, shard, group_size, only)

@@ -10,7 +10,8 @@ The same base config, and the same axes, which may only grow:
   `V16-lr1e-3`, the new ones `V16-lr1e-3-seed1`. Renaming the old run directories instead
   would break whatever else points at them (a plot script, a second shard running meanwhile).
 Anything else is refused with one line saying why and what to do. The axes keep their order
-(`axis_order`; a sweep.json written before it takes the order from its runs' ids).
+(`axis_order`; a sweep.json written before it takes the order from its runs' ids). sweep.json
+is also what makes a folder a sweep directory (`SWEEP_FOLDER`): a sweep writes nowhere else.
 """
 
 from __future__ import annotations
@@ -22,16 +23,34 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError
-from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD
+from spamlang.rundir import BUDGET_FIXED, BUDGET_INSTEAD, RUN_FOLDER, Folder
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.rundir.lock import locked
 from spamlang.rundir.reading import fields_of, read_json, read_object
-from spamlang.rundir.schema import CONFIG, SWEEP_FILE
+from spamlang.rundir.schema import CONFIG, RESULTS_FILE, RESULTS_LOCK, SWEEP_FILE, SYMBOLS_FILE
 from spamlang.sweep.results_csv import is_read_only
 from spamlang.sweep.spec import Sweep, as_json, axis_id, axis_value, canonical, differing
 
 # The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
+# The files a sweep writes at its directory's top, beside its run directories.
+SWEEP_FILES = (SWEEP_FILE, RESULTS_FILE, SYMBOLS_FILE)
+
+
+def _is_sweep_file(data) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("axes"), dict)
+
+
+# What `claim_folder` knows of a sweep directory: sweep.json, written first, marks it; before
+# it, only the locks and temporaries of a sweep starting there, and run directories (the
+# figures a sweep draws into it come later, so are never found without sweep.json).
+SWEEP_FOLDER = Folder(
+    "a sweep directory",
+    marks=((SWEEP_FILE, _is_sweep_file),),
+    files=SWEEP_FILES,
+    locks=(SWEEP_LOCK, RESULTS_LOCK),
+    subfolders=RUN_FOLDER,
+)
 
 
 def _check_base(sweep: Sweep, old: dict, new: dict, out_dir: Path) -> None:
