@@ -51,6 +51,9 @@ def handler(args: argparse.Namespace) -> int:
     check_measure_flags(args)
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise UserError(f"--out {args.out} exists and is not a directory")
+    from spamlang.cli.diagnose_cmd import check_writable
+
+    check_writable(args.out, "--out")  # before minutes of measuring, not after
     from spamlang.diagnose_lm import require
 
     require()

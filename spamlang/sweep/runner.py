@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spamlang.errors import UserError
 from spamlang.fields import finite, is_number
 from spamlang.rundir.lock import RunDirBusy
 from spamlang.rundir.reading import is_finished, read_run
@@ -135,9 +136,13 @@ def run_sweep(
     from spamlang.rundir import claim_folder
     from spamlang.rundir.atomic import clean_stale_temps
 
-    # All three before any directory exists: a folder of someone else's is refused.
+    # All four before any directory exists: a folder of someone else's is refused, and a run
+    # whose step does not fit the memory (`spamlang train`'s check, here for every group).
     out = claim_folder(out_dir, SWEEP_FOLDER, "--out")
     check_peak_env()
+    for group in my_groups:
+        if line := fit.memory_refusal(group[0][1]):
+            raise UserError(f"{group[0][0]}: {line}")
     out.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(*(out / name for name in SWEEP_FILES))  # left by a killed sweep
     grown = check_sweep_file(sweep, out)  # the sweep as this directory names its runs
