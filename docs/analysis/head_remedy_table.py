@@ -1,0 +1,60 @@
+"""head_remedy per cell and arm: best LR (seed mean), min..max, the LR grid, and F where the mean
+is below 0.5 nats and the seed range misses AdamW's (the verdict rule of the forecast).
+
+    python docs/analysis/head_remedy_table.py results/head_remedy/results.csv
+"""
+
+import sys
+
+import pandas as pd
+
+WIDTHS = {"tiny": "D16 R128", "tiny-w32": "D32 R128", "tiny-w128": "D128 R512"}
+
+
+def arm(run) -> str:
+    """The factorial's arm of one run: the one change it makes to AdamW at b2 0.95."""
+    if run.head_amsgrad:
+        return "head AMSGrad"
+    if run.head_v_gated:
+        return "gated v"
+    if not pd.isna(run.get("head_b2")):
+        return "head b2 0.999"
+    if run.b2 == 0.999:
+        return "global b2 0.999"
+    if not pd.isna(run.get("head_weight_decay")):
+        return "head wd 0"
+    if run.head_lr_scale != 1.0:
+        return f"head LR x{run.head_lr_scale:.3g}"
+    return "AdamW"
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    runs = runs.assign(
+        arm=runs.apply(arm, axis=1),
+        cell=runs.preset.map(WIDTHS) + runs.tie_embeddings.map({True: " t", False: " u"}),
+    )
+    seeds = runs.groupby(["cell", "arm", "lr"]).final_eval_loss.agg(["mean", "min", "max", "count"])
+    rows = []
+    for (cell, name), lrs in seeds.reset_index().groupby(["cell", "arm"]):
+        best = lrs.loc[lrs["mean"].idxmin()]
+        grid = sorted(lrs.lr)
+        edge = "low edge" if best.lr == grid[0] else "high edge" if best.lr == grid[-1] else ""
+        rows.append(
+            dict(cell=cell, arm=name, lr=best.lr, mean=best["mean"], lo=best["min"],
+                 hi=best["max"], seeds=int(best["count"]), grid=f"{grid[0]:g}..{grid[-1]:g}",
+                 edge=edge)
+        )  # fmt: skip
+    out = pd.DataFrame(rows)
+    adamw = out[out.arm == "AdamW"].set_index("cell")
+
+    def verdict(row) -> str:
+        if row.cell not in adamw.index:
+            return "?"
+        return "F" if row["mean"] < 0.5 and row.hi < adamw.loc[row.cell].lo else "N"
+
+    return out.assign(verdict=out.apply(verdict, axis=1))
+
+
+if __name__ == "__main__":
+    pd.set_option("display.width", 200)
+    print(table(pd.read_csv(sys.argv[1])).to_string(index=False, float_format="{:.3g}".format))
