@@ -351,8 +351,13 @@ def test_dry_run_shows_the_shipped_law_beside_each_run(tmp_path, law_file, capsy
     # A finished run shows its own final eval loss beside the law's (the rest: '-').
     import json
 
+    from spamlang.sweep import load_sweep_file
+
     done = tmp_path / "out" / spam[0].split()[0]
     done.mkdir(parents=True)
+    # A run directory of the sweep's (its config.json marks it as the sweep's own folder).
+    points = dict(load_sweep_file(argv[1])[0].points())
+    (done / "config.json").write_text(json.dumps(points[done.name].to_json()))
     (done / "result.json").write_text(json.dumps({"final_eval_loss": 4.321}))
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
