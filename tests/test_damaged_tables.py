@@ -11,12 +11,12 @@ import gzip
 import json
 import shutil
 
+import _synthetic_law as synthetic  # tests/_synthetic_law.py
 import pytest
 from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
 from spamlang.cli import main
 from spamlang.cli.sweep_cmd import main as sweep_main
-from spamlang.law import synthetic
 from spamlang.rundir.runs import finished_runs
 from spamlang.sweep import Sweep, write_results
 from spamlang.sweep.results_csv import Report

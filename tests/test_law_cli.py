@@ -7,10 +7,11 @@ import json
 import math
 import re
 
+import _synthetic_law as synthetic  # tests/_synthetic_law.py
 import pytest
 
 from spamlang.cli import main
-from spamlang.law import fit, load, synthetic
+from spamlang.law import fit, load
 from spamlang.law import law as law_module
 
 # Small grids: each sweep holds one value of b2 or two, 2 widths, both tyings.

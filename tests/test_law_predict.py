@@ -7,10 +7,11 @@ import itertools
 import json
 import math
 
+import _synthetic_law as synthetic  # tests/_synthetic_law.py
 import pytest
 
 from spamlang.errors import UserError
-from spamlang.law import Law, fit, load, synthetic
+from spamlang.law import Law, fit, load
 from spamlang.law import law as law_module
 from spamlang.law.formula import NAMES
 

@@ -10,8 +10,8 @@ its updates per symbol (the formula: `spamlang.law.formula`).
 Modules: `formula` (the math), `cells` (runs -> best-LR seed means, `fill_from_configs`),
 `law` (`Law`, `Prediction`, files, text), `fitting` (`fit`, `leave_one_out`; its figure is `spamlang.plots.validation`),
 `forecast` (a forecast CSV written before a sweep, `compare` with what it measured),
-`symbols` (the symbol-level law: each symbol's loss from its history; `SymbolLaw`),
-`synthetic` (runs of a known law). Imports no JAX: numpy here, scipy, pandas and matplotlib
+`symbols` (the symbol-level law: each symbol's loss from its history; `SymbolLaw`).
+Runs of a known law, to test the fit, are tests/_synthetic_law.py. Imports no JAX: numpy here, scipy, pandas and matplotlib
 where a function needs them.
 """
 
