@@ -94,7 +94,7 @@ def test_figure_draws_memory_line_unigram_and_never(tmp_path):
     assert unigram.get_ydata()[0] == 3.5
     (never,) = [line for line in ax.lines if line.get_gid() == "never"]
     assert list(never.get_xdata()) == [STEPS] and "never a target (3 ids)" in never.get_label()
-    assert ax.get_title() == "a: adamw b2=0.95, eval loss 4.25"
+    assert ax.get_title() == "a\nadamw b2=0.95, eval loss 4.25"
     assert "fewer than 20 validation targets" in fig.get_supxlabel()
     assert fig.axes[1].get_shared_y_axes().joined(fig.axes[0], fig.axes[1])
 
@@ -102,7 +102,7 @@ def test_figure_draws_memory_line_unigram_and_never(tmp_path):
 def test_title_names_head_amsgrad_and_table_marks_dropped_cells(tmp_path):
     run = load_buckets(write_run(tmp_path, "slow", b2=0.999))
     assert (
-        buckets_figure([run]).axes[0].get_title().startswith("slow: adamw b2=0.999, head_amsgrad")
+        buckets_figure([run]).axes[0].get_title().startswith("slow\nadamw b2=0.999, head_amsgrad")
     )
     table = buckets_table(run, min_targets=20).splitlines()
     assert table[1].split() == ["count", "\\", "age", "0", "1", "4-7", "32-63", "64-127", "never"]

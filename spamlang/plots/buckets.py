@@ -126,7 +126,8 @@ def bucket_label(lo: int, hi: int | None) -> str:
 
 
 def describe(run: BucketRun) -> str:
-    """'NAME: adamw b2=0.95, head_amsgrad, eval loss 4.712': what tells the panels apart."""
+    """'NAME\nadamw b2=0.95, head_amsgrad, eval loss 4.712': what tells the panels apart (two
+    lines, so that long run names beside each other do not overlap)."""
     c = run.config
     optimizer = c.get("optimizer", "adamw")
     parts = [str(optimizer)]
@@ -136,7 +137,7 @@ def describe(run: BucketRun) -> str:
         parts.append("head_amsgrad")
     loss = run.result.get("final_eval_loss")
     parts.append(f"eval loss {loss:.4g}" if isinstance(loss, (int, float)) else "no eval loss")
-    return f"{run.name}: " + ", ".join(parts)
+    return f"{run.name}\n" + ", ".join(parts)
 
 
 def count_colours(runs: list[BucketRun]) -> tuple[ListedColormap, BoundaryNorm] | None:
@@ -249,7 +250,7 @@ def buckets_table(run: BucketRun, min_targets: int = MIN_TARGETS) -> str:
     fmt = "  ".join(f"{{:<{w}}}" if k < 1 else f"{{:>{w}}}" for k, w in enumerate(widths))
     memory = f"; Adam memory {run.memory:g} steps" if run.memory is not None else ""
     title = (
-        f"{describe(run)}: val loss (nats) by times a target (rows) and steps since last one "
+        f"{describe(run).replace(chr(10), ': ')}: val loss (nats) by times a target (rows) and steps since last one "
         f"(columns) after {run.steps} steps{memory}; '.': under {min_targets} val targets"
     )
     body = [fmt.format(*line).rstrip() for line in [header, *lines]]
