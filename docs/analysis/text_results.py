@@ -3,6 +3,10 @@ loss rise with a token's absence (text_memory), from a sweep's committed export.
 
     python docs/analysis/text_results.py runs/head_rank_text --export results/head_rank_text
     python docs/analysis/text_results.py results/head_rank_text     # the tables only
+    python docs/analysis/text_results.py results/text_memory results/head_rank_text
+
+With a second export, its softmax runs join as the arm they share a config with (text_memory's
+AdamW b2 0.95 is Figure 1's softmax group, run once).
 
 --export writes results.csv, curves.csv (every eval row) and buckets.csv (result.json's
 target_buckets rows) of the finished runs: small files that the tables are read from."""
@@ -13,6 +17,7 @@ import argparse
 import json
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -127,10 +132,29 @@ def _rise(b: pd.DataFrame, lo: int, hi: int) -> float:
     return mean(old) - mean(recent) if len(old) and len(recent) else float("nan")
 
 
+def _joined(folder: Path, also: Path, results: pd.DataFrame, joined: Path) -> Path:
+    """An export in `joined`: `folder`'s files plus `also`'s softmax runs, with the arm columns
+    they lack at the base config's values (the runs' config.json is not in an export)."""
+    extra = pd.read_csv(also / "results.csv")
+    extra = extra[extra["head"] == "softmax"]
+    for col in ("head_amsgrad",):
+        if col in results.columns and col not in extra.columns:
+            extra[col] = False
+    pd.concat([results, extra]).to_csv(joined / "results.csv", index=False)
+    for name in ("curves.csv", "buckets.csv"):
+        pd.concat([pd.read_csv(folder / name), pd.read_csv(also / name)]).to_csv(
+            joined / name, index=False
+        )
+    return joined
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "folder", type=Path, help="a sweep's runs/ folder (with --export) or its export"
+    )
+    parser.add_argument(
+        "also", type=Path, nargs="?", help="an export whose softmax runs join as one more arm"
     )
     parser.add_argument("--export", type=Path, default=None, help="write the export here first")
     args = parser.parse_args(argv)
@@ -138,6 +162,15 @@ def main(argv=None) -> int:
     if args.export:
         export(folder, args.export)
         folder = args.export
+    if args.also:
+        with tempfile.TemporaryDirectory() as joined:
+            tables(_joined(folder, args.also, pd.read_csv(folder / "results.csv"), Path(joined)))
+    else:
+        tables(folder)
+    return 0
+
+
+def tables(folder: Path) -> None:
     results = pd.read_csv(folder / "results.csv")
     pd.set_option("display.width", 200)
     if "head_amsgrad" in results.columns or results["b2"].nunique() > 1:
@@ -149,7 +182,6 @@ def main(argv=None) -> int:
         cells = best(results, ["head"])
         print(cells.to_string(index=False))
         print(multipliers(folder, results, cells).to_string(index=False))
-    return 0
 
 
 if __name__ == "__main__":
