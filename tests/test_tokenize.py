@@ -153,7 +153,7 @@ def test_split_by_path_and_bpe_trained_on_train_only(tmp_path):
     for name in docs:  # a word only the val documents hold, many times over
         if is_val(name):
             (src / name).write_text(docs[name] + " zqxjvk" * 200)
-    meta = tk.tokenize_corpus([src], tmp_path / "out", vocab_size=600, progress=False)
+    meta = tk.tokenize([src], tmp_path / "out", vocab_size=600, progress=False).meta
     for entry in meta["sources"]:
         assert entry["split"] == ("val" if is_val(entry["path"]) else "train")
         assert (entry["input"], entry["documents"]) == (0, 1)

@@ -1,4 +1,4 @@
-"""`tokenize_corpus`: text files, folders, .jsonl files or the reference corpus into a corpus
+"""`tokenize`: text files, folders, .jsonl files or the reference corpus into a corpus
 folder (train.bin, val.bin, meta.json, tokenizer.json; read by `spamlang.corpus.files`), with a
 byte-level BPE trained on the train documents or a given tokenizer.json. The same inputs give
 the same bytes; a rerun with nothing changed writes nothing; files appear only when complete."""
@@ -71,30 +71,6 @@ def split_of(key: str) -> str:
     return "val" if int(digest, 16) % 100 < VAL_PERCENT else "train"
 
 
-def tokenize_corpus(
-    inputs: Sequence[str | os.PathLike],
-    out: str | os.PathLike,
-    *,
-    vocab_size: int | None = None,
-    tokenizer: str | os.PathLike | None = None,
-    use_reference: bool = False,
-    progress: bool = True,
-) -> dict:
-    """Tokenize `inputs` (files, folders, .jsonl files) or, with `use_reference`, the reference
-    corpus (`spamlang.corpus.reference`) into the folder `out`; return its meta.json. A BPE of
-    `vocab_size` is trained on the train documents unless `tokenizer` (a tokenizer.json) is
-    given. UserError for bad input, naming it, before anything is written. `tokenize` also
-    says whether anything was written."""
-    return tokenize(
-        inputs,
-        out,
-        vocab_size=vocab_size,
-        tokenizer=tokenizer,
-        use_reference=use_reference,
-        progress=progress,
-    ).meta
-
-
 def tokenize(
     inputs: Sequence[str | os.PathLike],
     out: str | os.PathLike,
@@ -104,7 +80,11 @@ def tokenize(
     use_reference: bool = False,
     progress: bool = True,
 ) -> Outcome:
-    """`tokenize_corpus`, and whether it wrote `out` (False: it was up to date)."""
+    """Tokenize `inputs` (files, folders, .jsonl files) or, with `use_reference`, the reference
+    corpus (`spamlang.corpus.reference`) into the folder `out`: its meta.json, and whether it
+    wrote `out` (False: it was up to date). A BPE of `vocab_size` is trained on the train
+    documents unless `tokenizer` (a tokenizer.json) is given. UserError for bad input, naming
+    it, before anything is written."""
     out = Path(out)
     names, sources = _sources(inputs, use_reference, out)
     given = _GivenTokenizer.load(tokenizer, vocab_size) if tokenizer is not None else None
@@ -597,5 +577,5 @@ def reference_corpus(folder: str | os.PathLike, vocab_size: int) -> str:
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
-        tokenize_corpus([], folder, vocab_size=vocab_size, use_reference=True, progress=False)
+        tokenize([], folder, vocab_size=vocab_size, use_reference=True, progress=False)
     return str(folder)
