@@ -46,8 +46,10 @@ def matched(sweep: Path) -> pd.DataFrame:
             warm = run[run.run_id == run_id].iloc[0]
             after = rows[rows.step > warm.get("warmup_frac", 0.05) * warm.steps]
             medians[arm] = after.head_step_rms.median()
+        ratio = medians["head_amsgrad"] / medians["adamw"]
         out.append(
-            {**dict(zip(CELL, key)), "head_lr_scale": medians["head_amsgrad"] / medians["adamw"]}
+            # 3 significant digits: the value names its runs (head_lr_scale4.93e-2).
+            {**dict(zip(CELL, key)), "head_lr_scale": float(f"{ratio:.3g}")}
         )
     return pd.DataFrame(out)
 
