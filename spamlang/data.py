@@ -1,16 +1,9 @@
-"""The generators as a dataset: random access by index, batched NumPy iteration, other loaders.
+"""The generators as a dataset: random access by index, batched NumPy iteration, token export.
 
-Sequence i of `SequenceDataset(lang, seed, L)` is `lang.sample(fold_in(PRNGKey(seed), i), 1, L)[0]`:
-no iterator state, so any slice can be generated on any host, in any order, after any resume.
-
-Generation is one jitted function per process (language and L static; key and row indices
-arguments). Index vectors are padded to a power of two, at least 8 (large requests: one fixed
-chunk of about 1M tokens), so any mix of request lengths compiles O(log n) programs. A dataset
-holds no compiled code, so it pickles: with `num_sequences=N` it is a map-style dataset that a
-PyTorch `DataLoader` or Grain's `MapDataset.source` can serve from worker processes.
-
-`export_tokens` writes sequences 0..N-1 to a token file (the format: `spamlang.token_files`,
-whose reading API is re-exported here).
+Sequence i of `SequenceDataset(lang, seed, L)` is `lang.sample(fold_in(PRNGKey(seed), i), 1,
+L)[0]`: no iterator state, so any slice can be generated on any host, in any order, after any
+resume. A dataset holds no compiled code, so it pickles: a PyTorch `DataLoader` or Grain's
+`MapDataset.source` can serve it from worker processes.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """One visible, one-column character per token id, so that a sample reads like text (the
 paper's Table 1) and its columns line up in a terminal.
 
-Ids 0..25 are 'A'..'Z' and 26..51 'a'..'z' on every machine. After them, in two tiers by code
-point: the other Unicode letters, then other visible symbols (categories Nl, No, P*, S*; no
-digits, commas or spaces, which stay free for writing token ids). Left out: characters a
-terminal does not draw in exactly one column (`_one_column`: wide and fullwidth ones, Hangul's
-conjoining jamo, regional indicators, fillers, the blocks Unicode 15.1 made wide;
-`tests/test_sample.py` checks every glyph below 131,072 against `wcwidth`), combining marks,
-controls and the like (so every glyph is one code point that stands on its own), right-to-left
-scripts (a terminal would reorder the line), and letters a reader would take for another glyph
-(`_look_alike`, drawn from Unicode's confusables: it cannot be complete, and `spamlang sample
---ids` prints ids instead).
-
-About 17,500 glyphs (`num_glyphs()`; past them a sample shows ids: `spamlang.sample.shows_ids`);
-the first tier, ~3,000, is what the figures' font draws (`_build`). The order past 'z' follows
-Python's Unicode database and that font, so it may differ between versions; within one
-interpreter `token_of(glyph(i)) == i`. The table is built lazily, once, for an id >= 52.
+Ids 0..25 are 'A'..'Z' and 26..51 'a'..'z'; past them, letters and then other symbols that a
+terminal draws in one column and a reader cannot take for another glyph (`_build`). Past
+`num_glyphs()` a sample shows ids; within one interpreter `token_of(glyph(i)) == i`.
 """
 
 from __future__ import annotations
@@ -126,7 +114,10 @@ def figure_font_code_points() -> frozenset[int]:
 
 def _build() -> list[int]:
     """All glyph code points in id order: the ASCII letters, then letters and symbols that the
-    figures' font draws, then the other letters and symbols (see the module docstring)."""
+    figures' font draws, then the other letters and symbols. Left out: characters not drawn in
+    exactly one column (`_one_column`), combining marks and controls (a glyph is one code point
+    that stands alone), right-to-left scripts and look-alikes (`_look_alike`). The order past
+    'z' follows Python's Unicode database and that font, so it may differ between versions."""
     letters, symbols = [], []
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)

@@ -1,30 +1,9 @@
 """Next-token cross-entropy, plain or chunked so that N x V log-probabilities never exist.
 
-Plain: log-probs of every position at once (N x V floats), then gather the targets; the
-reference the chunked forms are tested against.
-
-Chunked (`chunk_size=C`): the N = B (L - 1) hidden states are padded to a multiple of C
-(padding masked out) and scanned over in chunks, so peak memory grows with C x V:
-- heads with a linear last step (softmax, lowrank, mlp) use a fused cross-entropy with a
-  custom VJP on their narrowest factorisation (`linear_head`): the forward scan computes each
-  chunk's logits once, its loss, and right away its gradient dlogits = softmax - onehot,
-  accumulating dW and emitting df. The backward pass only scales those by the incoming
-  cotangent, so training costs the same three V-sized matmuls as the plain form.
-- the mos head (nonlinear) scans `jax.checkpoint`-ed chunks: each chunk's K x C x V
-  component log-probs are recomputed in the backward pass instead of stored.
-Losses and log-probs are float32 whatever the compute dtype. The loss math (the per-token
-NLL, its logit gradient, chunk-and-pad) is written once, at the end of this file, and
-`spamlang.diagnostics` calls the same functions.
-
-Data parallel (`mesh=` with several devices on "data"): the head and loss run under
-`shard_map`, each device over its own rows only, and the sums meet in one `psum`. XLA's
-sharding propagation on its own all-gathered the hidden states for the chunk scan, so every
-device computed the whole head for the whole batch (0.48x the one-device FLOPs on 4 devices
-instead of 0.25x).
-
-Measured (benchmarks/bench_model.py: `small`, V = 131,072, 4,096 tokens, 2 CPU cores): the
-fused form with C = 256 took 0.43x the plain step's time at 0.14x its peak RSS; C = 256-512
-is a good default on CPU (larger chunks only add memory).
+Plain: every position's log-probs at once, the reference. Chunked (`chunk_size=C`): a scan over
+chunks of C hidden states, a fused cross-entropy with a custom VJP for heads with a linear last
+step, `jax.checkpoint`-ed chunks for mos. Losses are float32; the per-token math at the end of
+this file is shared with `spamlang.diagnostics`. Measurements: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -63,6 +42,8 @@ def next_token_loss(
             f"next_token_loss needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}"
         )
     if mesh is not None and mesh.shape.get("data", 1) > 1:
+        # Left to XLA's sharding propagation, the chunk scan all-gathered the hidden states
+        # and every device computed the whole head for the whole batch.
         return _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh)
     h_NxD, targets_N = _predicted(model.hidden(tokens_BxL), tokens_BxL)
     return loss_from_hidden(model, h_NxD, targets_N, chunk_size=chunk_size, fused=fused)
@@ -242,7 +223,9 @@ def fused_linear_cross_entropy(
 ):
     """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits), in
     chunks of `chunk` rows. Reverse mode only (a custom VJP: no jvp / jacfwd); the hit count
-    is a constant."""
+    is a constant. The forward scan computes each chunk's gradient right away (dlogits =
+    softmax - onehot, accumulating dW, emitting df), so the backward pass only scales them by
+    the cotangent: training costs the plain form's three V-sized matmuls."""
     nll_sum, correct_sum, _, _ = _fused_scan(
         features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, with_grad=False
     )

@@ -1,22 +1,9 @@
 """A sweep's numbers as pandas DataFrames, for analysis in a notebook or a script.
 
-    import spamlang.results
     runs = spamlang.results.load("runs/paper_fig5")  # results.csv: one row per finished run
     curves = spamlang.results.load_metrics("runs/paper_fig5")  # every metrics.jsonl row
 
-Both read only files, so they work on a sweep still running elsewhere (or on a read-only
-copy), and both also take a single run directory. Columns are typed from their cells: a column
-of whole numbers is int64 (float64 when some cells are empty), other numbers float64,
-True/False bool (object when some cells are empty), anything else text; an empty cell, or a
-null in metrics.jsonl (a non-finite value), is NaN.
-
-What they cannot read they leave out and say so, one `RunWarning` per run: a finished run
-missing from results.csv (its config.json deleted or garbled), a run whose settings cannot be
-read (NaN), metrics.jsonl lines that do not parse (a finished run's torn last line among them;
-a live run's last line may be a row being written, and is skipped quietly). A damaged
-results.csv (binary, cut mid-row, text where a number belongs) is refused, never read in part.
-
-pandas is a core dependency (docs/design.md, "Libraries").
+Both read only files (a live sweep too); what they cannot read is left out, with a RunWarning.
 """
 
 from __future__ import annotations
@@ -65,8 +52,9 @@ CLASH_SUFFIX = "_at_step"  # of a metrics.jsonl field named like an axis (load_m
 
 def load(sweep_dir: str | Path):
     """results.csv of `sweep_dir` as a DataFrame (`spamlang.rundir.reading.scan`): one row per
-    finished run, settings then outcomes, typed as the module docstring says, a RunWarning for
-    each finished run the table lacks. A single finished run directory gives its one row, in
+    finished run, settings then outcomes, typed from their cells (docs/guide/sweeps.md), a
+    RunWarning for each finished run the table lacks; a damaged results.csv is refused, never
+    read in part. A single finished run directory gives its one row, in
     results.csv's columns."""
     pandas()
     root = check_dir(sweep_dir)

@@ -1,17 +1,8 @@
 """The throughput table shipped with the package (`throughput.csv`): training tokens/s measured
 on a CPU, by model shape, that a dry run turns into a time for runs nothing similar has timed.
 
-A row is one shape (preset, d_model, n_layers, V, B, L, tying, dtype) trained as a program of
-`members` runs (a vmapped group, or 1): `tokens_per_s` is per member, as result.json reports
-it (`spamlang.train.run`: a member's steps x tokens per step over the program's time), so the
-program moves members x tokens_per_s tokens a second. `flops_per_token` is
-`spamlang.perf.flops_per_token` of the row's shape, so a row converts to FLOP/s (`Rate.flops`)
-and lends itself to a shape it did not measure, scaled by FLOPs. `cpu` and `cores` say where it
-was measured (`spamlang.perf.cpu_model()`, `os.cpu_count()`), `source` how.
-
-Rows come from `python benchmarks/bench_throughput.py --write` (timed steps of the paper's
-model) and `... --from-results results --write` (the committed sweeps' finished runs). Reading
-it imports no JAX: the dry run reads it.
+Rows come from `python benchmarks/bench_throughput.py --write` (timed steps) and `... --from-results
+results --write` (the committed sweeps' finished runs). Reading it imports no JAX.
 """
 
 from __future__ import annotations
@@ -31,7 +22,9 @@ COMMITTED_MACHINE = ("AMD EPYC", 2)  # `spamlang.perf.cpu_model()`, cores
 
 @dataclasses.dataclass(frozen=True)
 class Rate:
-    """One row of the table (module doc)."""
+    """One row of the table: a shape trained as a program of `members` runs. `tokens_per_s` is
+    per member, as result.json reports it; `flops_per_token` (`spamlang.perf`) lets a row lend
+    itself to a shape it did not measure; `cpu`, `cores` say where it was measured."""
 
     preset: str
     d_model: int

@@ -2,17 +2,8 @@
 
 A token file is little-endian, row-major [N, L], uint16 when V <= 65536 else uint32, with no
 header (any framework memory-maps it); its sidecar `<file>.json` names the format (`FORMAT`),
-language, seed, shape and byte count. The pair is published by renames that never leave it
-without a sidecar of ours (`spamlang.rundir.atomic`), the first of them a sidecar marked
-"publishing". So a sidecar of ours that is final and matches the file's size is a complete
-export (replaced only with force); one marked "publishing", without its token file, or whose
-size disagrees is an export cut short (refused by `load_tokens`, replaced without force, with a
-note); anything else is not ours (refused, replaced only with force). A token file left with
-no sidecar by an export older than the "publishing" sidecar counts as not ours.
-
-The file format only: `spamlang.data.export_tokens` generates the rows and hands them to
-`write_tokens`, which checks the target and the free space before creating a file and never
-holds more than one chunk of rows in memory.
+language, seed, shape and bytes. An export cut short is refused by `load_tokens`
+(`IncompleteExport`); a pair that is not ours is replaced only with force (`NotAnExport`).
 """
 
 from __future__ import annotations
@@ -267,6 +258,9 @@ def write_tokens(
             _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
         _write(side_tmp, side, [_json_bytes(meta)])
         _write(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
+        # Three renames: a "publishing" sidecar over the old one, the data, the final sidecar
+        # last. A final sidecar always describes the data beside it, and a pair cut between the
+        # renames still has a sidecar of ours that says so.
         publish((publishing_tmp, side), (data_tmp, path), (side_tmp, side))
     return meta
 

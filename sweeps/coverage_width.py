@@ -1,19 +1,9 @@
-"""The width control of the coverage sweep: V = 4,096 at 3.9 and 15.6 updates per symbol,
-for D = 16, 32 and 64 of the width family (`tiny`, `tiny-w32`, `tiny-w64`).
+"""The width control of `coverage.py`: V = 4,096 at 3.9 and 15.6 updates per symbol, D = 16, 32, 64.
 
-A wider model has a higher-rank head (D / V from 1/256 to 1/64) but also a wider backbone, so
-this control alone cannot tell the bottleneck from capacity. What it does hold fixed, unlike
-a plain `model.d_model` override, is everything else of the shape: the width family scales
-d_ff (4 D), the heads (head_dim 8) and the init (std 1/sqrt(D), embedding rows of norm 1 at
-every D), so the embedding norm no longer grows as sqrt(D) along the axis. Each cell: 500
-steps at L = 2 (SpamLang is position-invariant), batch 32 or 128, tied and untied, 2 seeds,
-LRs 1e-2, 3e-2, 1e-1 and up to 2 more per side where the best sits at an end.
-
-Read it with
-  spamlang plot lines runs/coverage_width -o coverage_width.png --x d_model \\
-      --y final_eval_loss --color updates_per_symbol --cols tie_embeddings
-
+The width family (`tiny`, `tiny-w32`, `tiny-w64`) moves only the width; 500 steps at L = 2,
+B = 32 or 128, tied and untied, 2 seeds, bracketed LRs.
 Run: python sweeps/coverage_width.py [--out DIR] [--shard i/n] [--dry-run] [--vmap]
+Findings: docs/findings.md, "Verdict, scoped by what was measured".
 """
 
 from spamlang.cli.sweep_cmd import main

@@ -1,45 +1,9 @@
-"""Coverage without the batch: SpamLang at V x weight decay, one batch, equal updates per symbol.
+"""Coverage without the batch: V (256, 1,024, 4,096) x weight decay (0.1, 0) x b2 (0.95, 0.999).
 
-The coverage sweep (`coverage.py`) reached equal updates per symbol at every V by growing the
-batch with V, so V and the batch moved together. Here the batch is fixed (B = 32) and the steps
-grow with V so that every symbol gets the same B x steps / V = 16 updates:
-  V        steps   return time V / B   V / D (D = 16)
-  256        128     8 steps             16
-  1,024      512    32 steps             64
-  4,096    2,048   128 steps            256
-Weight decay (0.1 on matrices, the default, and 0) is crossed with it: between its returns a
-symbol's rows are decayed, so decay is one more force that grows with the return time. Adam's
-b2 is 0.95 (the default) and 0.999 (the setting the optimizer sweeps found to learn best), so
-the head's effect is not hidden behind the optimizer's forgetting.
-
-Every run reports the per-symbol sample complexity (`updates_to_learn`, the exposure at which
-half of the symbols reach a loss under 0.1 log V, `spamlang.coverage.symbols`) and logs the
-kernel fraction along training (diag rows at init, every quarter, and at the end). Under pure
-coverage, updates_to_learn is the same at every V; under the head's bottleneck it grows with
-V / D.
-
-Each cell is trained tied and untied, 2 seeds, peak LRs 1e-2, 3e-2, 1e-1, with up to 2 more
-beyond an end of the grid where a cell's best sits. Model `tiny` (D = 16, 2 layers); AdamW
-(b1 0.9), 5% warmup then cosine to 0.1x, clipping at 1.0; L = 2 (position invariant: the
-same runs as any longer L). What else moves along V: the steps (and the schedule's length in
-steps) and the return time V / B; along the weight decay and b2, nothing else.
-
-Read it with
-  spamlang plot lines runs/equal_batch -o equal_batch.png --x vocab_size \\
-      --y final_eval_loss --color b2 --cols weight_decay --rows tie_embeddings
-  spamlang plot symbols runs/equal_batch -o updates_to_learn.png
-and with the end-of-sweep summary (each cell's best LR and seed spread).
-
-Measured (`/usr/bin/time -v python sweeps/equal_batch.py`: 17 min 11 s wall on the 2-core AMD
-EPYC, 164 runs with bracketing, a test suite beside it for part of the time). Best-LR final
-eval loss, seed mean, tied / untied:
-  b2, decay     V = 256        V = 1,024      V = 4,096
-  0.95, 0.1     0.036 / 0.53   0.42 / 1.21    5.86 / 6.64
-  0.95, 0       0.011 / 0.42   0.011 / 0.51   5.82 / 6.47
-  0.999, 0.1    0.046 / 0.42   0.017 / 0.22   0.046 / 0.47
-  0.999, 0      0.016 / 0.33   0.004 / 0.10   0.0012 / 0.049
-
+B = 32 and 16 updates per symbol in every cell, tied and untied, `tiny` (D = 16), 2 seeds,
+bracketed LRs; every run reports `updates_to_learn` and the kernel fraction along training.
 Run: python sweeps/equal_batch.py [--out DIR] [--shard i/n] [--dry-run]
+Findings: docs/findings.md, "Verdict, scoped by what was measured".
 """
 
 from spamlang.cli.sweep_cmd import main

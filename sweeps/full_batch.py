@@ -1,33 +1,9 @@
-"""The paper's own setting: full-batch training, where the return time is 1 and coverage is
-complete, so only the head's rank and the backbone are left to move with V.
+"""The paper's own setting: full batch (B = V, permuted: every symbol in every step) under AdamW.
 
-The paper's section 2.3 analyses full-batch gradient descent: every context is in every step.
-Here `sampling = "permuted"` with B = V deals every symbol exactly once into every step, so a
-symbol returns every step (R = 1) and gets one update per step at every V. The two accounts
-predict different things:
-- the head's rank: at equal steps the loss grows with V / D (the rank-D head has to pull V
-  symbols apart through D directions);
-- the optimizer's memory: a symbol is never away longer than Adam remembers, so under Adam
-  there is no V effect at all.
-
-  V (= B)   V / D at D = 16   V / D at D = 64
-  256          16                 4
-  1,024        64                16
-  4,096       256                64
-100 steps at every V and D. AdamW at b2 = 0.95 (memory 20 steps) and 0.999 (memory 1,000
-steps; 100 effective, bias correction makes it a running mean over the run), b1 0.9, weight
-decay 0.1 on matrices, 5% warmup then cosine to 0.1x, clipping at 1.0 (the package's
-defaults). Untied, 2 seeds, peak LRs 1e-2 ... 3e-1 with up to 2 more beyond an end where a
-cell's best sits; exact evaluation (every symbol, `eval_method` exact). Plain gradient descent
-is `full_batch_sgd.py`. What else moves along V: the batch (it is V), hence the tokens per step
-and the compute; the step count, the updates per symbol (100) and the return time (1) do not.
-Along D: the backbone's width (and so its capacity) with the head's rank.
-
-Read it with
-  spamlang plot lines runs/full_batch -o full_batch.png --x vocab_size --y final_eval_loss \\
-      --color b2 --cols d_model
-
+V = 256, 1,024, 4,096 x D = 16, 64 x b2 0.95, 0.999, 100 steps, untied, 2 seeds, bracketed LRs,
+exact evaluation; only the head's rank and the backbone move with V. SGD: `full_batch_sgd.py`.
 Run: python sweeps/full_batch.py [--out DIR] [--shard i/n] [--dry-run]
+Findings: docs/findings.md, "Full batch: the paper's own setting".
 """
 
 from spamlang.cli.sweep_cmd import main

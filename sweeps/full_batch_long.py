@@ -1,23 +1,9 @@
 """`full_batch.py`'s cell at D = 16, V = 4,096, trained for 1,000 steps instead of 100.
 
-Full batch (`sampling = "permuted"` with B = V) shows every symbol in every step: the return
-time is 1 and Adam's memory never runs out between appearances. After 100 steps this cell ends
-near 1e-3 at its best LR (results/full_batch: 0.0012 at b2 = 0.95, 0.0034 at 0.999, LR 1e-1);
-ten times the steps says whether that level is still falling (an optimisation budget) or
-stays (a floor that the head's rank, V / D = 256, sets at this width). At 1,000 steps the
-memory of b2 = 0.999 (1,000 steps) is no longer cut short by the run's length as it was at 100.
-
-Everything else is `full_batch.py`'s: untied, model `tiny`, AdamW b2 0.95 and 0.999, b1 0.9,
-weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x (over the 1,000 steps), clipping at
-1.0; 2 seeds; peak LRs 1e-2 ... 3e-1 with up to 2 more beyond an end where a cell's best sits;
-L = 2; exact evaluation. What else moves: only the steps (and with them the schedule's length).
-
-1 group of 16 members, 16 runs before bracketing.
-
-Read it with
-  spamlang plot curves runs/full_batch_long -o full_batch_long.png --x step --color b2
-
+Says whether full-batch AdamW's level after 100 steps is a budget or a floor; everything else
+is `full_batch.py`'s.
 Run: python sweeps/full_batch_long.py [--out DIR] [--shard i/n] [--dry-run]
+Findings: docs/findings.md, "Controls at the failing default cell".
 """
 
 import dataclasses

@@ -1,19 +1,9 @@
-"""Full-batch training under plain gradient descent: the optimizer of the paper's section 2.3.
+"""`full_batch.py`'s cells under plain gradient descent, the optimizer of the paper's section 2.3.
 
-The cells of `full_batch.py` (sampling "permuted" with B = V: every symbol in every step, 100
-steps, V = 256, 1,024, 4,096 at D = 16 and 64, untied) trained by `sgd` with momentum 0, no
-weight decay and no clipping, the same warmup and cosine schedule. With the mean loss over
-B = V rows, each symbol's rows get 1 / V of the step, so the best LR grows with V: the grid
-starts at 1 ... 100 and LR bracketing adds up to 3 half-decade LRs beyond an end where a cell's
-best sits, until the runs diverge (a diverged run is never a cell's best). 2 seeds; exact
-evaluation. The head-rank account predicts that the loss grows with V / D at equal steps here
-too; nothing in plain gradient descent forgets.
-
-Read it with
-  spamlang plot lines runs/full_batch_sgd -o full_batch_sgd.png --x vocab_size \\
-      --y final_eval_loss --cols d_model
-
+SGD with momentum 0, no weight decay, no clipping; LRs 1 ... 100 bracketed upward until the runs
+diverge (each symbol's rows get 1 / V of the mean-loss step). 2 seeds, exact evaluation.
 Run: python sweeps/full_batch_sgd.py [--out DIR] [--shard i/n] [--dry-run]
+Findings: docs/findings.md, "Full batch: the paper's own setting".
 """
 
 from spamlang.cli.sweep_cmd import main

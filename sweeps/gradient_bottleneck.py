@@ -1,27 +1,9 @@
-"""The paper's Figure 6 from our own models: kernel fraction against D/V at a fixed vocabulary.
+"""The paper's Figure 6 from our own models: kernel fraction against D/V at V = 1,024.
 
-At V = 1,024, the `tiny` model's depth (2 layers, 2 heads, 1 KV head, d_ff 64) at four widths
-d_model = 8, 16, 32, 64, each with three untied heads: softmax (head rank D), and lowrank:2 and
-lowrank:4 (head rank r; the paper's section 3.1 control), so the head rank spans D/V = 1/512 to
-1/16. On SpamLang and on `branching` (b = 2: a language with a non-zero floor whose contexts
-have two next tokens, so the logit gradient does not vanish at the optimum). One learning rate
-(1e-2, the best of the CPU demo at these V for untied heads), seq 64, batch 32, 300 steps
-(614,400 tokens), AdamW with warmup + cosine (TrainConfig defaults). Every run logs
-`spamlang.diagnostics.diag_metrics` (kernel fraction, projected cosine, per-layer gradient
-norms) every 25 steps, on a fixed batch of the run's language.
-
-2 languages x 4 widths x 3 heads = 24 runs.
-Cost: ~5-20 s per run on two CPU cores (a diag call costs about 1.5 training steps, so
-diag_every = 25 adds ~6%); about 5-8 minutes in all. No accelerator needed.
-
-Writes runs/gradient_bottleneck/ (run directories with "diag" rows, results.csv) and then the figure
-(`spamlang plot bottleneck`): kernel fraction at the end of training against D/V, with
-sqrt(1 - D/V) for reference, and kernel fraction against training tokens per V.
-
+`tiny` at d_model 8-64 x heads softmax, lowrank:2, lowrank:4 x languages spam, branching, one LR
+and seed, L = 64, diagnosed every 25 steps; then `spamlang plot bottleneck` (docs/guide/
+bottleneck.md). Its figure was withdrawn: rerun with seeds and an LR grid before reading it.
 Run: python sweeps/gradient_bottleneck.py [--out DIR] [--figure FILE]
-     (default FILE: <out>/bottleneck.png)
-(Its figure was withdrawn from figures/: one LR, one seed, L = 64 and a sampled evaluation
-are not this package's protocol any more; rerun with seeds and an LR grid before reading it.)
 """
 
 import argparse

@@ -1,24 +1,9 @@
-"""Where is lazy AdamW's tied/untied asymmetry? Lazy only on the embedding, only on the head,
-or on both.
+"""Where is lazy AdamW's tied/untied asymmetry? Lazy rows on the embedding, the head, or both.
 
-`lazy_adamw` moves a row of a row table (moments, count, decay and parameters) only in steps
-where its symbol occurs, so the softmax's push-down on absent symbols never reaches it. In an
-untied model there are two such tables, the input embedding E and the head W, and only W
-receives the push-down (an absent symbol is nobody's input). `lazy_rows` makes one of them lazy
-at a time: if the head's rows are where forgetting hurts, `head` alone should recover what
-`all` does and `embed` alone should fail like dense AdamW.
-
-V = 4,096, B = 32 (return time 128 steps), 16 updates per symbol (2,048 steps), untied, model
-`tiny` (D = 16), b2 = 0.95 and 0.999, b1 0.9, weight decay 0.1 on matrices, 5% warmup then
-cosine to 0.1x, clipping at 1.0; dense `adamw` as the reference; 2 seeds; peak LRs 1e-2, 3e-2,
-1e-1 with up to 2 more beyond an end where a cell's best sits; L = 2; exact evaluation. Along
-`lazy_rows` nothing else moves.
-
-Read it with
-  spamlang plot lines runs/lazy_split -o lazy_split.png --x b2 --y final_eval_loss \\
-      --color optimizer,lazy_rows
-
+The failing default cell untied (V = 4,096, B = 32, 16 updates per symbol), b2 0.95 and 0.999,
+dense AdamW as the reference, 2 seeds, bracketed LRs.
 Run: python sweeps/lazy_split.py [--out DIR] [--shard i/n] [--dry-run]
+Findings: docs/findings.md, "Controls at the failing default cell".
 """
 
 from spamlang.cli.sweep_cmd import main

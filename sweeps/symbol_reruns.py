@@ -1,21 +1,9 @@
-"""Reruns, for their per-symbol history, of the D = 16-64 cells of `memory_width.py`,
-`memory_width_wd0.py` and `sampling_order.py` at each cell's best LR, 2 seeds.
+"""Reruns of the D = 16-64 cells of `memory_width.py`, `memory_width_wd0.py` and `sampling_order.py`
+at each cell's best LR (from the committed results.csv), 2 seeds, for their per-symbol history.
 
-Those sweeps ran before runs kept each symbol's history (appearances, gaps, loss at every
-evaluation) and their run directories are gone: their results.csv survives under results/,
-their symbols do not. The symbol-level law (`spamlang.law.symbols`) is fitted on the binned
-histories a sweep commits (symbols.csv.gz), so this file reruns every cell at the LR its sweep
-found best (read from the committed results.csv, `spamlang.law.cells`: the best LR's seed mean),
-with the same base settings, and 8 evaluations a run. What else moves: nothing but the
-evaluations (which do not touch training) and the LR grid (one LR a cell, not three to five):
-on the same CPU model and JAX version a rerun's final loss is its original's, which the sweep's
-results.csv shows beside the committed one.
-
-  memory_width, memory_width_wd0: D = 16, 32, 64 x R = 32, 128, 512 x M = 20, 100, 1,000 x tied,
-      untied, weight decay 0.1 and 0 (108 cells), V = 4,096, 16 updates per symbol
-  sampling_order: V = 256, 1,024, 4,096 x iid, permuted x b2 0.9-0.999, D = 16 untied (24 cells)
-
+Same settings otherwise, 8 evaluations a run; a rerun's final loss equals its original's.
 Run: python sweeps/symbol_reruns.py [--out DIR] [--shard i/n] [--dry-run]
+Findings: docs/findings.md, "A law of symbols (the goal not reached)".
 """
 
 from pathlib import Path

@@ -1,14 +1,9 @@
-"""Exposure accounting: in how many training sequences each token id occurs as an input.
+"""Exposure counts: in how many training sequences each token id occurs as an input.
 
-In SpamLang every sequence carries one symbol, so at a fixed token budget the sequences that
-show a given symbol fall as 1 / V and as 1 / seq_len: a sweep over V alone changes both the
-head's rank ratio D / V and how often each symbol is seen. These counts say which was measured.
-
-The train state carries `exposure`, int32[V] per member, updated in the jitted step (a sequence
-adds 1 to every distinct id among its inputs, positions 0 .. L-2) and checkpointed with the
-state, so a resumed run counts exactly. Under data parallelism each device counts its own rows
-and the counts meet in one psum of V int32. The evaluation splits its sequences into "seen"
-(every id occurs as an input in some training sequence so far) and "unseen".
+At a fixed token budget a sweep over V alone changes both the head's rank ratio D / V and how
+often each symbol is seen; these counts say which was measured. The train state carries them
+(int32[V] per member, checkpointed, so a resume counts exactly), and the evaluation splits its
+sequences into seen and unseen by them.
 """
 
 from __future__ import annotations

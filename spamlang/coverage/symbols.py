@@ -1,13 +1,8 @@
 """Per-symbol sample complexity: how many updates a SpamLang symbol needs before it is learned.
 
-Every symbol's loss on its own sequence `s s` (`spamlang.evaluate.exact`) is binned by the
-symbol's exposure (`spamlang.coverage.exposure`); a symbol is learned when its loss is under
-`LEARNED_FRACTION` x log V. `updates_to_learn` is the exposure at which half of the symbols are
-learned (`crossing`), with `updates_to_learn_bound` saying where the data cannot pin it down:
-"upper" when already the least-exposed seen bin is half learned (0, exact, when even the
-never-seen symbols are: the model copies symbols it never trained on), "not reached" when no
-bin is. Under pure coverage a symbol needs the same number of updates at every V; under the
-head's bottleneck the number grows with V / rank.
+Each symbol's loss on `s s` is binned by its exposure; `updates_to_learn` is the exposure at
+which half of the symbols are learned (`crossing`). Under pure coverage a symbol needs the same
+number of updates at every V; under the head's bottleneck the number grows with V / rank.
 """
 
 from __future__ import annotations
@@ -78,7 +73,8 @@ def _bins(exposure_S: np.ndarray) -> list[np.ndarray]:
 
 def crossing(exposure: list[float], learned: list[float]) -> tuple[float | None, str]:
     """(exposure where the learned fraction first reaches 1/2, bound) over ascending bins: in
-    the first bin that reaches it, interpolated linearly from the bin before."""
+    the first bin that reaches it, interpolated linearly from the bin before. The bound is
+    "upper" when already the first bin reaches it, "not reached" when no bin does."""
     for k, fraction in enumerate(learned):
         if fraction < 0.5:
             continue

@@ -1,13 +1,9 @@
 """The mechanism diagnostic: how each step moves a few symbols' rows along themselves.
 
-For a tracked id s and its embedding row e_s (and, when untied, its head row w_s), the step's
-applied update u_s (learning rate, decay and clipping included) has the component
-c = <u_s, e_s> / |e_s|: to first order the change of the row's norm. In SpamLang the row grows
-when its symbol occurs and, between its appearances, shrinks or drifts under the softmax's
-push-down on absent symbols and the weight decay, pushes that Adam's second moment rescales to
-full size once it has forgotten the last pull-up. Summing c over the steps with and without the
-symbol shows which side wins. The step computes it for `config.tracked_ids` inside the jit; the
-loop writes one row per step to track.jsonl (`spamlang plot track`, which also sums it).
+For a tracked id s with row e_s, the step's applied update u_s (LR, decay and clipping
+included) has the component <u_s, e_s> / |e_s|, to first order the change of the row's norm.
+Summed over the steps with and without s, it says whether the pull-up when s occurs or the
+push-down between its appearances wins (track.jsonl, `spamlang plot track`).
 """
 
 from __future__ import annotations

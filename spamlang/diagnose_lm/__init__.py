@@ -1,17 +1,9 @@
 """Hugging Face checkpoints, measured with spamlang's diagnostics (`spamlang diagnose-lm`).
 
-torch and transformers run the model (CPU, or a GPU when torch sees one) and hand over two
-host arrays: the hidden states H that feed the LM head and the head matrix W, restricted to
-the rows of real tokens. Everything after that is `spamlang.diagnostics.diagnose_head`, the
-same JAX code that measures spamlang's own runs.
-
     from spamlang.diagnose_lm import diagnose_lm
-    diag = diagnose_lm("checkpoints/pythia-160m", tokens_NxL)
+    diag = diagnose_lm("checkpoints/pythia-160m", tokens_NxL)  # torch runs it, JAX measures
 
-`states` loads and runs the model; `diagnose` reads the token rows and measures.
-
-torch, transformers and safetensors are the optional `hf` extra; `require()` turns their
-absence into one line that says what to install.
+torch, transformers and safetensors are the optional `hf` extra (`require()` says so).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """`diagnose_lm`: the bottleneck measurements of a Hugging Face causal LM.
 
-Torch runs the model once and hands over H (N x D), the next tokens and W (V x D); the
-model is then freed, and `spamlang.diagnostics.diagnose_head` does the rest in JAX. So the
-peak memory is the larger of the two stages, not their sum:
-- torch: the weights in --dtype, plus activations of ~4,096 tokens at a time;
-- JAX (float32): W, its thin-QR basis Q and the QR's workspace (~3 x 4 V D bytes), H
-  (4 N D), a few chunk x V arrays per head pass (4 x 256 V each), and the rank curve's
-  rank_tokens x V gradient, held twice during its QR (2 x 4 x 1,024 V).
-N x V (every position's logits at once) is never formed.
-
-The token rows, from a spamlang token file or from plain text, are int32[N, L] taken in file
-order, so a measurement is a function of its inputs alone (no sampling, no seed).
+Torch runs the model once and hands over H (N x D), the next tokens and W (V x D); the model is
+then freed and `spamlang.diagnostics.diagnose_head` does the rest in JAX, so the peak memory is
+the larger of the two stages, not their sum (`spamlang diagnose-lm --help`). The token rows are
+taken in file order: a measurement is a function of its inputs alone.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """A transformers causal LM, run in torch: its hidden states H and its head matrix W.
 
-The cheap parts (config, tokenizer) are read first, so that bad inputs fail before the
-weights load. H comes from the base model (`model.base_model`, the decoder without its head),
-so the N x V logits are never computed, except for one row that checks the model's logits
-really are H W^T (+ b): a model that scales or soft-caps its logits after the head fails that
-check with a clear error instead of being measured wrongly.
+H comes from the base model, so the N x V logits are never computed, except for one row that
+checks the logits really are H W^T (+ b): a model that scales or soft-caps its logits after the
+head fails with a clear error instead of being measured wrongly.
 """
 
 from __future__ import annotations

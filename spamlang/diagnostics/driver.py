@@ -1,10 +1,8 @@
 """`diagnose_model`: every bottleneck measurement on a Transformer and a batch of sequences.
 
-Memory plan (smollm2-106m, V = 131,072, D = 576, 8,192 tokens): hidden states are computed a
-few sequences at a time and kept (T x D, 19 MB); each later pass streams `chunk_size` tokens
-through the head (a handful of chunk x V arrays: 128 MB each at chunk 256), so nothing is V x V
-or T x V x D. Only the rank curve holds a full G, on its own `rank_tokens` subset
-(rank_tokens x V floats, 512 MB at 1,024 tokens, twice during its QR).
+Hidden states are computed a few sequences at a time and kept (T x D); each later pass streams
+`chunk_size` tokens through the head, so nothing is V x V or T x V x D. Only the rank curve
+holds a full logit gradient, on its own `rank_tokens` subset.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """One chunk of tokens through an LM head: logits, logit gradient, projection, induced move.
 
-Linear heads (logits z = h W^T; the mlp head's linear last step, with its features for h and
-A for W) are projected on col(W) (`linalg`). A nonlinear head (mos) is measured through its
-log-probabilities f(h) = log p, whose softmax is p itself, so the logit gradient is again
-p - onehot and grad_h = J_t^T (p_t - e_y) with J_t = df/dh (V x D) in W's place: the
-projection is on col(J_t) and the induced move J_t J_t^T g_t. J_t is built one token at a time
-with forward-mode jacfwd (D tangents; cheaper than V cotangents when D < V), so at most one
-V x D Jacobian exists at a time. Gradient rows are unscaled (p - onehot, masked): every number
-reported is a ratio.
+Linear heads are projected on col(W) (`linalg`). The nonlinear mos head is measured through
+f(h) = log p: its Jacobian J_t (V x D) takes W's place, built one token at a time with jacfwd,
+so at most one V x D Jacobian exists at a time. Gradient rows are unscaled (p - onehot): every
+number reported is a ratio.
 """
 
 from __future__ import annotations

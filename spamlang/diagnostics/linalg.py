@@ -1,14 +1,9 @@
 """How much of a logit gradient survives the LM head: kernel fraction, cosines, ranks.
 
-Notation (the paper's section 2.3 and equation 10): G_TxV is a logit gradient (one row per
-predicted token), W_VxD the linear head (logits = h W^T), so the hidden-state gradient is
-G W and the part of G that backpropagation keeps is its projection P G on col(W);
-the rest, in ker(W^T), is destroyed. With Q_VxK an orthonormal basis of col(W),
-P G = (G Q) Q^T: a V x V projector is never formed, every product is T x V x K.
-
-Everything reduces over tokens through `BottleneckStats`, a pytree of sums that adds over
-token chunks, so a driver can stream 8,192 tokens of a V = 131,072 model through a few
-hundred MB of memory.
+With G_TxV a logit gradient and W_VxD the head, backpropagation keeps P G, its projection on
+col(W) (the paper's equation 10); the rest, in ker(W^T), is destroyed. P G = (G Q) Q^T with Q an
+orthonormal basis of col(W), so no V x V projector is formed. `BottleneckStats` sums over token
+chunks, so a driver can stream a V = 131,072 model's tokens through a few hundred MB.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Exact evaluation of position-invariant languages: every symbol scored once, weighted by its
 probability.
 
-A SpamLang eval set at L = 2 is just the V symbols, so sampling 2,048 sequences with
-replacement scores a random subset of them (about 39% at V = 4,096) with a standard error of
-about 0.04 nats, the size of the differences a sweep compares. Here each symbol s is scored on
-its own sequence `s s`, weighted by P(s) under the training distribution: the population loss.
-Under RoPE every position of `s s ... s` has the same hidden state, so the loss of `s s` is the
-loss at every position of any L, and `repetition_accuracy` (the weighted fraction of symbols
-whose argmax next token is themselves) is the sampled evaluation's definition. The cost is
-V x 2 tokens of forward pass whatever L is.
+Each symbol s is scored on its own sequence `s s`, weighted by P(s): the population loss, with
+no sampling noise. Under RoPE every position of `s s ... s` has the same hidden state, so this
+is the loss at every position of any L, at V x 2 tokens of forward pass.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Evaluation on a fixed set of sequences that depends only on the language (and V).
 
-The eval set's key is `PRNGKey(lang.fingerprint())`, so every run of a sweep that trains on the
-same language is scored on the same sequences whatever its LR, tying, head or seed: sequence i
-is item i of `spamlang.data.SequenceDataset(lang, seed=lang.fingerprint(), seq_len=L)`.
-
-Metrics: eval_loss and eval_accuracy over the L-1 predicted positions; repetition_accuracy:
-greedy decoding seeded with each sequence's first `lang.prompt_len` tokens, the fraction of
-decoded tokens that are one of the language's most likely next tokens. The `_seen` / `_unseen`
-variants split the sequences by whether training has seen all their ids as inputs
-(`spamlang.coverage.exposure`; NaN on an empty side): a model that learned a copy mechanism
-repeats unseen symbols too, one that learned per-symbol maps only the seen ones.
+The set's key is `PRNGKey(lang.fingerprint())`, so every run that trains on one language is
+scored on the same sequences whatever its LR, head or seed. The `_seen` / `_unseen` metrics
+split them by whether training has shown all their ids (`spamlang.coverage.exposure`): a model
+that learned to copy repeats unseen symbols too.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""The synthetic languages and their registry.
+"""The synthetic languages and their registry; each is a frozen dataclass (`base.Language`).
 
 >>> from spamlang import languages
->>> languages.names()
-['spam', 'zipf-spam', 'noisy-spam', 'cycle', 'permutation', 'branching']
 >>> lang = languages.make("cycle", vocab_size=16, k=2)
 >>> lang.params(), lang.prompt_len
 ({'vocab_size': 16, 'k': 2}, 2)
-
-Every language is a frozen dataclass (see `base.Language` for the shared interface); `make`
-validates parameters and `parse_params` turns `k=v` strings (CLI `--param`) into typed values.
 """
 
 from __future__ import annotations

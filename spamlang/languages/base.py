@@ -1,10 +1,8 @@
 """The `Language` base class: parameter checks, fixed tables, identity (params, fingerprint).
 
-A language is a frozen dataclass whose fields are its parameters (`vocab_size` first). Its
-sampler is a pure function of a JAX key with static shapes, so it can be jitted, vmapped and
-sharded like any other JAX function. Fixed tables (a permutation, a bigram graph, a CDF) are built
-lazily, once per instance, from the language's own parameters; they are built eagerly even when
-the first use happens under `jax.jit` (see `_table`), so no tracer ever leaks into the cache.
+A language is a frozen dataclass whose fields are its parameters (`vocab_size` first); its
+sampler is a pure function of a JAX key with static shapes, so it jits, vmaps and shards. Fixed
+tables (a permutation, a bigram graph, a CDF) are built once per instance (`_table`).
 """
 
 from __future__ import annotations

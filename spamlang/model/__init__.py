@@ -1,11 +1,9 @@
 """The Transformer LM: config and presets, the decoder with four heads, cached generation,
-Llama-family Hugging Face checkpoints.
+Llama-family Hugging Face checkpoints (names imported lazily).
 
-    from spamlang.model import ModelConfig, Transformer, generate, load_hf
-    config = ModelConfig.preset("tiny", vocab_size=256, head="mos:4")
-    model = Transformer(config, rngs=nnx.Rngs(0))
-    logp_BxLxV = model(tokens_BxL)
-    model = load_hf("SmolLM2-135M", vocab_size=4096)   # a Llama checkpoint directory (model.hf_checkpoint)
+    from spamlang.model import ModelConfig, Transformer, load_hf
+    model = Transformer(ModelConfig.preset("tiny", vocab_size=256, head="mos:4"), rngs=nnx.Rngs(0))
+    model = load_hf("SmolLM2-135M", vocab_size=4096)  # a Llama checkpoint directory
 """
 
 import importlib

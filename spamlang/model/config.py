@@ -1,17 +1,8 @@
 """`ModelConfig`, the named presets and the analytic parameter count.
 
-The config is pure Python (no JAX import), so the CLI and the sweep code can build and
-validate one cheaply.
-
-Width family `<base>-w<D>` (base `tiny`, `small` or `medium`; e.g. `tiny-w64`): the base
-preset at d_model = D with head_dim and the query-per-KV-head ratio kept, d_ff = 4 D (the base's
-ratio), init_std = 1 / sqrt(D), and the rest kept. Why: a plain `d_model` override keeps the
-base's init std, d_ff and head count, so it also moves the embedding norm (a row of D normals
-of std s has norm about s sqrt(D)), shrinks the MLP relative to D and widens every head; with
-the rule only the width moves. D must be a multiple of head_dim x (query heads per KV head):
-16 for tiny, 32 for small, 64 for medium. The paper's `smollm2-106m` has no family: its d_ff
-ratio (8/3) and 3 query heads per KV head would allow only every third multiple of 64, and it
-is a fixed shape to reproduce, not an axis.
+Pure Python (no JAX import), so the CLI and the sweep code build and validate one cheaply.
+Width family `<base>-w<D>` (base `tiny`, `small` or `medium`; e.g. `tiny-w64`): the base preset
+at d_model = D with only the width moved (`preset_fields`).
 """
 
 from __future__ import annotations
@@ -68,7 +59,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
-# Bases of the width family `<base>-w<D>`; smollm2-106m has none (module docstring).
+# Bases of the width family `<base>-w<D>`. smollm2-106m has none: it is a fixed shape to
+# reproduce, and its d_ff ratio (8/3) and 3 query heads per KV head would allow only every third
+# multiple of 64.
 WIDTH_BASES = ("tiny", "small", "medium")
 # The base takes the last "-w", so that a malformed width ("tiny-w-16") reads as one.
 _WIDTH_NAME = re.compile(r"^(?P<base>.+)-w(?P<width>.*)$")
@@ -102,7 +95,9 @@ def preset_fields(name: str) -> dict[str, Any]:
             f"preset {name!r}: the width after '-w' must be a positive integer "
             f"like 64; {_valid_widths(base)}"
         )
-    # The width-family rule (module docstring).
+    # Only the width moves: head_dim, the query-per-KV-head ratio and d_ff / D are kept, and
+    # init_std = 1 / sqrt(D) keeps the embedding rows' norm (about init_std sqrt(D)). A plain
+    # d_model override would move all of them along with the width.
     fields, d_model = dict(PRESETS[base]), int(width)
     head_dim = fields["d_model"] // fields["n_heads"]
     kv_ratio = Fraction(fields["n_kv_heads"], fields["n_heads"])  # KV heads per query head

@@ -1,20 +1,9 @@
 """The four LM heads: softmax (tied or untied), low-rank W = A B, Mixture of Softmaxes, and
 the nonlinear wide head mlp (logits = gelu(h B^T) A^T).
 
-Every head maps final hidden states h_NxD (any leading dims) to normalised float32
-log-probabilities. A tied head owns no output matrix: the Transformer passes its input
-embedding E_VxD to every call, so the state holds the matrix exactly once.
-
-Heads whose last step is linear (softmax, lowrank, mlp) also expose
-`linear(h, E) -> (features_NxR, W_VxR)` with logits = features W^T; the chunked loss runs its
-fused cross-entropy on that narrowest factorisation (R = D for softmax, r for lowrank and mlp).
-
-Init of the factored heads (lowrank:r, mlp:r): the initial logit scale must not depend on r,
-else a rank sweep also sweeps the initial logit scale. The final RMSNorm hands the head
-unit-RMS hidden states, so B ~ N(0, 1/D) gives pre-activations h B^T of unit RMS, and
-A ~ N(0, init_std^2 D / (r c^2)), with c the RMS of a feature (1 for lowrank, PHI_RMS for
-mlp), gives logits of std init_std sqrt(D): exactly the softmax head's, for every r.
-(N(0, init_std^2) for both factors, the rule before, made the logit std grow as sqrt(r).)
+Every head maps hidden states h_NxD to float32 log-probabilities; a tied head owns no matrix (the
+Transformer passes E_VxD to every call). Heads with a linear last step also expose `linear(h, E)
+-> (features_NxR, W_VxR)`, the narrowest factorisation that the chunked loss fuses.
 """
 
 from __future__ import annotations
@@ -79,8 +68,10 @@ class SoftmaxHead(_LinearLastStep):
 
 
 class _Factored(_LinearLastStep):
-    """A: V x r and B: r x D, initialised by the rule of the module docstring for features
-    of RMS `FEATURE_RMS` when h B^T has unit RMS."""
+    """A: V x r and B: r x D, initialised so that the initial logit scale does not depend on r
+    (else a rank sweep also sweeps it): the final RMSNorm hands the head unit-RMS h, so
+    B ~ N(0, 1/D) gives h B^T unit RMS, and A ~ N(0, init_std^2 D / (r c^2)), c the RMS of a
+    feature (`FEATURE_RMS`), gives logits of std init_std sqrt(D), the softmax head's."""
 
     FEATURE_RMS = 1.0
 

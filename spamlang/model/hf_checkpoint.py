@@ -2,19 +2,8 @@
 
     model = load_hf("SmolLM2-135M", vocab_size=4096)  # a Transformer on the first 4,096 ids
 
-A checkpoint is a local directory as `save_pretrained` writes it: config.json with model_type
-"llama", and model.safetensors or shards listed in model.safetensors.index.json. Anything the
-model cannot represent (biases, scaled or interleaved RoPE, an activation other than SiLU, a
-head_dim other than hidden_size / num_attention_heads, another model_type) is a UserError
-naming it, never a silently different model; keys that change nothing at inference (dropout,
-pretraining_tp) are ignored.
-
-Weights: torch's Linear stores out x in and ours are in x out, so projections are transposed;
-our RoPE already uses transformers' rotate-half layout, so q_proj and k_proj need no
-permutation. Every tensor the model needs must be present with the shape config.json implies,
-and every tensor present must be used (rotary inv_freq buffers aside). Tensors are read with
-safetensors' NumPy backend (no torch; bfloat16 through ml_dtypes), and a vocabulary cut reads
-only the rows it keeps. What a run may choose on top of a checkpoint: `check_fits`.
+A local `save_pretrained` directory (model_type "llama"): whatever the model cannot represent
+(biases, scaled RoPE, a tensor it has no place for) is a UserError, never a different model.
 """
 
 from __future__ import annotations
@@ -367,6 +356,8 @@ def load_params(
             value = f.get_slice(name)[: config.vocab_size]  # only the rows the model keeps
         else:
             value = f.get_tensor(name)
+        # torch's Linear stores out x in, ours in x out; our RoPE already uses transformers'
+        # rotate-half layout, so q_proj and k_proj need no permutation.
         value = value.T if transposed else value
         weights[ours] = np.ascontiguousarray(value, dtype=jnp.dtype(config.param_dtype))
     if not config.tie_embeddings and "head/w" not in weights:  # untying a tied checkpoint

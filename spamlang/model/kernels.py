@@ -1,19 +1,9 @@
 """The model's matmul, attention and argmax, in two implementations chosen by `ModelConfig.kernels`.
 
-"xla" is the plain, backend-neutral path (`x @ w`, `jax.nn.dot_product_attention`,
-`jnp.argmax`), which leaves XLA free to pick its fused kernels (cuDNN attention on GPUs).
-"cpu" gives the same results in layouts tuned for XLA:CPU:
-
-- On XLA:CPU a dot that contracts the LHS's *leading* axis -- every autodiff weight gradient
-  dW = x^T g -- runs well below a plain [a, N] @ [N, b] matmul, and XLA folds a plain `.T`
-  back into the dot. So the "cpu" weight gradients materialise the transpose of the narrower
-  operand (behind `lax.optimization_barrier`) and run a plain matmul.
-- The "cpu" attention stacks the G query heads of each KV head along the row axis
-  ([B, K, G*L, H]) so every score / output product is one batched matmul.
-
-The measurements behind both, the argmax and the micro-batches: benchmarks/README.md. The
-"cpu" dense and attention are custom VJPs: reverse mode only (jax.grad / vjp); forward-mode
-code (spamlang.diagnostics' Jacobians of the head) must use "xla" or plain einsums.
+"xla" is the plain, backend-neutral path, which leaves XLA free to pick its fused kernels
+(cuDNN attention on GPUs). "cpu" gives the same results in layouts tuned for XLA:CPU
+(measurements: benchmarks/README.md); its dense and attention are custom VJPs, reverse mode
+only, so forward-mode code (the diagnostics' head Jacobians) must use "xla".
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Gradient-bottleneck figures: from one diagnostics.json (Figures 2, 7, 8), or from sweeps and
-pretrained LMs (Figure 6).
+pretrained LMs (Figure 6, `spamlang plot bottleneck`).
 
 Inputs are dicts or files only (`spamlang diagnose` / `diagnose-lm` outputs, run directories'
 config.json and metrics.jsonl "diag" rows): nothing here imports the trainer, JAX or
-transformers. Colours: Okabe-Ito (categorical) and viridis (continuous), colour-blind safe.
-
-`spamlang plot bottleneck` takes directories, each of them a sweep or run directory (a point per
-run, from its diagnostics.json or else its last "diag" row), a `diagnose-lm` output (a pretrained
-LM, in the series of its model family), or a directory of such outputs. A diagnostics.json
-without "source" (`spamlang diagnose -o DIR`) joins the series of the runs it was measured on.
+transformers. Colours: Okabe-Ito and viridis, colour-blind safe.
 """
 
 from __future__ import annotations

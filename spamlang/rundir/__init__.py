@@ -1,16 +1,9 @@
 """The files of a run directory other than checkpoints (names: `spamlang.rundir.schema`).
 
-- config.json is written first (atomically). An existing one must equal the new config, field
-  by field, or the directory is refused: resuming someone else's run would corrupt both.
-- metrics.jsonl and track.jsonl get one JSON object per line, flushed as written (`MetricsLog`),
-  synced before each checkpoint. A resume first cuts them back to the restored checkpoint's
-  step, so the finished file equals an uninterrupted run's.
-- symbols.npz, then result.json, are written last (atomically); result.json marks the run
-  finished.
-- .lock is the lock of the process training the run (`spamlang.rundir.lock`).
-
-Non-finite floats are written as null (strict JSON, readable by every tool). Every command that
-writes into a folder first claims it (`claim_folder`): a folder it did not write is refused.
+config.json is written first and must equal a resumed run's; metrics.jsonl and track.jsonl grow
+by flushed lines (`MetricsLog`), cut back to the checkpoint on a resume; symbols.npz, then
+result.json (the run's end), are written last, atomically. Non-finite floats are written as
+null. A command writes only into a folder that is its own (`claim_folder`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Atomic writes: a reader never sees a half-written file, a crash never leaves one.
 
-One scheme serves a single file and a file pair alike. Each output is written to a temporary
-beside its target, `.<name>.tmp-<host>-<pid>` (`staged`, `open_temp`), fsynced, and only then
-renamed into place (`publish`) with Ctrl-C and SIGTERM held until the renames are done
-(`signals_held`), then the directory is fsynced. Until the renames the old file is untouched;
-whatever stops the writer before them (an error, a full disk, Ctrl-C, `Terminated`) removes
-its temporaries.
-Temporaries that a SIGKILL or a power cut left behind carry a pid that is no longer alive;
-`clean_stale_temps` removes them: the next atomic write of the same file does, and so do the
-writers of run and sweep directories as they start (`spamlang.rundir.prepare`,
-`spamlang.sweep.runner`) and `export`.
-
-A pair (a token file and its JSON sidecar, `spamlang.token_files`) is published in three
-renames: a "publishing" sidecar (one that says the pair is being replaced) over the old
-sidecar, the data over the old data, the final sidecar last. So a final sidecar always
-describes the data beside it, and a pair cut between the renames still carries a sidecar of
-the writer's own, which says so.
-
-Output files follow one rule: their folder must exist (`check_output_file`). A command creates
-only the directories that are its own output (a run or sweep directory, `diagnose -o DIR`,
-`sweep --figures DIR`), never the folder of a file it was asked to write: a typo in that
-folder is more likely than a wish for a new one. It writes into an existing folder only when
-that is its own (`spamlang.rundir.claim_folder`).
+Each output is written to a temporary beside its target (`.<name>.tmp-<host>-<pid>`), fsynced,
+then renamed into place (`publish`) with Ctrl-C and SIGTERM held (`signals_held`); an error
+removes the temporaries, and `clean_stale_temps` those of dead processes. An output file's
+folder must exist (`check_output_file`): a typo there is likelier than a wish for a new folder.
 """
 
 from __future__ import annotations
@@ -65,7 +47,7 @@ def check_output_file(path: str | os.PathLike) -> Path:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` by the scheme of the module doc, first removing what dead
+    """Write `data` to `path` through a temporary (module docstring), first removing what dead
     writers of `path` left (`clean_stale_temps`); a full disk is a UserError."""
     path = Path(path)
     clean_stale_temps(path)

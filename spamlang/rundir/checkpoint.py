@@ -1,22 +1,9 @@
 """Orbax checkpoints of one run directory: a member's state plus a small JSON meta, and the
 newest checkpoint that reads back, skipping damaged ones with a warning.
 
-Each step holds `state` (restored against `Program.abstract_state()`, so every array lands
-with its sharding) and `meta` (JSON: wall seconds so far, whether it is the final step's, the
-runs of a group saved together, and the state's checksums). metrics.jsonl is synced before each
-save, so a resumed run cuts it back to the checkpoint's step and writes exactly the file of an
-uninterrupted one. Saves are synchronous: the next step donates the state's buffers, and a
-checkpoint every few hundred steps makes the simplicity worth more than the overlap.
-
-Every array's checksum (computed on the device: 4 bytes per array reach the host) is checked on
-restore; a mismatch (a bit flipped on disk or in transfer) is damage like an unreadable step.
-Verification fails closed: a meta without a whole checksum record is damaged too, unless it
-says it is of the older, unchecked layout (`OLDER_LAYOUT`). A train state of an older spamlang
-(a strict subset of today's arrays) is not restored; `older_layout_message` says what to do.
-
-Old checkpoints are deleted only by `prune`, never by a save, so that the caller decides when:
-the training loop prunes a vmapped group's members after all of them saved a step, so a kill
-between two members' saves leaves a step every member still has.
+Every array's checksum (computed on the device) is checked on restore; a mismatch is damage
+like an unreadable step, and a meta without a checksum record is damaged unless it says it is
+of the older, unchecked layout (`OLDER_LAYOUT`).
 """
 
 from __future__ import annotations
@@ -46,7 +33,8 @@ class RunCheckpoints:
         self.read_only, self.keep = read_only, keep
         options = ocp.CheckpointManagerOptions(
             max_to_keep=None,
-            enable_async_checkpointing=False,  # `prune` keeps `keep`
+            # Synchronous: the next step donates the state's buffers. `prune` keeps `keep`.
+            enable_async_checkpointing=False,
             # Leftovers of a save killed half-way are invisible to orbax; clean them up.
             cleanup_tmp_directories=not read_only,
             create=not read_only,
@@ -75,7 +63,9 @@ class RunCheckpoints:
             raise
 
     def prune(self) -> None:
-        """Delete all but the newest `keep` checkpoints."""
+        """Delete all but the newest `keep` checkpoints. Never called by a save: the loop prunes
+        a group's members after all of them saved a step, so a kill between two members' saves
+        leaves a step every member still has."""
         self._delete(self.steps()[: -self.keep or None])
 
     def meta(self, step: int) -> dict:

@@ -1,19 +1,9 @@
 """Exclusive advisory locks that die with their process (`filelock`); one owner per run directory.
 
-Two processes training one directory corrupt it (duplicated and truncated metrics.jsonl rows,
-orbax tripping over the other's temporary checkpoint directories), so `spamlang.train.run`
-holds `<run_dir>/.lock` before it writes anything there, and a second trainer gets `RunDirBusy`
-naming the holder. Reading a run never takes it (it works during training, and read-only).
-
-`filelock.FileLock` takes a flock, which the kernel drops with its process, so a crash or
-SIGKILL leaves no stale lock (its soft fallback would: never used). Ours: the holder writes
-who it is (pid, host, start time) into the lock file for whoever finds it taken, and deletes
-the file before letting go (a taker of the deleted file starts over: filelock checks). Two
-locks of one path in one process exclude each other as two processes do (not on NFS, where
-flock locks belong to a process). Where a filesystem refuses locks (Lustre without `flock`), a
-warning says so once per file and the work goes on unlocked. A file at the lock's path that is
-not a lock of ours (`is_lock_file`: empty, or a holder note) is refused, never truncated or
-deleted: it is someone's own `.lock`.
+Two trainers of one directory would corrupt it, so `spamlang.train.run` holds `<run_dir>/.lock`
+before it writes there and a second one gets `RunDirBusy` naming the holder (who writes its pid,
+host and start time into the file). Reading a run never takes the lock. Where a filesystem has
+no locks, a warning says so once and the work goes on unlocked.
 """
 
 from __future__ import annotations
@@ -80,6 +70,8 @@ def locked(path: str | os.PathLike, *, wait: bool = True) -> Iterator[None]:
             f"{path} is not a spamlang lock (no holder note in it), so it is neither taken nor "
             "deleted; move it away, or choose another folder"
         )
+    # A flock, which the kernel drops with its process: a crash or SIGKILL leaves no stale lock
+    # (the soft fallback would). Two locks of one path in one process exclude each other.
     lock = filelock.FileLock(path, fallback_to_soft=False, on_acquired=_write_note)
     held = _acquire(lock, path, wait)
     try:

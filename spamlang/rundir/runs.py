@@ -1,21 +1,9 @@
-"""Read a sweep directory from disk: results.csv, run directories, metrics.jsonl.
+"""Read a sweep directory from disk as runs: results.csv, run directories, metrics.jsonl.
 
-The figures (`spamlang.plots`) and `spamlang sample --where` read a sweep this way: only files, so
-that they work on a sweep that another host is still running and never import the trainer. A sweep directory holds `<run_id>/` run directories (config.json,
-metrics.jsonl, result.json once finished) and `results.csv` (one row per finished run). When
-results.csv is missing, finished runs are read from their run directories instead.
-
-A run is a set of named columns, split in two:
-
-- settings: what the run was asked to do. The settings columns of results.csv, plus every field
-  of the run's config.json (`language_params` and `model` entries appear as
-  `param.NAME` and `model.NAME`, the names results.csv uses for sweep axes over them).
-- outcomes: what it measured (result.json, or the outcome columns of results.csv).
-
-Any column name works as a plot axis or in `--where`, and so does `1-COL` (one minus a numeric
-column: 1-kernel_fraction); nothing here lists the columns a plot may use. In results.csv the
-settings are the columns before the first outcome (`spamlang.rundir.reading.settings_columns`),
-so a column added to the table later is classified without a change here.
+Used by the figures and `spamlang sample --where`: only files, so a sweep that another host is
+still running can be read, and the trainer is never imported. A run's columns are settings (what
+it was asked: results.csv's settings and every config.json field, `param.NAME`, `model.NAME`) and
+outcomes (what it measured); any column, or `1-COL`, works as a plot axis or in `--where`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Sweeps: grids of training runs as data, run with skip/resume/shard, gathered into results.csv.
-
-    from spamlang.sweep import Sweep, run_sweep
-    from spamlang.train.config import TrainConfig
+"""Sweeps: grids of training runs as data, run with skip/resume/shard, gathered into results.csv
+(`Sweep`, `run_sweep`; the modules, one line each: docs/design.md, Layout).
 
     SWEEP = Sweep("demo", TrainConfig(preset="tiny", tokens=1_048_576),
                   {"vocab_size": [64, 1024], "lr": [3e-3, 1e-2], "tie_embeddings": [True, False]})
-    rows = run_sweep(SWEEP, "runs/demo")          # or shard=(i, n) on host i of n
-
-Its modules, one line each, are in docs/design.md (Layout).
+    rows = run_sweep(SWEEP, "runs/demo")  # or shard=(i, n) on host i of n
 """
 
 from spamlang.sweep.files import load_sweep_file

@@ -1,19 +1,8 @@
 """Is each best learning rate inside the swept grid? Summary lines, warnings, and LR bracketing.
 
-A best LR at the smallest or largest LR of the grid means the true optimum may lie outside it,
-and comparisons between settings at "their best LR" are then unreliable. The summary functions
-are pure functions over result rows (the dicts of `spamlang.sweep.results_csv.gather`).
-
-Bracketing (`bracket_cell`) extends such a cell's grid: it trains the next LR beyond that end,
-for every seed of the cell (the set of runs that share every setting but lr and seed), and
-looks again, until the best is interior, or the cell is solved (its best within SOLVED of the
-floor: any LR that reaches the floor is optimal), or `limit` LRs have been added beyond that
-end (the cell "stayed at the limit", which the summary lists). The next LR continues the grid
-by its own ratio at that end (x3 for a grid of one LR); a half-decade grid (1, 3, 10, 30, ...)
-continues as one, so 3e-2 is followed by 1e-1, not 9e-2. A run that diverges has no value, so
-a grid that reaches divergence is bracketed from above. Every decision is a function of the
-finished runs on disk, so a rerun of the same sweep makes the same decisions, skips the added
-runs that finished and resumes the one that did not.
+A best LR at an end of the grid means the true optimum may lie outside it. The summary functions
+are pure functions over result rows (the dicts of `spamlang.sweep.results_csv.gather`); the best
+LR is the one rule `spamlang.rundir.reading.best_over` (the law and the figures use it too).
 """
 
 from __future__ import annotations
@@ -51,7 +40,7 @@ class BestLR:
     value: float  # that LR's mean metric over seeds
     low: float = math.nan  # that LR's smallest value over seeds
     high: float = math.nan  # and its largest: the seed spread is high - low
-    seeds: int = 1  # finite, non-diverged runs behind `value`
+    seeds: int = 1  # runs behind `value`
     above_floor: float = math.nan  # `value` minus the runs' optimal_loss (loss metrics only)
 
     @property
@@ -91,8 +80,8 @@ def best_lrs(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[BestLR]:
-    """The best LR (lowest seed-mean `metric`, diverged runs excluded: `reading.best_over`) of
-    every group of rows sharing all settings but lr and seed (with `swept`, also the swept
+    """The best LR (lowest seed-mean `metric`; an LR with a diverged run never wins:
+    `reading.best_over`) of every group of rows sharing all settings but lr and seed (with `swept`, also the swept
     fields of each run id); groups without a finite value are left out."""
     import pandas as pd
 
@@ -206,7 +195,8 @@ def _mantissa(x: float) -> float:
 
 
 def step_beyond(grid: tuple[float, ...], side: str) -> float:
-    """The LR one step past `grid`'s `side` end ("largest" or "smallest"), at the grid's ratio."""
+    """The LR one step past `grid`'s `side` end ("largest" or "smallest"), at the grid's ratio
+    (x3 for a grid of one LR); a half-decade grid (1, 3, 10, ...) continues as one: 3e-2, 1e-1."""
     grid, up = sorted(grid), side == "largest"
     edge = grid[-1] if up else grid[0]
     ratio = 3.0 if len(grid) < 2 else grid[-1] / grid[-2] if up else grid[1] / grid[0]
@@ -238,7 +228,12 @@ def bracket_cell(
     limit: int,
     train: Callable[[list[tuple[str, Any]]], bool],
 ) -> tuple[str, list[tuple[str, Any]]]:
-    """Extend one cell's LR grid until its best LR is interior (module docstring).
+    """Extend one cell's LR grid until its best LR is interior: train the next LR beyond that
+    end (`step_beyond`) for every seed of the cell and look again, until the best is interior,
+    or the cell is solved (within SOLVED of the floor), or `limit` LRs were added beyond that
+    end (the summary lists such a cell). A diverged run has no value, so a grid that reaches
+    divergence is bracketed from above. Every decision is a function of the finished runs on
+    disk: a rerun makes the same decisions, skips the added runs that finished and resumes.
 
     `cell`: its (run id, config) points, all trained; `train(points)` trains new points (one
     LR, every seed of the cell), False when another process holds one. Returns the final status

@@ -1,15 +1,9 @@
 """How many members of a vmapped group fit one device: XLA's memory analysis of the step.
 
-When the runner knows the device's memory (`device_memory`: SPAMLANG_DEVICE_MEMORY, else the
-device's own `bytes_limit`, which JAX sets at 75% of a GPU's memory by default), it compiles
-the step of a group -- without running it or allocating anything -- and reads XLA's memory
-analysis (`program_bytes`). A group that does not fit is trained in chunks of the most members
-that do (`members_that_fit`), with one line saying so. When not even one member fits, the
-sweep still trains one member per program rather than refusing: the figure is an analysis, not
-an allocation, so the runtime's own out-of-memory error is the final word. On a CPU without the
-variable nothing is compiled and nothing changes.
-
-    SPAMLANG_DEVICE_MEMORY=80GiB python sweeps/paper_fig5.py     # declare an 80 GiB device
+With the device's memory known (SPAMLANG_DEVICE_MEMORY, else the device's own `bytes_limit`),
+the runner compiles a group's step without running it (`program_bytes`) and trains a group that
+does not fit in chunks of the most members that do (`members_that_fit`). When not even one fits
+it still trains one: the analysis is an estimate, the runtime's out-of-memory error is final.
 """
 
 from __future__ import annotations
@@ -66,8 +60,9 @@ class DeviceMemory:
 
 
 def device_memory() -> DeviceMemory | None:
-    """The default device's usable memory (module doc; UserError when the variable is not a
-    size); None on a CPU without the variable, or a device that does not report it (no cap)."""
+    """The default device's usable memory: SPAMLANG_DEVICE_MEMORY (UserError when it is not a
+    size), else the device's `bytes_limit` (JAX sets 75% of a GPU's by default); None on a CPU
+    without the variable, or a device that does not report it (no cap)."""
     text = os.environ.get(ENV, "").strip()
     if text:
         try:
@@ -335,7 +330,7 @@ def check_run(config: Any, members: int = 1) -> str | None:
 
 def memory_refusal(config: Any, members: int = 1) -> str | None:
     """One line when a step of `members` runs of `config` needs more memory than the device
-    has (the host's on a CPU; module doc), naming the largest part and what lowers it; None
+    has (the host's on a CPU), naming the largest part and what lowers it; None
     when it fits or no memory is known."""
     import jax
 

@@ -1,17 +1,9 @@
-"""What a sweep says while its runs train, read from their run directories: the sweep trains
-with quiet=True, and reading the files keeps the trainer unaware of the sweep.
+"""What a sweep says while its runs train, read from their run directories (the runs train
+quietly, unaware of the sweep).
 
-- On a terminal, the bar (which counts runs) shows beside it the running run's (or group's)
-  step, an ETA from the steps it has seen go by, and its latest train loss: a vmapped group
-  is one long wait for the run count.
-- Elsewhere (a SLURM log, nohup), unless --quiet, a line for each running run or group every
-  SPAMLANG_LOG_SECONDS seconds (default 30, the variable the trainer's own progress reads)
-  when it has logged a step since its last line: `[3/12] V4096-lr3e-3: step 150/600, ETA
-  2:10, loss 2.314`; a group `[3-6/12] V4096-lr3e-3 +3 vmapped: step 150/600, loss 2.290..2.514` (its
-  slowest member's step). Without it a log showed one line per finished run and nothing
-  between, which for the paper's model is hours.
-- Unless --quiet, `[3/12] V4096-lr3e-3: resuming from step 150` when a run starts from a
-  checkpoint, so that a log says which work was kept.
+On a terminal the bar shows the running run's step, an ETA and its latest loss; elsewhere (a
+SLURM log, nohup), unless --quiet, a line per running run or group every SPAMLANG_LOG_SECONDS
+seconds, and one when a run resumes from a checkpoint.
 """
 
 from __future__ import annotations
@@ -86,7 +78,7 @@ def _eta(began: tuple[float, int], now: float, step: int, steps: int) -> str:
 @contextlib.contextmanager
 def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, total: int, quiet):
     """While a run or group trains: its latest loss on the bar (a terminal), or a line every
-    `log_seconds()` in a log (module doc). A daemon thread polls the run directories."""
+    `log_seconds()` in a log. A daemon thread polls the run directories."""
     on_bar = not bar.disable
     in_log = not on_bar and not quiet
     every_s = _BAR_SECONDS if on_bar else log_seconds() if in_log else 0.0

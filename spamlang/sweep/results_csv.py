@@ -1,12 +1,9 @@
-"""Gather finished runs into results.csv: one row per run directory that holds result.json;
+"""Gather finished runs into results.csv, one row per run directory that holds result.json,
 and their symbols' binned history into symbols.csv.gz (`spamlang.coverage.history`).
 
-Gathering reads only the run directories, never results.csv nor any in-memory state, so
-however a sweep was interrupted (even SIGKILL) or its table damaged, the next gather lists every
-finished run exactly once. A finished run that cannot be read (config.json or result.json
-deleted or garbled by hand, text where result.json holds a number) is left out and reported; a
-finished run's metrics.jsonl whose last line was cut mid-JSON (a kill mid-write; nothing
-writes it once result.json exists) has that line cut away, with one line saying so.
+Gathering reads only the run directories, so however a sweep was interrupted, the next gather
+lists every finished run exactly once; a finished run that cannot be read is left out and
+reported.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Run a sweep (or one shard of it): skip finished runs, resume the others, gather results.csv.
 
-Layout of `out_dir`: `sweep.json` (`spamlang.sweep.sweep_file`), one run directory per point
-named by its run id, and `results.csv`, rebuilt from the run directories after every run or
-group. Re-running the same sweep into the same directory is always safe: finished runs
-(result.json present) are skipped, interrupted ones resume from their last checkpoint. A
-non-empty folder without a sweep.json is not a sweep directory, and is refused.
-
-Sweeps at the same time on one directory (shards of a SLURM array, or the same command started
-twice) cooperate: each run directory has one owner (`spamlang.rundir.lock`), so a sweep skips
-the runs or groups another process is training, with a line `skip <run id>: in use by pid ...`
-on stderr, and goes on with the rest; results.csv is written by one process at a time.
+`out_dir` holds `sweep.json`, one run directory per point (named by its run id) and
+`results.csv`, rebuilt after every run or group; re-running into it is always safe. Sweeps on
+one directory at the same time (shards, or one command started twice) cooperate: each skips the
+runs another process holds (`spamlang.rundir.lock`) and goes on with the rest.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""Experiment trackers (TensorBoard, Weights & Biases): a run's metrics.jsonl rows, its config
-and its result, mirrored to a tracker the user browses. Optional extras: `.[tensorboard]`,
-`.[wandb]`. A tracker only reads what the loop already wrote (`attach` wraps the run's
-`rundir.MetricsLog`; `finished` hands it result.json's columns) and never feeds anything back,
-so a run's numbers are the same with or without one (tested bitwise).
+"""Experiment trackers (TensorBoard, Weights & Biases, extras `.[tensorboard]`, `.[wandb]`):
+a run's metrics.jsonl rows, config and result mirrored to a tracker the user browses.
 
-`--tracker` on `spamlang train` / `spamlang sweep` is explicit: a tracker that cannot start is a
-UserError, exit 2, before any training (`session`). `Sweep(tracker=...)` is a default: one
-warning line, and the runs train without it. A tracker that fails later (the network goes
-away) is one warning line and is dropped, never the run's failure.
-
-Where: for a sweep, `<sweep>/tensorboard/<run id>`, or the W&B group `<sweep name>` (runs named
-by run id, offline files under `<sweep>/wandb/`); for `spamlang train --out DIR`,
-`DIR/tensorboard/<name>` and `DIR/wandb/`.
+A tracker only reads what the loop wrote and feeds nothing back, so a run's numbers are the same
+with or without one. `--tracker` that cannot start is a UserError; `Sweep(tracker=...)` only
+warns; a tracker that fails later is dropped with one warning (docs/guide/trackers.md).
 """
 
 from __future__ import annotations

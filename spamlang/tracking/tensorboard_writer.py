@@ -1,11 +1,9 @@
 """TensorBoard: one event-file folder per run, `<experiment>/tensorboard/<run name>`, written
-with tensorboard's own writer (no TensorFlow). The config is the HParams plugin's session, and
-result.json's numeric columns are the scalars `result/<column>` the HParams dashboard compares.
+with tensorboard's own writer (no TensorFlow); the config is the HParams session and result.json's
+numeric columns are the scalars `result/<column>`.
 
-Resuming: a (step, tag) pair is written once. At open the writer reads the run's existing event
-files and writes only the pairs not there yet: a process that went past the checkpoint it
-resumes from wrote those steps already (the same numbers: a resume is exact), one that ran
-without the tracker left them all to write. Nothing is deleted or rewritten.
+Resuming: a (step, tag) pair is written once: the writer reads the run's event files at open and
+writes only the pairs not there yet. Nothing is deleted or rewritten.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ def check(verify: bool = False) -> None:
 
 
 class Writer(common.Writer):
-    """One run's event files (see the module doc)."""
+    """One run's event files."""
 
     def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
         check()

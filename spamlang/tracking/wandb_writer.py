@@ -1,12 +1,8 @@
 """Weights & Biases: one W&B run per run directory, in the group of its sweep, its id derived
-from the run directory, so that a resumed run continues its own W&B run (`resume="allow"`).
-result.json's columns go to the run's summary too. WANDB_MODE is W&B's own: `offline` writes
-`<experiment>/wandb/offline-run-*` (`wandb sync` uploads it later), `disabled` turns it off.
+from the run directory so that a resumed run continues its own W&B run (`resume="allow"`).
 
-Resuming: W&B keeps a run's steps increasing and ignores a step it has. Online, rows from the
-run's next step on are logged (a resume is exact, so the steps a process logged past its
-checkpoint are not sent again); offline, W&B cannot say which steps it holds: rows after the
-restored step are logged.
+Resuming: online, rows from the run's next step on are logged; offline (WANDB_MODE=offline),
+W&B cannot say which steps it holds, so rows after the restored step are logged.
 """
 
 from __future__ import annotations
@@ -61,7 +57,7 @@ def run_id(run_dir: Path) -> str:
 
 
 class Writer(common.Writer):
-    """One run's W&B run (see the module doc)."""
+    """One run's W&B run."""
 
     def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
         check()

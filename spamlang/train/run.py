@@ -1,13 +1,10 @@
 """Train one run (or a vmapped group of K runs) into run directories, resumably: the one loop.
 
-A finished run directory (`spamlang.rundir`) is returned as it is, an unfinished one resumes to
-the numbers of an uninterrupted run, a diverged run is a result, and one that another process
-trains raises `RunDirBusy`. The loop, in nanodo's shape, only dispatches steps between log steps
-(every `log_every`-th, each eval, diag and checkpoint step, the last); at one it reads the
-interval's metrics in one transfer (after dispatching the next step when only the row is due,
-so the device never idles), writes the rows, then evaluates, checkpoints and acts on a signal
-(SIGINT / SIGTERM: a checkpoint, then `Interrupted`). Several hosts agree on a signal first;
-process 0 writes the run files, all write the checkpoints. README: "Training one run"."""
+A finished run directory is returned as it is, an unfinished one resumes to the numbers of an
+uninterrupted run, and a diverged run is a result. The loop, in nanodo's shape, only dispatches
+steps between log steps; at one it reads the interval's metrics in one transfer, then evaluates,
+checkpoints and acts on a signal (docs/design.md, "How training is built").
+"""
 
 from __future__ import annotations
 
