@@ -1,7 +1,8 @@
 """head_remedy per cell and arm: best LR (seed mean), min..max, the LR grid, and F where the mean
 is below 0.5 nats and the seed range misses AdamW's (the verdict rule of the forecast).
 
-    python docs/analysis/head_remedy_table.py results/head_remedy/results.csv
+    python docs/analysis/head_remedy_table.py results/head_remedy/results.csv \
+        results/head_remedy_matched/results.csv
 """
 
 import sys
@@ -23,8 +24,10 @@ def arm(run) -> str:
         return "global b2 0.999"
     if not pd.isna(run.get("head_weight_decay")):
         return "head wd 0"
-    if run.head_lr_scale != 1.0:
+    if run.head_lr_scale in (1 / 3, 0.1):
         return f"head LR x{run.head_lr_scale:.3g}"
+    if run.head_lr_scale != 1.0:  # head_remedy_matched's S, one per cell and tying
+        return "head LR matched"
     return "AdamW"
 
 
@@ -57,4 +60,7 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
 
 if __name__ == "__main__":
     pd.set_option("display.width", 200)
-    print(table(pd.read_csv(sys.argv[1])).to_string(index=False, float_format="{:.3g}".format))
+    runs = pd.concat([pd.read_csv(path) for path in sys.argv[1:]], ignore_index=True)
+    # A sweep's results.csv holds the settings it varies: the others are AdamW's (the base's).
+    runs = runs.fillna({"head_amsgrad": False, "head_v_gated": False})
+    print(table(runs).to_string(index=False, float_format="{:.3g}".format))
