@@ -229,3 +229,34 @@ def test_bracketing_of_another_shard_joins_its_cell_by_its_own_config(
         f"warning: best lr for n_layers={n}, model.n_layers={n}" for n in (1, 2)
     ], lines
     assert all("is 1e-1, the largest in the grid (3e-3 .. 1e-1)" in w for w in warnings), lines
+
+
+def test_the_law_the_heatmap_and_the_summary_pick_one_best_lr_past_a_diverged_run(tmp_path):
+    """One rule (`spamlang.rundir.reading.best_over`): at 1e-2 one seed diverged (its loss still
+    finite) and the other ended lowest of all; an LR with a diverged run never wins, so the law's
+    cells, its forecast comparison, the heatmap and the sweep summary all pick 3e-3."""
+    import _synthetic_law as synthetic  # tests/_synthetic_law.py
+
+    from spamlang.law import cells
+    from spamlang.law.forecast import compare
+    from spamlang.plots import layout
+    from spamlang.results import load
+    from spamlang.rundir.runs import finished_runs
+
+    one = {k: values[:1] for k, values in synthetic.GRID.items()}
+    frame = synthetic.frame(noise=0.0, grid=one)
+    best = frame.loc[frame["lr"] == 3e-3, "final_eval_loss"].min()
+    at = (frame["lr"] == 1e-2).to_numpy()
+    frame["diverged"] = at & (frame["seed"] == 0).to_numpy()
+    frame.loc[at, "final_eval_loss"] = [50.0, best / 2]  # seed 0 diverged, seed 1 lowest
+    frame.to_csv(tmp_path / "results.csv", index=False)
+    table = load(tmp_path)
+    runs = layout.group_points(finished_runs(tmp_path))
+    forecast = {"cell": "base", "predicted_loss": "1", "predicted_class": "partial"}
+    picked = {
+        "law": cells(table)["best_lr"].tolist(),
+        "compare": [compare([forecast], table)[0]["best_lr"]],
+        "heatmap": [p.best for p in layout.best_over(runs, "lr", "final_eval_loss")],
+        "summary": [b.lr for b in best_lrs(table.to_dict("records"))],
+    }
+    assert picked == dict.fromkeys(picked, [3e-3])

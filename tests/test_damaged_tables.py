@@ -7,11 +7,9 @@ run is refused, naming both."""
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import shutil
 
-import _synthetic_law as synthetic  # tests/_synthetic_law.py
 import pytest
 from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
@@ -100,26 +98,6 @@ def test_a_text_loss_in_result_json_is_left_out_of_the_table_with_a_warning(swee
     assert len(rows) == 5 and "low" not in {r["final_eval_loss"] for r in rows}
     with pytest.raises(ValueError, match="final_eval_loss must be a number, got 'low'"):
         results.load(run)  # the run directory alone
-
-
-@pytest.mark.parametrize("case", ["not gzip", "cut", "text in a number column"])
-def test_a_garbled_symbols_csv_gz_is_named(tmp_path, case, capsys):
-    sweep = tmp_path / "swept"
-    sweep.mkdir()
-    grid = {"vocab_size": (256, 1024), "batch_size": (32,), "n": (4, 16), "d_model": (16,)}
-    synthetic.frame(noise=0.02, seed=0, grid={**grid, "b2": (0.95,)}).to_csv(
-        sweep / "results.csv", index=False
-    )
-    good = gzip.compress(
-        b"run_id,step,appearances,max_gap,age,symbols,loss_mean,learned,mean_gap\n"
-    )
-    data = {
-        "not gzip": b"run_id,step\nr0,1\n",
-        "cut": gzip.compress(b"run_id,step\n" + b"r0,1\n" * 5000)[:100],
-        "text in a number column": gzip.compress(gzip.decompress(good) + b"r0,1,1,1,1,4,low,1,\n"),
-    }[case]
-    (sweep / "symbols.csv.gz").write_bytes(data)
-    _one_line_status_2(["law", "fit", "--symbols", str(sweep)], capsys, sweep / "symbols.csv.gz")
 
 
 def test_the_sweep_summary_tells_small_losses_apart():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import _synthetic_law as synthetic  # tests/_synthetic_law.py
 import pytest
@@ -14,6 +15,8 @@ from spamlang.errors import UserError
 from spamlang.law import Law, fit, load
 from spamlang.law import law as law_module
 from spamlang.law.formula import NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -159,47 +162,35 @@ def test_depth_is_an_input_a_law_of_one_depth_flags_every_other_depth(law):
     assert any("n_layers 4 outside" in r for r in one.predict_row(_row(n_layers=4)).extrapolation)
 
 
-def test_a_law_file_of_the_exponential_boundary_is_refused_not_misread(tmp_path, law):
-    """Format 1 files hold the exponential boundary (no log_s): read as today's law they would
-    predict other numbers, so they are refused, in one line, with what to do."""
-    data = {**law.to_json(), "format": 1}
-    (tmp_path / "old.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="not a spamlang law file of format 5"):
-        load(tmp_path / "old.json")
+def test_the_committed_laws_read_and_an_older_format_is_refused_in_one_line(tmp_path, law, capsys):
+    """Every committed law reads: the shipped one and results/forecasts/cell_law_*.json (formats
+    2-4 there were migrated to 5 once, each predicting what it did). A file of an older format
+    (1: the exponential boundary; 4: no a_iD), or of the retired symbol law, is refused, not
+    misread: one line on stderr, exit status 2."""
+    from spamlang.cli import main
 
-
-@pytest.mark.parametrize(
-    "fmt, lacks", [(2, ("s_R", "c_DV", "a_iD")), (3, ("c_DV", "a_iD")), (4, ("a_iD",))]
-)
-def test_an_older_file_is_read_as_its_law_with_the_terms_it_lacks_at_0(
-    tmp_path, law_of_3_widths, fmt, lacks
-):
-    """Format 2 held one steepness for every return time, format 3 no width-against-vocabulary
-    term, format 4 no 1 / D term in the level: read as format 5 with those constants at 0 (not
-    fitted), each predicts what it did; results/forecasts/cell_law_4.json is a format 3 file,
-    cell_law_5.json a format 4 one."""
-    law = law_of_3_widths
+    forecasts = ROOT / "results" / "forecasts"
+    committed = sorted(forecasts.glob("cell_law_*.json"))
+    assert len(committed) == 5 and all(load(path).cells > 0 for path in committed)
+    assert load() == load(forecasts / "cell_law_6.json")  # the shipped law, as it forecast
     data = law.to_json()
-    data = {
+    older = {
         **data,
-        "format": fmt,
-        "constants": {k: v for k, v in data["constants"].items() if k not in lacks},
-        "errors": {k: v for k, v in data["errors"].items() if k not in lacks},
+        "format": 4,
+        "constants": {k: v for k, v in data["constants"].items() if k != "a_iD"},
+        "errors": {k: v for k, v in data["errors"].items() if k != "a_iD"},
     }
-    (tmp_path / "old.json").write_text(json.dumps(data))
-    old = load(tmp_path / "old.json")
-    for name in lacks:
-        assert old.constants[name] == 0.0 and old.errors[name] is None
-        line = next(x for x in str(old).splitlines() if x.strip().startswith(f"{name} "))
-        assert line.endswith("the law's file predates this term)"), line
-    flat = Law(**{**law.__dict__, "constants": {**law.constants, **dict.fromkeys(lacks, 0.0)}})
-    for B, D in itertools.product((8, 32, 128), (16, 32)):  # the older law, at each R and D
-        row = _row(batch_size=B, d_model=D)
-        assert old.predict_row(row).loss == flat.predict_row(row).loss
-    row = _row(d_model=32)  # off the reference width, where a_iD moves the level
-    assert old.predict_row(row).loss != law.predict_row(row).loss  # the terms mattered
-    assert load(old.save(tmp_path / "new.json")) == old  # and it is written as format 5
-    assert json.loads((tmp_path / "new.json").read_text())["format"] == 5
+    for bad in ({**data, "format": 1}, older):
+        (tmp_path / "old.json").write_text(json.dumps(bad))
+        with pytest.raises(UserError, match="not a spamlang law file of format 5"):
+            load(tmp_path / "old.json")
+    for path in (tmp_path / "old.json", forecasts / "symbol_law_7.json"):  # format 5, symbols
+        capsys.readouterr()
+        assert (
+            main(["law", "predict", str(ROOT / "sweeps" / "cpu_demo.py"), "--law", str(path)]) == 2
+        )
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "not a spamlang law file of format 5" in err, err
 
 
 def test_predict_reads_a_train_config_as_its_row(law):
@@ -261,7 +252,7 @@ def test_load_without_a_path_reads_the_shipped_law(monkeypatch, tmp_path, law):
     [
         ("{not json", "bad JSON"),
         (json.dumps({"format": 99}), "format"),
-        (json.dumps({"format": 2, "constants": {}}), "not a complete law"),
+        (json.dumps({"format": 5, "constants": {}}), "not a complete law"),
     ],
 )
 def test_a_broken_law_file_is_a_user_error(tmp_path, text, match):

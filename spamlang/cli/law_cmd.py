@@ -18,14 +18,6 @@ _FORMULA_HELP = (
 )
 
 
-_SYMBOLS_HELP = (
-    "fit the symbol-level law instead (`spamlang.law.symbols`): each symbol's final loss from "
-    "its appearances and gaps, z = P sum_i exp(-age_i / (c M)), loss log(1 + (V - 1) e^-z), "
-    "on the binned histories of each cell's best-LR runs in the sweeps' symbols.csv.gz; "
-    "`law predict` and `law compare --law` read the file it writes as any law"
-)
-
-
 def _frames(dirs: list[str]) -> dict[str, object]:
     """{name: results.csv of each sweep or run directory (`_sweep_dirs`' list), with the
     settings it leaves out read from the runs' config.json}; named as `_names` names them."""
@@ -70,51 +62,15 @@ def _sweep_dirs(paths: list[str]) -> list[str]:
     return kept
 
 
-def _bins(dirs: list[str], frames: dict[str, object]) -> dict[str, object]:
-    """{name: the symbol law's rows (`symbols.bins_of`)} of the sweeps among `dirs` (already
-    through `_sweep_dirs`) that hold symbols.csv.gz; `frames`: their `_frames`."""
-    import sys
-
-    from spamlang.coverage.history import read_summaries
-    from spamlang.errors import UserError
-    from spamlang.law import symbols
-    from spamlang.rundir.schema import SYMBOLS_FILE
-
-    bins = {}
-    for name, d in zip(_names(dirs), dirs):
-        if not (Path(d) / SYMBOLS_FILE).is_file():
-            continue
-        summaries = read_summaries(Path(d) / SYMBOLS_FILE)  # damaged: refused, not skipped
-        try:
-            bins[name] = symbols.bins_of(frames[name], summaries)
-        except UserError as e:  # a sweep of another optimizer among many adds no histories
-            if len(dirs) == 1:
-                raise
-            print(f"note: no symbol histories from {d}: {e}", file=sys.stderr)
-    return bins
-
-
 def _fit(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from spamlang.errors import UserError
     from spamlang.law import fit
 
     if args.output:  # a bad output path fails before the fit, not after
         from spamlang.rundir.atomic import check_output_file
 
         check_output_file(args.output)
-    if args.symbols:
-        from spamlang.law import symbols
-
-        dirs = _sweep_dirs(args.dirs)
-        bins = _bins(dirs, _frames(dirs))
-        if not bins:
-            raise UserError("no sweep among them has symbol histories (symbols.csv.gz)")
-        law = symbols.fit(pd.concat(bins.values(), ignore_index=True), sources=list(bins))
-    else:
-        frames = _frames(_sweep_dirs(args.dirs))
-        law = fit(list(frames.values()), sources=list(frames))
+    frames = _frames(_sweep_dirs(args.dirs))
+    law = fit(list(frames.values()), sources=list(frames))
     print(law)
     if args.output:
         print(f"wrote {law.save(args.output)}")
@@ -211,14 +167,7 @@ def _validate(args: argparse.Namespace) -> int:
         from spamlang.plots.canvas import check_figure_path
 
         check_figure_path(args.output)
-    dirs = _sweep_dirs(args.dirs)
-    frames = _frames(dirs)
-    fit_on = None
-    if args.symbols:
-        from spamlang.law.symbols import fit_on_bins
-
-        fit_on = fit_on_bins(_bins(dirs, frames))
-    table = leave_one_out(frames, fit_on)
+    table = leave_one_out(_frames(_sweep_dirs(args.dirs)))
     settings = ["vocab_size", "batch_size", "steps", "d_model", "tie_embeddings", "weight_decay"]
     shown = table[["sweep", *settings, "M", *TABLE_COLUMNS[1:]]]
     shown = shown.rename(columns={"error": ERROR_COLUMN})
@@ -266,7 +215,6 @@ def _add_fit(kinds) -> None:
         metavar="LAW_JSON",
         help="also write the law to this JSON file, in an existing folder",
     )
-    fit.add_argument("--symbols", action="store_true", help=_SYMBOLS_HELP)
     fit.set_defaults(func=_fit)
 
 
@@ -312,7 +260,7 @@ def _add_compare(kinds) -> None:
         "(error_log10: log10(predicted + 0.01) - log10(measured + 0.01)); cells "
         "with no finished run yet show '-'. With SWEEP_DIR alone: the same for every cell "
         "of a finished sweep against the law (--law, or the shipped one), with the law's "
-        "memory_ratio (c M / R, the cell law's boundary at 1; tau / R for the symbol law) "
+        "memory_ratio (c M / R, the boundary at 1) "
         "and the reasons a cell is outside its range; a cell outside its scope (another "
         "optimizer, head or "
         "language) shows no prediction. The last line counts the cells classified right "
@@ -353,12 +301,5 @@ def _add_validate(kinds) -> None:
         metavar="FIGURE",
         help="also draw predicted against measured (log axes, one colour per "
         "sweep) to this .png or .pdf",
-    )
-    validate.add_argument(
-        "--symbols",
-        action="store_true",
-        help="test the symbol-level law: each sweep's cells predicted by the law fitted on the "
-        "other sweeps' symbol histories (symbols.csv.gz; sweeps without one are predicted, "
-        "not fitted on)",
     )
     validate.set_defaults(func=_validate)

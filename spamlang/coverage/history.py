@@ -1,29 +1,17 @@
 """Each symbol's history (appearances, first and last step, gaps) and its loss at every
-evaluation, and the compact binned summary that a sweep gathers into symbols.csv.gz.
+evaluation (symbol_evals.jsonl, `eval_row`), and their binned `summary`.
 
-The train state carries, per symbol, the sequences that showed it, the steps right after its
-first and last appearance and its longest gap (`spamlang.train.step`). At every evaluation of a
-position-invariant language the loop appends one row to symbol_evals.jsonl (`eval_row`): each
-symbol's loss on `s s` and that history so far. A symbol-level law reads those rows: a
-symbol's fate is a function of how often it came and how long it was away, in units of Adam's
-memory, and a cell's loss is the mean over its symbols.
-
-Whole rows are V numbers per field, too big to commit for hundreds of runs, so a finished run's
-result.json also holds `summary`: at every evaluation the symbols binned by appearances and age
-(steps since the last appearance), at the last one also by longest gap; each bin's count, mean
-loss, learned share and mean gap. Bins are powers of two (`log2_floor`); a sweep writes every
-run's bins to its symbols.csv.gz (`COLUMNS`), a few hundred rows a run (about 5 KB gzipped).
+Whole rows are V numbers per field, too big to commit for hundreds of runs, so result.json also
+holds the summary binned by powers of two, which a sweep gathers into symbols.csv.gz.
 """
 
 from __future__ import annotations
 
 import math
-import zlib
 
 import numpy as np
 
 from spamlang.coverage.symbols import LEARNED_FRACTION
-from spamlang.errors import UserError, describe
 
 # The per-symbol arrays of an evaluation row, after "step" and "loss".
 HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
@@ -32,25 +20,6 @@ HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
 # learned its share under LEARNED_FRACTION x log V; mean_gap the mean of its symbols' mean gaps
 # (empty when none has two appearances).
 COLUMNS = ("step", "appearances", "max_gap", "age", "symbols", "loss_mean", "learned", "mean_gap")
-
-
-def read_summaries(path):
-    """A sweep's symbols.csv.gz as a DataFrame (run_id, then `COLUMNS`); UserError naming the
-    file when it is not one: not gzip, cut, not CSV, a column missing or holding text."""
-    import pandas as pd
-    from pandas.api.types import is_numeric_dtype
-
-    redo = "a rerun of its sweep rewrites it from the run directories"
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, EOFError, ValueError, zlib.error) as e:  # ValueError: pandas' parse errors
-        raise UserError(f"{path} cannot be read ({describe(e)}); {redo}") from None
-    absent = [c for c in ("run_id", *COLUMNS) if c not in frame.columns]
-    text = [c for c in COLUMNS if c not in absent and not is_numeric_dtype(frame[c])]
-    if absent or text:
-        why = f"no column {', '.join(absent)}" if absent else f"text in {', '.join(text)}"
-        raise UserError(f"{path} is damaged ({why}); {redo}")
-    return frame
 
 
 def mean_gap(first_V, last_V, appearances_V) -> np.ndarray:
@@ -79,7 +48,9 @@ def log2_floor(x) -> np.ndarray:
 
 
 def summary(rows: list[dict]) -> dict[str, list]:
-    """The binned summary (module doc) of a run's evaluation rows, as columns (`COLUMNS`)."""
+    """The binned summary of a run's evaluation rows, as columns (`COLUMNS`): at every
+    evaluation the symbols binned by appearances and age (steps since the last appearance), at
+    the last one also by longest gap; each bin's count, mean loss, learned share and mean gap."""
     out: dict[str, list] = {c: [] for c in COLUMNS}
     for i, row in enumerate(rows):
         loss = np.asarray(row["loss"], np.float64)

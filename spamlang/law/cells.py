@@ -1,15 +1,8 @@
 """From runs to cells: the law's inputs of a run, and a sweep's runs reduced to one loss a cell.
 
-A cell is every setting but the LR and the seed. Its loss is the best LR's seed mean: the mean
-over seeds of final_eval_loss at each LR, then the least of those means (a seed that diverged
-makes its LR's mean missing, so a diverged LR never wins). A run's settings are the columns of
-results.csv before its first outcome (`spamlang.rundir.schema.RESULT_COLUMNS`), as
-`spamlang.results` reads them, so a sweep's extra axes split cells too.
-
-Columns that older sweeps lack (weight_decay, b2, optimizer, sampling: results.csv lists them
-only when they are axes) take the TrainConfig default, except Adam's memory, which every
-result reports (adam_memory_steps); `fill_from_configs` reads them from the runs' config.json
-first where a sweep directory is at hand.
+A cell is every setting but the LR and the seed (the columns of results.csv before its first
+outcome, so a sweep's extra axes split cells too); its loss is the best LR's seed mean, chosen
+by the one best-LR rule of the sweep summary and the figures (`spamlang.rundir.reading.best_over`).
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.rundir.reading import read_object
+from spamlang.rundir.reading import best_over, read_object
 from spamlang.rundir.schema import CONFIG, RESULT_COLUMNS
 
 # What the law is a law of: SpamLang (one symbol repeated, position-invariant) trained by an
@@ -66,8 +59,10 @@ def missing(value: Any) -> bool:
 
 def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, Any]:
     """The law's inputs of one run or config (`Mapping` of results.csv columns): the
-    DEFAULTED fields, defaulted; the memory 1 / (1 - b2) read as MEMORY_COLUMNS says; and the
-    formula's R, M (memory capped at the run's steps) and n. UserError naming what is absent."""
+    DEFAULTED fields, defaulted (older sweeps list weight_decay, b2, optimizer and sampling only
+    as axes; `fill_from_configs` reads them from config.json first); the memory 1 / (1 - b2)
+    read as MEMORY_COLUMNS says; and the formula's R, M (memory capped at the run's steps) and
+    n. UserError naming what is absent."""
     absent = [c for c in PREDICT_REQUIRED if missing(row.get(c))]
     if absent:
         raise UserError(
@@ -137,8 +132,9 @@ def _steps(b2: float) -> float:
 
 def cells(frame) -> Any:
     """The cells of one sweep's runs (module docstring): a DataFrame of each cell's settings,
-    the law's inputs filled in, R, M, n, loss, best_lr and seeds. Runs outside SCOPE are left out with a
-    warning; UserError for an empty frame, a missing column, or no run in scope."""
+    the law's inputs filled in, R, M, n, loss, best_lr and seeds (the runs behind the loss).
+    Runs outside SCOPE are left out with a warning; UserError for an empty frame, a missing
+    column, or no run in scope."""
     import pandas as pd
 
     if frame is None or len(frame) == 0:
@@ -160,8 +156,8 @@ def cells(frame) -> Any:
     _check_finite(frame)
     settings = _settings(list(frame.columns))
     fill = defaults()
-    groups: dict[tuple, dict] = {}
-    outside = 0
+    groups: dict[tuple, int] = {}  # a cell's settings -> its number, in order of appearance
+    runs, outside = [], 0
     for row in frame.to_dict("records"):
         inputs = row_inputs(row, fill)
         if any(inputs[k] not in allowed for k, allowed in SCOPE.items()) or any(
@@ -169,25 +165,22 @@ def cells(frame) -> Any:
         ):
             outside += 1
             continue
-        cell = {**{c: _plain(row.get(c)) for c in settings}, **inputs}
-        key = tuple(cell.items())
+        key = tuple({**{c: _plain(row.get(c)) for c in settings}, **inputs}.items())
         diverged = row.get("diverged")
         lost = missing(row["final_eval_loss"]) or (not missing(diverged) and bool(diverged))
-        loss = math.nan if lost else float(row["final_eval_loss"])
-        groups.setdefault(key, {}).setdefault(float(row["lr"]), []).append(loss)
+        loss = math.nan if lost else float(row["final_eval_loss"])  # NaN: does not count
+        runs.append((groups.setdefault(key, len(groups)), float(row["lr"]), loss))
     scope = "; ".join(
         [f"{k} {', '.join(v)}" for k, v in SCOPE.items()] + [f"{k} {v:g}" for k, v in FIXED.items()]
     )
     if not groups:
         raise UserError(f"no run the law covers: all {outside} are outside its scope ({scope})")
-    records = []
-    for key, by_lr in groups.items():  # the best LR's seed mean; an LR with a NaN loses
-        means = {lr: sum(v) / len(v) for lr, v in by_lr.items() if not any(map(math.isnan, v))}
-        if means:
-            best = min(means, key=means.get)
-            records.append(
-                {**dict(key), "loss": means[best], "best_lr": best, "seeds": len(by_lr[best])}
-            )
+    best = best_over(pd.DataFrame(runs, columns=["cell", "lr", "loss"]), "cell", "lr", "loss")
+    keys = list(groups)
+    records = [
+        {**dict(keys[cell]), "loss": mean, "best_lr": lr, "seeds": count}
+        for cell, lr, mean, count in best[["cell", "lr", "mean", "count"]].itertuples(index=False)
+    ]
     if not records:
         raise UserError(
             "no cell to fit: every run in the law's scope has no final_eval_loss (or diverged)"

@@ -1,14 +1,6 @@
 """`fit`: the formula's constants by least squares on log(L + 0.01) over a sweep's cells; and
-how well the law carries over: each sweep predicted by a law fitted on the others, its error in
-log10(L + 0.01) (`formula.error`, the unit every command prints).
-
-A constant whose term does not vary over the cells (every cell untied, one width, one sign of
-weight decay), or a_iD over fewer than 3 widths, cannot be told from the others: it is held at
-0 and reported as not fitted, and the law flags any prediction off the values it saw
-(`Law.outside`). Standard errors come from the Jacobian at the optimum,
-sqrt(diag((J^T J)^-1) x s^2), s^2 the residual variance with one degree of freedom per fitted
-constant; a constant the cells vary but do not pin down (`Law.unpinned`) is named in a warning.
-"""
+how well the law carries over (`leave_one_out`): each sweep predicted by a law fitted on the
+others, its error in log10(L + 0.01) (`formula.error`, the unit every command prints)."""
 
 from __future__ import annotations
 
@@ -82,6 +74,9 @@ def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
     x = formula.features_of(table)
     target = formula.log_loss(table["loss"])
     widths = len(np.unique(np.asarray(table["d_model"], dtype=float)))
+    # A constant whose term does not vary over the cells (every cell untied, one width, ...)
+    # cannot be told from the others: held at 0, not fitted, and `Law.outside` flags a
+    # prediction off the values the fit saw.
     free = [
         n
         for n in formula.NAMES
@@ -111,6 +106,8 @@ def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
         if best is None or result.cost < best.cost:
             best = result
     r = best.fun
+    # standard errors from the Jacobian at the optimum: sqrt(diag((J^T J)^-1) x s^2), s^2 the
+    # residual variance with one degree of freedom per fitted constant
     variance = float(r @ r) / (len(r) - len(free))
     jtj = best.jac.T @ best.jac
     try:
@@ -185,7 +182,7 @@ def cell_key(cell) -> tuple:
     return (*(cell[k] for k in _INPUTS), cell["weight_decay"] > 0)
 
 
-def leave_one_out(frames: Mapping[str, object], fit_on=None):
+def leave_one_out(frames: Mapping[str, object]):
     """For each sweep (name -> its results.csv DataFrame), the law fitted on the other sweeps'
     cells predicting this one's: a DataFrame of one row per cell, its settings then
     R, M, n, TABLE_COLUMNS (error: predicted minus measured in log10(L + 0.01),
@@ -194,9 +191,7 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
 
     Sweeps share cells (the default V = 4,096, B = 32 cell is in five of them), so the fit for
     a sweep also leaves out every other sweep's cell that is the same cell to the law
-    (`_INPUTS`): each prediction is of a cell the fit never saw. `fit_on(names, held)`: the law
-    of the sweeps `names` less the cells whose `cell_key` is in `held` (default: the cell law,
-    `fit_cells`; `spamlang.law.symbols.fit_on_bins` fits the symbol law)."""
+    (`_INPUTS`): each prediction is of a cell the fit never saw."""
     import pandas as pd
 
     if len(frames) < 2:
@@ -210,19 +205,13 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
             f"got {len(by_sweep)}"
         )
 
-    def cells_law(names: list[str], held: set) -> Law:
-        others = [by_sweep[n] for n in names]
-        kept = [c[[cell_key(r) not in held for r in c.to_dict("records")]] for c in others]
-        return fit_cells(pd.concat(kept, ignore_index=True), sources=names, warn=False)
-
-    rows, lawless = [], []
+    rows = []
     for name, mine in by_sweep.items():
         held = {cell_key(c) for c in mine.to_dict("records")}
-        try:
-            law = (fit_on or cells_law)([n for n in by_sweep if n != name], held)
-        except UserError:  # the others hold nothing to fit on (the symbol law's histories)
-            lawless.append(name)
-            continue
+        others = [n for n in by_sweep if n != name]
+        kept = [by_sweep[n] for n in others]
+        kept = [c[[cell_key(r) not in held for r in c.to_dict("records")]] for c in kept]
+        law = fit_cells(pd.concat(kept, ignore_index=True), sources=others, warn=False)
         if law.unpinned():  # said per sweep: its cells' predictions may lean on them
             warnings.warn(
                 f"fitted without {name}, the other cells do not pin down {law.unpinned_text()}",
@@ -244,12 +233,6 @@ def leave_one_out(frames: Mapping[str, object], fit_on=None):
                     "extrapolation": "; ".join(p.extrapolation),
                 }
             )
-    if lawless:
-        warnings.warn(
-            f"not predicted, no law fitted without them: {', '.join(lawless)}", stacklevel=2
-        )
-    if not rows:
-        raise UserError("no sweep could be predicted from the others")
     table = pd.DataFrame.from_records(rows)
     front = [c for c in table.columns if c not in TABLE_COLUMNS]
     return table[[*front, *TABLE_COLUMNS]]

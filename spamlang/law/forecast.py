@@ -1,7 +1,8 @@
 """Forecasts: a law's prediction of every cell of a sweep, written as CSV before the sweep runs
 (`spamlang law predict --csv`), and its comparison with what the sweep then measured, cell by
-cell (`spamlang law compare`); or a law set beside a finished sweep's cells (`against`). The CSV names the law file by its sha256 and the git commit
-that last changed it, so that a committed forecast can be shown to predate its runs.
+cell (`spamlang law compare`); or a law set beside a finished sweep's cells (`against`). The CSV
+names the law file by its sha256 and the git commit that last changed it, so that a committed
+forecast can be shown to predate its runs.
 """
 
 from __future__ import annotations
@@ -167,11 +168,14 @@ def compare(rows: list[dict], frame) -> list[dict]:
     LR and the LRs tried, the measured class and the error (`formula.error`: in
     log10(L + 0.01)); measured None for a cell with no finished run yet. A label field names a
     results.csv column, or its model field (model.n_layers: n_layers); a cell naming a column
-    the table lacks, or text for a column of numbers, is no cell of this sweep: UserError."""
+    the table lacks, or text for a column of numbers, is no cell of this sweep: UserError. The
+    best LR is the sweep summary's and the figures' (`spamlang.rundir.reading.best_over`)."""
+    import pandas as pd
     from pandas.api.types import is_numeric_dtype
 
     from spamlang.law.fitting import classify
     from spamlang.law.formula import error
+    from spamlang.rundir.reading import best_over
 
     out = []
     for row in rows:
@@ -186,25 +190,24 @@ def compare(rows: list[dict], frame) -> list[dict]:
                     f"{column} holds numbers"
                 )
             mine = mine.loc[[_matches(v, written) for v in mine[column]]]
+        loss = pd.to_numeric(mine["final_eval_loss"], errors="coerce").to_numpy(float, copy=True)
         if "diverged" in mine.columns:  # a diverged seed has no loss to average
-            mine = mine.loc[[d is not True and d != 1 for d in mine["diverged"]]]
-        losses = mine.groupby("lr")["final_eval_loss"] if len(mine) else None
-        means = losses.mean().dropna() if losses is not None else None
+            loss[[d is True or d == 1 for d in mine["diverged"]]] = math.nan
+        runs = pd.DataFrame({"cell": 0, "lr": mine["lr"].to_numpy(float), "loss": loss})
+        best = best_over(runs, "cell", "lr", "loss")
         predicted = float(row["predicted_loss"] or "nan")
         got = {"measured": None, "low": None, "high": None, "seeds": 0, "best_lr": None, "lrs": ""}
-        if means is not None and len(means):
-            best = float(means.idxmin())
-            seeds = mine[mine["lr"] == best]["final_eval_loss"]
-            V = int(mine["vocab_size"].iloc[0])
+        if len(best):
+            b = best.iloc[0]
             got = {
-                "measured": float(means.min()),
-                "low": float(seeds.min()),
-                "high": float(seeds.max()),
-                "seeds": int(seeds.size),
-                "best_lr": best,
-                "lrs": " ".join(f"{lr:g}" for lr in sorted(means.index)),
-                "class_measured": classify(float(means.min()), V),
-                "error": float(error(predicted, means.min())),
+                "measured": float(b["mean"]),
+                "low": float(b["min"]),
+                "high": float(b["max"]),
+                "seeds": int(b["count"]),
+                "best_lr": float(b["lr"]),
+                "lrs": " ".join(f"{lr:g}" for lr in sorted(set(runs.dropna()["lr"]))),
+                "class_measured": classify(float(b["mean"]), int(mine["vocab_size"].iloc[0])),
+                "error": float(error(predicted, b["mean"])),
             }
         out.append({**row, **got})
     return out

@@ -1,5 +1,18 @@
-"""The law's formula: a cell's best-LR seed-mean final eval loss from its settings.
+"""The law's formula (`FORMULA`): a cell's best-LR seed-mean final eval loss from its settings.
+Numpy only: the math, shared by the fit, the prediction and the tests. How each term was chosen
+(left out one sweep at a time, then tested blind) is in docs/findings.md, "The law, and how
+well it predicts"."""
 
+from __future__ import annotations
+
+import numpy as np
+
+# A cell whose symbols come back within c M steps, Adam's memory scaled by c, reaches l(n); one
+# whose return time R is longer sits at chance, log V. The boundary is a logistic in log(c M / R),
+# not the share of symbols away longer than c M: failing is a state of the cell, not of each
+# symbol's age. Every symbol once an epoch (sampling "permuted", "cyclic") keeps the same c under
+# another data order, a prediction the fit does not tune.
+FORMULA = """\
     R = V / B                        steps between a symbol's returns
     M = min(1 / (1 - b2), steps)     Adam's effective memory (it cannot remember past the run)
     n = B x steps / V                updates per symbol
@@ -12,72 +25,16 @@
                                      s = exp(log_s + s_R*log(R/128))
     p = max(0, 1 - c M / R)          the same when every symbol comes once an epoch
     q = exp(-n) (iid), max(0, 1 - n) (epochs)      the share of symbols never shown
-    L = q * log V + (1 - q) * (p * log V + (1 - p) * l(n))
+    L = q * log V + (1 - q) * (p * log V + (1 - p) * l(n))"""
 
-A cell whose symbols come back within c M steps, Adam's memory scaled by c, reaches l(n); one
-whose return time R is longer sits at chance, log V. The boundary is a threshold in log(c M / R)
-smoothed by a logistic of steepness s, not the share of symbols away longer than c M that the
-first form, exp(-c M / R), assumed: the cells' own per-symbol columns show failed cells with
-almost no symbol learned, even those seen at the last step, so failing is a state of the cell,
-not of each symbol's age. Left out one sweep at a time over 290 cells the logistic predicted at
-RMS error 0.67 with 91% of cells classified right, against 0.85 and 80% for the exponential
-(docs/findings.md). The steepness falls as R grows (the shipped fit: s = 5.0 at R = 128,
-s_R = -0.29: the transition is wider where symbols return rarely), an empirical term chosen in
-format 3: over the 490 cells of the first 20 sweeps of results/, one steepness fitted on all
-of them still erred by 0.276 in log10(L + 0.01) on the same cells, and s_R did best of the
-one-constant additions tried left out one sweep at a time (90% right at RMS 0.27 in log10,
-against 84% and 0.61; docs/analysis/law_errors.py). When every symbol comes once an epoch (`TrainConfig.sampling`
-"cyclic", and "permuted", whose shuffled epochs make gaps R only on average) the share is
-max(0, 1 - c M / R): the same c, a different data order, a prediction the fit does not tune.
-Capping l(n) at log V keeps every prediction in [0, log V]: uncapped, a cell with n far below
-the fitted range predicted hundreds of nats. c is log-linear because its known misses are
-multiplicative (it grows with D and moves with tying and weight decay); l(n) gets a tied term
-because at equal n the tied and untied levels differ about 8x, and a decay term because
-`sweeps/memory_width_wd0.py` found decay raising the level of learned cells up to 100x at
-D = 32. Depth enters c through log(layers / 2), 2 being the depth of every CPU sweep before
-`sweeps/depth.py`; a depth term in l(n) as well did not predict better (left out: RMS 0.68
-with it, 0.67 without) and was dropped. A law fitted at one depth holds c_L at 0 and flags any other.
-
-c_DV (format 4) lets the width's effect grow as D nears V: at one return time and memory
-(R = 224, M = 25, 12 updates per symbol, D = 176), halving B and V together cut the loss 5-7x
-per halving, and doubling D at V = 3,584 cut it 74-89x (`sweeps/return_or_batch.py`,
-`return_or_batch_width.py`), where c D^c_D alone moved the law's number little. Of the one-term
-additions compared on the 512 cells of the 23 sweeps of results/ (a power of B, exp(D / 16B),
-log(D / 16)^2, exp(D / V); docs/analysis/law_errors.py, section 7), exp(c_DV D / V) erred least
-left out one sweep at a time (91% right at RMS 0.273 in log10(L + 0.01), against 90% and 0.312
-without it; exp(D / 16B): 92% and 0.283). It is empirical: D / V is the share of the logit space the head's
-rank spans, and the term is capped where D reaches V (a full-rank head), but no measurement here
-ties its size (c x 2.5 at D / V = 0.1 in the shipped fit) to a mechanism.
-
-a_iD (format 5) lets the learned level stop falling with the width: the level of format 4,
-a D^a_D with a_D = -4.3 fitted where most learned cells had D = 16-64, put the learned cells
-of `sweeps/law_blind_5.py` (D = 192-240) at 1e-6 to 5e-5 nats where they measured 0.004-0.3,
-its forecast's RMS error 0.43 in log10(L + 0.01). With exp(a_iD (16 / D - 1)) beside D^a_D
-(the shipped fit: a_iD = 7.45, a_D = +0.83) the level falls 85x from D = 16 to 64 and stays
-within 1.7x of its least (D = 144) up to D = 576. Of the level terms compared left out one sweep
-at a time over the 528 cells of the 24 sweeps of results/ (a curvature in log D, the
-vocabulary, the return time, the memory against the return time), this one erred least: 91%
-right at RMS 0.267 in log10, against 0.287 without it (docs/analysis/law_errors.py, section 9);
-a term in log(M / R) helped in sample but is not identifiable left out (c of the cells without
-weight decay ran off when their sweep was held out). It is empirical: no measurement here says
-why the level stops falling there. Blind, it classified 15 of 16 cells right at RMS 0.172 in
-log10 on `sweeps/law_blind_6.py` and 15 of 16 at 0.292 on `law_blind_7.py` (format 4: 0.243
-and 0.508; docs/findings.md).
-
-Numpy only: the math, shared by the fit, the prediction and the tests."""
-
-from __future__ import annotations
-
-import numpy as np
-
-# The constants, in the order of the fit's parameter vector.
+# The constants, in the order of the fit's parameter vector; s_R, c_DV and a_iD came with
+# formats 3, 4 and 5 of the law's file, each chosen left out one sweep at a time.
 NAMES = ("log_a", "a_tied", "a_D", "a_wd", "k", "c0", "c_tied", "c_D", "c_wd", "c_L", "log_s")
-NAMES += ("s_R",)  # added in format 3 of the law's file: a format 2 file holds s_R = 0
-NAMES += ("c_DV",)  # added in format 4: a format 2 or 3 file holds c_DV = 0
-NAMES += ("a_iD",)  # added in format 5: an older file holds a_iD = 0
+NAMES += ("s_R", "c_DV", "a_iD")
 # The width c0 refers to: the `tiny` preset's, that of most CPU sweeps.
 D_REF = 16
-# The depth c0 refers to: the `tiny` preset's.
+# The depth c0 refers to: the `tiny` preset's, that of every CPU sweep before `sweeps/depth.py`
+# (depth enters c alone: a depth term in l(n) as well did not predict better).
 LAYERS_REF = 2
 # The return time log_s refers to: the default cell's, V = 4,096 at B = 32.
 R_REF = 128
@@ -115,7 +72,6 @@ LOG_OFFSET = 0.01
 ERROR_UNIT = "log10(L + 0.01)"
 ERROR_COLUMN = "error_log10"  # the error's column where a table is printed
 LN10 = float(np.log(10.0))
-FORMULA = __doc__.split("\n\n")[1]
 
 
 def features(
@@ -136,7 +92,8 @@ def features(
         "log_return": np.log(V / B / R_REF),
         # D / V, the share of the logit space the head's rank spans: 1 once D >= V (full rank)
         "width_share": np.minimum(np.asarray(D, dtype=float) / V, 1.0),
-        # D_REF / D - 1: 0 at the reference width, so log_a keeps its meaning there
+        # D_REF / D - 1: 0 at the reference width, so log_a keeps its meaning there; it lets the
+        # learned level stop falling with the width (empirical: nothing here says why)
         "inverse_width": D_REF / np.asarray(D, dtype=float) - 1.0 + 0 * V,
         "permuted": np.broadcast_to(np.asarray(permuted, dtype=bool), V.shape),
     }
@@ -161,6 +118,8 @@ def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarra
     """c M / R: the memory, scaled by c, against the return time. The boundary lies at 1 (the
     logistic's middle; under epochs the share at chance reaches 0 there), and near it the loss
     moves most with c, so a cell's distance from 1 says how much a small error in c costs."""
+    # log-linear: c's known misses are multiplicative (it grows with D, moves with tying and
+    # decay, and grows as D nears V: c_DV, empirical, capped where the head reaches full rank)
     c = np.exp(
         theta["c0"]
         + theta["c_tied"] * x["tied"]
@@ -173,7 +132,8 @@ def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarra
 
 
 def log_level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
-    """log l(n) before the cap: the log of a n^-k with every setting's term in log a."""
+    """log l(n) before the cap: the log of a n^-k with every setting's term in log a (tying and
+    weight decay move the level of learned cells by large factors at equal n)."""
     return (
         theta["log_a"]
         + theta["a_tied"] * x["tied"]
@@ -186,19 +146,20 @@ def log_level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
 
 def level(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:
     """l(n): the loss the seen symbols of a cell reach when none is at chance, capped at log V."""
-    # capped in the log, at log(log V): a trial constant far off (a fit's step) neither
-    # overflows nor warns
+    # capped at chance (uncapped, a cell with n far below the fitted range was predicted at
+    # hundreds of nats), in the log, at log(log V): a fit's trial step neither overflows nor warns
     return np.exp(np.minimum(log_level(theta, x), np.log(np.log(x["V"]))))
 
 
 def loss(theta: dict[str, float], x: dict[str, np.ndarray], level_of=level) -> np.ndarray:
-    """L of the module docstring for the constants `theta` (by name) at the features `x`.
+    """L of FORMULA for the constants `theta` (by name) at the features `x`.
     `level_of(theta, x)`: the seen symbols' level, `level` unless an analysis compares another
     (docs/analysis/law_errors.py, section 10)."""
     floor = level_of(theta, x)
     ratio = memory_ratio(theta, x)
     permuted = x.get("permuted", False)
-    # 1 / (1 + ratio^s) written through tanh, which neither overflows nor divides by 0.
+    # 1 / (1 + ratio^s) written through tanh, which neither overflows nor divides by 0; the
+    # steepness falls as R grows (s_R < 0: the transition is wider where symbols return rarely).
     steepness = np.exp(theta["log_s"] + theta["s_R"] * x["log_return"])
     logistic = 0.5 * (1 - np.tanh(0.5 * steepness * np.log(ratio)))
     forgotten = np.where(permuted, np.clip(1 - ratio, 0.0, 1.0), logistic)

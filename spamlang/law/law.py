@@ -9,26 +9,17 @@ import math
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.law import formula
 from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
 from spamlang.rundir.reading import read_named_json
 
-# Bumped when the file's meaning changes; a file of another format is refused, not misread
-# (2: the cell law's boundary became a logistic, with its steepness log_s; 3: the steepness
-# moves with the return time, s_R; 4: c moves with the width against the vocabulary, c_DV;
-# 5: the learned level l(n) moves with 1 / D, a_iD).
+# Bumped when the file's meaning changes; a file of another format is refused, not misread (5:
+# the learned level moves with 1 / D, a_iD). The committed older laws were migrated to it, with
+# the constants they lacked at 0 and no standard error (not fitted).
 FORMAT = 5
-# Older formats still read, each with the constants it lacks at 0: its law exactly (a format 2
-# file is the logistic of one steepness, s_R = 0; a format 3 file has no c_DV; a format 4 file
-# has no a_iD).
-READ_AS = {
-    2: {"s_R": 0.0, "c_DV": 0.0, "a_iD": 0.0},
-    3: {"c_DV": 0.0, "a_iD": 0.0},
-    4: {"a_iD": 0.0},
-}
 SHIPPED = "fitted.json"  # the package's own law, next to this module
 # How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
 # only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
@@ -42,9 +33,8 @@ COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decay
 # A relative slack on the range's ends, so a cell of the fit is never flagged for rounding.
 _SLACK = 1e-9
 # A standard error above this (in the log of c, l or s: a factor over e^10 = 22,000) means the
-# cells do not pin the constant down. The shipped law's errors are 0.02-0.9. Fitted on the 26
-# sweeps of results/ less `memory_width_wd0`, 4 cells without weight decay, all learned, leave
-# c0 and c_wd at +78 and -77, each +- 2e4, and c at 8e33 for cells without decay.
+# cells do not pin the constant down (a shipped law's are far below; docs/findings.md names a
+# fit whose c ran off).
 UNPINNED = 10.0
 
 
@@ -60,27 +50,16 @@ class Prediction:
     R: float  # return time V / B, in steps
     M: float  # Adam's memory min(1 / (1 - b2), steps), in steps
     n: float  # updates per symbol B x steps / V
-    # the law's memory against R (`Law.memory_ratio`): c M / R, the cell law's boundary at 1;
-    # tau / R for the symbol law; NaN with the loss outside the law's scope
+    # the law's memory against R (`Law.memory_ratio`): c M / R, the boundary at 1; NaN with the
+    # loss outside the law's scope
     memory_ratio: float = math.nan
-
-
-# The kinds of law a file may hold, by its "kind" (a file without one holds the cell law).
-KINDS: dict[str, type] = {}
 
 
 @dataclasses.dataclass(frozen=True)
 class Law:
-    """The fitted formula (`spamlang.law.formula`) and what it was fitted on. A subclass with
-    its own KIND, NAMES, FEATURE_OF, FORMULA and `cell_loss` is another kind of law, read and
-    written, checked and printed the same way (`spamlang.law.symbols.SymbolLaw`)."""
+    """The fitted formula (`spamlang.law.formula`) and what it was fitted on."""
 
-    KIND: ClassVar[str] = "cells"
-    NAMES: ClassVar[tuple[str, ...]] = formula.NAMES
-    FEATURE_OF: ClassVar[dict[str, str]] = formula.FEATURE_OF
-    FORMULA: ClassVar[str] = formula.FORMULA
-
-    constants: dict[str, float]  # NAMES -> value
+    constants: dict[str, float]  # formula.NAMES -> value
     errors: dict[str, float | None]  # standard error of each; None: held at 0 (not fitted)
     cells: int  # cells (best-LR seed means) the fit used
     # RMS residual of the fit in the natural log(L + 0.01), the fit's scale (`formula.log_loss`),
@@ -90,25 +69,17 @@ class Law:
     covered: dict[str, list]  # COVERED -> the values seen in the fit
     sources: list[str] = dataclasses.field(default_factory=list)  # what it was fitted on
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        KINDS[cls.KIND] = cls
-
-    def cell_loss(self, x: Mapping[str, Any]) -> float:
-        """The predicted loss of a cell from its `row_inputs`."""
-        return float(formula.loss(self.constants, formula.features_of(x)))
-
     def predict_row(self, row: Mapping[str, Any]) -> Prediction:
         """The prediction for a results.csv row or any mapping of its columns (vocab_size,
         batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
         x = row_inputs(row)
         scope = out_of_scope(row, x)
-        loss, ratio = (math.nan, math.nan) if scope else (self.cell_loss(x), self.memory_ratio(x))
+        loss = ratio = math.nan
+        if not scope:
+            features = formula.features_of(x)
+            loss = float(formula.loss(self.constants, features))
+            ratio = float(formula.memory_ratio(self.constants, features))
         return Prediction(loss, scope + self.outside(x), x["R"], x["M"], x["n"], ratio)
-
-    def memory_ratio(self, x: Mapping[str, Any]) -> float:
-        """c M / R of a cell from its `row_inputs` (`formula.memory_ratio`)."""
-        return float(formula.memory_ratio(self.constants, formula.features_of(x)))
 
     def predict(self, config) -> Prediction:
         """The prediction for a `TrainConfig` (its lr and seed do not matter: the law predicts
@@ -159,8 +130,7 @@ class Law:
         )
 
     def to_json(self) -> dict:
-        kind = {} if self.KIND == Law.KIND else {"kind": self.KIND}
-        return {"format": FORMAT, **kind, **dataclasses.asdict(self)}
+        return {"format": FORMAT, **dataclasses.asdict(self)}
 
     def save(self, path: str | Path) -> Path:
         """Write the law as JSON (atomically) to `path`, in an existing folder."""
@@ -173,44 +143,36 @@ class Law:
     @classmethod
     def from_json(cls, data: Any, where: str = "law") -> Law:
         """Inverse of `to_json`; UserError naming `where` for anything else."""
-        if not isinstance(data, dict) or data.get("format") not in (FORMAT, *READ_AS):
+        # an older format, or the retired symbol law ("kind": "symbols"), is refused in one line
+        if not isinstance(data, dict) or data.get("format") != FORMAT or "kind" in data:
             raise UserError(
-                f"{where}: not a spamlang law file of format {FORMAT} "
-                f"(or {', '.join(map(str, READ_AS))}, which it reads)"
+                f"{where}: not a spamlang law file of format {FORMAT} (older formats and the "
+                "retired symbol law are no longer read; docs/findings.md keeps their history)"
             )
-        if data["format"] != FORMAT and data.get("kind", Law.KIND) == Law.KIND:
-            data = _upgraded(data)
-        kind = KINDS.get(data.get("kind", Law.KIND))
-        if kind is None:
-            raise UserError(f"{where}: unknown kind of law {data.get('kind')!r}")
-        if cls is Law and kind is not Law:
-            return kind.from_json(data, where)
-        if kind is not cls:
-            raise UserError(f"{where}: a law of kind {kind.KIND!r}, not {cls.KIND!r}")
         names = [f.name for f in dataclasses.fields(cls)]
         absent = sorted(set(names) - set(data))
         if (
             absent
             or not isinstance(data["constants"], dict)
-            or set(data["constants"]) != set(cls.NAMES)
+            or set(data["constants"]) != set(formula.NAMES)
         ):
             raise UserError(
                 f"{where}: not a complete law (missing {', '.join(absent) or 'constants'})"
             )
-        problem = _invalid(data, cls.NAMES)
+        problem = _invalid(data, formula.NAMES)
         if problem:
             raise UserError(f"{where}: not a valid law: {problem}")
         return cls(**{n: data[n] for n in names})
 
     def __str__(self) -> str:
         lines = [
-            self.FORMULA,
+            formula.FORMULA,
             "",
             f"fitted on {self.cells} cells"
             + (f" of {', '.join(self.sources)}" if self.sources else "")
             + f"; RMS error {formula.in_error_unit(self.rms):.3f} in {formula.ERROR_UNIT}",
         ]
-        for name in self.NAMES:
+        for name in formula.NAMES:
             value, error = self.constants[name], self.errors[name]
             lines.append(
                 f"  {name:<7} = {value:+.4g}"
@@ -230,7 +192,7 @@ class Law:
     def _why(self, name: str) -> str:
         """Why the constant `name` is held at 0: its feature did not vary over the fit's cells,
         or (its cells' return times did vary) the law's file predates the constant."""
-        feature = self.FEATURE_OF[name]
+        feature = formula.FEATURE_OF[name]
         ranged = {"log_return": ("R",), "width_share": ("D", "V"), "inverse_width": ("D",)}
         ranged = ranged.get(feature, ())
         if any(self.ranges[r][0] < self.ranges[r][1] for r in ranged):
@@ -263,27 +225,9 @@ class Law:
         return math.exp(near - ref)
 
 
-KINDS[Law.KIND] = Law
-
-
 def _number(value: Any) -> bool:
     """A finite real number (a bool is not one)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _upgraded(data: dict) -> dict:
-    """A cell law's file of an older format (READ_AS) as format FORMAT: the constants it lacks
-    at their value then, with no standard error (not fitted)."""
-    added = READ_AS[data["format"]]
-    constants, errors = data.get("constants"), data.get("errors")
-    if not isinstance(constants, dict) or not isinstance(errors, dict):
-        return data  # from_json says what is missing
-    return {
-        **data,
-        "format": FORMAT,
-        "constants": {**added, **constants},
-        "errors": {**dict.fromkeys(added), **errors},
-    }
 
 
 def _invalid(data: dict, names: tuple[str, ...]) -> str:

@@ -1,21 +1,9 @@
 """Where each run goes in a figure: points, averages over seeds, best LR, the panel grid.
 
 Runs that differ only in `seed` form a *point*, drawn as the mean of its runs with their
-min-max range. A point is placed by its values of the figure's columns (x, y, line colour,
-panel column, panel row: any setting or outcome of results.csv); points landing on one place
-are pooled the same way, and the caption says which settings were pooled.
-
-Without `rows`, a figure gets one row of panels per combination of the settings that still vary
-and that its columns do not determine. "Determine" matters when an axis is an outcome:
-updates_per_symbol follows from the batch, the steps and V, so a sweep over batch_size drawn
-against updates_per_symbol, one line per V, keeps every batch on its line. A setting that varies
-independently (head, language, d_model, ...) still gets rows: experiments are never averaged
-silently.
-
-Runs are grouped by the `ident` of their values (16 is 16.0, True is not 1, None is a value of
-its own), which pandas receives as keys, never as raw values whose dtypes it would infer: it
-pools each group's numbers (`pool`) and chooses its best value
-(`spamlang.rundir.reading.best_over`, as the sweep's summary does).
+min-max range, and placed by its values of the figure's columns (any setting or outcome of
+results.csv). A setting that varies and that the columns do not determine gets its own rows of
+panels (`auto_rows`): experiments are never averaged silently.
 """
 
 from __future__ import annotations
@@ -180,7 +168,7 @@ def best_over(
     others = [k for k in _settings(r for p in points for r in p.runs) if k not in inner]
     groups = group_by(points, others, Point.value)
     rows = [
-        (g, order_key(p.value(column)), finite(r.get(metric)))
+        (g, order_key(p.value(column)), None if r.diverged else finite(r.get(metric)))
         for g, members in enumerate(groups)
         for p in members
         for r in p.runs
@@ -208,7 +196,9 @@ def merge(points: list[Point]) -> Point:
 
 def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
     """Settings that vary among `points`, are not `used` or skipped, and are not determined by
-    the values of the `used` columns (see the module docstring)."""
+    the values of the `used` columns. "Determined" matters when an axis is an outcome:
+    updates_per_symbol follows from the batch, the steps and V, so a sweep over batch_size drawn
+    against it, one line per V, keeps every batch on its line."""
     skip = set(skip) | set(used)
     groups = group_by(points, used, Point.value)
     return [

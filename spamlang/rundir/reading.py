@@ -1,15 +1,9 @@
 """Reading run directories: the one place that parses a run's files (config.json,
-metrics.jsonl, track.jsonl, result.json, diagnostics.json) and a sweep's results.csv, and says
-what a run is.
+metrics.jsonl, track.jsonl, result.json, diagnostics.json) and a sweep's results.csv.
 
-A run directory is a directory holding any of config.json, metrics.jsonl and result.json,
-damaged or not (`is_run`); it has finished when it holds result.json (`is_finished`). Readers
-of live runs meet files being written: config.json and result.json are written atomically
-(whole or absent), metrics.jsonl and track.jsonl grow by whole lines, so only their last line
-may be cut mid-row (`Lines.torn`). Imports no JAX and nothing above the run-directory layer;
-pandas only inside `scan` and `frame`. `best_over` is the one choice of a best value over such
-a table (the best LR of each cell) that the sweep's summary (`spamlang.sweep.best_lr`) and the
-figures (`spamlang.plots.layout`) both make: it sits here, below both.
+A run directory holds any of config.json, metrics.jsonl and result.json (`is_run`), and has
+finished when it holds result.json (`is_finished`); in a live run only the last line of a .jsonl
+may be cut (`Lines.torn`). `best_over` is the one choice of a cell's best LR.
 """
 
 from __future__ import annotations
@@ -444,11 +438,13 @@ def best_over(table, key: str, over: str, value: str, highest: bool = False):
     """The best value of `over` in each group of `table`'s rows that share `key`: the one whose
     rows have the lowest mean `value` (with `highest`, the highest), a tie going to the smaller
     `over`. One row per group, in order of first appearance: `key`, `over`, and that value's
-    mean, min, max and count over the rows. NaN values do not count, and a group with no other
-    value is left out."""
-    stats = table.groupby([key, over], sort=False)[value].agg(["mean", "min", "max", "count"])
+    mean, min, max and count over the rows. A value with a NaN row (a diverged run) never wins:
+    its mean would hide the runs it lost; a group with no other value is left out."""
+    stats = table.groupby([key, over], sort=False)[value].agg(
+        ["mean", "min", "max", "count", "size"]
+    )
     stats = stats.reset_index()
     stats["first"] = stats.groupby(key, sort=False).ngroup()
-    ranked = stats[stats["count"] > 0].sort_values(over, kind="stable")
+    ranked = stats[stats.pop("size") == stats["count"]].sort_values(over, kind="stable")
     ranked = ranked.sort_values(["first", "mean"], ascending=[True, not highest], kind="stable")
     return ranked.drop_duplicates(key).drop(columns="first").reset_index(drop=True)

@@ -81,8 +81,8 @@ def best_lrs(
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[BestLR]:
     """The best LR (lowest seed-mean `metric`; an LR with a diverged run never wins:
-    `reading.best_over`) of every group of rows sharing all settings but lr and seed (with `swept`, also the swept
-    fields of each run id); groups without a finite value are left out."""
+    `reading.best_over`) of every group of rows sharing all settings but lr and seed (with
+    `swept`, also the swept fields of each run id); groups without a finite value are left out."""
     import pandas as pd
 
     groups: dict[tuple, int] = {}  # a group's settings -> its number, in order of appearance
