@@ -1,33 +1,13 @@
-"""How a command reports trouble: one line each, the whole story only in debug mode.
-
-The one entry point of every command: `spamlang VERB` (`spamlang.cli`) and a sweep script run
-as `python sweeps/NAME.py` (`spamlang.cli.sweep_cmd.main`) both parse their flags with a `Parser` and
-run under `guarded` (`run_command`). It sits below every layer that has a command, so that the
-sweep code shares it without importing `spamlang.cli` (nothing imports the CLI).
-
-Outside debug mode:
-- a bad flag is `PROG: error: MESSAGE` (no usage block), exit status 2;
-- a `UserError` (bad input) is `PROG: error: MESSAGE`, exit status 2; so is an OSError (a
-  full disk, a permission), whose message already names the problem;
-- Ctrl-C outside the trainer's own handling is `PROG: interrupted`, status 130;
-- any other exception is `PROG: error: Type: first line (rerun with --debug or
-  SPAMLANG_DEBUG=1 for the trace)`, status 1;
-- a Python warning is `PROG: warning: first line`;
-- the libraries' own log records (orbax logs through absl, with tracebacks; asyncio) are not
-  shown, nor the exceptions that orbax's background threads can only report as "unraisable"
-  (a failed restore leaves TensorStore callbacks firing into a closed event loop, 70 tracebacks
-  for one damaged checkpoint).
-
-Debug mode (`--debug` anywhere a command takes flags, `spamlang --debug VERB ...`, or
-SPAMLANG_DEBUG set to anything but "", 0, false, no, off) changes none of this: exceptions
-propagate with their tracebacks and every library message is shown.
-"""
+"""How a command reports trouble: one line each, `PROG: error: MESSAGE`, and the whole story only
+in debug mode (`--debug` wherever a command takes flags, or SPAMLANG_DEBUG set to anything but
+"", 0, false, no, off). `spamlang VERB` and `python sweeps/NAME.py` both parse with a `Parser`
+and run under `guarded` (`run_command`); this sits below every layer that has a command, so that
+the sweep code shares it without importing `spamlang.cli`."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import functools
 import logging
 import os
@@ -37,11 +17,14 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 
+from spamlang import notation
 from spamlang.errors import UserError, describe, first_line
-from spamlang.notation import INT_TEXT, VOCAB_TEXT, parse_int
+from spamlang.fields import closest
 
 DEBUG_ENV = "SPAMLANG_DEBUG"
 HINT = "rerun with --debug or SPAMLANG_DEBUG=1 for the trace"
+# Libraries whose log records are shown only in debug mode (orbax logs through absl, with
+# tracebacks).
 _LIBRARY_LOGGERS = ("absl", "orbax", "asyncio", "tensorstore")
 
 
@@ -60,10 +43,17 @@ class Parser(argparse.ArgumentParser):
         # Here a dash before a digit (or before ".digit") always starts a value, as in newer
         # Pythons; no spamlang option looks like a number. (No public API sets this.)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
-        # Every integer flag reads counts as configs do: --tokens 2M, --num-seqs 1_000.
-        self.register("type", int, _int_flag)
-        # A vocabulary size counts in binary: --vocab-size 4K is 4,096 (`type="vocab"`).
-        self.register("type", "vocab", _vocab_flag)
+        # Every number flag reads numbers as configs do (`spamlang.notation`): --tokens 2M,
+        # --lr 3e-3; a vocabulary size in binary (`type="vocab"`: --vocab-size 4K is 4,096);
+        # `type="setting"`: NAME=VALUE, --param k=3.
+        binary = functools.partial(notation.parse_int, binary=True)
+        for kind, parse, what, expected in (
+            (int, notation.parse_int, "int value", notation.INT_TEXT),
+            (float, notation.parse_number, "float value", notation.NUMBER_TEXT),
+            ("vocab", binary, "vocabulary size", notation.VOCAB_TEXT),
+            ("setting", notation.parse_setting, "setting", "NAME=VALUE"),
+        ):
+            self.register("type", kind, _flag_type(parse, what, expected))
         self.set_defaults(command_parser=self)
         # No default: absent unless given (`debug_given`), so a subcommand's never overwrites
         # the one given before the verb.
@@ -92,22 +82,18 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
 
-def _int_flag(text: str) -> int:
-    try:
-        return parse_int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid int value: {text!r}; expected {INT_TEXT}"
-        ) from None
+def _flag_type(parse: Callable, what: str, expected: str) -> Callable:
+    """An argparse type: `parse`, its ValueError one line naming the notation."""
 
+    def read(text: str):
+        try:
+            return parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid {what}: {text!r}; expected {expected}"
+            ) from None
 
-def _vocab_flag(text: str) -> int:
-    try:
-        return parse_int(text, binary=True)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid vocabulary size: {text!r}; expected {VOCAB_TEXT}"
-        ) from None
+    return read
 
 
 def _suggestion(command: argparse.ArgumentParser, extras: list[str]) -> str:
@@ -116,10 +102,8 @@ def _suggestion(command: argparse.ArgumentParser, extras: list[str]) -> str:
     # argparse (before 3.14's suggest_on_error) has no public list of a parser's flags.
     flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
     for extra in extras:
-        if extra.startswith("--"):
-            close = difflib.get_close_matches(extra.split("=", 1)[0], flags, n=1)
-            if close:
-                return f" (did you mean {close[0]}?)"
+        if extra.startswith("--") and (close := closest(extra.split("=", 1)[0], flags)):
+            return f" (did you mean {close}?)"
     return ""
 
 
@@ -143,7 +127,9 @@ def debug_enabled() -> bool:
 
 
 def error_line(prog: str, e: BaseException) -> tuple[str, int]:
-    """The one line reporting `e` and the exit status that goes with it."""
+    """The one line reporting `e` and the exit status that goes with it: 130 for Ctrl-C, 2 for
+    bad input (a UserError, or an OSError: a full disk, a permission, whose message names the
+    problem), 1 for anything else, with the hint that --debug shows its trace."""
     if isinstance(e, KeyboardInterrupt):
         return f"{prog}: interrupted", 130
     if isinstance(e, UserError):  # written for people: its first line, however long
@@ -235,6 +221,8 @@ def quiet(prog: str, *, restore: bool = True) -> Iterator[None]:
 
 
 def _unraisable(unraisable) -> None:
+    # What orbax's background threads can only report as "unraisable": a failed restore leaves
+    # TensorStore callbacks firing into a closed event loop, dozens of tracebacks for one damage.
     if debug_enabled():  # SPAMLANG_DEBUG set after the filter went in
         sys.__unraisablehook__(unraisable)
 

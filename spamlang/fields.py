@@ -1,34 +1,13 @@
-"""One checker for the fields of every config: `TrainConfig`, `ModelConfig`, the languages and
-`Sweep` (and the plain arguments that take the same kinds of values).
-
-A field is checked against its type annotation and, where it has one, a limit; a value that
-fails is refused with one `UserError` line of one shape everywhere:
-
-    [<owner>: ]<field> must be <what>, got <value!r>
-
-- <owner> is set where the field name alone does not say whose it is: a language's parameters
-  ("spam: vocab_size ..."), a sweep's axes ("sweep 'paper': lr ..."); not for TrainConfig and
-  ModelConfig fields, named as their flags are.
-- <what> is the kind when the type is wrong ("an integer", "an integer or null", "one of a, b"),
-  "finite" for inf or nan, and the limit when out of range (">= 1", "in [0, 1)").
-
-The rules, the same for every owner:
-- int: an integer that is not a bool (NumPy integers included), stored as a Python int;
-  with `whole_floats` a whole float (16.0) is accepted too (TrainConfig's JSON does). A string
-  is read by `spamlang.notation.parse_int` ("4096", "4K", "1.5M"), so a JSON config, a sweep
-  file and a flag take the same text; in a vocabulary size K and M are binary ("4K" = 4,096).
-- float: a real number that is not a bool, stored as a finite Python float, so an int is fine
-  (`lr=1` and `lr=1.0` are the same config, fingerprint and run id); a string holding a
-  number ("3e-3") is read as that number.
-- bool: True or False, not 0 or 1. str: a string. dict: a mapping with string keys (copied).
-  list: a list or tuple. `X | None`: null or an X. `Literal[...]`: one of its values. `Any`.
-
-Plain Python (no JAX or NumPy import): building a config stays cheap.
-"""
+"""One checker for the fields of every config (`TrainConfig`, `ModelConfig`, the languages,
+`Sweep`) and of the plain arguments that take the same values: a value against its field's type
+annotation and limits, refused in one shape, `[<owner>: ]<field> must be <what>, got <value!r>`
+(the owner where the field alone does not say whose it is: "spam: vocab_size ...", "sweep
+'paper': lr ..."). Plain Python (no JAX or NumPy import): building a config stays cheap."""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import numbers
@@ -87,7 +66,9 @@ def positive_env(var: str, what: str) -> float | None:
 
 # ----- one value of one kind ------------------------------------------------------------------
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
-    """`value` as an int (the rules: the module docstring)."""
+    """`value` as a Python int: an integer that is not a bool (NumPy's too), a whole float with
+    `whole_floats` (TrainConfig's JSON: 16.0), or text as flags read it (`notation.parse_int`:
+    "4096", "4K", "1.5M"; in a vocabulary K and M are binary, "4K" = 4,096)."""
     binary = name in VOCAB_FIELDS  # "32K" symbols are 32,768
     if isinstance(value, str) and not _reads(lambda t: parse_int(t, binary), value):
         refuse(
@@ -99,11 +80,13 @@ def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False
 
 
 def as_float(name: str, value: Any, *, owner: str = "") -> float:
-    """`value` as a finite float (the rules: the module docstring)."""
+    """`value` as a finite Python float: a real number that is not a bool (an int too, so that
+    `lr=1` and `lr=1.0` are one config, fingerprint and run id) or text holding one ("3e-3",
+    `notation.parse_number`); "finite" is the refusal of inf and nan."""
     if not _accepts(value, float, False):
         refuse(name, "a number", value, owner)
     try:
-        number = float(value)
+        number = parse_number(value) if isinstance(value, str) else float(value)
     except OverflowError:  # an int beyond the float range
         number = math.inf
     if not math.isfinite(number):
@@ -196,7 +179,9 @@ def kind_words(tp: Any) -> str:
 
 
 def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
-    """Whether `value` has the kind `tp` names (limits and finiteness come after)."""
+    """Whether `value` has the kind `tp` names (limits and finiteness come after): a bool is True
+    or False, never 0 or 1; a dict has string keys; a list is a list or tuple; `X | None` is
+    null or an X; `Literal[...]` one of its values; `Any` anything."""
     if tp is Any or tp is object:
         return True
     origin = typing.get_origin(tp)
@@ -215,7 +200,7 @@ def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
             or (isinstance(value, str) and _reads(parse_int, value))
         )
     if tp is float:
-        return is_number(value) or (isinstance(value, str) and _reads(float, value))
+        return is_number(value) or (isinstance(value, str) and _reads(parse_number, value))
     if tp is dict or origin is dict:
         return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     if tp in (list, tuple) or origin in (list, tuple):
@@ -272,3 +257,16 @@ def field_types(cls: type) -> dict[str, Any]:
     """{field name: resolved annotation} of a dataclass, in field order (cached per class)."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
+
+
+def tagged(cls: Any, key: str) -> dict[str, Any]:
+    """{field name: its metadata[key]} of the fields of dataclass `cls` that set `key`, in field
+    order: one of the tables derived from `TrainConfig`'s fields (member fields, short names)."""
+    return {f.name: f.metadata[key] for f in dataclasses.fields(cls) if key in f.metadata}
+
+
+def closest(name: str, known: Collection[str], aliases: dict | None = None) -> str | None:
+    """The known name `name` most likely means, for "did you mean": its alias (a name people
+    type for it, --tied for tie_embeddings), else the closest spelling, else None."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return (aliases or {}).get(name) or (close[0] if close else None)

@@ -1,18 +1,12 @@
-"""How counts and learning rates are written, read and printed: once for every place a user types
-or reads one (flags, JSON configs, sweep files, `plot --where`, figures, samples).
-
-K, M and B are decimal (1K = 1,000, 2M = 2,000,000, as in "41M tokens"), except in a vocabulary
-size, which is counted in binary as vocabularies are written (32K = 32,768, 128K = 131,072;
-`VOCAB_FIELDS`); `format_count` prints
-a suffix only where it is exact with at most one decimal (100K, 1.5K, 2M) and the digits
-otherwise (1024, 131072), so that every count a figure shows can be typed back. Learning rates
-print as `format_lr` does (3e-2, 2.5e-4). Checking values is `spamlang.fields`' concern.
-"""
+"""How counts, learning rates and NAME=VALUE settings are written, read and printed: once for
+every place a user types or reads one (flags, JSON configs, sweep files, `plot --where`, figures,
+samples). Every count a figure prints can be typed back: a suffix only where it is exact with
+at most one decimal (100K, 1.5K, 2M), the digits otherwise (1024, 131072)."""
 
 from __future__ import annotations
 
+import json
 import operator
-import re
 from decimal import Decimal
 from typing import Any
 
@@ -21,52 +15,50 @@ from spamlang.errors import UserError
 SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9}  # decimal, as in "41M tokens"
 # A real quantity (FLOP/s, seconds) reads T too: 989T = 989e12 FLOP/s, as datasheets write it.
 NUMBER_SUFFIXES = {**SUFFIXES, "T": 10**12}
-NUMBER_TEXT = "a number such as 989e12 or 989T (K/M/B/T = 1e3/1e6/1e9/1e12)"
-BINARY_SUFFIXES = {"K": 2**10, "M": 2**20}  # a vocabulary: 32K = 32,768, as V is written
+NUMBER_TEXT = "a number such as 3e-3 or 989T (K/M/B/T = 1e3/1e6/1e9/1e12)"
+# A vocabulary size counts in binary, as vocabularies are written: 32K = 32,768, 128K = 131,072.
+BINARY_SUFFIXES = {"K": 2**10, "M": 2**20}
 # Fields that count symbols: their K and M are binary (`parse_int(binary=True)`).
 VOCAB_FIELDS = ("vocab_size",)
 INT_TEXT = "an integer such as 4096 or 4K (K/M/B = 1e3/1e6/1e9)"  # parse_int's text, in words
 VOCAB_TEXT = "an integer such as 4096 or 4K (K/M = 1,024 / 1,048,576: a vocabulary is binary)"
-_INT_RE = re.compile(r"\s*([+-]?[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMbB]?)\s*")
 _MAX_DIGITS = 30  # no count has more; "1e999999" would build a million-digit int
 
 
+def _read(text: Any, units: dict[str, int]) -> Decimal:
+    """The number `text` writes, exactly: Python's float syntax ("3e-3", "1_000", "nan") and
+    an optional suffix of `units`, case-insensitive ("4K", "1.5 m"). ValueError otherwise."""
+    body = text.strip() if isinstance(text, str) else ""
+    unit = units.get(body[-1:].upper(), 1)
+    body = body[:-1] if unit != 1 else body
+    float(body)  # the syntax check: Decimal alone takes "1__0"
+    try:
+        return Decimal(body) * unit
+    except ArithmeticError:  # beyond Decimal's range: "1e999999K"
+        raise ValueError(f"{text!r} is too large") from None
+
+
 def parse_int(text: str, binary: bool = False) -> int:
-    """An integer from text: digits (with "_" between them), optionally a decimal part or an
-    exponent, and a K / M / B suffix; the value must be whole. "4096", "4K" (4,000), "1.5M",
-    "1_048_576", "1e6", "-3". `binary` (a vocabulary size): K and M are 1,024 and 1,048,576
-    ("4K" = 4,096) and B is refused. ValueError otherwise (`INT_TEXT` / `VOCAB_TEXT`)."""
-    units = BINARY_SUFFIXES if binary else SUFFIXES
-    m = _INT_RE.fullmatch(text) if isinstance(text, str) else None
-    if (
-        m is None
-        or "__" in m.group(1)
-        or m.group(1).endswith("_")
-        or (m.group(2) and m.group(2).upper() not in units)
-    ):
+    """A whole number from text (`_read`): "4096", "4K" (4,000), "1.5M", "1_048_576", "1e6",
+    "-3". `binary` (a vocabulary size): K and M are 1,024 and 1,048,576 ("4K" = 4,096) and B
+    is refused. ValueError otherwise (`INT_TEXT` / `VOCAB_TEXT`)."""
+    try:
+        number = _read(text, BINARY_SUFFIXES if binary else SUFFIXES)
+    except ValueError:
+        number = None
+    if number is None or not number.is_finite() or number.adjusted() > _MAX_DIGITS or number % 1:
         raise ValueError(f"expected {VOCAB_TEXT if binary else INT_TEXT}, got {text!r}")
-    number = Decimal(m.group(1).replace("_", "")) * units.get(m.group(2).upper(), 1)
-    if number.adjusted() > _MAX_DIGITS:
-        raise ValueError(f"{text!r} is too large")
-    if number != number.to_integral_value():
-        raise ValueError(f"{text!r} is not a whole number")
     return int(number)
 
 
 def parse_number(text: str) -> float:
-    """A real number from text, optionally with a K / M / B / T suffix (NUMBER_SUFFIXES,
-    decimal): "989T" == 989e12, "1.5K" == 1500.0, "3e-3". ValueError otherwise
-    (`NUMBER_TEXT`); inf and nan are numbers here, for the caller to refuse."""
-    text = text.strip() if isinstance(text, str) else text
-    if not isinstance(text, str) or not text:
-        raise ValueError(f"expected {NUMBER_TEXT}, got {text!r}")
-    scale = NUMBER_SUFFIXES.get(text[-1].upper()) if text[-1].isalpha() else None
-    body = text[:-1].rstrip() if scale else text
+    """A real number from text (`_read`, with NUMBER_SUFFIXES): "989T" == 989e12, "1.5K" ==
+    1500.0, "3e-3". ValueError otherwise (`NUMBER_TEXT`); inf and nan are numbers here, for the
+    caller to refuse."""
     try:
-        value = float(body)
+        return float(_read(text, NUMBER_SUFFIXES))
     except ValueError:
         raise ValueError(f"expected {NUMBER_TEXT}, got {text!r}") from None
-    return value * scale if scale else value
 
 
 def parse_count(value: Any) -> int:
@@ -111,3 +103,19 @@ def format_lr(lr: float) -> str:
     0.00025 -> '2.5e-4', 0.01 -> '1e-2' (3 significant digits)."""
     mantissa, exponent = f"{float(lr):.3e}".split("e")
     return f"{float(mantissa):g}e{int(exponent)}"
+
+
+def parse_setting(text: str, raw: bool = False) -> tuple[str, Any]:
+    """(NAME, VALUE) of "NAME=VALUE" as flags write it (`--param`, `--model`, `--set`): NAME a
+    dotted identifier, VALUE read as JSON where it parses ("3", "true", "[1, 2]"), else kept as
+    text ("200K", "lowrank:8"), or kept as text with `raw`. ValueError without a NAME."""
+    name, sep, value = str(text).partition("=")
+    name = name.strip()
+    if not sep or not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"expected NAME=VALUE, got {text!r}")
+    if not raw:
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    return name, value

@@ -1,21 +1,9 @@
 """Samples from a trained run, and how well they follow the language (the paper's Table 1).
 
-`sample_run(run_dir, ...)` restores the run's latest checkpoint, seeds every sample with a prompt
-(by default token 0, shown as `A`, as in the paper; each sample's own first `prompt_len` tokens
-drawn from the language for a language that needs a longer seed, such as `cycle`, and for
-greedy decoding of several samples, which would otherwise be n copies of one), continues it with
-KV-cached temperature sampling and labels every generated token *correct* when it is one of the
-language's most likely next tokens given the tokens before it (`Language.is_most_likely`).
-
-Per sample, over the generated tokens only (`SampleStats`); `longest_repeat` is there so that a
-sample repeating the wrong symbol (`A` then nine `ξ`: longest run 0) shows what it learned (9).
-Renderers: `render_text` (ANSI colours on a terminal, else a marker line under each sample),
-`render_html` and `spamlang.plots.samples.plot_samples` (the same table as a figure, drawn from
-what `spamlang.cli.sample_cmd.sample_figure` passes it).
-
-A corpus run (real text) has no correct next token: `sample_corpus_run` seeds each sample with
-the start of a val.bin window (or a given prompt) and `render_corpus_text` shows prompt and
-continuation apart, decoded through the corpus's tokenizer.json when it has one.
+`sample_run` continues prompts (by default token 0, shown as `A`) with KV-cached temperature
+sampling and labels each generated token correct when it is one of the language's most likely
+next tokens (`SampleStats`); `render_text` and `render_html` draw them. A corpus run (real text)
+has no correct token: `sample_corpus_run` continues val.bin windows or a given prompt.
 """
 
 from __future__ import annotations
@@ -35,7 +23,7 @@ from spamlang import glyphs
 from spamlang.errors import UserError
 from spamlang.notation import format_count, format_lr
 from spamlang.rundir.reading import read_object
-from spamlang.rundir.schema import CONFIG, TITLE_DEFAULTS
+from spamlang.rundir.schema import ADAM_B2, CONFIG, TITLE_DEFAULTS
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
 # Underlined: incorrect is not told by colour alone.
@@ -415,7 +403,7 @@ def sample_corpus_run(
         "tokenizer": str(corpus.tokenizer_file) if tokenizer is not None else None,
         "temperature": float(temperature),
         "seed": seed,
-        **{k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset", "b2")},
+        **{k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset", ADAM_B2)},
     }
     return TextSamples(np.asarray(tokens_NxL), P, starts, tokenizer, info)
 
@@ -433,7 +421,7 @@ def describe_corpus(samples: TextSamples, ids: bool = False) -> str:
         [
             f"{i['run_dir']}: corpus {i['corpus']} V={format_count(i['vocab_size'])}",
             f"lr {format_lr(i['lr'])}, {'tied' if i['tie_embeddings'] else 'untied'}, "
-            f"head {i['head']}, b2 {i['b2']:g}",
+            f"head {i['head']}, b2 {i[ADAM_B2]:g}",
             f"{n} samples of {length} tokens, {samples.prompt_len}-token prompt ({drawn}), "
             + ("greedy" if t == 0 else f"temperature {t:g}")
             + f", seed {i['seed']}",

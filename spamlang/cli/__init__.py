@@ -1,10 +1,8 @@
-"""`spamlang <verb>`: a thin dispatcher. Each verb lives in its own module under spamlang/cli/.
-
-Every verb module defines `register(subparsers)`, which adds its parser and sets
-`func=handler`; a handler takes the parsed namespace and returns an exit status. Handlers
-import the heavy modules (JAX, matplotlib) lazily so that `--help` stays instant. How errors,
-warnings and --debug are reported: `spamlang.error_policy`.
-"""
+"""`spamlang <verb>`: a thin dispatcher. Each verb lives in its own module under spamlang/cli/,
+which defines `register(subparsers)`: it adds its parser and sets `func=handler`, a function of
+the parsed namespace that returns an exit status and imports the heavy modules (JAX,
+matplotlib) lazily, so that `--help` stays instant. Errors, warnings and --debug:
+`spamlang.error_policy`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""`spamlang diagnose-lm MODEL_DIR --tokens FILE --out DIR`: the bottleneck of a Hugging Face LM.
-
-The work is `spamlang.diagnose_lm.diagnose_lm`; this module is the command line around it.
-
-What it costs in time and memory, by model size: benchmarks/README.md
-(`python benchmarks/bench_diagnose_lm.py`).
-"""
+"""`spamlang diagnose-lm MODEL_DIR --tokens FILE --out DIR`: the bottleneck of a Hugging Face LM;
+the command line around `spamlang.diagnose_lm.diagnose_lm`. What it costs in time and memory, by
+model size: benchmarks/README.md (`python benchmarks/bench_diagnose_lm.py`)."""
 
 from __future__ import annotations
 

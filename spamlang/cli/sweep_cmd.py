@@ -1,16 +1,8 @@
-"""`spamlang sweep FILE`, and the same command line for every sweep script.
-
-A script in sweeps/ defines `SWEEP = Sweep(...)` and ends with
-`raise SystemExit(main(SWEEP))` (`from spamlang.cli.sweep_cmd import main`); `spamlang sweep
-FILE` loads the same file (or a JSON description: `spamlang.sweep.load_sweep_file`) and takes the
-same flags. A script may set a module-level `PLOTS = True` to make `--plots` its default
-(`spamlang sweep` honours it too; `--no-plots` turns it off), and SAMPLES, the cells whose sample
-tables --plots draws. Two flags run a variant of the sweep in a directory of its own: `--set`
-and `--seq-len` (`spamlang.sweep.files`). The whole sweep is loaded and validated first: any
-problem is one line on stderr and status 2, before any run. This module is the one of the
-sweep's command line that draws figures and reads the law (the dry run's forecast), so that
-`spamlang.sweep` imports neither.
-"""
+"""`spamlang sweep FILE`, and the same command line for every sweep script: a script in sweeps/
+defines `SWEEP = Sweep(...)` and ends with `raise SystemExit(main(SWEEP))`; `spamlang sweep FILE`
+loads the same file (or a JSON description: `spamlang.sweep.load_sweep_file`) and takes the same
+flags. This module draws the sweep's figures and reads the law (the dry run's forecast), so that
+`spamlang.sweep` imports neither."""
 
 from __future__ import annotations
 
@@ -20,6 +12,7 @@ from pathlib import Path
 
 from spamlang.error_policy import Parser, guard_script_import, run_command
 from spamlang.errors import describe
+from spamlang.notation import parse_int
 from spamlang.rundir import Folder, claim_folder
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
@@ -43,7 +36,7 @@ def _at_least(low: int):
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = parse_int(text)  # --max-points 200K
         except ValueError:
             value = low - 1
         if value < low:
@@ -327,7 +320,10 @@ def main(
     sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False, samples: tuple = ()
 ) -> int:
     """Entry point of a sweep script: parse the flags, run, return an exit status, as
-    `spamlang sweep FILE` does (the same flags and error policy: `spamlang.error_policy`)."""
+    `spamlang sweep FILE` does (the same flags and error policy: `spamlang.error_policy`). A
+    script's `PLOTS = True` makes `--plots` the default (`--no-plots` turns it off); SAMPLES
+    are the cells whose sample tables --plots draws. The whole sweep is loaded and validated
+    first: any problem is one line on stderr and status 2, before any run."""
     prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
     parser = Parser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
     add_arguments(parser, plots=plots)

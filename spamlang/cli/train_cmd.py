@@ -1,15 +1,8 @@
-"""`spamlang train`: one training run into a run directory, with flags derived from TrainConfig.
-
-Every TrainConfig field is a flag (`vocab_size` -> `--vocab-size`, booleans as
-`--tie-embeddings/--no-tie-embeddings`) with its `metadata["help"]` and default;
-`language_params` and `model` are `--param K=V` and `--model K=V` (V read as JSON
-when it can be, else kept as a string). `--config FILE.json` gives the starting values, which
-explicit flags override. Rerunning the same command resumes or, if the run finished, prints its
-result after a line on stderr that says so.
-
-Exit status: 0 done, 2 bad input, 1 an unexpected error, 130 / 143 stopped by SIGINT / SIGTERM
-after saving a checkpoint (rerun to resume).
-"""
+"""`spamlang train`: one training run into a run directory, its flags derived from TrainConfig's
+fields (`vocab_size` -> `--vocab-size`, with the field's help and default; `language_params` and
+`model` as repeatable `--param K=V` and `--model K=V`). `--config FILE.json` gives the starting
+values, which flags override; rerunning the same command resumes. Exit status: 0 done, 2 bad
+input, 1 an unexpected error, 130 / 143 stopped by SIGINT / SIGTERM after a checkpoint."""
 
 from __future__ import annotations
 
@@ -21,17 +14,16 @@ import sys
 from pathlib import Path
 
 from spamlang.errors import UserError
+from spamlang.fields import tagged
 from spamlang.notation import VOCAB_FIELDS
 from spamlang.tracking.common import KINDS as TRACKERS
-from spamlang.train.config import FIELD_ALIASES
+from spamlang.train.config import FIELD_ALIASES, OPTIMIZER_FIELDS, TrainConfig
 
 # Fields shown as one repeatable K=V flag each, instead of a flag named after the field.
 _DICT_FLAGS = {"language_params": "--param", "model": "--model"}
 
 
 def register(subparsers) -> None:
-    from spamlang.train.config import OPTIMIZER_FIELDS, TrainConfig
-
     parser = subparsers.add_parser(
         "train",
         help="train one model into a run directory (resumes; skips if finished)",
@@ -82,20 +74,18 @@ def register(subparsers) -> None:
 
 def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-    flags = ("--" + f.name.replace("_", "-"),)
-    if f.name in RENAMED:  # the optimizer's own name first; the bare one stays where unambiguous
-        flags = (RENAMED[f.name],) + (() if f.name == "eps" else flags)
+    flags = f.metadata.get("flags") or ("--" + f.name.replace("_", "-"),)
     shown = f" (default: {_default_text(f.name, default)})"
     if f.name in _DICT_FLAGS:
         flags, shown = (_DICT_FLAGS[f.name],), ""
-        kind = dict(action="append", type=_key_value, metavar="K=V")
+        kind = dict(action="append", type="setting", metavar="K=V")
     elif f.name in ("tokens", "steps"):  # read by TrainConfig; the help says what none means
         kind, shown = dict(type=str, metavar="N"), ""
         help_text += "; e.g. 100K or 2M" if f.name == "tokens" else "; e.g. 2500 or 10K"
     elif isinstance(default, bool):
         kind = dict(action=argparse.BooleanOptionalAction)
     elif default is None:  # an optional string (init_from); its help says what none means
-        kind, shown = dict(type=str, metavar=f.metadata.get("metavar", "STR")), ""
+        kind, shown = dict(type=str, metavar=f.metadata["metavar"] or "STR"), ""
     elif f.name in VOCAB_FIELDS:  # K = 1,024 here (`spamlang.notation`)
         kind, help_text = dict(type="vocab", metavar="V"), f"{help_text}; 32K = 32,768"
     else:
@@ -106,9 +96,8 @@ def _add_field_flag(group, f: dataclasses.Field, help_text: str) -> None:
     )
 
 
-# Optimizer fields under names that say whose they are. `--eps` alone is not accepted: it would
-# read as a language's eps (noisy-spam's noise level, `--param eps=`) as easily as Adam's.
-RENAMED = {"b1": "--adam-b1", "b2": "--adam-b2", "eps": "--adam-eps"}
+# Fields whose flag is not --<name> (Adam's b1, b2, eps): their first flag.
+RENAMED = {name: flags[0] for name, flags in tagged(TrainConfig, "flags").items()}
 
 
 def _unknown_hint(extras: list[str]) -> str | None:
@@ -201,22 +190,8 @@ class _NamesHelpFormatter(argparse.HelpFormatter):
         return f"{text}; one of: {names}" if names else text
 
 
-def _key_value(text: str) -> tuple[str, object]:
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = raw  # a bare string such as --param kind=geometric
-    return key, value
-
-
 def config_from_args(args):
     """The TrainConfig of parsed `spamlang train` arguments (--config file, then flags)."""
-    from spamlang.train.config import TrainConfig
-
     values = _read_config_file(args.config) if args.config else {}
     budget = ("tokens", "steps")
     if any(hasattr(args, name) for name in budget):  # a budget flag replaces the file's budget

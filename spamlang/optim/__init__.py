@@ -1,5 +1,5 @@
 """The optimizer: clip -> a direction -> the head's own scale -> decoupled weight decay -> -lr,
-times a relative schedule; the per-member numbers (`HYPERPARAMS`) held as arrays in its state
+times a relative schedule; the per-member numbers (`member_values`) held as arrays in its state
 by `optax.inject_hyperparams`, so that K members of a vmapped group differ in them."""
 
 from __future__ import annotations
@@ -8,17 +8,24 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from spamlang.fields import tagged
 from spamlang.optim import head, lazy
 
-# Per-member hyperparameters (state arrays): the config field of each, by optax's name. A sweep
-# over b2 costs what a sweep over the LR does. The head controls are constants of the program:
-# held as arrays, even at their defaults, they changed XLA's rounding of every run (measured).
-HYPERPARAMS = {"learning_rate": "lr", "b1": "b1", "b2": "b2", "eps": "eps", "momentum": "momentum"}
+# optax's name of a per-member number where it is not the config field's (its state's key).
+_OPTAX_NAMES = {"lr": "learning_rate"}
 
 
 def member_values(config) -> dict:
-    """{config field: the number a member's state holds}."""
-    return {field: getattr(config, field) for field in HYPERPARAMS.values()}
+    """{config field: the number a member's state holds}: the config's fields tagged
+    member="optim", held as arrays, so that a sweep over b2 costs what one over the LR does.
+    The head controls are constants of the program: held as arrays, even at their defaults,
+    they changed XLA's rounding of every run."""
+    members = tagged(config, "member")
+    return {name: getattr(config, name) for name, kind in members.items() if kind == "optim"}
+
+
+def _by_optax_name(values: dict) -> dict:
+    return {_OPTAX_NAMES.get(field, field): value for field, value in values.items()}
 
 
 def relative_schedule(
@@ -177,9 +184,8 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
         head_lr_scale=config.head_lr_scale,
         head_weight_decay=config.head_weight_decay,
     )
-    values = member_values(config)
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
-        **{name: values[field] for name, field in HYPERPARAMS.items()}, **static
+        **_by_optax_name(member_values(config)), **static
     )
     parts = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip > 0 else []
     return optax.chain(*parts, inner, optax.scale_by_schedule(schedule)), schedule
@@ -193,9 +199,9 @@ def peak_lr(opt_state) -> jax.Array:
 def with_hyperparams(opt_state, values: dict):
     """`opt_state` with its hyperparameters replaced by a member's own: `values` maps config
     field names (`member_values`) to numbers or float32 arrays."""
+    values = _by_optax_name(values)
     return optax.tree_utils.tree_set(
-        opt_state,
-        **{name: jnp.asarray(values[field], jnp.float32) for name, field in HYPERPARAMS.items()},
+        opt_state, **{name: jnp.asarray(value, jnp.float32) for name, value in values.items()}
     )
 
 

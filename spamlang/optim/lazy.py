@@ -1,20 +1,7 @@
-"""Lazy Adam: rows of the per-symbol tables move only in steps where their symbol occurs.
-
-Dense Adam updates every row of the embedding and of the head at every step. In SpamLang a
-symbol occurs in a step with probability about B / V; in the other steps its head row still
-gets the softmax's small push-down gradient, which Adam's second moment -- forgetting the
-large pull-up gradients in about 1 / (1 - b2) steps -- scales back up to full-size updates.
-Lazy Adam (as TensorFlow's LazyAdam and sparse-embedding trainers do) leaves an absent row
-alone: its first and second moments, its step count and its parameters are kept as they were.
-
-The per-row step count makes each row an Adam run on its own appearances: the bias
-correction of a row that has occurred n times is 1 - b^n, whatever the global step. (LazyAdam
-implementations that correct with the global step would shrink a rare row's first updates.)
-Leaves that are not row tables get ordinary (dense) Adam.
-
-Which ids occur comes in as `present_V` (bool[V]), an extra argument of `update`
-(`optax.GradientTransformationExtraArgs`), computed from the step's batch.
-"""
+"""Lazy Adam: rows of the per-symbol tables (embedding, head) move only in steps where their
+symbol occurs, as TensorFlow's LazyAdam and sparse-embedding trainers do; other leaves get dense
+Adam. Which ids occur comes in as `present_V` (bool[V]), an extra argument of `update`
+(`optax.GradientTransformationExtraArgs`), computed from the step's batch."""
 
 from __future__ import annotations
 
@@ -27,7 +14,11 @@ import optax
 
 
 class LazyAdamState(NamedTuple):
-    count: optax.Updates  # per leaf: int32[V] appearances for row tables, int32[] steps otherwise
+    # Per leaf: int32[V] appearances for row tables, int32[] steps otherwise. A row's own count
+    # makes it an Adam run on its own appearances: bias correction 1 - b^n after n of them,
+    # whatever the global step (correcting with the global step would shrink a rare row's
+    # first updates).
+    count: optax.Updates
     mu: optax.Updates  # first moments, like the params
     nu: optax.Updates  # second moments, like the params
 
@@ -45,7 +36,10 @@ def scale_by_lazy_adam(
     is_rows: Callable, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
 ) -> optax.GradientTransformationExtraArgs:
     """Adam's m_hat / (sqrt(v_hat) + eps), lazy on the leaves where `is_rows(params)` is True:
-    a row s of such a table counts, updates its moments and moves only where present_V[s]."""
+    a row s of such a table counts, updates its moments and moves only where present_V[s].
+    Dense Adam moves an absent symbol's head row too: its small push-down gradient, scaled back
+    up to a full-size step by a second moment that forgets the pull-ups in ~1 / (1 - b2) steps;
+    lazy Adam keeps an absent row's moments, count and parameters as they were."""
 
     def init_fn(params):
         rows = is_rows(params)

@@ -21,7 +21,7 @@ from spamlang.notation import format_count
 from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, note, writer
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.rundir.reading import check_dir, read_run
-from spamlang.rundir.schema import RESULT
+from spamlang.rundir.schema import ADAM_B2, RESULT
 
 MIN_TARGETS = 20  # fewer validation targets make a cell's mean loss noise
 # The log axis has no 0: the age-0 cell (a target in the very last step) sits one bucket left
@@ -131,8 +131,8 @@ def describe(run: BucketRun) -> str:
     c = run.config
     optimizer = c.get("optimizer", "adamw")
     parts = [str(optimizer)]
-    if "adam" in str(optimizer) and isinstance(c.get("b2"), (int, float)):
-        parts[0] += f" b2={c['b2']:g}"
+    if "adam" in str(optimizer) and isinstance(c.get(ADAM_B2), (int, float)):
+        parts[0] += f" b2={c[ADAM_B2]:g}"
     if c.get("head_amsgrad"):
         parts.append("head_amsgrad")
     loss = run.result.get("final_eval_loss")

@@ -1,19 +1,9 @@
 """Per-symbol figures: what each symbol's loss says about how training reached it.
 
-`plot symbols` (sample complexity): each finished SpamLang-family run bins every symbol's final
-loss by its exposure (`symbol_curve` in result.json, `spamlang.coverage.symbols`); the figure
-draws the bins' median loss against exposure, one colour per V, one line per seed, with each V's
-"learned" threshold 0.1 log V dashed and each run's `updates_to_learn` as a diamond (hollow: an
-upper bound). Under pure coverage the curves of every V fall together; under the head's
-bottleneck the larger V needs more updates.
-
-`plot recency` (does a symbol's loss jump once Adam forgot it?): from each run's `symbols.npz`,
-every symbol's final loss on `s s` (log y) against the steps since its last appearance, coloured
-by its appearances, with Adam's memory min(1/(1 - b2), steps) as a vertical line and chance,
-log V, dashed; symbols never shown sit apart, at x = steps, as crosses. One panel per cell: its
-seed 0.
-
-Both take each cell's best LR: the lowest seed-mean final eval loss (`best_over`).
+`plot symbols`: each run's symbols' final loss binned by exposure, one colour per V, with each
+run's `updates_to_learn` (`spamlang.coverage.symbols`). `plot recency`: every symbol's final
+loss against the steps since its last appearance, with Adam's memory min(1/(1 - b2), steps)
+marked. Both take each cell's best LR (`best_over`).
 """
 
 from __future__ import annotations
@@ -35,12 +25,12 @@ from spamlang.plots.sweep import color_limits
 from spamlang.rundir import read_symbols
 from spamlang.rundir.reading import read_object
 from spamlang.rundir.runs import Run, finished_runs, select, varying_settings
-from spamlang.rundir.schema import RESULT, SYMBOLS
+from spamlang.rundir.schema import ADAM_B2, RESULT, SYMBOLS
 
 COLOR = "vocab_size"  # plot symbols: one colour per V
 METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
 # What tells the panels of plot recency apart, always named in each title.
-TITLED = ("vocab_size", "batch_size", "b2", "sampling", "tie_embeddings", "lr")
+TITLED = ("vocab_size", "batch_size", ADAM_B2, "sampling", "tie_embeddings", "lr")
 
 
 def _best_lr(runs: list[Run]) -> list[Point]:
@@ -231,7 +221,7 @@ def _title(run: Run, faceted: list[str]) -> str:
     parts = [] if optimizer in (None, "adamw") else [str(optimizer)]
     no_b2 = optimizer is not None and run.get("adam_memory_steps") is None  # sgd, adafactor
     for k in names:
-        if (v := run.get(k)) is None or (k == "b2" and no_b2):
+        if (v := run.get(k)) is None or (k == ADAM_B2 and no_b2):
             continue
         if k == "sampling":
             parts.append(str(v))

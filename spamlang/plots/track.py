@@ -1,14 +1,9 @@
 """The mechanism diagnostic (`spamlang plot track`): how each step moved tracked symbols' rows.
 
-A run trained with `track_symbols = k > 0` writes track.jsonl, one row per step (see
-`spamlang.coverage.tracking`): for each tracked id, how many of the batch's sequences showed it
-("seen") and the component of the step's applied update to its embedding ("embed") and, when
-untied, head ("head") row along the row itself, <p' - p, p>/|p|. In SpamLang a row is pulled up
-when its symbol appears and pushed down between appearances (the softmax on absent symbols,
-weight decay), a push that Adam's second moment can rescale to full size once it has forgotten
-the last pull. One panel per tracked id shows which side wins: the cumulative sum (a line),
-every step's component (bars on the right axis, dark where the symbol appeared), triangles at
-the appearances, and the sums of both sides, taken from `summarise` below.
+From a run's track.jsonl (`spamlang.coverage.tracking`), one panel per tracked id: the
+cumulative sum of each step's update along the row (a line), every step's component (bars,
+dark where the symbol appeared) and the sums with and without the symbol (`summarise`), which
+say whether the pull-up at its appearances or the push-down between them wins.
 """
 
 from __future__ import annotations
@@ -26,7 +21,7 @@ from spamlang.fields import finite
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note, writer
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.rundir.reading import check_dir, read_lines, read_object
-from spamlang.rundir.schema import CONFIG, TRACK
+from spamlang.rundir.schema import ADAM_B2, CONFIG, TRACK
 
 TABLES = ("embed", "head")
 MAX_IDS = 6  # panels per run; more would be too narrow to read
@@ -120,7 +115,7 @@ def describe_run(track: Track) -> str:
     c = track.config
     optimizer = c.get("optimizer", "adamw")
     text = f"{track.name}: {optimizer}"
-    b2 = c.get("b2")
+    b2 = c.get(ADAM_B2)
     if isinstance(b2, (int, float)):
         text += f" b2={b2:g}"
         if "adam" in optimizer and b2 < 1:

@@ -1,33 +1,19 @@
-"""What a run directory and a sweep directory hold: file names and result columns.
+"""What a run directory and a sweep directory hold: file names and result columns, the one
+definition of the on-disk contract that training writes and the sweep, the results loader and
+the plots read. It imports nothing, so that it sits below every other layer (`plots` reads runs
+from disk without importing `train`)."""
 
-The one definition of the on-disk contract that training writes and the sweep, the results
-loader and the plots read. It sits below every other layer (it imports nothing), because
-`plots` reads runs from disk without importing `train`.
-
-A run directory:
-  config.json      the TrainConfig, written first; a rerun must match it field by field
-  metrics.jsonl    one JSON row per log step (kind train / eval / diag)
-  track.jsonl      per-step updates of tracked symbols' rows (track_symbols > 0)
-  checkpoints/     orbax checkpoints, one folder per step
-  result.json      written last; its presence marks the run finished
-  diagnostics.json what `spamlang diagnose` measured on the final model
-  symbols.npz      position-invariant languages: every symbol's final loss, probability,
-                   appearances, first and last appearance and gaps (SYMBOL_ARRAYS)
-  symbol_evals.jsonl  the same languages: one row per evaluation with every symbol's loss and
-                   history so far (`spamlang.coverage.history`), cut back on resume
-  .lock            held by the process training the run
-A sweep directory: sweep.json (the sweep's definition), results.csv (one row per finished
-run, SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS), symbols.csv.gz (the runs' binned
-symbol histories) and one run directory per run.
-"""
-
-CONFIG = "config.json"
-METRICS = "metrics.jsonl"
-TRACK = "track.jsonl"
-CHECKPOINTS = "checkpoints"
-RESULT = "result.json"
-DIAGNOSTICS = "diagnostics.json"
-RUN_LOCK = ".lock"
+# A run directory:
+CONFIG = "config.json"  # the TrainConfig, written first; a rerun must match it field by field
+METRICS = "metrics.jsonl"  # one JSON row per log step (kind train / eval / diag)
+TRACK = "track.jsonl"  # per-step updates of tracked symbols' rows (track_symbols > 0)
+CHECKPOINTS = "checkpoints"  # orbax checkpoints, one folder per step
+RESULT = "result.json"  # written last; its presence marks the run finished
+DIAGNOSTICS = "diagnostics.json"  # what `spamlang diagnose` measured on the final model
+RUN_LOCK = ".lock"  # held by the process training the run
+# Position-invariant languages: every symbol's final loss, probability, appearances, first and
+# last appearance and gaps (SYMBOL_ARRAYS); one row per evaluation with every symbol's loss and
+# history so far (`spamlang.coverage.history`), cut back on resume.
 SYMBOLS = "symbols.npz"
 SYMBOL_EVALS = "symbol_evals.jsonl"
 # symbols.npz's arrays, each of length V: the final loss of the sequence `s s` (float32), the
@@ -48,7 +34,9 @@ SYMBOL_ARRAYS = (
 )
 SYMBOL_HISTORY_ARRAYS = SYMBOL_ARRAYS[4:]  # absent from symbols.npz of older versions
 
-SWEEP_FILE = "sweep.json"
+# A sweep directory: one run directory per run, and
+SWEEP_FILE = "sweep.json"  # the sweep's definition
+# one row per finished run: SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS
 RESULTS_FILE = "results.csv"
 # gzipped (pandas reads it as it is): the bins repeat each run id, which gzip takes ~7x down,
 # so a sweep of a few hundred runs stays small enough to commit.
@@ -69,6 +57,8 @@ TITLE_DEFAULTS = {
     "sampling": "iid",
 }
 
+# Adam's second-moment decay, which titles name beside the optimizer (its key in config.json).
+ADAM_B2 = "b2"
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
 SETTING_COLUMNS = (
     "run_id",

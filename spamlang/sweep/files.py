@@ -1,22 +1,18 @@
-"""A sweep from a file, and the command line's variants of one.
-
-`load_sweep_file` reads a sweeps/*.py script (defining SWEEP, optionally PLOTS and SAMPLES) or a
-JSON description; `with_overrides` (`--set`) and `at_seq_len` (`--seq-len`) make a variant of a
-sweep that runs in a directory of its own. The command line itself (flags, figures, the sweep
-scripts' entry point) is `spamlang.cli.sweep_cmd`.
-"""
+"""A sweep from a file, and the command line's variants of one: `load_sweep_file` reads a
+sweeps/*.py script (defining SWEEP, optionally PLOTS and SAMPLES) or a JSON description;
+`with_overrides` (`--set`) and `at_seq_len` (`--seq-len`) make a variant of a sweep that runs in
+a directory of its own. The command line itself is `spamlang.cli.sweep_cmd`."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import json
 import os
 import typing
 from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError, describe, first_line
+from spamlang.notation import parse_setting
 from spamlang.rundir.reading import read_named_json
 from spamlang.sweep.spec import Sweep, axis_type, build_point, check_value, fields_of, id_part
 
@@ -25,19 +21,21 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
     """`sweep` with each "FIELD=VALUE" of `texts` (`--set`) set in its base; `sweep` itself when
     there are none. UserError naming the --set for anything bad.
 
-    VALUE is read as `spamlang train --param` reads one: JSON where it parses, else the text
-    ("200K", "lowrank:8"); a string field keeps the text as typed. A sweep directory holds one
-    base config (`spamlang.sweep.sweep_file`), hence the variant's own name (--set help).
+    VALUE is read as `spamlang train --param` reads one (`notation.parse_setting`); a string
+    field keeps the text as typed. A sweep directory holds one base config
+    (`spamlang.sweep.sweep_file`), hence the variant's own name (--set help).
     """
     if not texts:
         return sweep
     on_axes = {name for axis in sweep.axes for name in fields_of(axis)}
     changes: dict[str, Any] = {}
     for text in texts:
-        name, sep, raw = str(text).partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UserError(f"--set must look like FIELD=VALUE (e.g. tokens=200K), got {text!r}")
+        try:
+            name, raw = parse_setting(text, raw=True)
+        except ValueError:
+            raise UserError(
+                f"--set must look like FIELD=VALUE (e.g. tokens=200K), got {text!r}"
+            ) from None
         if name in changes:
             raise UserError(f"--set {name} is given twice")
         try:
@@ -52,8 +50,7 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
                 "to the base"
             )
         if not (tp is str or str in typing.get_args(tp)):
-            with contextlib.suppress(ValueError):  # else a count such as 200K, checked below
-                raw = json.loads(raw)
+            raw = parse_setting(text)[1]  # a count such as 200K stays text, checked below
         try:
             changes[name] = check_value(sweep.base, name, raw)
         except ValueError as e:

@@ -1,30 +1,14 @@
 """A sweep as data: a base config, named axes, their cartesian product and stable run ids.
 
-Axis names are the base config's field names (`vocab_size`, `lr`, `tie_embeddings`, `head`,
-`seed`, `language`, ...) plus two dotted forms that reach inside the dict fields:
-- `model.<field>` sets `model[<field>]` (any `ModelConfig` field, e.g. `model.d_model`);
-- `param.<name>` sets `language_params[<name>]` (a parameter of the language, e.g. `param.k`).
-A linked axis sets several fields together: its name joins field names with commas and each
-value lists one value per field, e.g. `"vocab_size,seq_len": [[256, 64], [4096, 4]]`, for
-grids whose points are not a full product (the coverage sweep cuts a fixed token budget into
-sequences of a length that depends on V). Its run-id pieces are those of its fields.
-Every value is type-checked against its field by `spamlang.fields`, with the fields' own rules
-and messages (an int is accepted for a float field and stored as a float, so `lr=[1]` and
-`lr=[1.0]` are the same point with the same id), and every point is built and validated when
-the `Sweep` is constructed, so a bad sweep fails before any run starts. A grid of more than
-MAX_POINTS points is refused by `check_size` (the CLI's `--max-points` raises the limit)
-before it is expanded: its size comes from the axes alone.
-
-Points that differ only in MEMBER_FIELDS form a group, trainable as one vmapped program
-(`groups`); shard i of n takes whole groups, round-robin (`shard_groups`), so shards need no
-coordination.
-"""
+An axis is a field of the base config, `model.<field>` (a ModelConfig field) or `param.<name>`
+(a language parameter), or a linked axis (`"vocab_size,seq_len": [[256, 64], [4096, 4]]`) that
+sets several fields together. Points that differ only in MEMBER_FIELDS form a group, trainable
+as one vmapped program (`groups`); shard i of n takes whole groups, round-robin (`shard_groups`)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import itertools
 import json
 import math
@@ -37,7 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from spamlang.errors import UserError, first_line
-from spamlang.fields import as_int, conform, field_types, in_range, is_int
+from spamlang.fields import as_int, closest, conform, field_types, in_range, is_int, tagged
 from spamlang.model.config import ModelConfig
 from spamlang.notation import format_count, parse_count
 from spamlang.rundir.reading import fields_of  # sweep.json's axes are read below the sweep
@@ -45,18 +29,10 @@ from spamlang.tracking.common import KINDS as TRACKERS
 from spamlang.train.config import FIELD_ALIASES, MEMBER_FIELDS, TrainConfig
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
-# Abbreviations used in run ids; a field not listed here appears under its own name.
+# Run-id pieces: the base config's fields' own (`short`, `decimal`: `spamlang.train.config`),
+# and the model fields'; another `model.*` axis appears under its field's name.
 _SHORT = {
-    "vocab_size": "V",
-    "seq_len": "L",
-    "batch_size": "B",
-    "tokens": "tok",
-    "weight_decay": "wd",
-    "warmup_frac": "warmup",
-    "decay_frac": "decay",
-    "final_lr_ratio": "final",
-    "grad_clip": "clip",
-    "loss_chunk": "chunk",
+    **tagged(TrainConfig, "short"),
     "model.d_model": "D",
     "model.n_layers": "layers",
     "model.n_heads": "heads",
@@ -64,12 +40,7 @@ _SHORT = {
     "model.d_ff": "ff",
     "model.init_std": "init",
 }
-# Fields whose values are already readable names: the id shows the value alone.
-_VALUE_ONLY = frozenset({"preset", "language", "schedule", "dtype", "optimizer"})
-# Decay rates near 1 read best as decimals (b2_0.9999, not b29.999e-1).
-_DECIMAL = frozenset({"b1", "b2", "head_b2", "momentum"})
-# Booleans with a word for each side.
-_BOOL_WORDS = {"tie_embeddings": ("tied", "untied"), "residual": ("residual", "noresidual")}
+_DECIMAL = tagged(TrainConfig, "decimal")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # The most points a sweep runs unless told otherwise (`--max-points`, `check_size`): a grid
 # beyond it is far more likely a slip (1,000 LRs x 1,000 seeds) than a plan. A Sweep this
@@ -116,21 +87,17 @@ def _value_text(value: Any) -> str:
 def id_part(axis: str, value: Any) -> str:
     """One axis' piece of a run id: `V4096`, `lr5e-4`, `tied`, `head-lowrank8`, `spam`, `seed1`,
     `init-SmolLM2-135M` (init_from's last path part), `scratch` (init_from none)."""
-    if axis in _BOOL_WORDS and isinstance(value, bool):
-        return _BOOL_WORDS[axis][0 if value else 1]
-    if axis == "head":
-        return "head-" + _value_text(value)
+    short = _SHORT.get(axis, axis.split(".", 1)[-1])
+    if isinstance(short, tuple) and isinstance(value, bool):  # a word for each side
+        return short[0 if value else 1]
     if axis == "init_from":  # a checkpoint directory: its own name; none is a random init
         return "init-" + _sanitise(Path(value).name) if value else "scratch"
     if axis == "corpus":  # a corpus folder: its own name; none is the language
         return "corpus-" + _sanitise(Path(value).name) if value else "language"
     if value is None:  # an optional field left unset (head_b2: the run's b2) adds nothing
         return ""
-    if axis in _VALUE_ONLY:
-        return _value_text(value)
     if axis in _DECIMAL and isinstance(value, float):
         return f"{axis}_{value!r}"
-    short = _SHORT.get(axis, axis.split(".", 1)[1] if "." in axis else axis)
     if axis == "tokens" and isinstance(value, int):
         return short + format_count(value, decimals=0)  # 41M, not 41000000: exact multiples only
     if isinstance(value, bool):
@@ -171,7 +138,7 @@ def axis_type(base: Any, axis: str) -> Any:
 def _did_you_mean(axis: str, known: list[str]) -> str:
     """' (did you mean ...?)' for an axis spelled otherwise or close to a known one; a width
     names the width family of presets, the one way to sweep it."""
-    close = FIELD_ALIASES.get(axis) or next(iter(difflib.get_close_matches(axis, known, 1)), None)
+    close = closest(axis, known, FIELD_ALIASES)
     if close == "preset":
         return " (did you mean the width family of presets, e.g. preset: ['tiny-w32', 'tiny-w64']?)"
     return f" (did you mean {close!r}?)" if close else ""

@@ -1,18 +1,8 @@
-"""A sweep directory's sweep.json: what a sweep may do to a directory that already has one.
-
-The same base config, and the same axes, which may only grow:
-- an axis may gain values (new points; old runs keep their ids);
-- an axis may be added, anywhere among the old ones, when it lists the value the existing
-  runs have, the base's: `"seed": [0, 1]` on a sweep whose base has seed 0.
-  The old points are then the new axis' points at that value, and their runs are finished
-  already; so that their ids stay, the axis is recorded in sweep.json's `grown` (axis -> that
-  value) and a point at that value leaves it out of its id (`Sweep.grown`): the old runs are
-  `V16-lr1e-3`, the new ones `V16-lr1e-3-seed1`. Renaming the old run directories instead
-  would break whatever else points at them (a plot script, a second shard running meanwhile).
-Anything else is refused with one line saying why and what to do. The axes keep their order
-(`axis_order`; a sweep.json written before it takes the order from its runs' ids). sweep.json
-is also what makes a folder a sweep directory (`SWEEP_FOLDER`): a sweep writes nowhere else.
-"""
+"""A sweep directory's sweep.json: what a sweep may do to a directory that already has one. The
+same base config, and the same axes in the same order, which may only grow: an axis may gain
+values, or be added when it lists the existing runs' value (`_grown`). Anything else is refused
+with one line saying why and what to do. sweep.json is also what makes a folder a sweep
+directory (`SWEEP_FOLDER`): a sweep writes nowhere else."""
 
 from __future__ import annotations
 
@@ -101,7 +91,13 @@ def _order_of_runs(old: dict, out_dir: Path) -> list | None:
 
 def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
     """The sweep's `grown` axes in this directory: those recorded, and the axes this sweep adds
-    to the stored ones (each must list the old runs' value). UserError for anything else."""
+    to the stored ones. UserError for anything else.
+
+    An added axis must list the value the existing runs have, the base's (`"seed": [0, 1]` on a
+    base with seed 0): the old points are its points at that value, finished already. So that
+    their ids stay, it is recorded in `grown` and a point at that value leaves it out of its id
+    (`Sweep.grown`): `V16-lr1e-3` stays, `V16-lr1e-3-seed1` is new. Renaming the old run
+    directories instead would break whatever points at them (a plot script, a second shard)."""
     new_axes = list(sweep.axes)
     order = old.get("axis_order")
     if not (isinstance(order, list) and set(order) == set(old["axes"])):
@@ -145,8 +141,8 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
 
 def check_sweep_file(sweep: Sweep, out_dir: Path, write: bool = True) -> Sweep:
     """Write `<out_dir>/sweep.json` (not with `write` False: a dry run), refusing a directory
-    that holds a different sweep (module doc; the sweep's name is a label and may change);
-    return the sweep as this directory names its runs (with its `grown` axes).
+    that holds a different sweep (the module's rules; the sweep's name is a label and may
+    change); return the sweep as this directory names its runs (with its `grown` axes).
 
     The read, the checks and the write hold the directory's sweep lock (`SWEEP_LOCK`, waited
     for): of two growths at the same time, the second sees the first's sweep.json, so no axis

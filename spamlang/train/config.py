@@ -17,33 +17,6 @@ from spamlang.notation import parse_count
 OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
 # The optimizers whose step is normalised by Adam's second moment (`return_time`).
 ADAM_FAMILY = ("adamw", "lazy_adamw")
-# Fields that enter only a run's initial state (seed, optimizer hyperparameters held as arrays):
-# runs that differ only in these share one compiled program, as members of one vmapped group.
-MEMBER_FIELDS = ("lr", "seed", "b1", "b2", "eps", "momentum")
-# Who reads which optimizer-specific field (the others apply to all): with HEAD_CONTROLS, the
-# table behind `__post_init__`'s refusal of a value an optimizer ignores; alone, `spamlang train
-# --help`'s "read only by" and README's table (tested equal).
-OPTIMIZER_FIELDS = {
-    **dict.fromkeys(("b1", "b2", "eps"), ADAM_FAMILY),
-    "momentum": ("sgd",),
-    "lazy_rows": ("lazy_adamw",),
-}
-# The controls on the head's rows alone (`spamlang.optim.head`), each a change to Adam's step.
-# Those that change its second moment are adamw's; its LR scale and decay apply to any step.
-HEAD_CONTROLS = dict.fromkeys(
-    ("head_amsgrad", "head_eps", "head_row_clip", "head_b2", "head_v_gated"), ("adamw",)
-)
-
-# Names people type for a field, answered "did you mean" ("preset": the width family, tiny-w<D>;
-# model.*: a ModelConfig field, `--model NAME=VALUE`).
-FIELD_ALIASES = {
-    **dict.fromkeys(("tied", "untied", "tie"), "tie_embeddings"),
-    **dict.fromkeys(("vocab", "V"), "vocab_size"),
-    **dict.fromkeys(("batch", "B"), "batch_size"),
-    "beta2": "b2",
-    **dict.fromkeys(("width", "d_model", "D"), "preset"),
-    **dict.fromkeys(("n_layers", "layers", "depth"), "model.n_layers"),
-}
 
 _DEFAULT_VOCAB = 1024  # vocab_size's default; a corpus run left at it takes meta.json's
 # The budget when neither tokens nor steps is given: the tokens every config had by default
@@ -63,12 +36,25 @@ class _Resolved(int):
 # Model fields that TrainConfig owns (they are sweep axes), so they may not hide in `model`.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
 
+# A field's metadata beyond its help, metavar and limits: its row in each table of the run's
+# fields, read with `fields.tagged(TrainConfig, key)`, so that a field is named in one place.
+_TABLES = (
+    "member",  # may differ between members of one vmapped group; "optim": in the optimizer state
+    "readers",  # the optimizers that read it, where not all do (READERS)
+    "short",  # run-id piece (`sweep.spec.id_part`): value prefix ("": none) or (True, False) words
+    "decimal",  # run-id piece `<name>_<value>`: a decay near 1 (b2_0.9999, not b29.999e-1)
+    "aliases",  # names people type for it, answered "did you mean" (FIELD_ALIASES)
+    "flags",  # its `spamlang train` flags, where not --<name>
+)
 
-def _field(default, help: str, metavar: str = "", **check):
-    """A field with its `spamlang train --help` text and its own limits (`fields.check`'s
-    keywords: choices, ge, gt, le, lt, why); checks across fields are in `__post_init__`."""
+
+def _field(default, help: str, metavar: str = "", **keys):
+    """A field with its `spamlang train --help` text, its `_TABLES` entries and its own limits
+    (the other `keys`: `fields.check`'s choices, ge, gt, le, lt, why); checks across fields
+    are in `__post_init__`."""
     key = "default_factory" if callable(default) else "default"
-    metadata = {"help": help, "check": check, **({"metavar": metavar} if metavar else {})}
+    tables = {k: keys.pop(k) for k in _TABLES if k in keys}
+    metadata = {"help": help, "check": keys, "metavar": metavar, **tables}
     return dataclasses.field(**{key: default}, metadata=metadata)
 
 
@@ -77,7 +63,12 @@ class TrainConfig:
     """One training run: model, language, data shape, budget, optimizer, logging."""
 
     # --- model ---
-    preset: str = _field("tiny", "model preset; <base>-w<D>: the base at width D, the rest scaled")
+    preset: str = _field(
+        "tiny",
+        "model preset; <base>-w<D>: the base at width D, the rest scaled",
+        short="",
+        aliases=("width", "d_model", "D"),  # the width family, tiny-w<D>
+    )
     init_from: str | None = _field(
         None,
         "start from a local Hugging Face Llama checkpoint (config.json + *.safetensors): its "
@@ -94,12 +85,22 @@ class TrainConfig:
         "--model d_model=32 changes the width alone",
     )
     vocab_size: int = _field(
-        _DEFAULT_VOCAB, "V: the paper's smallest vocabulary, learnable on a CPU; a corpus's own"
+        _DEFAULT_VOCAB,
+        "V: the paper's smallest vocabulary, learnable on a CPU; a corpus's own",
+        short="V",
+        aliases=("vocab", "V"),
     )
-    tie_embeddings: bool = _field(False, "head W = input embedding E; the paper sweeps both")
-    head: str = _field("softmax", "softmax (the paper's), lowrank:R, mos:K or mlp:R")
+    tie_embeddings: bool = _field(
+        False,
+        "head W = input embedding E; the paper sweeps both",
+        short=("tied", "untied"),
+        aliases=("tied", "untied", "tie"),
+    )
+    head: str = _field("softmax", "softmax (the paper's), lowrank:R, mos:K or mlp:R", short="head-")
     residual: bool = _field(
-        True, "--no-residual: each block replaces the residual stream (vanishing-gradient tests)"
+        True,
+        "--no-residual: each block replaces the residual stream (vanishing-gradient tests)",
+        short=("residual", "noresidual"),
     )
     # --- data ---
     corpus: str | None = _field(
@@ -114,10 +115,20 @@ class TrainConfig:
         "set from the corpus: train.bin's sha256, so that a resume refuses another file",
         metavar="HEX",
     )
-    language: str = _field("spam", "language (`spamlang languages`); spam: the paper's SpamLang")
+    language: str = _field(
+        "spam", "language (`spamlang languages`); spam: the paper's SpamLang", short=""
+    )
     language_params: dict = _field(dict, "a language parameter, e.g. --param s=1.1 (repeatable)")
-    seq_len: int = _field(64, "L: spam needs little context", ge=2, why="one predicted position")
-    batch_size: int = _field(32, "global batch (sequences per step), split over the devices", ge=1)
+    seq_len: int = _field(
+        64, "L: spam needs little context", short="L", ge=2, why="one predicted position"
+    )
+    batch_size: int = _field(
+        32,
+        "global batch (sequences per step), split over the devices",
+        short="B",
+        aliases=("batch", "B"),
+        ge=1,
+    )
     micro_batch: int = _field(
         0, "sequences per micro-batch (averaged gradients: less memory); 0: auto, CPUs only", ge=0
     )
@@ -129,6 +140,7 @@ class TrainConfig:
         "training budget in tokens; steps = tokens // (batch_size * seq_len); give tokens or "
         "steps, not both (neither: 1,048,576 tokens)",
         metavar="N",
+        short="tok",
     )
     steps: int | None = _field(
         None,
@@ -150,51 +162,106 @@ class TrainConfig:
     optimizer: str = _field(
         "adamw",
         "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | adafactor",
+        short="",
         choices=OPTIMIZERS,
     )
-    lr: float = _field(1e-3, "peak learning rate, after the warmup; the paper's main axis", gt=0)
+    lr: float = _field(
+        1e-3, "peak learning rate, after the warmup; the paper's main axis", member="optim", gt=0
+    )
     schedule: str = _field(
         "cosine",
         "constant | cosine | wsd; all after the linear warmup",
+        short="",
         choices=("constant", "cosine", "wsd"),
     )
-    warmup_frac: float = _field(0.05, "fraction of steps of linear warmup (1-5%)", ge=0, lt=1)
-    decay_frac: float = _field(0.2, "wsd only: final fraction of steps of linear decay", ge=0, le=1)
-    final_lr_ratio: float = _field(0.1, "end / peak LR, cosine, wsd (Chinchilla: 10%)", ge=0, le=1)
-    weight_decay: float = _field(0.1, "decoupled (AdamW) decay on matrices only, never norms", ge=0)
-    b1: float = _field(0.9, "Adam first-moment decay (the near-universal default)", ge=0, lt=1)
-    b2: float = _field(0.95, "Adam second-moment decay; steadier than 0.999 for LMs", ge=0, lt=1)
-    eps: float = _field(1e-8, "Adam denominator epsilon", gt=0)
-    momentum: float = _field(0.9, "heavy-ball momentum (the common default)", ge=0, lt=1)
+    warmup_frac: float = _field(
+        0.05, "fraction of steps of linear warmup (1-5%)", short="warmup", ge=0, lt=1
+    )
+    decay_frac: float = _field(
+        0.2, "wsd only: final fraction of steps of linear decay", short="decay", ge=0, le=1
+    )
+    final_lr_ratio: float = _field(
+        0.1, "end / peak LR, cosine, wsd (Chinchilla: 10%)", short="final", ge=0, le=1
+    )
+    weight_decay: float = _field(
+        0.1, "decoupled (AdamW) decay on matrices only, never norms", short="wd", ge=0
+    )
+    # Adam's own names first; the bare one stays where unambiguous (`--eps` would read as a
+    # language's eps, noisy-spam's noise level, as easily as Adam's).
+    b1: float = _field(
+        0.9,
+        "Adam first-moment decay (the near-universal default)",
+        member="optim",
+        readers=ADAM_FAMILY,
+        decimal=True,
+        flags=("--adam-b1", "--b1"),
+        ge=0,
+        lt=1,
+    )
+    b2: float = _field(
+        0.95,
+        "Adam second-moment decay; steadier than 0.999 for LMs",
+        member="optim",
+        readers=ADAM_FAMILY,
+        decimal=True,
+        aliases=("beta2",),
+        flags=("--adam-b2", "--b2"),
+        ge=0,
+        lt=1,
+    )
+    eps: float = _field(
+        1e-8,
+        "Adam denominator epsilon",
+        member="optim",
+        readers=ADAM_FAMILY,
+        flags=("--adam-eps",),
+        gt=0,
+    )
+    momentum: float = _field(
+        0.9,
+        "heavy-ball momentum (the common default)",
+        member="optim",
+        readers=("sgd",),
+        decimal=True,
+        ge=0,
+        lt=1,
+    )
     lazy_rows: str = _field(
         "all",
         "rows moved only in steps that show their symbol: all (embedding and head), embed or head",
+        readers=("lazy_adamw",),
         choices=("all", "embed", "head"),
     )
     # The head controls (spamlang.optim.head) act on the head's V-row matrix alone (the embedding
     # when tied), every other parameter on Adam: they separate the parts of the failure. Each is
-    # a constant of the compiled program, so a vmapped group shares its value.
+    # a constant of the compiled program, so a vmapped group shares its value. Those that change
+    # Adam's second moment are adamw's (readers); its LR scale and decay apply to any step.
     head_amsgrad: bool = _field(
         False,
         "adamw only: AMSGrad on the head alone (the embedding when tied): its second moment is "
         "the running max of Adam's v, so an absent symbol's row keeps its last pull-up's scale",
+        readers=("adamw",),
     )
     head_eps: float = _field(
         0.0,
         "adamw only: Adam's eps on the head alone, e.g. 1e-3, capping a row's step at |m| / eps "
         "once its v has decayed; 0: eps. Compiled in: unlike eps, a vmapped group shares it",
+        readers=("adamw",),
         ge=0,
     )
     head_row_clip: float = _field(
         0.0,
         "adamw only: rescale each head row's Adam step to RMS <= this before the learning rate "
         "and schedule, so no row moves more than this x lr (RMS) in a step; 0: off",
+        readers=("adamw",),
         ge=0,
     )
     head_b2: float | None = _field(
         None,
         "adamw only: the head's own Adam b2 (tied: the shared matrix's); none: b2",
         metavar="FLOAT",
+        readers=("adamw",),
+        decimal=True,
         ge=0,
         lt=1,
     )
@@ -203,6 +270,7 @@ class TrainConfig:
         "adamw only: a head row's v moves only in steps that show it more than push-down "
         "(untied: its token is a target; tied: an input or a target), after its first such "
         "step; m, the step count, LR and decay stay AdamW's",
+        readers=("adamw",),
     )
     head_lr_scale: float = _field(
         1.0,
@@ -216,10 +284,13 @@ class TrainConfig:
         metavar="FLOAT",
         ge=0,
     )
-    grad_clip: float = _field(1.0, "clip the global gradient norm to this; 0: no clipping", ge=0)
+    grad_clip: float = _field(
+        1.0, "clip the global gradient norm to this; 0: no clipping", short="clip", ge=0
+    )
     seed: int = _field(
         0,
         "one seed, split into the parameter-init and data streams",
+        member=True,
         ge=0,
         lt=2**32,
         why="jax.random.PRNGKey keeps 32 bits; larger seeds repeat smaller ones",
@@ -245,12 +316,16 @@ class TrainConfig:
     keep_checkpoints: int = _field(2, "checkpoints kept; >1: a fallback for a corrupt one", ge=1)
     # --- numerics ---
     dtype: str = _field(
-        "float32", "matmul dtype (bfloat16 on accelerators)", choices=("float32", "bfloat16")
+        "float32",
+        "matmul dtype (bfloat16 on accelerators)",
+        short="",
+        choices=("float32", "bfloat16"),
     )
     loss_chunk: int = _field(
         256,
         "tokens per chunk of the cross-entropy, which never holds all logits: memory grows with "
         "chunk x V, the fastest size depends on D and device (benchmarks/bench_model.py); 0: none",
+        short="chunk",
         ge=0,
     )
     diverge_loss: float = _field(100.0, "stop as diverged above this loss (or non-finite)", gt=0)
@@ -284,7 +359,7 @@ class TrainConfig:
             )
         # A field the optimizer does not read, away from its default: a sweep over it would
         # train the same run under several names.
-        for name, readers in {**OPTIMIZER_FIELDS, **HEAD_CONTROLS}.items():
+        for name, readers in READERS.items():
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
                 raise UserError(
@@ -502,9 +577,23 @@ class TrainConfig:
         return cls(**data)
 
 
+# The tables derived from the fields' metadata (`_TABLES`).
+MEMBER_FIELDS = tuple(fields.tagged(TrainConfig, "member"))
+# Who reads which optimizer-specific field (the others apply to all), for `__post_init__`'s
+# refusal of a value an optimizer ignores; without the head controls (whose help says "adamw
+# only"), `spamlang train --help`'s "read only by" and the sweeps guide's table (tested equal).
+READERS = fields.tagged(TrainConfig, "readers")
+OPTIMIZER_FIELDS = {k: v for k, v in READERS.items() if not k.startswith("head_")}
+# Names people type for a field; a ModelConfig field's are model.*, set with --model NAME=VALUE.
+FIELD_ALIASES = {a: k for k, names in fields.tagged(TrainConfig, "aliases").items() for a in names}
+FIELD_ALIASES |= dict.fromkeys(("n_layers", "layers", "depth"), "model.n_layers")
+
+
 def _check_names(values: dict) -> None:
     known = [f.name for f in dataclasses.fields(TrainConfig)]
     if unknown := sorted(set(values) - set(known)):
+        close = fields.closest(unknown[0], known, FIELD_ALIASES)
         raise UserError(
-            f"unknown train config field(s) {', '.join(unknown)}; known: {', '.join(known)}"
+            f"unknown train config field(s) {', '.join(unknown)}"
+            f"{f' (did you mean {close!r}?)' if close else ''}; known: {', '.join(known)}"
         )

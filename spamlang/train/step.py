@@ -1,14 +1,10 @@
 """The train state (a leading member axis K), the one pure step, and the compiled `Program`.
 
-- State: params, opt_state (each member's peak LR and optimizer scalars inside), step, data_key,
-  diverged, diverged_step (-1 while healthy), and each symbol's history, int32[V] each: exposure
-  (training sequences that showed it), last_seen / first_seen (the step count right after its
-  last / first step, -1 never), max_gap (most steps between two appearances, 0 before the
-  second), which the symbol-level analysis reads (`spamlang.coverage.history`).
-- A member's batch is a function of (data_key, step) (`batch_rows`): a resumed run sees the same
-  batches, on any device count. Each device generates its own rows; the forward and loss run
-  under shard_map over the mesh's "data" axis; the step is vmapped over members (`over_members`).
-- A non-finite loss or gradient norm, or loss > diverge_loss, freezes that member on device."""
+The state holds params, opt_state (each member's peak LR and optimizer scalars inside), the
+data key, divergence flags and each symbol's history (`spamlang.coverage.history`). A member's
+batch is a function of (data_key, step) (`batch_rows`), so a resumed run sees the same batches
+on any device count. A non-finite loss or gradient, or loss > diverge_loss, freezes a member.
+"""
 
 from __future__ import annotations
 
@@ -313,7 +309,9 @@ class Program:
             "step": jnp.zeros((), jnp.int32),
             "data_key": data_key,
             "diverged": jnp.zeros((), jnp.bool_),
-            "diverged_step": jnp.full((), -1, jnp.int32),
+            "diverged_step": jnp.full((), -1, jnp.int32),  # -1 while healthy
+            # Each symbol's history: the training sequences that showed it, the step count right
+            # after its last / first appearance (-1: never), the most steps between two.
             "exposure": jnp.zeros(V, jnp.int32),
             "last_seen": jnp.full(V, -1, jnp.int32),
             "first_seen": jnp.full(V, -1, jnp.int32),
@@ -358,7 +356,7 @@ class Program:
 
     def abstract_state(self, k: int | None = None) -> State:
         """Shapes, dtypes and shardings of a K-member state (k=None: one member, no K axis)."""
-        zeros = {f: jnp.float32(0) for f in optim.HYPERPARAMS.values()}
+        zeros = {f: jnp.float32(0) for f in optim.member_values(self.config)}
         shapes = jax.eval_shape(self._member_init, jax.random.PRNGKey(0), zeros)
         lead = () if k is None else (k,)
         return jax.tree.map(
