@@ -1,7 +1,7 @@
-"""Can the body alone learn SpamLang through a tied head that barely moves (head LR x 1e-3, no head decay)?
+"""Can the body learn SpamLang through a tied head that barely moves (head LR x 1e-3, no head decay)?
 
 head_remedy's tied D 16 and D 32 cells (V 4,096, B 32, 16 updates per symbol, b2 0.95); LRs 1e-3,
-3e-3, 1e-2 bracketed; 3 seeds. Findings: docs/findings.md, "A remedy"; forecast:
+3e-3, 1e-2 bracketed by up to 4; 3 seeds. Findings: docs/findings.md, "A remedy"; forecast:
 results/forecasts/head_frozen.md.
 
 Run: python sweeps/head_frozen.py [--out DIR] [--dry-run]
@@ -25,6 +25,7 @@ SWEEP = dataclasses.replace(
         "lr": [1e-3, 3e-3, 1e-2],
         "seed": [0, 1, 2],
     },
+    bracket_lr=4,  # D 16's best was at the top after 2 more LRs (1e-1)
 )
 
 if __name__ == "__main__":

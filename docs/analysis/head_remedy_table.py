@@ -13,22 +13,23 @@ WIDTHS = {"tiny": "D16 R128", "tiny-w32": "D32 R128", "tiny-w128": "D128 R512"}
 
 
 def arm(run) -> str:
-    """The factorial's arm of one run: the one change it makes to AdamW at b2 0.95."""
+    """The arm of one run: its changes to AdamW at b2 0.95, joined by " + "."""
+    parts = []
     if run.head_amsgrad:
-        return "head AMSGrad"
+        parts.append("head AMSGrad")
     if run.head_v_gated:
-        return "gated v"
-    if not pd.isna(run.get("head_b2")):
-        return "head b2 0.999"
+        parts.append("gated v")
+    if not pd.isna(run.head_b2):
+        parts.append("head b2 0.999")
     if run.b2 == 0.999:
-        return "global b2 0.999"
-    if not pd.isna(run.get("head_weight_decay")):
-        return "head wd 0"
-    if run.head_lr_scale in (1 / 3, 0.1):
-        return f"head LR x{run.head_lr_scale:.3g}"
-    if run.head_lr_scale != 1.0:  # head_remedy_matched's S, one per cell and tying
-        return "head LR matched"
-    return "AdamW"
+        parts.append("global b2 0.999")
+    if run.head_lr_scale in (1 / 3, 0.1, 1e-3):
+        parts.append(f"head LR x{run.head_lr_scale:.3g}")
+    elif run.head_lr_scale != 1.0:  # head_remedy_matched's S, one per cell and tying
+        parts.append("head LR matched")
+    if not pd.isna(run.head_weight_decay):
+        parts.append("head wd 0")
+    return " + ".join(parts) or "AdamW"
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -62,5 +63,9 @@ if __name__ == "__main__":
     pd.set_option("display.width", 200)
     runs = pd.concat([pd.read_csv(path) for path in sys.argv[1:]], ignore_index=True)
     # A sweep's results.csv holds the settings it varies: the others are AdamW's (the base's).
-    runs = runs.fillna({"head_amsgrad": False, "head_v_gated": False})
+    base = {"head_amsgrad": False, "head_v_gated": False, "head_b2": None, "head_lr_scale": 1.0}
+    runs = runs.assign(
+        **{k: v for k, v in {**base, "head_weight_decay": None}.items() if k not in runs}
+    )
+    runs = runs.fillna({k: v for k, v in base.items() if v is not None})
     print(table(runs).to_string(index=False, float_format="{:.3g}".format))
