@@ -26,8 +26,7 @@ MAX_INDEX = 2**32  # fold_in data is uint32: sequence indices must be below this
 _CHUNK_TOKENS = 2**20  # tokens generated per device call when serving large requests
 
 
-def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:
-    """An int in [low, high) (high None: >= low), checked by `spamlang.fields`."""
+def _as_int(what: str, value: Any, low: int, high: int | None = None) -> int:  # in [low, high)
     return fields.in_range(what, fields.as_int(what, value), ge=low, lt=high)
 
 
@@ -35,9 +34,7 @@ def chunk_tokens() -> int:
     return _CHUNK_TOKENS
 
 
-# True in a process forked from one whose JAX runtime had started: JAX's threads do not survive
-# a fork, so a JAX call here would hang forever (PyTorch's DataLoader forks its workers by
-# default). Such a process is told so at its first generation, in one line, instead.
+# True in a process forked from one running JAX, where a JAX call would hang (it is told so).
 _FORKED_FROM_JAX = False
 
 
@@ -74,10 +71,8 @@ def _rows_fn():
 class SequenceDataset:
     """A reproducible dataset of sequences of one language: infinite, or the first N.
 
-    `ds[i]` is int32[L]; `ds[a:b:c]` and `ds[[i, j, ...]]` are int32[n, L]; all are NumPy.
-    Without `num_sequences` the dataset is infinite (no `len`; non-negative indices below 2^32,
-    slices need a stop). With `num_sequences=N` it has `len(ds) == N` and indexes like a list
-    (negative indices count from the end; index N raises IndexError).
+    `ds[i]` is int32[L]; `ds[a:b:c]` and `ds[[i, j, ...]]` are int32[n, L], NumPy. Infinite: no
+    `len`, indices below 2^32, slices need a stop. With `num_sequences=N` it indexes like a list.
 
     >>> from spamlang import languages
     >>> ds = SequenceDataset(languages.make("spam", vocab_size=8), seed=0, seq_len=4)
@@ -88,8 +83,7 @@ class SequenceDataset:
     True
     >>> finite = SequenceDataset(ds.lang, seed=0, seq_len=4, num_sequences=10)
     >>> len(finite), bool((finite[-1] == ds[9]).all())
-    (10, True)
-    """
+    (10, True)"""
 
     def __init__(self, lang, seed: int, seq_len: int, num_sequences: int | None = None):
         self.lang = lang
@@ -107,8 +101,7 @@ class SequenceDataset:
         return f"SequenceDataset({self.lang!r}, seed={self.seed}, seq_len={self.seq_len}{n})"
 
     def __getstate__(self) -> dict:
-        # A language travels as its class and parameters: its fixed tables (JAX arrays) stay
-        # behind, so unpickling in a worker does not start JAX; they are rebuilt on first use.
+        # A language travels as its class and parameters: its tables (JAX arrays) stay behind.
         state = {k: v for k, v in self.__dict__.items() if k != "_key"}
         if hasattr(self.lang, "__dataclass_fields__") and callable(
             getattr(self.lang, "params", None)
@@ -130,9 +123,8 @@ class SequenceDataset:
     def __bool__(self) -> bool:  # an infinite dataset is not empty (and has no len to ask)
         return self.num_sequences != 0
 
-    # ----- generation ---------------------------------------------------------------------
     def _dispatch(self, rows: range | np.ndarray, size: int):
-        """Start generating `rows` padded (with row 0) to `size`; returns a device array."""
+        """Start generating `rows` padded (with row 0) to `size`; a device array."""
         if _FORKED_FROM_JAX:
             raise UserError(FORK_MESSAGE)
         import jax
@@ -148,14 +140,11 @@ class SequenceDataset:
 
     @staticmethod
     def _fetch(pending: tuple) -> np.ndarray:
-        """The host copy of a dispatched chunk (device array, rows kept), waiting for it."""
         with signals_held():
             return np.array(pending[0])[: pending[1]]
 
     def _stream(self, rows: range | np.ndarray, size: int) -> Iterator[np.ndarray]:
-        """NumPy chunks of `size` rows (the last shorter), each generated padded to `size`; the
-        next chunk is dispatched before the current one is copied to the host, so generation
-        overlaps the consumer."""
+        """NumPy chunks of `size` rows, the next one dispatched before this one is copied."""
         pending = None
         for first in range(0, len(rows), size):
             piece = rows[first : first + size]
@@ -167,9 +156,7 @@ class SequenceDataset:
             yield self._fetch(pending)
 
     def _generate(self, rows: range | np.ndarray) -> Iterator[np.ndarray]:
-        # Large requests reuse one chunk size (one compilation): a power of two, about 1M tokens,
-        # at least 1 row; small ones round up to a power of two, at least 8, so that arbitrary
-        # lengths share a few compilations.
+        # Powers of two (at most ~1M tokens, at least 8 rows): lengths share a few compilations.
         max_rows = 1 << max(0, (_CHUNK_TOKENS // self.seq_len).bit_length() - 1)
         return self._stream(rows, min(max_rows, 1 << max(3, (len(rows) - 1).bit_length())))
 
@@ -179,7 +166,6 @@ class SequenceDataset:
             return np.zeros((0, self.seq_len), np.int32)
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
-    # ----- indexing -----------------------------------------------------------------------
     def _out_of_range(self, i: int) -> IndexError:
         if self.num_sequences is not None:
             return IndexError(f"sequence {i} is out of range for {self.num_sequences} sequences")
@@ -221,7 +207,6 @@ class SequenceDataset:
         return idx
 
     def __getitem__(self, index) -> np.ndarray:
-        """Sequence `index` (int) as int32[L]; a slice or 1-D index sequence as int32[n, L]."""
         if isinstance(index, slice):
             return self._take(self._slice(index))
         try:
@@ -231,17 +216,13 @@ class SequenceDataset:
         return self._take(self._vector([i]))[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[np.ndarray]:
-        """The rows of `indices` from one device call: the batched read that PyTorch's
-        `DataLoader` (torch >= 2.1) asks for a whole batch, and Grain's as `_getitems`."""
+        """The rows of `indices` in one call: PyTorch's and Grain's batched read."""
         return list(self._take(self._vector(list(indices))))
 
     _getitems = __getitems__
 
-    # ----- iteration ----------------------------------------------------------------------
     def batches(self, batch_size: int, start: int = 0) -> Iterator[np.ndarray]:
-        """int32[batch_size, L] batches of sequences start, start+1, ... up to 2^32 (or to
-        `num_sequences`, the last batch shorter); the same sequences whatever `batch_size` and
-        `start`, so a resumed or sharded reader sees the same data."""
+        """int32[batch_size, L] batches from sequence `start`, whatever the size."""
         batch_size = _as_int("batch_size", batch_size, 1)
         start = _as_int("start", start, 0, MAX_INDEX)
         if self.num_sequences is None:  # whole batches only
@@ -252,8 +233,7 @@ class SequenceDataset:
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Sequences 0, 1, ... as int32[L]: all N of a finite dataset, else up to 2^32."""
-        # An endless one in batches of 256 rows, so that its first item does not wait for a
-        # whole generation chunk (about 1M tokens); the sequences are the same either way.
+        # An endless one in batches of 256 rows: its first item waits for no whole chunk.
         chunks = (
             self.batches(256)
             if self.num_sequences is None
@@ -273,9 +253,7 @@ def export_tokens(
     force: bool = False,
     progress: bool | None = None,
 ) -> dict:
-    """Write sequences 0..num_seqs-1 of `SequenceDataset(lang, seed, seq_len)` to a token file
-    and its sidecar (`spamlang.token_files.write_tokens`: its checks, `force` and `progress`);
-    return the sidecar dict. A sequence longer than one generation chunk is refused."""
+    """Write sequences 0..num_seqs-1 as a token file and its sidecar; return the sidecar."""
     seq_len = _as_int("seq_len", seq_len, 1)
     num_seqs = fields.in_range(
         "num_seqs",

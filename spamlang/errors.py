@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 import signal
 
-# pybind11 objects (TensorStore's) put their bound methods' reprs, many lines long, into
-# exception messages; the message says the same without them.
+# TensorStore puts its bound methods' reprs, many lines long, into exception messages.
 _NOISE = re.compile(
     r"\s*(?:See full TensorStore details:\s*)?<bound method .*$"
     r"|\s*\[tensorstore_spec.*$"
@@ -25,11 +24,7 @@ class UserError(ValueError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """The run stopped early on request (SIGINT / SIGTERM / `stop_after_step`), checkpointed.
-
-    A KeyboardInterrupt, so that a broad `except Exception` in a sweep does not swallow it.
-    `exit_status` is what a CLI should return (130 for SIGINT, 143 for SIGTERM).
-    """
+    """A run stopped on request, checkpointed; not an Exception, so nothing swallows it."""
 
     def __init__(self, step: int, signum: int | None = None):
         self.step, self.signum = step, signum
@@ -45,12 +40,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 def first_line(e: BaseException) -> str:
-    """The first line of `e`'s message without library reprs, at most 300 characters ("" if none;
-    a UserError's is never cut).
-
-    A message that is only a pointer to its cause ("Encountered error while reading array
-    index ... See full TensorStore details") is replaced by its cause's, which names the file.
-    """
+    """`e`'s first line without library reprs, at most 300 characters (a UserError's whole)."""
     text = _NOISE.sub("", (str(_speaker(e)).splitlines() or [""])[0]).strip()
     if isinstance(e, UserError):  # written for people, whole: a list it names stays whole
         return text
@@ -58,24 +48,20 @@ def first_line(e: BaseException) -> str:
 
 
 def describe(e: BaseException) -> str:
-    """`Type: first line` of an exception (just `Type` when it has no message); the type is
-    the cause's when `first_line` tells the cause's message."""
+    """`Type: first line` of an exception (just `Type` without a message)."""
     text = first_line(e)
     name = type(_speaker(e)).__name__
     return f"{name}: {text}" if text else name
 
 
-def _speaker(e: BaseException) -> BaseException:
-    """`e`, or the cause its message points to."""
+def _speaker(e: BaseException) -> BaseException:  # `e`, or the cause its message points to
     while "See full TensorStore details" in str(e) and getattr(e, "__cause__", None) is not None:
         e = e.__cause__
     return e
 
 
 def no_space(path, e: BaseException) -> UserError | None:
-    """A UserError naming `path` and the free space of its filesystem when `e` (or an exception
-    it was raised from) is a full disk; None for any other error. Orbax reports a full disk as a
-    RESOURCE_EXHAUSTED message of TensorStore's, not as an OSError, hence the text test."""
+    """A UserError naming `path` and its free space when `e` (or its cause) is a full disk."""
     import errno
     import os
     import shutil

@@ -29,9 +29,7 @@ def refuse(name: str, what: str, value: Any, owner: str = "") -> NoReturn:
     raise UserError(f"{owner + ': ' if owner else ''}{name} must be {what}, got {value!r}")
 
 
-# ----- predicates -----------------------------------------------------------------------------
 def is_int(value: Any) -> bool:
-    """An integer that is not a bool (Python or NumPy)."""
     if isinstance(value, bool):
         return False
     try:
@@ -42,19 +40,17 @@ def is_int(value: Any) -> bool:
 
 
 def is_number(value: Any) -> bool:
-    """A real number that is not a bool (an int counts; inf and nan too: see `as_float`)."""
+    """A real number that is not a bool (inf and nan too: see `as_float`)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def finite(value: Any) -> float | None:
-    """`value` as a finite float, else None (None, a bool, text, inf and nan among them)."""
+    """`value` as a finite float, else None."""
     return float(value) if is_number(value) and math.isfinite(value) else None
 
 
 def positive_env(var: str, what: str) -> float | None:
-    """The environment variable `var` as a positive finite number, a K/M/B/T suffix read as
-    `spamlang.notation.parse_number` does (989T); None when it is unset or empty; else
-    UserError "`var` must be `what`, got 'text'"."""
+    """The variable `var` as a positive finite number (989T), None when unset, else UserError."""
     text = os.environ.get(var, "").strip()
     if not text:
         return None
@@ -64,11 +60,8 @@ def positive_env(var: str, what: str) -> float | None:
     return value
 
 
-# ----- one value of one kind ------------------------------------------------------------------
 def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False) -> int:
-    """`value` as a Python int: an integer that is not a bool (NumPy's too), a whole float with
-    `whole_floats` (TrainConfig's JSON: 16.0), or text as flags read it (`notation.parse_int`:
-    "4096", "4K", "1.5M"; in a vocabulary K and M are binary, "4K" = 4,096)."""
+    """An int: not a bool; a whole float with `whole_floats`; or text as flags read it ("4K")."""
     binary = name in VOCAB_FIELDS  # "32K" symbols are 32,768
     if isinstance(value, str) and not _reads(lambda t: parse_int(t, binary), value):
         refuse(
@@ -80,9 +73,7 @@ def as_int(name: str, value: Any, *, owner: str = "", whole_floats: bool = False
 
 
 def as_float(name: str, value: Any, *, owner: str = "") -> float:
-    """`value` as a finite Python float: a real number that is not a bool (an int too, so that
-    `lr=1` and `lr=1.0` are one config, fingerprint and run id) or text holding one ("3e-3",
-    `notation.parse_number`); "finite" is the refusal of inf and nan."""
+    """A finite float: an int too (`lr=1` is `lr=1.0`), or text holding one."""
     if not _accepts(value, float, False):
         refuse(name, "a number", value, owner)
     try:
@@ -95,7 +86,6 @@ def as_float(name: str, value: Any, *, owner: str = "") -> float:
 
 
 def one_of(name: str, value: Any, choices: Collection, *, owner: str = "") -> Any:
-    """`value` if it is one of `choices` ("must be one of a, b, c" otherwise)."""
     if not _among(value, choices):
         refuse(name, f"one of {', '.join(map(str, choices))}", value, owner)
     return value
@@ -112,8 +102,7 @@ def in_range(
     lt: Any = None,
     why: str = "",
 ) -> Any:
-    """`value` if it lies within the limits (nan never does); the limit named otherwise.
-    `why`, if given, follows the limit in parentheses."""
+    """`value` if within the limits (nan never is), else refused naming the limit and `why`."""
     ok = (
         (ge is None or value >= ge)
         and (gt is None or value > gt)
@@ -133,15 +122,12 @@ def in_range(
     return value
 
 
-def _among(value: Any, choices: Collection) -> bool:
-    """`value in choices`, except that a bool never equals 0 or 1 here."""
+def _among(value: Any, choices: Collection) -> bool:  # `in`, but a bool never equals 0 or 1
     return any(value == c and isinstance(value, bool) == isinstance(c, bool) for c in choices)
 
 
-# ----- a value against a type annotation ------------------------------------------------------
 def conform(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bool = False) -> Any:
-    """`value` checked against the annotation `tp` and stored canonically (an int for a float
-    field becomes a float; a dict is copied). Refused with the kind in words otherwise."""
+    """`value` checked against `tp`, stored canonically (an int for a float field as a float)."""
     if not _accepts(value, tp, whole_floats):
         refuse(name, kind_words(tp), value, owner)
     if typing.get_origin(tp) in (typing.Union, types.UnionType):  # the first member that fits
@@ -179,9 +165,7 @@ def kind_words(tp: Any) -> str:
 
 
 def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:
-    """Whether `value` has the kind `tp` names (limits and finiteness come after): a bool is True
-    or False, never 0 or 1; a dict has string keys; a list is a list or tuple; `X | None` is
-    null or an X; `Literal[...]` one of its values; `Any` anything."""
+    """Whether `value` has the kind `tp` names: a bool is never 0 or 1, a dict has string keys."""
     if tp is Any or tp is object:
         return True
     origin = typing.get_origin(tp)
@@ -217,12 +201,10 @@ def _reads(parse, text: str) -> bool:
     return True
 
 
-# ----- a whole field --------------------------------------------------------------------------
 def check(
     name: str, value: Any, tp: Any, *, owner="", whole_floats=False, choices=None, **limits
 ) -> Any:
-    """One field: its kind (`conform`), then its `choices` and `limits` (`in_range`'s ge, gt,
-    le, lt, why), skipped for None."""
+    """One field: its kind, then `choices` and `in_range`'s `limits`, skipped for None."""
     value = conform(name, value, tp, owner=owner, whole_floats=whole_floats)
     if value is None:
         return None
@@ -234,10 +216,7 @@ def check(
 def check_dataclass(
     obj: Any, *, owner: str = "", limits: dict[str, dict] | None = None, whole_floats: bool = False
 ) -> None:
-    """Check every field of the (frozen) dataclass `obj` against its annotation and
-    `limits[name]` or else its `metadata["check"]` (keyword arguments of `check`: choices, ge,
-    gt, le, lt, why), in field order, and store each canonical value back. Checks that relate
-    fields stay with `obj`."""
+    """Check and store back every field of `obj` (`limits[name]` or `metadata["check"]`)."""
     hints = field_types(type(obj))
     limits = limits or {}
     for f in dataclasses.fields(obj):
@@ -254,19 +233,17 @@ def check_dataclass(
 
 @functools.cache
 def field_types(cls: type) -> dict[str, Any]:
-    """{field name: resolved annotation} of a dataclass, in field order (cached per class)."""
+    """{field name: resolved annotation} of a dataclass, in field order."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
 
 
 def tagged(cls: Any, key: str) -> dict[str, Any]:
-    """{field name: its metadata[key]} of the fields of dataclass `cls` that set `key`, in field
-    order: one of the tables derived from `TrainConfig`'s fields (member fields, short names)."""
+    """{field name: metadata[key]} of the fields of dataclass `cls` that set `key`, in order."""
     return {f.name: f.metadata[key] for f in dataclasses.fields(cls) if key in f.metadata}
 
 
 def closest(name: str, known: Collection[str], aliases: dict | None = None) -> str | None:
-    """The known name `name` most likely means, for "did you mean": its alias (a name people
-    type for it, --tied for tie_embeddings), else the closest spelling, else None."""
+    """What `name` most likely means, for "did you mean": its alias, else the closest spelling."""
     close = difflib.get_close_matches(name, list(known), n=1)
     return (aliases or {}).get(name) or (close[0] if close else None)

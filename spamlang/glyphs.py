@@ -21,8 +21,7 @@ from spamlang.errors import UserError
 _ASCII_LETTERS = string.ascii_uppercase + string.ascii_lowercase
 _NUM_CODE_POINTS = 0x110000
 _SYMBOL_CATEGORIES = frozenset("Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So".split())
-# Letters that copy a Latin letter, a digit or a letter of another script here (from Unicode's
-# confusables.txt); the first of each look-alike pair (a Latin letter, a Greek one) stays.
+# Letters copying a Latin letter, a digit or another script's (confusables.txt); the first stays.
 _COPIES = frozenset(
     map(
         ord,
@@ -42,10 +41,8 @@ _COPYING_BLOCKS = (
     (0x2C80, 0x2CFF),
     (0x03E2, 0x03EF),
 )
-# Blocks that draw two columns or none although Python's Unicode database may call them
-# narrow: Hangul's conjoining vowels and finals (zero width), regional indicators (drawn in
-# pairs as flags), and the symbol blocks Unicode 15.1 made wide (Yijing trigrams, digrams and
-# hexagrams, Tai Xuan Jing, counting rods), as wcwidth draws them.
+# Blocks drawn in two columns or none though Python may call them narrow: Hangul jamo, regional
+# indicators, and the symbol blocks Unicode 15.1 made wide (as wcwidth draws them).
 _NOT_ONE_COLUMN = (
     (0x1160, 0x11FF),
     (0xD7B0, 0xD7FF),
@@ -55,20 +52,15 @@ _NOT_ONE_COLUMN = (
     (0x4DC0, 0x4DFF),
     (0x1D300, 0x1D376),
 )
-# The figures' font (`spamlang.plots.samples`), regular and bold (a wrong token is bold): the
-# files matplotlib ships, not a system copy, so that the glyph order is the same everywhere.
-FIGURE_FONT = "DejaVu Sans"
+# The figures' font files (a wrong token is bold): matplotlib's own, the same everywhere.
 _FIGURE_FONT_FILES = {"normal": "DejaVuSans.ttf", "bold": "DejaVuSans-Bold.ttf"}
 # Names of letters that are another letter drawn differently.
 _VARIANT_WORDS = ("SMALL CAPITAL", "TURNED", "REVERSED", "INVERTED", "SCRIPT ", "DOTLESS")
 
 
 def _look_alike(ch: str) -> bool:
-    """A letter or symbol a reader would take for another glyph or for a digit: a letter with a
-    mark or in another form (NFKD: ȳ, Ӯ, ﬁ, Ａ, 𝐀), Greek, Cyrillic, Armenian and IPA letters
-    that copy another script's letter or a digit (Α, а, З, օ, ɑ, ı), small capitals, modifier
-    letters, turned or reversed forms, and the scripts that copy Latin capitals (Cherokee,
-    Lisu, Coptic)."""
+    """A character a reader would take for another glyph or a digit: marked or variant letters,
+    Greek, Cyrillic, Armenian and IPA copies, modifiers, and scripts that copy Latin capitals."""
     cp = ord(ch)
     category = unicodedata.category(ch)
     if cp in _COPIES or any(lo <= cp <= hi for lo, hi in _COPYING_BLOCKS):
@@ -83,8 +75,7 @@ def _look_alike(ch: str) -> bool:
     return category[0] == "L" and any(word in name for word in _VARIANT_WORDS)
 
 
-def _one_column(ch: str) -> bool:
-    """Drawn visibly in exactly one terminal column."""
+def _one_column(ch: str) -> bool:  # drawn visibly in exactly one terminal column
     if unicodedata.east_asian_width(ch) in ("W", "F"):
         return False
     if any(lo <= ord(ch) <= hi for lo, hi in _NOT_ONE_COLUMN):
@@ -94,7 +85,6 @@ def _one_column(ch: str) -> bool:
 
 
 def figure_font_file(weight: str = "normal") -> str:
-    """The path of the figures' font file of `weight` ("normal" or "bold")."""
     import matplotlib
 
     return os.path.join(matplotlib.get_data_path(), "fonts", "ttf", _FIGURE_FONT_FILES[weight])
@@ -113,11 +103,8 @@ def figure_font_code_points() -> frozenset[int]:
 
 
 def _build() -> list[int]:
-    """All glyph code points in id order: the ASCII letters, then letters and symbols that the
-    figures' font draws, then the other letters and symbols. Left out: characters not drawn in
-    exactly one column (`_one_column`), combining marks and controls (a glyph is one code point
-    that stands alone), right-to-left scripts and look-alikes (`_look_alike`). The order past
-    'z' follows Python's Unicode database and that font, so it may differ between versions."""
+    """All glyph code points in id order: ASCII letters, then what the figures' font draws, then the
+    rest; single code points drawn in one column, left-to-right, no look-alikes."""
     letters, symbols = [], []
     for cp in range(128, _NUM_CODE_POINTS):
         ch = chr(cp)
@@ -137,8 +124,7 @@ def _build() -> list[int]:
 
 
 @functools.cache
-def _table() -> tuple[np.ndarray, np.ndarray]:
-    """(id -> code point, code point -> id or -1)."""
+def _table() -> tuple[np.ndarray, np.ndarray]:  # (id -> code point, code point -> id or -1)
     code_points = np.asarray(_build(), dtype=np.int32)
     ids = np.full(_NUM_CODE_POINTS, -1, dtype=np.int32)
     ids[code_points] = np.arange(len(code_points), dtype=np.int32)
@@ -146,7 +132,7 @@ def _table() -> tuple[np.ndarray, np.ndarray]:
 
 
 def num_glyphs() -> int:
-    """How many token ids have a glyph (ids 0 .. num_glyphs() - 1; about 17,500)."""
+    """How many token ids have a glyph (about 17,500)."""
     return len(_table()[0])
 
 
@@ -154,8 +140,7 @@ def _ids(tokens: Iterable[int]) -> np.ndarray:
     return np.asarray(tokens if hasattr(tokens, "shape") else list(tokens)).reshape(-1)
 
 
-def has_glyphs(tokens: Iterable[int]) -> bool:
-    """Whether every id of `tokens` has a glyph (else a sample shows them as ids)."""
+def has_glyphs(tokens: Iterable[int]) -> bool:  # else a sample shows ids
     ids = _ids(tokens)
     if ids.size == 0:
         return True
@@ -163,7 +148,6 @@ def has_glyphs(tokens: Iterable[int]) -> bool:
 
 
 def glyph(token: int) -> str:
-    """The one-character glyph of a token id."""
     return render([int(token)])
 
 
@@ -192,7 +176,6 @@ def tokens_of(text: str) -> list[int]:
 
 
 def render(tokens: Iterable[int]) -> str:
-    """The glyphs of a sequence of token ids, as one string."""
     tokens = _ids(tokens).astype(np.int64)
     if tokens.size == 0:
         return ""

@@ -28,40 +28,29 @@ def next_token_loss(
     fused: bool = True,
     mesh: jax.sharding.Mesh | None = None,
 ):
-    """Mean next-token cross-entropy (nats) over positions 1..L-1; (loss, {"accuracy": the
-    fraction of positions whose argmax is the target}).
+    """Mean next-token cross-entropy (nats) over positions 1..L-1, and {"accuracy"}.
 
-    chunk_size: None for the plain form, else tokens per chunk. fused=False forces the
-    checkpointed scan on linear heads too (a reference for tests and benchmarks). mesh: with
-    a "data" axis of several devices, each device runs its own rows (`tokens_BxL` must be
-    split over "data") and the sums meet in one `psum`.
-    """
+    chunk_size: None for the plain form, else tokens per chunk; fused=False: the checkpointed scan
+    on linear heads too (a reference); mesh: each device's own rows, summed in one `psum`."""
     _check_chunk_size(chunk_size)
     if tokens_BxL.ndim != 2 or tokens_BxL.shape[1] < 2:
         raise UserError(
             f"next_token_loss needs tokens of shape [B, L] with L >= 2, got {tokens_BxL.shape}"
         )
     if mesh is not None and mesh.shape.get("data", 1) > 1:
-        # Left to XLA's sharding propagation, the chunk scan all-gathered the hidden states
-        # and every device computed the whole head for the whole batch.
+        # Left to XLA, the chunk scan all-gathered the hidden states onto every device.
         return _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh)
     h_NxD, targets_N = _predicted(model.hidden(tokens_BxL), tokens_BxL)
     return loss_from_hidden(model, h_NxD, targets_N, chunk_size=chunk_size, fused=fused)
 
 
-def _predicted(h_BxLxD, tokens_BxL):
-    """(h_NxD, targets_N) of the predicted positions 1..L-1, flattened."""
+def _predicted(h_BxLxD, tokens_BxL):  # (h_NxD, targets_N) of positions 1..L-1
     return h_BxLxD[:, :-1].reshape(-1, h_BxLxD.shape[-1]), tokens_BxL[:, 1:].reshape(-1)
 
 
 def _data_parallel_loss(model, tokens_BxL, chunk_size, fused, mesh):
-    """The forward and loss of each device's own rows under one shard_map over "data".
-
-    Every parameter enters replicated and is cast to varying once, on entry, so that its
-    gradient is all-reduced once, by the transpose of that one cast: a tied embedding's two
-    uses (the lookup and the head) add up on each device before one all-reduce, where a
-    lookup outside the shard_map (or a cast at each use) would reduce the two apart. Custom
-    VJPs inside (the cpu kernels, the fused loss) then see varying weights."""
+    """Each device's rows under one shard_map; every parameter is cast to varying once, on entry, so
+    that a tied embedding's two uses add up before one all-reduce."""
     graph, state = nnx.split(model)
 
     def local(state, tokens_bxL):
@@ -87,10 +76,7 @@ def token_stats(
     chunk_size: int | None = None,
     mesh: jax.sharding.Mesh | None = None,
 ):
-    """Per-position (nll_BxLm1, hit_BxLm1), float32: each predicted token's cross-entropy and
-    whether the argmax is the target, so that a caller can split an eval set after the fact.
-    For evaluation (no custom VJP); chunk_size and mesh as in `next_token_loss`, except that
-    the hidden states are computed outside the shard_map and only the head runs in it."""
+    """Per-position (nll_BxLm1, hit_BxLm1), float32, for evaluation (no custom VJP)."""
     _check_chunk_size(chunk_size)
     h_BxLxD = model.hidden(tokens_BxL)
     L = tokens_BxL.shape[1]
@@ -113,8 +99,7 @@ def token_stats(
     )
 
 
-def _position_stats(model, h_NxD, targets_N, chunk_size):
-    """(nll_N, hit_N) of every position, `chunk_size` rows of log-probs at a time."""
+def _position_stats(model, h_NxD, targets_N, chunk_size):  # (nll_N, hit_N), chunk by chunk
     kernels = model.config.kernels
 
     def stats(h_CxD, t_C):
@@ -137,8 +122,7 @@ def loss_from_hidden(
     chunk_size: int | None = None,
     fused: bool = True,
 ):
-    """Mean cross-entropy of `targets_N` under the model's head at hidden states `h_NxD`, over
-    the positions mask_N (bool or 0/1; None: all) selects; (loss, {"accuracy": acc})."""
+    """Mean cross-entropy of `targets_N` at `h_NxD` over mask_N (None: all), and {"accuracy"}."""
     targets_N = targets_N.astype(jnp.int32)
     mask_N = (
         jnp.ones(targets_N.shape, jnp.float32) if mask_N is None else mask_N.astype(jnp.float32)
@@ -149,8 +133,7 @@ def loss_from_hidden(
 
 
 @jax.named_scope("head_loss")
-def _sums(model, h_NxD, targets_N, mask_N, chunk_size, fused):
-    """(masked NLL sum, masked argmax-hit count) by the plain, fused or checkpointed form."""
+def _sums(model, h_NxD, targets_N, mask_N, chunk_size, fused):  # (NLL sum, argmax hits), masked
     targets_N = targets_N.astype(jnp.int32)
     kernels = model.config.kernels
     if chunk_size is None:
@@ -172,27 +155,23 @@ def _check_chunk_size(chunk_size) -> None:
 
 
 def _target_stats(logp_NxV: jax.Array, targets_N: jax.Array, mask_N: jax.Array, kernels: str):
-    """(sum of masked NLL, count of masked argmax hits) from normalised log-probs."""
     nll_N, hit_N = _per_position(logp_NxV, targets_N, kernels)
     return (nll_N * mask_N).sum(), jax.lax.stop_gradient((hit_N * mask_N).sum())
 
 
-def _per_position(logp_NxV: jax.Array, targets_N: jax.Array, kernels: str):
-    """(nll_N, hit_N): each position's cross-entropy and whether its argmax is the target."""
+def _per_position(logp_NxV: jax.Array, targets_N: jax.Array, kernels: str):  # (nll_N, hit_N)
     hit_N = (first_argmax(logp_NxV, kernels) == targets_N).astype(jnp.float32)
     return target_nll(logp_NxV, targets_N), hit_N
 
 
-def _varying_axes(x: jax.Array) -> tuple:
-    """The manual mesh axes (inside shard_map) along which `x` differs between devices."""
+def _varying_axes(x: jax.Array) -> tuple:  # the manual mesh axes along which x varies
     aval = jax.typeof(x)
     manual = getattr(aval, "manual_axis_type", None)  # jax >= 0.10; earlier jax calls it vma
     return tuple(manual.varying if manual is not None else getattr(aval, "vma", ()))
 
 
 def _varying_like(init, ref: jax.Array):
-    """`init` typed as varying over the manual mesh axes `ref` varies over (inside shard_map,
-    a scan carry that starts as a constant but accumulates per-device rows must say so)."""
+    """`init` typed as varying where `ref` is: a shard_map scan carry of per-device rows."""
     axes = _varying_axes(ref)
     return jax.tree.map(lambda x: jax.lax.pcast(x, axes, to="varying"), init) if axes else init
 
@@ -214,18 +193,12 @@ def _checkpointed_scan(model, h_NxD, targets_N, mask_N, chunk, kernels):
     return nll_sum, correct_sum
 
 
-# --- fused linear cross-entropy ----------------------------------------------------------
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6))
 def fused_linear_cross_entropy(
     features_NxR, w_VxR, targets_N, mask_N, chunk: int, dtype: str, kernels: str = "xla"
 ):
-    """(sum over N of mask * -log softmax(f W^T)[target], masked count of argmax hits), in
-    chunks of `chunk` rows. Reverse mode only (a custom VJP: no jvp / jacfwd); the hit count
-    is a constant. The forward scan computes each chunk's gradient right away (dlogits =
-    softmax - onehot, accumulating dW, emitting df), so the backward pass only scales them by
-    the cotangent: training costs the plain form's three V-sized matmuls."""
+    """(sum of mask * -log softmax(f W^T)[target], masked argmax hits), in chunks of `chunk` rows,
+    reverse mode only: the forward computes each chunk's gradient, the backward only scales it."""
     nll_sum, correct_sum, _, _ = _fused_scan(
         features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, with_grad=False
     )
@@ -243,8 +216,7 @@ def _fused_fwd(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels):
 def _fused_bwd(chunk, dtype, kernels, residuals, cotangents):
     d_features, d_w, targets_N, mask_N, w_type = residuals
     g = cotangents[0]  # the hit count is piecewise constant: its cotangent is dropped
-    # Under shard_map, W is the same on every device but d_w holds only this device's rows:
-    # its cotangent is their sum (what autodiff's implicit pcast-to-varying would transpose to).
+    # Under shard_map d_w holds only this device's rows: W's cotangent is their sum.
     d_w = g * d_w
     extra = tuple(set(_varying_axes(d_w)) - set(_varying_axes(w_type)))
     if extra:
@@ -270,16 +242,14 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, *
         f_CxR, t_C, m_C = xs
         f_c = f_CxR.astype(dtype)
         logits_CxV = jnp.einsum("cr,vr->cv", f_c, w_c, preferred_element_type=jnp.float32)
-        # logits - lse, not `log_softmax`: the form every run so far was trained with (see
-        # `log_softmax` for how the two round differently).
+        # logits - lse, not `log_softmax`: the form every run so far was trained with.
         logp_CxV = logits_CxV - jax.nn.logsumexp(logits_CxV, axis=-1)[:, None]
         nll, hits = _target_stats(logp_CxV, t_C, m_C, kernels)
         nll_sum, hit_sum, dw_RxV = carry
         if not with_grad:
             return (nll_sum + nll, hit_sum + hits, dw_RxV), None
         dlogits_CxV = nll_logit_gradient(logp_CxV, t_C, m_C).astype(dtype)  # masked rows zeroed
-        # dW is accumulated transposed (R x V): XLA:CPU runs f^T dlogits (wide output) about
-        # 1.7x faster than dlogits^T f (narrow output), measured at V = 32,768, R = 64.
+        # dW accumulated transposed (R x V): XLA:CPU runs the wide output faster.
         dw_RxV = dw_RxV + jnp.einsum(
             "cr,cv->rv", f_c, dlogits_CxV, preferred_element_type=jnp.float32
         )
@@ -296,33 +266,22 @@ def _fused_scan(features_NxR, w_VxR, targets_N, mask_N, chunk, dtype, kernels, *
     return nll_sum, hit_sum, d_features, dw_RxV.T.astype(w_VxR.dtype)
 
 
-# --- the loss math: one source for the loss above and for `spamlang.diagnostics` ------------
-
-
 def log_softmax(logits_NxV: jax.Array) -> jax.Array:
-    """float32 log-probabilities of the last axis: losses are float32 whatever the compute dtype.
-
-    jax's (x - max) - log sum exp(x - max) resolves a near-zero loss to about float32's eps
-    (1e-7 nats); the fused scan's x - logsumexp(x) only to the ulp of the largest logit
-    (2e-6 nats at a logit of 30), which is why the two differ in the last bits.
-    """
+    """float32 log-probabilities (precise near 0; the fused scan's x - logsumexp(x) is not)."""
     return jax.nn.log_softmax(logits_NxV.astype(jnp.float32), axis=-1)
 
 
 def target_nll(logp_NxV: jax.Array, targets_N: jax.Array) -> jax.Array:
-    """nll_N = -logp_NxV[n, targets_N[n]] from normalised log-probs (a gather, no one-hot)."""
+    """-logp_NxV[n, targets_N[n]] from normalised log-probs (a gather, no one-hot)."""
     return -jnp.take_along_axis(logp_NxV, targets_N[:, None], axis=-1)[:, 0]
 
 
 def token_nll(logits_NxV: jax.Array, targets_N: jax.Array) -> jax.Array:
-    """nll_N = -log softmax(logits_NxV)[n, targets_N[n]], float32: each token's loss."""
     return target_nll(log_softmax(logits_NxV), targets_N)
 
 
 def nll_logit_gradient(logp_NxV: jax.Array, targets_N: jax.Array, weight=None) -> jax.Array:
-    """d(sum_n weight_n nll_n) / d logits = (softmax - onehot(targets_N)) * weight, [N, V],
-    from the log-probs the NLL is read from (a caller that needs both pays for one
-    log-softmax). weight: None, a scalar (1 / N: the mean loss's) or weight_N (a 0/1 mask)."""
+    """(softmax - onehot) * weight from the log-probs; weight: None, 1 / N or a mask."""
     is_target_NxV = jnp.arange(logp_NxV.shape[-1])[None, :] == targets_N[:, None]
     p_NxV = jnp.exp(logp_NxV)
     grad_NxV = jnp.where(is_target_NxV, p_NxV - 1.0, p_NxV)  # p - onehot without the one-hot
@@ -332,15 +291,12 @@ def nll_logit_gradient(logp_NxV: jax.Array, targets_N: jax.Array, weight=None) -
     return grad_NxV * (weight[:, None] if weight.ndim else weight)
 
 
-def num_chunks(n: int, chunk: int) -> int:
-    """ceil(n / chunk): the fixed-size chunks that hold n rows, the last one padded."""
+def num_chunks(n: int, chunk: int) -> int:  # the last one padded
     return -(-n // chunk)
 
 
 def chunk_rows(x_N, chunk: int, fill=0):
-    """x_N's leading axis padded with `fill` to num_chunks(N, chunk) * chunk and folded:
-    [num_chunks, chunk, ...], so that one compiled scan body (or jitted call) serves any N.
-    NumPy stays NumPy (host arrays stay on the host)."""
+    """x_N padded with `fill` and folded to [num_chunks, chunk, ...]; NumPy stays NumPy."""
     xp = np if isinstance(x_N, np.ndarray) else jnp
     K = num_chunks(x_N.shape[0], chunk)
     pad = [(0, K * chunk - x_N.shape[0])] + [(0, 0)] * (x_N.ndim - 1)
@@ -348,10 +304,10 @@ def chunk_rows(x_N, chunk: int, fill=0):
 
 
 def unchunk_rows(x_KxC, n: int):
-    """The inverse of `chunk_rows`: the chunks end to end with the padding dropped, [n, ...]."""
+    """The inverse of `chunk_rows`: [n, ...] with the padding dropped."""
     return x_KxC.reshape(-1, *x_KxC.shape[2:])[:n]
 
 
 def chunk_mask(n: int, chunk: int) -> np.ndarray:
-    """float32 [num_chunks, chunk], 1 on the n real rows of `chunk_rows` and 0 on its padding."""
+    """float32 [num_chunks, chunk]: 1 on the n real rows of `chunk_rows`, 0 on its padding."""
     return chunk_rows(np.ones(n, np.float32), chunk)

@@ -7,11 +7,9 @@ import jax
 
 
 def over_members(member_fn):
-    """`member_fn` mapped over the leading member axis of its first argument: `jax.vmap`, except
-    that one member is squeezed rather than batched. The two are the same function, but
-    XLA:CPU keeps vmap's degenerate batch dimension in every dot, which slows a single run
-    (benchmarks/README.md). Further arguments, when given, are `shared` (every member reads it
-    whole: a corpus) and `mapped` (its own slice per member: a host-made batch)."""
+    """`member_fn` mapped over the leading member axis: `jax.vmap`, but one member squeezed (XLA:CPU
+    keeps vmap's size-1 batch in every dot). Optional `shared` (whole) and `mapped` (sliced)
+    args."""
     batched = jax.vmap(member_fn)
 
     def fn(tree, shared=None, mapped=None):

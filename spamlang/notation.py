@@ -5,6 +5,7 @@ at most one decimal (100K, 1.5K, 2M), the digits otherwise (1024, 131072)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import operator
 from decimal import Decimal
@@ -26,8 +27,7 @@ _MAX_DIGITS = 30  # no count has more; "1e999999" would build a million-digit in
 
 
 def _read(text: Any, units: dict[str, int]) -> Decimal:
-    """The number `text` writes, exactly: Python's float syntax ("3e-3", "1_000", "nan") and
-    an optional suffix of `units`, case-insensitive ("4K", "1.5 m"). ValueError otherwise."""
+    """The number `text` writes, exactly: float syntax and a suffix of `units` ("4K", "1.5 m")."""
     body = text.strip() if isinstance(text, str) else ""
     unit = units.get(body[-1:].upper(), 1)
     body = body[:-1] if unit != 1 else body
@@ -39,9 +39,7 @@ def _read(text: Any, units: dict[str, int]) -> Decimal:
 
 
 def parse_int(text: str, binary: bool = False) -> int:
-    """A whole number from text (`_read`): "4096", "4K" (4,000), "1.5M", "1_048_576", "1e6",
-    "-3". `binary` (a vocabulary size): K and M are 1,024 and 1,048,576 ("4K" = 4,096) and B
-    is refused. ValueError otherwise (`INT_TEXT` / `VOCAB_TEXT`)."""
+    """A whole number from text ("4K", "1e6"); `binary`: K, M are 1,024 and 1,048,576, no B."""
     try:
         number = _read(text, BINARY_SUFFIXES if binary else SUFFIXES)
     except ValueError:
@@ -52,9 +50,7 @@ def parse_int(text: str, binary: bool = False) -> int:
 
 
 def parse_number(text: str) -> float:
-    """A real number from text (`_read`, with NUMBER_SUFFIXES): "989T" == 989e12, "1.5K" ==
-    1500.0, "3e-3". ValueError otherwise (`NUMBER_TEXT`); inf and nan are numbers here, for the
-    caller to refuse."""
+    """A real number from text ("989T", "3e-3"); inf and nan for the caller to refuse."""
     try:
         return float(_read(text, NUMBER_SUFFIXES))
     except ValueError:
@@ -62,8 +58,7 @@ def parse_number(text: str) -> float:
 
 
 def parse_count(value: Any) -> int:
-    """A token count, >= 0, from an int, a whole float or text read by `parse_int`:
-    parse_count("2M") == 2_000_000, parse_count("1.5K") == 1500. UserError otherwise."""
+    """A token count >= 0 from an int, a whole float or text ("2M"); UserError otherwise."""
     try:
         if isinstance(value, str):
             count = parse_int(value)
@@ -81,9 +76,7 @@ def parse_count(value: Any) -> int:
 
 
 def format_count(value: Any, decimals: int = 1) -> str:
-    """A count as figures and summaries print it: 1000 -> '1K', 1500 -> '1.5K', 2000000 -> '2M',
-    1024 -> '1024'; a number that is not whole as '%g'. A suffix is used where it is exact with
-    at most `decimals` decimals (tick labels of a tokens axis allow more: 1250 -> '1.25K')."""
+    """1000 -> '1K', 1500 -> '1.5K', 1024 -> '1024': a suffix only where exact to `decimals`."""
     if isinstance(value, float) and not value.is_integer():
         return f"{value:g}"
     n = int(value)
@@ -99,23 +92,18 @@ def format_count(value: Any, decimals: int = 1) -> str:
 
 
 def format_lr(lr: float) -> str:
-    """A learning rate as every figure, legend and caption prints it: 5e-4 -> '5e-4',
-    0.00025 -> '2.5e-4', 0.01 -> '1e-2' (3 significant digits)."""
+    """A learning rate as figures print it: 0.00025 -> '2.5e-4', 0.01 -> '1e-2'."""
     mantissa, exponent = f"{float(lr):.3e}".split("e")
     return f"{float(mantissa):g}e{int(exponent)}"
 
 
 def parse_setting(text: str, raw: bool = False) -> tuple[str, Any]:
-    """(NAME, VALUE) of "NAME=VALUE" as flags write it (`--param`, `--model`, `--set`): NAME a
-    dotted identifier, VALUE read as JSON where it parses ("3", "true", "[1, 2]"), else kept as
-    text ("200K", "lowrank:8"), or kept as text with `raw`. ValueError without a NAME."""
+    """(NAME, VALUE) of "NAME=VALUE": VALUE JSON where it parses, else (or with `raw`) text."""
     name, sep, value = str(text).partition("=")
     name = name.strip()
     if not sep or not all(part.isidentifier() for part in name.split(".")):
         raise ValueError(f"expected NAME=VALUE, got {text!r}")
     if not raw:
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(value)
-        except ValueError:
-            pass
     return name, value

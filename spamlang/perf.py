@@ -6,6 +6,7 @@ MFU = flops_per_token(config, L) * tokens_per_second / peak_flops(dtype).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -15,10 +16,8 @@ from spamlang.model.config import ModelConfig, count_params
 
 
 def matmul_params(config: ModelConfig) -> int:
-    """Parameters that take part in a matmul per token (the N of "6 N"): the attention and
-    SwiGLU matrices, every matrix the head multiplies by as often as it is applied (mos:K
-    applies W K times; a tied W counts too, the embedding gather does not), and a narrow
-    embedding's projection. Elementwise parameters (norm scales) are left out."""
+    """The N of "6 N": matmul parameters per token, the head's as often as applied (mos:K: K times;
+    a tied W counts, the gather does not); no norm scales."""
     counts = count_params(config)
     D, V, e = config.d_model, config.vocab_size, config.embed_width
     norm_scales = (2 * config.n_layers + 1) * D
@@ -29,19 +28,12 @@ def matmul_params(config: ModelConfig) -> int:
 
 
 def flops_per_token(config: ModelConfig, seq_len: int) -> float:
-    """Training FLOPs (forward + backward) per token: 6 N + 12 n_layers seq_len d_model.
-
-    6 N: 2 per multiply-add forward, twice that backward, over `matmul_params`. Attention:
-    QK^T and AV each cost 2 seq_len d_model forward per token and layer, times 3 for the
-    backward; the causal mask is *not* halved (the PaLM / nanoGPT convention), so this is
-    the dense-attention count.
-    """
+    """6 N + 12 n_layers seq_len d_model per token (causal attention not halved, as PaLM counts)."""
     return 6.0 * matmul_params(config) + 12.0 * config.n_layers * seq_len * config.d_model
 
 
 def machine_line() -> str:
-    """The header line of a benchmark table: the CPU, its cores, the JAX devices and the
-    measured float32 matmul peak (ratios differ from one CPU model to the next)."""
+    """A benchmark table's header line: CPU, cores, JAX devices, measured float32 matmul peak."""
     import jax
 
     return (
@@ -53,13 +45,10 @@ def machine_line() -> str:
 
 def cpu_model() -> str:
     """The CPU's "model name" from /proc/cpuinfo (or platform.processor() elsewhere)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     import platform
 
     return platform.processor() or "unknown CPU"
@@ -83,10 +72,7 @@ def matmul_peak_flops(n: int = 2048, reps: int = 5, dtype: str = "float32") -> f
     return 2.0 * n**3 / best
 
 
-# Dense (no sparsity) datasheet peaks per chip, FLOP/s, by a substring of jax's device_kind.
-# A 2,048-wide matmul reaches only part of an accelerator's peak, so MFU there divides by
-# the datasheet, as MFU is usually reported. float32 on NVIDIA is the TF32 tensor-core rate,
-# which XLA uses for float32 matmuls at the default precision.
+# Dense datasheet peaks, FLOP/s, by device_kind substring (float32 on NVIDIA: TF32, XLA's).
 KNOWN_PEAKS = {
     "H200": {"bfloat16": 989e12, "float32": 494e12},
     "H100": {"bfloat16": 989e12, "float32": 494e12},  # SXM; PCIe parts are ~25% lower
@@ -97,34 +83,24 @@ KNOWN_PEAKS = {
 }
 
 
-# The variables that override the peak MFU divides by, per dtype; not 0, negative or nan; a
-# K/M/B/T suffix reads as in `spamlang.notation` (989T). A bfloat16 run without its own takes
-# SPAMLANG_PEAK_FLOPS where no datasheet knows the device (`peak_and_source`), and says so.
+# The variables that override the peak MFU divides by, per dtype (989T reads as 989e12).
 PEAK_VARS = {"float32": "SPAMLANG_PEAK_FLOPS", "bfloat16": "SPAMLANG_PEAK_FLOPS_BF16"}
 _PEAK_TEXT = "a positive number of FLOP/s (e.g. 989e12 or 989T)"
 
 
 def check_peak_env() -> None:
-    """UserError unless every set peak variable (`PEAK_VARS`) is a positive finite number:
-    called before a run or sweep creates a directory, so a bad value leaves nothing behind."""
+    """UserError unless every set peak variable is a positive number, before any folder exists."""
     for var in PEAK_VARS.values():
         positive_env(var, _PEAK_TEXT)
 
 
-def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:
-    """The matmul FLOP/s that MFU divides by for `dtype`, on the default device
-    (`peak_and_source`'s value)."""
+def peak_flops(dtype: str = "float32", measure: bool = True) -> float | None:  # what MFU divides by
     return peak_and_source(dtype, measure)[0]
 
 
 def peak_and_source(dtype: str = "float32", measure: bool = True) -> tuple[float | None, str]:
-    """(FLOP/s, where it came from) of the matmul peak for `dtype` on the default device: the
-    variable of `PEAK_VARS` if set; the datasheet peak of a known accelerator (`KNOWN_PEAKS`);
-    for bfloat16, then SPAMLANG_PEAK_FLOPS (the machine's peak as the user gave it: never
-    ignored); else measured once per process and dtype (what a CPU gets), or (None, "") with
-    measure=False (a dry run that must stay instant). A bfloat16 run otherwise never divides by
-    the float32 peak: on CPUs without bfloat16 units it is the lower one, on accelerators the
-    higher."""
+    """(FLOP/s, source) of the peak for `dtype`: its variable, a datasheet, for bfloat16
+    SPAMLANG_PEAK_FLOPS, else measured (or (None, "") without `measure`)."""
     import jax
 
     var = PEAK_VARS["bfloat16" if dtype == "bfloat16" else "float32"]
@@ -147,9 +123,7 @@ def _measured_peak(dtype: str) -> float:
 
 
 def step_timer(programs):
-    """A `run(n) -> seconds` closure that steps `programs` (one `Program` stepping K members
-    from `init`, or a list of (program, K) pairs run one after another) n times from where
-    the last call left them, for benchmarks."""
+    """`run(n) -> seconds`: steps `programs` n more times, for benchmarks."""
     import jax
 
     pairs = programs if isinstance(programs, list) else [(programs, 1)]

@@ -12,19 +12,13 @@ import time
 from spamlang.fields import positive_env
 
 
-def log_seconds() -> float:
-    """SPAMLANG_LOG_SECONDS (default 30): seconds between a running run's lines in a log."""
+def log_seconds() -> float:  # SPAMLANG_LOG_SECONDS (default 30): between a log's lines
     seconds = positive_env("SPAMLANG_LOG_SECONDS", "a number of seconds > 0")
     return 30.0 if seconds is None else seconds
 
 
 class Progress:
-    """Report steps, loss and tokens/s; silent with quiet=True.
-
-    On a TTY a tqdm bar with the latest logged loss and tokens/s; elsewhere (logs of batch
-    jobs, nohup) a line at the first log step, then one at most every `every_s` seconds
-    (`SPAMLANG_LOG_SECONDS`, default 30) and at the end, and a line for each event.
-    """
+    """Steps, loss and tokens/s: a tqdm bar on a TTY, else a line every `every_s` seconds."""
 
     def __init__(
         self, total: int, start: int, *, label: str, quiet: bool, every_s: float | None = None
@@ -36,18 +30,15 @@ class Progress:
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
-            # tqdm writes to stderr by default
             self._bar = tqdm(
                 total=total, initial=start, desc=label, unit="step", dynamic_ncols=True
             )
 
-    def advance(self, step: int) -> None:
-        """Called every step (host only, no device sync)."""
+    def advance(self, step: int) -> None:  # every step (host only, no device sync)
         if self._bar is not None:
             self._bar.update(step - self._bar.n)
 
-    def logged(self, step: int, losses: list, tokens_per_s: float | None) -> None:
-        """Called at each log step with the members' logged losses."""
+    def logged(self, step: int, losses: list, tokens_per_s: float | None) -> None:  # log steps
         if self.quiet:
             return
         shown = " ".join("nan" if v is None else f"{v:.4g}" for v in losses[:8])
@@ -90,10 +81,7 @@ def wait_for(
     clock=time.perf_counter,
     sleep=time.sleep,
 ) -> None:
-    """Wait until every array of `arrays` (dispatched, not yet computed) is ready; once that
-    has taken `notice_s` seconds, say what is being waited for, then again every `every_s`
-    seconds and when it is done. A long evaluation (thousands of sequences decoded token by
-    token) is otherwise a silent pause."""
+    """Wait for `arrays`, after `notice_s` seconds saying so every `every_s`."""
     import jax
 
     leaves = [x for x in jax.tree.leaves(arrays) if hasattr(x, "is_ready")]

@@ -14,17 +14,14 @@ import math
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("throughput.csv")
-# The committed sweeps' results (a checkout's results/*/results.csv; absent from an installed
-# wheel), all measured on the machine of COMMITTED_MACHINE (results/README.md), in float32.
+# The committed sweeps' results (not in a wheel), measured on COMMITTED_MACHINE in float32.
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 COMMITTED_MACHINE = ("AMD EPYC", 2)  # `spamlang.perf.cpu_model()`, cores
 
 
 @dataclasses.dataclass(frozen=True)
 class Rate:
-    """One row of the table: a shape trained as a program of `members` runs. `tokens_per_s` is
-    per member, as result.json reports it; `flops_per_token` (`spamlang.perf`) lets a row lend
-    itself to a shape it did not measure; `cpu`, `cores` say where it was measured."""
+    """One row: a shape trained as a program of `members` runs, `tokens_per_s` per member."""
 
     preset: str
     d_model: int
@@ -41,22 +38,11 @@ class Rate:
     cores: int
     source: str
 
-    @property
-    def flops(self) -> float:
-        """FLOP/s of the row's whole program: every member's tokens at the row's FLOPs/token."""
-        return self.members * self.tokens_per_s * self.flops_per_token
-
-    @property
-    def step_tokens(self) -> int:
-        """Tokens one step of the program processes, all members together."""
-        return self.members * self.batch_size * self.seq_len
-
     def key(self) -> tuple:
         """What a newer measurement of the same thing replaces (`write`)."""
         return dataclasses.astuple(self)[:9] + (self.cpu,)
 
-    def describe(self) -> str:
-        """`smollm2-106m (30 layers, D 576) V 8,192 B 64 L 2 float32, 1 member: 52 tokens/s`."""
+    def describe(self) -> str:  # `smollm2-106m (30 layers, D 576) V 8,192 B 64 L 2 float32, ...`
         return (
             f"{self.preset} ({self.n_layers} layers, D {self.d_model}) V {self.vocab_size:,} "
             f"B {self.batch_size} L {self.seq_len} {self.dtype}, {self.members} member(s): "
@@ -85,15 +71,13 @@ def _load(path: str) -> tuple[Rate, ...]:
 
 
 def table(path: Path | str | None = None) -> tuple[Rate, ...]:
-    """The rows of the table at `path` (default `TABLE`, the shipped one); () when it is
-    missing."""
+    """The rows of the table at `path` (default the shipped one); () when it is missing."""
     path = TABLE if path is None else path
     return _load(str(path)) if Path(path).is_file() else ()
 
 
 def write(rows: list[Rate], path: Path | str | None = None) -> None:
-    """Merge `rows` into the table at `path`: each replaces the row of the same `key`, the rest
-    stay; rows sorted by shape, so the file diffs by measurement."""
+    """Merge `rows` into the table at `path` (a row replaces its `key`'s), sorted by shape."""
     path = TABLE if path is None else path
     merged = {r.key(): r for r in table(path)}
     merged.update((r.key(), r) for r in rows)
@@ -107,36 +91,7 @@ def write(rows: list[Rate], path: Path | str | None = None) -> None:
     _load.cache_clear()
 
 
-def nearest(
-    rows: tuple[Rate, ...] | list[Rate],
-    model: tuple,
-    dtype: str,
-    flops_per_token: float,
-    step_tokens: int,
-) -> Rate | None:
-    """The row that best stands for a program of `model` = (preset, n_layers, d_model) in
-    `dtype` at `flops_per_token`, moving `step_tokens` tokens a step (all members): the same
-    model, then the same dtype, preferred (a CPU's FLOP/s depends on the matrices' shapes and
-    on its bfloat16 support); among those, the nearest in FLOPs per token and in tokens per
-    step, both on a log scale (small steps leave a CPU's cores idle between launches)."""
-
-    def distance(r: Rate) -> tuple:
-        return (
-            (r.preset, r.n_layers, r.d_model) != tuple(model),
-            r.dtype != dtype,
-            abs(math.log(r.flops_per_token / flops_per_token))
-            + abs(math.log(r.step_tokens / step_tokens)),
-        )
-
-    return min(rows, key=distance, default=None)
-
-
-# ----- whole programs: finished runs' wall time -------------------------------------------------
-# The dry run's best evidence (`spamlang.sweep.dry_run`): programs that finished, each a step
-# time and a fixed time, from an output folder's runs (`spamlang.sweep.dry_run.run_timings`) and
-# the committed sweeps' results.csv (`committed_timings`).
-# What sets a step's time, as results.csv and config.json both hold it (a run's members, its
-# optimizer and LR do not: a vmapped group's members share one program).
+# ----- whole programs: finished runs' wall time; SHAPE: what sets a step's time ------------
 SHAPE = (
     "preset", "n_layers", "d_model", "vocab_size", "batch_size", "seq_len", "tie_embeddings",
     "head", "dtype",
@@ -145,11 +100,8 @@ SHAPE = (
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
-    """One measured program: a finished run, or the members of a vmapped group that trained
-    together (their result.json hold the same wall time and tokens/s); or a table row, which
-    has a step time and no wall time. `step_seconds` is one step of the whole program (its
-    training steps alone: the median logged interval); the rest of the wall time, compiling
-    and evaluating, is `fixed_seconds`."""
+    """One measured program (a run, a vmapped group, or a table row without wall time):
+    `step_seconds` a step of the whole program, `fixed_seconds` the rest of its wall time."""
 
     shape: tuple  # values of SHAPE
     members: int
@@ -176,9 +128,7 @@ class Timing:
 
 
 def shape_of(values: dict) -> tuple | None:
-    """The SHAPE of a results.csv row or a flattened config (None when a value is missing);
-    dtype float32 when the row has none (results.csv has no dtype column: the committed runs
-    are float32, the CPU default), depth and width the preset's when empty."""
+    """The SHAPE of a results.csv row or flat config (None: a value is missing; dtype float32)."""
     values = {"dtype": "float32", "head": "softmax", **values}
     for name in ("n_layers", "d_model"):  # tables of older versions: the preset's
         if values.get(name) in (None, ""):
@@ -198,10 +148,7 @@ def shape_of(values: dict) -> tuple | None:
 
 
 def timings(rows: list[dict], source: str, machine: tuple = ()) -> list[Timing]:
-    """The programs of finished runs' rows (SHAPE's keys, steps, wall_seconds, tokens_per_s):
-    rows of one shape with the same steps, wall time and tokens/s trained as one vmapped
-    program. Rows without a positive tokens/s are left out; without a wall time, a program's
-    fixed time is not known."""
+    """The programs of finished runs' rows (a vmapped group as one)."""
     programs: dict[tuple, int] = {}
     for row in rows:
         shape, rate = shape_of(row), _positive(row.get("tokens_per_s"))
@@ -211,15 +158,13 @@ def timings(rows: list[dict], source: str, machine: tuple = ()) -> list[Timing]:
         key = (shape, int(steps or 0), wall if steps else None, rate)
         programs[key] = programs.get(key, 0) + 1
     return [
-        # A member's tokens/s is its tokens over the program's time: a step of the program
-        # takes one member's step tokens over that rate.
+        # A member's tokens/s is over the program's time: a step takes its tokens over it.
         Timing(shape, members, steps, wall, shape[4] * shape[5] / rate, source, machine)
         for (shape, steps, wall, rate), members in programs.items()
     ]
 
 
-def _positive(value) -> float | None:
-    """A cell or JSON value as a positive finite number, else None."""
+def _positive(value) -> float | None:  # positive and finite, else None
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -246,21 +191,10 @@ def committed_timings(root: Path | str | None = None) -> tuple[Timing, ...]:
 
 
 def table_timings(rows: tuple[Rate, ...] | list[Rate]) -> list[Timing]:
-    """The table's rows as programs with a step time (and their own FLOPs a token), and no
-    wall time."""
+    """The table's rows as programs with a step time (and their own FLOPs a token), no wall time."""
     return [
         Timing(
-            shape=(
-                r.preset,
-                r.n_layers,
-                r.d_model,
-                r.vocab_size,
-                r.batch_size,
-                r.seq_len,
-                r.tie_embeddings,
-                "softmax",
-                r.dtype,
-            ),
+            shape=shape_of({**dataclasses.asdict(r), "head": "softmax"}),
             members=r.members,
             steps=0,
             wall_seconds=None,

@@ -19,13 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from spamlang.errors import UserError
-from spamlang.rundir.atomic import (
-    clean_stale_temps,
-    open_temp,
-    publish,
-    signals_raise,
-    staged,
-)
+from spamlang.rundir.atomic import clean_stale_temps, open_temp, publish, signals_raise, staged
 from spamlang.rundir.reading import read_json
 
 FORMAT = "spamlang-tokens-v1"  # the sidecar's "format" field
@@ -35,17 +29,15 @@ _NUMPY_SUFFIXES = (".npy", ".npz")
 
 
 class NotAnExport(UserError):
-    """A file that this module did not write: no sidecar, or a sidecar of another format."""
+    """A file this module did not write: no sidecar, or one of another format."""
 
 
 class IncompleteExport(UserError):
-    """An export of ours cut short: a "publishing" sidecar, a sidecar without its token
-    file, or a token file whose size differs from what its sidecar says."""
+    """An export of ours cut short: publishing, without its tokens, or of the wrong size."""
 
 
 class NeedsForce(UserError):
-    """An existing file that only `force` replaces. The message names the flag that caller's
-    users type: `force=True` from Python, `message("--force")` for the CLI."""
+    """A file only `force` replaces; `message(flag)` names the caller's flag."""
 
     def __init__(self, taken: Path, detail: str):
         self.taken, self.detail = taken, detail
@@ -55,23 +47,19 @@ class NeedsForce(UserError):
         return f"{str(self.taken)!r} already exists; pass {flag} to replace it ({self.detail})"
 
 
-def token_dtype(vocab_size: int) -> np.dtype:
-    """uint16 when every id fits (V <= 65536), else uint32; always little-endian."""
+def token_dtype(vocab_size: int) -> np.dtype:  # little-endian uint16 when every id fits
     return np.dtype("<u2") if vocab_size <= 2**16 else np.dtype("<u4")
 
 
-def sidecar_path(path: str | os.PathLike) -> Path:
-    """The JSON sidecar of a token file: `<path>.json`."""
+def sidecar_path(path: str | os.PathLike) -> Path:  # `<path>.json`
     return Path(f"{os.fspath(path)}.json")
 
 
 def _publishing_path(side: Path) -> Path:
-    # Only names the temporary of the "publishing" sidecar; no file of this name is published.
     return side.with_name(side.name + ".publishing")
 
 
-def _ours(side: Path) -> dict | None:
-    """The sidecar dict at `side` if this module wrote it (its format field), else None."""
+def _ours(side: Path) -> dict | None:  # the sidecar if this module wrote it, else None
     try:
         meta = read_json(side)
     except (OSError, ValueError, UnicodeDecodeError):
@@ -93,8 +81,7 @@ def read_sidecar(path: str | os.PathLike) -> dict:
     return meta
 
 
-def _layout(meta: dict) -> tuple[np.dtype, tuple[int, ...], int]:
-    """(dtype, shape, bytes) that a sidecar promises."""
+def _layout(meta: dict) -> tuple[np.dtype, tuple[int, ...], int]:  # (dtype, shape, bytes)
     dtype = np.dtype(meta["dtype"]).newbyteorder("<")
     shape = tuple(int(n) for n in meta["shape"])
     return dtype, shape, math.prod(shape) * dtype.itemsize
@@ -117,9 +104,8 @@ def _check_pair(path: Path, meta: dict) -> None:
 
 
 def load_tokens(path: str | os.PathLike, dtype=None) -> np.ndarray:
-    """Memory-map an exported token file as a read-only [num_seqs, seq_len] array; with `dtype`
-    (e.g. np.int64, for PyTorch's nn.Embedding, which refuses uint16 and warns on read-only
-    buffers) a writable in-memory copy in that type, which must hold every id."""
+    """A token file as a read-only [num_seqs, seq_len] memmap, or with `dtype` (np.int64 for
+    PyTorch) a writable copy that must hold every id."""
     path = Path(path)
     if not path.exists() and not sidecar_path(path).exists():
         raise UserError(f"{str(path)!r} does not exist")
@@ -158,9 +144,7 @@ def _size(path: Path) -> str:
 
 
 def _check_target(path: Path, force: bool) -> None:
-    """Refuse to replace what is at `path` (a complete export, or files this module did not
-    write) unless `force`, naming what is there; an export of ours cut short is replaced with
-    a note on stderr, as is, under `force`, a file we did not write."""
+    """Refuse to replace a complete export or a file not ours unless `force`."""
     side = sidecar_path(path)
     has_data, has_side = path.exists(), side.exists()
     if not (has_data or has_side):
@@ -200,15 +184,10 @@ def write_tokens(
     force: bool = False,
     progress: bool | None = None,
 ) -> dict:
-    """Write the [num_seqs, seq_len] = `shape` token rows that `chunks` yields (cast to
-    `token_dtype(vocab_size)`; iterated only once every check passed) to a token file at `path`
-    and its sidecar (the format fields and `about`); return the sidecar dict.
-
-    Refuses a .npy or .npz name, a file that does not fit on the disk, and (NeedsForce)
-    replacing a complete export or any file it did not write unless `force`. `progress` (None:
-    only for >= 16M tokens) shows a tqdm bar on stderr. Whatever stops it (an error, a full
-    disk, Ctrl-C, SIGTERM) removes its temporaries and leaves the old pair as it was.
-    """
+    """Write the `shape` rows `chunks` yields (as `token_dtype(vocab_size)`) and a sidecar of the
+    format fields and `about`; return the sidecar. Refuses a .npy name, a file that does not fit
+    the disk, and (NeedsForce) replacing what is there unless `force`; a stop leaves the old
+    pair."""
     from tqdm import tqdm
 
     path, side = Path(path), sidecar_path(path)
@@ -227,8 +206,7 @@ def write_tokens(
         clean_stale_temps(target)
     _check_target(path, force)
     dtype, total = token_dtype(vocab_size), math.prod(shape)
-    # The old pair stays until the new one is complete, so the whole new file must fit beside
-    # it; refused before any file exists.
+    # The old pair stays until the new one is complete: the new file must fit beside it.
     nbytes = total * dtype.itemsize
     free = shutil.disk_usage(path.parent).free
     if nbytes + _SIDECAR_SLACK > free:
@@ -258,9 +236,7 @@ def write_tokens(
             _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
         _write(side_tmp, side, [_json_bytes(meta)])
         _write(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
-        # Three renames: a "publishing" sidecar over the old one, the data, the final sidecar
-        # last. A final sidecar always describes the data beside it, and a pair cut between the
-        # renames still has a sidecar of ours that says so.
+        # "Publishing" sidecar, data, final sidecar: a pair cut between renames says so.
         publish((publishing_tmp, side), (data_tmp, path), (side_tmp, side))
     return meta
 
@@ -275,8 +251,7 @@ def _json_bytes(meta: dict) -> bytes:
 
 
 def _write(tmp: Path, target: Path, blocks) -> None:
-    """Write `blocks` (bytes-like) to a fresh `tmp` and fsync it. A failed write is re-raised
-    naming the target, e.g. "[Errno 28] No space left on device: 'y.bin'"."""
+    """Write `blocks` to a fresh `tmp` and fsync it; an error names the target."""
     try:
         with open_temp(tmp) as f:
             for block in blocks:

@@ -149,7 +149,7 @@ def test_shapes_finite_and_normalised_with_and_without_jit(head, tie):
 def test_mos_mixture_weights_sum_to_one_and_log_probs_are_the_mixture():
     model = make("mos:3", False)
     h = jax.random.normal(jax.random.key(0), (2, 12, 16))
-    pi = model.head.mixture_weights(h)
+    pi = jnp.exp(model.head.log_mixture_weights(h))
     assert pi.shape == (2, 12, 3)
     np.testing.assert_allclose(pi.sum(-1), 1.0, atol=1e-6)
     mixture = jnp.einsum(

@@ -356,7 +356,7 @@ def _head_run(config):
 
     g = jax.tree.map(draw, params, optim.row_tables(config.vocab_size)(params))
     tx, _ = optim.from_config(config)
-    state = optim.with_peak_lr(tx.init(params), config.lr)
+    state = optim.with_hyperparams(tx.init(params), {"lr": config.lr})
     update = jax.jit(tx.update)
     updates, states = [], []
     for scale in SCALES:

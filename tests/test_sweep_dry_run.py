@@ -3,7 +3,6 @@ throughput table or at an assumed MFU on accelerators; bracketing's partial runs
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -108,17 +107,6 @@ def test_a_row_of_another_shape_lends_its_flops_per_second(tmp_path, capsys, mon
     step = FLOOR["cpu"] + (BASE.tokens_per_step / SLOW - FLOOR["cpu"]) / 2
     seconds = COMPILE["cpu"] + BASE.steps * step
     assert f"about {dry_run.duration(seconds)} for 2 run(s)" in line and "V 128" in line
-
-
-def test_the_nearest_row_is_of_the_same_model_then_the_nearest_flops_and_step():
-    per_token = flops_per_token(BASE.model_config(), BASE.seq_len)
-    far = throughput.Rate(**{**ROW, "preset": "small", "d_model": 64, "flops_per_token": 1e6})
-    same = throughput.Rate(**{**ROW, "vocab_size": 128, "flops_per_token": 2 * per_token})
-    big_step = dataclasses.replace(same, vocab_size=64, batch_size=64, flops_per_token=per_token)
-    rows = (far, same, big_step)
-    assert throughput.nearest(rows, ("tiny", 2, 16), "float32", per_token, 8) == same
-    assert throughput.nearest(rows, ("tiny", 2, 16), "float32", per_token, 256) == big_step
-    assert throughput.nearest(rows, ("small", 2, 64), "float32", per_token, 8) == far
 
 
 def test_an_accelerator_estimate_is_labelled_assumed_with_its_mfu(

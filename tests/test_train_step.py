@@ -171,7 +171,7 @@ def test_optimizer_is_adamw_times_the_schedule_with_a_settable_peak_lr():
         ),
     )
     p_ours, p_ref = params, params
-    s_ours, s_ref = optim.with_peak_lr(tx.init(params), peak), ref.init(params)
+    s_ours, s_ref = optim.with_hyperparams(tx.init(params), {"lr": peak}), ref.init(params)
     assert float(optim.peak_lr(s_ours)) == pytest.approx(peak)
     for i in range(4):
         grads = jax.tree.map(lambda p, i=i: jnp.sin(p * (i + 1)) * 5, p_ours)

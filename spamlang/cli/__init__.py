@@ -12,8 +12,7 @@ import sys
 
 from spamlang.error_policy import Parser, guarded
 
-# Verb modules, in the order `spamlang --help` lists them. Every one is imported when the
-# parser is built: one that fails to import is a broken install, never a verb silently missing.
+# In `--help`'s order; all imported with the parser: one that fails is a broken install.
 _VERB_MODULES = (
     "spamlang.cli.data_cmds",  # languages, preview, export
     "spamlang.cli.tokenize_cmd",  # tokenize
@@ -40,8 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `spamlang ARGV` and return its exit status: `error_policy.run_command`, reporting as
-    `spamlang VERB`, without its frames between this one and the verb's handler."""
+    """Run `spamlang ARGV`; its exit status (`error_policy`), reported as `spamlang VERB`."""
     args = build_parser().parse_args(argv)
     debug, prog = getattr(args, "debug", False), f"spamlang {args.verb}"
     with guarded(prog, debug=debug, at_exit=argv is None) as outcome:

@@ -127,9 +127,8 @@ def preview_handler(args) -> int:
 
 
 def export_handler(args) -> int:
-    """Export; Ctrl-C exits 130 and SIGTERM 143, each with one line and no partial file.
-    Neither cuts a JAX call short (`spamlang.rundir.atomic.signals_held`): one cut in its
-    compile went on compiling while the interpreter shut down, which ended in a segfault."""
+    """Export; Ctrl-C exits 130, SIGTERM 143, with one line and no partial file (neither cuts a JAX
+    call short, which could segfault the shutdown)."""
     from spamlang.data import export_tokens
     from spamlang.rundir.atomic import Terminated, signals_held
     from spamlang.token_files import NeedsForce

@@ -23,12 +23,9 @@ from spamlang.rundir.schema import CONFIG, DIAGNOSTICS, RESULT
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
 _DIAG_STREAM = 0xD1A6
-# The most tokens a count flag takes: the sequences are generated at once and every token's
-# terms are kept, so a count far beyond this (a slip of a few digits) only ends in an abort
-# when memory runs out.
+# The most tokens a count flag takes: every token's terms are kept, so more is likely a slip.
 MAX_TOKENS = 2**24
-# Where diagnose and diagnose-lm write: a folder holding a diagnostics.json they wrote, a run
-# directory (the default, where `plot bottleneck` looks), or a new or empty one.
+# Where diagnose and diagnose-lm write: their own folder, a run directory, or a new one.
 DIAGNOSE_FOLDER = Folder(
     "a diagnose output or a run directory",
     marks=((DIAGNOSTICS, is_diagnostics), (CONFIG, is_config)),
@@ -43,9 +40,7 @@ def _check_count(flag: str, value: int) -> None:
 
 
 def check_writable(out_dir: str | os.PathLike, flag: str = "-o") -> None:
-    """UserError unless `out_dir` is diagnose's to write (`DIAGNOSE_FOLDER`) and files can be
-    created in it (or, while it does not exist, in the folder that would hold it), so that
-    minutes of measuring never end in a refused write."""
+    """UserError unless `out_dir` is diagnose's to write and takes new files."""
     out = claim_folder(out_dir, DIAGNOSE_FOLDER, flag)
     where = out
     while not where.exists() and where != where.parent:
@@ -94,9 +89,7 @@ def add_measure_flags(p: argparse.ArgumentParser) -> None:
 
 
 def write_outputs(diag: dict, out: Path, args: argparse.Namespace) -> list[Path]:
-    """out/diagnostics.json (atomically), then the figures unless --no-figures (shared with
-    `diagnose-lm`); returns the paths written. UserError, writing nothing, when `out` is a
-    folder of someone else's (`DIAGNOSE_FOLDER`)."""
+    """diagnostics.json, then the figures unless --no-figures; the paths written."""
     from spamlang.plots.diagnostics import plot_diagnostics
     from spamlang.rundir.atomic import atomic_write_json
 
@@ -118,9 +111,7 @@ def bottleneck_line(diag: dict) -> str:
 
 
 def handler(args: argparse.Namespace) -> int:
-    """Diagnose the run's latest checkpoint on fresh sequences of its language (seed --seed, a
-    stream of their own), not its training or eval sequences: `loss` differs from the run's
-    final_eval_loss by sampling, and `loss_sequences` says so."""
+    """Diagnose the run's checkpoint on fresh sequences of its language."""
     if not os.path.isdir(args.run_dir):
         raise UserError(f"no such run directory: {args.run_dir}")
     _check_count("--tokens", args.tokens)

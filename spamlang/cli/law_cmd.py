@@ -19,14 +19,15 @@ _FORMULA_HELP = (
 
 
 def _frames(dirs: list[str]) -> dict[str, object]:
-    """{name: results.csv of each sweep or run directory (`_sweep_dirs`' list), with the
-    settings it leaves out read from the runs' config.json}; named as `_names` names them."""
+    """{name: results.csv of each directory, filled from its runs' config.json}."""
     import spamlang.results
     from spamlang.errors import UserError
     from spamlang.law import fill_from_configs
 
     frames = {}
-    for name, d in zip(_names(dirs), dirs):
+    names = [Path(d).resolve().name for d in dirs]  # or the path, where two names clash
+    names = [n if names.count(n) == 1 else str(d) for n, d in zip(names, dirs)]
+    for name, d in zip(names, dirs):
         frame = spamlang.results.load(d)
         if len(frame) == 0:  # said with its directory, which the law's own message cannot
             raise UserError(f"{d}: no finished run in its results.csv: nothing to fit")
@@ -34,16 +35,8 @@ def _frames(dirs: list[str]) -> dict[str, object]:
     return frames
 
 
-def _names(dirs: list[str]) -> list[str]:
-    """Each directory's name, or its path where two names clash."""
-    names = [Path(d).resolve().name for d in dirs]
-    return [n if names.count(n) == 1 else str(d) for n, d in zip(names, dirs)]
-
-
 def _sweep_dirs(paths: list[str]) -> list[str]:
-    """`paths` less those that exist but are no sweep or run directory (`results/*` holds a
-    README and the forecasts), each skipped with one note on stderr; a path that does not
-    exist stays, for the reader's own error. UserError when nothing is left."""
+    """`paths` less the existing ones that are no sweep or run directory."""
     import sys
 
     from spamlang.errors import UserError
@@ -98,7 +91,6 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _write_csv(path: str, rows: list[dict]) -> Path:
-    """`rows` as a CSV file at `path` (atomically), columns in the first row's order."""
     import csv
     import io
 
@@ -113,8 +105,7 @@ def _write_csv(path: str, rows: list[dict]) -> Path:
 
 
 def _cells(sweep) -> dict[str, object]:
-    """{label: the first config} per cell of a sweep: its points with lr and seed collapsed,
-    labelled by their other axis fields (`vocab_size=4096 b2=0.999`; "base" with none)."""
+    """{label: first config} per cell (lr and seed collapsed), labelled by its axis fields."""
     from spamlang.law.forecast import written
     from spamlang.sweep.spec import config_field, fields_of
 

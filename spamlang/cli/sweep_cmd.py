@@ -16,14 +16,7 @@ from spamlang.notation import parse_int
 from spamlang.rundir import Folder, claim_folder
 from spamlang.rundir.atomic import atomic_write_json
 from spamlang.sweep.best_lr import DEFAULT_LIMIT
-from spamlang.sweep.spec import (
-    MAX_POINTS,
-    Sweep,
-    check_bracket,
-    check_size,
-    id_part,
-    parse_shard,
-)
+from spamlang.sweep.spec import MAX_POINTS, Sweep, check_bracket, check_size, id_part, parse_shard
 from spamlang.sweep.sweep_file import SWEEP_FOLDER
 from spamlang.tracking.common import KINDS as TRACKERS
 
@@ -32,8 +25,6 @@ guard_script_import(Path(sys.argv[0]).name)
 
 
 def _at_least(low: int):
-    """An argparse type: an integer >= `low`."""
-
     def parse(text: str) -> int:
         try:
             value = parse_int(text)  # --max-points 200K
@@ -47,14 +38,7 @@ def _at_least(low: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False) -> None:
-    """The flags of a sweep run: where and how its runs train, which variant of the sweep,
-    and what it shows."""
-    _placement_flags(parser)
-    _variant_flags(parser)
-    _output_flags(parser, plots)
-
-
-def _placement_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of a sweep run: where its runs train, which variant, what it shows."""
     parser.add_argument(
         "--out", metavar="DIR", default=None, help="sweep directory (default: runs/<sweep name>)"
     )
@@ -94,8 +78,6 @@ def _placement_flags(parser: argparse.ArgumentParser) -> None:
         "(default: on accelerators, and on CPU for steps of at most 256 tokens)",
     )
 
-
-def _variant_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bracket-lr",
         metavar="N",
@@ -135,8 +117,6 @@ def _variant_flags(parser: argparse.ArgumentParser) -> None:
         "train a larger budget: a finished run cannot be extended",
     )
 
-
-def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
     parser.add_argument(
         "--quiet",
         action="store_true",
@@ -174,31 +154,28 @@ def _output_flags(parser: argparse.ArgumentParser, plots: bool | None) -> None:
     )
 
 
-def _is_figures_mark(data) -> bool:
-    return isinstance(data, dict) and data.get("format") == FIGURES_FORMAT
-
-
-# `--figures DIR` elsewhere than the sweep directory: a folder of figures only, which the first
-# draw marks with figures.json (the format, and the sweep drawn), so that a later draw knows it
-# for its own and a folder of the user's (their heatmap.png) is refused.
+# `--figures DIR`: marked by figures.json, so a later draw knows it and a user's is refused.
 FIGURES_MARK, FIGURES_FORMAT = "figures.json", "spamlang-figures-v1"
 FIGURES_FOLDER = Folder(
     "a folder of sweep figures",
-    marks=((FIGURES_MARK, _is_figures_mark),),
+    marks=(
+        (
+            FIGURES_MARK,
+            lambda data: isinstance(data, dict) and data.get("format") == FIGURES_FORMAT,
+        ),
+    ),
     files=(FIGURES_MARK, "heatmap.png", "curves.png", "samples_*.png"),
 )
 
 
 def _figures_folder(out: Path, figures: str | None) -> Path:
-    """Where --plots draws: `out`, or `figures` when it is a folder of figures of ours (or
-    new, or empty): UserError otherwise, before any run."""
+    """Where --plots draws: `out`, or `figures` when it is ours, new or empty (else UserError)."""
     if figures is None or Path(figures).resolve() == out.resolve():
         return out
     return claim_folder(figures, FIGURES_FOLDER, "--figures")
 
 
 def _mark_figures(out: Path, figures: Path) -> list:
-    """Create `figures` and, when it is not the sweep directory, its figures.json."""
     figures.mkdir(parents=True, exist_ok=True)
     if figures.resolve() != out.resolve():
         claim_folder(figures, FIGURES_FOLDER, "--figures")  # again: it may have changed since
@@ -207,8 +184,7 @@ def _mark_figures(out: Path, figures: Path) -> list:
 
 
 def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> None:
-    """Draw the sweep's figures into `figures`. A figure that storage refuses (a read-only
-    copy of a finished sweep) is skipped with one line on stderr; the others are drawn."""
+    """Draw the sweep's figures into `figures`; one storage refuses is skipped with a note."""
     from spamlang.plots.curves import plot_curves
     from spamlang.plots.sweep import plot_heatmap
     from spamlang.sweep.results_csv import is_read_only
@@ -241,10 +217,8 @@ def _plot(out: Path, figures: Path, rows: list[dict], samples: tuple = ()) -> No
 
 
 def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> list[Path]:
-    """Table 1's analogue for one cell (`where`: settings such as {"vocab_size": 4096,
-    "tie_embeddings": True}): 6 samples of 32 tokens at temperature 0.9, seeded with token 0
-    (`A`), from the cell's best-LR run (seed-mean final eval loss), lowest seed;
-    `samples_V4096_tied.png`. Nothing when the cell has no finished run."""
+    """Table 1's analogue for the cell `where`: 6 samples of 32 tokens at temperature 0.9 from token
+    0, by the cell's best-LR run (lowest seed); nothing without a finished run."""
     from spamlang.cli.sample_cmd import sample_figure
     from spamlang.sample import sample_run
     from spamlang.sweep.best_lr import best_lrs
@@ -260,8 +234,7 @@ def _sample_figure(out: Path, figures: Path, rows: list[dict], where: dict) -> l
 
 
 def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
-    """Run (or list) the sweep as the parsed flags say. Raises UserError on bad input.
-    `samples`: the cells whose sample tables --plots also draws (a script's SAMPLES)."""
+    """Run (or list) the sweep as the flags say; `samples`: the cells --plots draws samples of."""
     from spamlang import tracking
     from spamlang.sweep.files import at_seq_len, with_overrides
     from spamlang.sweep.runner import run_sweep
@@ -319,11 +292,8 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
 def main(
     sweep: Sweep, argv: list[str] | None = None, *, plots: bool = False, samples: tuple = ()
 ) -> int:
-    """Entry point of a sweep script: parse the flags, run, return an exit status, as
-    `spamlang sweep FILE` does (the same flags and error policy: `spamlang.error_policy`). A
-    script's `PLOTS = True` makes `--plots` the default (`--no-plots` turns it off); SAMPLES
-    are the cells whose sample tables --plots draws. The whole sweep is loaded and validated
-    first: any problem is one line on stderr and status 2, before any run."""
+    """A sweep script's entry point: the flags, error policy and exit status of `spamlang sweep
+    FILE`. `plots`: the --plots default; `samples`: the cells whose sample tables --plots draws."""
     prog = Path(sys.argv[0]).name if argv is None else f"sweep {sweep.name}"
     parser = Parser(prog=prog, description=f"Run the sweep {sweep.name!r}.")
     add_arguments(parser, plots=plots)

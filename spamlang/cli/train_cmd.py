@@ -101,9 +101,7 @@ RENAMED = {name: flags[0] for name, flags in tagged(TrainConfig, "flags").items(
 
 
 def _unknown_hint(extras: list[str]) -> str | None:
-    """The line for an unrecognised flag that names a language parameter (or the old --eps), or
-    a field by another name (`FIELD_ALIASES`: --tied): say how to set it, instead of argparse's
-    bare refusal or a far guess (--tied is not --seed)."""
+    """The line for an unknown flag that names a language parameter or a field by another name."""
     from spamlang import languages  # imports JAX: on this error path only
 
     owners: dict[str, list[str]] = {}
@@ -181,8 +179,7 @@ def _known_names(field: str) -> str | None:
 
 
 class _NamesHelpFormatter(argparse.HelpFormatter):
-    """Adds the known presets, languages and heads to their flags' help. Only when help is
-    shown: the registries import JAX, which every other `spamlang train` call would wait for."""
+    """Adds the known presets, languages and heads to --help (JAX only then)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = super()._get_help_string(action) or ""
@@ -233,9 +230,8 @@ def _read_config_file(path: str) -> dict:
 
 
 def enable_compile_cache() -> None:
-    """Use JAX's persistent compilation cache, so reruns and sweeps of the same shapes skip XLA
-    compilation. JAX_COMPILATION_CACHE_DIR chooses the folder (default
-    $XDG_CACHE_HOME/spamlang/xla); SPAMLANG_COMPILE_CACHE=0 turns it off."""
+    """JAX's persistent compilation cache, in $XDG_CACHE_HOME/spamlang/xla unless
+    JAX_COMPILATION_CACHE_DIR says where; SPAMLANG_COMPILE_CACHE=0 turns it off."""
     if os.environ.get("SPAMLANG_COMPILE_CACHE", "1") == "0" or os.environ.get(
         "JAX_COMPILATION_CACHE_DIR"
     ):

@@ -23,10 +23,8 @@ def _edges(b: int) -> tuple[int, int]:
 def tabulate(
     loss_sum_V, val_count_V, train_count_V, last_target_V, steps: int, memory: float | None
 ) -> dict:
-    """The table result.json holds as "target_buckets": a row per (count, age) cell that holds
-    a validation target, where count is the id's training-target count and age is steps since
-    its last step as a target (`last_target` is the step count right after it; -1 never, whose
-    rows have count 0 and no age). Loss is the mean over the cell's validation targets."""
+    """result.json's "target_buckets": a row per (training-target count, steps since last a target)
+    cell holding validation targets, with their mean loss."""
     loss_sum = np.asarray(loss_sum_V, np.float64)
     val_n = np.asarray(val_count_V, np.int64)
     train_n = np.asarray(train_count_V, np.int64)
@@ -55,8 +53,7 @@ def tabulate(
 
 
 def unigram_loss(val_count_V) -> float:
-    """The validation targets' cross-entropy under their own unigram distribution: a bound no
-    model without context beats (its entropy in nats)."""
+    """The validation targets' unigram entropy: what no model without context beats."""
     n = np.asarray(val_count_V, np.float64)
     p = n[n > 0] / n.sum()
     return float(-(p * np.log(p)).sum())

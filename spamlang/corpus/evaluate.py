@@ -34,9 +34,7 @@ def val_windows(val: np.ndarray, seq_len: int, max_tokens: int | None = None) ->
     return np.asarray(tokens[: n * seq_len], np.int32).reshape(n, seq_len)
 
 
-class CorpusEvaluation:
-    """The jitted per-batch evaluation of one config's models (any number of members)."""
-
+class CorpusEvaluation:  # the jitted per-batch evaluation of one config's members
     exact = False  # no per-symbol scores of a position-invariant language
 
     def __init__(self, config, graphdef, rest, mesh: jax.sharding.Mesh):
@@ -88,8 +86,7 @@ class CorpusEvaluation:
         return loss, hits
 
     def evaluate(self, state, configs: list, wait=None, final: bool = False) -> list[dict]:
-        """Each member's eval row; `final`: over all of val.bin, with the table of each token's
-        fate ("target_buckets") from the state's per-id target history."""
+        """Each member's eval row; `final`: over all of val.bin, with "target_buckets"."""
         windows = self.final_windows if final else self.training_windows
         loss_KxV, hits_K = self._score(state["params"], windows, wait)
         n_targets = windows.shape[0] * (windows.shape[1] - 1)
@@ -119,12 +116,13 @@ class CorpusEvaluation:
                     steps,
                     row["adam_memory_steps"],
                 )
+                corpus = open_corpus(config.corpus)
                 row["corpus"] = {
-                    "name": open_corpus(config.corpus).name,
+                    "name": corpus.name,
                     "val_tokens_scored": int(n_targets),
                     "val_unigram_loss": self.unigram_loss,
-                    "train_tokens": int(open_corpus(config.corpus).train.shape[0]),
-                    "epochs": config.tokens / int(open_corpus(config.corpus).train.shape[0]),
+                    "train_tokens": int(corpus.train.shape[0]),
+                    "epochs": config.tokens / int(corpus.train.shape[0]),
                 }
             rows.append(row)
         return rows

@@ -18,8 +18,7 @@ from spamlang.rundir.reading import read_json
 META, TRAIN, VAL, TOKENIZER = "meta.json", "train.bin", "val.bin", "tokenizer.json"
 FORMAT = "spamlang-corpus-v1"  # meta.json's "format" when `spamlang tokenize` wrote it
 _DTYPES = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4")}
-# Window starts are drawn as int32 (`spamlang.corpus.windows`).
-MAX_TOKENS = 2**31 - 1
+MAX_TOKENS = 2**31 - 1  # window starts are drawn as int32 (`spamlang.corpus.windows`)
 
 
 @dataclass(frozen=True)
@@ -33,8 +32,7 @@ class Corpus:
     val: np.ndarray  # val.bin, read-only memmap, flat
 
     @property
-    def name(self) -> str:
-        """What run ids call the corpus: its folder's name."""
+    def name(self) -> str:  # what run ids call the corpus
         return self.path.name
 
     @property
@@ -44,9 +42,7 @@ class Corpus:
 
 
 def open_corpus(path: str | os.PathLike) -> Corpus:
-    """The corpus at folder `path`, checked once per process (by path, size and mtime):
-    UserError for a missing folder or file, a bad meta.json, a file that is not whole tokens,
-    too few tokens or an id at or above vocab_size."""
+    """The corpus at folder `path`, checked once per process and file version; UserError else."""
     folder = Path(path)
     if not folder.is_dir():
         raise UserError(f"corpus {folder} is not a folder (expected train.bin, val.bin, meta.json)")
@@ -109,7 +105,6 @@ def _sha256(path: str, _stamp: tuple) -> str:
     return digest.hexdigest()
 
 
-def train_sha256(path: str | os.PathLike) -> str:
-    """sha256 of the corpus's train.bin (hashed once per process and file version)."""
+def train_sha256(path: str | os.PathLike) -> str:  # hashed once per process and file version
     file = Path(path) / TRAIN
     return _sha256(str(file.resolve()), _stamp(file))

@@ -10,21 +10,18 @@ import sysconfig
 from pathlib import Path
 
 NAME = "reference:stdlib"  # how meta.json's "inputs" names it
-# Installed packages are not the standard library; tests, codec tables (encodings/) and the
-# generated pydoc topics (pydoc_data/) are bulk that is not ordinary code.
+# Installed packages are no standard library; tests, codec tables and pydoc topics no code.
 EXCLUDED_FOLDERS = frozenset(
     {"site-packages", "dist-packages", "test", "tests", "idle_test", "encodings", "pydoc_data"}
 )
 
 
 def python_version() -> str:
-    """The interpreter's version as meta.json records it: "3.11.7"."""
     return platform.python_version()
 
 
 def reference_files() -> tuple[Path, list[Path]]:
-    """(the stdlib folder, its `.py` files relative to it, sorted by path components), without
-    any file under an `EXCLUDED_FOLDERS` folder and without files named `test_*.py`."""
+    """(the stdlib folder, its sorted `.py` files but EXCLUDED_FOLDERS' and `test_*.py`)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     files = []
     # os.walk follows no symlinked folder: a link out of the stdlib is not the stdlib.

@@ -20,14 +20,9 @@ import numpy as np
 from spamlang.corpus import reference
 from spamlang.corpus.files import FORMAT, META, TOKENIZER, TRAIN, VAL
 from spamlang.errors import UserError, first_line, no_space
-from spamlang.rundir.atomic import (
-    clean_stale_temps,
-    open_temp,
-    publish,
-    signals_raise,
-    staged,
-)
+from spamlang.rundir.atomic import clean_stale_temps, open_temp, publish, signals_raise, staged
 from spamlang.rundir.lock import Taken, locked
+from spamlang.rundir.reading import read_object
 from spamlang.token_files import token_dtype
 
 EOT = "<|endoftext|>"  # ends every document; id 0 of a trained tokenizer
@@ -38,15 +33,12 @@ SPLITS = ("train", "val")
 _PUBLISHING = META + ".publishing"  # names only the temporary of the "publishing" meta.json
 _LOCK = ".lock"  # held while writing: two tokenizers into one folder would mix their files
 _BATCH_CHARS = 1 << 22  # characters per encode_batch call: few calls, bounded memory
-# tokenizers' thread pool, off while a BPE trains: training in threads has been a source of
-# run-to-run differences. Encoding keeps it (the caller's setting): its output is in order.
+# tokenizers' thread pool, off while a BPE trains (a source of run-to-run differences).
 _PARALLELISM = "TOKENIZERS_PARALLELISM"
 
 
 @dataclasses.dataclass(frozen=True)
-class Source:
-    """One input file: a document, or a .jsonl file of one document per line."""
-
+class Source:  # one input file: a document, or a .jsonl file of one document per line
     input: int  # its TEXT argument's index in meta.json's "inputs"
     path: Path  # where it is read
     name: str  # its path inside its TEXT argument (POSIX): what decides the split
@@ -57,16 +49,13 @@ class Source:
 
 
 @dataclasses.dataclass(frozen=True)
-class Outcome:
-    """What `tokenize` did: the corpus's meta.json, and whether it wrote the folder."""
-
+class Outcome:  # the corpus's meta.json, and whether `tokenize` wrote the folder
     meta: dict
     written: bool
 
 
 def split_of(key: str) -> str:
-    """A document's split: "val" when its key (its path, `name:line` for a .jsonl line) hashes
-    below VAL_PERCENT out of 100, else "train"; a function of the path, never of the order."""
+    """A document's split by the sha256 of its key (path, `name:line`): never by the order."""
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
     return "val" if int(digest, 16) % 100 < VAL_PERCENT else "train"
 
@@ -80,11 +69,8 @@ def tokenize(
     use_reference: bool = False,
     progress: bool = True,
 ) -> Outcome:
-    """Tokenize `inputs` (files, folders, .jsonl files) or, with `use_reference`, the reference
-    corpus (`spamlang.corpus.reference`) into the folder `out`: its meta.json, and whether it
-    wrote `out` (False: it was up to date). A BPE of `vocab_size` is trained on the train
-    documents unless `tokenizer` (a tokenizer.json) is given. UserError for bad input, naming
-    it, before anything is written."""
+    """Tokenize `inputs` (files, folders, .jsonl), or the reference corpus, into the folder `out`,
+    with a BPE of `vocab_size` trained on the train documents or a given `tokenizer`."""
     out = Path(out)
     names, sources = _sources(inputs, use_reference, out)
     given = _GivenTokenizer.load(tokenizer, vocab_size) if tokenizer is not None else None
@@ -116,11 +102,7 @@ def tokenize(
     return Outcome(meta, written=True)
 
 
-# --- inputs ------------------------------------------------------------------------------
-
-
 def _sources(inputs: Sequence, use_reference: bool, out: Path) -> tuple[list[str], list[Source]]:
-    """(meta.json's "inputs", every input file in order); UserError for a missing TEXT."""
     if use_reference:
         if inputs:
             raise UserError("give TEXT or the reference corpus, not both")
@@ -141,9 +123,7 @@ def _sources(inputs: Sequence, use_reference: bool, out: Path) -> tuple[list[str
 
 
 def _folder_files(folder: Path, out: Path) -> list[str]:
-    """The regular files under `folder` as POSIX paths inside it, sorted by components. Hidden
-    files and folders (a name starting with ".": .git, .DS_Store) are not text of the corpus,
-    nor is the output folder `out` (a rerun would read its own train.bin)."""
+    """The regular files under `folder`, sorted, but hidden ones and the output folder `out`."""
     found, skip = [], out.resolve()
     for here, subfolders, names in os.walk(folder):
         subfolders[:] = [
@@ -160,8 +140,7 @@ def _folder_files(folder: Path, out: Path) -> list[str]:
 
 
 def _documents(source: Source, digest) -> Iterator[tuple[str, str]]:
-    """(key, text) of each non-empty document of `source`, the file's bytes fed to `digest`.
-    A .jsonl line's key is `name:line` (1-based); blank lines and empty texts are skipped."""
+    """(key, text) of each non-empty document of `source`, its bytes fed to `digest`."""
     if not source.jsonl:
         data = source.path.read_bytes()
         digest.update(data)
@@ -201,8 +180,7 @@ def _jsonl_text(path: Path, number: int, line: bytes) -> str:
 
 
 def _scan(sources: list[Source], names: list[str], progress: bool) -> tuple[list, list]:
-    """Read and check every input once, before anything is written: (meta.json's "sources",
-    each file's sha256). UserError for no text at all, or a split left empty."""
+    """(meta.json's "sources", each file's sha256), every input read and checked once."""
     from tqdm import tqdm
 
     entries, hashes = [], []
@@ -210,8 +188,7 @@ def _scan(sources: list[Source], names: list[str], progress: bool) -> tuple[list
         digest = hashlib.sha256()
         counts = Counter(split_of(key) for key, _ in _documents(source, digest))
         hashes.append(digest.hexdigest())
-        # One entry per split that holds documents of the file (a .jsonl's lines split apart);
-        # a file with none still has one, so that its hash is compared on a rerun.
+        # One entry per split of the file's documents (at least one: its hash is compared).
         splits = [s for s in SPLITS if counts[s]] or [split_of(source.name)]
         for split in splits:
             entries.append(
@@ -246,9 +223,6 @@ def _check_splits(entries: list[dict], names: list[str], files: int) -> None:
             )
 
 
-# --- the tokenizer -----------------------------------------------------------------------
-
-
 def _import_tokenizers():
     try:
         import tokenizers
@@ -273,7 +247,7 @@ def _check_vocab(vocab_size) -> None:
 
 @contextlib.contextmanager
 def _serial() -> Iterator[None]:
-    """tokenizers on one thread within the block (read at each call, so set here suffices)."""
+    """tokenizers on one thread within the block (read at each call)."""
     previous = os.environ.get(_PARALLELISM)
     os.environ[_PARALLELISM] = "false"
     try:
@@ -317,7 +291,7 @@ class _GivenTokenizer:
 
 
 def _kind(spec: dict) -> str:
-    """What a tokenizer.json is, from its model and pre-tokenizer: "byte-level BPE", "Unigram"."""
+    """What a tokenizer.json is: "byte-level BPE", "Unigram", ..."""
     model = str((spec.get("model") or {}).get("type", "unknown"))
     byte_level = "ByteLevel" in json.dumps(spec.get("pre_tokenizer"))
     return f"byte-level {model}" if byte_level else model
@@ -344,7 +318,7 @@ def _train(docs: Iterable[str], count: int, vocab_size: int, progress: bool) -> 
 
 
 def _encoder(data: bytes):
-    """The tokenizer that tokenizer.json `data` describes, reading EOT in a text as text."""
+    """The tokenizer of tokenizer.json `data`, reading EOT in a text as text."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(data.decode("utf-8"))
@@ -353,27 +327,14 @@ def _encoder(data: bytes):
     return tok
 
 
-# --- writing -----------------------------------------------------------------------------
-
-
-def _ours(path: Path) -> dict | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) and meta.get("format") == FORMAT else None
-
-
 def _leftover(name: str) -> bool:
-    """A file this package leaves in a corpus folder only while writing it (or when killed)."""
+    """A file left in a corpus folder only while writing it (or when killed)."""
     stems = (TRAIN, VAL, TOKENIZER, META, _PUBLISHING)
     return name == _LOCK or any(name.startswith(f".{stem}.tmp-") for stem in stems)
 
 
 def _existing_meta(out: Path) -> dict | None:
-    """The meta.json of the corpus folder at `out` (None if the folder is new or empty);
-    UserError for a file, or a non-empty folder that is not a corpus folder of ours."""
+    """The meta.json at `out` (None: new or empty); UserError when `out` is not ours."""
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file, not a folder")
     if not out.is_dir():
@@ -382,8 +343,8 @@ def _existing_meta(out: Path) -> dict | None:
         clean_stale_temps(out / name)  # left by a killed run of ours
     if not [p for p in out.iterdir() if not _leftover(p.name)]:
         return None
-    meta = _ours(out / META)
-    if meta is None:
+    meta = read_object(out / META)
+    if meta is None or meta.get("format") != FORMAT:
         raise UserError(
             f"{out} is not empty and holds no meta.json of a spamlang corpus "
             f"({FORMAT}); give a new or empty folder (nothing there is replaced)"
@@ -399,8 +360,7 @@ def _sha256_file(path: Path) -> str | None:
 
 
 def _up_to_date(out: Path, old: dict | None, head: dict, given: _GivenTokenizer | None) -> bool:
-    """Whether the corpus at `out` came from the same inputs, settings and tokenizers version,
-    and its files are whole (sizes and the tokenizer's hash as its meta.json says)."""
+    """Whether `out` came from the same inputs, settings and tokenizers, and its files are whole."""
     if old is None or old.get("publishing"):
         return False
     tok = old.get("tokenizer") or {}
@@ -421,8 +381,7 @@ def _up_to_date(out: Path, old: dict | None, head: dict, given: _GivenTokenizer 
 
 
 def _write_safely(out: Path, work):
-    """`work()` with `out` created if missing and locked; whatever stops it (an error, Ctrl-C,
-    SIGTERM) removes the folders it created. A full disk is a UserError."""
+    """`work()` with `out` created and locked; a stop removes the folders it created."""
     created = [p for p in (out, *out.parents) if not p.exists()]  # deepest first
     with signals_raise():
         try:
@@ -468,8 +427,7 @@ class _Job:
                     os.fsync(f.fileno())
             meta = self._meta(head, data, eot, tokens)
             _write(tmp[META], [_json(meta)])
-            # Replaced first: a folder cut between the renames (SIGKILL, a power cut) says so,
-            # and has no vocab_size, so the reader refuses it.
+            # Replaced first: a folder cut between the renames says so, and is refused.
             _write(tmp[_PUBLISHING], [_json({"format": FORMAT, "publishing": True})])
             publish(
                 (tmp[_PUBLISHING], paths[META]),
@@ -570,8 +528,7 @@ def _write(tmp: Path, blocks: Iterable[bytes]) -> None:
 
 
 def reference_corpus(folder: str | os.PathLike, vocab_size: int) -> str:
-    """`folder` as a corpus of the reference text at `vocab_size`, tokenized on first use (a few
-    seconds) and reused after: what sweeps on real text train on. Two processes wait for one."""
+    """`folder` as a corpus of the reference text, tokenized once (two processes wait for one)."""
     from filelock import FileLock
 
     folder = Path(folder)

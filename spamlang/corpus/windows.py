@@ -18,8 +18,7 @@ DEVICE_MB_VAR = "SPAMLANG_CORPUS_DEVICE_MB"
 DEFAULT_DEVICE_MB = 512
 
 
-def device_limit_bytes() -> int:
-    """The largest train.bin kept on device (SPAMLANG_CORPUS_DEVICE_MB, default 512)."""
+def device_limit_bytes() -> int:  # the largest train.bin kept on device
     raw = os.environ.get(DEVICE_MB_VAR, str(DEFAULT_DEVICE_MB))
     try:
         mb = float(raw)
@@ -52,8 +51,7 @@ def gather(tokens_N: jax.Array, starts_B: jax.Array, seq_len: int) -> jax.Array:
 
 
 class HostWindows:
-    """The same windows read from the host's memory map: the starts are computed by the same
-    jitted `window_starts`, the tokens indexed in NumPy, one [K, B, L] batch per step."""
+    """The same windows from the host's memory map (the same jitted `window_starts`)."""
 
     def __init__(self, train: np.ndarray, batch_size: int, seq_len: int):
         self.train, self.seq_len = train, seq_len
@@ -65,8 +63,7 @@ class HostWindows:
 
         self._starts = jax.jit(starts_KxB)
 
-    def batch(self, data_keys_K, step: int) -> np.ndarray:
-        """int32[K, B, L]: step `step`'s rows for members with these data keys."""
+    def batch(self, data_keys_K, step: int) -> np.ndarray:  # int32[K, B, L] of step `step`
         starts_KxB = np.asarray(self._starts(data_keys_K, np.int32(step)))
         index_KxBxL = starts_KxB[..., None] + np.arange(self.seq_len)
         return self.train[index_KxBxL].astype(np.int32)

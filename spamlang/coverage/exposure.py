@@ -17,9 +17,7 @@ from jax.sharding import PartitionSpec as P
 def sequence_counts(tokens_BxL: jax.Array, vocab_size: int) -> jax.Array:
     """int32[V]: how many of the B sequences hold each id among their inputs (once per row)."""
     inputs_BxLm1 = jnp.sort(tokens_BxL[:, :-1], axis=1)
-    # After the sort, an id's first position in its row is where it differs from its left
-    # neighbour (ids are >= 0, so position 0 differs from the -1 before it): counting only
-    # those counts sequences, not tokens.
+    # Sorted, an id's first position differs from its left neighbour: one count per row.
     first_BxLm1 = jnp.diff(inputs_BxLm1, axis=1, prepend=-1) != 0
     return (
         jnp.zeros(vocab_size, jnp.int32)
@@ -29,8 +27,7 @@ def sequence_counts(tokens_BxL: jax.Array, vocab_size: int) -> jax.Array:
 
 
 def _summed(count, tokens_BxL: jax.Array, mesh) -> jax.Array:
-    """`count(rows)` of a batch whose rows may be split over the mesh's "data" axis: each
-    device counts its own rows, summed in one psum."""
+    """`count(rows)` of a batch whose rows may be split over "data", summed in one psum."""
     if mesh is None or mesh.shape.get("data", 1) == 1:
         return count(tokens_BxL)
 
@@ -40,23 +37,18 @@ def _summed(count, tokens_BxL: jax.Array, mesh) -> jax.Array:
     return jax.shard_map(local, mesh=mesh, in_specs=P("data"), out_specs=P())(tokens_BxL)
 
 
-def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
-    """`sequence_counts` of a batch whose rows may be split over the mesh's "data" axis."""
+def count_batch(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:  # rows split
     return _summed(lambda t: sequence_counts(t, vocab_size), tokens_BxL, mesh)
 
 
-def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
-    """bool[V]: the ids that occur anywhere in the batch (inputs or targets)."""
-
+def present_ids(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:  # bool[V], any
     def count(tokens_bxL):
         return jnp.zeros(vocab_size, jnp.int32).at[tokens_bxL.reshape(-1)].max(1, mode="drop")
 
     return _summed(count, tokens_BxL, mesh) > 0
 
 
-def count_targets(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:
-    """int32[V]: how many target positions (1..L-1) of the batch hold each id."""
-
+def count_targets(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Array:  # int32[V]
     def count(tokens_bxL):
         targets = tokens_bxL[:, 1:].reshape(-1)
         return jnp.zeros(vocab_size, jnp.int32).at[targets].add(1, mode="drop")
@@ -64,8 +56,7 @@ def count_targets(tokens_BxL: jax.Array, vocab_size: int, mesh=None) -> jax.Arra
     return _summed(count, tokens_BxL, mesh)
 
 
-def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:
-    """bool[B]: every id of the row occurs as an input in some training sequence."""
+def seen_rows(tokens_BxL: jax.Array, exposure_V: jax.Array) -> jax.Array:  # all ids ever inputs
     return jnp.all(exposure_V[tokens_BxL] > 0, axis=1)
 
 
@@ -74,10 +65,7 @@ def summary(exposure_V, training_sequences: int) -> dict[str, float]:
     counts = np.asarray(exposure_V)
     per_symbol = training_sequences / counts.size
     return {
-        # B x steps / V: the training rows that show an average symbol. With RoPE a SpamLang
-        # row is one update of its symbol whatever its length, so this, not tokens per symbol,
-        # is the coverage axis. `sequences_per_symbol` is the same number under its old name,
-        # kept so that readers of earlier results.csv files go on working.
+        # B x steps / V; `sequences_per_symbol`: its old name, for earlier results.csv readers.
         "updates_per_symbol": per_symbol,
         "sequences_per_symbol": per_symbol,
         "exposure_min": int(counts.min()),

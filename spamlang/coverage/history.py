@@ -15,16 +15,13 @@ from spamlang.coverage.symbols import LEARNED_FRACTION
 
 # The per-symbol arrays of an evaluation row, after "step" and "loss".
 HISTORY_FIELDS = ("appearances", "first_step", "last_step", "max_gap")
-# symbols.csv.gz: run_id, then these. appearances, max_gap and age are each bin's lower edge
-# (`log2_floor`; age -1: never shown; max_gap empty before the last evaluation); symbols the bin's count; loss_mean its mean loss in nats;
-# learned its share under LEARNED_FRACTION x log V; mean_gap the mean of its symbols' mean gaps
-# (empty when none has two appearances).
+# symbols.csv.gz: run_id, then these; appearances, max_gap, age: a bin's lower edge (age -1:
+# never shown; max_gap at the last evaluation only); learned: the share under LEARNED_FRACTION.
 COLUMNS = ("step", "appearances", "max_gap", "age", "symbols", "loss_mean", "learned", "mean_gap")
 
 
 def mean_gap(first_V, last_V, appearances_V) -> np.ndarray:
-    """float32[V]: (last - first) / (appearances - 1), the mean steps between consecutive
-    appearances (two rows of one batch are a gap of 0); NaN before the second appearance."""
+    """float32[V]: the mean steps between appearances; NaN before the second."""
     first, last = np.asarray(first_V, np.float64), np.asarray(last_V, np.float64)
     count = np.asarray(appearances_V, np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -33,32 +30,28 @@ def mean_gap(first_V, last_V, appearances_V) -> np.ndarray:
 
 
 def eval_row(step: int, loss_V, history: dict) -> dict:
-    """The symbol_evals.jsonl row of one evaluation: the step, every symbol's loss and its
-    HISTORY_FIELDS (`history`: name -> int array [V], host side)."""
+    """The symbol_evals.jsonl row of an evaluation: step, each symbol's loss and HISTORY_FIELDS."""
     row = {"step": int(step), "loss": np.asarray(loss_V, np.float32).tolist()}
     row.update({k: np.asarray(history[k]).astype(int).tolist() for k in HISTORY_FIELDS})
     return row
 
 
 def log2_floor(x) -> np.ndarray:
-    """int64: 0 for 0, else the largest power of two <= x (x >= 1); -1 stays -1."""
+    """int64: 0 for 0, else the largest power of two <= x; -1 stays -1."""
     x = np.asarray(x, np.int64)
     out = np.where(x > 0, 2 ** np.floor(np.log2(np.maximum(x, 1))).astype(np.int64), x)
     return np.where(x < 0, -1, out)
 
 
 def summary(rows: list[dict]) -> dict[str, list]:
-    """The binned summary of a run's evaluation rows, as columns (`COLUMNS`): at every
-    evaluation the symbols binned by appearances and age (steps since the last appearance), at
-    the last one also by longest gap; each bin's count, mean loss, learned share and mean gap."""
+    """COLUMNS of a run's evaluation rows: symbols binned by appearances and age (and gap, last)."""
     out: dict[str, list] = {c: [] for c in COLUMNS}
     for i, row in enumerate(rows):
         loss = np.asarray(row["loss"], np.float64)
         count, last = np.asarray(row["appearances"]), np.asarray(row["last_step"])
         gaps = mean_gap(row["first_step"], last, count)
         age = np.where(last >= 0, row["step"] - last, -1)
-        # The longest gap splits only the last evaluation's bins: a third axis at every one
-        # made the summary several times longer for a few hundred runs' symbols.csv.gz.
+        # The longest gap splits only the last evaluation's bins: the table stays small.
         last_eval = i == len(rows) - 1
         gap_bin = log2_floor(row["max_gap"]) if last_eval else np.full(len(loss), -2)
         keys = np.stack([log2_floor(count), gap_bin, log2_floor(age)], 1)

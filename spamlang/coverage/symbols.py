@@ -11,18 +11,13 @@ import math
 
 import numpy as np
 
-# A symbol is learned when its loss is under this fraction of log V.
-LEARNED_FRACTION = 0.1
-# Adjacent exposure counts are pooled until a bin holds this many symbols, so that a learned
-# fraction is not one symbol's coin flip.
-MIN_BIN = 32
-# What `learning_curve` returns.
+LEARNED_FRACTION = 0.1  # a symbol is learned when its loss is under this fraction of log V
+MIN_BIN = 32  # symbols a bin pools at least: a learned fraction is not one symbol's coin flip
 RESULT_KEYS = ("updates_to_learn", "updates_to_learn_bound", "symbols_learned", "symbol_curve")
 
 
 def learning_curve(losses_V, exposure_V) -> dict:
-    """RESULT_KEYS from one member's symbol losses (host side); "symbol_curve" holds one entry
-    per bin of "exposure" (the bin's mean), "loss_median", "loss_mean", "learned", "symbols"."""
+    """RESULT_KEYS from one member's symbol losses; "symbol_curve": per exposure bin."""
     losses = np.asarray(losses_V, np.float64)
     exposure = np.asarray(exposure_V)
     threshold = LEARNED_FRACTION * math.log(len(losses))
@@ -51,9 +46,7 @@ def learning_curve(losses_V, exposure_V) -> dict:
 
 
 def _bins(exposure_S: np.ndarray) -> list[np.ndarray]:
-    """Indices grouped by exposure: the never-seen symbols on their own, then one group per
-    distinct count, adjacent counts pooled until a group holds MIN_BIN symbols (a short last
-    group joins the one before it)."""
+    """Indices by exposure: never-seen alone, then counts pooled to MIN_BIN symbols a group."""
     order = np.argsort(exposure_S, kind="stable")
     counts = exposure_S[order]
     start = int(np.sum(counts == 0))
@@ -72,9 +65,7 @@ def _bins(exposure_S: np.ndarray) -> list[np.ndarray]:
 
 
 def crossing(exposure: list[float], learned: list[float]) -> tuple[float | None, str]:
-    """(exposure where the learned fraction first reaches 1/2, bound) over ascending bins: in
-    the first bin that reaches it, interpolated linearly from the bin before. The bound is
-    "upper" when already the first bin reaches it, "not reached" when no bin does."""
+    """(exposure where the learned share first reaches 1/2, bound: "upper" or "not reached")."""
     for k, fraction in enumerate(learned):
         if fraction < 0.5:
             continue

@@ -9,8 +9,7 @@ push-down between its appearances wins (track.jsonl, `spamlang plot track`).
 from __future__ import annotations
 
 
-def _tables(params, vocab_size: int) -> dict:
-    """{"embed": E, "head": the head's first V-row matrix (untied heads only)}."""
+def _tables(params, vocab_size: int) -> dict:  # {"embed": E, "head": W (untied)}
     import jax
     import jax.numpy as jnp
 
@@ -28,8 +27,7 @@ def _tables(params, vocab_size: int) -> dict:
 
 
 def row_updates(old_params, new_params, ids: list[int], vocab_size: int) -> dict:
-    """{"track_embed": f32[k], "track_head": f32[k] (untied only)}: each tracked row's
-    update along the row's own (pre-update) direction."""
+    """{"track_embed", "track_head" (untied)}: each tracked row's update along its own direction."""
     import jax.numpy as jnp
 
     idx = jnp.asarray(ids)

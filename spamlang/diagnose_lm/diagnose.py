@@ -24,8 +24,7 @@ from spamlang.errors import UserError
 def rows_from_text(
     path: str | os.PathLike, tokenizer, *, num_seqs: int | None = None, seq_len: int = 128
 ) -> np.ndarray:
-    """The text of `path` tokenized in one stream (no special tokens added) and cut into
-    consecutive rows of seq_len tokens; the last partial row is dropped."""
+    """The text of `path` tokenized in one stream, cut into rows of seq_len."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -50,13 +49,12 @@ def rows_from_text(
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident memory so far, MiB (Linux reports KiB, macOS bytes)."""
+    """This process's peak resident memory so far, MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
-def _rows(ckpt, tokens, text, num_seqs, seq_len) -> tuple[np.ndarray, str]:
-    """The token rows measured, int32[N, L], and where they came from."""
+def _rows(ckpt, tokens, text, num_seqs, seq_len) -> tuple[np.ndarray, str]:  # and their source
     if (tokens is None) == (text is None):
         raise UserError(
             "give exactly one input: --tokens FILE (a spamlang token file) or --text FILE.txt"
@@ -112,17 +110,9 @@ def diagnose_lm(
     dtype: str = "float32",
     **settings,
 ) -> dict:
-    """Every bottleneck measurement of the checkpoint in model_dir on its next-token loss.
-
-    tokens: a spamlang token file path or an int array [N, L]; text: a UTF-8 file cut into
-    rows with the checkpoint's tokenizer (seq_len default 128). num_seqs / seq_len keep the
-    first rows / tokens of each. vocab_size: real tokens among the head's rows (default: the
-    tokenizer's length). settings: `spamlang.diagnostics.diagnose_head` keywords
-    (chunk_size, rank_tokens, ...). Returns diagnose_head's JSON-able dict, plus the model and
-    input described (`meta`), wall_seconds, peak_rss_mib (the process's peak resident memory)
-    and peak_rss_torch_mib (the same when the torch stage ended: if it is lower, the JAX stage
-    set the peak).
-    """
+    """Every bottleneck measurement of the checkpoint in model_dir on its next-token loss: tokens (a
+    token file or int array [N, L]) or text (a UTF-8 file); vocab_size: the head's real rows;
+    settings: `diagnose_head`'s. Its dict, the model and input, wall time and each stage's peak."""
     from spamlang.diagnostics import diagnose_head
 
     start = time.perf_counter()

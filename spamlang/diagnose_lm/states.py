@@ -32,8 +32,7 @@ def require(*modules: str) -> None:
 
 
 _DTYPES = ("float32", "bfloat16", "float16")
-# Largest |logits - H W^T| / max |logits| that still counts as the same linear head: float32
-# rounding over D ~ 1e3 terms is ~1e-6; a logit scale or soft cap moves it to ~1e-1.
+# Largest |logits - H W^T| / max |logits| of a linear head: rounding, not a scale or soft cap.
 _HEAD_CHECK_TOL = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 1e-2}
 # Any one of these makes a directory's tokenizer worth loading.
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
@@ -41,9 +40,7 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "to
 _TOKENS_PER_CALL = 4096
 
 
-class Checkpoint(NamedTuple):
-    """A checkpoint directory read as far as its config and tokenizer."""
-
+class Checkpoint(NamedTuple):  # a checkpoint directory read as far as config and tokenizer
     path: Path  # the directory
     config: Any  # transformers PretrainedConfig
     tokenizer: Any  # its tokenizer, or None when the directory has none
@@ -54,9 +51,7 @@ class Checkpoint(NamedTuple):
         return getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
 
 
-class HeadStates(NamedTuple):
-    """What the JAX diagnostics need, on the host."""
-
+class HeadStates(NamedTuple):  # what the JAX diagnostics need, on the host
     h_NxD: np.ndarray  # float32 hidden states feeding the head, one row per predicted position
     y_N: np.ndarray  # int32 next tokens
     W_VxD: np.ndarray  # float32 head rows of the real tokens
@@ -66,8 +61,7 @@ class HeadStates(NamedTuple):
 
 
 def open_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
-    """Config and (if any) tokenizer of a local transformers checkpoint; UserError when the
-    directory is missing or is not one. Never touches the network."""
+    """Config and tokenizer (if any) of a local transformers checkpoint; UserError if none."""
     require()
     path = Path(model_dir)
     if not path.is_dir():
@@ -95,8 +89,7 @@ def open_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
     return Checkpoint(path, config, tokenizer)
 
 
-def torch_device(device: str) -> str:
-    """ "auto" -> "cuda" when torch sees a GPU, else "cpu"; explicit choices are checked."""
+def torch_device(device: str) -> str:  # "auto": "cuda" when torch sees a GPU, else "cpu"
     import torch
 
     if device == "auto":
@@ -108,8 +101,7 @@ def torch_device(device: str) -> str:
     return device
 
 
-def load_weights(ckpt: Checkpoint, *, device: str = "auto", dtype: str = "float32"):
-    """The checkpoint as an eval-mode AutoModelForCausalLM on `device` in `dtype`."""
+def load_weights(ckpt: Checkpoint, *, device: str = "auto", dtype: str = "float32"):  # eval mode
     if dtype not in _DTYPES:
         raise UserError(f"--dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
     import torch
@@ -130,8 +122,7 @@ def load_weights(ckpt: Checkpoint, *, device: str = "auto", dtype: str = "float3
 
 
 def real_vocab(ckpt: Checkpoint, head_rows: int, vocab_size: int | None = None) -> int:
-    """How many head rows are real tokens: vocab_size if given, else the tokenizer's length
-    (Pythia pads 50,277 tokens to 50,304 rows, Qwen 151,665 to 151,936), else every row."""
+    """The head's real-token rows: vocab_size, else the tokenizer's length, else all."""
     if vocab_size is not None:
         if not 2 <= vocab_size <= head_rows:
             raise UserError(
@@ -146,8 +137,7 @@ def real_vocab(ckpt: Checkpoint, head_rows: int, vocab_size: int | None = None) 
 def head_states(
     model, ckpt: Checkpoint, rows_NxL: np.ndarray, *, vocab_size: int | None = None
 ) -> HeadStates:
-    """Run the model on int rows [N, L] and return H over the N (L-1) predicted positions,
-    their next tokens, and the real-token rows of the head."""
+    """Run the model on rows [N, L]: H at the predicted positions, the targets, the head's rows."""
     import torch
 
     head = model.get_output_embeddings()

@@ -4,7 +4,6 @@ paper's sections 2.3 and 3.3-3.4; the notation is in `linalg`). `diagnose_model`
 any model (`driver`); `diag_metrics` is the cheap subset the trainer logs (`training`).
 """
 
-# The package's public names, re-exported.
 from spamlang.diagnostics.driver import diagnose_head, diagnose_model  # noqa: F401
 from spamlang.diagnostics.linalg import (  # noqa: F401
     BottleneckStats,
@@ -12,10 +11,8 @@ from spamlang.diagnostics.linalg import (  # noqa: F401
     empirical_rank,
     head_basis,
     kernel_fraction,
-    kernel_fraction_jacobian,
     project,
     projected_cosine,
-    projected_cosine_jacobian,
     rank_curve,
 )
 from spamlang.diagnostics.logits import (  # noqa: F401

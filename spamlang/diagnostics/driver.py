@@ -25,9 +25,7 @@ from spamlang.loss import chunk_mask, chunk_rows, token_nll, unchunk_rows
 DEFAULT_FRACTIONS = tuple(float(x) for x in np.geomspace(1e-4, 1.0, 17))
 
 
-class _Clock:
-    """Wall seconds per stage, for the benchmark (`out["seconds"]`)."""
-
+class _Clock:  # wall seconds per stage, for the benchmark
     def __init__(self):
         self.laps, self.last = {}, time.perf_counter()
 
@@ -38,16 +36,13 @@ class _Clock:
 
 
 class _Heads:
-    """Jitted chunk functions bound to one head: a linear head's QR is done once and passed
-    in as data; a mos head is rebuilt from the model state (`aux`) inside each jit."""
+    """Jitted chunk functions bound to a head: a linear head's QR passed in, a mos head rebuilt."""
 
     def __init__(self, aux, vocab_size: int, graphdef=None):
         self.aux, self.vocab_size, self.graphdef = aux, vocab_size, graphdef
         self.linear = graphdef is None
 
-    def jit(self, fn, **static):
-        """fn(head, h, y, m, *rest) jitted once -> callable(h, y, m, *rest)."""
-
+    def jit(self, fn, **static):  # fn(head, h, y, m, *rest) -> callable(h, y, m, *rest)
         def traced(aux, *args):
             head = aux if self.linear else JacobianHead(nnx.merge(self.graphdef, aux).log_probs)
             return fn(head, *args, **static)
@@ -57,8 +52,7 @@ class _Heads:
 
 
 def _hidden_states(model, tokens_BxL, rows_per_call):
-    """The head's inputs h_NxR (`head_inputs`: the hidden states, or an mlp head's features)
-    and targets_N (host arrays) over the predicted positions, a few rows per call."""
+    """The head's inputs h_NxR and targets_N (host) at the predicted positions."""
     graphdef, state = nnx.split(model)
 
     def inputs(state, tokens_bxL):
@@ -75,8 +69,7 @@ def _hidden_states(model, tokens_BxL, rows_per_call):
 
 
 def _chunks(h_NxD, y_N, n_tokens, size):
-    """Fixed-size (h, y, mask) chunks over the first n_tokens rows; the last one padded.
-    Padded one chunk at a time, so the host holds no padded copy of all of h."""
+    """(h, y, mask) chunks of `size` of the first n_tokens rows, the last padded."""
     size = min(size, n_tokens)
     mask_KxC = chunk_mask(n_tokens, size)
     for k, start in enumerate(range(0, n_tokens, size)):
@@ -84,8 +77,7 @@ def _chunks(h_NxD, y_N, n_tokens, size):
         yield chunk_rows(h_NxD[rows], size)[0], chunk_rows(y_N[rows], size)[0], mask_KxC[k]
 
 
-def _stats_fn(head, h, y, m, **kw):
-    """Per-token terms of one chunk (BottleneckStats fields + logit norm^2 + loss) and G."""
+def _stats_fn(head, h, y, m, **kw):  # a chunk's per-token terms, logit norm^2, loss; and G
     terms, logits, G = head.terms(h, y, m, **kw)
     return {"stats": terms, "z_sq": jnp.sum(logits**2, axis=-1), "ce": token_nll(logits, y)}, G
 
@@ -109,8 +101,7 @@ def _sum(fn, chunks, *extra):
 
 
 def _per_token_pass(fn, chunks, keep_rows: int):
-    """Run the stats pass; return per-token terms (float64, padding dropped) and the first
-    keep_rows rows of G (float32, for the rank curve), copied into one preallocated array."""
+    """Per-token terms (float64, padding dropped) and the first keep_rows rows of G."""
     terms, grads, kept = [], None, 0
     for h, y, m in chunks:
         t, G = fn(h, y, m)
@@ -128,11 +119,8 @@ def _per_token_pass(fn, chunks, keep_rows: int):
 def diagnose_model(
     model, tokens_BxL, *, chunk_size: int = 256, max_tokens: int | None = None, **settings
 ) -> dict:
-    """All gradient-bottleneck diagnostics of `model` on its own next-token loss, at every
-    predicted position of tokens_BxL (or the first max_tokens); `settings` are
-    `diagnose_states`' keywords, and so is the dict returned, plus "head", "tie_embeddings",
-    the model's "d_model" and "feature_dim" (what the head matrix multiplies: d_model, or r
-    for mlp:r, which is measured on its features; spamlang.diagnostics.head_chunks)."""
+    """Every bottleneck measurement of `model` on its own next-token loss (`diagnose_states`), plus
+    "head", "tie_embeddings", "d_model" and "feature_dim" (d_model, or r for mlp:r)."""
     cfg = model.config
     tokens_BxL = jnp.asarray(tokens_BxL, jnp.int32)
     B, L = tokens_BxL.shape
@@ -162,9 +150,7 @@ def diagnose_model(
 
 
 def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, **settings) -> dict:
-    """`diagnose_states` for a linear head given as its matrix: logits = h W^T (+ bias); how
-    a model from another framework is measured (`spamlang.diagnose_lm`). h and y stay on the
-    host; only `chunk_size` rows at a time meet W (`settings`: `diagnose_states`' keywords)."""
+    """`diagnose_states` of a linear head given as a matrix (+ bias)."""
     h_NxD, y_N = np.asarray(h_NxD, np.float32), np.asarray(y_N, np.int32)
     V = np.shape(W_VxD)[0]
     if h_NxD.ndim != 2 or y_N.shape != h_NxD.shape[:1] or h_NxD.shape[0] < 1:
@@ -182,9 +168,7 @@ def diagnose_head(h_NxD, y_N, W_VxD, bias_V=None, **settings) -> dict:
 
 
 def _bottleneck(heads: _Heads, chunks, n_kf: int, n_rank: int, n_terms: int):
-    """(per-token terms of the first n_terms tokens, the logit gradients of the first n_rank,
-    and the bottleneck measurements of the first n_kf with the mean loss): one pass, or for mos
-    (n_kf < n_terms) a second, cheap one without the per-token Jacobians."""
+    """(per-token terms, logit gradients, bottleneck numbers): one pass, or two for mos."""
     terms, grads = _per_token_pass(heads.jit(_stats_fn), chunks(n_kf), n_rank)
     stats = total(jax.tree.map(lambda x: x[:n_kf], terms["stats"]))
     if n_kf < n_terms:
@@ -210,9 +194,7 @@ def _rank(grads, V: int, n_rank: int, rank_points: int, rank_tol) -> tuple[dict,
 
 
 def _efficiency(heads: _Heads, chunks, eff: dict, n_eff: int, step_fractions) -> dict:
-    """Figure 8: the exact mean-loss change for logit steps of norm fraction * ||Z||_F along
-    -grad_L and along the move a step on H induces, over the first n_eff tokens (`eff`: their
-    per-token terms)."""
+    """Figure 8: the exact mean-loss change along -grad_L and along the move a step on H induces."""
     norms = {
         "g": eff["stats"].grad_sq.sum(),
         "u": eff["stats"].induced_sq.sum(),
@@ -250,29 +232,11 @@ def diagnose_states(
     step_fractions=DEFAULT_FRACTIONS,
     jacobian_tokens: int = 64,
 ) -> dict:
-    """Every measurement from host hidden states h_NxD, next tokens y_N and a bound head.
-
-    Returns a JSON-able dict:
-    - kernel_fraction (eq. 10), projected_cosine (mean per-token cos(g, Pg)),
-      frobenius_cosine (= sqrt(1 - kf^2)), induced_cosine (cos(G, G W W^T)) over
-      `bottleneck_tokens` tokens: all T for linear heads, the first `jacobian_tokens` for
-      mos (each needs its own V x D Jacobian: D forward passes of the head and a QR);
-      loss: the mean next-token loss over `loss_tokens` tokens (all T for linear heads);
-    - head_rank (numerical rank of W; D, or r for lowrank:r < D, min(r, V) for mlp:r's A) and
-      d_over_v = head_rank / V;
-    - rank_curve on the first `rank_tokens` tokens (Figure 2; tol relative to the largest
-      singular value, numpy's max(n, V) * eps32 when None) and singular_values (normalised
-      by the largest) of that whole subset;
-    - coefficient_profile on the first `profile_tokens` tokens (Figure 7), coefficients in
-      probability units (rows p - onehot), at `default_ranks(V)`;
-    - efficiency (Figure 8) on the first `efficiency_tokens` tokens: exact mean-loss change
-      for logit steps of norm fraction * ||Z||_F (Z: those tokens' logits; log p for mos)
-      along -grad_L ("delta_logit") and along the move induced by a step on H
-      ("delta_induced").
-    - seconds: wall seconds per stage (`clock` has timed the stages before this one).
-    Everything runs in float32; for the cost at the smollm2-106m shape see
-    benchmarks/bench_diagnose.py (minutes on 2 CPU cores, a few GiB).
-    """
+    """Every measurement from host hidden states h_NxD, next tokens y_N and a bound head, JSON-able:
+    kernel_fraction (eq. 10), projected, frobenius and induced cosines, the mean loss, head_rank,
+    d_over_v, rank_curve (Figure 2) and singular_values, coefficient_profile (Figure 7),
+    efficiency (Figure 8), each over its own `*_tokens` (mos: `jacobian_tokens`), and seconds per
+    stage."""
     jax.block_until_ready(heads.aux)
     clock("head_basis")
     T, D = h_NxD.shape

@@ -27,14 +27,12 @@ class Chunk(NamedTuple):
     U: jax.Array  # induced logit direction: W W^T g (linear) or J J^T g (nonlinear)
 
 
-def _gradient_rows(logits_CxV, y_C, m_C):
-    """G = (softmax(logits) - onehot(y)) * mask: the trainer's loss gradient (spamlang.loss)."""
+def _gradient_rows(logits_CxV, y_C, m_C):  # (softmax - onehot) * mask: the trainer's gradient
     return nll_logit_gradient(log_softmax(logits_CxV), y_C, m_C)
 
 
 class LinearHead(NamedTuple):
-    """W and its basis, computed once per model (the QR is the expensive part). An affine
-    head's bias (e.g. Phi-2's) moves the logits, hence G, but not d logits / dh = W."""
+    """W and its basis, once per model; a bias moves the logits, not d logits / dh = W."""
 
     W: jax.Array  # V x D effective head matrix, float32
     Q: jax.Array  # V x K orthonormal basis of col(W), see `head_basis`
@@ -52,8 +50,7 @@ class LinearHead(NamedTuple):
         return logits_CxV if self.bias is None else logits_CxV + self.bias
 
     @property
-    def rank(self) -> jax.Array:
-        """Numerical rank of W: the number of basis columns kept by `head_basis`."""
+    def rank(self) -> jax.Array:  # the basis columns `head_basis` kept
         return jnp.sum(jnp.any(self.Q != 0, axis=0))
 
     def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
@@ -89,8 +86,7 @@ class JacobianHead(NamedTuple):
         return jax.jacfwd(lambda x_D: self.log_probs(x_D[None])[0])(h_D.astype(jnp.float32))
 
     def chunk(self, h_CxD, y_C, m_C, *, induced: bool = True, projected: bool = True) -> Chunk:
-        """projected=False skips the per-token Jacobians (P = 0). Cost per projected token: a
-        V x D Jacobian (D forward passes of the head) and a thin QR of it (~6 V D^2 FLOPs)."""
+        """projected=False skips the per-token Jacobians (P = 0), D head passes and a QR each."""
         logits_CxV = self.log_probs(h_CxD.astype(jnp.float32))
         G_CxV = _gradient_rows(logits_CxV, y_C, m_C)
         U_CxV = self.induced(h_CxD, G_CxV) if induced else jnp.zeros_like(G_CxV)
@@ -113,9 +109,7 @@ class JacobianHead(NamedTuple):
 
 
 def head_of(model) -> LinearHead | JacobianHead:
-    """The diagnostic view of a Transformer's head; it takes `head_inputs(model, h)`. softmax
-    and lowrank: h against the V x D matrix (A B for lowrank: for r > D, col(A B) is a
-    D-dimensional part of col(A)); mlp: its features gelu(h B^T) against A."""
+    """A head as measured: its V x D matrix, an mlp head's A, a mos head's Jacobians."""
     kind = model.config.head_kind
     if kind == "mos":
         return JacobianHead(model.log_probs)

@@ -14,21 +14,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-# Relative cutoff under which a singular direction of W counts as numerically zero in
-# `head_basis`. float32 rounding of a rank-deficient product such as a low-rank head A B
-# leaves spurious singular values around 1e-6 to 1e-5 of the largest; genuinely weak but real
-# directions of a trained head sit far above 1e-4 (condition numbers of LM heads are ~10-1e3).
+# A direction of W below this share is zero: rounding of A B leaves ~1e-6, real ones far more.
 HEAD_RTOL = 1e-4
 
 
 @jax.jit
 def head_basis(W_VxD: jax.Array) -> jax.Array:
-    """Orthonormal basis Q_VxK (K = min(V, D)) of col(W), by a thin QR of W.
-
-    A plain QR returns D columns even when rank(W) < D (a low-rank head A B with r < D), and
-    those extra columns span arbitrary directions. So R = U S X^T is diagonalised by an SVD
-    and the columns of Q U whose singular value is below HEAD_RTOL * s_max are zeroed.
-    """
+    """Orthonormal basis Q_VxK of col(W) by a thin QR, below HEAD_RTOL zeroed."""
     Q_VxK, R_KxD = jnp.linalg.qr(W_VxD.astype(jnp.float32), mode="reduced")
     U_KxK, s_K, _ = jnp.linalg.svd(R_KxD, full_matrices=False)
     keep_K = s_K > HEAD_RTOL * s_K[0]
@@ -37,16 +29,14 @@ def head_basis(W_VxD: jax.Array) -> jax.Array:
 
 @jax.jit
 def project(G_TxV: jax.Array, Q_VxK: jax.Array) -> jax.Array:
-    """P G: the orthogonal projection of each row of G on span(Q) (Q orthonormal columns)."""
     return (G_TxV @ Q_VxK) @ Q_VxK.T
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class BottleneckStats:
-    """Sums over tokens from which every bottleneck number follows; `a + b` merges chunks.
-    g_t: a token's logit gradient, P_t its projection on the column space of the head's (or
-    the head Jacobian's) matrix, u_t = W W^T g_t its induced logit move."""
+    """Sums over tokens from which every bottleneck number follows (`a + b` merges chunks); g_t a
+    logit gradient, P_t its projection on col(W), u_t = W W^T g_t."""
 
     grad_sq: jax.Array  # sum_t ||g_t||^2  (= ||G||_F^2)
     kernel_sq: jax.Array  # sum_t ||g_t - P_t g_t||^2, computed directly (no cancellation)
@@ -71,8 +61,7 @@ class BottleneckStats:
 
     @property
     def projected_cosine(self) -> jax.Array:
-        """Mean over tokens of cos(g_t, P g_t) (the per-token cosine of the paper's appendix D;
-        the Frobenius version is sqrt(1 - kf^2), no more than the kernel fraction)."""
+        """Mean over tokens of cos(g_t, P g_t) (the paper's appendix D)."""
         return self.cos_sum / jnp.maximum(self.count, 1.0)
 
     @property
@@ -81,7 +70,6 @@ class BottleneckStats:
         return jnp.sqrt(self.proj_sq / self.grad_sq)
 
     def summary(self) -> dict[str, float]:
-        """The derived numbers as Python floats; gradient_tokens: tokens with g_t != 0."""
         return {
             "kernel_fraction": float(self.kernel_fraction),
             "projected_cosine": float(self.projected_cosine),
@@ -100,9 +88,7 @@ def _row_terms(g_sq_T, p_sq_T, kernel_sq_T, induced_dot_T, induced_sq_T) -> Bott
 
 
 def row_terms(G_TxV, P_TxV, U_TxV) -> BottleneckStats:
-    """Per-token BottleneckStats (every field a [T] vector) of explicit rows: gradients G,
-    their projections P, induced moves U; sum them with `total`. Rows that are entirely zero
-    (masked padding) add nothing, not even a count."""
+    """Per-token BottleneckStats of G, P and U; all-zero (padding) rows add nothing."""
     residual_TxV = G_TxV - P_TxV
     return _row_terms(
         jnp.sum(G_TxV * G_TxV, axis=-1),
@@ -114,10 +100,8 @@ def row_terms(G_TxV, P_TxV, U_TxV) -> BottleneckStats:
 
 
 def linear_row_terms(G_TxV, GQ_TxK, GW_TxD, gram_DxD) -> BottleneckStats:
-    """`row_terms` for a linear head from G Q and G W only (4 T V D FLOPs instead of 8 for P
-    and U): ||P g||^2 = ||g Q||^2, <g, W W^T g> = ||g W||^2, ||W W^T g||^2 = (g W) W^T W (g W)^T.
-    The destroyed part ||g||^2 - ||g Q||^2 is exact to float32 rounding of ||g||^2 (~1e-7), so
-    a kernel fraction below ~1e-3 reads as rounding noise; `row_terms` computes it directly."""
+    """`row_terms` of a linear head from G Q and G W (half the FLOPs); its destroyed part is exact
+    only to float32 rounding of ||g||^2 (a kernel fraction below ~1e-3 is noise)."""
     g_sq_T = jnp.sum(G_TxV * G_TxV, axis=-1)
     p_sq_T = jnp.minimum(jnp.sum(GQ_TxK * GQ_TxK, axis=-1), g_sq_T)
     return _row_terms(
@@ -129,8 +113,7 @@ def linear_row_terms(G_TxV, GQ_TxK, GW_TxD, gram_DxD) -> BottleneckStats:
     )
 
 
-def total(per_token: BottleneckStats) -> BottleneckStats:
-    """Sum per-token stats (`row_terms`) over their token axis (NumPy or JAX arrays)."""
+def total(per_token: BottleneckStats) -> BottleneckStats:  # sum over the token axis
     return jax.tree.map(lambda x: x.sum(axis=0), per_token)
 
 
@@ -138,63 +121,30 @@ def total(per_token: BottleneckStats) -> BottleneckStats:
 def bottleneck_stats(
     G_TxV: jax.Array, W_VxD: jax.Array, Q_VxK: jax.Array | None = None
 ) -> BottleneckStats:
-    """BottleneckStats of rows of G for a linear head W; pass Q (its `head_basis`) when calling
-    on many chunks, so that the QR is done once. Cost: ~8 T V D FLOPs."""
+    """BottleneckStats of rows of G for a linear head W; pass Q (`head_basis`) to do the QR once."""
     G_TxV, W_VxD = G_TxV.astype(jnp.float32), W_VxD.astype(jnp.float32)
     Q_VxK = head_basis(W_VxD) if Q_VxK is None else Q_VxK
     return total(row_terms(G_TxV, project(G_TxV, Q_VxK), (G_TxV @ W_VxD) @ W_VxD.T))
 
 
 def kernel_fraction(G_TxV: jax.Array, W_VxD: jax.Array) -> jax.Array:
-    """Equation 10: ||P_ker(W^T) G||_F / ||G||_F (thin QR of W; never a V x V matrix)."""
+    """Equation 10: ||P_ker(W^T) G||_F / ||G||_F."""
     return bottleneck_stats(G_TxV, W_VxD).kernel_fraction
 
 
 def projected_cosine(G_TxV: jax.Array, W_VxD: jax.Array) -> jax.Array:
-    """Mean over rows of cos(g_t, P g_t), P the projection on col(W) (see BottleneckStats)."""
+    """Mean over rows of cos(g_t, P g_t), P the projection on col(W)."""
     return bottleneck_stats(G_TxV, W_VxD).projected_cosine
 
 
-@jax.jit
-def jacobian_stats(G_TxV: jax.Array, J_TxVxD: jax.Array) -> BottleneckStats:
-    """BottleneckStats of a nonlinear head f: h -> logits with J_t = df/dh at token t: each
-    g_t is projected on col(J_t) (what J_t^T keeps), and its induced move is J_t J_t^T g_t.
-    One token at a time (lax.map), so only one V x D basis exists at once. For a linear head
-    J_t = W for every t, and this equals `bottleneck_stats`."""
-
-    def one(args):
-        g_1xV, J_VxD = args[0].astype(jnp.float32)[None], args[1].astype(jnp.float32)
-        P_1xV = project(g_1xV, head_basis(J_VxD))
-        return total(row_terms(g_1xV, P_1xV, (g_1xV @ J_VxD) @ J_VxD.T))
-
-    return total(jax.lax.map(one, (G_TxV, J_TxVxD)))
-
-
-def kernel_fraction_jacobian(G_TxV: jax.Array, J_TxVxD: jax.Array) -> jax.Array:
-    """Equation 10 for a nonlinear head: sqrt(sum_t ||(I - P_t) g_t||^2 / sum_t ||g_t||^2)."""
-    return jacobian_stats(G_TxV, J_TxVxD).kernel_fraction
-
-
-def projected_cosine_jacobian(G_TxV: jax.Array, J_TxVxD: jax.Array) -> jax.Array:
-    """Mean over tokens of cos(g_t, P_t g_t), P_t the projection on col(J_t)."""
-    return jacobian_stats(G_TxV, J_TxVxD).projected_cosine
-
-
-# --- numerical rank (Figure 2) ------------------------------------------------------------
-
-
 def empirical_rank(G_TxV: jax.Array, tol: float | None = None, *, method: str = "svd") -> int:
-    """Numerical rank of G: the count of singular values (method="svd") or of |R_ii| of a QR
-    of G^T (method="qr", the paper's Figure 2) above tol times the largest. The default tol is
-    numpy.matrix_rank's max(T, V) * eps(float32), because the factorisation runs in float32
-    and anything below that is rounding noise. (The paper counts |R_ii| > 1e-6 absolutely.)"""
+    """Numerical rank of G: singular values ("svd") or |R_ii| of a QR of G^T ("qr", Figure 2) above
+    tol times the largest (default max(T, V) * eps32)."""
     return rank_curve(G_TxV, [G_TxV.shape[0]], tol, method=method)[0]
 
 
 def gradient_r_factor(G_TxV: jax.Array) -> np.ndarray:
-    """R of a float32 QR of G^T (V x T, one column per token), as float64 on the host. The
-    first n columns of G^T are Q R[:, :n], so R[:, :n] has exactly the singular values of the
-    first n rows of G: one QR serves every prefix of a rank curve."""
+    """R of a QR of G^T (float64, host): R[:, :n] serves every prefix n of a rank curve."""
     return np.asarray(_r_of_transpose(jnp.asarray(G_TxV, jnp.float32)), np.float64)
 
 
@@ -210,7 +160,6 @@ def ranks_from_r(
     *,
     method: str = "svd",
 ) -> list[int]:
-    """`rank_curve` from a precomputed `gradient_r_factor`."""
     if method not in ("svd", "qr"):
         raise ValueError(f"method must be 'svd' or 'qr', got {method!r}")
     T = R_KxT.shape[1]
@@ -232,6 +181,5 @@ def ranks_from_r(
 def rank_curve(
     G_TxV: jax.Array, token_counts, tol: float | None = None, *, method: str = "svd"
 ) -> list[int]:
-    """Numerical rank of the first n rows of G for each n in token_counts (Figure 2); tol and
-    method as in `empirical_rank`."""
+    """Numerical rank of the first n rows of G for each n of token_counts (`empirical_rank`)."""
     return ranks_from_r(gradient_r_factor(G_TxV), G_TxV.shape[1], token_counts, tol, method=method)

@@ -19,18 +19,12 @@ def logit_gradient(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:
 
 
 @jax.jit
-def cross_entropy_sum(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:
-    """sum_t -log softmax(logits_t)[y_t], float32."""
+def cross_entropy_sum(logits_TxV: jax.Array, targets_T: jax.Array) -> jax.Array:  # float32
     return jnp.sum(token_nll(logits_TxV, targets_T))
 
 
-# --- update efficiency (Figure 8) ---------------------------------------------------------
-
-
 def efficiency_sums(logits_TxV, targets_T, grad_TxV, induced_TxV, scale_grad_S, scale_ind_S):
-    """Summed cross-entropies of one chunk after the logits move by -s * direction, for every
-    s in each scale vector: returns (ce_grad_S, ce_induced_S). Steps run one at a time
-    (lax.map) so memory stays at a few T x V arrays whatever the number of step sizes."""
+    """(ce_grad_S, ce_induced_S): a chunk's cross-entropy sums after steps of each scale."""
     logits_TxV = logits_TxV.astype(jnp.float32)
 
     def one(scales):
@@ -46,14 +40,9 @@ def efficiency_sums(logits_TxV, targets_T, grad_TxV, induced_TxV, scale_grad_S, 
 def update_efficiency(
     logits_TxV: jax.Array, targets_T: jax.Array, W_VxD: jax.Array, step_norms
 ) -> dict[str, np.ndarray]:
-    """Figure 8 for a linear head: the exact mean-loss change when the logits move by a step of
-    Frobenius norm e along -grad_L and along -(grad_H) W^T = -(G W) W^T, for each e in
-    step_norms (equal budget in logit space). Returns numpy arrays "step_norms",
-    "delta_logit", "delta_induced" (negative = the loss went down) and the base "loss".
-
-    To first order the change is -e <G, d> / ||d|| for a unit direction d, which is most
-    negative for d = G (Cauchy-Schwarz); so the logit direction never does worse for small e.
-    """
+    """Figure 8 for a linear head: the exact mean-loss change for logit steps of norm e along
+    -grad_L and along -(G W) W^T: "step_norms", "delta_logit", "delta_induced" (< 0: down),
+    "loss"."""
     norms_S = jnp.asarray(step_norms, jnp.float32)
     base, d_grad, d_ind = _efficiency(logits_TxV, targets_T, W_VxD, norms_S)
     return {
@@ -82,15 +71,9 @@ def _efficiency(logits_TxV, targets_T, W_VxD, norms_S):
     return base, ce_g / T - base, ce_u / T - base
 
 
-# --- coefficient profile (Figure 7) -------------------------------------------------------
-
-
 @jax.jit
 def profile_sums(G_TxV: jax.Array, P_TxV: jax.Array) -> dict[str, jax.Array]:
-    """Per-rank sums over the rows of one chunk, each row sorted by |full coefficient|
-    descending: sum and sum of squares of the signed full and projected coefficients, and the
-    sums of their absolute values (all [V]). Add the dicts of several chunks, then
-    `finish_profile`."""
+    """Per-rank sums of a chunk's rows, sorted by |full coefficient|."""
     order_TxV = jnp.argsort(-jnp.abs(G_TxV), axis=-1)
     full = jnp.take_along_axis(G_TxV, order_TxV, axis=-1)
     proj = jnp.take_along_axis(P_TxV, order_TxV, axis=-1)
@@ -106,9 +89,7 @@ def profile_sums(G_TxV: jax.Array, P_TxV: jax.Array) -> dict[str, jax.Array]:
 
 
 def finish_profile(sums: dict, ranks=None) -> dict[str, list]:
-    """Means and standard deviations per rank from `profile_sums`, at the given 0-based ranks
-    (default: all V). Keys: ranks, full_mean, full_std, full_abs_mean, proj_mean, proj_std,
-    proj_abs_mean."""
+    """Means and deviations per rank from summed `profile_sums`, at `ranks` (default all)."""
     n = float(sums["rows"])
     V = int(np.asarray(sums["full_sum"]).shape[0])
     idx = np.arange(V) if ranks is None else np.asarray(ranks, np.int64)
@@ -123,8 +104,7 @@ def finish_profile(sums: dict, ranks=None) -> dict[str, list]:
 
 
 def default_ranks(V: int, head: int = 64, tail_points: int = 64) -> np.ndarray:
-    """Every rank below `head`, then `tail_points` log-spaced ranks up to V - 1: the paper's
-    two panels (leading coefficients and the tail) without storing V numbers per curve."""
+    """Every rank below `head`, then `tail_points` log-spaced ranks up to V - 1."""
     lead = np.arange(min(head, V))
     tail = np.geomspace(max(head, 1), max(V - 1, 1), tail_points).astype(np.int64)
     return np.unique(np.concatenate([lead, tail[tail < V]]))
@@ -133,13 +113,8 @@ def default_ranks(V: int, head: int = 64, tail_points: int = 64) -> np.ndarray:
 def coefficient_profile(
     G_TxV: jax.Array, W_VxD: jax.Array, *, top: int | None = None
 ) -> dict[str, list]:
-    """Figure 7: mean (and std) over tokens of the full logit-gradient coefficients and of its
-    projection on col(W), each row sorted by |full| descending.
-
-    Rows are rescaled by T first (g_t = p_t - onehot(y_t)), so coefficients are in units of
-    probability and do not depend on the batch size. top: keep ranks 0..top-1 only (default:
-    all V).
-    """
+    """Figure 7: mean and std of the logit-gradient coefficients, full and projected on col(W), each
+    row sorted by |full|, in units of probability; top: ranks 0..top-1 only."""
     T, V = G_TxV.shape
     G_TxV = G_TxV.astype(jnp.float32) * T
     P_TxV = project(G_TxV, head_basis(W_VxD))

@@ -22,9 +22,7 @@ from spamlang.rundir.schema import HELDOUT_COLUMNS
 HELDOUT_SEQUENCES = 1024
 
 
-class Evaluation:
-    """The jitted evaluation of one training config's models (any number of members)."""
-
+class Evaluation:  # the jitted evaluation of one config's members
     def __init__(self, config, lang, graphdef, rest, mesh: jax.sharding.Mesh, optimal_loss: float):
         self.config, self.lang, self.optimal_loss = config, lang, optimal_loss
         replicated = NamedSharding(mesh, P())
@@ -41,8 +39,7 @@ class Evaluation:
             return
         args = (config.eval_batch, config.loss_chunk or None, mesh)
         eval_model = make_eval_fn(lang, config.seq_len, config.eval_sequences, *args)
-        # The held-out symbols (`Spam.heldout_view`, never drawn in training) on a fixed set
-        # of their own; None for a language without a holdout.
+        # The held-out symbols (never drawn in training) on a fixed set of their own.
         heldout_eval = None
         if getattr(lang, "n_heldout", 0):
             n_heldout = max(config.eval_sequences, HELDOUT_SEQUENCES)
@@ -60,11 +57,8 @@ class Evaluation:
         self._eval = jax.jit(over_members(member_eval), out_shardings=replicated)
 
     def evaluate(self, state, configs: list, wait=None, final: bool = False) -> list[dict]:
-        """Each member's evaluation, its coverage so far and its return time against its Adam
-        memory (from `configs[i]`, member i's own config). An exact evaluation's rows also hold
-        "symbol_loss", float32[V] (for symbols.npz). `wait(arrays)` is called on the dispatched
-        evaluation before it is read (the loop shows progress there). `final` is a corpus's
-        (`spamlang.corpus.evaluate`): a language scores the same set every time."""
+        """Each member's evaluation, coverage and return time (`configs[i]`'s); exact rows also hold
+        "symbol_loss". `wait(arrays)` sees the dispatched evaluation; `final` is a corpus's."""
         if self.exact:
             dispatched = self._symbols({"params": state["params"]})
         else:
@@ -90,8 +84,7 @@ class Evaluation:
                     row[k] = int(row[k])
                 row.update(dict.fromkeys(symbols.RESULT_KEYS), eval_method="sampled")
             row["loss_above_floor"] = row["eval_loss"] - self.optimal_loss
-            # The most training sequences any held-out symbol occurred in: 0 unless training
-            # drew one (the check that the holdout held).
+            # The most training sequences a held-out symbol occurred in: 0 if the holdout held.
             held_max = int(counts[i][held].max()) if len(held) else None
             row.update(heldout_symbols=len(held) or None, heldout_exposure_max=held_max)
             row.update({k: row.get(k) for k in HELDOUT_COLUMNS[:3]})
@@ -105,8 +98,7 @@ class Evaluation:
         return rows
 
     def symbol_stats(self, state) -> list[dict]:
-        """Each member's `symbols.learning_curve` now; [] for languages without per-symbol
-        scores. Cheap: V x 2 tokens per member."""
+        """Each member's `symbols.learning_curve` now ([] without per-symbol scores)."""
         if not self.exact:
             return []
         (losses, _), counts = jax.device_get(

@@ -15,15 +15,12 @@ from spamlang.rundir.schema import HELDOUT_COLUMNS
 SCORE_LEN = 2  # `s s`: one predicted position, the same loss as at every position of any L
 
 
-def applies(lang) -> bool:
-    """Languages scored exactly: one symbol repeated (spam, zipf-spam)."""
+def applies(lang) -> bool:  # one symbol repeated (spam, zipf-spam)
     return bool(getattr(lang, "position_invariant", False))
 
 
 def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size, mesh):
-    """A pure function `model -> (loss float32[V], hit bool[V])`: each symbol's loss on `s s`
-    and whether its argmax next token is s, `batch_size` symbols at a time (memory stays at the
-    sampled eval's), a batch split over the mesh's "data" axis when it divides it."""
+    """`model -> (loss[V], hit[V])` on each `s s`, `batch_size` symbols at a time."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
@@ -58,9 +55,7 @@ def make_symbol_fn(vocab_size: int, batch_size: int, chunk_size, mesh):
 
 
 def metrics(loss_V, hit_V, probability_V, exposure_V, heldout_ids=()) -> dict:
-    """The eval metrics of one member from its per-symbol scores (host side, float64), keyed as
-    the sampled evaluation's; seen / unseen and their counts are over symbols of positive
-    probability. Held-out symbols (a spam holdout) each weigh 1 / n_heldout."""
+    """One member's eval metrics from its per-symbol scores, keyed as the sampled evaluation's."""
     loss = np.asarray(loss_V, np.float64)
     hit = np.asarray(hit_V, np.float64)
     p = np.asarray(probability_V, np.float64)

@@ -19,28 +19,22 @@ from spamlang.model import generate
 
 
 def sample_rows(lang, key: jax.Array, rows: jax.Array, seq_len: int) -> jax.Array:
-    """int32[len(rows), L]: row r is `lang.sample(fold_in(key, r), 1, L)[0]`, so that each
-    device generates only its own rows when `rows` is sharded, whatever the device count."""
+    """int32[len(rows), L]: row r is `lang.sample(fold_in(key, r), 1, L)[0]`."""
     return jax.vmap(lambda r: lang.sample(jax.random.fold_in(key, r), 1, seq_len)[0])(rows)
 
 
-def sharded_rows(n: int, mesh, shard: bool) -> jax.Array:
-    """jnp.arange(n) constrained to be split over the mesh's "data" axis (when `shard`)."""
+def sharded_rows(n: int, mesh, shard: bool) -> jax.Array:  # arange(n), split over "data"
     rows = jnp.arange(n, dtype=jnp.uint32)
     if shard:
         rows = jax.lax.with_sharding_constraint(rows, NamedSharding(mesh, P("data")))
     return rows
 
 
-# The per-batch sums the eval accumulates, in this order.
 _SUMS = ("nll_seen", "nll_unseen", "hits", "rep_seen", "rep_unseen", "n_seen")
 
 
 def make_eval_fn(lang, seq_len: int, n_sequences: int, batch_size: int, chunk_size, mesh):
-    """A pure function `(model, exposure_V) -> {metric: device scalar}`, batches of
-    `batch_size` sequences in a `lax.map` (a last partial batch on its own). Everything is
-    summed per sequence and divided once at the end, so the seen and unseen subsets are exact
-    whatever the batching."""
+    """`(model, exposure_V) -> metrics`, summed per sequence so seen and unseen are exact."""
     n_dev = mesh.devices.size
     key = jax.random.PRNGKey(lang.fingerprint())
     prompt_len = min(lang.prompt_len, seq_len)

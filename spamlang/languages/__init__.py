@@ -16,8 +16,7 @@ from typing import Any
 from spamlang import fields
 from spamlang.errors import UserError
 
-# name -> "module.Class", in the order names() lists them. The generators import JAX, so they
-# are imported when a language is built, not when its name is listed (`spamlang train --help`).
+# name -> "module.Class", in names()' order; imported when built (they import JAX), not listed.
 _REGISTRY = {
     "spam": "repeat.Spam",
     "zipf-spam": "repeat.ZipfSpam",
@@ -43,7 +42,6 @@ def __getattr__(name: str):
 
 
 def names() -> list[str]:
-    """Registered language names, in a fixed order."""
     return list(_REGISTRY)
 
 
@@ -66,8 +64,7 @@ def param_defaults(name: str) -> dict[str, Any]:
 
 
 def make(name: str, **params: Any):
-    """Build language `name` with typed parameters; `vocab_size` is required. Unknown names,
-    unknown or missing parameters and violated constraints raise UserError."""
+    """Build language `name` (`vocab_size` required); UserError for anything wrong."""
     cls = language_class(name)
     known = fields.field_types(cls)
     unknown = sorted(set(params) - set(known))
@@ -79,9 +76,7 @@ def make(name: str, **params: Any):
 
 
 def param_of(config: dict, name: str) -> Any:
-    """A language parameter as a run's config.json (a dict) saw it: set in its
-    language_params, else the language's default; None for a config this version cannot
-    build (an old or foreign one), rather than an error."""
+    """A language parameter as a config.json saw it; None for a config this version cannot build."""
     params = config.get("language_params") or {}
     if name in params:
         return params[name]
@@ -93,7 +88,7 @@ def param_of(config: dict, name: str) -> Any:
 
 
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
-    """Parse `["k=v", ...]` strings into typed parameters of language `name` (for the CLI)."""
+    """`["k=v", ...]` as typed parameters of language `name` (for the CLI)."""
     types = fields.field_types(language_class(name))
     out: dict[str, Any] = {}
     for item in items:

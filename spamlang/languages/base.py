@@ -26,29 +26,19 @@ MAX_VOCAB_SIZE = 2**30
 
 @dataclasses.dataclass(frozen=True)
 class Language:
-    """Base class of every language. Subclasses add parameter fields and implement the methods.
-
-    Conventions shared by all languages:
-    - there is no BOS token: position 0 is drawn from the language's first-token distribution and
-      is never predicted; losses average over the L-1 predicted positions 1..L-1;
-    - impossible continuations have `bayes_logprob == -inf` (exactly), consistent ones the exact
-      log-probability (0.0 for deterministic continuations).
-    """
+    """Base class of every language. No BOS token: position 0 is never predicted; losses average
+    over positions 1..L-1. An impossible continuation has `bayes_logprob == -inf` exactly."""
 
     vocab_size: int  # number of symbols; token ids are 0..vocab_size-1
 
     name: ClassVar[str] = ""  # registry name, what users type
     summary: ClassVar[str] = ""  # one line: what the language tests
     loss_formula: ClassVar[str] = ""  # optimal_loss(L) in words, for `spamlang languages`
-    # Every sequence is one token repeated, so under RoPE (which rotates only q and k) every
-    # position has the same hidden state and a run's result does not depend on seq_len: L = 2
-    # is the same run as L = 256 at the same batch and steps. False wherever a position's
-    # context matters (cycle, noisy-spam, permutation, branching).
+    # One token repeated: under RoPE every position has one hidden state, whatever seq_len.
     position_invariant: ClassVar[bool] = False
 
     def __post_init__(self):
-        # Each parameter against its annotation (an int for a float parameter is stored as a
-        # float, so `s=1` and `s=1.0` fingerprint the same), named "<language>: <parameter>".
+        # An int for a float parameter is stored as a float: `s=1` and `s=1.0` fingerprint alike.
         fields.check_dataclass(
             self, owner=self.name, limits={"vocab_size": dict(ge=2, le=MAX_VOCAB_SIZE)}
         )
@@ -57,13 +47,12 @@ class Language:
     def _check(self) -> None:
         """Subclass hook: raise UserError naming the violated constraint."""
 
-    # ----- identity -------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
         """The parameters as a JSON-able dict (vocab_size included, name excluded)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def fingerprint(self) -> int:
-        """A stable id of (name, params): crc32 of their canonical JSON, equal across processes."""
+        """A stable id of (name, params): crc32 of their canonical JSON."""
         canon = json.dumps(
             {"name": self.name, "params": self.params()}, sort_keys=True, separators=(",", ":")
         )
@@ -71,10 +60,9 @@ class Language:
 
     @property
     def prompt_len(self) -> int:
-        """How many tokens greedy decoding must be seeded with before the rest is predictable."""
+        """Tokens greedy decoding must be seeded with before the rest is predictable."""
         return 1
 
-    # ----- the interface every language implements -----------------------------------------
     def sample(self, key: jax.Array, batch_size: int, seq_len: int) -> jax.Array:
         """`int32[batch_size, seq_len]` sequences; a pure, jittable function of `key`."""
         raise NotImplementedError
@@ -91,13 +79,8 @@ class Language:
         """`bool[B, L-1]`: token t+1 is one of the most likely next tokens given tokens 0..t."""
         raise NotImplementedError
 
-    # ----- helpers for subclasses -----------------------------------------------------------
     def _table(self, name: str, build: Callable[[], Any]) -> Any:
-        """Build a fixed table once per instance and cache it.
-
-        `ensure_compile_time_eval` makes the build concrete even when the first call happens
-        while tracing (inside jit or vmap); the result is then captured as a constant.
-        """
+        """Build a fixed table once per instance, concrete even when first called while tracing."""
         cache = self.__dict__.setdefault("_table_cache", {})
         if name not in cache:
             with jax.ensure_compile_time_eval():
@@ -115,11 +98,7 @@ class Language:
 
 
 class Deterministic(Language):
-    """A language whose every predicted token is determined by its context (floor 0).
-
-    Subclasses define `is_most_likely`; the log-probability is then 0 where it holds and -inf
-    where the continuation is impossible.
-    """
+    """Every predicted token is determined by its context (floor 0): log p is 0 or -inf."""
 
     def optimal_loss(self, seq_len):
         self._check_seq_len(seq_len)
@@ -130,7 +109,6 @@ class Deterministic(Language):
 
 
 def check_shape(batch_size: int, seq_len: int) -> tuple[int, int]:
-    """Validate the static sample shape; both must be positive Python ints."""
     return tuple(
         fields.in_range(name, fields.as_int(name, value), ge=1)
         for name, value in (("batch_size", batch_size), ("seq_len", seq_len))
@@ -149,5 +127,4 @@ def as_tokens(tokens_BxL: Any) -> jax.Array:
 
 
 def where_logprob(ok: jax.Array, logp_ok: float, logp_bad: float = -math.inf) -> jax.Array:
-    """float32 log-probabilities selected by a boolean mask."""
     return jnp.where(ok, jnp.float32(logp_ok), jnp.float32(logp_bad))

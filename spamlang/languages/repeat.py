@@ -16,9 +16,8 @@ from spamlang.languages.base import Deterministic, Language, as_tokens, check_sh
 
 @dataclasses.dataclass(frozen=True)
 class Spam(Deterministic):
-    """The paper's SpamLang: one symbol drawn uniformly from the vocabulary, repeated.
-
-    Every continuation is deterministic given the first token, so the optimal loss is 0.
+    """The paper's SpamLang: one symbol drawn uniformly from the vocabulary, repeated (loss floor
+    0).
 
     >>> import jax
     >>> lang = Spam(vocab_size=8)
@@ -28,10 +27,8 @@ class Spam(Deterministic):
     >>> lang.optimal_loss(5)
     0.0
 
-    `holdout` > 0 sets aside round(holdout x V) symbols (`heldout_ids`, a fixed set drawn
-    from V alone) that `sample` never draws; `heldout_view()` is the same language over
-    only those, for evaluating whether a model copies a symbol it never trained on.
-    """
+    `holdout` > 0 sets aside round(holdout x V) symbols, a fixed set drawn from V alone, that
+    `sample` never draws; `heldout_view()` draws only those."""
 
     holdout: float = 0.0  # fraction of the symbols training never draws, in [0, 1)
 
@@ -39,8 +36,7 @@ class Spam(Deterministic):
     summary: ClassVar[str] = "repeat one uniform symbol: the paper's SpamLang"
     loss_formula: ClassVar[str] = "0"
     position_invariant: ClassVar[bool] = True  # one symbol repeated (Language's comment)
-    # Uniform over its drawn symbols, so an epoch that deals each of them once is a faithful
-    # reordering of the iid stream (TrainConfig.sampling = "permuted" or "cyclic").
+    # Uniform over its drawn symbols: an epoch dealing each once reorders the iid stream.
     permutable: ClassVar[bool] = True
 
     def _check(self):
@@ -53,8 +49,7 @@ class Spam(Deterministic):
             )
 
     def params(self):
-        # Without a holdout the parameters (hence the fingerprint, the eval set and the run
-        # ids) are what they were before the field existed.
+        # Without a holdout: as before the field existed (fingerprint, eval set, run ids).
         params = super().params()
         if not params["holdout"]:
             del params["holdout"]
@@ -62,12 +57,10 @@ class Spam(Deterministic):
 
     @property
     def n_heldout(self) -> int:
-        """How many symbols training never draws: round(holdout x V)."""
         return int(round(self.holdout * self.vocab_size))
 
     def _split(self) -> tuple[np.ndarray, np.ndarray]:
-        """(kept ids, held-out ids), each sorted: a fixed permutation of V, so the set depends
-        on V and holdout only (numpy's PCG64 stream is stable across versions and platforms)."""
+        """(kept ids, held-out ids), sorted, from a fixed permutation of V (PCG64 is stable)."""
 
         def build():
             perm = np.random.default_rng(0x5EED_0FF).permutation(self.vocab_size)
@@ -78,7 +71,7 @@ class Spam(Deterministic):
         return self._table("split", build)
 
     def drawn_ids(self) -> np.ndarray:
-        """int32[n]: the symbols training draws (every id, or those not held out), sorted."""
+        """int32[n]: the symbols training draws, sorted."""
         return self._split()[0]
 
     def symbol_probabilities(self) -> np.ndarray:
@@ -88,12 +81,10 @@ class Spam(Deterministic):
         return p
 
     def heldout_ids(self) -> np.ndarray:
-        """int32[n_heldout]: the symbols training never draws (empty without a holdout)."""
         return self._split()[1]
 
     def _sample(self, key, batch_size, seq_len, ids: np.ndarray | None) -> jax.Array:
-        """Sequences of one symbol drawn uniformly from `ids` (None: the whole vocabulary,
-        exactly the sampler before holdout existed)."""
+        """Sequences of one symbol drawn uniformly from `ids` (None: the whole vocabulary)."""
         batch_size, seq_len = check_shape(batch_size, seq_len)
         n = self.vocab_size if ids is None else len(ids)
         w_Bx1 = jax.random.randint(key, (batch_size, 1), 0, n, dtype=jnp.int32)
@@ -105,7 +96,6 @@ class Spam(Deterministic):
         return self._sample(key, batch_size, seq_len, self.drawn_ids() if self.n_heldout else None)
 
     def heldout_view(self) -> HeldOut:
-        """This language drawing only its held-out symbols (UserError without a holdout)."""
         if not self.n_heldout:
             raise UserError(f"{self.name}: no held-out symbols (holdout=0)")
         return HeldOut(self)
@@ -116,8 +106,7 @@ class Spam(Deterministic):
 
 
 class HeldOut:
-    """A SpamLang with a holdout, seen through its held-out symbols only: what an evaluation
-    needs (`sample`, `is_most_likely`, `prompt_len`, `fingerprint`), not a registered language."""
+    """A SpamLang with a holdout seen through its held-out symbols: what an evaluation needs."""
 
     def __init__(self, lang: Spam):
         self.lang = lang
@@ -137,11 +126,8 @@ class HeldOut:
 class ZipfSpam(Spam):
     """SpamLang whose symbol follows a Zipf law: P(token i) ∝ (i + 1)^-s, token 0 most frequent.
 
-    Realistic token frequencies: rare symbols appear (and get gradient updates) rarely. The
-    symbol is drawn by inverse CDF on 64-bit integer thresholds (a binary search per sequence,
-    the 64 bits held as two uint32 words since JAX runs in 32 bits), so probabilities are exact
-    multiples of 2^-64 and every symbol keeps at least 2^-64, even at V = 2^20 with a large s.
-    The optimal loss is 0, as for SpamLang.
+    The symbol is drawn by inverse CDF on 64-bit integer thresholds (two uint32 words, since JAX
+    runs in 32 bits), so every symbol keeps at least 2^-64 even at V = 2^20 with a large s.
 
     >>> import jax
     >>> lang = ZipfSpam(vocab_size=1000, s=1.0)
@@ -151,8 +137,7 @@ class ZipfSpam(Spam):
     >>> round(float(lang.probabilities()[0]), 4)  # 1 / H_1000
     0.1336
     >>> lang.optimal_loss(6)
-    0.0
-    """
+    0.0"""
 
     s: float = 1.0  # Zipf exponent (> 0); larger s concentrates mass on the first tokens
 
@@ -171,7 +156,7 @@ class ZipfSpam(Spam):
             )
 
     def _counts(self) -> np.ndarray:
-        """uint64 weight of each token, summing to exactly 2^64 (float64 law, integer rounding)."""
+        """uint64 weight of each token, summing to exactly 2^64."""
         ranks = np.arange(1, self.vocab_size + 1, dtype=np.float64)
         logw = -self.s * np.log(ranks)
         p = np.exp(logw - logw.max())
@@ -186,7 +171,6 @@ class ZipfSpam(Spam):
         return counts
 
     def symbol_probabilities(self) -> np.ndarray:
-        """float64[V]: the exact (quantised) probability of each symbol."""
         return self._counts() / 2.0**64
 
     probabilities = symbol_probabilities
@@ -228,19 +212,16 @@ def _count_le(hi_N, lo_N, q_hi_B, q_lo_B):
 
 @dataclasses.dataclass(frozen=True)
 class NoisySpam(Language):
-    """SpamLang with noise: each position after the first is, with probability eps, replaced by a
-    uniform symbol (which may equal the true one). Position 0 is never noised, so it reveals the
-    base symbol w and the next-token law is the same at every predicted position:
-    P(w) = 1 - eps + eps/V and P(other) = eps/V. The optimal loss is that law's entropy,
-    positive: contexts with positive entropy (the paper's propositions 2.5 and 2.7).
+    """SpamLang with each position after the first replaced, with probability eps, by a uniform
+    symbol. Position 0 reveals the base symbol w, so the next-token law is the same at every
+    predicted position, P(w) = 1 - eps + eps/V, and the optimal loss is its entropy.
 
     >>> import jax
     >>> lang = NoisySpam(vocab_size=4, eps=0.5)
     >>> lang.sample(jax.random.PRNGKey(0), 3, 10).shape
     (3, 10)
     >>> round(lang.optimal_loss(10), 4)  # -(5/8 ln 5/8 + 3 * 1/8 ln 1/8)
-    1.0735
-    """
+    1.0735"""
 
     eps: float = 0.1  # noise probability per position after the first, in [0, 1)
 

@@ -15,12 +15,9 @@ from spamlang.languages.base import Deterministic, Language, as_tokens, check_sh
 
 @dataclasses.dataclass(frozen=True)
 class Cycle(Language):
-    """A pattern of k symbols, drawn uniformly and independently (with replacement, so a pattern
-    may repeat a symbol), repeated with period k: the model must copy from k positions back.
-
-    Positions 1..k-1 are unpredictable (log V nats each), positions >= k deterministic, so
-    optimal_loss(L) = (min(k, L) - 1) * log(V) / (L - 1). k may exceed L (then nothing repeats).
-    Greedy decoding must be seeded with the whole pattern: `prompt_len == k`.
+    """A pattern of k uniform symbols (with replacement) repeated with period k: copy from k back.
+    Positions 1..k-1 are unpredictable, the rest deterministic; greedy decoding is seeded with
+    the whole pattern.
 
     >>> import jax
     >>> lang = Cycle(vocab_size=8, k=3)
@@ -28,8 +25,7 @@ class Cycle(Language):
     >>> x.shape, bool((x[:, 3:] == x[:, :-3]).all())
     ((2, 7), True)
     >>> round(lang.optimal_loss(7), 4)  # 2 * ln 8 / 6
-    0.6931
-    """
+    0.6931"""
 
     k: int = 4  # period (>= 1); k = 1 is SpamLang
 
@@ -89,10 +85,8 @@ def _walk(first_B, successor, length, steps_TxB=None):
 
 @dataclasses.dataclass(frozen=True)
 class Permutation(Deterministic):
-    """A fixed random permutation pi of the vocabulary, drawn from `seed` with
-    `jax.random.permutation`; sequences are w, pi(w), pi(pi(w)), ... with w uniform. Every token
-    has its own deterministic successor (a bigram task, unlike SpamLang's copy), so the optimal
-    loss is 0. The table is V int32 (4 MiB at V = 2^20), built once per instance.
+    """w, pi(w), pi(pi(w)), ... with w uniform and pi a fixed random permutation drawn from `seed`:
+    every token has its own deterministic successor (a bigram task, unlike SpamLang's copy).
 
     >>> import jax
     >>> lang = Permutation(vocab_size=16, seed=0)
@@ -100,8 +94,7 @@ class Permutation(Deterministic):
     >>> bool((lang.table()[x[:, :-1]] == x[:, 1:]).all())
     True
     >>> lang.optimal_loss(5)
-    0.0
-    """
+    0.0"""
 
     seed: int = 0  # seed of the permutation itself (not of the sampled sequences)
 
@@ -131,15 +124,11 @@ class Permutation(Deterministic):
 
 @dataclasses.dataclass(frozen=True)
 class Branching(Language):
-    """A fixed random bigram graph, drawn from `seed`, in which every token has exactly b
-    distinct, equally likely successors; the first token is uniform. Multi-mode next-token
-    distributions: the softmax expressivity bottleneck, the setting of Mixture of Softmaxes.
-    optimal_loss = log b.
+    """A fixed random bigram graph from `seed` in which every token has b distinct, equally likely
+    successors: multi-mode next-token distributions, the setting of Mixture of Softmaxes.
 
-    Construction (O(V) memory whatever b): a random cyclic order P of the vocabulary and a second
-    random permutation r; the successors of t are P[(r[t] + j) mod V] for j = 0..b-1, a window of
-    b consecutive places in P, distinct because P is a bijection. Since r is a permutation too,
-    every token is also the successor of exactly b tokens, so the uniform law is stationary.
+    In O(V) memory: the successors of t are P[(r[t] + j) mod V], j < b, for a random cyclic order P
+    and a permutation r, so every token is also the successor of exactly b tokens.
 
     >>> import jax
     >>> lang = Branching(vocab_size=16, b=3, seed=0)
@@ -149,8 +138,7 @@ class Branching(Language):
     >>> bool(lang.is_most_likely(x).all())
     True
     >>> round(lang.optimal_loss(8), 4)  # ln 3
-    1.0986
-    """
+    1.0986"""
 
     b: int = 2  # successors per token, in [1, vocab_size]
     seed: int = 0  # seed of the graph itself (not of the sampled sequences)
@@ -178,7 +166,7 @@ class Branching(Language):
         return self._table("graph", build)
 
     def successor_table(self) -> jax.Array:
-        """int32[V, b]: the successors of every token (V * b entries: for small V only)."""
+        """int32[V, b]: the successors of every token (for small V only)."""
         order_V, _, start_V = self._tables()
         j_b = jnp.arange(self.b, dtype=jnp.int32)
         return order_V[(start_V[:, None] + j_b) % self.vocab_size]

@@ -17,24 +17,17 @@ from spamlang.law.cells import _plain
 from spamlang.law.cells import cells as to_cells
 from spamlang.law.law import COVERED, RANGED, Law
 
-# Starting points of c0 (log c): the sketch's c is 2.5-12, and a start far on the wrong side
-# of M / R = 1 can settle where every cell is learned or every one failed.
+# Starts of c0 and k (log_a puts l(16) near 0.3 nats): the fit has more than one local optimum.
 C0_STARTS = (math.log(1.0), math.log(3.0), math.log(10.0))
-# Starting points of the floor's exponent k, each with log_a putting l(16) near 0.3 nats: the
-# floor is fitted from few distinct n, so the fit has more than one local optimum, and which
-# one a single start reaches depended on the order of the cells.
 K_STARTS = (0.5, 1.5, 3.0)
 START = {"log_a": math.log(0.3)}
-# a_D and a_iD are both terms of the width in the level l(n): over two widths they are one
-# slope (every pair with the same difference between the two widths fits alike, and neither
-# has a standard error), so a fit on fewer widths than this holds a_iD at 0 and a_D carries it.
+# Over two widths a_D and a_iD are one slope: with fewer widths than this a_iD is held at 0.
 MIN_WIDTHS = {"a_iD": 3}
 
 
 def fit(frame, sources: Sequence[str] = ()) -> Law:
-    """The law of `frame`: a DataFrame in results.csv's format (`spamlang.results.load`), or
-    a list of them (one per sweep: each is reduced to cells on its own, so that one sweep's
-    extra axes do not split another's cells). `sources`: names the law records."""
+    """The law of `frame`, a results.csv DataFrame or a list of them, one per sweep (reduced to
+    cells each on its own); `sources`: names the law records."""
     import pandas as pd
 
     frames = [frame] if not isinstance(frame, (list, tuple)) else list(frame)
@@ -55,8 +48,7 @@ def fit(frame, sources: Sequence[str] = ()) -> Law:
 
 
 def _cells_of(frames: Mapping) -> tuple[dict, dict]:
-    """({key: cells} of each frame, {key: UserError} of the frames with no cell the law covers,
-    such as a sweep of SGD runs among Adam ones: left out, said once)."""
+    """({key: cells} of each frame, {key: UserError} of the frames with no cell the law covers)."""
     tables, refused = {}, {}
     for key, frame in frames.items():
         try:
@@ -67,16 +59,13 @@ def _cells_of(frames: Mapping) -> tuple[dict, dict]:
 
 
 def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
-    """The law of cells as `spamlang.law.cells.cells` makes them. `warn`: say in a warning
-    which constants the cells do not pin down (`Law.unpinned`)."""
+    """The law of `cells.cells`' table; `warn`: say which constants it does not pin down."""
     from scipy.optimize import least_squares
 
     x = formula.features_of(table)
     target = formula.log_loss(table["loss"])
     widths = len(np.unique(np.asarray(table["d_model"], dtype=float)))
-    # A constant whose term does not vary over the cells (every cell untied, one width, ...)
-    # cannot be told from the others: held at 0, not fitted, and `Law.outside` flags a
-    # prediction off the values the fit saw.
+    # A constant whose term does not vary over the cells is held at 0, not fitted.
     free = [
         n
         for n in formula.NAMES
@@ -93,8 +82,7 @@ def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
         return {**dict.fromkeys(formula.NAMES, 0.0), **dict(zip(free, p))}
 
     def residuals(p: np.ndarray) -> np.ndarray:
-        # A trial step can overflow c or the steepness: least_squares backs off a step whose
-        # residuals are not finite, so that is no warning line for the user.
+        # least_squares backs off a trial step that overflows: no warning for the user.
         with np.errstate(all="ignore"):
             return formula.log_loss(formula.loss(theta(p), x)) - target
 
@@ -106,8 +94,7 @@ def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
         if best is None or result.cost < best.cost:
             best = result
     r = best.fun
-    # standard errors from the Jacobian at the optimum: sqrt(diag((J^T J)^-1) x s^2), s^2 the
-    # residual variance with one degree of freedom per fitted constant
+    # standard errors: sqrt(diag((J^T J)^-1) x s^2), s^2 the residual variance
     variance = float(r @ r) / (len(r) - len(free))
     jtj = best.jac.T @ best.jac
     try:
@@ -135,8 +122,6 @@ def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
     return law
 
 
-# ----- validation: `classify` sorts a loss as the README reads its tables: learned below a
-# tenth of chance (log V), failed above half of it, partial between.
 LEARNED_BELOW = 0.1  # x log V: a loss under this is a learned cell
 FAILED_ABOVE = 0.5  # x log V: a loss over this is a failed cell
 # The columns leave_one_out adds after a cell's settings.
@@ -150,8 +135,6 @@ TABLE_COLUMNS = (
     "extrapolation",
 )
 
-
-# The classes of `classify`, in the order a summary lists them.
 CLASSES = ("learned", "partial", "failed")
 
 
@@ -163,7 +146,7 @@ def classify(loss: float, V: int) -> str:
     return "failed" if loss > FAILED_ABOVE * chance else "partial"
 
 
-# What the formula sees of a cell: two cells equal in these are the same cell to the law.
+# Two cells equal in these are the same cell to the law.
 _INPUTS = (
     "vocab_size",
     "batch_size",
@@ -177,21 +160,13 @@ _INPUTS = (
 
 
 def cell_key(cell) -> tuple:
-    """What the formula sees of a cell (a results.csv-like row): `_INPUTS` and whether it
-    decays its weights."""
+    """What the formula sees of a cell: `_INPUTS` and whether it decays its weights."""
     return (*(cell[k] for k in _INPUTS), cell["weight_decay"] > 0)
 
 
 def leave_one_out(frames: Mapping[str, object]):
-    """For each sweep (name -> its results.csv DataFrame), the law fitted on the other sweeps'
-    cells predicting this one's: a DataFrame of one row per cell, its settings then
-    R, M, n, TABLE_COLUMNS (error: predicted minus measured in log10(L + 0.01),
-    `formula.error`; extrapolation: the reasons the cell is outside the law's range, joined by
-    '; ', '' inside).
-
-    Sweeps share cells (the default V = 4,096, B = 32 cell is in five of them), so the fit for
-    a sweep also leaves out every other sweep's cell that is the same cell to the law
-    (`_INPUTS`): each prediction is of a cell the fit never saw."""
+    """For each sweep, the law fitted on the others' cells predicting its cells (each a cell the fit
+    never saw, `cell_key`): one row per cell, its settings then R, M, n, TABLE_COLUMNS."""
     import pandas as pd
 
     if len(frames) < 2:
@@ -239,11 +214,7 @@ def leave_one_out(frames: Mapping[str, object]):
 
 
 def summary(table):
-    """Per sweep of a `leave_one_out` table: cells, RMS error in log10(L + 0.01), the fraction
-    whose class the law predicted, how many it predicted by extrapolation, and the RMS error
-    over the cells of each measured class (NaN where a sweep has none: a law can place the
-    boundary right and still miss the level learned cells reach); then the same over every
-    cell ("all")."""
+    """Per sweep, then over all: cells, RMS error, classified share, extrapolated, RMS per class."""
     import pandas as pd
 
     def rms(errors) -> float:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
+from spamlang.law.law import written
 
-# A forecast CSV's columns, in order.
 COLUMNS = (
     "cell",
     "predicted_loss",
@@ -29,10 +29,7 @@ COLUMNS = (
     "law_commit",
 )
 
-
-# The predicted class of a cell outside the law's scope, where it predicts nothing.
-NO_CLASS = "none"
-# One field of a cell label (`name=value`), as `_fields` reads them.
+NO_CLASS = "none"  # the predicted class outside the law's scope
 _FIELD = re.compile(r"[^\s=]+=\S+")
 # The columns `against` adds after a cell's label, and `spamlang law compare SWEEP_DIR` shows.
 AGAINST_COLUMNS = (
@@ -49,9 +46,7 @@ AGAINST_COLUMNS = (
 
 
 def law_source(path: Path) -> dict[str, str]:
-    """{"law_sha256": the file's hash, "law_commit": the git commit that last changed it, or
-    "uncommitted" when the file differs from it, or "unknown" outside a git checkout}: which
-    law made a forecast, so that a forecast can be shown to predate the runs it forecasts."""
+    """{"law_sha256", "law_commit"} of a law file: what made a forecast."""
     import hashlib
     import subprocess
 
@@ -70,8 +65,7 @@ def law_source(path: Path) -> dict[str, str]:
 
 
 def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[dict]:
-    """One forecast row per cell ({label: a TrainConfig of it}): the prediction, its class
-    (`fitting.classify`), why it extrapolates, R, M, n and the law's `source`."""
+    """One forecast row per cell ({label: a TrainConfig of it})."""
     from spamlang.law.fitting import classify
 
     rows = []
@@ -94,11 +88,7 @@ def forecast_rows(law, cells: dict[str, Any], source: dict[str, str]) -> list[di
 
 
 def read(path: str | Path) -> list[dict]:
-    """A forecast CSV's rows, each as `law predict --csv` writes it; UserError naming the file
-    when it is absent or lacks a column, or naming the file and line when a row is not such a
-    row (`_check_row`). A cell named twice is refused, not counted twice nor merged: the file
-    is a committed record, `law predict` writes each cell once, and which of two rows was the
-    forecast is not for a reader to guess (even two alike say the file was edited since)."""
+    """A forecast CSV's rows; UserError naming the file (and line) otherwise."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
@@ -125,9 +115,7 @@ def read(path: str | Path) -> list[dict]:
 
 
 def _check_row(row: dict, where: str) -> None:
-    """UserError (`where: ...`) unless `row` is a forecast row: a cell label of `name=value`
-    fields ("base" for none), a class of CLASSES or NO_CLASS, and a predicted loss that is a
-    finite number >= 0, empty exactly where the class is NO_CLASS."""
+    """UserError (`where: ...`) unless `row` is a forecast row."""
     from spamlang.fields import as_float, in_range, one_of
     from spamlang.law.fitting import CLASSES
 
@@ -145,13 +133,12 @@ def _check_row(row: dict, where: str) -> None:
         in_range("predicted_loss", as_float("predicted_loss", loss, owner=where), ge=0, owner=where)
 
 
-def _fields(label: str) -> list[tuple[str, str]]:
-    """A cell label's (axis field, value as written) pairs: `preset=tiny-w32 b2=0.95`."""
+def _fields(label: str) -> list[tuple[str, str]]:  # `preset=tiny-w32 b2=0.95`: its pairs
     return [] if label == "base" else re.findall(r"(\S+?)=(\S+)", label)
 
 
 def _matches(value: Any, written: str) -> bool:
-    """Does a results.csv value equal a label's value (written as `law predict` writes it)?"""
+    """Does a results.csv value equal a label's value as `law predict` writes it?"""
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, str):
@@ -163,13 +150,9 @@ def _matches(value: Any, written: str) -> bool:
 
 
 def compare(rows: list[dict], frame) -> list[dict]:
-    """Each forecast row with what the sweep's results.csv (`frame`, a DataFrame) measured in its
-    cell: the best LR's seed-mean final eval loss, its seeds' min and max, the seeds, the best
-    LR and the LRs tried, the measured class and the error (`formula.error`: in
-    log10(L + 0.01)); measured None for a cell with no finished run yet. A label field names a
-    results.csv column, or its model field (model.n_layers: n_layers); a cell naming a column
-    the table lacks, or text for a column of numbers, is no cell of this sweep: UserError. The
-    best LR is the sweep summary's and the figures' (`spamlang.rundir.reading.best_over`)."""
+    """Each forecast row with what results.csv (`frame`) measured in its cell at the one best-LR
+    rule (measured None: no finished run). A label field names a column, or its model field; one
+    the table lacks, or text for numbers, is a UserError."""
     import pandas as pd
     from pandas.api.types import is_numeric_dtype
 
@@ -180,16 +163,16 @@ def compare(rows: list[dict], frame) -> list[dict]:
     out = []
     for row in rows:
         mine = frame
-        for name, written in _fields(row["cell"]):
+        for name, text in _fields(row["cell"]):
             column = name if name in frame.columns else name.removeprefix("model.")
             if column not in frame.columns:
                 raise UserError(f"cell {row['cell']!r}: results.csv has no column {column!r}")
-            if is_numeric_dtype(frame[column]) and not _number_text(written):
+            if is_numeric_dtype(frame[column]) and not _number_text(text):
                 raise UserError(
-                    f"cell {row['cell']!r}: {name} {written!r} is not a number, and results.csv's "
+                    f"cell {row['cell']!r}: {name} {text!r} is not a number, and results.csv's "
                     f"{column} holds numbers"
                 )
-            mine = mine.loc[[_matches(v, written) for v in mine[column]]]
+            mine = mine.loc[[_matches(v, text) for v in mine[column]]]
         loss = pd.to_numeric(mine["final_eval_loss"], errors="coerce").to_numpy(float, copy=True)
         if "diverged" in mine.columns:  # a diverged seed has no loss to average
             loss[[d is True or d == 1 for d in mine["diverged"]]] = math.nan
@@ -223,10 +206,7 @@ def _number_text(written: str) -> bool:
 
 
 def against(law, frame) -> list[dict]:
-    """A finished sweep's cells (`frame`: its results.csv, settings filled in) beside what `law`
-    predicts for each: rows with "cell" (the settings that differ between the sweep's cells,
-    `name=value ...`; "base" for one cell) and AGAINST_COLUMNS, in `compare`'s shape so that
-    `summary` counts them. Runs outside the law's scope are left out with a warning."""
+    """A finished sweep's cells beside what `law` predicts for each, in `compare`'s shape."""
     from spamlang.law.cells import cells
     from spamlang.law.fitting import classify
     from spamlang.law.formula import error
@@ -261,16 +241,8 @@ def against(law, frame) -> list[dict]:
     return out
 
 
-def written(value: Any) -> str:
-    """A setting as a cell label writes it (as `law predict` does: JSON but for strings)."""
-    if hasattr(value, "item"):
-        value = value.item()
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def summary(compared: list[dict]) -> str:
-    """One line: how many measured cells the forecast classified right, and its RMS error in
-    log10(L + 0.01), over all and over the cells of each measured class."""
+    """One line: the measured cells classified right, and the RMS error, over all and per class."""
     from spamlang.law.fitting import CLASSES
     from spamlang.law.formula import ERROR_UNIT
 

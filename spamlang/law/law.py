@@ -16,43 +16,29 @@ from spamlang.law import formula
 from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
 from spamlang.rundir.reading import read_named_json
 
-# Bumped when the file's meaning changes; a file of another format is refused, not misread (5:
-# the learned level moves with 1 / D, a_iD). The committed older laws were migrated to it, with
-# the constants they lacked at 0 and no standard error (not fitted).
+# Bumped when the file's meaning changes; a file of another format is refused, not misread.
 FORMAT = 5
 SHIPPED = "fitted.json"  # the package's own law, next to this module
-# How far past its fitted widths the law may go unflagged: D is in the formula (log c), but
-# only through one slope, so a factor of 2 beyond the widths seen is the most it vouches for
-# (a law fitted at one width has no slope: any other width is flagged).
+# How far past its fitted widths the law may go unflagged: D enters through one slope.
 WIDTH_FACTOR = 2.0
-# Numeric inputs a prediction must stay within (inclusive, at the fit's min and max); the depth
-# n_layers is in the formula through c_L once the fit saw more than one.
+# Numeric inputs a prediction must stay within (inclusive, at the fit's min and max).
 RANGED = ("V", "R", "M", "n", "n_layers")
 # Settings the law knows only at the values its cells had.
 COVERED = ("language", "optimizer", "head", "sampling", "tie_embeddings", "decayed")
 # A relative slack on the range's ends, so a cell of the fit is never flagged for rounding.
 _SLACK = 1e-9
-# A standard error above this (in the log of c, l or s: a factor over e^10 = 22,000) means the
-# cells do not pin the constant down (a shipped law's are far below; docs/findings.md names a
-# fit whose c ran off).
+# A standard error above this (a factor over e^10) means the cells do not pin a constant down.
 UNPINNED = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
-class Prediction:
-    """One predicted cell: the loss and why it should not be trusted."""
-
-    # the best-LR seed-mean final eval loss the law predicts, in [0, log V]; NaN for a cell
-    # outside the law's scope (another language, optimizer or head, or a FIXED setting moved):
-    # the formula has no term for those, so its number would be no prediction
-    loss: float
+class Prediction:  # one predicted cell: the loss and why it should not be trusted
+    loss: float  # the best-LR seed-mean final eval loss, in [0, log V]; NaN out of scope
     extrapolation: tuple[str, ...]  # why the cell is outside the fitted range; () inside
     R: float  # return time V / B, in steps
     M: float  # Adam's memory min(1 / (1 - b2), steps), in steps
     n: float  # updates per symbol B x steps / V
-    # the law's memory against R (`Law.memory_ratio`): c M / R, the boundary at 1; NaN with the
-    # loss outside the law's scope
-    memory_ratio: float = math.nan
+    memory_ratio: float = math.nan  # c M / R, the boundary at 1; NaN out of scope
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,16 +48,13 @@ class Law:
     constants: dict[str, float]  # formula.NAMES -> value
     errors: dict[str, float | None]  # standard error of each; None: held at 0 (not fitted)
     cells: int  # cells (best-LR seed means) the fit used
-    # RMS residual of the fit in the natural log(L + 0.01), the fit's scale (`formula.log_loss`),
-    # as law files store it; printed in log10 (`formula.in_error_unit`), as every error is
-    rms: float
+    rms: float  # RMS residual in the natural log(L + 0.01), as files store it; shown in log10
     ranges: dict[str, list[float]]  # "D" and RANGED -> [min, max] seen in the fit
     covered: dict[str, list]  # COVERED -> the values seen in the fit
     sources: list[str] = dataclasses.field(default_factory=list)  # what it was fitted on
 
     def predict_row(self, row: Mapping[str, Any]) -> Prediction:
-        """The prediction for a results.csv row or any mapping of its columns (vocab_size,
-        batch_size, d_model, steps; the rest default to TrainConfig's defaults)."""
+        """The prediction for a results.csv row (missing columns: TrainConfig's defaults)."""
         x = row_inputs(row)
         scope = out_of_scope(row, x)
         loss = ratio = math.nan
@@ -82,8 +65,7 @@ class Law:
         return Prediction(loss, scope + self.outside(x), x["R"], x["M"], x["n"], ratio)
 
     def predict(self, config) -> Prediction:
-        """The prediction for a `TrainConfig` (its lr and seed do not matter: the law predicts
-        the best LR's seed mean)."""
+        """The prediction for a `TrainConfig` (its lr and seed do not matter)."""
         fields = ("vocab_size", "batch_size", "steps", *DEFAULTED, *FIXED)
         row = {f: getattr(config, f) for f in fields}
         model = config.model_config()
@@ -93,9 +75,9 @@ class Law:
         """Why the inputs `x` (`row_inputs`) leave the fitted range, in words; () inside."""
         values = {**x, "decayed": x["weight_decay"] > 0}
         reasons = [
-            f"{name} {_show(values[name])} (fitted: {', '.join(map(_show, self.covered[name]))})"
+            f"{name} {written(values[name])} (fitted: {', '.join(map(written, seen))})"
             for name in COVERED
-            if values[name] not in self.covered[name] and name not in SCOPE
+            if values[name] not in (seen := self.covered[name]) and name not in SCOPE
         ]
         lo, hi = self.ranges["D"]
         if lo == hi != x["d_model"]:  # one width: c_D is not fitted, D is not in the law
@@ -105,13 +87,7 @@ class Law:
                 f"D {x['d_model']} more than {WIDTH_FACTOR:g}x beyond the fitted "
                 f"widths {lo:g}-{hi:g}"
             )
-        named = {
-            "V": x["vocab_size"],
-            "R": x["R"],
-            "M": x["M"],
-            "n": x["n"],
-            "n_layers": x["n_layers"],
-        }
+        named = {"V": x["vocab_size"], **{k: x[k] for k in RANGED if k != "V"}}
         for name in RANGED:
             lo, hi = self.ranges[name]
             if not lo * (1 - _SLACK) <= named[name] <= hi * (1 + _SLACK):
@@ -119,12 +95,10 @@ class Law:
         return tuple(reasons)
 
     def unpinned(self) -> tuple[str, ...]:
-        """The fitted constants whose standard error exceeds UNPINNED (or is not finite): the
-        cells barely move them, and a prediction that leans on them is a guess."""
+        """The fitted constants whose standard error exceeds UNPINNED (or is not finite)."""
         return tuple(n for n, e in self.errors.items() if e is not None and not e <= UNPINNED)
 
     def unpinned_text(self) -> str:
-        """`c0 = +78.06 ± 2e+04, c_wd = ...` for the constants of `unpinned`."""
         return ", ".join(
             f"{n} = {self.constants[n]:+.4g} ± {self.errors[n]:.2g}" for n in self.unpinned()
         )
@@ -143,7 +117,6 @@ class Law:
     @classmethod
     def from_json(cls, data: Any, where: str = "law") -> Law:
         """Inverse of `to_json`; UserError naming `where` for anything else."""
-        # an older format, or the retired symbol law ("kind": "symbols"), is refused in one line
         if not isinstance(data, dict) or data.get("format") != FORMAT or "kind" in data:
             raise UserError(
                 f"{where}: not a spamlang law file of format {FORMAT} (older formats and the "
@@ -183,15 +156,13 @@ class Law:
             "range: "
             + "; ".join(
                 [f"{n} {self.ranges[n][0]:.5g}-{self.ranges[n][1]:.5g}" for n in ("D", *RANGED)]
-                + [f"{n} {', '.join(map(_show, self.covered[n]))}" for n in COVERED]
+                + [f"{n} {', '.join(map(written, self.covered[n]))}" for n in COVERED]
             )
             + f" (D flagged beyond {WIDTH_FACTOR:g}x its range)"
         )
         return "\n".join(lines)
 
     def _why(self, name: str) -> str:
-        """Why the constant `name` is held at 0: its feature did not vary over the fit's cells,
-        or (its cells' return times did vary) the law's file predates the constant."""
         feature = formula.FEATURE_OF[name]
         ranged = {"log_return": ("R",), "width_share": ("D", "V"), "inverse_width": ("D",)}
         ranged = ranged.get(feature, ())
@@ -217,23 +188,18 @@ class Law:
         )
 
     def level_factor(self, D: float) -> float:
-        """How much l(n) at width D exceeds l(n) at D_REF, other settings equal: the width's
-        power a_D and the 1 / D term a_iD together."""
-        # two cells alike but for the width; the settings shared cancel in the difference
+        """How much l(n) at width D exceeds l(n) at D_REF, other settings equal."""
         x = formula.features(1, 1, 1, 1, [D, formula.D_REF], False, False)
         near, ref = formula.log_level(self.constants, x)
         return math.exp(near - ref)
 
 
-def _number(value: Any) -> bool:
-    """A finite real number (a bool is not one)."""
+def _number(value: Any) -> bool:  # finite and real (a bool is not one)
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _invalid(data: dict, names: tuple[str, ...]) -> str:
-    """What makes a complete law file's values unusable, in words; "" when nothing does. A
-    constant of NaN would print nan for every cell, a range of the wrong shape fails later
-    with a KeyError: both are refused here, when the file is read."""
+    """What makes a complete law file's values unusable, in words ("" when nothing does)."""
     constants, errors = data["constants"], data["errors"]
     bad = [n for n in names if not _number(constants[n])]
     if bad:
@@ -266,33 +232,33 @@ def _invalid(data: dict, names: tuple[str, ...]) -> str:
 
 
 def out_of_scope(row: Mapping[str, Any], x: Mapping[str, Any]) -> tuple[str, ...]:
-    """Why a cell (its row and `row_inputs`) is outside what the formula is a law of, in words
-    (`cells.SCOPE`, `cells.FIXED`); () inside. The law flags such a cell and shows no number."""
+    """Why a cell is outside what the formula is a law of, in words; () inside."""
     reasons = [
-        f"{name} {_show(x[name])} (the law covers {', '.join(allowed)})"
+        f"{name} {written(x[name])} (the law covers {', '.join(allowed)})"
         for name, allowed in SCOPE.items()
         if x[name] not in allowed
     ]
     reasons += [
-        f"{name} {_show(row[name])} (the law covers {name} {_show(value)} alone)"
+        f"{name} {written(row[name])} (the law covers {name} {written(value)} alone)"
         for name, value in FIXED.items()
         if not missing(row.get(name)) and float(row[name]) != value
     ]
     return tuple(reasons)
 
 
-def _show(value: Any) -> str:
+def written(value: Any) -> str:
+    """A setting as a cell label writes it: JSON but for strings."""
+    if hasattr(value, "item"):
+        value = value.item()
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def shipped_path():
-    """Where the package's own law lives (an importlib.resources Traversable)."""
+def shipped_path():  # an importlib.resources Traversable
     return resources.files(__package__).joinpath(SHIPPED)  # spamlang.law
 
 
 def load(path: str | Path | None = None) -> Law:
-    """The law saved at `path`; without one, the law the package ships. UserError when the
-    file is absent or unreadable, or when the package ships none yet."""
+    """The law saved at `path`, else the shipped one; UserError without one."""
     source = shipped_path() if path is None else Path(path)
     if not source.is_file():
         raise UserError(
@@ -305,27 +271,24 @@ def load(path: str | Path | None = None) -> Law:
 
 
 def shipped() -> Law | None:
-    """The package's own law, or None while it ships none (a dry run then shows nothing)."""
+    """The package's own law, or None while it ships none."""
     return load() if shipped_path().is_file() else None
 
 
 def shown(loss: float) -> str:
-    """A predicted loss as text: `0.0512`, or `-` where the law shows no number (NaN)."""
+    """A predicted loss as text: `0.0512`, or `-` for NaN."""
     return "-" if math.isnan(loss) else f"{loss:.3g}"
 
 
 def text(p: Prediction) -> str:
-    """`0.0512`, or `0.0512 extrapolation: reason; reason` when the law is outside its range
-    (`- extrapolation: ...` outside its scope, where it predicts nothing)."""
+    """`0.0512`, or `0.0512 extrapolation: reason; reason` outside the law's range."""
     return shown(p.loss) + (
         f" extrapolation: {'; '.join(p.extrapolation)}" if p.extrapolation else ""
     )
 
 
 def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
-    """{run id: the shipped law's prediction for its cell, as `text`} for a dry run's points;
-    {} while the package ships no law, so that the dry run shows nothing of it. A point the
-    law cannot read (not a TrainConfig) gets "?"."""
+    """{run id: the shipped law's prediction for its cell} ({} without a law; "?": unreadable)."""
     law = shipped()
     if law is None:
         return {}
@@ -349,7 +312,6 @@ def dry_run_notes(points: list[tuple[str, Any]]) -> dict[str, str]:
     return notes
 
 
-# The first line `law predict` prints: what its columns are.
 LEGEND = (
     "# loss: best-LR seed-mean final eval loss (nats); R = V / B: steps between a symbol's "
     "returns; M = min(1 / (1 - b2), steps): Adam's memory in steps; n = B x steps / V: "
@@ -358,9 +320,7 @@ LEGEND = (
 
 
 def cell_lines(law, cells: dict[str, Any]) -> list[str]:
-    """LEGEND, a header, then one aligned line per cell ({label: a TrainConfig of it}): its
-    label, the predicted loss, R, M, n, and the extrapolation mark where the law is outside
-    its range."""
+    """LEGEND, a header, then one aligned line per cell: loss, R, M, n and any extrapolation."""
     rows = [(label, law.predict(config)) for label, config in cells.items()]
     width = max(len("cell"), *(len(label) for label, _ in rows))
     lines = [

@@ -21,7 +21,6 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    """Names are imported lazily (PEP 562): `spamlang.model.config` alone pulls in no JAX."""
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f"spamlang.model.{_EXPORTS[name]}"), name)
         globals()[name] = value

@@ -19,15 +19,10 @@ from spamlang.errors import UserError
 _DTYPES = ("float32", "bfloat16")
 # The head specs (R: rank or hidden width, K: mixture components), as `--help` lists them.
 HEAD_FORMS = ("softmax", "lowrank:R", "mos:K", "mlp:R")
-# Implementations of the model's matmuls, attention and argmax (spamlang.model.kernels, which
-# re-exports this tuple; it lives here so that the config needs no JAX import).
-KERNELS = ("xla", "cpu")
+KERNELS = ("xla", "cpu")  # spamlang.model.kernels', named where no JAX is imported
 
-# The base presets (look names up with `preset_fields`, which also derives the width family).
-# vocab_size, tie_embeddings, head, residual and kernels are run parameters, not part of a
-# preset; vocab_size has no default and must be passed to `preset`.
+# The base presets (`preset_fields`); vocab_size, tying, head and the rest are the run's.
 PRESETS: dict[str, dict[str, Any]] = {
-    # The smallest thing that is still a Transformer: unit tests and CLI smoke runs.
     "tiny": dict(
         d_model=16, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_seq_len=2048, init_std=0.25
     ),
@@ -35,7 +30,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     "small": dict(
         d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=256, max_seq_len=2048, init_std=0.125
     ),
-    # The largest preset that is still comfortable on a CPU.
     "medium": dict(
         d_model=128,
         n_layers=4,
@@ -59,16 +53,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
-# Bases of the width family `<base>-w<D>`. smollm2-106m has none: it is a fixed shape to
-# reproduce, and its d_ff ratio (8/3) and 3 query heads per KV head would allow only every third
-# multiple of 64.
+# Bases of the width family `<base>-w<D>`; smollm2-106m is a fixed shape to reproduce.
 WIDTH_BASES = ("tiny", "small", "medium")
 # The base takes the last "-w", so that a malformed width ("tiny-w-16") reads as one.
 _WIDTH_NAME = re.compile(r"^(?P<base>.+)-w(?P<width>.*)$")
 
 
 def preset_names() -> str:
-    """The known preset names in words, for help texts and error messages."""
     steps = ", ".join(str(_width_step(base)) for base in WIDTH_BASES)
     return (
         f"{', '.join(PRESETS)}, and <base>-w<D> for base {', '.join(WIDTH_BASES)} "
@@ -77,8 +68,7 @@ def preset_names() -> str:
 
 
 def preset_fields(name: str) -> dict[str, Any]:
-    """The ModelConfig fields of preset `name` (a base preset or a width family member): every
-    lookup by name goes through here, so a name that works in one place works in all."""
+    """The ModelConfig fields of preset `name`, a base or `<base>-w<D>`: every lookup goes here."""
     if isinstance(name, str) and name in PRESETS:
         return dict(PRESETS[name])
     match = _WIDTH_NAME.match(name) if isinstance(name, str) else None
@@ -95,9 +85,7 @@ def preset_fields(name: str) -> dict[str, Any]:
             f"preset {name!r}: the width after '-w' must be a positive integer "
             f"like 64; {_valid_widths(base)}"
         )
-    # Only the width moves: head_dim, the query-per-KV-head ratio and d_ff / D are kept, and
-    # init_std = 1 / sqrt(D) keeps the embedding rows' norm (about init_std sqrt(D)). A plain
-    # d_model override would move all of them along with the width.
+    # Only the width moves (head_dim, KV ratio, d_ff / D kept); 1 / sqrt(D) keeps rows' norms.
     fields, d_model = dict(PRESETS[base]), int(width)
     head_dim = fields["d_model"] // fields["n_heads"]
     kv_ratio = Fraction(fields["n_kv_heads"], fields["n_heads"])  # KV heads per query head
@@ -126,9 +114,7 @@ def preset_fields(name: str) -> dict[str, Any]:
 
 
 def model_field(config: dict, name: str) -> Any:
-    """A model field as a run's config.json (a dict) saw it: its override, else its preset's
-    value, else ModelConfig's default, so that a config this version cannot build (a preset it
-    does not know) still reads."""
+    """A model field as a config.json saw it: override, preset, default."""
     try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
         preset = preset_fields(config.get("preset"))
     except UserError:  # a preset this version does not know: fall back to the defaults
@@ -150,12 +136,11 @@ def _valid_widths(base: str) -> str:
     return f"{base}-w<D> takes D = {step}, {2 * step}, {3 * step}, ... (multiples of {step})"
 
 
-# What the integer of each "kind:N" head spec means, for error messages.
 _HEAD_ARGS = {"lowrank": "rank r", "mos": "number of mixture components k", "mlp": "hidden width r"}
 
 
 def parse_head(head: str) -> tuple[str, int]:
-    """Split a head spec into (kind, argument): "softmax" -> ("softmax", 0), "mos:4" -> ("mos", 4)."""
+    """ "softmax" -> ("softmax", 0), "mos:4" -> ("mos", 4)."""
     if not isinstance(head, str):
         raise UserError(
             f"head must be a string like 'softmax', 'lowrank:64', 'mos:4' or "
@@ -174,22 +159,18 @@ def parse_head(head: str) -> tuple[str, int]:
 
 
 def rank_of_head(head: str, d_model: int, vocab_size: int) -> int:
-    """The most linearly independent logit vectors the head can produce: min(r, D) for
-    lowrank:r (A B), min(r, V) for mlp:r (its features are r wide and nonlinear in h),
-    min(D, V) for softmax and mos (whose gradient reaches h through D dimensions)."""
+    """Independent logit vectors the head makes: lowrank min(r, D), mlp min(r, V)."""
     kind, r = parse_head(head)
     width = {"lowrank": min(r, d_model), "mlp": r}.get(kind, d_model)
     return min(width, vocab_size)
 
 
-# Why the factored heads cannot be tied, for the error message.
 _UNTIED = {
     "lowrank": "W = A B",
     "mlp": "its output matrix A is V x R, not the V x d_model embedding",
 }
 
-# Limits of single fields, checked with their types by `spamlang.fields` (keyword arguments of
-# `fields.check`); the checks that relate fields to each other are in `__post_init__`.
+# Limits of single fields (`fields.check`); checks across fields are in `__post_init__`.
 _COUNTS = "d_model embed_dim n_layers n_heads n_kv_heads d_ff max_seq_len"
 _LIMITS: dict[str, dict] = {
     "vocab_size": dict(ge=2),
@@ -206,9 +187,8 @@ class ModelConfig:
 
     vocab_size: int  # V: number of token ids; no default, it is a run parameter
     d_model: int = 64  # D: width of the residual stream and of the hidden states the head sees
-    embed_dim: int | None = None  # e: width of the input embedding; None = d_model. e != d_model
-    #   stores E as V x e and projects it up to d_model by a learned e x d_model matrix
-    #   (`embed_proj`), so input capacity and backbone width can be varied apart
+    embed_dim: int | None = None  # e: width of the input embedding (None: d_model); another
+    #   width projects E up by a learned `embed_proj`, varying input capacity apart from D
     n_layers: int = 2  # number of Transformer blocks
     n_heads: int = 4  # query heads; head_dim = d_model // n_heads (must be even for RoPE)
     n_kv_heads: int = 2  # key/value heads (grouped-query attention); must divide n_heads
@@ -216,17 +196,14 @@ class ModelConfig:
     rope_theta: float = 10_000.0  # RoPE base frequency (Llama 2 uses 1e4, SmolLM2 1e5)
     norm_eps: float = 1e-5  # RMSNorm epsilon, added to the mean square before the rsqrt
     max_seq_len: int = 2048  # longest sequence (training or decoding) the model accepts
-    init_std: float = 0.02  # std of the normal init of the backbone, embedding and softmax /
-    #   mos head matrices; the lowrank / mlp factors and embed_proj derive theirs from it, so
-    #   that logits and stream start at the plain model's scale (heads.py, transformer.py)
+    init_std: float = 0.02  # std of the normal init; the factored heads and embed_proj derive
+    #   theirs from it, so that logits and stream start at the plain model's scale
     tie_embeddings: bool = False  # output matrix W = input embedding E (softmax and mos heads)
-    head: str = "softmax"  # "softmax", "lowrank:R" (W = A B, rank R, untied), "mos:K" or
-    #   "mlp:R" (logits = gelu(h B^T) A^T, hidden width R, untied; see spamlang.model.heads)
+    head: str = "softmax"  # "softmax", "lowrank:R", "mos:K" or "mlp:R" (spamlang.model.heads)
     residual: bool = True  # False: each sublayer's output replaces the stream (see Transformer)
     dtype: str = "float32"  # compute dtype of the matmuls; norms, softmax and loss stay float32
     param_dtype: str = "float32"  # storage dtype of the parameters
-    kernels: str = "xla"  # "xla": the plain, backend-neutral path; "cpu": layouts tuned for
-    #   XLA:CPU (spamlang.model.kernels). Same results either way; "auto" is resolved by the caller
+    kernels: str = "xla"  # "xla": backend-neutral; "cpu": layouts tuned for XLA:CPU
 
     def __post_init__(self):
         fields.check_dataclass(self, limits=_LIMITS)
@@ -261,22 +238,20 @@ class ModelConfig:
 
     @property
     def embed_width(self) -> int:
-        """e: the width of the stored input embedding (d_model unless embed_dim says otherwise)."""
         return self.d_model if self.embed_dim is None else self.embed_dim
 
     @property
     def embed_projected(self) -> bool:
-        """True when the embedding is V x e and a learned e x d_model `embed_proj` follows it."""
+        """The embedding is V x e and a learned e x d_model `embed_proj` follows it."""
         return self.embed_width != self.d_model
 
     @property
     def head_kind(self) -> str:
-        """ "softmax", "lowrank", "mos" or "mlp"."""
         return parse_head(self.head)[0]
 
     @property
     def head_arg(self) -> int:
-        """The rank R of "lowrank:R", the K of "mos:K", the width R of "mlp:R", 0 for "softmax"."""
+        """The R of "lowrank:R" and "mlp:R", the K of "mos:K", 0 for "softmax"."""
         return parse_head(self.head)[1]
 
     @property
@@ -284,7 +259,6 @@ class ModelConfig:
         return rank_of_head(self.head, self.d_model, self.vocab_size)
 
     def replace(self, **changes) -> ModelConfig:
-        """A copy with some fields changed (validated again)."""
         _check_fields(changes)
         return dataclasses.replace(self, **changes)
 
@@ -298,8 +272,7 @@ class ModelConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> ModelConfig:
-        """The preset `name` (a base preset or `<base>-w<D>`, `preset_fields`) with `overrides`
-        applied; `vocab_size` is required."""
+        """The preset `name` with `overrides` applied; `vocab_size` is required."""
         fields = preset_fields(name)
         _check_fields(overrides)
         if "vocab_size" not in overrides:
@@ -317,11 +290,8 @@ def _check_fields(values: dict) -> None:
 
 
 def count_params(config: ModelConfig) -> dict[str, int]:
-    """Parameter counts, analytic (equal to the initialised state, which a test checks):
-    "embedding" (E, and embed_proj if any), "head" (every parameter of the LM head; 0 for a
-    tied softmax), "non_embedding" (exactly the backbone: the same for every head and tying
-    choice, so runs that differ only in head compare at equal size; smollm2-106m:
-    106,203,456), and "total" (a tied matrix counted once)."""
+    """Parameter counts, analytic: "embedding", "head" (0 tied softmax), "non_embedding" (the
+    backbone, the same for every head and tying), "total"."""
     D, V, F, hd = config.d_model, config.vocab_size, config.d_ff, config.head_dim
     attn = D * config.n_heads * hd * 2 + D * config.n_kv_heads * hd * 2  # wq, wo, wk, wv
     block = attn + 3 * D * F + 2 * D  # SwiGLU (gate, up, down) and two RMSNorm scales

@@ -18,26 +18,20 @@ from spamlang.errors import UserError
 from spamlang.model.config import ModelConfig
 from spamlang.model.layers import normal_param
 
-# sqrt(E[gelu(x)^2]) for x ~ N(0, 1) with the exact (erf) GELU: E[x^2 Phi(x)^2] = 1/3 +
-# 1/(2 pi sqrt 3) (tests/test_head_isolation.py checks it by quadrature). The mlp head's A is
-# divided by it so that its logits start at the softmax head's scale.
+# sqrt(E[gelu(x)^2]), x ~ N(0, 1): the mlp head's A is divided by it (the softmax's scale).
 PHI_RMS = math.sqrt(1 / 3 + 1 / (2 * math.pi * math.sqrt(3)))
 
 
 def _einsum(spec: str, x: jax.Array, w: jax.Array, dtype: str) -> jax.Array:
-    """A product in the compute dtype, accumulated and returned in float32. A plain einsum, so
-    forward mode (jvp / jacfwd, used by spamlang.diagnostics) works."""
+    """A product in the compute dtype, float32 out; a plain einsum, so forward mode works."""
     return jnp.einsum(spec, x.astype(dtype), w.astype(dtype), preferred_element_type=jnp.float32)
 
 
 def linear_logits(features_NxR: jax.Array, w_VxR: jax.Array, dtype: str) -> jax.Array:
-    """features W^T, float32."""
     return _einsum("...r,vr->...v", features_NxR, w_VxR, dtype)
 
 
-def _raises(message: str):
-    """A head method that a head without that structure answers with a UserError."""
-
+def _raises(message: str):  # a method a head without that structure answers with a UserError
     def method(self, *args):
         raise UserError(message)
 
@@ -45,8 +39,6 @@ def _raises(message: str):
 
 
 class _LinearLastStep(nnx.Module):
-    """What the heads with logits = features W^T share: log-probs from `linear`."""
-
     def log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         return jax.nn.log_softmax(linear_logits(*self.linear(h_NxD, embed_VxD), self.dtype), -1)
 
@@ -68,10 +60,8 @@ class SoftmaxHead(_LinearLastStep):
 
 
 class _Factored(_LinearLastStep):
-    """A: V x r and B: r x D, initialised so that the initial logit scale does not depend on r
-    (else a rank sweep also sweeps it): the final RMSNorm hands the head unit-RMS h, so
-    B ~ N(0, 1/D) gives h B^T unit RMS, and A ~ N(0, init_std^2 D / (r c^2)), c the RMS of a
-    feature (`FEATURE_RMS`), gives logits of std init_std sqrt(D), the softmax head's."""
+    """A: V x r and B: r x D, initialised so that the logit scale does not depend on r (else a rank
+    sweep sweeps it too): B ~ N(0, 1/D), A ~ N(0, init_std^2 D / (r c^2)), c a feature's RMS."""
 
     FEATURE_RMS = 1.0
 
@@ -83,13 +73,11 @@ class _Factored(_LinearLastStep):
         self.b = normal_param(rngs, (r, D), config, std=1 / math.sqrt(D))
 
     def _project(self, h_NxD: jax.Array) -> jax.Array:
-        """h B^T, float32."""
         return _einsum("...d,rd->...r", h_NxD, self.b[...], self.dtype)
 
 
 class LowRankHead(_Factored):
-    """logits = h (A B)^T = (h B^T) A^T (the paper's section 3.1); the product is never formed
-    in the forward pass. Its rank is min(r, D): r > D is allowed but adds no rank."""
+    """logits = h (A B)^T = (h B^T) A^T (the paper's section 3.1), of rank min(r, D)."""
 
     def matrix(self, embed_VxD: jax.Array) -> jax.Array:
         return self.a[...].astype(jnp.float32) @ self.b[...].astype(jnp.float32)
@@ -99,15 +87,12 @@ class LowRankHead(_Factored):
 
 
 def gelu(x: jax.Array) -> jax.Array:
-    """The mlp head's nonlinearity: the exact (erf) GELU, whose PHI_RMS has a closed form."""
+    """The exact (erf) GELU, whose PHI_RMS has a closed form."""
     return jax.nn.gelu(x, approximate=False)
 
 
 class MLPHead(_Factored):
-    """logits = gelu(h B^T) A^T, untied. r may exceed D: the logit matrix over many inputs then
-    has rank up to min(r, V), so the backbone width no longer caps it. (GELU's features have a
-    mean of 1/(2 sqrt(pi)), so about 19% of the initial logit variance is a per-token offset
-    shared by every input.)"""
+    """logits = gelu(h B^T) A^T, untied: rank up to min(r, V), no longer capped by the width."""
 
     FEATURE_RMS = PHI_RMS
     matrix = _raises("an mlp head is nonlinear: it has no single V x d_model matrix W")
@@ -117,12 +102,8 @@ class MLPHead(_Factored):
 
 
 class MoSHead(nnx.Module):
-    """Mixture of K softmaxes (Yang et al. 2018) sharing one output matrix W.
-
-    c_k = tanh(h P_k) with P: D x (K D); prior pi = softmax(h U) with U: D x K;
-    log p = logsumexp_k(log pi_k + log_softmax(c_k W^T)), in log space so that no component
-    probability underflows. W is the input embedding when tied, else its own V x D matrix.
-    """
+    """Mixture of K softmaxes (Yang et al. 2018) sharing W (the embedding when tied): c_k = tanh(h
+    P_k), pi = softmax(h U), log p = logsumexp_k(log pi_k + log_softmax(c_k W^T))."""
 
     matrix = linear = _raises("a Mixture-of-Softmaxes head is nonlinear: it has no single matrix W")
 
@@ -140,9 +121,6 @@ class MoSHead(nnx.Module):
         """log pi, [..., K], float32."""
         scores = _einsum("...d,dk->...k", h_NxD, self.prior[...], self.dtype)
         return jax.nn.log_softmax(scores, axis=-1)
-
-    def mixture_weights(self, h_NxD: jax.Array) -> jax.Array:
-        return jnp.exp(self.log_mixture_weights(h_NxD))
 
     def component_log_probs(self, h_NxD: jax.Array, embed_VxD: jax.Array) -> jax.Array:
         """log_softmax(c_k W^T) for every component, [..., K, V], float32."""

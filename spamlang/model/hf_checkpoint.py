@@ -24,8 +24,7 @@ from spamlang.model.config import ModelConfig
 from spamlang.model.transformer import Transformer
 
 SUPPORTED_TYPES = ("llama",)
-# The ModelConfig fields a checkpoint fixes; vocab_size, tie_embeddings, head, residual, the
-# dtypes and kernels stay choices of the run.
+# The ModelConfig fields a checkpoint fixes; the rest stay choices of the run.
 ARCHITECTURE = tuple(
     "d_model n_layers n_heads n_kv_heads d_ff rope_theta norm_eps max_seq_len init_std".split()
 )
@@ -50,8 +49,7 @@ _EMBED, _HEAD = "model.embed_tokens.weight", "lm_head.weight"
 
 
 def hf_config(model_dir: str | Path) -> ModelConfig:
-    """The ModelConfig of a Llama checkpoint's config.json, with its own vocab_size and tying
-    (softmax head, float32, plain kernels)."""
+    """The ModelConfig of a Llama checkpoint's config.json (softmax, float32, plain kernels)."""
     path = Path(model_dir)
     if not path.exists():
         raise UserError(
@@ -119,7 +117,7 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
 
 
 def _rope_theta(raw: dict, path: Path) -> float:
-    """The RoPE base of a config.json; UserError for any RoPE scaling (not representable)."""
+    """The RoPE base of a config.json; UserError for any RoPE scaling."""
     theta = raw["rope_theta"]
     for key in ("rope_parameters", "rope_scaling"):  # transformers 5, and before
         params = raw.get(key)
@@ -142,10 +140,7 @@ def _rope_theta(raw: dict, path: Path) -> float:
 
 def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
     """UserError unless a model of `config` can start from `checkpoint`'s weights: the same
-    architecture, vocab_size V <= the checkpoint's (the first V rows of the embedding and of an
-    untied head are kept), head softmax, no narrow embedding, and tied only from a tied
-    checkpoint (untying one starts the head as a copy of the embedding: the same function;
-    tying an untied one would discard lm_head). dtype, param_dtype, kernels, residual: free."""
+    architecture, its first V rows, a softmax head, no narrow embedding, tied only from tied."""
     for name in ARCHITECTURE:
         if name in ("max_seq_len", "init_std"):  # shape nothing and change no function
             continue
@@ -177,11 +172,8 @@ def check_fits(checkpoint: ModelConfig, config: ModelConfig, model_dir) -> None:
 
 
 def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
-    """(`model`, checkpoint config) of a TrainConfig with `init_from`: its overrides
-    with the checkpoint's architecture written in, after checking the run's own fields against
-    it; the caller then checks the model with `check_fits`. A run's own config.json already
-    holds the architecture: then a checkpoint directory that is gone is no error (the run
-    restores its own weights), and the checkpoint config is None."""
+    """(`model` with the checkpoint's architecture written in, checkpoint config) of a TrainConfig
+    with `init_from`; (its own, None) when its config.json holds it and the checkpoint is gone."""
     where, overrides = config.init_from, config.model
     if set(ARCHITECTURE) <= set(overrides) and not (Path(where) / CONFIG).is_file():
         return overrides, None
@@ -203,10 +195,7 @@ def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
 
 
 def check_unstarted_weights(configs, out_dirs) -> None:
-    """UserError before anything is written when a run that will start from `init_from`'s
-    weights cannot read them (its config may come from a config.json that already records
-    the architecture, so validating the config did not need the checkpoint). A run that has
-    started restores its own weights and needs none."""
+    """UserError, before any write, when a run from `init_from` cannot read it."""
     from spamlang.rundir.schema import CHECKPOINTS, RESULT
 
     checked = set()
@@ -226,11 +215,7 @@ def _read_json(path: Path):
         raise UserError(f"{path} is not valid JSON: {e}") from None
 
 
-# ----- tensors ----------------------------------------------------------------------------------
-
-
-def _tensor_files(path: Path) -> dict[str, Path]:
-    """Every tensor name of the checkpoint and the file that holds it."""
+def _tensor_files(path: Path) -> dict[str, Path]:  # every tensor name and its file
     single, index = path / SINGLE, path / INDEX
     if index.is_file():
         raw = _read_json(index)
@@ -269,7 +254,7 @@ def _open(file: Path):
 
 
 def _by_file(layout: dict, files: dict):
-    """(open file, tensor name) for every tensor of `layout`, one file open at a time."""
+    """(file, open file, tensor name) for every tensor of `layout`, one file open at a time."""
     for file in sorted(set(files[n] for n in layout)):
         with _open(file) as f:
             for name in (n for n in layout if files[n] == file):
@@ -300,9 +285,7 @@ def _layout(c: ModelConfig, checkpoint: ModelConfig) -> dict[str, tuple[str, tup
 
 
 def check_weights(model_dir: str | Path, config: ModelConfig):
-    """(layout, files) after checking the tensor names and shapes against the safetensors
-    headers: UserError unless `load_params(model_dir, config)` would succeed. Reads only
-    config.json and the headers (cheap: for checking before a run writes anything)."""
+    """(layout, files) after checking tensor names and shapes in the safetensors headers only."""
     checkpoint = hf_config(model_dir)
     check_fits(checkpoint, config, model_dir)
     path = Path(model_dir)
@@ -344,10 +327,8 @@ def load_params(
     config: ModelConfig,
     put: Callable[[np.ndarray, jax.ShapeDtypeStruct], jax.Array] | None = None,
 ):
-    """The parameter state of `Transformer(config)` (what `nnx.split(model, nnx.Param, ...)[1]`
-    holds) from the checkpoint, read on the host in config.param_dtype. `put(host_array,
-    abstract_leaf)` places each array (default: `jnp.asarray`); the training loop passes one
-    that lays it out like its jitted init."""
+    """`Transformer(config)`'s parameter state from the checkpoint, in param_dtype; `put(array,
+    abstract_leaf)` places each array (default `jnp.asarray`)."""
     layout, files = check_weights(model_dir, config)
     weights: dict[str, np.ndarray] = {}  # by parameter path ("embed", "blocks/0/attn/wq")
     for _, f, name in _by_file(layout, files):
@@ -356,8 +337,7 @@ def load_params(
             value = f.get_slice(name)[: config.vocab_size]  # only the rows the model keeps
         else:
             value = f.get_tensor(name)
-        # torch's Linear stores out x in, ours in x out; our RoPE already uses transformers'
-        # rotate-half layout, so q_proj and k_proj need no permutation.
+        # torch's Linear stores out x in, ours in x out; our RoPE is transformers' rotate-half.
         value = value.T if transposed else value
         weights[ours] = np.ascontiguousarray(value, dtype=jnp.dtype(config.param_dtype))
     if not config.tie_embeddings and "head/w" not in weights:  # untying a tied checkpoint
@@ -386,12 +366,9 @@ def load_hf(
     param_dtype: str = "float32",
     kernels: str = "xla",
 ) -> Transformer:
-    """A Llama checkpoint directory as a spamlang `Transformer`; its ModelConfig is `.config`.
-
-    vocab_size: keep the first V token ids (None: all of the checkpoint's). tie_embeddings:
-    None keeps the checkpoint's; False on a tied checkpoint copies the embedding into the
-    head. dtype / param_dtype / kernels: as in ModelConfig (weights are cast to param_dtype).
-    """
+    """A Llama checkpoint directory as a `Transformer` (ModelConfig: `.config`). vocab_size: keep
+    the first V ids; tie_embeddings None: the checkpoint's, False on a tied one copies the
+    embedding."""
     checkpoint = hf_config(model_dir)
     config = checkpoint.replace(
         vocab_size=checkpoint.vocab_size if vocab_size is None else vocab_size,

@@ -19,7 +19,7 @@ __all__ = ["KERNELS", "attention", "dense", "first_argmax", "resolve", "weight_g
 
 
 def resolve(name: str, platform: str) -> str:
-    """The kernels for `name` ("auto" or one of KERNELS) on a device platform ("cpu", "gpu")."""
+    """The kernels for `name` ("auto" or one of KERNELS) on a device platform."""
     if name == "auto":
         return "cpu" if platform == "cpu" else "xla"
     if name in KERNELS:
@@ -28,7 +28,6 @@ def resolve(name: str, platform: str) -> str:
 
 
 def dense(x_xA: jax.Array, w_AxB: jax.Array, kernels: str) -> jax.Array:
-    """x @ w over the last axis of x (result in x's dtype)."""
     if kernels == "cpu":
         return _cpu_dense(x_xA, w_AxB)
     return x_xA @ w_AxB
@@ -37,19 +36,14 @@ def dense(x_xA: jax.Array, w_AxB: jax.Array, kernels: str) -> jax.Array:
 def attention(
     q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array, kernels: str
 ) -> jax.Array:
-    """Causal (grouped-query) attention: dot_product_attention(q, k, v, is_causal=True)."""
     if kernels == "cpu":
         return causal_gqa_attention(q_BxLxNxH, k_BxLxKxH, v_BxLxKxH)
     return jax.nn.dot_product_attention(q_BxLxNxH, k_BxLxKxH, v_BxLxKxH, is_causal=True)
 
 
 def first_argmax(x: jax.Array, kernels: str, axis: int = -1) -> jax.Array:
-    """int32 index of the first maximum along `axis` (ties go to the lowest index).
-
-    "cpu" spells it as a min-reduce over the indices that attain the max, which XLA:CPU runs
-    several times faster than argmax's variadic reduce. The two differ only on slices holding
-    NaN: jnp.argmax returns the first NaN's index, the min-reduce x.shape[axis].
-    """
+    """int32 index of the first maximum along `axis`; "cpu": a min-reduce over the indices of the
+    max, faster on XLA:CPU (on a NaN slice it gives x.shape[axis], argmax the first NaN)."""
     if kernels != "cpu":
         return jnp.argmax(x, axis=axis).astype(jnp.int32)
     axis = axis % x.ndim
@@ -59,9 +53,8 @@ def first_argmax(x: jax.Array, kernels: str, axis: int = -1) -> jax.Array:
     return jnp.min(jnp.where(is_max, index, n), axis=axis)
 
 
-# ----- "cpu" dense ---------------------------------------------------------------------------
 def _materialised_t(x: jax.Array) -> jax.Array:
-    """x with its last two axes swapped, as a real copy (a plain .T would be folded into the dot)."""
+    """x with its last two axes swapped as a real copy (a plain .T would be folded into the dot)."""
     return lax.optimization_barrier(jnp.swapaxes(x, -1, -2))
 
 
@@ -92,7 +85,6 @@ def _dense_bwd(res, g):
 _cpu_dense.defvjp(lambda x, w: (x @ w, (x, w)), _dense_bwd)
 
 
-# ----- "cpu" attention -----------------------------------------------------------------------
 def _causal_probs(q_BxKxTxH, k_BxKxSxH):
     """Row-softmax of q k^T (float32) with the causal mask; row t is position t % S."""
     S = k_BxKxSxH.shape[2]
@@ -129,8 +121,7 @@ _attention_core.defvjp(_core_fwd, _core_bwd)
 def causal_gqa_attention(
     q_BxLxNxH: jax.Array, k_BxLxKxH: jax.Array, v_BxLxKxH: jax.Array
 ) -> jax.Array:
-    """Causal grouped-query attention, equal to dot_product_attention(q, k, v, is_causal=True),
-    with the G = N / K query heads of a KV head stacked along the rows of one product."""
+    """Causal GQA attention, the G = N / K query heads of a KV head stacked in one product."""
     B, L, N, H = q_BxLxNxH.shape
     K = k_BxLxKxH.shape[2]
     G = N // K
@@ -140,17 +131,12 @@ def causal_gqa_attention(
     return o_t.reshape(B, K, G, L, H).transpose(0, 3, 1, 2, 4).reshape(B, L, N, H)
 
 
-# Auto micro-batches (cpu kernels only) keep a micro-batch's widest activation -- [tokens,
-# d_ff] in the MLP or [tokens, n_heads * seq_len] attention probabilities, float32 -- within
-# 1 MiB, half of a 2 MiB L2 cache: cache-sized pieces beat one streamed batch at `small`,
-# and a batch that already fits is not split (benchmarks/README.md).
+# Auto micro-batches keep the widest activation within half an L2 cache (benchmarks/README.md).
 _CPU_MICRO_FLOATS = 2**18
 
 
 def micro_batches(config, mesh: jax.sharding.Mesh, kernels: str) -> int:
-    """How many micro-batches a TrainConfig's step scans over (1: the whole batch). An
-    explicit `micro_batch` holds on every backend; auto (0) splits only with the cpu kernels,
-    since accelerators want the biggest matmuls they can get."""
+    """Micro-batches a step scans over: `micro_batch`'s, or auto (0) with the cpu kernels only."""
     n_dev = mesh.devices.size
     rows = config.batch_size // n_dev  # per device
     if config.micro_batch:

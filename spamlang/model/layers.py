@@ -40,8 +40,7 @@ class RMSNorm(nnx.Module):
 
 
 def rope_tables(positions_L: jax.Array, head_dim: int, theta: float):
-    """cos and sin tables, [L, head_dim] each, in the Llama / transformers layout (frequencies
-    repeated for both halves), so that `apply_rope` matches LlamaRotaryEmbedding exactly."""
+    """cos and sin [L, head_dim] in the transformers layout (Llama's exactly)."""
     inv_freq = theta ** (-jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim)
     angles_LxH = positions_L.astype(jnp.float32)[:, None] * inv_freq[None, :]
     angles_LxH = jnp.concatenate([angles_LxH, angles_LxH], axis=-1)
@@ -57,9 +56,7 @@ def apply_rope(x_BxLxNxH: jax.Array, cos_LxH: jax.Array, sin_LxH: jax.Array) -> 
     return (x * cos + rotated * sin).astype(x_BxLxNxH.dtype)
 
 
-class _Projections(nnx.Module):
-    """A module whose matmuls run in config.dtype through config.kernels."""
-
+class _Projections(nnx.Module):  # matmuls in config.dtype through config.kernels
     def __init__(self, config: ModelConfig):
         self.dtype = config.dtype
         self.kernels = config.kernels
@@ -69,9 +66,7 @@ class _Projections(nnx.Module):
 
 
 class Attention(_Projections):
-    """Causal grouped-query attention; K and V keep n_kv_heads heads and are never copied per
-    query head. Cached decoding always uses dot_product_attention with an explicit mask: its
-    queries start at `pos`, not 0."""
+    """Causal grouped-query attention; cached decoding masks explicitly (queries start at `pos`)."""
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         super().__init__(config)
@@ -102,8 +97,7 @@ class Attention(_Projections):
         return self._out(kernels.attention(q, k, v, self.kernels))
 
     def cached(self, x_BxTxD: jax.Array, kv: dict, pos: jax.Array):
-        """Attend T new tokens at positions pos..pos+T-1 to the cache kv ("k", "v": [B, S,
-        n_kv_heads, head_dim]) after writing them in; query t sees slots s <= pos + t only."""
+        """Write T new tokens at pos..pos+T-1 into the cache kv, then attend to it."""
         T, S = x_BxTxD.shape[1], kv["k"].shape[1]
         q, k, v = self._qkv(x_BxTxD, pos + jnp.arange(T))
         start = (0, pos, 0, 0)

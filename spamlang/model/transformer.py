@@ -18,19 +18,9 @@ from spamlang.model.layers import Block, RMSNorm, normal_param
 
 
 class Transformer(nnx.Module):
-    """A Llama-style decoder-only LM (pre-norm RMSNorm, RoPE, GQA, SwiGLU, no biases); the
-    residual stream is float32 and matmuls run in `config.dtype`.
-
-    Narrow embedding (config.embed_dim = e != D): `embed` is V x e and `embed_proj` (e x D)
-    lifts each gathered row into the stream, so the input embedding has rank <= e whatever
-    D is. P ~ N(0, 1/e), so a projected row has the plain embedding's scale. (Its name starts
-    with "embed" so that gradient norms group it with the embedding.)
-
-    residual=False turns every sublayer into a replacement of the stream (x = attn(norm(x))
-    instead of x = x + attn(norm(x))): gradients reach layer 1 only through the product of
-    every sublayer's Jacobian, so a small init_std makes them vanish (the outputs fall below
-    the norms' eps) and a larger one lets the norms' 1/rms amplify them.
-    """
+    """A Llama-style decoder-only LM; the residual stream is float32, matmuls run in `config.dtype`.
+    A narrow embedding (embed_dim e) is lifted into the stream by `embed_proj` ~ N(0, 1/e);
+    residual=False makes every sublayer replace the stream (vanishing-gradient tests)."""
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
         self.config = config
@@ -74,7 +64,7 @@ class Transformer(nnx.Module):
         return self.head.log_probs(h_NxD, self.embed[...])
 
     def linear_head(self, h_NxD: jax.Array):
-        """(features_NxR, W_VxR) with logits = features W^T (`heads`); UserError for mos."""
+        """(features_NxR, W_VxR) with logits = features W^T; UserError for mos."""
         return self.head.linear(h_NxD, self.embed[...])
 
     def head_matrix(self) -> jax.Array:
@@ -86,8 +76,7 @@ class Transformer(nnx.Module):
         return self.log_probs(self.hidden(tokens_BxL))
 
     def init_cache(self, batch_size: int, max_len: int) -> list[dict]:
-        """An empty KV cache, a plain pytree (the module holds no decoding state): per layer
-        {"k", "v"} of [B, max_len, n_kv_heads, head_dim]."""
+        """An empty KV cache: per layer {"k", "v"} [B, max_len, n_kv_heads, head_dim]."""
         self._check_len(max_len)
         c = self.config
         shape = (batch_size, max_len, c.n_kv_heads, c.head_dim)
@@ -97,7 +86,7 @@ class Transformer(nnx.Module):
         ]
 
     def hidden_cached(self, tokens_BxT: jax.Array, cache: list[dict], pos: jax.Array):
-        """Hidden states of T tokens at positions pos..pos+T-1 given the cache; (h_BxTxD, cache)."""
+        """(h_BxTxD, cache) of T tokens at positions pos..pos+T-1 given the cache."""
         pos = jnp.asarray(pos, jnp.int32)
         x = self._embed(tokens_BxT)
         new_cache = []
@@ -120,13 +109,8 @@ def generate(
     key: jax.Array | None = None,
     temperature: float = 0.0,
 ) -> jax.Array:
-    """Continue `prompt_BxP` to `length` tokens; int32[B, length], the prompt included.
-
-    temperature == 0 is greedy (argmax); temperature > 0 samples from softmax(logp / T) and
-    needs `key`. Costs one prefill plus length - P cached decode steps. Runs under its own
-    `jax.jit` (compiled once per shape, length and temperature) and may itself be called
-    inside a jitted function: `length` and `temperature` must then be static.
-    """
+    """Continue `prompt_BxP` to `length` tokens (the prompt included): greedy at temperature 0, else
+    sampled with `key`; one prefill, then cached decode steps, jitted per shape."""
     length = int(length)
     P = prompt_BxP.shape[1]
     if P < 1:

@@ -11,15 +11,13 @@ import optax
 from spamlang.fields import tagged
 from spamlang.optim import head, lazy
 
-# optax's name of a per-member number where it is not the config field's (its state's key).
+# optax's name of a per-member number where it is not the config field's.
 _OPTAX_NAMES = {"lr": "learning_rate"}
 
 
 def member_values(config) -> dict:
-    """{config field: the number a member's state holds}: the config's fields tagged
-    member="optim", held as arrays, so that a sweep over b2 costs what one over the LR does.
-    The head controls are constants of the program: held as arrays, even at their defaults,
-    they changed XLA's rounding of every run."""
+    """{field: value} of the fields tagged member="optim": held as arrays in a member's state, so a
+    sweep over b2 costs what one over the LR does (the head controls stay constants)."""
     members = tagged(config, "member")
     return {name: getattr(config, name) for name, kind in members.items() if kind == "optim"}
 
@@ -31,14 +29,9 @@ def _by_optax_name(values: dict) -> dict:
 def relative_schedule(
     schedule: str, steps: int, *, warmup_frac: float, decay_frac: float, final_ratio: float
 ) -> optax.Schedule:
-    """LR multiplier in [0, 1] as a function of the step (peak 1 after the warmup).
-
-    All schedules start with a linear warmup from 0 over `round(warmup_frac * steps)` steps, then:
-    - "constant": 1 to the end;
-    - "cosine": cosine decay from 1 to `final_ratio` at the last step;
-    - "wsd" (warmup-stable-decay): 1, then a linear decay to `final_ratio` over the last
-      `round(decay_frac * steps)` steps.
-    """
+    """LR multiplier in [0, 1] by step: a linear warmup, then "constant", "cosine" (to
+    `final_ratio`) or "wsd" (stable, then a linear decay over the last `decay_frac` of the
+    steps)."""
     warmup = int(round(warmup_frac * steps))
     rest = max(steps - warmup, 1)
     if schedule == "constant":
@@ -68,16 +61,14 @@ def _path_name(path) -> str:
 
 
 def decay_mask(params):
-    """True for leaves that get weight decay: matrices (ndim >= 2), never norm scales.
-    Evaluated on the per-member parameters, so the member axis never makes a "matrix"."""
+    """True for the leaves that get weight decay: matrices, never norm scales."""
     return jax.tree_util.tree_map_with_path(
         lambda path, leaf: jnp.ndim(leaf) >= 2 and "norm" not in _path_name(path), params
     )
 
 
 def row_tables(vocab_size: int, which: str = "all"):
-    """params -> a pytree of bools: True for the matrices with one row per token id (the
-    embedding's and the head's, or only one of them: `which`, TrainConfig.lazy_rows)."""
+    """params -> True for the matrices with one row per token id (`which`: embed, head or all)."""
     prefixes = ("embed", "head") if which == "all" else (which,)
 
     def is_rows(path, leaf):
@@ -107,9 +98,7 @@ def _optimizer(
     head_lr_scale: float = 1.0,
     head_weight_decay: float | None = None,
 ) -> optax.GradientTransformationExtraArgs:
-    """direction -> the head's LR scale -> decoupled weight decay (the row tables' own) ->
-    (lazy: zero the absent rows) -> -learning_rate. The head is the row table `head_rows`
-    ("embed" when tied); its direction's RMS is recorded before it is scaled."""
+    """direction -> the head's LR scale -> weight decay -> (lazy: absent rows zeroed) -> -lr."""
     is_head, rows = row_tables(vocab_size, head_rows), row_tables(vocab_size)
     controls = (head_amsgrad, head_eps, head_row_clip, head_b2 is not None, head_v_gated)
     if name == "adamw" and any(controls):
@@ -159,10 +148,8 @@ def _optimizer(
 
 
 def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Schedule]:
-    """(clip -> the config's optimizer with an injected peak LR -> the relative schedule,
-    that schedule). Its `update` takes `present_V` (bool[V], the ids in this step's batch; read
-    by lazy_adamw) and `gate_V` (bool[V], the head rows shown more than push-down: the head's
-    records and gated v) as extra arguments."""
+    """(clip -> the optimizer with an injected peak LR -> the schedule, that schedule); `update`
+    takes `present_V` (lazy_adamw) and `gate_V` (the head's gated rows) as extra arguments."""
     schedule = relative_schedule(
         config.schedule,
         config.steps,
@@ -191,20 +178,13 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
     return optax.chain(*parts, inner, optax.scale_by_schedule(schedule)), schedule
 
 
-def peak_lr(opt_state) -> jax.Array:
-    """The peak learning rate held in an optimizer state of `from_config`."""
+def peak_lr(opt_state) -> jax.Array:  # of a `from_config` state
     return optax.tree_utils.tree_get(opt_state, "learning_rate")
 
 
 def with_hyperparams(opt_state, values: dict):
-    """`opt_state` with its hyperparameters replaced by a member's own: `values` maps config
-    field names (`member_values`) to numbers or float32 arrays."""
+    """`opt_state` with its hyperparameters replaced by a member's own (`member_values`' names)."""
     values = _by_optax_name(values)
     return optax.tree_utils.tree_set(
         opt_state, **{name: jnp.asarray(value, jnp.float32) for name, value in values.items()}
     )
-
-
-def with_peak_lr(opt_state, lr):
-    """`opt_state` with its peak learning rate replaced (a member's own LR)."""
-    return optax.tree_utils.tree_set(opt_state, learning_rate=jnp.asarray(lr, jnp.float32))

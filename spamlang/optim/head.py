@@ -27,9 +27,7 @@ def scale_by_adam_with_head(
     head_eps: float = 0.0,
     row_clip: float = 0.0,
 ) -> optax.GradientTransformationExtraArgs:
-    """Adam's direction; the leaves where `is_head(params)` is True get b2 `head_b2` (None:
-    `b2`), AMSGrad if `amsgrad`, v gated if `v_gated`, eps `head_eps` (0: `eps`) and each row
-    rescaled to RMS <= `row_clip` (0: not clipped). Every other leaf: plain Adam."""
+    """Adam's direction, with the head's own b2, AMSGrad, gated v, eps and row clip as asked."""
     hb2 = b2 if head_b2 is None else head_b2
     if amsgrad:
         head = [optax.scale_by_amsgrad(b1=b1, b2=hb2, eps=head_eps or eps)]
@@ -56,9 +54,7 @@ class GatedAdamState(NamedTuple):
 
 
 def scale_by_gated_adam(b1, b2, eps) -> optax.GradientTransformationExtraArgs:
-    """`optax.scale_by_adam` on row tables, except that a row's v keeps its value in steps with
-    gate_V[row] False, once the row has had one step with it True (before that, v moves as
-    Adam's); without gate_V every row's v moves."""
+    """Adam on row tables, but a row's v holds in steps with gate_V[row] False (once shown)."""
 
     def init_fn(params):
         zeros = optax.tree.zeros_like(params)
@@ -95,9 +91,7 @@ class HeadStepState(NamedTuple):
 
 
 def record_head_step(is_head: Callable) -> optax.GradientTransformationExtraArgs:
-    """Passes the updates through and keeps, in its state, the RMS of the head's direction
-    over all its rows and over the rows absent in the step (gate_V False): the scale of the
-    step an absent symbol's row takes, which the head controls change."""
+    """Keep the RMS of the head's direction, all rows and the absent ones (gate_V False)."""
 
     def init_fn(params):
         del params
@@ -121,9 +115,7 @@ def record_head_step(is_head: Callable) -> optax.GradientTransformationExtraArgs
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
-def scale_rows(is_rows: Callable, scale) -> optax.GradientTransformation:
-    """Multiply the updates of the leaves where `is_rows` is True by `scale` (an array)."""
-
+def scale_rows(is_rows: Callable, scale) -> optax.GradientTransformation:  # where is_rows
     def update_fn(updates, state, params=None):
         del params
         return jax.tree.map(lambda u, r: u * scale if r else u, updates, is_rows(updates)), state
@@ -132,8 +124,7 @@ def scale_rows(is_rows: Callable, scale) -> optax.GradientTransformation:
 
 
 def clip_row_rms(max_rms: float) -> optax.GradientTransformation:
-    """Rescale each row (the last axis) of every update whose RMS exceeds `max_rms` to RMS
-    `max_rms`; rows under it pass unchanged."""
+    """Rescale each row (the last axis) of every update whose RMS exceeds `max_rms` to `max_rms`."""
 
     def clip(u_VxD):
         rms_Vx1 = jnp.sqrt(jnp.mean(jnp.square(u_VxD), axis=-1, keepdims=True))

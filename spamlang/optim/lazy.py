@@ -14,10 +14,7 @@ import optax
 
 
 class LazyAdamState(NamedTuple):
-    # Per leaf: int32[V] appearances for row tables, int32[] steps otherwise. A row's own count
-    # makes it an Adam run on its own appearances: bias correction 1 - b^n after n of them,
-    # whatever the global step (correcting with the global step would shrink a rare row's
-    # first updates).
+    # Appearances per row (int32[V]; steps elsewhere): a rare row's bias correction counts its own.
     count: optax.Updates
     mu: optax.Updates  # first moments, like the params
     nu: optax.Updates  # second moments, like the params
@@ -35,11 +32,8 @@ def _need(present_V):
 def scale_by_lazy_adam(
     is_rows: Callable, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
 ) -> optax.GradientTransformationExtraArgs:
-    """Adam's m_hat / (sqrt(v_hat) + eps), lazy on the leaves where `is_rows(params)` is True:
-    a row s of such a table counts, updates its moments and moves only where present_V[s].
-    Dense Adam moves an absent symbol's head row too: its small push-down gradient, scaled back
-    up to a full-size step by a second moment that forgets the pull-ups in ~1 / (1 - b2) steps;
-    lazy Adam keeps an absent row's moments, count and parameters as they were."""
+    """Adam, lazy on the leaves where `is_rows(params)`: row s counts, updates its moments and moves
+    only where present_V[s]. Dense Adam moves an absent row by its push-down, scaled up."""
 
     def init_fn(params):
         rows = is_rows(params)
@@ -82,8 +76,7 @@ def scale_by_lazy_adam(
 
 
 def keep_present_rows(is_rows: Callable) -> optax.GradientTransformationExtraArgs:
-    """Zero the update of every absent row of the row tables (after the weight decay, so an
-    absent row is not decayed either)."""
+    """Zero every absent row's update (after the weight decay)."""
 
     def update_fn(updates, state, params=None, *, present_V=None, **extra_args):
         del params, extra_args

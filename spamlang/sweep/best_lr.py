@@ -7,6 +7,7 @@ LR is the one rule `spamlang.rundir.reading.best_over` (the law and the figures 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Iterable
@@ -22,11 +23,8 @@ from spamlang.sweep.spec import config_field, fields_of, format_number
 DEFAULT_LIMIT = 3  # LRs added per side when `--bracket-lr` is given without a number
 _HALF_DECADE = (2.9, 3.5)  # ratios of a 1-3-10 grid: 3 and 10/3
 MIN_GRID = 3  # with two LRs every best one is at an edge; nothing to warn about
-# Significant digits of the summary's values: learned cells end at 3e-4 and 8e-4 nats, which
-# three decimals both wrote 0.000, and chance at 8.3; digits tell both apart.
-DIGITS = 3
-# A cell whose best LR ends within this many nats of the loss floor is solved: every LR that
-# reaches the floor is optimal, so where the best sits in the grid says nothing.
+DIGITS = 3  # significant digits, not decimals: learned cells end near 1e-4 nats, chance near 8
+# Within this many nats of the loss floor a cell is solved: where its best LR sits says nothing.
 SOLVED = 0.01
 
 
@@ -44,13 +42,12 @@ class BestLR:
     above_floor: float = math.nan  # `value` minus the runs' optimal_loss (loss metrics only)
 
     @property
-    def solved(self) -> bool:
-        """The best LR reached the floor (within SOLVED): any LR that does is as good."""
+    def solved(self) -> bool:  # any LR that reaches the floor is as good
         return self.above_floor <= SOLVED
 
     @property
     def edge(self) -> str | None:
-        """'largest' or 'smallest' when the best LR is at that end of a grid of 3 or more."""
+        """'largest' or 'smallest' when the best LR is at that end of a grid of MIN_GRID or more."""
         if len(self.grid) < MIN_GRID:
             return None
         if self.lr == self.grid[-1]:
@@ -67,9 +64,7 @@ def _hashable(v: Any) -> Any:
 
 
 def swept_values(points: list[tuple[str, Any]], axes: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """run_id -> the value of every field the sweep's `axes` set (a linked axis sets several),
-    read from each point's config. It names groups by fields that results.csv keeps only as
-    outcomes: a sweep over `tokens` has a token budget per run, not just a count of tokens."""
+    """run_id -> the value of every field the sweep's `axes` set (results.csv may lack them)."""
     fields = [f for axis in axes for f in fields_of(axis)]
     datas = ((run_id, config.to_json()) for run_id, config in points)
     return {run_id: {f: config_field(data, f) for f in fields} for run_id, data in datas}
@@ -80,9 +75,7 @@ def best_lrs(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[BestLR]:
-    """The best LR (lowest seed-mean `metric`; an LR with a diverged run never wins:
-    `reading.best_over`) of every group of rows sharing all settings but lr and seed (with
-    `swept`, also the swept fields of each run id); groups without a finite value are left out."""
+    """The best LR (`best_over`) of each group of rows equal in all but lr and seed."""
     import pandas as pd
 
     groups: dict[tuple, int] = {}  # a group's settings -> its number, in order of appearance
@@ -94,8 +87,7 @@ def best_lrs(
         if lr is None:
             continue
         settings = {k: row.get(k) for k in settings_of(row)}
-        # A run LR bracketing added in another invocation (another shard, an earlier resume) is
-        # no point of this one; its row holds its cell's values of the swept fields.
+        # A run bracketing added elsewhere is no point here: its row holds its swept values.
         own = swept.get(row.get("run_id"))
         settings.update(own if own is not None else {f: row.get(f) for f in fields})
         key = tuple((k, _hashable(v)) for k, v in settings.items() if k not in ("lr", "seed"))
@@ -118,19 +110,15 @@ def best_lrs(
     return [BestLR(*row) for row in best[columns].itertuples(index=False)]
 
 
-def _order(v: Any) -> tuple:
-    """Numbers by value; anything else keeps the rows' order (the sort is stable)."""
+def _order(v: Any) -> tuple:  # numbers by value, the rest in the rows' order
     if isinstance(v, (int, float, str)) and not isinstance(v, bool):
-        try:
+        with contextlib.suppress(ValueError):
             return (0, float(v))
-        except ValueError:
-            pass
     return (1, 0.0)
 
 
 def _text(v: Any, key: str = "lr") -> str:
-    """LRs as run ids write them (1e-2); other floats as written by hand where that is short
-    (b2 0.95, not 9.5e-1), in run-id form only when tiny or huge (eps 1e-8)."""
+    """LRs as run ids write them (1e-2); other floats as typed where short (b2 0.95)."""
     if not isinstance(v, float):
         return str(v)
     if key != "lr" and v == v and (v == 0 or 1e-3 <= abs(v) < 1e6):
@@ -139,9 +127,7 @@ def _text(v: Any, key: str = "lr") -> str:
 
 
 def labelled(best: list[BestLR]) -> list[tuple[BestLR, str]]:
-    """Each cell with a label naming the settings that differ between cells ("vocab_size=4096,
-    tie_embeddings=True"), numbers in numeric order (V = 256 before 1,024), the rest as the
-    rows come."""
+    """Each cell with a label of the settings that differ between cells, in numeric order."""
     names = dict.fromkeys(k for b in best for k, _ in b.group)
     varying = [k for k in names if len({dict(b.group).get(k) for b in best}) > 1]
     best = sorted(best, key=lambda b: [_order(dict(b.group).get(k)) for k in varying])
@@ -153,11 +139,7 @@ def cell_lines(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[str]:
-    """One line per cell (the runs sharing every setting but lr and seed): its best LR, the
-    seed-mean metric there and the seed spread (min .. max, n seeds), and where the best sits
-    in the grid, e.g. "vocab_size=4096, tie_embeddings=True: best lr 1e-1 of 1e-2 .. 3e-1,
-    final_eval_loss 5.74 (5.70 .. 5.78, 2 seeds)", each value to `DIGITS` significant digits. A
-    claim drawn from one seed says so."""
+    """One line per cell: its best LR, the seed mean and spread there, where it sits in the grid."""
     lines = []
     for b, label in labelled(best_lrs(rows, metric, swept)):
         spread = f"{b.low:#.{DIGITS}g} .. {b.high:#.{DIGITS}g}, {b.seeds} seeds"
@@ -176,11 +158,7 @@ def edge_warnings(
     metric: str = "final_eval_loss",
     swept: dict[str, dict[str, Any]] | None = None,
 ) -> list[str]:
-    """One line per group whose best LR is the smallest or largest of a grid of 3 or more LRs
-    and that is not solved, e.g. "warning: best lr for vocab_size=4096, tie_embeddings=True is
-    3e-2, the largest in the grid (3e-3 .. 3e-2): the optimum may lie outside it". Groups are
-    named as by `labelled`; `swept` (see `swept_values`) adds the sweep's own fields to the
-    settings that define a group."""
+    """One warning per unsolved cell whose best LR is at an edge of a grid of MIN_GRID or more."""
     return [
         f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
         f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
@@ -195,8 +173,7 @@ def _mantissa(x: float) -> float:
 
 
 def step_beyond(grid: tuple[float, ...], side: str) -> float:
-    """The LR one step past `grid`'s `side` end ("largest" or "smallest"), at the grid's ratio
-    (x3 for a grid of one LR); a half-decade grid (1, 3, 10, ...) continues as one: 3e-2, 1e-1."""
+    """The LR one step past `grid`'s `side` end, at its ratio (1, 3, 10 continues as one)."""
     grid, up = sorted(grid), side == "largest"
     edge = grid[-1] if up else grid[0]
     ratio = 3.0 if len(grid) < 2 else grid[-1] / grid[-2] if up else grid[1] / grid[0]
@@ -208,9 +185,7 @@ def step_beyond(grid: tuple[float, ...], side: str) -> float:
 
 
 def decide(best: BestLR, original: tuple[float, ...], limit: int) -> tuple[str, float | None]:
-    """What bracketing does with a cell: ("interior" | "solved" | "limit", None) to stop, or
-    ("extend", lr) to train `lr` next. `original` is the cell's grid as the sweep wrote it; the
-    LRs beyond its ends are the ones bracketing added."""
+    """("interior" | "solved" | "limit", None), or ("extend", lr); `original`: the sweep's grid."""
     if best.solved:
         return "solved", None
     up = best.lr == max(best.grid)
@@ -228,24 +203,13 @@ def bracket_cell(
     limit: int,
     train: Callable[[list[tuple[str, Any]]], bool],
 ) -> tuple[str, list[tuple[str, Any]]]:
-    """Extend one cell's LR grid until its best LR is interior: train the next LR beyond that
-    end (`step_beyond`) for every seed of the cell and look again, until the best is interior,
-    or the cell is solved (within SOLVED of the floor), or `limit` LRs were added beyond that
-    end (the summary lists such a cell). A diverged run has no value, so a grid that reaches
-    divergence is bracketed from above. Every decision is a function of the finished runs on
-    disk: a rerun makes the same decisions, skips the added runs that finished and resumes.
-
-    `cell`: its (run id, config) points, all trained; `train(points)` trains new points (one
-    LR, every seed of the cell), False when another process holds one. Returns the final status
-    ("interior", "solved", "limit", "none": no finite result, "busy": `train` was refused, with
-    no points; "damaged": a finished run's result.json does not read, so the cell is left out of
-    bracketing, since the LR it would ask for may be that run's, which would never train again)
-    and the points it added, finished ones of earlier runs included. The gather of results.csv
-    names the damaged run in its one warning line.
-    """
+    """Extend one cell's LR grid (every seed) beyond the end its best LR sits at until it is
+    interior, solved, or `limit` LRs were added there, deciding from the finished runs on disk
+    alone. `train`: False when another process holds a point. (status: interior, solved, limit,
+    none, busy or damaged, the points it added)."""
     points = list(cell)
     original = tuple(sorted({config.lr for _, config in cell}))
-    # One template per seed (any LR of it): an added LR is trained for every seed.
+    # One template per seed: an added LR is trained for every seed.
     templates = {config.seed: config for _, config in cell}
     while True:
         rows = []  # lr, seed and outcomes of its finished runs (being written: not yet)

@@ -22,14 +22,9 @@ from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep, cell_key, shard_groups, warn_empty_shard
 from spamlang.sweep.sweep_file import check_sweep_file
 
-# The MFU a dry run assumes on an accelerator, of the dense matmul peak, unless SPAMLANG_MFU
-# says otherwise: the paper grid's 576-wide model often reaches 20-30% (sweeps/paper_fig5.py);
-# a small step reaches less, which the floor below stands for.
-ASSUMED_MFU = 0.3
-# What is assumed where nothing measured it: the variable, its default on a CPU and on an
-# accelerator, and its words. The floor: a step's least time (dispatch, the optimizer's and
-# the data's kernels), which a small step on an accelerator takes whatever its FLOPs; the
-# compile: a program's fixed time (XLA's compile, the evaluations, the checkpoints).
+ASSUMED_MFU = 0.3  # of the dense matmul peak, on an accelerator
+# Assumed where nothing measured it (variable, CPU and accelerator defaults, words): a step's
+# least time whatever its FLOPs, a program's fixed time (compile, evaluations, checkpoints).
 ASSUMPTIONS = {
     "floor": (
         "SPAMLANG_STEP_FLOOR",
@@ -45,7 +40,7 @@ ASSUMPTIONS = {
 }
 _TEXT = "a positive number (seconds, or for SPAMLANG_MFU a fraction such as 0.3)"
 
-# How each way of timing programs reads in the time line (`estimate`); {notes}: what it used.
+# How each way of timing programs reads in the time line; {notes}: what it used.
 _TIMED_BY = {
     "measured": "about {t} for {n} run(s) at the step and fixed times of finished runs of the "
     "same shape ({notes})",
@@ -65,8 +60,7 @@ _TIMED_BY = {
 
 @dataclasses.dataclass
 class _Tally:
-    """The runs one way times, their seconds, what it used and the machines that measured
-    it (dicts as ordered sets: in first-use order, each once)."""
+    """The runs one way times, their seconds, notes and machines (dicts as ordered sets)."""
 
     runs: int = 0
     seconds: float = 0.0
@@ -74,8 +68,10 @@ class _Tally:
     machines: dict = dataclasses.field(default_factory=dict)
 
     def line(self, text: str, mfu: str) -> str:
-        # Every machine is named: a warning about the CPU must never be cut off.
-        notes, machines = _join(list(self.notes)), "; ".join(self.machines)
+        # At most 3 notes, but every machine: a warning about the CPU must never be cut off.
+        notes = " ".join(list(self.notes)[:3])
+        notes += f" and {len(self.notes) - 3} more" if len(self.notes) > 3 else ""
+        machines = "; ".join(self.machines)
         return text.format(
             t=duration(self.seconds), n=self.runs, notes=notes, machines=machines, mfu=mfu
         )
@@ -83,8 +79,6 @@ class _Tally:
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """One assumption of the time model: its value, and whether a variable gave it."""
-
     name: str
     value: float
     var: str
@@ -96,8 +90,7 @@ class Setting:
 
 
 def settings(backend: str) -> dict[str, Setting]:
-    """The assumptions for `backend` ("cpu", else an accelerator): each its variable's value
-    (UserError for one that is not a positive number) or its default."""
+    """The assumptions for `backend`: each its variable's positive value, or its default."""
     kind = "cpu" if backend == "cpu" else "accelerator"
     out = {}
     for name, (var, defaults, _) in ASSUMPTIONS.items():
@@ -115,7 +108,6 @@ def _status(run_dir: Path, steps: Any) -> str:
 
 
 def _left_steps(config: Any, run_dir: Path) -> int:
-    """Steps a run has still to train: all of them, less its newest checkpoint's."""
     if (run_dir / RESULT).is_file():
         return 0
     return config.steps - (checkpoint_step(run_dir) or 0)
@@ -131,7 +123,6 @@ def _run_dirs(out: Path) -> list[Path]:
 
 
 def run_timings(out: Path) -> list:
-    """The programs of the finished runs in `out` (`spamlang.throughput.timings`)."""
     from spamlang.model.config import model_field
     from spamlang.throughput import timings
 
@@ -173,7 +164,6 @@ def duration(seconds: float) -> str:
 
 
 def _platform() -> tuple[str, int]:
-    """jax's default backend and its device count: the machine the runs would train on."""
     import jax  # here, where the dry run already needed it (the peak's lookup)
 
     return jax.default_backend(), jax.device_count()
@@ -195,8 +185,7 @@ def _cpu_note(cpu: str, cores: int, what: str = "measured") -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """What to time: `members` runs of `config` trained together for `steps` steps, at
-    `flops` FLOPs a token (of one member)."""
+    """`members` runs of `config` trained together for `steps` steps at `flops` FLOPs a token."""
 
     config: Any
     members: int
@@ -218,13 +207,10 @@ class Program:
 
 
 class Estimator:
-    """Seconds of programs (module doc), from the first of: finished runs of the same shape
-    (`spamlang.throughput.SHAPE`) in `out`; on a CPU, committed runs of the same shape
-    (results/*/results.csv, this project's machine); finished runs of the nearest shape in
-    `out`, scaled by FLOPs a step; where a peak is known (SPAMLANG_PEAK_FLOPS(_BF16), a known
-    accelerator's datasheet), the FLOPs at an assumed MFU; on a CPU, the nearest committed run
-    or row of the CPU-measured throughput table, scaled by FLOPs. What none measured is
-    assumed (`settings`) and listed in `used`."""
+    """Seconds of programs, from the first of: finished runs of the same shape in `out`; on a CPU,
+    committed runs of it; the nearest finished shape in `out`, scaled by FLOPs; a known peak at
+    an assumed MFU; on a CPU, the nearest committed run or table row, scaled. Assumptions:
+    `used`."""
 
     def __init__(self, out: Path, backend: str, devices: int, committed=None, table=None):
         from spamlang.throughput import committed_timings, table_timings
@@ -243,7 +229,7 @@ class Estimator:
         self._peaks: dict[str, tuple] = {}
 
     def flops_of(self, shape: tuple) -> float | None:
-        """FLOPs a token of a measured program's shape (None: a preset this version lacks)."""
+        """FLOPs a token of a measured shape (None: a preset this version lacks)."""
         if shape not in self._flops:
             from spamlang.model.config import ModelConfig, preset_fields
             from spamlang.perf import flops_per_token
@@ -262,17 +248,14 @@ class Estimator:
         return self._flops[shape]
 
     def seconds(self, program: Program) -> tuple[str, float, list[str], list[str]]:
-        """(way, seconds, notes, machines) of one program (module doc)."""
+        """(way, seconds, notes, machines) of one program."""
         shape = program.shape
         for way, pool in (("measured", self.mine), ("committed", self.committed)):
             same = [t for t in pool if t.shape == shape]
             if same:
                 step = statistics.median(t.step_seconds * program.members / t.members for t in same)
                 fixed = [t.fixed_seconds for t in same if t.fixed_seconds is not None]
-                seconds = self._fixed(fixed) + program.steps * step
-                notes = list(dict.fromkeys(t.source for t in same))
-                machines = list(dict.fromkeys(_cpu_note(*t.machine) for t in same if t.machine))
-                return way, seconds, notes, machines
+                return way, self._fixed(fixed) + program.steps * step, *_sources(same)
         if self.mine and (near := self._scaled(program, self.mine)):
             return "scaled", near[0], near[1], []
         peak, source = self._peak(program.config.dtype)
@@ -289,9 +272,7 @@ class Estimator:
         return "unknown", 0.0, [], []
 
     def _scaled(self, program: Program, pool: list) -> tuple | None:
-        """(seconds, notes, machines) from the timings of `pool` nearest `program`: the same
-        model, then the same dtype, then the nearest FLOPs a step (log scale); each step time
-        scaled by FLOPs above the floor. None when none has known FLOPs."""
+        """(seconds, notes, machines) from `pool`'s nearest timings, scaled."""
         known = [(t, f) for t in pool if (f := t.flops_per_token or self.flops_of(t.shape))]
         if not known:
             return None
@@ -311,9 +292,7 @@ class Estimator:
             steps.append(low + (t.step_seconds - low) * program.step_flops / (t.step_tokens * f))
         fixed = [t.fixed_seconds for t, _ in near if t.fixed_seconds is not None]
         seconds = self._fixed(fixed) + program.steps * statistics.median(steps)
-        notes = list(dict.fromkeys(t.source for t, _ in near))
-        machines = list(dict.fromkeys(_cpu_note(*t.machine) for t, _ in near if t.machine))
-        return seconds, notes, machines
+        return seconds, *_sources([t for t, _ in near])
 
     def _fixed(self, measured: list[float]) -> float:
         if measured:
@@ -326,8 +305,7 @@ class Estimator:
         return self.assumed["floor"].value
 
     def _peak(self, dtype: str) -> tuple:
-        """(FLOP/s, source) of the peak for `dtype`: a variable, or a known accelerator's
-        datasheet; (None, "") on a CPU without a variable (the measured table times those)."""
+        """(FLOP/s, source) of the peak for `dtype`; (None, "") on a CPU without a variable."""
         if dtype not in self._peaks:
             from spamlang.perf import peak_and_source
 
@@ -338,11 +316,7 @@ class Estimator:
 def estimate(
     mine: list, out: Path, vmap: bool | None, flops: list, bracket: int = 0, cells: dict = None
 ) -> str:
-    """The time line of a dry run (module doc); `flops[k]`: the FLOPs per token of the k-th
-    point of `mine` (groups flattened); `bracket`: LR bracketing's limit per side, `cells`:
-    {cell key: (seeds, a config)} of the shard's cells that it may extend."""
-    from spamlang.sweep.runner import trains_together
-
+    """The time line; `flops[k]`: FLOPs a token of point k; `cells`: what bracketing may extend."""
     backend, devices = _platform()
     timer = Estimator(out, backend, devices)
     timed = {way: _Tally() for way in _TIMED_BY}
@@ -353,12 +327,7 @@ def estimate(
         todo = [item for item in left if item[0] > 0]
         if not todo:
             continue
-        config = todo[0][1]
-        if trains_together(vmap, config):
-            programs = [Program(config, len(todo), max(s for s, _, _ in todo), todo[0][2])]
-        else:
-            programs = [Program(c, 1, s, f) for s, c, f in todo]
-        for program in programs:
+        for program in _programs(vmap, todo):
             way, seconds, notes, machines = timer.seconds(program)
             tally = timed[way]
             tally.runs, tally.seconds = tally.runs + program.members, tally.seconds + seconds
@@ -377,17 +346,10 @@ def estimate(
 
 
 def _bracketing(timer: Estimator, vmap: bool | None, limit: int, cells: dict) -> str:
-    """LR bracketing's part of the time line: a cell whose best LR ends at an edge of its grid
-    adds up to `limit` LRs on that side, each trained for every seed of the cell (together
-    where its groups train together); none where the best is interior. So a range."""
-    from spamlang.sweep.runner import trains_together
-
+    """LR bracketing's part of the time line: a range, 0 to `limit` LRs per side of a cell."""
     most, runs = 0.0, 0
     for seeds, config, flops in cells.values():
-        if trains_together(vmap, config):
-            programs = [Program(config, seeds, config.steps, flops)]
-        else:
-            programs = [Program(config, 1, config.steps, flops)] * seeds
+        programs = _programs(vmap, [(config.steps, config, flops)] * seeds)
         if any(timer.seconds(p)[0] == "unknown" for p in programs):
             continue
         most += limit * sum(timer.seconds(p)[1] for p in programs)
@@ -400,10 +362,19 @@ def _bracketing(timer: Estimator, vmap: bool | None, limit: int, cells: dict) ->
     )
 
 
-def _join(notes: list[str], most: int = 3) -> str:
-    """Up to `most` notes joined, then how many more (a time line stays one readable line)."""
-    more = f" and {len(notes) - most} more" if len(notes) > most else ""
-    return " ".join(notes[:most]) + more
+def _programs(vmap: bool | None, runs: list) -> list[Program]:
+    """The programs that train `runs` ((steps, config, flops) each): one, or one a run."""
+    from spamlang.sweep.runner import trains_together
+
+    steps, config, flops = runs[0]
+    if trains_together(vmap, config):
+        return [Program(config, len(runs), max(s for s, _, _ in runs), flops)]
+    return [Program(c, 1, s, f) for s, c, f in runs]
+
+
+def _sources(timings) -> tuple[list[str], list[str]]:
+    notes = list(dict.fromkeys(t.source for t in timings))
+    return notes, list(dict.fromkeys(_cpu_note(*t.machine) for t in timings if t.machine))
 
 
 def dry_run(
@@ -416,12 +387,9 @@ def dry_run(
     only: tuple = (),
     bracket_lr: int | None = None,
 ) -> int:
-    """Print the points of this shard with their group, status and budget, and the time the
-    rest should take; run nothing. UserError, as the real run would raise, when `out` holds a
-    different sweep. `notes(points) -> {run id: text}`: a column beside each run (the command
-    line's: the shipped law's prediction of its cell, `spamlang.law.law.dry_run_notes`). `only`:
-    run-id globs, as the real run takes them. `bracket_lr`: LR bracketing's limit per side (None:
-    the sweep's own), whose runs the time line gives as a range."""
+    """Print the points of this shard with their group, status and budget, and the time the rest
+    should take; run nothing. `notes(points) -> {run id: text}`: a column beside each run (the
+    law's prediction); `only`, `bracket_lr` (None: the sweep's): as the real run takes them."""
     from spamlang.perf import flops_per_token
 
     group_size = group_size or sweep.group_size  # as the real run
@@ -489,8 +457,6 @@ def dry_run(
 
 
 def _size_warnings(mine: list) -> list[str]:
-    """What `spamlang train` would refuse or warn of (`fit.check_run`), for the groups left:
-    a run whose step does not fit memory, and more than 1 GB of output in all."""
     from spamlang.sweep import fit
 
     lines, total, files = [], 0, {}

@@ -5,6 +5,7 @@ a directory of its own. The command line itself is `spamlang.cli.sweep_cmd`."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import typing
@@ -18,13 +19,7 @@ from spamlang.sweep.spec import Sweep, axis_type, build_point, check_value, fiel
 
 
 def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
-    """`sweep` with each "FIELD=VALUE" of `texts` (`--set`) set in its base; `sweep` itself when
-    there are none. UserError naming the --set for anything bad.
-
-    VALUE is read as `spamlang train --param` reads one (`notation.parse_setting`); a string
-    field keeps the text as typed. A sweep directory holds one base config
-    (`spamlang.sweep.sweep_file`), hence the variant's own name (--set help).
-    """
+    """`sweep` with each `--set` "FIELD=VALUE" set in its base, under a name of its own."""
     if not texts:
         return sweep
     on_axes = {name for axis in sweep.axes for name in fields_of(axis)}
@@ -61,33 +56,19 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
         said = " ".join(f"--set {t}" for t in texts)
         raise UserError(f"{said}: {first_line(e) or type(e).__name__}") from None
     name = "-".join([sweep.name, *(id_part(k, v) for k, v in changes.items())])
-    return Sweep(
-        name,
-        base,
-        sweep.axes,
-        bracket_lr=sweep.bracket_lr,
-        grown=sweep.grown,
-        overrides={**sweep.overrides, **changes},
-        tracker=sweep.tracker,
-        group_size=sweep.group_size,
+    return dataclasses.replace(
+        sweep, name=name, base=base, overrides={**sweep.overrides, **changes}
     )
 
 
-def _budget(tokens: int, batch_size: int, old_len: int, new_len: int) -> int:
-    """The token budget that keeps the step count of `tokens` at the new length."""
+def _budget(tokens: int, batch_size: int, old_len: int, new_len: int) -> int:  # same steps
     return tokens // (batch_size * old_len) * batch_size * new_len
 
 
 def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
-    """`sweep` with every point at `seq_len` and the same batch and step count (each token
-    budget scaled to match), named `<name>-L<seq_len>` so that it never mixes with the
-    original's runs.
-
-    With RoPE a SpamLang sequence (one symbol repeated) has the same hidden state at every
-    position, and the loss averages over positions, so the length only multiplies the compute:
-    `at_seq_len(sweep, 2)` costs about 2 / L of the original. Refused for languages whose
-    positions differ (`Language.position_invariant`), and for sweeps that vary seq_len.
-    """
+    """`sweep` at `seq_len`, same batches and steps, as `<name>-L<seq_len>`: with RoPE a SpamLang
+    sequence has one hidden state at every position, so L only multiplies the compute. Refused
+    where positions differ or seq_len is an axis."""
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
         raise UserError(f"--seq-len must be an integer >= 2, got {seq_len!r}")
     fields = [n for axis in sweep.axes for n in fields_of(axis)]
@@ -113,14 +94,14 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
         v["tokens"] = _budget(v["tokens"], v.get("batch_size", base.batch_size), old, seq_len)
         return list(v.values()) if len(names) > 1 else v["tokens"]
 
-    short = Sweep(
-        f"{sweep.name}-L{seq_len}",
-        base.replace(seq_len=seq_len, tokens=_budget(base.tokens, base.batch_size, old, seq_len)),
-        {axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
-        bracket_lr=sweep.bracket_lr,
-        overrides=sweep.overrides,
-        tracker=sweep.tracker,
-        group_size=sweep.group_size,
+    short = dataclasses.replace(
+        sweep,
+        name=f"{sweep.name}-L{seq_len}",
+        base=base.replace(
+            seq_len=seq_len, tokens=_budget(base.tokens, base.batch_size, old, seq_len)
+        ),
+        axes={axis: [scaled(axis, v) for v in values] for axis, values in sweep.axes.items()},
+        grown={},
     )
     for (run_id, a), (_, b) in zip(sweep.points(), short.points()):
         if (a.steps, a.batch_size) != (b.steps, b.batch_size):
@@ -133,15 +114,8 @@ def at_seq_len(sweep: Sweep, seq_len: int) -> Sweep:
 
 
 def load_sweep_file(path: str | os.PathLike) -> tuple[Sweep, bool, tuple]:
-    """Load a sweep from a .py file (defining SWEEP) or a .json file; return (sweep, plots
-    default, sample cells): a script may set PLOTS = True and SAMPLES = ({setting: value}, ...),
-    the cells whose sample tables --plots draws.
-
-    JSON form: {"name": str, "base": {TrainConfig JSON, missing fields take their defaults},
-    "axes": {axis: [values]}, "bracket_lr": int (optional, default 0)}, and optionally what a
-    sweep directory's sweep.json adds ("grown", "set"), so that one loads as it was run. Any
-    problem is a UserError naming the file, before any run.
-    """
+    """(sweep, plots default, sample cells) of a .py file (SWEEP, optionally PLOTS and SAMPLES) or a
+    .json one; any problem is a UserError naming the file."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"no such sweep file: {path}")

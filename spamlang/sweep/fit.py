@@ -8,6 +8,7 @@ it still trains one: the analysis is an estimate, the runtime's out-of-memory er
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -19,25 +20,16 @@ from spamlang.errors import UserError
 
 ENV = "SPAMLANG_DEVICE_MEMORY"
 
-# The share of the device's memory left free: XLA's buffer assignment is exact for the step's
-# own buffers, but the allocator fragments, the runtime, the collectives, the evaluation and a
-# checkpoint's host transfers need buffers of their own. 10% of 80 GiB is 8 GiB, several times
-# one member's parameters and optimizer state at 106M.
+# The memory left free: beyond the step's own buffers, the runtime, evaluation and checkpoints.
 MARGIN = 0.10
-
-# Compiles per search, including the group's own and one member's: memory is close to linear
-# in the member count (each member adds its state and its activations), so the line through
-# 1 and K members predicts the answer and a third compile checks it; a fourth corrects a guess
-# that did not fit.
+# Compiles per search: K members, 1 member, a guess from the line through them, one correction.
 MAX_COMPILES = 4
 
 _BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*((?:[kmgt]i?)?)(b?)\s*$", re.I)
 
 
 def parse_bytes(text: str) -> int:
-    """A memory size: bytes (`85899345920`, `8.6e10`) or with a unit: K/M/G/T and KiB/MiB/GiB/TiB
-    are powers of 1,024 (`80G` = `80GiB`), KB/MB/GB/TB powers of 1,000 (`80GB` = 8e10 bytes).
-    ValueError for anything else, or for a size that is not positive."""
+    """Bytes, or with a unit: K..T and KiB..TiB binary, KB..TB decimal; ValueError otherwise."""
     match = _BYTES.match(str(text))
     if not match:
         raise ValueError(f"expected bytes or a size such as 80GiB, got {text!r}")
@@ -53,16 +45,12 @@ def parse_bytes(text: str) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceMemory:
-    """The usable memory of one device and where the figure came from."""
-
     bytes: int
     source: str  # "SPAMLANG_DEVICE_MEMORY" or "cuda:0 bytes_limit"
 
 
 def device_memory() -> DeviceMemory | None:
-    """The default device's usable memory: SPAMLANG_DEVICE_MEMORY (UserError when it is not a
-    size), else the device's `bytes_limit` (JAX sets 75% of a GPU's by default); None on a CPU
-    without the variable, or a device that does not report it (no cap)."""
+    """SPAMLANG_DEVICE_MEMORY (UserError if bad), else the device's `bytes_limit`; None on a CPU."""
     text = os.environ.get(ENV, "").strip()
     if text:
         try:
@@ -88,9 +76,7 @@ def device_memory() -> DeviceMemory | None:
 
 
 def compiled_bytes(compiled: Any) -> int:
-    """Device memory of a compiled program from XLA's memory analysis, per device: argument +
-    output + temporaries - aliased (donated) buffers; the generated code is left out (kilobytes).
-    The evaluation is a separate program, and the runtime keeps buffers of its own: MARGIN."""
+    """Per-device bytes of XLA's memory analysis: arguments + outputs + temps - aliased buffers."""
     mem = compiled.memory_analysis()
     if mem is None:
         raise RuntimeError("this backend gives no memory analysis of a compiled program")
@@ -103,8 +89,7 @@ def compiled_bytes(compiled: Any) -> int:
 
 
 def program_bytes(config: Any, k: int, mesh: Any = None) -> int:
-    """Bytes per device that the step of `k` members of `config` needs, compiled (not run) on
-    `mesh` (default: the default mesh, as a sweep trains); remembered per program and k."""
+    """Bytes per device the step of `k` members of `config` needs, compiled (not run) on `mesh`."""
     from spamlang.train.step import program
 
     return _step_bytes(program(config, mesh), k)
@@ -117,8 +102,7 @@ def _step_bytes(prog: Any, k: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Fit:
-    """What `members_that_fit` found: `members` (0: not even one) of a group of `k`, and the
-    bytes per device of every member count it compiled."""
+    """`members` (0: not even one) of a group of `k`, and the bytes of every count compiled."""
 
     members: int
     k: int
@@ -132,9 +116,7 @@ class Fit:
         return int(self.memory * (1 - self.margin))
 
     def line(self, label: str, group_size: int = 0) -> str:
-        """The one line a sweep prints for a group that does not fit (`label`: its first run).
-
-        group_size: the user's --group-size (0: none), which the sweep keeps: the line warns."""
+        """The line for a group that does not fit (a given `group_size` warns)."""
         where = gib(self.memory) + (f" from {self.source}" if self.source else "")
         asked = f" (--group-size {group_size})" if group_size else ""
         head = (
@@ -152,7 +134,7 @@ class Fit:
 
 
 def gib(n: int) -> str:
-    """A size in GiB with one decimal, or MiB / KiB below a GiB (test programs are small)."""
+    """A size in GiB with one decimal, or MiB / KiB below a GiB."""
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
@@ -168,16 +150,9 @@ def members_that_fit(
     margin: float = MARGIN,
     source: str = "",
 ) -> Fit:
-    """The most members, at most `k`, whose step of `config` fits `memory_bytes` x (1 - margin)
-    per device, by compiling the step (never running it).
-
-    The search compiles K members (fits: done) and 1 member (does not fit: 0). Between them it
-    takes the largest count that the straight line through the two measured counts predicts
-    fits (memory is close to linear in the member count), and compiles that count to check it;
-    one that does not fit becomes the new upper end and the line is drawn again, for at most
-    MAX_COMPILES compiles in all (usually 2 or 3). The answer is always a count whose compiled
-    step fits (or 0); when the budget runs out it may be smaller than the true largest.
-    """
+    """The most members, at most `k`, whose compiled (never run) step fits the usable memory: K,
+    then 1, then the count the line through two measured counts predicts fits (memory is close to
+    linear in members), at most MAX_COMPILES compiles; the answer's step always fits."""
     if k < 1:
         raise ValueError(f"members_that_fit needs k >= 1, got {k}")
     usable = memory_bytes * (1 - margin)
@@ -207,25 +182,14 @@ def members_that_fit(
     return result(lo)
 
 
-# ----- before a run: the memory it needs and the files it writes -----------------------------
-# `check_run` estimates both from a run's shape alone, before anything is written or allocated:
-# its memory a step (`memory_needs`) against the device's (on a CPU, the host's MemAvailable;
-# SPAMLANG_DEVICE_MEMORY overrides both), refused above it; its output (`output_bytes`), warned
-# of above OUTPUT_WARN.
+# ----- before a run, from its shape alone: the memory a step needs, the files it writes -------
 
-# Bytes per parameter held through a step (float32): the parameters, their gradient and the
-# optimizer's state (Adam: m and v; SGD: momentum; Adafactor: factored, about one more). With
-# the terms of `memory_needs`, 10% under to 5% under XLA's analysis of the compiled step (on a
-# CPU: small at L 64, B 32; smollm2-106m at 2 and 4 layers, L 64-256, B 64-256), 20% over for
-# tiny's 5 MiB: an estimate low where it matters, so a refusal errs toward letting a run try.
+# Float32 values per parameter held through a step (a low estimate: refusals err toward trying).
 _STATE_FLOATS = {"adamw": 4, "lazy_adamw": 4, "sgd": 3, "adafactor": 3}
-# A chunk of the cross-entropy holds about this many [chunk, V] float32 arrays (logits, their
-# softmax, their gradient and the head's product).
+# [chunk, V] float32 arrays of a loss chunk: logits, softmax, gradient, the head's product.
 _LOGIT_ARRAYS = 4
-# Output above this many bytes is warned of before the run starts (`check_run`).
-OUTPUT_WARN = 10**9
-# Characters one float takes in a JSON row (float32 values written as Python floats:
-# "0.0012345000030472875, "), and one small count ("0, ").
+OUTPUT_WARN = 10**9  # bytes of output warned of before the run starts
+# Characters of one float32 written as a Python float in a JSON row, and of one small count.
 _JSON_FLOAT, _JSON_COUNT = 23, 3
 
 
@@ -244,10 +208,8 @@ class Needs:
 
 
 def memory_needs(config: Any, members: int = 1, devices: int = 1, kernels: str = "xla") -> Needs:
-    """A step's memory per device for `members` runs of `config` vmapped on `devices` devices
-    (data-parallel: the state replicated, the batch split) with `kernels` ("cpu" splits the
-    batch into cache-sized micro-batches when micro_batch is 0): an estimate from the shape,
-    per layer and token 16 D + 4 d_ff + 2 n_heads L floats kept for the backward."""
+    """A step's memory per device for `members` runs vmapped on `devices`, estimated from the shape:
+    per layer and token, 16 D + 4 d_ff + 2 n_heads L floats kept for the backward."""
     from spamlang.model.config import count_params
 
     model = config.model_config()
@@ -272,15 +234,11 @@ def memory_needs(config: Any, members: int = 1, devices: int = 1, kernels: str =
 
 
 def host_memory() -> DeviceMemory | None:
-    """This machine's available memory: MemAvailable of /proc/meminfo, else the physical memory
-    (os.sysconf); None where neither is known."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return DeviceMemory(int(line.split()[1]) * 1024, "MemAvailable, /proc/meminfo")
-    except (OSError, ValueError, IndexError):
-        pass
+    """MemAvailable of /proc/meminfo, else the physical memory; None where neither is known."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return DeviceMemory(int(line.split()[1]) * 1024, "MemAvailable, /proc/meminfo")
     try:
         pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -289,10 +247,7 @@ def host_memory() -> DeviceMemory | None:
 
 
 def output_bytes(config: Any) -> dict[str, int]:
-    """The bytes a whole run writes, by file, where they may be large: track.jsonl (one row a
-    step of track_symbols ids and their rows' updates), symbol_evals.jsonl (an exact
-    evaluation's row of every symbol, at each evaluation) and the checkpoints kept (parameters
-    and optimizer state). From the shape alone, to the nearest few per cent."""
+    """Bytes a run writes, by file where they may be large, from the shape alone."""
     from spamlang.model.config import count_params
 
     model, out = config.model_config(), {}
@@ -321,17 +276,15 @@ def size_text(n: float) -> str:
 
 
 def check_run(config: Any, members: int = 1) -> str | None:
-    """Before anything is written or allocated: UserError (`memory_refusal`'s line) when a step
-    of `members` runs of `config` does not fit memory; else `output_warning`'s line or None."""
+    """UserError when a step of `members` runs does not fit memory; else the output warning."""
     if line := memory_refusal(config, members):
         raise UserError(line)
     return output_warning(config)
 
 
 def memory_refusal(config: Any, members: int = 1) -> str | None:
-    """One line when a step of `members` runs of `config` needs more memory than the device
-    has (the host's on a CPU), naming the largest part and what lowers it; None
-    when it fits or no memory is known."""
+    """One line when a step needs more memory than the device has (the host's on a CPU), naming the
+    largest part and what lowers it; None when it fits or no memory is known."""
     import jax
 
     from spamlang.model.kernels import resolve
@@ -347,8 +300,7 @@ def memory_refusal(config: Any, members: int = 1) -> str | None:
 
 
 def output_warning(config: Any, runs: int = 1) -> str | None:
-    """The warning line when `runs` runs of `config` write more than OUTPUT_WARN bytes, by
-    file (`output_bytes`); None below it."""
+    """The warning when `runs` runs of `config` write more than OUTPUT_WARN bytes; else None."""
     files = {name: n * runs for name, n in output_bytes(config).items()}
     total = sum(files.values())
     if total <= OUTPUT_WARN:
@@ -365,7 +317,6 @@ def output_warning(config: Any, runs: int = 1) -> str | None:
 
 
 def _too_big(config: Any, needs: Needs, memory: DeviceMemory, members: int) -> str:
-    """The one line of `check_run`'s refusal."""
     parts = {
         "activations": (
             needs.activations,

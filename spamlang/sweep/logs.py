@@ -26,8 +26,7 @@ _BAR_SECONDS = 2.0  # how often the bar's loss is refreshed
 
 
 def checkpoint_step(run_dir: Path) -> int | None:
-    """The newest checkpoint's step (the largest integer subfolder of checkpoints/), or None.
-    A damaged newest one makes the trainer fall back to an older one, and say so itself."""
+    """The newest checkpoint's step (the largest integer subfolder of checkpoints/), or None."""
     try:
         steps = [
             int(p.name)
@@ -56,7 +55,7 @@ def position(first: int, count: int, total: int) -> str:  # [3/12], a group of 4
 
 
 def announce_resumes(bar, run_ids: list[str], run_dirs: list[Path], done: int, total: int) -> None:
-    """A line on stderr for each run about to resume from a checkpoint."""
+    # A line on stderr for each run about to resume from a checkpoint.
     for k, (run_id, run_dir) in enumerate(zip(run_ids, run_dirs)):
         step = checkpoint_step(run_dir)
         if step:
@@ -77,8 +76,7 @@ def _eta(began: tuple[float, int], now: float, step: int, steps: int) -> str:
 
 @contextlib.contextmanager
 def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, total: int, quiet):
-    """While a run or group trains: its latest loss on the bar (a terminal), or a line every
-    `log_seconds()` in a log. A daemon thread polls the run directories."""
+    """While a run trains: its loss on the bar, or a line every `log_seconds()`."""
     on_bar = not bar.disable
     in_log = not on_bar and not quiet
     every_s = _BAR_SECONDS if on_bar else log_seconds() if in_log else 0.0
@@ -89,7 +87,6 @@ def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, tota
         said = 0  # the step of the last log line
         began = None  # (time, step) when the first row was seen: the rate is measured from it
         while not stop.wait(every_s):
-            # The newest train row of each run's metrics.jsonl, from the file's tail only.
             rows = [r for d in run_dirs if (r := last_row(d / METRICS, _is_train, _TAIL_BYTES))]
             if not rows:
                 continue

@@ -42,9 +42,7 @@ from spamlang.sweep.spec import (
 )
 from spamlang.sweep.sweep_file import SWEEP_FILES, SWEEP_FOLDER, check_sweep_file
 
-# On CPU, groups whose steps hold at most this many tokens train vmapped by default: between
-# 64 (vmapped faster) and 2,048 (one by one faster: one run already keeps the cores busy),
-# benchmarks/README.md.
+# On CPU, groups vmap by default up to this many tokens a step (benchmarks/README.md).
 CPU_VMAP_TOKENS = 256
 
 
@@ -53,8 +51,7 @@ def _fmt(x: Any, spec: str = ".4f") -> str:
 
 
 def summary_line(run_id: str, result: dict) -> str:
-    """One line per finished run: id, final loss, loss above the floor (only where the language
-    has one: above a floor of 0 it would repeat the loss), repetition acc, divergence."""
+    """One line per finished run: id, losses, repetition accuracy, divergence."""
     floor = result.get("optimal_loss")
     above = f" (above floor {_fmt(result.get('loss_above_floor'))})"
     above = above if isinstance(floor, (int, float)) and floor else ""
@@ -68,8 +65,7 @@ def summary_line(run_id: str, result: dict) -> str:
 
 
 def trains_together(vmap: bool | None, config: Any) -> bool:
-    """Whether a group of `config`'s trains as one vmapped program: `vmap`, or when None
-    (auto) on accelerators, and on CPU for steps of at most CPU_VMAP_TOKENS tokens."""
+    """`vmap`, or when None: on accelerators, and on CPU up to CPU_VMAP_TOKENS tokens a step."""
     if vmap is not None:
         return vmap
     import jax
@@ -78,10 +74,7 @@ def trains_together(vmap: bool | None, config: Any) -> bool:
 
 
 def _others(out: Path, rows: list[dict], points: list) -> list[tuple[str, Any]]:
-    """(run id, config) of the finished runs in `out` that are none of `points` (this
-    invocation's): LR bracketing another shard (or an earlier resume) added. Their swept fields
-    are read from their own config.json, since results.csv names some of them otherwise
-    (`model.n_layers` is its `n_layers`), so that each joins its cell in the best-LR summary."""
+    """(run id, config) of the finished runs in `out` that are none of `points`."""
     from spamlang.train.config import TrainConfig
 
     known = {run_id for run_id, _ in points}
@@ -107,18 +100,11 @@ def run_sweep(
     max_points: int = MAX_POINTS,
     only: tuple = (),
 ) -> list[dict]:
-    """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`; return
-    the rows of results.csv (every finished run in `out_dir`, all shards).
-
-    A group (`spec.groups`) trains as one vmapped program (`spamlang.train.run_group`: its
-    members share every matmul launch) or, `vmap` False, one run after another (same results
-    up to float rounding); `vmap` None: `trains_together`. `group_size` caps the members of
-    one program (1: no vmapping; 0: the sweep's own `group_size`); without either, a group is
-    cut to what fits a device whose memory is known (`spamlang.sweep.fit`). `bracket_lr`
-    (None: the sweep's own) > 0 extends the LR grid of every cell whose best LR sits at an end
-    of it (`best_lr`).
-    `only`: run-id globs; the shard trains just the points that match one (`shard_groups`).
-    """
+    """Train every unfinished point of shard `shard` = (i, n) of `sweep` under `out_dir`; return the
+    rows of results.csv (every finished run there). A group trains as one vmapped program
+    (`vmap`; None: `trains_together`) of at most `group_size` members (0: the sweep's, else what
+    fits the device); `bracket_lr` (None: the sweep's) extends edge LR grids; `only`: run-id
+    globs."""
     shard = check_shard(shard)
     group_size = group_size or sweep.group_size
     check_size(sweep, max_points)
@@ -130,8 +116,7 @@ def run_sweep(
     from spamlang.rundir import claim_folder
     from spamlang.rundir.atomic import clean_stale_temps
 
-    # All four before any directory exists: a folder of someone else's is refused, and a run
-    # whose step does not fit the memory (`spamlang train`'s check, here for every group).
+    # Before any directory exists: someone else's folder, or a step that does not fit, is refused.
     out = claim_folder(out_dir, SWEEP_FOLDER, "--out")
     check_peak_env()
     for group in my_groups:
@@ -144,8 +129,7 @@ def run_sweep(
         sweep, my_groups = grown, shard_groups(grown, shard, group_size, only)
     check = point_check(sweep)  # results.csv lists a run only with its own point's settings
     desc = sweep.name + (f" shard {shard[0]}/{shard[1]}" if shard[1] > 1 else "")
-    train = _Trainer(out, my_groups, desc, quiet, vmap, group_size, memory, check)
-    train.only = only
+    train = _Trainer(out, my_groups, desc, quiet, vmap, group_size, memory, check, only)
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not is_finished(out / run_id)]
@@ -175,11 +159,10 @@ def run_sweep(
 
 
 class _Trainer:
-    """Trains a sweep's runs under `out`, counting them on a bar (on a terminal only: a log
-    gets the per-run lines, which carry [i/n]); a call trains points, as `bracket_cell`'s
-    `train`; `report` gathers what results.csv could not list, to be said once at the end."""
+    """Trains a sweep's runs, counting them on a bar (on a terminal only); a call is
+    `bracket_cell`'s `train`; `report` gathers what results.csv could not list."""
 
-    def __init__(self, out, my_groups, desc, quiet, vmap, group_size, memory, check):
+    def __init__(self, out, my_groups, desc, quiet, vmap, group_size, memory, check, only):
         from tqdm.auto import tqdm
 
         self.out, self.quiet, self.vmap, self.check = out, quiet, vmap, check
@@ -190,13 +173,13 @@ class _Trainer:
         self.held = 0  # runs skipped because another process is training them
         self.added, self.at_limit = [], []  # bracketing: points added, cells left at its limit
         self.fits: dict = {}  # (group key, members) -> fit.Fit: bracketing does not recompile
-        self.only: tuple = ()  # run-id globs that cut the groups (`run_sweep`'s `only`)
+        self.only = only  # run-id globs that cut the groups
         off = quiet or not sys.stderr.isatty()
         kw = dict(unit="run", dynamic_ncols=True, disable=off, desc=desc)
         self.bar = tqdm(total=self.total, initial=self.done, **kw)
 
     def __call__(self, todo: list) -> bool:
-        """Train `todo` (vmapped or one by one); False if another process holds a run."""
+        """Train `todo`; False if another process holds a run."""
         from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
 
         out, bar = self.out, self.bar
@@ -225,9 +208,7 @@ class _Trainer:
         return all_done
 
     def bracket(self, group: list, sweep: Sweep, limit: int) -> None:
-        """Bracket the LR of every finished cell of `group` (`best_lr.bracket_cell`)."""
-        # Whole cells: a group_size cap may have cut a group (and a cell in it) in parts, and
-        # --only may have left some of its runs out (a cell's decision needs every seed).
+        # Whole cells (a cap or --only may have cut them): a decision needs every seed.
         if self.group_size or self.only:
             group = next(g for g in groups(sweep, 0) if group[0] in g)
         cells: dict[str, list] = {}
@@ -244,7 +225,6 @@ class _Trainer:
 
 
 def _say_summary(sweep: Sweep, out: Path, rows: list, report: Report, held: int, quiet: bool):
-    """The sweep's line on stdout (not when quiet), then what results.csv could not list."""
     if not quiet:
         diverged = sum(bool(r.get("diverged")) for r in rows)
         best = [v for r in rows if (v := finite(r.get("final_eval_loss"))) is not None]
@@ -263,10 +243,8 @@ def _say_summary(sweep: Sweep, out: Path, rows: list, report: Report, held: int,
 
 
 def point_check(sweep: Sweep):
-    """`check(run id, config dict)` for `write_results`: None when a finished run's config.json
-    is the point its run id names (a point of the sweep, or one LR bracketing added), else
-    one line saying what differs (a config.json edited by hand must not put its settings
-    under another run's name)."""
+    """`check(run id, config dict)` for `write_results`: why a config.json is not the point its run
+    id names (edited by hand?), else None."""
     points = dict(sweep.points())
     axis_fields = {n for axis in sweep.axes for n in fields_of(axis)}
     axis_fields |= {
@@ -314,10 +292,7 @@ def point_check(sweep: Sweep):
 def _fit_parts(
     todo: list, memory: fit.DeviceMemory, group_size: int, known: dict, write
 ) -> list[list]:
-    """`todo` (one vmapped group) cut into parts that fit `memory`, or whole when it fits or
-    when the user's --group-size (`group_size` > 0) made it; `write` gets the one line for a group
-    that does not fit. The step is compiled, never run, to read its memory
-    (`fit.members_that_fit`); the answer is kept per program and member count."""
+    """`todo` cut into parts that fit `memory` (whole when asked for)."""
     config, k = todo[0][1], len(todo)
     key = group_key(config)
     if any(kk == key and k <= f.members for (kk, _), f in known.items()):
@@ -338,7 +313,6 @@ def _fit_parts(
 
 
 def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, train_run) -> int:
-    """Train `todo` (run id, config) pairs: one run, or a vmapped group; returns runs done."""
     ids = [run_id for run_id, _ in todo]
     label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
     dirs = [out / i for i in ids]

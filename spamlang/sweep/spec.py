@@ -29,8 +29,7 @@ from spamlang.tracking.common import KINDS as TRACKERS
 from spamlang.train.config import FIELD_ALIASES, MEMBER_FIELDS, TrainConfig
 
 MODEL_PREFIX, PARAM_PREFIX = "model.", "param."
-# Run-id pieces: the base config's fields' own (`short`, `decimal`: `spamlang.train.config`),
-# and the model fields'; another `model.*` axis appears under its field's name.
+# Run-id pieces (`spamlang.train.config`); another `model.*` axis appears under its name.
 _SHORT = {
     **tagged(TrainConfig, "short"),
     "model.d_model": "D",
@@ -42,20 +41,13 @@ _SHORT = {
 }
 _DECIMAL = tagged(TrainConfig, "decimal")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-# The most points a sweep runs unless told otherwise (`--max-points`, `check_size`): a grid
-# beyond it is far more likely a slip (1,000 LRs x 1,000 seeds) than a plan. A Sweep this
-# large is not expanded when constructed, so that the refusal comes at once.
+# Points a sweep runs unless `--max-points` says more (a larger one is not expanded at once).
 MAX_POINTS = 100_000
-# Expanding at least this many points shows progress on stderr (about 0.4 s of expanding).
-PROGRESS_POINTS = 20_000
+PROGRESS_POINTS = 20_000  # expanding at least this many points shows progress on stderr
 
 
 def format_number(x: int | float) -> str:
-    """Shortest readable form for a run id: ints as is, floats as `<mantissa>e<exp>`.
-
-    2.5e-4 -> "2.5e-4", 0.01 -> "1e-2", 0.0005 -> "5e-4", 1.0 -> "1e0". The mantissa comes
-    from the shortest round-trip repr, so distinct floats always give distinct strings.
-    """
+    """Shortest run-id form: ints as is, floats as `<mantissa>e<exp>` (2.5e-4, 1e0)."""
     if isinstance(x, int):  # bools too: True -> "1"
         return str(int(x))
     if not math.isfinite(x):
@@ -85,8 +77,7 @@ def _value_text(value: Any) -> str:
 
 
 def id_part(axis: str, value: Any) -> str:
-    """One axis' piece of a run id: `V4096`, `lr5e-4`, `tied`, `head-lowrank8`, `spam`, `seed1`,
-    `init-SmolLM2-135M` (init_from's last path part), `scratch` (init_from none)."""
+    """One axis' piece of a run id: `V4096`, `lr5e-4`, `tied`, `seed1`, `init-SmolLM2-135M`."""
     short = _SHORT.get(axis, axis.split(".", 1)[-1])
     if isinstance(short, tuple) and isinstance(value, bool):  # a word for each side
         return short[0 if value else 1]
@@ -127,21 +118,17 @@ def axis_type(base: Any, axis: str) -> Any:
         return Any
     if axis not in fields:
         model = [MODEL_PREFIX + n for n in field_types(ModelConfig) if n not in fields]
+        close = closest(axis, [*fields, *model], FIELD_ALIASES)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        if close == "preset":  # a width: the width family of presets is the one way to sweep it
+            hint = " (did you mean the width family of presets, e.g. preset: "
+            hint += "['tiny-w32', 'tiny-w64']?)"
         raise UserError(
-            f"unknown axis {axis!r}{_did_you_mean(axis, [*fields, *model])}; known: "
+            f"unknown axis {axis!r}{hint}; known: "
             f"{', '.join(sorted(fields))}, model.<model field> ({', '.join(sorted(model))}), "
             "param.<language parameter>"
         )
     return fields[axis]
-
-
-def _did_you_mean(axis: str, known: list[str]) -> str:
-    """' (did you mean ...?)' for an axis spelled otherwise or close to a known one; a width
-    names the width family of presets, the one way to sweep it."""
-    close = closest(axis, known, FIELD_ALIASES)
-    if close == "preset":
-        return " (did you mean the width family of presets, e.g. preset: ['tiny-w32', 'tiny-w64']?)"
-    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _pairs(axis: str, value: Any) -> list[tuple[str, Any]]:
@@ -155,8 +142,7 @@ def axis_id(axis: str, value: Any) -> str:
 
 
 def check_value(base: Any, axis: str, value: Any, owner: str = "") -> Any:
-    """One value of a one-field axis, checked against its field's annotation and normalised
-    (`spamlang.fields.conform`: an int for a float field becomes a float)."""
+    """One value of a one-field axis, checked and normalised (`spamlang.fields.conform`)."""
     tp = axis_type(base, axis)
     if axis == "tokens" and isinstance(value, str):
         value = parse_count(value)  # "2M"-style budgets, stored (and named) as ints
@@ -173,7 +159,6 @@ def differing(a: dict, b: dict) -> list[str]:
 
 
 def _check_axes(base: Any, axes: Any, owner: str = "") -> dict[str, list]:
-    """Validate names, emptiness, duplicates and value types; return normalised axes."""
     if not isinstance(axes, dict):
         raise UserError(
             f"axes must be a dict of axis name -> list of values, got {type(axes).__name__}"
@@ -240,19 +225,16 @@ def _key_without(config: Any, fields) -> str:
 
 
 def group_key(config: Any) -> str:
-    """Points with the same key differ only in MEMBER_FIELDS (lr, seed, b1, b2, eps, momentum)
-    and can share one vmapped program."""
+    """Points with the same key differ only in MEMBER_FIELDS: one vmapped program."""
     return _key_without(config, MEMBER_FIELDS)
 
 
 def cell_key(config: Any) -> str:
-    """Points with the same key differ only in lr and seed: one cell of an LR grid, whose best
-    LR the summary reports and LR bracketing brackets."""
+    """Points with the same key differ only in lr and seed: one cell of an LR grid."""
     return _key_without(config, ("lr", "seed"))
 
 
 def _progress(name: str, total: int) -> tqdm:
-    """A tick per expanded point; a bar on a terminal (a line elsewhere) for large sweeps."""
     big, tty = total >= PROGRESS_POINTS, sys.stderr.isatty()
     if big and not tty:
         print(f"sweep {name}: expanding {total:,} points", file=sys.stderr)
@@ -264,36 +246,22 @@ def _progress(name: str, total: int) -> tqdm:
 class Sweep:
     """A named grid of runs: `base` with every combination of `axes` (cartesian, in axis order).
 
-    Every point is built and checked when the Sweep is constructed (one larger than MAX_POINTS:
-    when its points are first asked for). Each point's run id joins one readable piece per axis
-    with '-' (`V4096-lr5e-4-untied`); an id depends only on the axis names (in order), that
-    point's values and `grown`, so it is the same in every process and host and does not move
-    when values are added to an axis, or an axis to a directory (`grown`). An empty `axes` is
-    one point, id "base".
-    """
+    A run id joins one piece per axis (`V4096-lr5e-4-untied`; no axes: "base") and depends only on
+    the axis names, that point's values and `grown`, so adding values never moves an id."""
 
     name: str  # label; also the default output directory runs/<name>
     base: Any  # the TrainConfig every point starts from
     axes: dict[str, list]  # axis name -> values, in the order the run id lists them
-    # At most this many LRs added beyond each end of a cell's LR grid while its best LR sits
-    # at that end (`spamlang.sweep.best_lr`); 0: the grid as written. `--bracket-lr` overrides.
+    # LRs added at most beyond an end of a cell's grid where its best LR sits (`--bracket-lr`).
     bracket_lr: int = 0
-    # Axes added to a sweep directory after it had runs: axis -> the value those runs have (the
-    # base's). A point at that value leaves the axis out of its id, so the earlier runs keep
-    # theirs. Set from the directory's sweep.json (`spamlang.sweep.sweep_file`), not by hand.
+    # Axes added to a directory after its runs: axis -> their value, left out of their ids.
     grown: dict = dataclasses.field(default_factory=dict)
-    # Base fields changed for one invocation by `--set FIELD=VALUE` (`spamlang.sweep.files`):
-    # already in `base`; kept so that sweep.json says where its base came from.
+    # Base fields `--set FIELD=VALUE` changed (already in `base`), so sweep.json says so.
     overrides: dict = dataclasses.field(default_factory=dict)
-    # The experiment tracker its runs use by default ("tensorboard", "wandb" or None;
-    # `spamlang.tracking`): one that cannot start is a warning, the runs train without it.
-    # `--tracker` overrides it. Not part of sweep.json: it changes no run.
+    # The runs' default tracker (`--tracker` overrides); not in sweep.json: it changes no run.
     tracker: str | None = dataclasses.field(default=None, compare=False)
-    # At most this many runs per vmapped program, as `--group-size` (which overrides it): 1 for
-    # a sweep whose runs are each a session's work (a pair would take twice as long), 0: no cap.
-    # Not part of sweep.json: it changes how runs are grouped and dealt, not a run's numbers.
+    # Runs per vmapped program at most (0: no cap; `--group-size` overrides); not in sweep.json.
     group_size: int = dataclasses.field(default=0, compare=False)
-    # The expanded points and run id -> group_key, None until expanded.
     _points: tuple | None = dataclasses.field(init=False, repr=False, compare=False, default=None)
     _group_keys: dict = dataclasses.field(init=False, repr=False, compare=False, default=None)
 
@@ -330,15 +298,8 @@ class Sweep:
         return math.prod(len(values) for values in self.axes.values())
 
     def _expand(self) -> tuple:
-        """Build and check every point once; kept for `points()`.
-
-        Points that differ only in MEMBER_FIELDS share everything else, so each such shell is
-        built and checked whole once (its model config and language built too), and each member
-        value once; a point is then its shell with the member fields set. That is sound because
-        a member field is a per-run scalar whose checks involve no other field (a state array
-        of the vmapped step: `spamlang.train.step`); it makes a point some 25x cheaper
-        (`benchmarks/bench_sweep_expand.py`). Each point's `group_key` is kept, once per shell.
-        """
+        """Build and check every point once: each shell (the point less its MEMBER_FIELDS, per-run
+        scalars checked alone) once, and each member value once."""
         if self._points is not None:
             return self._points
         owner = f"sweep {self.name!r}"
@@ -384,13 +345,11 @@ class Sweep:
         return (self._group_keys or {}).get(run_id) or group_key(config)
 
     def run_id(self, config: Any) -> str:
-        """The run id of any config that differs from the base only in axis fields (a point,
-        or a point at another LR that LR bracketing adds): the same pieces as the points'."""
+        """The run id of a config that differs from the base only in axis fields."""
         return self._join_id((axis, axis_value(config.to_json(), axis)) for axis in self.axes)
 
     def _join_id(self, axis_values) -> str:
-        """A run id from (axis, value) pairs in axis order: `V4096-lr5e-4-untied`, or "base".
-        A grown axis at the value of the runs made before it existed adds nothing."""
+        """A grown axis at the value of the runs made before it existed adds nothing."""
         pieces = [
             piece
             for axis, value in axis_values
@@ -403,9 +362,7 @@ class Sweep:
         return list(self._expand())
 
     def to_json(self) -> dict:
-        """What sweep.json holds: name, the base config's JSON, the axes and their order (run ids
-        list the axes in it; sweep.json's keys are sorted); `grown` and `set` (the fields
-        --set changed) only when there are any."""
+        """What sweep.json holds; `grown` and `set` (--set's fields) only when there are any."""
         data = {
             "name": self.name,
             "base": self.base.to_json(),
@@ -420,13 +377,12 @@ class Sweep:
 
 
 def as_json(obj: Any) -> Any:
-    """`obj` as it reads back from JSON (tuples as lists, keys sorted): the form compared."""
+    """`obj` as it reads back from JSON (tuples as lists, keys sorted)."""
     return json.loads(json.dumps(obj, sort_keys=True))
 
 
 def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
-    """`sweep.size`, or a UserError naming the size, the axes and the limit when it is larger
-    than `limit` (the flag `--max-points` raises it). Nothing is expanded."""
+    """`sweep.size`, or a UserError when it is larger than `limit` (`--max-points`)."""
     limit = in_range("max_points", as_int("max_points", limit), ge=1)
     size = sweep.size
     if size > limit:
@@ -453,8 +409,7 @@ def axis_value(data: dict, axis: str) -> Any:  # a linked axis': a list
 
 
 def check_bracket(limit: Any, axes: dict, owner: str = "") -> int:
-    """A valid LR-bracketing limit (`bracket_lr`, LRs added per side): an integer >= 0, and an
-    `lr` axis to extend when > 0."""
+    """A valid `bracket_lr` (LRs added per side): >= 0, and an `lr` axis to extend when > 0."""
     limit = in_range("bracket_lr", as_int("bracket_lr", limit, owner=owner), ge=0, owner=owner)
     if limit and "lr" not in [n for axis in axes for n in fields_of(axis)]:
         raise UserError("LR bracketing needs an 'lr' axis (the runs it adds are named by it)")
@@ -462,11 +417,7 @@ def check_bracket(limit: Any, axes: dict, owner: str = "") -> int:
 
 
 def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
-    """The points split into groups trainable together, sorted by the first member's run id.
-
-    Members keep their point order. `group_size` > 0 caps a group's size (a larger group is cut
-    into consecutive chunks, each a group of its own); 1 means every run alone; 0 means no cap.
-    """
+    """The points in groups trainable together, sorted; `group_size` > 0 cuts them in chunks."""
     group_size = in_range("group_size", as_int("group_size", group_size), ge=0)
     by_key: dict[str, list] = {}
     for point in sweep.points():
@@ -500,15 +451,8 @@ def check_shard(shard: Any) -> tuple[int, int]:
 def shard_groups(
     sweep: Sweep, shard: tuple[int, int] = (0, 1), group_size: int = 0, only: tuple = ()
 ):
-    """Shard i of n: groups i, i+n, i+2n, ... of the sorted group list, in point order.
-
-    Round-robin over whole groups, so a group is never split across shards and shards need no
-    coordination: every host computes the same list from the sweep alone. Growing an axis may
-    move groups between shards; that is harmless, as finished runs are skipped wherever they ran.
-    `only`: run-id glob patterns (`fnmatch`); a group keeps just its members that match one,
-    after the dealing, so that a shard holds the same groups with and without them (a third
-    seed of a few cells: `--only '*-B8-*seed2'`). A pattern no point matches is a UserError.
-    """
+    """Shard i of n: groups i, i+n, ... of `groups`, so every host computes the same list. `only`:
+    run-id globs applied after dealing; a pattern no point matches is a UserError."""
     i, n = check_shard(shard)
     mine = groups(sweep, group_size)[i::n]
     if only:
@@ -519,7 +463,6 @@ def shard_groups(
 
 
 def _matcher(sweep: Sweep, only: tuple):
-    """run id -> whether it matches one of the glob patterns `only`; each must match a point."""
     import fnmatch
 
     ids = [run_id for run_id, _ in sweep.points()]
@@ -535,9 +478,7 @@ def _matcher(sweep: Sweep, only: tuple):
 def warn_empty_shard(
     sweep: Sweep, shard: tuple[int, int], group_size: int, mine: list, only: tuple = ()
 ) -> None:
-    """A warning on stderr, even when quiet (a job array sized wrong), when shard i of n holds
-    no group (`mine`, its `shard_groups`): n is larger than the sweep's groups, or none of its
-    runs matches `only`."""
+    """A warning, even when quiet (a job array sized wrong), when shard i of n holds no group."""
     if not mine and only:
         print(
             f"warning: no run of shard {shard[0]}/{shard[1]} matches --only "

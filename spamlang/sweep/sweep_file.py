@@ -21,22 +21,17 @@ from spamlang.rundir.schema import CONFIG, RESULTS_FILE, RESULTS_LOCK, SWEEP_FIL
 from spamlang.sweep.results_csv import is_read_only
 from spamlang.sweep.spec import Sweep, as_json, axis_id, axis_value, canonical, differing
 
-# The lock that sweep.json's read-check-write holds (`check_sweep_file`).
 SWEEP_LOCK = ".sweep.lock"
 # The files a sweep writes at its directory's top, beside its run directories.
 SWEEP_FILES = (SWEEP_FILE, RESULTS_FILE, SYMBOLS_FILE)
 
 
-def _is_sweep_file(data) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("axes"), dict)
-
-
-# What `claim_folder` knows of a sweep directory: sweep.json, written first, marks it; before
-# it, only the locks and temporaries of a sweep starting there, and run directories (the
-# figures a sweep draws into it come later, so are never found without sweep.json).
+# sweep.json, written first, marks a sweep directory (before it: locks, temps, run dirs).
 SWEEP_FOLDER = Folder(
     "a sweep directory",
-    marks=((SWEEP_FILE, _is_sweep_file),),
+    marks=(
+        (SWEEP_FILE, lambda data: isinstance(data, dict) and isinstance(data.get("axes"), dict)),
+    ),
     files=SWEEP_FILES,
     locks=(SWEEP_LOCK, RESULTS_LOCK),
     subfolders=RUN_FOLDER,
@@ -44,8 +39,7 @@ SWEEP_FOLDER = Folder(
 
 
 def _check_base(sweep: Sweep, old: dict, new: dict, out_dir: Path) -> None:
-    """UserError when the stored base differs from the sweep's, naming the fields and, where
-    it applies, why (a budget, a --set) and what to do."""
+    """UserError when the stored base differs from the sweep's, naming the fields and the fix."""
     try:  # as the current config class writes it: fields added since take their defaults
         base = as_json(type(sweep.base).from_json(old.get("base")).to_json())
     except (ValueError, TypeError):
@@ -71,9 +65,7 @@ def _check_base(sweep: Sweep, old: dict, new: dict, out_dir: Path) -> None:
 
 
 def _order_of_runs(old: dict, out_dir: Path) -> list | None:
-    """For a sweep.json written before it recorded `axis_order`: the order of its axes that a
-    run's id shows (each axis' piece of the id, from the run's config.json); None: no run
-    shows one."""
+    """For a sweep.json without `axis_order`: the axis order a run's id shows (None: none does)."""
     grown = old.get("grown") or {}
     for path in sorted(out_dir.glob(f"*/{CONFIG}")):
         config, name = read_object(path), path.parent.name
@@ -90,14 +82,8 @@ def _order_of_runs(old: dict, out_dir: Path) -> list | None:
 
 
 def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
-    """The sweep's `grown` axes in this directory: those recorded, and the axes this sweep adds
-    to the stored ones. UserError for anything else.
-
-    An added axis must list the value the existing runs have, the base's (`"seed": [0, 1]` on a
-    base with seed 0): the old points are its points at that value, finished already. So that
-    their ids stay, it is recorded in `grown` and a point at that value leaves it out of its id
-    (`Sweep.grown`): `V16-lr1e-3` stays, `V16-lr1e-3-seed1` is new. Renaming the old run
-    directories instead would break whatever points at them (a plot script, a second shard)."""
+    """The sweep's `grown` axes here: those recorded, and those it adds, each of which must list the
+    value the existing runs have, so that their ids stay. UserError for anything else."""
     new_axes = list(sweep.axes)
     order = old.get("axis_order")
     if not (isinstance(order, list) and set(order) == set(old["axes"])):
@@ -140,14 +126,8 @@ def _grown(sweep: Sweep, old: dict, out_dir: Path) -> dict:
 
 
 def check_sweep_file(sweep: Sweep, out_dir: Path, write: bool = True) -> Sweep:
-    """Write `<out_dir>/sweep.json` (not with `write` False: a dry run), refusing a directory
-    that holds a different sweep (the module's rules; the sweep's name is a label and may
-    change); return the sweep as this directory names its runs (with its `grown` axes).
-
-    The read, the checks and the write hold the directory's sweep lock (`SWEEP_LOCK`, waited
-    for): of two growths at the same time, the second sees the first's sweep.json, so no axis
-    is lost (the second is refused when it lacks the first's new axis).
-    """
+    """Write `<out_dir>/sweep.json` (not with `write` False) under its lock, refusing another
+    sweep's directory; return the sweep as this directory names its runs."""
     path = out_dir / SWEEP_FILE
     with contextlib.ExitStack() as stack:
         try:
@@ -190,8 +170,7 @@ def check_sweep_file(sweep: Sweep, out_dir: Path, write: bool = True) -> Sweep:
         except OSError as e:
             if not (is_read_only(e) and old is not None and old["axes"] == new["axes"]):
                 raise
-            # Same sweep, stored in an older spelling: nothing to record on storage that takes
-            # no writes (a finished sweep read from a read-only copy).
+            # The same sweep in an older spelling, on storage that takes no writes.
             print(
                 f"note: left {path} as it was: {out_dir} cannot be written ({e.strerror or e})",
                 file=sys.stderr,

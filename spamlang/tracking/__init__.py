@@ -20,8 +20,7 @@ _ACTIVE: list[TrackerSpec] = []  # the innermost `session`'s spec (empty: no tra
 _DROPPED: set = set()  # kinds that failed once in this process: warned about once, not retried
 
 
-def parse_kind(text: str | None) -> str | None:
-    """A --tracker / Sweep(tracker=) value: a kind, or None for "none"."""
+def parse_kind(text: str | None) -> str | None:  # --tracker / Sweep(tracker=): None for "none"
     if text is None or text == "none":
         return None
     if text not in KINDS:
@@ -31,8 +30,7 @@ def parse_kind(text: str | None) -> str | None:
 
 @contextlib.contextmanager
 def session(spec: TrackerSpec | None):
-    """Runs trained inside use `spec`'s tracker (None: none). An explicit spec is checked
-    first, so a tracker that cannot start stops before any training."""
+    """Runs trained inside use `spec`'s tracker; an explicit one is checked before any training."""
     if spec is None:
         yield
         return
@@ -47,8 +45,6 @@ def session(spec: TrackerSpec | None):
 
 
 def _check_folder(folder: Path) -> None:
-    """UserError when the tracker's folder (`<root>/tensorboard`, `<root>/wandb`) cannot be a
-    folder: a file, or a file on its way, stands there."""
     for path in (folder, *folder.parents):
         if path.exists():
             if not path.is_dir():
@@ -64,8 +60,7 @@ def _backend(kind: str):
 
 
 def attach(log, run_dir: Path, config, restored_step: int):
-    """`log` (a run's MetricsLog), mirrored to the active tracker when there is one; else
-    `log` itself. `restored_step`: the checkpoint the run resumes from (0: a fresh start)."""
+    """`log` mirrored to the active tracker, if any; `restored_step`: where the run resumes."""
     if not _ACTIVE or _ACTIVE[-1].kind in _DROPPED:
         return log
     spec = _ACTIVE[-1]
@@ -82,8 +77,7 @@ def attach(log, run_dir: Path, config, restored_step: int):
     return TrackedLog(log, writer, spec.kind)
 
 
-def finished(log, result: dict) -> None:
-    """Give the tracker `result` (result.json's columns) and end its run."""
+def finished(log, result: dict) -> None:  # give the tracker result.json and end its run
     if isinstance(log, TrackedLog):
         log.finish(result)
 
@@ -98,8 +92,7 @@ def _drop(kind: str, error: Exception) -> None:
 
 
 class TrackedLog:
-    """A MetricsLog whose appended rows also go to a tracker writer; everything else is the
-    log's own. A writer that raises is dropped with one warning: the log goes on."""
+    """A MetricsLog whose rows also go to a writer, dropped with one warning if it raises."""
 
     def __init__(self, log, writer, kind: str):
         self._log, self._writer, self._kind = log, writer, kind

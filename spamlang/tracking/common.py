@@ -7,26 +7,19 @@ import dataclasses
 from pathlib import Path
 
 KINDS = ("tensorboard", "wandb")
-# The one line per tracker that says how to get it (a missing extra).
 INSTALL = {"tensorboard": 'pip install -e ".[tensorboard]"', "wandb": 'pip install -e ".[wandb]"'}
 
 
 @dataclasses.dataclass(frozen=True)
-class TrackerSpec:
-    """Which tracker this process's runs use, and where."""
-
+class TrackerSpec:  # which tracker this process's runs use, and where
     kind: str  # "tensorboard" or "wandb"
-    # True: the user asked for it (--tracker), so a tracker that cannot start stops the command;
-    # False: a default (Sweep(tracker=...)), so the runs go on without it after one warning.
-    explicit: bool
+    explicit: bool  # --tracker: one that cannot start stops the command; a default warns
     root: Path  # the experiment's folder: a sweep directory, or the run directory of a train
-    # W&B group (the sweep's name; None for a single `spamlang train`).
-    group: str | None = None
+    group: str | None = None  # W&B group (the sweep's name; None for a single train)
 
 
 def flat_config(config) -> dict:
-    """The config as flat hyperparameters: nested dicts as `outer.inner`, lists as text, None
-    as "none" (trackers take numbers, booleans and strings)."""
+    """The config as flat hyperparameters: `outer.inner`, lists as text, None as "none"."""
     data = config.to_json() if hasattr(config, "to_json") else dataclasses.asdict(config)
     out = {}
 
@@ -44,9 +37,8 @@ def flat_config(config) -> dict:
 
 
 class Writer:
-    """A run's writer: each metrics row's numbers as {"<kind>/<key>": float} at its step (lists,
-    text and nulls left out), result.json's as {"result/<column>": float} at the last step.
-    `records`: the rows before this process (a resume), given to `row` first."""
+    """A run's writer: rows' numbers as "<kind>/<key>" at their step, result.json's as
+    "result/<key>"; `records`: the rows before this process."""
 
     def __init__(self, records: list):
         self.step = 0

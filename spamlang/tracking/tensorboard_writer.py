@@ -19,8 +19,7 @@ FOLDER = "tensorboard"
 
 
 def check(verify: bool = False) -> None:
-    """UserError naming the extra when tensorboard cannot be imported (`verify`: nothing more
-    to check, unlike W&B's key)."""
+    """UserError naming the extra when tensorboard cannot be imported."""
     try:
         import tensorboard.summary.writer.event_file_writer  # noqa: F401
     except ImportError as e:
@@ -30,8 +29,6 @@ def check(verify: bool = False) -> None:
 
 
 class Writer(common.Writer):
-    """One run's event files."""
-
     def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
         check()
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -70,8 +67,7 @@ class Writer(common.Writer):
         )
 
 
-def _written(path: Path) -> set:
-    """{(step, tag)} already in the run's event files (none: an empty set)."""
+def _written(path: Path) -> set:  # {(step, tag)} already in the run's event files
     if not path.is_dir():
         return set()
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
@@ -84,8 +80,7 @@ def _written(path: Path) -> set:
 
 
 def _hparams_value(hparams: dict):
-    """The HParams plugin's session-start summary value (what tensorboard's
-    `hparams.summary.session_start_pb` builds, without its TensorFlow import)."""
+    """The HParams plugin's session-start summary value, without tensorboard's TensorFlow import."""
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.plugins.hparams import metadata, plugin_data_pb2
 

@@ -18,9 +18,7 @@ from spamlang.tracking.common import INSTALL, TrackerSpec, flat_config
 
 
 def check(verify: bool = False) -> None:
-    """UserError naming the fix when W&B cannot start here: not installed, or online with no
-    API key (`wandb login`, WANDB_API_KEY, or WANDB_MODE=offline); `verify` (an explicit
-    --tracker, before any training) also asks W&B's server whether it takes the key."""
+    """UserError naming the fix when W&B cannot start here; `verify`: ask its server too."""
     try:
         import wandb
     except ImportError as e:
@@ -50,15 +48,12 @@ def _online() -> bool:
 
 
 def run_id(run_dir: Path) -> str:
-    """A W&B run id that names the run directory: its name (W&B's characters) and a hash of
-    its resolved path, so two sweeps' runs of the same name stay apart."""
+    """A W&B run id naming the run directory: its name and a hash of its resolved path."""
     digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:10]
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', run_dir.name)[:50]}-{digest}"
 
 
 class Writer(common.Writer):
-    """One run's W&B run."""
-
     def __init__(self, spec: TrackerSpec, run_dir: Path, config, records: list, restored_step: int):
         check()
         import wandb
@@ -74,8 +69,7 @@ class Writer(common.Writer):
             reinit="create_new",
             settings=wandb.Settings(silent=True, console="off"),
         )
-        # The first step not logged yet: online W&B knows it; offline, the restored step's next
-        # (a fresh run starts at 0, where a run with diagnostics logs its init row).
+        # The first step not logged yet: online W&B knows it; offline, the restored step's next.
         self.next = int(self.run.step) if _online() else restored_step + 1 if restored_step else 0
         super().__init__(records)
 

@@ -13,22 +13,17 @@ from spamlang import fields
 from spamlang.errors import UserError
 from spamlang.notation import parse_count
 
-# The optimizers of `spamlang.optim` (named here, where no JAX is imported).
-OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")
-# The optimizers whose step is normalised by Adam's second moment (`return_time`).
-ADAM_FAMILY = ("adamw", "lazy_adamw")
+OPTIMIZERS = ("adamw", "lazy_adamw", "sgd", "adafactor")  # spamlang.optim's, named without JAX
+ADAM_FAMILY = ("adamw", "lazy_adamw")  # steps normalised by Adam's second moment
 
 _DEFAULT_VOCAB = 1024  # vocab_size's default; a corpus run left at it takes meta.json's
-# The budget when neither tokens nor steps is given: the tokens every config had by default
-# before steps was a field, so that its runs keep their config.json, run ids and results.
+# The budget when neither tokens nor steps is given: the default from before steps was a field.
 DEFAULT_TOKENS = 1_048_576
 _BUDGET = ("tokens", "steps")
 
 
 class _Resolved(int):
-    """A budget field's value worked out from the other one, not given: `dataclasses.replace`
-    passes it back to the new config, which takes it as not given (so that replacing tokens, or
-    the batch size, works out the steps anew)."""
+    """A budget worked out, not given: `replace` passes it back, and the copy works it out anew."""
 
     __slots__ = ()
 
@@ -36,8 +31,7 @@ class _Resolved(int):
 # Model fields that TrainConfig owns (they are sweep axes), so they may not hide in `model`.
 _OWN_MODEL_FIELDS = ("vocab_size", "tie_embeddings", "head", "residual", "dtype")
 
-# A field's metadata beyond its help, metavar and limits: its row in each table of the run's
-# fields, read with `fields.tagged(TrainConfig, key)`, so that a field is named in one place.
+# A field's rows in the tables of fields (`fields.tagged`): each field named in one place.
 _TABLES = (
     "member",  # may differ between members of one vmapped group; "optim": in the optimizer state
     "readers",  # the optimizers that read it, where not all do (READERS)
@@ -49,9 +43,7 @@ _TABLES = (
 
 
 def _field(default, help: str, metavar: str = "", **keys):
-    """A field with its `spamlang train --help` text, its `_TABLES` entries and its own limits
-    (the other `keys`: `fields.check`'s choices, ge, gt, le, lt, why); checks across fields
-    are in `__post_init__`."""
+    """A field with its `--help` text, `_TABLES` entries and limits (`fields.check`'s keywords)."""
     key = "default_factory" if callable(default) else "default"
     tables = {k: keys.pop(k) for k in _TABLES if k in keys}
     metadata = {"help": help, "check": keys, "metavar": metavar, **tables}
@@ -132,9 +124,7 @@ class TrainConfig:
     micro_batch: int = _field(
         0, "sequences per micro-batch (averaged gradients: less memory); 0: auto, CPUs only", ge=0
     )
-    # The budget, given as tokens or as steps (at most one; neither: DEFAULT_TOKENS). Both read
-    # back resolved (`config.tokens`, `config.steps`); config.json keeps the one given (`to_json`);
-    # the other holds a `_Resolved` int.
+    # The budget, tokens or steps: both read back resolved, config.json keeps the one given.
     tokens: int | None = _field(
         None,
         "training budget in tokens; steps = tokens // (batch_size * seq_len); give tokens or "
@@ -158,7 +148,7 @@ class TrainConfig:
         "batch_size = V: full-batch training (spam only)",
         choices=("iid", "permuted", "cyclic"),
     )
-    # --- optimizer (AdamW by default; see the module docstring for why these defaults) ---
+    # --- optimizer (module docstring: why these defaults) ---
     optimizer: str = _field(
         "adamw",
         "adamw | lazy_adamw (a symbol's rows move only in steps that show it) | sgd | adafactor",
@@ -186,8 +176,7 @@ class TrainConfig:
     weight_decay: float = _field(
         0.1, "decoupled (AdamW) decay on matrices only, never norms", short="wd", ge=0
     )
-    # Adam's own names first; the bare one stays where unambiguous (`--eps` would read as a
-    # language's eps, noisy-spam's noise level, as easily as Adam's).
+    # Adam's own flag names first (`--eps` could be noisy-spam's noise level).
     b1: float = _field(
         0.9,
         "Adam first-moment decay (the near-universal default)",
@@ -232,10 +221,7 @@ class TrainConfig:
         readers=("lazy_adamw",),
         choices=("all", "embed", "head"),
     )
-    # The head controls (spamlang.optim.head) act on the head's V-row matrix alone (the embedding
-    # when tied), every other parameter on Adam: they separate the parts of the failure. Each is
-    # a constant of the compiled program, so a vmapped group shares its value. Those that change
-    # Adam's second moment are adamw's (readers); its LR scale and decay apply to any step.
+    # The head controls (spamlang.optim.head), on the head's matrix alone, constants of the program.
     head_amsgrad: bool = _field(
         False,
         "adamw only: AMSGrad on the head alone (the embedding when tied): its second moment is "
@@ -357,8 +343,7 @@ class TrainConfig:
                 f"tokens ({self.tokens}) must be at least one batch: "
                 f"batch_size * seq_len = {self.tokens_per_step}"
             )
-        # A field the optimizer does not read, away from its default: a sweep over it would
-        # train the same run under several names.
+        # A field the optimizer ignores, set: a sweep over it would train one run under many names.
         for name, readers in READERS.items():
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
@@ -400,8 +385,7 @@ class TrainConfig:
             object.__setattr__(self, "model", overrides)
             if checkpoint is not None:
                 check_fits(checkpoint, self.model_config(), f"init_from {self.init_from}")
-        # Built now to check the language parameters and model overrides with their own
-        # messages, not later inside a run; the language first, to name a bad vocab_size.
+        # Built now, to fail here with their own messages (the language first: a bad vocab_size).
         lang = self.make_language()
         self.model_config()
         if not 0 <= self.track_symbols <= self.vocab_size:
@@ -422,9 +406,7 @@ class TrainConfig:
             )
 
     def _resolve_budget(self) -> None:
-        """Set the budget field not given to its value worked out from the other (`_Resolved`):
-        steps from tokens (whole batches), tokens from steps. Neither given is tokens
-        DEFAULT_TOKENS, as given, as before steps was a field."""
+        """Work the budget field not given out from the other (neither: DEFAULT_TOKENS)."""
         tokens, steps = self.tokens, self.steps
         if tokens is not None and steps is not None:
             raise UserError(
@@ -439,8 +421,7 @@ class TrainConfig:
             object.__setattr__(self, "steps", _Resolved(tokens // self.tokens_per_step))
 
     def _check_corpus(self) -> None:
-        """A corpus run's own checks, before the model is built: its vocabulary, the fields
-        that have no meaning on text, train.bin's hash (recorded, or checked when given)."""
+        """A corpus run's vocabulary, fields that mean nothing on text, train.bin's hash."""
         if self.corpus is None:
             if self.corpus_sha256 is not None:
                 raise UserError("corpus_sha256 is set but corpus is not")
@@ -482,7 +463,6 @@ class TrainConfig:
             )
         object.__setattr__(self, "corpus_sha256", digest)
 
-    # ----- derived -------------------------------------------------------------------------
     @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.seq_len
@@ -493,17 +473,14 @@ class TrainConfig:
 
     @property
     def updates_per_symbol(self) -> float:
-        """B x steps / V: training rows that show an average symbol (SpamLang's coverage)."""
+        """B x steps / V: training rows that show an average symbol."""
         return self.batch_size * self.steps / self.vocab_size
 
     @property
     def return_time(self) -> dict[str, float]:
-        """How often a symbol returns (with probability ~B / V a step: every V / B steps) against
-        how long Adam's second moment remembers it (1 / (1 - b2) steps; for lazy_adamw, of the
-        row's own appearances; None without Adam), or the run's steps if fewer (`_effective`,
-        what to compare: bias correction makes v a running mean since step 0)."""
+        """A symbol's return time V / B against Adam's memory 1 / (1 - b2) (None without Adam)."""
         adam = self.optimizer in ADAM_FAMILY
-        # 10 significant digits: 1 / (1 - 0.999) is 1000, not 999.9999999999991
+        # 10 significant digits: 1000, not 999.9999999999991
         memory = float(f"{1 / (1 - self.b2):.10g}") if adam else None
         return {
             "symbol_return_steps": self.vocab_size / self.batch_size,
@@ -513,13 +490,11 @@ class TrainConfig:
 
     @property
     def tracked_ids(self) -> list[int]:
-        """`track_symbols` ids spread evenly over [0, V), ends included (a Zipf-ranked language
-        tracks frequent and rare symbols alike)."""
+        """`track_symbols` ids spread evenly over [0, V), ends included."""
         k, v = self.track_symbols, self.vocab_size
         return sorted({round(i * (v - 1) / (k - 1)) for i in range(k)}) if k > 1 else [0] * k
 
     def model_config(self):
-        """The `spamlang.model.ModelConfig` of this run (preset + overrides + run fields)."""
         from spamlang.model.config import ModelConfig, preset_fields
 
         fields = {**preset_fields(self.preset), **self.model}
@@ -538,11 +513,8 @@ class TrainConfig:
 
         return languages.make(self.language, vocab_size=self.vocab_size, **self.language_params)
 
-    # ----- serialisation -------------------------------------------------------------------
     def replace(self, **changes) -> TrainConfig:
-        """A copy with some fields changed (validated again). The budget stays as it was given
-        (steps stay steps when batch_size changes) unless `changes` gives one, which replaces
-        it: `replace(steps=S)` of a config given in tokens."""
+        """A copy with `changes`, validated; the budget stays as given."""
         _check_names(changes)
         if len(set(_BUDGET) & set(changes)) == 1:
             changes = {**dict.fromkeys(_BUDGET), **changes}
@@ -554,9 +526,7 @@ class TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict:
-        """A JSON-able dict; `TrainConfig.from_json(c.to_json()) == c`. The budget as given:
-        tokens (steps left out: the dict of every config written before steps was a field), or
-        steps with tokens null."""
+        """A JSON-able dict; the budget as given (tokens, or steps with tokens null)."""
         data = dataclasses.asdict(self)  # the two dicts copied too
         if isinstance(self.steps, _Resolved):
             del data["steps"]
@@ -566,7 +536,7 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, data: dict) -> TrainConfig:
-        """Inverse of `to_json`; missing fields take their defaults, unknown ones are an error."""
+        """Missing fields take their defaults, unknown ones are an error."""
         if not isinstance(data, dict):
             raise UserError(f"a train config must be a JSON object, got {type(data).__name__}")
         if "model_overrides" in data:  # the field's name in configs written before it was `model`
@@ -577,11 +547,8 @@ class TrainConfig:
         return cls(**data)
 
 
-# The tables derived from the fields' metadata (`_TABLES`).
 MEMBER_FIELDS = tuple(fields.tagged(TrainConfig, "member"))
-# Who reads which optimizer-specific field (the others apply to all), for `__post_init__`'s
-# refusal of a value an optimizer ignores; without the head controls (whose help says "adamw
-# only"), `spamlang train --help`'s "read only by" and the sweeps guide's table (tested equal).
+# Who reads which optimizer field; without the head controls: `--help`'s "read only by".
 READERS = fields.tagged(TrainConfig, "readers")
 OPTIMIZER_FIELDS = {k: v for k, v in READERS.items() if not k.startswith("head_")}
 # Names people type for a field; a ModelConfig field's are model.*, set with --model NAME=VALUE.

@@ -35,16 +35,13 @@ from spamlang.train.step import program as get_program
 
 
 def run_training(config, out_dir, *, quiet=False, stop_after_step: int | None = None) -> dict:
-    """Train `config` into `out_dir` (or resume it, or read its result if finished); returns
-    result.json's dict. `stop_after_step`: checkpoint and raise `Interrupted` at the first log
-    step from it on, as a signal would (time-sliced jobs, tests). UserError for an unusable
-    `out_dir` or one holding a different config."""
+    """Train `config` into `out_dir`, resuming, or read its result if finished; result.json's dict.
+    `stop_after_step`: checkpoint and raise `Interrupted` at the first log step from it on."""
     return run_group([config], [out_dir], quiet=quiet, stop_after_step=stop_after_step)[0]
 
 
 def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = None) -> list[dict]:
-    """Train configs that differ only in MEMBER_FIELDS together (vmapped), one run dir each, as
-    their own `run_training`s would up to the batched matmuls' rounding; results in order."""
+    """Train configs that differ only in MEMBER_FIELDS together (vmapped), one run dir each."""
     configs, out_dirs = list(configs), [Path(d) for d in out_dirs]
     if len(configs) != len(out_dirs):
         raise UserError(f"run_group: {len(configs)} configs but {len(out_dirs)} out dirs")
@@ -55,8 +52,7 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
 
     writer = jax.process_index() == 0
     check_unstarted_weights(configs, out_dirs)
-    # Only unfinished members are locked (before config.json is written and metrics.jsonl cut
-    # back); one that finishes meanwhile is read as finished below.
+    # Only unfinished members are locked, before anything is written.
     pending = [rundir.make_dir(d) for d in out_dirs if not (d / rundir.RESULT).exists()]
     with hold_for_job(pending, writer):
         dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
@@ -71,9 +67,7 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
 
 
 def load_run(run_dir):
-    """(TrainConfig, nnx model) of a run directory, from its newest readable checkpoint. The
-    model runs the plain ("xla") kernels whatever trained it: readers sample and take
-    forward-mode Jacobians, which the cpu kernels' custom VJPs do not support."""
+    """(TrainConfig, model) from a run's newest checkpoint, on "xla" kernels."""
     run_dir = Path(run_dir)
     path = run_dir / rundir.CONFIG
     if not run_dir.is_dir():
@@ -111,8 +105,7 @@ def check_groupable(configs) -> None:
 
 @contextlib.contextmanager
 def stop_requests():
-    """Yields the list the first SIGINT / SIGTERM is appended to. That signal restores the
-    previous handlers, so a second Ctrl-C interrupts at once."""
+    """Yields the list the first SIGINT / SIGTERM goes to; a second Ctrl-C interrupts at once."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received  # signals are only delivered to the main thread
@@ -134,8 +127,7 @@ def stop_requests():
 
 
 def stop_signal(received: list, step: int, stop_after_step: int | None) -> int | None:
-    """The signal to stop on at this log step (0: `stop_after_step`), or None. With several
-    processes all must agree, or their saves would deadlock: one allgather per log step."""
+    """The signal to stop on at this log step (0: `stop_after_step`), agreed by all processes."""
     if stop_after_step is not None and step >= stop_after_step:
         return 0
     signum = received[0] if received else 0
@@ -158,9 +150,7 @@ _HISTORY = dict(
 
 
 @dataclasses.dataclass(eq=False)  # members are told apart by identity
-class _Member:
-    """One member's run directory and where it stands."""
-
+class _Member:  # one member's run directory and where it stands
     config: object
     dir: Path
     ckpt: RunCheckpoints
@@ -175,7 +165,7 @@ class _Member:
 
 
 def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) -> list[dict]:
-    """Train every member to the end (or an interruption); returns their results."""
+    # Every member to the end (or an interruption); their results.
     cfg, t0 = configs[0], time.perf_counter()  # members share all but MEMBER_FIELDS
     peak = functools.partial(peak_flops, cfg.dtype)
     members = [
@@ -202,8 +192,7 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) 
             raised = False
             return [m.result for m in members]
         finally:
-            # Every log and manager is closed, whatever fails; an error on the way out (a full
-            # disk flushing a log) is raised only when nothing else is: the first error wins.
+            # Every log and manager is closed, whatever fails; the first error wins.
             owned = [x for m in members for x in (m.ckpt, m.log, m.track, m.symbols)]
             failed = []
             for x in [progress, *owned]:
@@ -216,10 +205,9 @@ def train_members(configs, dirs, *, quiet: bool, writer: bool, stop_after_step) 
 
 
 def _common_steps(members: list[_Member]) -> dict[int, int | None]:
-    """{id(member): the newest step it may resume from} (None: any). A kill between two members'
-    saves leaves some ahead of the partners of that save: all go back to the newest step they
-    share (-1: a fresh start), so that the group trains at its size and reproduces an
-    uninterrupted run bitwise. Members saved apart on purpose keep their own steps."""
+    """{id(member): the newest step it may resume from} (None: any): a kill between two members'
+    saves sends all back to the newest step they share, so the group stays bitwise an unkilled
+    one."""
     by_name = {m.dir.name: m for m in members}
     steps = {id(m): set(m.ckpt.steps()) for m in members}
     cap: dict[int, int | None] = {id(m): None for m in members}
@@ -243,15 +231,13 @@ def _common_steps(members: list[_Member]) -> dict[int, int | None]:
 
 
 def _restore(program, members: list[_Member], writer: bool) -> None:
-    """Each member from its newest readable checkpoint (no newer than its group's newest
-    common step, `_common_steps`), or a fresh state."""
+    """Each member from its newest readable checkpoint no newer than `_common_steps`, or fresh."""
     abstract = program.abstract_state()
     caps = _common_steps(members) if len(members) > 1 else {}
     for m in members:
         cap, logged = caps.get(id(m)), _last_logged(m.dir)
         if logged is not None and (cap is None or logged < cap):
-            # A checkpoint newer than the newest whole train row (torn on a disk that kept the
-            # checkpoint) cannot rebuild that row: resume from an older one, train those again.
+            # A checkpoint newer than the newest whole train row cannot rebuild that row.
             cap = logged
         if (restored := m.ckpt.restore_latest(abstract, at_most=cap)) is not None:
             m.step, m.state, meta = restored
@@ -274,8 +260,7 @@ _TAIL = 1 << 20  # how much of metrics.jsonl's end `_last_logged` reads
 
 
 def _last_logged(run_dir: Path) -> int | None:
-    """The step of the run's newest whole train row (0: none); None without metrics.jsonl, or
-    when its last MiB holds none (a log of many eval rows: no cap, rather than a retrain)."""
+    """The step of the newest whole train row (0: none); None without one in the last MiB."""
     path = run_dir / rundir.METRICS
     if not path.is_file():
         return None
@@ -308,8 +293,7 @@ class _Group:
             diverged = {j: int(s) + 1 for j, (d, s) in enumerate(zip(*flags)) if d}
             return self._finish(self.ms, diverged, step, write_rows=False)
         if step == 0 and cfg.diag_every:
-            # The bottleneck at init, so that the log shows how it moves, not only where it
-            # ends; once, even when a run restarts from scratch.
+            # The bottleneck at init, so that the log shows how it moves; once.
             self._diag(0, [m for m in self.ms if m.log.last_diag() is None])
         if 0 < step < cfg.steps:
             self._due_rows(step, self.ms)
@@ -353,9 +337,7 @@ class _Group:
             self._log(deferred)
 
     def _due_rows(self, step: int, members: list[_Member]) -> None:
-        """The eval and diag rows due at `step` that `members` lack. Also at a restored step: a
-        stop saves before them (a signal should not wait for an evaluation), and the restored
-        state gives the same numbers now, so the finished log equals an uninterrupted run's."""
+        """The eval and diag rows due at `step` that `members` lack (a stop saves before them)."""
         cfg, evals = self.cfg, {}
         if cfg.eval_every and step % cfg.eval_every == 0:
             if late := [m for m in members if not _has_row(m.log, "eval", step)]:
@@ -364,7 +346,6 @@ class _Group:
             late = [m for m in members if not _has_row(m.log, "diag", step)]
             self._diag(step, late, evals if all(id(m) in evals for m in late) else None)
 
-    # ----- rows --------------------------------------------------------------------------------
     def _log(self, step: int) -> None:
         """Read the metrics of steps <= `step` (one transfer) and write each member's row."""
         take = [(s, m) for s, m in self.pending if s <= step]
@@ -387,7 +368,6 @@ class _Group:
             if entries[-1][1]["diverged"]:  # the row ends at the diverging batch
                 diverged[j] = int(entries[-1][1]["diverged_step"]) + 1
                 entries = [e for e in entries if e[0] <= diverged[j]] or entries
-            # track.jsonl, a row per step (`spamlang.coverage.tracking`).
             for s, values in entries if m.track is not None else ():
                 seen = [int(x) for x in values["track_seen"]]
                 row = {"step": s, "ids": self.cfg.tracked_ids, "seen": seen}
@@ -416,8 +396,6 @@ class _Group:
         return {k: np.asarray(v) for k, v in host.items()}
 
     def _eval_rows(self, step: int, members: list[_Member], past=None, final=False) -> dict:
-        """Evaluate `members` and write their eval rows and, under an exact evaluation, their
-        symbol_evals.jsonl rows (`past`: the `_history()` already read, if the caller has it)."""
         evals = self._evaluate(members, final)
         self._rows("eval", step, members, evals)
         if logged := [m for m in members if m.symbols is not None]:
@@ -442,8 +420,7 @@ class _Group:
         return {id(m): out[self.ms.index(m)] for m in members}
 
     def _diag(self, step: int, members: list[_Member], evals=None) -> dict[int, dict]:
-        """Diag rows of `members`, with each one's per-symbol learning (how many updates a symbol
-        needs, as training goes), taken from `evals` (`_evaluate`'s at this step) when exact."""
+        """Diag rows of `members`, with each one's per-symbol learning, from `evals` when exact."""
         if not members:
             return {}
         from spamlang.diagnostics.training import logged_diagnostics
@@ -466,12 +443,10 @@ class _Group:
         self._rows("diag", step, members, values)
         return values
 
-    # ----- checkpoints and results -------------------------------------------------------------
     def _save(self, step: int, members: list[_Member], final: bool = False) -> None:
-        """Checkpoint `members` at `step`, after their rows are durable."""
+        # After their rows are durable.
         wall = time.perf_counter() - self.t_start
-        # The members saved together, so a resume can tell a save that a kill cut short
-        # (`_common_steps`); pruned only once all have this step, so a common one remains.
+        # The members saved together, for `_common_steps`; pruned once all have this step.
         together = {"group": sorted(m.dir.name for m in members)} if len(members) > 1 else {}
         for m in members:
             for log in (m.log, m.track, m.symbols):
@@ -483,8 +458,7 @@ class _Group:
             m.ckpt.prune()
 
     def _finish(self, members: list[_Member], diverged: dict, step: int, write_rows=True) -> None:
-        """Final eval (+ diag), checkpoint and result.json of `members`; they stop here.
-        write_rows=False: members restored from their final checkpoints, rows all written."""
+        """Final eval (+ diag), checkpoint, result.json (`write_rows=False`: restored)."""
         # The history read once, for symbol_evals.jsonl's last row and for symbols.npz.
         past = self._history() if any(m.symbols is not None for m in members) else {}
         if write_rows:
@@ -498,8 +472,7 @@ class _Group:
         wall = time.perf_counter() - self.t_start
         for m in members:
             j, ev = self.ms.index(m), evals[id(m)]
-            # A diverged member trained up to its diverging batch; the steps after it, up to
-            # the log step that noticed, were frozen and are not counted.
+            # A diverged member's steps after its diverging batch were frozen: not counted.
             at, diag = diverged.get(j, step), diags.get(id(m)) or {}
             rates = [
                 x
@@ -518,11 +491,9 @@ class _Group:
                 # The median interval: robust to one slowed by the machine's other work.
                 "tokens_per_s": statistics.median(rates) if rates else None,
                 "wall_seconds": m.wall_before + wall,
-                # The bottleneck measured on the final model, when the run logs diagnostics.
                 **{k: diag.get(k) for k in ("kernel_fraction", "projected_cosine")},
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
-                # Every evaluation's symbols binned by their history (symbols.csv.gz's rows).
                 "symbol_history": m.symbols and history.summary(m.symbols.records),
             }
             m.result = rundir.json_safe(

@@ -40,8 +40,7 @@ State = dict[str, Any]
 HEAD_STEP = ("head_step_rms", "head_step_rms_absent")  # metrics read off the optimizer's state
 
 
-def default_mesh() -> jax.sharding.Mesh:
-    """A 1-D ("data",) mesh over every device (of every host), with automatic sharding."""
+def default_mesh() -> jax.sharding.Mesh:  # 1-D ("data",) over every device of every host
     return jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
@@ -50,12 +49,10 @@ _PERMUTED = 0x5045524D
 
 
 def batch_rows(sampling, lang, data_key, step, rows, batch_size: int, seq_len: int) -> jax.Array:
-    """int32[len(rows), L]: rows `rows` of step `step`'s batch, in the order of `sampling`
-    (TrainConfig.sampling says what each means for a symbol's return time):
-    iid: row r is `lang.sample(fold_in(fold_in(data_key, step), r), 1, L)[0]`; permuted: epoch
-    e of the stream of rows deals a permutation perm_e of the n drawn symbols, seeded by
-    (data_key, e), so stream position t * B + r holds `perm_e[(t * B + r) mod n]`; cyclic:
-    every epoch deals perm_0. Pure in (data_key, step, row): resumable, generated per device."""
+    """int32[len(rows), L]: rows `rows` of step `step`'s batch. iid: row r is
+    `lang.sample(fold_in(fold_in(data_key, step), r), 1, L)[0]`; permuted: epoch e deals a
+    permutation perm_e of the drawn symbols, so position t * B + r holds `perm_e[(t * B + r) mod
+    n]`; cyclic: perm_0 always."""
     if sampling == "iid":
         return sample_rows(lang, jax.random.fold_in(data_key, step), rows, seq_len)
     ids_N = jnp.asarray(lang.drawn_ids())
@@ -80,8 +77,7 @@ def batch_rows(sampling, lang, data_key, step, rows, batch_size: int, seq_len: i
 
 
 def accumulated(grad_fn, params, tokens_BxL, n_micro: int, mesh):
-    """`grad_fn(params, tokens_BxL)` as the mean over n_micro micro-batches scanned in turn
-    (`mesh`: shard each micro-batch's rows over its "data" axis; None on one device)."""
+    """The mean of `grad_fn` over n_micro micro-batches scanned in turn, sharded over `mesh`."""
     B, L = tokens_BxL.shape
     # Micro-batch i takes rows j * n_micro + i, so every device works on every micro-batch.
     tokens_MxbxL = tokens_BxL.reshape(B // n_micro, n_micro, L).swapaxes(0, 1)
@@ -99,8 +95,7 @@ def accumulated(grad_fn, params, tokens_BxL, n_micro: int, mesh):
     return jax.tree.map(lambda x: x / n_micro, total)
 
 
-def symbol_history(state: State, added_V, step) -> dict:
-    """The state's per-symbol history after a step that showed each id `added_V` times."""
+def symbol_history(state: State, added_V, step) -> dict:  # after a step showing ids added_V times
     shown = added_V > 0
     # The gap that closes now: steps since the previous appearance (none: 0).
     gap = jnp.where(shown & (state["last_seen"] >= 0), step + 1 - state["last_seen"], 0)
@@ -112,8 +107,7 @@ def symbol_history(state: State, added_V, step) -> dict:
     }
 
 
-def make_member_step(program: Program):
-    """One member's pure train step `state -> (state, metrics)`, not jitted nor vmapped."""
+def make_member_step(program: Program):  # state -> (state, metrics), not jitted nor vmapped
     config, mesh, lang, tx = program.config, program.mesh, program.lang, program.tx
     B, L, V = config.batch_size, config.seq_len, config.vocab_size
     shard = mesh.devices.size > 1
@@ -148,8 +142,7 @@ def make_member_step(program: Program):
                 )
         (loss, aux), grads = grad_fn(state["params"], tokens_BxL)
         present_V = exposure.present_ids(tokens_BxL, V, where) if needs_present else None
-        # The head rows shown more than push-down: untied, those of the targets; tied, the
-        # rows of every id in the batch (the embedding's pull too). Per member, one psum.
+        # Head rows shown more than push-down: untied the targets', tied every id's (one psum).
         if config.tie_embeddings:
             gate_V = present_V if needs_present else exposure.present_ids(tokens_BxL, V, where)
         else:
@@ -185,8 +178,7 @@ def make_member_step(program: Program):
                 new_state["target_count"] = state["target_count"] + hit
                 new_state["last_target"] = jnp.where(hit > 0, step + 1, state["last_target"])
         lr_t = optim.peak_lr(state["opt_state"]) * program.schedule(step)
-        # The divergence flags ride with the metrics: the loop reads a log step's metrics after
-        # the next step has taken (donated) this state.
+        # Divergence flags ride with the metrics: the next step takes (donates) this state.
         metrics = {
             "loss": loss,
             "accuracy": aux["accuracy"],
@@ -213,8 +205,7 @@ assert set(NOT_COMPILED) <= {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 def program_key(config: TrainConfig) -> tuple:
-    """What of `config` changes its compiled program, hashable: every field but NOT_COMPILED, as
-    JSON, read off the config as it is (no config is built)."""
+    """What of `config` changes its compiled program, hashable: every field but NOT_COMPILED."""
     return tuple(
         (f.name, json.dumps(getattr(config, f.name), sort_keys=True))
         for f in dataclasses.fields(config)
@@ -283,8 +274,7 @@ class Program:
         )
 
     def step(self, state: State, batch=None) -> tuple[State, dict]:
-        """One step of every member. A memory-mapped corpus's batch comes from the host:
-        `host_batch` (read off `state` when not given, which waits for the step before)."""
+        """One step of every member (a memory-mapped corpus's batch: `host_batch`)."""
         if self.host_windows is None:
             return self._step(state) if self.shared is None else self._step(state, self.shared)
         if batch is None:
@@ -293,7 +283,6 @@ class Program:
         return self._step(state, None, batch)
 
     def host_batch(self, data_keys_K, step: int) -> dict:
-        """The mapped argument of step `step` of a memory-mapped corpus: its [K, B, L] rows."""
         tokens = self.host_windows.batch(data_keys_K, step)
         rows = P(None, "data", None) if self.mesh.devices.size > 1 else P()
         return {"batch": jax.device_put(tokens, NamedSharding(self.mesh, rows))}
@@ -310,8 +299,7 @@ class Program:
             "data_key": data_key,
             "diverged": jnp.zeros((), jnp.bool_),
             "diverged_step": jnp.full((), -1, jnp.int32),  # -1 while healthy
-            # Each symbol's history: the training sequences that showed it, the step count right
-            # after its last / first appearance (-1: never), the most steps between two.
+            # Each symbol's sequences, steps after its last / first appearance (-1), longest gap.
             "exposure": jnp.zeros(V, jnp.int32),
             "last_seen": jnp.full(V, -1, jnp.int32),
             "first_seen": jnp.full(V, -1, jnp.int32),
@@ -330,20 +318,16 @@ class Program:
         return self.stack([self.init_member(s, lr, pretrained) for s, lr in zip(seeds, lrs)])
 
     def init_member(self, seed: int, lr: float, pretrained=None, config=None) -> State:
-        """One member's step-0 state, no member axis: peak LR `lr`, b1, b2, eps and momentum
-        `config`'s (default the program's); with `init_from`, the checkpoint's parameters
-        (`pretrained` when given, as `pretrained_params` reads them once for a group)."""
+        """One member's step-0 state; with `init_from`, the checkpoint's weights."""
         source = self.config if config is None else config
         hyper = {f: jnp.float32(v) for f, v in optim.member_values(source).items()}
         state = self._init(jax.random.PRNGKey(seed), {**hyper, "lr": jnp.float32(lr)})
         if self.config.init_from:
-            # The one jitted init stays; the checkpoint's arrays replace its random parameters
-            # with the same layout. The zero moments do not depend on the parameters' values.
+            # The checkpoint's arrays replace the init's (zero moments do not depend on them).
             state["params"] = self.pretrained_params() if pretrained is None else pretrained
         return state
 
     def pretrained_params(self) -> State | None:
-        """`config.init_from`'s parameters laid out like the init's (None without it)."""
         if not self.config.init_from:
             return None
         from spamlang.model.hf_checkpoint import load_params
@@ -368,12 +352,10 @@ class Program:
         """Member i's state without the member axis (what a run directory checkpoints)."""
         return jax.tree.map(lambda x: x[i], state)
 
-    def stack(self, members: list[State]) -> State:
-        """Inverse of `member`: K member states -> one state with a leading K axis."""
+    def stack(self, members: list[State]) -> State:  # K member states -> a leading K axis
         return jax.device_put(jax.tree.map(lambda *xs: jnp.stack(xs), *members), self.replicated)
 
     def model(self, state: State, i: int = 0) -> nnx.Module:
-        """Member i's model (for sampling and diagnostics)."""
         return nnx.merge(self.graphdef, self.member(state, i)["params"], self.rest)
 
     def evaluate(self, state: State, configs=None, wait=None, final=False) -> list[dict]:
@@ -382,7 +364,7 @@ class Program:
         return self.evaluation.evaluate(state, configs, wait, final)
 
     def lower_step(self, k: int = 1) -> jax.stages.Lowered:
-        """The step of K members lowered without running (HLO and cost checks, benchmarks)."""
+        """The step of K members lowered without running (HLO and cost checks)."""
         if self.host_windows is not None:
             rows = jax.ShapeDtypeStruct((k, self.config.batch_size, self.config.seq_len), jnp.int32)
             return self._step.lower(self.abstract_state(k), None, {"batch": rows})
@@ -393,8 +375,7 @@ _SHARED: dict = {}  # the newest Programs by (program_key, mesh), least recently
 
 
 def program(config: TrainConfig, mesh: jax.sharding.Mesh | None = None) -> Program:
-    """The Program of `config`, sharing its compiled functions with every config of its
-    `program_key` (a sweep over LRs compiles once per process); its `config` is the caller's."""
+    """The Program of `config`, sharing compiled functions per `program_key`."""
     mesh = default_mesh() if mesh is None else mesh
     key = (program_key(config), mesh)
     _SHARED[key] = shared = _SHARED.pop(key, None) or Program(config, mesh)
