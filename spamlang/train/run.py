@@ -67,7 +67,8 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
 
 
 def load_run(run_dir):
-    """(TrainConfig, model) from a run's newest checkpoint, on "xla" kernels."""
+    """(TrainConfig, model) from a run's newest checkpoint, on "xla" kernels: readers sample and
+    take forward-mode Jacobians, which the cpu kernels' custom VJPs do not support."""
     run_dir = Path(run_dir)
     path = run_dir / rundir.CONFIG
     if not run_dir.is_dir():
@@ -127,7 +128,8 @@ def stop_requests():
 
 
 def stop_signal(received: list, step: int, stop_after_step: int | None) -> int | None:
-    """The signal to stop on at this log step (0: `stop_after_step`), agreed by all processes."""
+    """The signal to stop on at this log step (0: `stop_after_step`), agreed by all processes
+    (one allgather a log step): if one process saved and another did not, the saves deadlock."""
     if stop_after_step is not None and step >= stop_after_step:
         return 0
     signum = received[0] if received else 0
