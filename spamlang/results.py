@@ -1,153 +1,404 @@
-"""A sweep's numbers as pandas DataFrames, for analysis in a notebook or a script.
+"""Runs as pandas DataFrames: the one reader of sweep and run folders, from their files alone.
 
-    runs = spamlang.results.load("runs/paper_fig5")  # results.csv: one row per finished run
-    curves = spamlang.results.load_metrics("runs/paper_fig5")  # every metrics.jsonl row
-
-Both read only files (a live sweep too); what they cannot read is left out, with a RunWarning.
+`load` is results.csv, `read_runs` every run finished or going (what figures, the law and
+`sample --where` read), `load_metrics` every metrics.jsonl row, `select` a `--where`. What cannot
+be read is left out with a RunWarning; a damaged results.csv is refused, never read in part.
 """
 
 from __future__ import annotations
 
+import csv
+import fnmatch
+import io
+import json
+import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
 
 from spamlang import languages
-from spamlang.errors import UserError
+from spamlang.errors import UserError, describe
+from spamlang.fields import is_int, is_number
 from spamlang.model.config import model_field
+from spamlang.notation import VOCAB_FIELDS, format_count, format_lr, parse_int
 from spamlang.rundir.reading import (
-    RunWarning,
-    cell_value,
     check_dir,
-    check_sweep_dir,
-    damaged_cell,
-    extra_axes,
-    fill_older,
-    flatten_config,
-    frame,
+    fields_of,
     is_finished,
     is_run,
-    pandas,
+    read_json,
     read_lines,
+    read_object,
     read_strict,
-    read_table,
     run_dirs,
-    scan,
     settings_columns,
 )
 from spamlang.rundir.schema import (
     CONFIG,
+    FLAG_COLUMNS,
     METRICS,
+    NUMBER_SETTINGS,
     RESULT,
     RESULT_COLUMNS,
     RESULTS_FILE,
     SETTING_COLUMNS,
+    SWEEP_FILE,
+    TEXT_RESULTS,
 )
-from spamlang.train.config import TrainConfig
 
-# The first columns of load_metrics, before each row's metrics and the run's axes.
-ROW_COLUMNS = ("run_id", "kind", "step", "tokens")
+ROW_COLUMNS = ("run_id", "kind", "step", "tokens")  # load_metrics' first columns
 CLASH_SUFFIX = "_at_step"  # of a metrics.jsonl field named like an axis (load_metrics)
+RUN_COLUMNS = ("finished", "path")  # read_runs' last: its folder is None for a table row alone
+# The columns of results.csv (and keys of result.json) that hold a number or nothing.
+NUMBER_COLUMNS = frozenset(NUMBER_SETTINGS) | {
+    c for c in RESULT_COLUMNS if c not in (*TEXT_RESULTS, *FLAG_COLUMNS)
+}
+# What a damaged results.csv's message says to do: the table is derived, the runs are the data.
+REBUILD = "rerun its sweep (`spamlang sweep`), which rebuilds it from the run directories"
+# config.json dicts whose entries are settings of their own; `model` was named model_overrides
+# in configs written before 2026-12.
+_FLATTENED = {"language_params": "param.", "model": "model.", "model_overrides": "model."}
+_INT = re.compile(r"[+-]?\d+")
+ALIASES = {"tied": "tie_embeddings"}
+COMPLEMENT = "1-"  # '1-COL' is 1 - COL of a numeric column (1-kernel_fraction)
+
+
+class RunWarning(UserWarning):
+    """A run that a reader left out, or read only in part."""
+
+
+class DamagedTable(UserError):
+    """A results.csv that exists but cannot be trusted: refused, never read in part."""
+
+
+def pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise UserError('spamlang.results needs pandas: pip install "spamlang[analysis]"') from None
+    return pandas
+
+
+# --- results.csv's cells and rows ----------------------------------------------------------
+
+
+def parse_cell(text: str | None) -> Any:
+    """A results.csv cell as a value: '' -> None, True/False -> bool, then int, float, text."""
+    s = (text or "").strip()
+    if s == "":
+        return None
+    if s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    if _INT.fullmatch(s):
+        return int(s)
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def damaged_cell(column: str, value: Any) -> str | None:
+    """Why `value` cannot be the `column` of results.csv, in words; None when it can."""
+    if value is None:
+        return None
+    if column in FLAG_COLUMNS and not (isinstance(value, bool) or value in (0, 1)):
+        return f"{column} must be True or False, got {value!r}"
+    if column in NUMBER_COLUMNS and not is_number(value):
+        return f"{column} must be a number, got {value!r}"
+    return None
+
+
+def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
+    """results.csv as (header, rows of `parse_cell` values); UserError when it is missing or
+    empty, `DamagedTable` when it is not the table a sweep writes (binary, a row cut or short,
+    a cell `damaged_cell` refuses): read in part, it would silently lose runs or cut values."""
+    if not path.is_file():
+        raise UserError(
+            f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first run finishes)"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {describe(e)}") from None
+    if not data.strip():
+        raise UserError(f"{path} is empty")
+
+    def damaged(why: str) -> DamagedTable:
+        return DamagedTable(f"{path} is damaged ({why}); {REBUILD}")
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise damaged(f"not text: byte {e.start} is not UTF-8") from None
+    if "\0" in text:  # csv would stop at it with an error of its own
+        raise damaged(f"not text: a NUL byte at character {text.index(chr(0))}")
+    if not text.endswith("\n"):
+        raise damaged("its last row is cut: no newline at its end")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header, rows = next(reader), []
+        for row in filter(None, reader):
+            if len(row) != len(header):
+                raise damaged(
+                    f"line {reader.line_num} has {len(row)} cells for {len(header)} columns"
+                )
+            # run_id is a directory name, never a number ("1e-3" must not become 0.001)
+            cells = [c if h == "run_id" else parse_cell(c) for h, c in zip(header, row)]
+            why = next(filter(None, map(damaged_cell, header, cells)), None)
+            if why:
+                raise damaged(f"line {reader.line_num}: {why}")
+            rows.append(cells)
+    except csv.Error as e:
+        raise damaged(f"line {reader.line_num}: {e}") from None
+    return header, rows
+
+
+def extra_axes(out_dir: str | Path) -> list[str]:
+    """The axes of the sweep.json in `out_dir` that are no standard column: results.csv holds
+    them between the settings and the outcomes."""
+    try:
+        axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    names = [n for a in axes for n in fields_of(a)]  # a linked axis sets several
+    standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model", "model.n_layers"}
+    return [n for n in dict.fromkeys(names) if n not in standard]
+
+
+def cell_value(v: Any) -> Any:
+    """A value as results.csv holds it: containers as JSON text, the rest as they are."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+
+
+def setting(config: dict, column: str) -> Any:
+    """The settings column `column` of a run's config.json as results.csv writes it: d_model,
+    n_layers and model.X as its model saw them (`model_field`: its preset's unless overridden),
+    param.X as its language did (`languages.param_of`)."""
+    if column in ("d_model", "n_layers") or column.startswith("model."):
+        return model_field(config, column.removeprefix("model."))
+    if column.startswith("param."):
+        return languages.param_of(config, column[len("param.") :])
+    return cell_value(config.get(column))
+
+
+# --- folders ----------------------------------------------------------------------------
+
+
+def check_sweep_dir(sweep_dir: str | Path) -> Path:
+    """`check_dir`, and UserError when its subfolders are sweeps of their own: readers list a
+    directory's runs, not its sweeps', so a parent of sweep folders beside stray runs would
+    show the stray runs alone, as if they were the sweep (and without runs, nothing)."""
+    root = check_dir(sweep_dir)
+    if is_run(root):
+        return root
+    subs = sorted(p for p in root.iterdir() if p.is_dir())
+    # a sweep of its own: its sweep.json or results.csv, and no run
+    own = (SWEEP_FILE, RESULTS_FILE)
+    sweeps = [p.name for p in subs if not is_run(p) and any((p / n).is_file() for n in own)]
+    if not sweeps:
+        return root
+    runs = [p.name for p in subs if is_run(p)]
+    if runs:
+        raise UserError(
+            f"{root} holds sweep folders ({_listed(sweeps)}) and runs outside them "
+            f"({_listed(runs)}): give one sweep folder, or move the stray runs into their own"
+        )
+    if (root / RESULTS_FILE).is_file():  # a sweep's table without its runs: read as a sweep
+        return root
+    raise UserError(f"{root} holds sweep folders ({_listed(sweeps)}), not runs: give one of them")
+
+
+def _listed(names: list[str], shown: int = 4) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+# --- the frames -------------------------------------------------------------------------
+
+
+def frame(columns: list[str], rows: list[list[Any]], nullable: bool = False):
+    """A DataFrame of `rows`, each column typed from its cells: bool, int64 (float64 when some
+    cells are empty, or with `nullable` pandas' Int64), float64, else object; empty is NaN."""
+    pd = pandas()
+
+    def column(values: list[Any]):
+        present = [v for v in values if v is not None]
+        complete = len(present) == len(values)
+        nan = [math.nan if v is None else v for v in values]
+        if present and all(isinstance(v, bool) for v in present):
+            return pd.Series(values if complete else nan, dtype=bool if complete else object)
+        if present and all(is_int(v) for v in present):
+            return pd.Series(nan, dtype="int64" if complete else "Int64" if nullable else float)
+        if all(is_number(v) for v in present):
+            return pd.Series(nan, dtype="float64")  # all empty: all NaN
+        return pd.Series(nan, dtype=object)
+
+    return pd.DataFrame(
+        {c: column([row[i] for row in rows]) for i, c in enumerate(columns)}, columns=columns
+    )
+
+
+def records(runs) -> list[dict]:
+    """The rows of a frame as dicts of Python values, None where a cell is empty."""
+    return runs.astype(object).where(runs.notna(), None).to_dict("records")
 
 
 def load(sweep_dir: str | Path):
-    """results.csv of `sweep_dir` as a DataFrame (`spamlang.rundir.reading.scan`): one row per
-    finished run, settings then outcomes, typed from their cells (docs/guide/sweeps.md), a
-    RunWarning for each finished run the table lacks; a damaged results.csv is refused, never
-    read in part. A single finished run directory gives its one row, in
-    results.csv's columns."""
+    """results.csv of `sweep_dir` as a DataFrame: one row per finished run, settings then
+    outcomes, typed by `frame` (docs/guide/sweeps.md), a RunWarning for each finished run the
+    table lacks; a single finished run directory gives its one row, in results.csv's columns."""
     pandas()
     root = check_dir(sweep_dir)
     if (root / RESULTS_FILE).is_file() or not is_run(root):
-        return scan(root)
+        root = check_sweep_dir(root)
+        header, rows = read_table(root / RESULTS_FILE)
+        listed = {row[header.index("run_id")] for row in rows} if "run_id" in header else None
+        for run_dir in run_dirs(root) if listed is not None else ():
+            if run_dir != root and is_finished(run_dir) and run_dir.name not in listed:
+                warnings.warn(f"{run_dir}: {_unlisted(run_dir)}", RunWarning, stacklevel=2)
+        return frame(header, rows)
     if not is_finished(root):
         raise UserError(
             f"{root} is a run that has not finished (no {RESULT}); "
             "load_metrics reads its curves so far"
         )
     try:
-        result, config = read_strict(root / RESULT), read_strict(root / CONFIG)
+        row = run_row(root)
     except ValueError as e:
         raise UserError(f"{root} cannot be read: {e}") from None
-    row = {"run_id": root.name, **_config_axes(config, SETTING_COLUMNS[1:])}
+    header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
+    return frame(header, [[cell_value(row[c]) for c in header]])
+
+
+def run_row(run_dir: str | Path, extras=(), check=None, return_time=None) -> dict:
+    """The results.csv row of one finished run folder (`extras`: the sweep's extra axes), and
+    its symbols' binned history ("symbol_history", no column); ValueError saying why it cannot
+    be read. `check(run id, config)`: why the config is not that of the run id's point of the
+    sweep (None when it is); `return_time(config)`: `TrainConfig.return_time`."""
+    run_dir = Path(run_dir)
+    result, config = read_strict(run_dir / RESULT), read_strict(run_dir / CONFIG)
+    wrong = check(run_dir.name, config) if check is not None else None
+    if wrong:
+        raise ValueError(wrong)
+    row = {"run_id": run_dir.name}
+    row.update({c: setting(config, c) for c in [*SETTING_COLUMNS[1:], *extras]})
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
+    # A value a reader would refuse in the table ("final_eval_loss": "low", edited by hand)
+    # leaves the run out, said once, rather than writing a table no reader takes.
     why = next(filter(None, (damaged_cell(c, result.get(c)) for c in RESULT_COLUMNS)), None)
     if why:
-        raise UserError(f"{root} cannot be read: its {RESULT} is damaged ({why})")
-    fill_older(row, lambda: TrainConfig.from_json(config).return_time)
-    header = [*SETTING_COLUMNS, *RESULT_COLUMNS]
-    return frame(header, [[cell_value(v) for v in map(row.get, header)]])
+        raise ValueError(f"its {RESULT} is damaged ({why})")
+    row["symbol_history"] = result.get("symbol_history")
+    if row["updates_per_symbol"] is None:  # the column's old name, in runs written before it
+        row["updates_per_symbol"] = row["sequences_per_symbol"]
+    missing = [k for k in ("symbol_return_steps", "adam_memory_steps") if row[k] is None]
+    try:  # runs written before the return time was reported: the trainer's layer says it
+        row.update({k: return_time(config)[k] for k in missing if return_time})
+    except (ValueError, TypeError):  # a foreign config (UserError is a ValueError): left empty
+        pass
+    return row
 
 
-def load_metrics(sweep_dir: str | Path):
-    """Every run's metrics.jsonl rows under `sweep_dir` as one long DataFrame, finished runs
-    and runs still going alike.
+def _unlisted(run_dir: Path) -> str:
+    """Why a finished run is missing from results.csv."""
+    try:
+        for name in (RESULT, CONFIG):
+            read_strict(run_dir / name)
+    except ValueError as e:
+        return f"finished but not in {RESULTS_FILE}: {e}, so no table can list it"
+    return (
+        f"finished but not in {RESULTS_FILE}: {RESULTS_FILE} predates it (a rerun of the "
+        "sweep, or spamlang.sweep.write_results, adds it)"
+    )
 
-    Columns: run_id, kind (train / eval / diag), step, tokens, every metric any row has (NaN
-    where a row lacks it: eval rows have no train loss), then the run's axes, the settings
-    columns of results.csv (taken from config.json for runs not in results.csv yet), and
-    `finished` (the run has its result.json). A metric named like an axis gets the suffix
-    "_at_step": the train rows' `lr`, the LR of that step, is `lr_at_step`; `lr` is the run's
-    peak LR.
-    """
+
+def read_runs(path: str | Path):
+    """Every run of the sweep folder `path` (or the run folder `path`), finished or going: one
+    row each of run_id, its settings (`attrs["settings"]`; results.csv's are `attrs["axes"]`),
+    its outcomes and RUN_COLUMNS. A folder's settings come from its config.json as results.csv
+    writes them (d_model from its preset, a running run's too), its outcomes from result.json,
+    whose presence says it finished (results.csv's where it has none); a row of results.csv
+    without a folder is a finished run; a folder without a readable config.json is left out."""
     pandas()
-    root = check_sweep_dir(sweep_dir)
-    axes, known = _axes(root)
-    records: list[dict[str, Any]] = []
-    for run_dir in run_dirs(root):
-        problems = []
-        finished = is_finished(run_dir)
-        settings = known.get(run_dir.name)
-        if settings is None:
+    root = check_sweep_dir(path)
+    header, rows = [], []
+    if (root / RESULTS_FILE).is_file():
+        try:
+            header, rows = read_table(root / RESULTS_FILE)
+        except DamagedTable:
+            raise
+        except UserError:  # empty: the run folders stand in for it
+            pass
+    axes = settings_columns(header) if header else [*SETTING_COLUMNS[1:], *extra_axes(root)]
+    outcomes = [c for c in header if c and c not in axes and c != "run_id"] or RESULT_COLUMNS
+    table = {}
+    for n, cells in enumerate(rows):
+        row = dict(zip(header, cells))
+        table[row.get("run_id") or f"row{n + 1}"] = row
+    runs, config_keys = {}, {}
+    for run_id, row in table.items():
+        runs[run_id] = {**row, "run_id": run_id, "finished": True, "path": None}
+    for folder in run_dirs(root):
+        config = read_object(folder / CONFIG)
+        if config is None:
+            continue
+        flat = {}  # every field; language_params' and model's entries as param.X and model.X
+        for key, v in config.items():
+            if key in _FLATTENED and isinstance(v, dict):
+                flat.update({_FLATTENED[key] + k: x for k, x in v.items()})
+            else:
+                flat[key] = v
+        # results.csv names a model.X axis plainly X (d_model): one column, not two.
+        model_axes = {"model." + c for c in axes}
+        flat = {k: cell_value(v) for k, v in flat.items() if k not in model_axes}
+        config_keys.update(dict.fromkeys(flat))
+        listed, finished = table.get(folder.name) or {}, is_finished(folder)
+        run = {**flat, **{c: listed.get(c, setting(config, c)) for c in axes}}
+        if finished:  # result.json, where it has a value; results.csv's may be filled in
+            result = read_object(folder / RESULT) or {}
+            found = {**listed, **{k: v for k, v in result.items() if v is not None}}
+            run.update({c: found.get(c) for c in outcomes if c not in run})  # a setting wins
+        runs[folder.name] = {**run, "run_id": folder.name, "finished": finished, "path": folder}
+    settings = list(dict.fromkeys([*config_keys, *axes]))
+    columns = ["run_id", *settings, *(c for c in outcomes if c not in settings), *RUN_COLUMNS]
+    out = frame(columns, [[run.get(c) for c in columns] for run in runs.values()], nullable=True)
+    out.attrs.update(settings=settings, axes=axes)
+    return out
+
+
+def load_metrics(runs, warn: bool = True):
+    """Every metrics.jsonl row of `runs` (a sweep or run folder, or `read_runs`' frame of one),
+    finished or going: run_id, kind, step, tokens, every metric (NaN where a row has none), the
+    run's axes (results.csv's settings) and `finished`; a metric named like an axis gets
+    CLASH_SUFFIX (the train rows' `lr_at_step`; `lr` is the peak LR). `warn=False`: what cannot
+    be read is left out without a RunWarning (a figure draws what it can)."""
+    folders = None
+    if isinstance(runs, (str, Path)):
+        root = check_sweep_dir(runs)
+        runs, folders = read_runs(root), run_dirs(root)
+    axes = runs.attrs["axes"]
+    known = {run["path"]: run for run in records(runs) if run["path"] is not None}
+    out: list[dict[str, Any]] = []
+    for folder in known if folders is None else folders:
+        run, problems = known.get(folder), []
+        if run is None:  # config.json is written atomically: never torn by a run
             try:
-                config = read_strict(run_dir / CONFIG)
-            except ValueError as e:  # config.json is written atomically: never torn by a run
-                config = None
+                read_strict(folder / CONFIG)
+            except ValueError as e:
                 problems.append(f"{e}, so its settings are NaN")
-            settings = _config_axes(config, axes)
-        rows, dropped = _read_metrics(run_dir, finished)
-        problems += dropped
-        if problems:
-            warnings.warn(f"{run_dir}: " + "; ".join(problems), RunWarning, stacklevel=2)
+            run = {"run_id": folder.name, "finished": is_finished(folder)}
+        rows, dropped = _read_metrics(folder, run["finished"])
+        if warn and problems + dropped:
+            warnings.warn(f"{folder}: " + "; ".join(problems + dropped), RunWarning, stacklevel=2)
+        values = {c: run.get(c) for c in axes}
         for row in rows:
-            metrics = {(k + CLASH_SUFFIX if k in settings else k): v for k, v in row.items()}
-            records.append({"run_id": run_dir.name, **metrics, **settings, "finished": finished})
-    names = dict.fromkeys([*ROW_COLUMNS, *(k for r in records for k in r)])
+            metrics = {(k + CLASH_SUFFIX if k in values else k): v for k, v in row.items()}
+            out.append({"run_id": run["run_id"], **metrics, **values, "finished": run["finished"]})
+    names = dict.fromkeys([*ROW_COLUMNS, *(k for r in out for k in r)])
     # Metrics first, in order of appearance, then the axes, then `finished`.
     columns = [*(c for c in names if c not in axes and c != "finished"), *axes, "finished"]
-    return frame(columns, [[r.get(c) for c in columns] for r in records])
-
-
-def _axes(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """(the settings columns of results.csv, `settings_columns`, {run_id: those settings});
-    without results.csv, the columns a sweep would write."""
-    if not (root / RESULTS_FILE).is_file():
-        return [*SETTING_COLUMNS[1:], *extra_axes(root)], {}
-    header, rows = read_table(root / RESULTS_FILE)
-    axes = settings_columns(header)
-    by_id = {}
-    for row in rows:
-        cells = dict(zip(header, row))
-        by_id[cells.get("run_id")] = {c: cells.get(c) for c in axes}
-    return axes, by_id
-
-
-def _config_axes(config: Any, axes: list[str]) -> dict[str, Any]:
-    """The `axes` of a run not in results.csv, from its config.json as results.csv would write
-    them: `d_model` and `model.X` as its model saw them (`model_field`), `param.X` as its
-    language did (`languages.param_of`)."""
-    if not isinstance(config, dict):
-        return dict.fromkeys(axes)
-    flat = flatten_config(config)
-    out = {}
-    for c in axes:
-        if c in flat:
-            out[c] = flat[c]
-        elif c.startswith("param."):
-            out[c] = languages.param_of(config, c[len("param.") :])
-        else:
-            out[c] = model_field(config, c.removeprefix("model."))
-    return out
+    return frame(columns, [[r.get(c) for c in columns] for r in out])
 
 
 def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:
@@ -168,3 +419,116 @@ def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]
             "mid-row; the next `spamlang sweep` on it cuts it away)"
         )
     return lines.rows, dropped
+
+
+# --- --where: runs by their columns ---------------------------------------------------------
+
+
+def complement_of(column: str) -> str | None:
+    """'kernel_fraction' for the derived column '1-kernel_fraction' (whose differences near 1
+    a log axis shows), else None."""
+    return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
+
+
+def check_column(runs, column: str, flag: str) -> str:
+    """`column` (aliases resolved) if `runs` has it, else a UserError naming the known ones;
+    a '1-COL' of a known COL is added to `runs` as a column of its own."""
+    name = ALIASES.get(column, column)
+    known = [c for c in runs.columns if c not in ("run_id", *RUN_COLUMNS)]
+    if name not in known and (base := complement_of(name)):
+        name = COMPLEMENT + check_column(runs, base, flag)
+        runs[name] = [1.0 - v if is_number(v) else None for v in column_values(runs, name[2:])]
+        return name
+    if name not in known:
+        raise UserError(f"unknown column {column!r} for {flag}; known columns: {', '.join(known)}")
+    return name
+
+
+def column_values(runs, column: str) -> list[Any]:
+    """A column of a frame as Python values, None where a cell is empty."""
+    series = runs[column]
+    return series.astype(object).where(series.notna(), None).tolist()
+
+
+def text(v: Any) -> str:
+    """A value as `--where` compares it: floats by repr, so that 1e-2 == 0.01."""
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def shown(column: str, v: Any) -> str:
+    """A value as messages list it, in the figures' notation: counts as `format_count` writes
+    them (4096, 100K), learning rates as `format_lr` (3e-2), other floats by repr."""
+    if is_int(v):
+        return format_count(v)
+    if column == "lr" and isinstance(v, float) and v > 0:
+        return format_lr(v)
+    return text(v)
+
+
+def _number(s: str, binary: bool = False) -> float | None:
+    """A text's number: a count in the notation of every integer flag and figure (4096, 4K =
+    4,000, 1.5M; `binary`, a vocabulary: 4K = 4,096), else a float (1e-2); None for text."""
+    for read in (lambda t: parse_int(t, binary), float):
+        try:
+            return float(read(s))
+        except (ValueError, OverflowError):
+            pass
+    return None
+
+
+def matches(value: Any, wanted: str, binary: bool = False) -> bool:
+    """Does a run's value match a `--where` value? Numbers by value (1K is 1000, the figures'
+    notation; 1e-2 is 0.01; `binary`, a vocabulary size: 4K is 4,096, as `--vocab-size` reads
+    it), booleans case-insensitively, text as is or as a * / ? pattern."""
+    have = text(value)
+    x, y = _number(have), _number(wanted, binary)
+    if x is not None and y is not None:
+        same = math.isclose(x, y, rel_tol=1e-9)
+    elif {have.lower(), wanted.lower()} <= {"true", "false"}:
+        same = have.lower() == wanted.lower()
+    else:
+        same = have == wanted
+    return same or (any(c in wanted for c in "*?[") and fnmatch.fnmatchcase(have, wanted))
+
+
+def parse_where(items: list[str] | None) -> dict[str, list[str]]:
+    """`select`'s {"key": [values]} from --where key=value, {"key!": [values]} from key!=value."""
+    where: dict[str, list[str]] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or key == "!":
+            raise UserError(f"--where takes key=value or key!=value, got {item!r}")
+        key = key[:-1].strip() + "!" if key.endswith("!") else key
+        where.setdefault(key, []).append(value.strip())
+    return where
+
+
+def select(runs, where: dict[str, str | list[str]] | None):
+    """The rows of `runs` matching every `key=value` of `where` (a list of values: any of them);
+    a key ending in "!" drops the runs that match instead (`key!=value` on the command line).
+    A key is any column or run_id; numbers compare by value, text may be a pattern (`matches`)."""
+    for key, wanted in (where or {}).items():
+        exclude = key.endswith("!")
+        key = key[:-1] if exclude else key
+        name = key if key == "run_id" else check_column(runs, key, "--where")
+        wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+        have = column_values(runs, name)
+        hit = [
+            v is not None
+            and any(matches(v, str(w), name in VOCAB_FIELDS) for w in wanted) != exclude
+            for v in have
+        ]
+        if exclude and not any(hit):
+            raise UserError(f"--where {key}!={'|'.join(map(str, wanted))} leaves no run")
+        if not any(hit):
+            seen = {shown(name, v): v for v in have if v is not None}
+            order = sorted(
+                seen, key=lambda t: (0, seen[t], "") if is_number(seen[t]) else (1, 0, t)
+            )
+            raise UserError(
+                f"no run has {key}={'|'.join(map(str, wanted))}; "
+                f"its values are: {', '.join(order) or 'none'}"
+            )
+        runs = runs[hit]
+    return runs

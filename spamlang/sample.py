@@ -22,8 +22,8 @@ import numpy as np
 from spamlang import glyphs
 from spamlang.errors import UserError
 from spamlang.notation import format_count, format_lr
-from spamlang.rundir.reading import read_object
-from spamlang.rundir.schema import ADAM_B2, CONFIG, TITLE_DEFAULTS
+from spamlang.results import read_runs, records
+from spamlang.rundir.schema import ADAM_B2, TITLE_DEFAULTS
 
 SEED, CORRECT, INCORRECT = "seed", "correct", "incorrect"
 # Underlined: incorrect is not told by colour alone.
@@ -222,9 +222,8 @@ def sample_with(
 
 def check_length(length: int, seq_len: int, max_seq_len: int, invariant: bool = False) -> None:
     """UserError for samples longer than the model accepts (`max_seq_len`); a warning for ones
-    longer than it trained on (`seq_len`): RoPE positions past training are extrapolation.
-    Not for a position-invariant language (SpamLang): a repeated symbol has the same hidden
-    state at every position, so while a sample repeats it tests exactly what the run learned."""
+    longer than it trained on (RoPE extrapolation), unless the language is position-invariant:
+    a repeated symbol has the same hidden state at every position."""
     if length > max_seq_len:
         raise UserError(f"length {length} exceeds the model's max_seq_len {max_seq_len}")
     if length > seq_len and not invariant:
@@ -372,7 +371,7 @@ def sample_corpus_run(
     if not os.path.isdir(run_dir):
         raise UserError(f"no such run directory: {run_dir}")
     # The corpus and the prompt first: a bad prompt fails before the model loads.
-    corpus_dir = (read_object(os.path.join(run_dir, CONFIG)) or {}).get("corpus")
+    corpus_dir = next(iter(records(read_runs(run_dir))), {}).get("corpus")
     if not corpus_dir:
         raise UserError(f"{run_dir} is not a corpus run: sample it with sample_run")
     corpus = open_corpus(corpus_dir)

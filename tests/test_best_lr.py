@@ -241,7 +241,6 @@ def test_the_law_the_heatmap_and_the_summary_pick_one_best_lr_past_a_diverged_ru
     from spamlang.law.forecast import compare
     from spamlang.plots import layout
     from spamlang.results import load
-    from spamlang.rundir.runs import finished_runs
 
     one = {k: values[:1] for k, values in synthetic.GRID.items()}
     frame = synthetic.frame(noise=0.0, grid=one)
@@ -251,7 +250,7 @@ def test_the_law_the_heatmap_and_the_summary_pick_one_best_lr_past_a_diverged_ru
     frame.loc[at, "final_eval_loss"] = [50.0, best / 2]  # seed 0 diverged, seed 1 lowest
     frame.to_csv(tmp_path / "results.csv", index=False)
     table = load(tmp_path)
-    runs = layout.group_points(finished_runs(tmp_path))
+    runs = layout.group_points(layout.finished_runs(tmp_path))
     forecast = {"cell": "base", "predicted_loss": "1", "predicted_class": "partial"}
     picked = {
         "law": cells(table)["best_lr"].tolist(),

@@ -15,7 +15,7 @@ from _fake_sweep import write_finished_sweep  # tests/_fake_sweep.py
 
 from spamlang.cli import main
 from spamlang.cli.sweep_cmd import main as sweep_main
-from spamlang.rundir.runs import finished_runs
+from spamlang.plots.layout import finished_runs
 from spamlang.sweep import Sweep, write_results
 from spamlang.sweep.results_csv import Report
 from spamlang.train.config import TrainConfig
@@ -128,6 +128,6 @@ def test_a_parent_of_a_sweep_folder_and_a_stray_run_is_refused_naming_both(sweep
         with pytest.raises(ValueError, match="sweep folders"):
             read(parent)
     (parent / "stray").rename(sweep_dir / "stray")  # moved into the sweep: read as one of it
-    assert len(finished_runs(sweep_dir)) == 6
+    assert len(finished_runs(sweep_dir)) == 7  # the table's 6, and the folder it does not list
     err = _one_line_status_2(["plot", "heatmap", str(parent), "-o", str(figure)], capsys, "out")
     assert "not runs" in err  # sweep folders alone: give one of them

@@ -15,7 +15,7 @@ def _flat(text: str) -> str:
 
 
 def test_the_sweeps_guide_quotes_the_cpu_demos_own_summary_line():
-    from spamlang.rundir.reading import parse_cell
+    from spamlang.results import parse_cell
     from spamlang.sweep.best_lr import cell_lines
 
     with open(ROOT / "results" / "cpu_demo" / "results.csv", newline="") as f:

@@ -25,6 +25,7 @@ from spamlang import languages, rundir
 from spamlang.evaluate import exact
 from spamlang.evaluate.sets import make_eval_fn
 from spamlang.model import ModelConfig, Transformer
+from spamlang.rundir import reading
 from spamlang.train import TrainConfig, load_run, run_training
 from spamlang.train.step import batch_rows, default_mesh
 
@@ -85,7 +86,7 @@ def test_exact_eval_is_the_brute_force_mean_and_within_the_sampled_standard_erro
     se = loss_V.std() / np.sqrt(2048)
     assert abs(float(sampled["eval_loss"]) - result["final_eval_loss"]) < 4 * se
     assert loss_V.std() > 0.05  # trained: the symbols differ, so the check has teeth
-    saved = rundir.read_symbols(out)
+    saved = reading.read_symbols(out)
     np.testing.assert_allclose(saved["loss"], loss_V, rtol=1e-5, atol=1e-6)
 
 
@@ -157,7 +158,7 @@ def _recount(by_step, s: int, steps: int) -> dict:
 
 def test_the_symbols_history_follows_the_batches(trained):
     out, result, _ = trained
-    saved = rundir.read_symbols(out)
+    saved = reading.read_symbols(out)
     data_key = jax.random.split(jax.random.PRNGKey(CFG.seed))[1]
     by_step = _symbols_by_step(CFG, CFG.steps, key=data_key)
     gapped = 0
@@ -190,7 +191,7 @@ def test_every_evaluation_logs_each_symbols_loss_and_history_so_far(trained):
             assert [row[k][s] for k in ("appearances", "first_step", "last_step", "max_gap")] == [
                 want[k] for k in ("appearances", "first_step", "last_step", "max_gap")
             ]
-    saved = rundir.read_symbols(out)
+    saved = reading.read_symbols(out)
     np.testing.assert_array_equal(np.asarray(rows[-1]["loss"], np.float32), saved["loss"])
     assert rows[0]["loss"] != rows[-1]["loss"]  # losses at each evaluation, not the final's
     summary = result["symbol_history"]
@@ -216,7 +217,7 @@ def test_permuted_run_resumes_bitwise(tmp_path):
     assert {k: v for k, v in resumed.items() if "second" not in k and k != "tokens_per_s"} == {
         k: v for k, v in whole.items() if "second" not in k and k != "tokens_per_s"
     }
-    a, b = rundir.read_symbols(tmp_path / "whole"), rundir.read_symbols(tmp_path / "cut")
+    a, b = reading.read_symbols(tmp_path / "whole"), reading.read_symbols(tmp_path / "cut")
     for k in rundir.SYMBOL_ARRAYS:
         np.testing.assert_array_equal(a[k], b[k])
 

@@ -21,8 +21,7 @@ from spamlang.plots.canvas import BEST_EDGE
 from spamlang.plots.curves import curves_figure
 from spamlang.plots.lines import auto_logx, lines_figure
 from spamlang.plots.sweep import best_cells, color_limits, heatmap_figure
-from spamlang.rundir import runs as sweep_runs
-from spamlang.rundir.reading import parse_cell
+from spamlang.results import column_values, frame, matches, parse_cell, select
 
 SETTINGS = [
     "run_id",
@@ -170,14 +169,10 @@ def test_stats_and_points_average_seeds_only():
         row(seed=s, loss=x, repetition_accuracy=0.2) for s, x in ((0, 2.2), (1, 2.31), (2, 2.45))
     ]
     rows.append(row(seed=0, loss=9.0, lr=1e-2, repetition_accuracy=0.9))
-    runs = [
-        sweep_runs.Run(
-            r["run_id"],
-            {k: parse_cell(str(r[k])) for k in SETTINGS[1:]},
-            {k: parse_cell(str(r[k])) for k in OUTCOMES},
-        )
-        for r in rows
-    ]
+    runs = frame(
+        SETTINGS + OUTCOMES, [[parse_cell(str(r[k])) for k in SETTINGS + OUTCOMES] for r in rows]
+    )
+    runs.attrs["settings"] = SETTINGS[1:]
     points = layout.group_points(runs)
     assert sorted(len(p.runs) for p in points) == [1, 3]
     (s,) = layout.pool([max(points, key=lambda p: len(p.runs))], "final_eval_loss").itertuples()
@@ -272,16 +267,13 @@ def test_heatmap_any_axes_and_where_on_outcomes(tmp_path):
     # --rows none: head is averaged, and the caption says so.
     fig = heatmap_figure(root, x="seq_len", y="vocab_size", rows="none", where={"tied": "true"})
     assert len(panels(fig)) == 1 and "mean over head (2 runs)" in fig.get_supxlabel()
-    runs = sweep_runs.select(sweep_runs.finished_runs(root), {"sequences_per_symbol": "50"})
-    assert {r.get("vocab_size") for r in runs} == {16}
-    runs = sweep_runs.select(
-        sweep_runs.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"}
-    )
-    assert sorted({r.get("seq_len") for r in runs}) == [8, 1024] and all(
-        r.get("tie_embeddings") for r in runs
-    )
+    runs = select(layout.finished_runs(root), {"sequences_per_symbol": "50"})
+    assert set(column_values(runs, "vocab_size")) == {16}
+    runs = select(layout.finished_runs(root), {"seq_len": ["8", "1.024e3"], "tied": "true"})
+    assert sorted(set(column_values(runs, "seq_len"))) == [8, 1024]
+    assert all(column_values(runs, "tie_embeddings"))
     with pytest.raises(UserError, match="no run has seq_len=5; its values are: 8, 64, 1024"):
-        sweep_runs.select(sweep_runs.finished_runs(root), {"seq_len": "5"})
+        select(layout.finished_runs(root), {"seq_len": "5"})
 
 
 # ----- lines --------------------------------------------------------------------------------
@@ -505,22 +497,20 @@ def test_cli_axes_and_errors(tmp_path, capsys):
 
 
 def test_where_excludes_matches_wildcards_and_run_ids(tmp_path, capsys):
-    from spamlang.rundir.runs import finished_runs, matches, select
-
-    runs = finished_runs(write_sweep(tmp_path / "cov", coverage_rows()))
-    vocabs = {r.get("vocab_size") for r in select(runs, {"vocab_size!": ["64"]})}
+    runs = layout.finished_runs(write_sweep(tmp_path / "cov", coverage_rows()))
+    vocabs = set(column_values(select(runs, {"vocab_size!": ["64"]}), "vocab_size"))
     assert vocabs == {256}
     # A vocabulary's K is binary, as --vocab-size reads it: 0.25K is 256, not 250; a token
     # count's is decimal.
-    assert {r.get("vocab_size") for r in select(runs, {"vocab_size": ["0.25K"]})} == {256}
+    assert set(column_values(select(runs, {"vocab_size": ["0.25K"]}), "vocab_size")) == {256}
     assert matches(1024, "1K", binary=True) and not matches(1000, "1K", binary=True)
     assert matches(1000, "1K") and not matches(1024, "1K")
     # A wildcard on text; run_id selects like a column ("V64-lr0.001-tied-s0-L16-softmax").
-    assert {r.run_id for r in select(runs, {"run_id": ["V64-*-tied-s0-L16-*"]})} == {
+    assert set(select(runs, {"run_id": ["V64-*-tied-s0-L16-*"]})["run_id"]) == {
         f"V64-lr{lr:g}-tied-s0-L16-softmax" for lr in (1e-3, 3e-3, 1e-2)
     }
     kept = select(runs, {"run_id!": ["*-untied-*"], "seq_len": ["16"]})
-    assert len(kept) == 2 * 3 * 2 and all(r.get("tie_embeddings") for r in kept)
+    assert len(kept) == 2 * 3 * 2 and all(kept["tie_embeddings"])
     with pytest.raises(UserError, match="leaves no run"):
         select(runs, {"language!": ["sp*"]})
     # The command line: key!=value, and a bare "!=" is a usage error (status 2, one line).

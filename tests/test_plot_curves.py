@@ -10,7 +10,7 @@ import pytest
 
 from spamlang.cli import main
 from spamlang.plots.curves import choose_runs, curves_figure
-from spamlang.rundir import runs as sweep_runs
+from spamlang.results import read_runs, records
 from spamlang.sweep.best_lr import best_lrs
 
 FLOOR = "floor: 0 nats (off the log axis)"
@@ -103,21 +103,11 @@ def test_the_default_choice_is_the_sweep_summarys_best_lr(tmp_path):
     for (lr, seed), final in finals.items():
         for v in (64, 256):
             write_run(root, v, lr, True, seed, [5.0, final + v / 1000])
-    runs = sweep_runs.scan_runs(root)
-    rows = [
-        {
-            "run_id": r.run_id,
-            "vocab_size": r.get("vocab_size"),
-            "lr": r.lr,
-            "seed": r.get("seed"),
-            "tie_embeddings": True,
-            "final_eval_loss": r.get("final_eval_loss"),
-            "diverged": False,
-        }
-        for r in runs
-    ]
+    runs = read_runs(root)
+    columns = ["run_id", "vocab_size", "lr", "seed", "tie_embeddings", "final_eval_loss"]
+    rows = [{**r, "diverged": False} for r in records(runs[columns])]
     summary = {dict(b.group)["vocab_size"]: b.lr for b in best_lrs(rows)}
-    chosen = {r.get("vocab_size"): r.lr for r in choose_runs(runs, None)}
+    chosen = {r["vocab_size"]: r["lr"] for r in records(choose_runs(runs, None))}
     assert summary == chosen == {64: 1e-1, 256: 1e-1}
 
 

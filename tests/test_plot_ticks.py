@@ -10,10 +10,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_plot_axes import row, write_sweep
 
 from spamlang.cli import main
+from spamlang.plots import layout
 from spamlang.plots.diagnostics import bottleneck_figure
 from spamlang.plots.lines import lines_figure
 from spamlang.plots.sweep import heatmap_figure
-from spamlang.rundir import runs as sweep_runs
+from spamlang.results import column_values, select
 
 VOCABS = [2**k for k in range(6, 16)]  # 64 .. 32768: ten values, a log axis
 
@@ -56,13 +57,13 @@ def test_where_takes_back_the_v_a_figure_shows(tmp_path):
     rows = [row(v=v, loss=1.0, tokens=100_000) for v in (64, 1024, 4096)]
     root = write_sweep(tmp_path / "w", rows)
     fig = heatmap_figure(root)
-    runs = sweep_runs.finished_runs(root)
+    runs = layout.finished_runs(root)
     for label in [t.get_text() for t in fig.axes[0].get_xticklabels()]:
-        (picked,) = sweep_runs.select(runs, {"vocab_size": label})
-        assert str(picked.get("vocab_size")) == label
+        (picked,) = column_values(select(runs, {"vocab_size": label}), "vocab_size")
+        assert str(picked) == label
     # K is 1,000, as --tokens has always read it: 1K is not 1024, 100K is 100,000.
-    assert {r.get("tokens") for r in sweep_runs.select(runs, {"tokens": "100K"})} == {100_000}
-    assert {r.get("vocab_size") for r in sweep_runs.select(runs, {"vocab_size": "4096"})} == {4096}
+    assert set(column_values(select(runs, {"tokens": "100K"}), "tokens")) == {100_000}
+    assert set(column_values(select(runs, {"vocab_size": "4096"}), "vocab_size")) == {4096}
     assert (
         main(
             [

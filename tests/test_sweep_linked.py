@@ -5,7 +5,7 @@ import json
 import pytest
 
 from spamlang.errors import UserError
-from spamlang.rundir.reading import extra_axes
+from spamlang.results import extra_axes
 from spamlang.sweep import Sweep, load_sweep_file
 from spamlang.train.config import TrainConfig
 

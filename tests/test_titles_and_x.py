@@ -29,7 +29,7 @@ def _run(root: Path, name: str, lr: float, **config) -> Path:
     """A finished run directory: 10 steps of B 4 x L 8 unless `config` says otherwise."""
     run = root / name
     run.mkdir(parents=True)
-    fields = dict(vocab_size=64, lr=lr, tie_embeddings=True, seed=0, language="spam")
+    fields = dict(vocab_size=64, lr=lr, tie_embeddings=True, seed=0, language="spam", preset="tiny")
     fields = {**fields, "batch_size": 4, "seq_len": 8, "tokens": 320, **config}
     (run / "config.json").write_text(json.dumps(fields))
     per_step = fields["batch_size"] * fields["seq_len"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from spamlang.errors import UserError
-
 _AXES_HELP = (
     "Any column of results.csv can be an axis or a --where key: settings (vocab_size, lr, "
     "tie_embeddings, head, seed, seq_len, d_model, language, extra sweep axes, any config.json "
@@ -26,26 +24,18 @@ _WHERE_HELP = (
 )
 
 
-def _where(items: list[str] | None) -> dict[str, list[str]]:
-    """{"key": [values]} from key=value, and {"key!": [values]} from key!=value (exclusions)."""
-    where: dict[str, list[str]] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key or key == "!":
-            raise UserError(f"--where takes key=value or key!=value, got {item!r}")
-        key = key[:-1].strip() + "!" if key.endswith("!") else key
-        where.setdefault(key, []).append(value.strip())
-    return where
-
-
 def _plot(module: str, function: str, options: str):
     """The handler `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`, imported only
     when drawn so that `--help` imports no plotting library."""
 
     def handler(args: argparse.Namespace) -> int:
+        from spamlang.results import parse_where
+
         plot = getattr(importlib.import_module(f"spamlang.plots.{module}"), function)
-        kw = {k: _where(args.where) if k == "where" else getattr(args, k) for k in options.split()}
+        kw = {
+            k: parse_where(args.where) if k == "where" else getattr(args, k)
+            for k in options.split()
+        }
         print(f"wrote {plot(args.inputs, args.output, **kw)}")
         return 0
 

@@ -23,23 +23,26 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
     """(cell, run directory) of each cell of `sweep_dir` that `where` selects: the run at the
     cell's best LR (seed-mean final eval loss, `spamlang.sweep.best_lr`), lowest seed."""
-    from spamlang.rundir.runs import finished_runs, select, shown
+    from spamlang.results import read_runs, records, select, shown
     from spamlang.sweep.best_lr import best_lrs
 
-    runs = [r for r in select(finished_runs(sweep_dir), where) if r.path is not None]
-    rows = [{**r.result, **r.settings, "run_id": r.run_id} for r in runs]
+    runs = read_runs(sweep_dir)
+    runs = runs[runs["finished"].astype(bool) & runs["path"].notna()]
+    if runs.empty:
+        raise UserError(f"no finished runs in {sweep_dir}")
+    # A cell is results.csv's settings but lr and seed (`best_lrs` reads them in this order).
+    columns = ["run_id", *runs.attrs["axes"], "final_eval_loss", "diverged", "path"]
+    rows = records(select(runs, where)[columns])
     picks = []
     for best in best_lrs(rows):
         cell = [
-            r
-            for r, row in zip(runs, rows)
-            if row.get("lr") == best.lr and all(row.get(k) == v for k, v in best.group)
+            r for r in rows if r.get("lr") == best.lr and all(r.get(k) == v for k, v in best.group)
         ]
         if cell:
             run = min(cell, key=lambda r: r.get("seed") or 0)
-            varying = [(k, v) for k, v in best.group if len({row.get(k) for row in rows}) > 1]
+            varying = [(k, v) for k, v in best.group if len({r.get(k) for r in rows}) > 1]
             label = ", ".join(f"{k}={shown(k, v)}" for k, v in varying) or "the sweep"
-            picks.append((f"{label}: best lr {shown('lr', best.lr)}", run.path))
+            picks.append((f"{label}: best lr {shown('lr', best.lr)}", run["path"]))
     if not picks:
         raise UserError(
             f"--where {where} selects no finished run with a final eval loss in {sweep_dir}"
@@ -57,9 +60,9 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
     if args.where:
         if is_run:
             raise UserError(f"--where picks runs of a sweep directory; {path} is a run directory")
-        from spamlang.cli.plot_cmd import _where
+        from spamlang.results import parse_where
 
-        picks = best_runs(str(path), _where(args.where))
+        picks = best_runs(str(path), parse_where(args.where))
         if len(picks) > 1 and (args.html or args.png):
             raise UserError(
                 f"--html and --png draw one run; --where selects {len(picks)} "
@@ -76,9 +79,10 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
 
 
 def _is_corpus_run(run_dir: Path) -> bool:
-    from spamlang.rundir.reading import read_object
+    from spamlang.results import read_runs
 
-    return bool((read_object(run_dir / "config.json") or {}).get("corpus"))
+    runs = read_runs(run_dir)
+    return "corpus" in runs and runs["corpus"].notna().any()
 
 
 def _check_corpus_flags(args: argparse.Namespace, corpus_runs: list[Path]) -> None:

@@ -278,7 +278,7 @@ def handler(args) -> int:
         return e.exit_status
     if finished:  # said after run_group, which refuses a finished run of another config
         print(f"{args.out} is already finished ({RESULT}); nothing to train", file=sys.stderr)
-        from spamlang.rundir import symbols_damage
+        from spamlang.rundir.reading import symbols_damage
 
         damage = symbols_damage(args.out)
         if damage:  # not missing: its per-symbol results are gone, and a rerun cannot remake them

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.errors import UserError
-from spamlang.rundir.reading import best_over, read_object
-from spamlang.rundir.schema import CONFIG, RESULT_COLUMNS
+from spamlang.results import read_runs, records
+from spamlang.rundir.reading import best_over, settings_columns
 
 # What the law is a law of: SpamLang (one symbol repeated, position-invariant) trained by an
 # Adam-family optimizer (the formula's memory is Adam's second moment) with the softmax head
@@ -209,9 +209,8 @@ def _check_finite(frame) -> None:
 
 
 def _settings(columns: list[str]) -> list[str]:
-    """The columns before the first outcome, less run_id, lr and seed (module docstring)."""
-    first = next((i for i, c in enumerate(columns) if c in RESULT_COLUMNS), len(columns))
-    return [c for c in columns[:first] if c not in ("run_id", "lr", "seed")]
+    """results.csv's settings less lr and seed (module docstring)."""
+    return [c for c in settings_columns(columns) if c not in ("lr", "seed")]
 
 
 def _plain(value: Any) -> Any:
@@ -223,34 +222,22 @@ def _plain(value: Any) -> Any:
 
 def fill_from_configs(frame, sweep_dir: str | Path):
     """`frame` (results.csv of `sweep_dir`, or of the single run `sweep_dir`) with the
-    DEFAULTED and FIXED columns it lacks, or lacks in some rows, taken from each run's config.json:
-    results.csv lists weight_decay, b2, optimizer and sampling only when they are axes, and a
-    sweep that fixed b2 = 0.999 in its base would otherwise be fitted at the default. A run
-    whose config.json cannot be read keeps the cell empty (the default, later)."""
-    root = Path(sweep_dir)
+    DEFAULTED and FIXED columns it lacks, or lacks in some rows, taken from each run's config.json
+    (`read_runs`): results.csv lists weight_decay, b2, optimizer and sampling only when they are
+    axes, and a sweep that fixed b2 = 0.999 in its base would otherwise be fitted at the default.
+    A run whose config.json cannot be read keeps the cell empty (the default, later)."""
     frame = frame.copy()
-    wanted = [
-        c for c in (*DEFAULTED, *FIXED) if c not in frame.columns or frame[c].map(missing).any()
-    ]
     if "run_id" not in frame.columns:
         return frame
-    configs = [_config(root, run_id) for run_id in frame["run_id"]]
+    runs = {r["run_id"]: r for r in records(read_runs(sweep_dir)) if r["path"] is not None}
+    configs = [runs.get(str(run_id), {}) for run_id in frame["run_id"]]
     if text := [str(r) for r, c in zip(frame["run_id"], configs) if c.get("corpus")]:
         raise UserError(
-            f"{root}: {text[0]} trained on a corpus; the law is fitted on SpamLang cells, "
+            f"{Path(sweep_dir)}: {text[0]} trained on a corpus; the law is fitted on SpamLang cells, "
             "whose return time a corpus does not have"
         )
-    if not wanted:
-        return frame
-    for column in wanted:
+    for column in (*DEFAULTED, *FIXED):
         old = list(frame[column]) if column in frame.columns else [None] * len(frame)
-        frame[column] = [c.get(column) if missing(v) else v for v, c in zip(old, configs)]
+        if any(map(missing, old)):
+            frame[column] = [c.get(column) if missing(v) else v for v, c in zip(old, configs)]
     return frame
-
-
-def _config(root: Path, run_id) -> dict:
-    for path in (root / str(run_id) / CONFIG, root / CONFIG):  # a sweep's run, or the run
-        data = read_object(path)
-        if data is not None:
-            return data
-    return {}

@@ -1,7 +1,5 @@
-"""Figures made from files on disk; nothing here imports the trainer (or JAX).
-
-`spamlang.rundir.runs` reads a sweep directory, `layout` turns its runs into points and the
-panel grid that every faceted figure shares, `canvas` draws and saves them. What a figure
-needs beyond files (samples drawn from a model, a law's predictions) its caller computes and
-passes in: plots import neither `sample` nor `law`.
+"""Figures made from files on disk (`spamlang.results` reads them); nothing here imports the
+trainer (or JAX). `layout` turns runs into points and the panel grid every faceted figure shares,
+`canvas` draws and saves; what a figure needs beyond files (samples, a law's predictions) its
+caller passes in: plots import neither `sample` nor `law`.
 """

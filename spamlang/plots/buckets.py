@@ -1,8 +1,7 @@
-"""`spamlang plot buckets`: a corpus run's validation loss by each token's fate, from the
-"target_buckets" of its result.json (`spamlang.corpus.buckets`): one line per bucket of how often
-the token was a training target, against the steps since it last was one (both log2 buckets),
-with Adam's memory 1/(1-b2) dashed and the val unigram loss dotted. The question: does a rare
-token's loss rise once that gap passes Adam's memory, as a forgotten SpamLang symbol's does?"""
+"""`spamlang plot buckets`: a corpus run's val loss by how often a token was a training target
+(a line per log2 bucket) against the steps since it last was one, from its result.json's
+"target_buckets" (`spamlang.corpus.buckets`): does a rare token's loss rise once that gap
+passes Adam's memory (dashed), as a forgotten SpamLang symbol's does?"""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ from spamlang.errors import UserError
 from spamlang.notation import format_count
 from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, note, writer
 from spamlang.plots.layout import MAX_FACETS
-from spamlang.rundir.reading import check_dir, read_run
-from spamlang.rundir.schema import ADAM_B2, RESULT
+from spamlang.rundir.reading import check_dir, read_object
+from spamlang.rundir.schema import ADAM_B2, CONFIG, RESULT
 
 MIN_TARGETS = 20  # fewer validation targets make a cell's mean loss noise
 # The log axis has no 0: the age-0 cell (a target in the very last step) sits one bucket left
@@ -60,16 +59,16 @@ class BucketRun:
 
 def load_buckets(run_dir: str | Path) -> BucketRun:
     """A finished corpus run, else UserError naming it (not finished, or not a corpus run)."""
-    files = read_run(check_dir(run_dir))
-    name = files.path.name or str(files.path)
-    if files.result is None:
-        raise UserError(f"{files.path} has not finished: no readable {RESULT}")
-    if not isinstance(files.result.get("target_buckets"), dict):
+    path = check_dir(run_dir)
+    result = read_object(path / RESULT)
+    if result is None:
+        raise UserError(f"{path} has not finished: no readable {RESULT}")
+    if not isinstance(result.get("target_buckets"), dict):
         raise UserError(
-            f"{files.path} is not a corpus run: its {RESULT} has no target_buckets "
+            f"{path} is not a corpus run: its {RESULT} has no target_buckets "
             "(runs trained with --corpus DIR write them)"
         )
-    return BucketRun(name, files.config or {}, files.result)
+    return BucketRun(path.name or str(path), read_object(path / CONFIG) or {}, result)
 
 
 def age_x(age_lo: int | None, age_hi: int | None, steps: int) -> float:

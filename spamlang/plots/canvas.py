@@ -65,9 +65,8 @@ def note(fig: Figure, *parts: str) -> None:
 
 
 def plain_log_ticks(axis, lo: float, hi: float, fmt: Callable[[float], str] | None = None) -> None:
-    """Label a log axis of under 3 decades with plain numbers (`fmt`, default '%g'): 1, 2, 5 x 10^k
-    over a decade or more, 3 to 5 round values within one (where a log locator labels every
-    minor tick: "0.0220.024"). Wider axes keep matplotlib's 10^k labels."""
+    """Label a log axis of under 3 decades with plain numbers (`fmt`, default '%g'): 1, 2, 5 x 10^k,
+    or within a decade 3 to 5 round values (a log locator would label every minor tick)."""
     if lo <= 0 or hi / lo >= 1000:
         return
     label = FuncFormatter(lambda x, _: fmt(x) if fmt else f"{x:g}")

@@ -1,15 +1,13 @@
-"""Training curves (the paper's Figure 4): a metrics.jsonl value against tokens, one line per V.
-
-Runs are read from their directories, so runs still in progress are drawn too (dotted).
-"""
+"""Training curves (the paper's Figure 4): a metrics.jsonl value against tokens, one line per V;
+runs still in progress are drawn too (dotted)."""
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 import sys
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -20,8 +18,7 @@ from spamlang.notation import format_count, format_lr
 from spamlang.plots import layout
 from spamlang.plots.canvas import writer
 from spamlang.plots.layout import SEED, Facets, Point, ident
-from spamlang.rundir.reading import iter_metrics
-from spamlang.rundir.runs import Run, scan_runs, select
+from spamlang.results import CLASH_SUFFIX, column_values, load_metrics, read_runs, records, select
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
 _KINDS = ("train", "eval", "diag")
@@ -29,24 +26,31 @@ BEST_METRIC = "final_eval_loss"  # what a line's best LR is chosen by: the heatm
 X_ALIASES = {"steps": "step"}  # --x steps: metrics.jsonl's field is `step`
 
 
-def choose_runs(runs: list[Run], lr: float | str | None) -> list[Run]:
-    """The runs drawn, every seed of a chosen LR. None or "best": each cell's best LR by
-    `layout.best_over` (the heatmap's red outlines, the sweep summary's "best lr"); a cell with
-    no finished run yet, the LR with the lowest latest train loss. A float: that LR (rel. 1e-6)."""
+def choose_runs(runs, lr: float | str | None, metrics: pd.DataFrame | None = None):
+    """The rows of `runs` drawn, every seed of a chosen LR: None or "best", each cell's best LR
+    (`layout.best_over`; a cell with no finished run yet, the lowest latest train loss in
+    `metrics`, `load_metrics` read when needed); a float, that LR (rel. 1e-6)."""
     if lr in (None, "best"):
         points = layout.best_over(layout.group_points(runs, [SEED]), "lr", BEST_METRIC)
-        chosen = [r for p in points for r in p.runs]
-        done = {_cell(r) for r in chosen}
-        going: dict[tuple, dict[float, list[Run]]] = {}
-        for r in runs:
-            if _cell(r) not in done:
-                going.setdefault(_cell(r), {}).setdefault(r.lr, []).append(r)
+        chosen = [r["run_id"] for p in points for r in p.runs]
+        keys = [k for k in runs.attrs["settings"] if k not in ("lr", SEED)]
+
+        def cell(r: dict) -> tuple:  # the run's settings but lr and seed: its heatmap cell
+            return tuple(ident(r.get(k)) for k in keys)
+
+        done = {cell(r) for p in points for r in p.runs}
+        going: dict[tuple, dict[tuple, list[str]]] = {}
+        for r in records(runs):
+            if cell(r) not in done:
+                going.setdefault(cell(r), {}).setdefault(ident(r["lr"]), []).append(r["run_id"])
+        metrics = load_metrics(runs, warn=False) if going and metrics is None else metrics
         for by_lr in going.values():
-            chosen += min(by_lr.values(), key=_latest_loss)
-        return chosen
-    chosen = [r for r in runs if math.isclose(r.lr, float(lr), rel_tol=1e-6)]
-    if not chosen:
-        have = ", ".join(format_lr(x) for x in sorted({r.lr for r in runs}))
+            chosen += min(by_lr.values(), key=lambda ids: _latest_loss(metrics, ids))
+        return runs[runs["run_id"].isin(chosen)]
+    lrs = column_values(runs, "lr")
+    chosen = runs[[math.isclose(v, float(lr), rel_tol=1e-6) for v in lrs]]
+    if chosen.empty:
+        have = ", ".join(format_lr(x) for x in sorted(set(lrs)))
         raise UserError(f"no run has lr={format_lr(float(lr))}; the sweep has {have}")
     return chosen
 
@@ -60,56 +64,56 @@ def parse_lr(lr: float | str | None) -> float | str | None:
         raise UserError(f"--lr must be a number or 'best', got {lr!r}") from None
 
 
-def _cell(r: Run) -> tuple:
-    """The run's settings but lr and seed: its heatmap cell."""
-    return tuple(sorted((k, ident(v)) for k, v in r.settings.items() if k not in ("lr", SEED)))
+def _rows(metrics: pd.DataFrame, ids, kind: str, *columns: str) -> pd.DataFrame:
+    """The `kind` rows of the runs `ids` with a finite value of every one of `columns`."""
+    rows = metrics[metrics["run_id"].isin(ids) & (metrics["kind"] == kind)]
+    for c in columns:
+        rows = rows[np.isfinite(rows[c].astype(float))] if c in rows else rows.iloc[:0]
+    return rows
 
 
-def _latest_loss(runs: list[Run]) -> float:
+def _latest_loss(metrics: pd.DataFrame, ids: list[str]) -> float:
     """The runs' mean latest finite train loss (inf when none has one yet)."""
-    losses = [[finite(row.get("loss")) for row in iter_metrics(r.path, "train")] for r in runs]
-    return statistics.fmean(next((x for x in ls[::-1] if x is not None), math.inf) for ls in losses)
+    latest = _rows(metrics, ids, "train", "loss").groupby("run_id")["loss"].last()
+    return statistics.fmean(latest.get(i, math.inf) for i in ids)
 
 
-def _floor(r: Run) -> float | None:
-    v = r.value("optimal_loss")
+def _floor(r: dict, metrics: pd.DataFrame) -> float | None:
+    v = finite(r.get("optimal_loss"))
     if v is not None:
         return v
-    for row in iter_metrics(r.path, "eval"):
-        loss, above = finite(row.get("eval_loss")), finite(row.get("loss_above_floor"))
-        if loss is not None and above is not None:
-            return loss - above
-    return None
+    rows = _rows(metrics, [r["run_id"]], "eval", "eval_loss", "loss_above_floor")
+    return (
+        None if rows.empty else float(rows["eval_loss"].iloc[0] - rows["loss_above_floor"].iloc[0])
+    )
 
 
-def _kind_of(rows_of, runs: list[Run], metric: str, x: str) -> tuple[str, str]:
+def _column(metrics: pd.DataFrame, field: str) -> str:
+    """metrics.jsonl's `field` as `load_metrics` names it (an axis's name gets CLASH_SUFFIX)."""
+    return field + CLASH_SUFFIX if field + CLASH_SUFFIX in metrics else field
+
+
+def _kind_of(metrics: pd.DataFrame, ids, metric: str, x: str, axes) -> tuple[str, str]:
     """The row kind holding `metric` (train, then eval, then diag) and its axis label."""
     if metric in CURVE_METRICS:
         return CURVE_METRICS[metric]
-    fields: dict[str, None] = {}
     for kind in _KINDS:
-        for r in runs:
-            for row in rows_of(r.path, kind):
-                if metric in row:
-                    return kind, f"{kind} {metric.replace('_', ' ')}"
-                fields.update(dict.fromkeys(k for k in row if k not in ("kind", x)))
+        if not _rows(metrics, ids, kind, _column(metrics, metric)).empty:
+            return kind, f"{kind} {metric.replace('_', ' ')}"
+    mine = metrics[metrics["run_id"].isin(ids)]
+    skip = {"run_id", "kind", x, *axes, "finished"}
+    fields = [c for c in mine if c not in skip and mine[c].notna().any()]
     raise UserError(
         f"unknown metric {metric!r} for --y; metrics.jsonl has: {', '.join(fields) or 'no rows'}"
     )
 
 
-def _curve(rows_of, runs: list[Run], kind: str, x: str, y: str, positive: bool) -> pd.DataFrame:
+def _curve(metrics: pd.DataFrame, ids, kind: str, x: str, y: str, positive: bool) -> pd.DataFrame:
     """Mean, min, max and count of the runs' `y` at each `x` (the index); `positive`: > 0 only."""
-    pairs = [
-        (t, v)
-        for r in runs
-        for row in rows_of(r.path, kind)
-        if (t := finite(row.get(x))) is not None
-        and (v := finite(row.get(y))) is not None
-        and (v > 0 or not positive)
-    ]
-    frame = pd.DataFrame(pairs, columns=["x", "y"], dtype=float)
-    return frame.groupby("x")["y"].agg(["mean", "min", "max", "count"])
+    x, y = _column(metrics, x), _column(metrics, y)
+    rows = _rows(metrics, ids, kind, x, y).reindex(columns=[x, y]).astype(float)
+    rows = rows[rows[y] > 0] if positive else rows
+    return rows.groupby(x)[y].agg(["mean", "min", "max", "count"])
 
 
 def curves_figure(
@@ -127,21 +131,23 @@ def curves_figure(
     `lr` (`choose_runs`), faceted by `cols` / `rows`: seed means with min-max bands, runs in
     progress dotted, the Bayes floor dashed; a note says why lines are single points."""
     lr, x = parse_lr(lr), X_ALIASES.get(x, x)
-    every = scan_runs(sweep_dir)
-    if not every:
+    every = read_runs(sweep_dir)
+    every = every[every["path"].notna()]  # a run without its folder has no curves
+    if every.empty:
         raise UserError(f"no finished runs in {sweep_dir} (and no runs in progress)")
     before = select(every, where)  # what --lr chooses from (its panels left empty are named)
     (color, cols), rows = layout.check_axes(before, {"--color": color, "--cols": cols}, rows)
     lr_axis = "lr" in (color, cols, *(rows or []))
     if lr_axis and lr == "best":
         raise UserError("--lr best picks one lr per line; it cannot be combined with lr as an axis")
-    runs = choose_runs(before, lr) if not lr_axis or lr is not None else before
+    metrics = load_metrics(before, warn=False)
+    runs = choose_runs(before, lr, metrics) if not lr_axis or lr is not None else before
     # Lines at their own best LRs when there was a choice; where those differ, each legend
     # entry names its LR (a single LR is named once, in the titles).
-    chose = lr in (None, "best") and not lr_axis and len({ident(r.lr) for r in before}) > 1
-    best = chose and len({ident(r.lr) for r in runs}) > 1
-    rows_of = functools.cache(iter_metrics)  # metrics.jsonl rows, read once per run and kind
-    kind, ylabel = _kind_of(rows_of, runs, metric, x)
+    lrs = [{ident(v) for v in column_values(r, "lr")} for r in (before, runs)]
+    chose = lr in (None, "best") and not lr_axis and len(lrs[0]) > 1
+    best = chose and len(lrs[1]) > 1
+    kind, ylabel = _kind_of(metrics, list(runs["run_id"]), metric, x, runs.attrs["axes"])
     logy = ("loss" in metric and "accuracy" not in metric) if logy is None else logy
     used = [c for c in (color, cols) if c]
     pooled = [] if SEED in used + (rows or []) else [SEED]
@@ -154,13 +160,13 @@ def curves_figure(
         lines = layout.split(panel.points, [color] if color else [])
         for values, pts in lines:
             drawn.append(line := layout.merge(pts))
-            at = _curve(rows_of, line.runs, kind, x, metric, logy)
+            at = _curve(metrics, [r["run_id"] for r in line.runs], kind, x, metric, logy)
             colour = colours[ident(values[0] if color else None)]
             _draw_line(panel.ax, line, at, colour, _line_label(line, color, values, best))
             most = max(most, len(at))
         runs_in = [r for p in panel.points for r in p.runs]
         if "loss" in metric:  # the Bayes floor bounds losses, not other metrics
-            floor_named |= _draw_floors(panel.ax, runs_in, logy, name=not floor_named)
+            floor_named |= _draw_floors(panel.ax, runs_in, metrics, logy, not floor_named)
         _label_panel(panel, runs_in, x, ylabel, logy, best or lr_axis)
     if drawn and not most:
         raise UserError(
@@ -168,11 +174,11 @@ def curves_figure(
             "--x takes a metrics.jsonl field such as tokens or steps"
         )
     chosen = f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})" if chose else ""
-    single = _single_note(runs, kind) if drawn and most == 1 else ""
+    single = _single_note(records(runs), kind) if drawn and most == 1 else ""
     gone = ""
     if lr not in (None, "best"):  # the panels that no run at that LR fills
         old = Facets(layout.group_points(before, pooled), cols, rows, used, pooled + ["lr"])
-        gone = _gone_note(old, {r.run_id for r in runs}, lr)
+        gone = _gone_note(old, set(runs["run_id"]), lr)
     notes = chosen, layout.pool_note(drawn, "bands"), single, gone
     return layout.finish(fig, every, runs, where, [color, cols, *(rows or [])], *notes)
 
@@ -182,7 +188,7 @@ plot_curves = writer(curves_figure)
 
 def _draw_line(ax, line: Point, at: pd.DataFrame, colour, label: str) -> None:
     """A line's `_curve`: mean (dotted while running), min-max band, markers if few points."""
-    xs, style = at.index.tolist(), ":" if any(not r.finished for r in line.runs) else "-"
+    xs, style = at.index.tolist(), ":" if any(not r["finished"] for r in line.runs) else "-"
     marker, ms = "o" if len(xs) < 5 else None, 5 if len(xs) == 1 else 3
     kw = dict(color=colour, lw=1.2, label=label, linestyle=style, marker=marker, ms=ms)
     ax.plot(xs, at["mean"].tolist(), **kw)
@@ -191,13 +197,13 @@ def _draw_line(ax, line: Point, at: pd.DataFrame, colour, label: str) -> None:
         ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
 
 
-def _label_panel(panel, runs: list[Run], x: str, ylabel: str, logy: bool, per_line: bool):
+def _label_panel(panel, runs: list[dict], x: str, ylabel: str, logy: bool, per_line: bool):
     """Tokens as counts (750K, 1.25M), named as steps x B x L where the panel has one B x L; the
     panel's one LR in its title unless lines name theirs."""
     ax = panel.ax
     ax.set_yscale("log" if logy else "linear")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
-    head, lrs = panel.head, layout.sort_values(r.lr for r in runs)
+    head, lrs = panel.head, layout.sort_values(r["lr"] for r in runs)
     if runs and not per_line and len(lrs) == 1:
         head = f"{head}, lr {format_lr(lrs[0])}" if head else f"lr {format_lr(lrs[0])}"
     xlabel = layout.axis_label(x)
@@ -208,7 +214,7 @@ def _label_panel(panel, runs: list[Run], x: str, ylabel: str, logy: bool, per_li
     panel.label(xlabel, ylabel, panel.title(head))
 
 
-def _single_note(runs: list[Run], kind: str) -> str:
+def _single_note(runs: list[dict], kind: str) -> str:
     single = f"the runs have one {kind} row each: one point per run"
     if kind == "eval" and all(r.get("eval_every") == 0 for r in runs):
         single = "the runs evaluate only at the end (eval_every=0): one point per run"
@@ -221,7 +227,7 @@ def _gone_note(old: Facets, kept: set[str], lr: float) -> str:
     dropped = [
         p.title() or "the only panel"
         for p in old.panels
-        if p.points and not any(r.run_id in kept for q in p.points for r in q.runs)
+        if p.points and not any(r["run_id"] in kept for q in p.points for r in q.runs)
     ]
     if not dropped:
         return ""
@@ -233,20 +239,20 @@ def _gone_note(old: Facets, kept: set[str], lr: float) -> str:
 
 def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:
     name = layout.facet_title(color, values[0]) if color else "runs"
-    lrs = layout.sort_values(r.lr for r in line.runs)
+    lrs = layout.sort_values(r["lr"] for r in line.runs)
     if best:  # one LR, or several when the line pools cells (--rows none)
         name += f", lr={'/'.join(format_lr(x) for x in lrs)}"
-    if any(not r.finished for r in line.runs):
+    if any(not r["finished"] for r in line.runs):
         name += " (running)"
-    if diverged := sum(r.diverged for r in line.runs):
+    if diverged := sum(bool(r.get("diverged")) for r in line.runs):
         n = len(line.runs)
         name += " (diverged)" if diverged == n else f" ({diverged}/{n} diverged)"
     return name
 
 
-def _draw_floors(ax, runs: list[Run], logy: bool, name: bool) -> bool:
+def _draw_floors(ax, runs: list[dict], metrics, logy: bool, name: bool) -> bool:
     """The panel's Bayes floors, dashed; with `name` their legend entry (one per figure)."""
-    floors = sorted({round(f, 6) for r in runs if (f := _floor(r)) is not None})
+    floors = sorted({round(f, 6) for r in runs if (f := _floor(r, metrics)) is not None})
     drawn = [f for f in floors if f > 0 or not logy]
     for k, f in enumerate(drawn):
         ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if name and k == 0 else None)

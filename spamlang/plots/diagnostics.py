@@ -22,8 +22,8 @@ from matplotlib.figure import Figure
 from spamlang.errors import UserError
 from spamlang.fields import finite
 from spamlang.plots.canvas import plain_log_ticks, save_figure, writer
-from spamlang.rundir.reading import check_dir, iter_metrics, read_object, read_strict
-from spamlang.rundir.runs import scan_runs
+from spamlang.results import load_metrics, read_runs, records
+from spamlang.rundir.reading import check_dir, read_object, read_strict
 from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -138,10 +138,9 @@ def family_name(model_type: str | None) -> str:
 
 
 def bottleneck_points(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict]:
-    """Every Figure 6 point of the directories: run_id, series, d_over_v, kernel_fraction, curve
-    (tokens/V and kernel fraction along training; empty for LMs), source ("spamlang" or
-    "diagnose-lm"), and for LMs model_type and model_name. A directory without any is a
-    UserError naming it, as is an unreadable diagnostics.json."""
+    """Every Figure 6 point of the directories (run_id, series, d_over_v, kernel_fraction, curve
+    along training, source, an LM's model_type and model_name); UserError naming a directory
+    without any, or an unreadable diagnostics.json."""
     roots: dict[Path, Path] = {}  # the same directory twice would draw its points twice
     for path in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
         root = check_dir(path)
@@ -209,22 +208,6 @@ def standalone_point(out_dir: str | Path) -> dict:
 # --- spamlang runs --------------------------------------------------------------------------
 
 
-def effective_rank(config: dict) -> int:
-    """The head's rank by `ModelConfig.head_rank`'s rule (D / V: `diagnose`'s d_over_v)."""
-    from spamlang.model.config import preset_fields, rank_of_head
-
-    try:  # a width-family name (tiny-w64) resolves to its own d_model, not the base's
-        preset = preset_fields(config.get("preset", ""))
-    except UserError:  # unknown here: only a d_model override can tell
-        preset = {}
-    model = config.get("model", config.get("model_overrides")) or {}  # its name before 2026-12
-    d_model = int(model.get("d_model", preset.get("d_model", 0)))
-    if not d_model:
-        raise UserError(f"cannot tell d_model from config preset {config.get('preset')!r}")
-    head = str(config.get("head", "softmax"))
-    return rank_of_head(head, d_model, int(config.get("vocab_size") or d_model))
-
-
 def _series(config: dict) -> str:
     tied = "tied" if config.get("tie_embeddings") else "untied"
     kind = str(config.get("head", "softmax")).split(":")[0]
@@ -233,25 +216,29 @@ def _series(config: dict) -> str:
 
 def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
     """A point per run with a kernel fraction (diagnostics.json, else its last "diag" row), and
-    how many runs had none."""
+    how many runs had none. D / V is the head's rank by `ModelConfig.head_rank`'s rule."""
+    from spamlang.model.config import rank_of_head
+
+    runs = read_runs(sweep_dir)
+    runs = runs[runs["path"].notna()]
+    metrics = load_metrics(runs, warn=False)
+    kf = metrics.get("kernel_fraction", metrics["step"] * np.nan)  # no run logged one: NaN
+    diag = metrics[(metrics["kind"] == "diag") & kf.notna()].assign(kernel_fraction=kf)
     points, missing = [], 0
-    for run in scan_runs(sweep_dir):
-        config = read_object(run.path / CONFIG)
-        V = int(config["vocab_size"])
-        rows = [r for r in iter_metrics(run.path, "diag") if finite(r.get("kernel_fraction"))]
+    for run in records(runs):
+        V, rows = int(run["vocab_size"]), diag[diag["run_id"] == run["run_id"]]
         # diagnostics.json absent, or being written by `spamlang diagnose`: the rows stand in
-        kf = finite((read_object(run.path / DIAGNOSTICS) or {}).get("kernel_fraction"))
-        if kf is None and rows:
-            kf = float(rows[-1]["kernel_fraction"])
+        kf = finite((read_object(run["path"] / DIAGNOSTICS) or {}).get("kernel_fraction"))
+        if kf is None and len(rows):
+            kf = float(rows["kernel_fraction"].iloc[-1])
         if kf is None:
             missing += 1
             continue
-        trained = [r for r in rows if r.get("tokens", 0) > 0]
-        curve = [r["tokens"] / V for r in trained], [r["kernel_fraction"] for r in trained]
-        point = dict(run_id=run.run_id, series=_series(config), source="spamlang")
-        points.append(
-            dict(point, d_over_v=effective_rank(config) / V, kernel_fraction=kf, curve=curve)
-        )
+        trained = rows[rows["tokens"] > 0]
+        curve = (trained["tokens"] / V).tolist(), trained["kernel_fraction"].tolist()
+        rank = rank_of_head(str(run.get("head") or "softmax"), int(run["d_model"]), V)
+        point = dict(run_id=run["run_id"], series=_series(run), source="spamlang")
+        points.append(dict(point, d_over_v=rank / V, kernel_fraction=kf, curve=curve))
     return points, missing
 
 

@@ -1,8 +1,8 @@
 """Where each run goes in a figure: points, averages over seeds, best LR, the panel grid.
 
-Runs that differ only in `seed` form a *point*, drawn as the mean of its runs with their
-min-max range, and placed by its values of the figure's columns (any setting or outcome of
-results.csv). A setting that varies and that the columns do not determine gets its own rows of
+Runs (`spamlang.results.read_runs`) that differ only in `seed` form a *point*, drawn as their
+mean with its min-max range, placed by its values of the figure's columns (any setting or
+outcome). A setting that varies and that the columns do not determine gets its own rows of
 panels (`auto_rows`): experiments are never averaged silently.
 """
 
@@ -21,8 +21,8 @@ from spamlang.errors import UserError
 from spamlang.fields import finite, is_int, is_number
 from spamlang.notation import format_count, format_lr
 from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, note
+from spamlang.results import check_column, complement_of, read_runs, records, text
 from spamlang.rundir import reading
-from spamlang.rundir.runs import Run, check_column, complement_of, varying_settings
 from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED = "seed"
@@ -106,11 +106,26 @@ def describe(values: list[Any], column: str) -> str:
     return ", ".join(format_value(column, v) for v in sort_values(values))
 
 
+def finished_runs(path):
+    """`read_runs` of `path`: its finished runs, or UserError when it has none."""
+    runs = read_runs(path)
+    runs = runs[runs["finished"].astype(bool)]
+    if runs.empty:
+        raise UserError(f"no finished runs in {path}")
+    return runs
+
+
+def varying(runs: list[dict], keys: Iterable[str]) -> list[str]:
+    """The `keys` that take more than one value among `runs` (`records`), in their order."""
+    return [k for k in keys if len({text(r.get(k)) for r in runs}) > 1]
+
+
 @dataclass
 class Point:
-    """Runs drawn as one mark; `best`: the best-over value chosen for it among `grid`."""
+    """Runs (`records`) drawn as one mark; `best`: the best-over value chosen among `grid`."""
 
-    runs: list[Run]
+    runs: list[dict]
+    settings: list[str]  # the columns that are settings, not outcomes
     best: Any = None
     grid: tuple = ()
 
@@ -119,7 +134,7 @@ class Point:
         values = [r.get(column) for r in self.runs]
         if len({ident(v) for v in values}) == 1:
             return values[0]
-        if is_numeric(values) and not any(column in r.settings for r in self.runs):
+        if is_numeric(values) and column not in self.settings:
             mean, n = pool([self], column).loc[0, ["mean", "n"]]
             return float(mean) if n else None
         return None
@@ -133,7 +148,7 @@ class Point:
 
 def pool(points: list[Point], column: str) -> pd.DataFrame:
     """Per point, the mean, min ("lo"), max ("hi") and count ("n") of its runs' finite values of
-    `column` (a diverged run's nan loss is none); NaN, n = 0, for a point without any."""
+    `column` (a diverged run's loss is none); NaN, n = 0, for a point without any."""
     values = pd.Series([finite(r.get(column)) for p in points for r in p.runs], dtype=float)
     at = [i for i, p in enumerate(points) for _ in p.runs]
     stats = values.groupby(at).agg(["mean", "min", "max", "count"]).reindex(range(len(points)))
@@ -148,27 +163,24 @@ def group_by(items: list, keys: list[str], value: Callable[[Any, str], Any]) -> 
     return list(groups.values())
 
 
-def _settings(runs: Iterable[Run]) -> list[str]:
-    return list(dict.fromkeys(k for r in runs for k in r.settings))
-
-
-def group_points(runs: list[Run], pooled: Iterable[str] = (SEED,)) -> list[Point]:
-    """One point per combination of settings, ignoring the `pooled` ones (by default: seed)."""
-    keys = [k for k in _settings(runs) if k not in set(pooled)]
-    return [Point(members) for members in group_by(runs, keys, lambda r, k: r.settings.get(k))]
+def group_points(runs, pooled: Iterable[str] = (SEED,)) -> list[Point]:
+    """One point per combination of the settings of the frame `runs` but the `pooled` ones."""
+    settings = runs.attrs["settings"]
+    keys = [k for k in settings if k not in set(pooled)]
+    return [Point(g, settings) for g in group_by(records(runs), keys, dict.get)]
 
 
 def best_over(
     points: list[Point], column: str, metric: str, keep_failed: bool = False
 ) -> list[Point]:
     """Of points that differ only in `column` (lr), the one with the best seed-mean `metric`
-    (`reading.best_over`), remembering its value and the grid. A group where every run
-    diverged keeps no point, or with `keep_failed` all its runs as one (a heatmap's "div")."""
+    (`reading.best_over`), with its value and the grid; a group where every run diverged keeps
+    no point, or with `keep_failed` all its runs as one (a heatmap's "div")."""
     inner = set(pooled_settings(points)) | {column}
-    others = [k for k in _settings(r for p in points for r in p.runs) if k not in inner]
+    others = [k for k in (points[0].settings if points else []) if k not in inner]
     groups = group_by(points, others, Point.value)
     rows = [
-        (g, order_key(p.value(column)), None if r.diverged else finite(r.get(metric)))
+        (g, order_key(p.value(column)), None if r.get("diverged") else finite(r.get(metric)))
         for g, members in enumerate(groups)
         for p in members
         for r in p.runs
@@ -181,7 +193,7 @@ def best_over(
         grid = tuple(sort_values(p.value(column) for p in members))
         picked = [p for p in members if order_key(p.value(column)) == chosen.get(g)]
         if picked:
-            kept.append(Point(picked[0].runs, picked[0].value(column), grid))
+            kept.append(Point(picked[0].runs, picked[0].settings, picked[0].value(column), grid))
         elif keep_failed:
             kept.append(merge(members))
     return kept
@@ -190,20 +202,20 @@ def best_over(
 def merge(points: list[Point]) -> Point:
     """Points drawn at one place, as one (the best-over choice kept only if they share it)."""
     same = len({(ident(p.best), p.grid) for p in points}) == 1
-    runs = [r for p in points for r in p.runs]
-    return Point(runs, points[0].best, points[0].grid) if same else Point(runs)
+    runs, settings = [r for p in points for r in p.runs], points[0].settings
+    return Point(runs, settings, points[0].best, points[0].grid) if same else Point(runs, settings)
 
 
 def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
     """Settings that vary among `points`, are not `used` or skipped, and are not determined by
-    the values of the `used` columns. "Determined" matters when an axis is an outcome:
-    updates_per_symbol follows from the batch, the steps and V, so a sweep over batch_size drawn
-    against it, one line per V, keeps every batch on its line."""
+    the `used` columns' values (updates_per_symbol, an outcome, follows from batch, steps and V:
+    a sweep over batch_size drawn against it, a line per V, keeps every batch on its line)."""
     skip = set(skip) | set(used)
     groups = group_by(points, used, Point.value)
+    settings = points[0].settings if points else []
     return [
         k
-        for k in varying_settings([r for p in points for r in p.runs])
+        for k in varying([r for p in points for r in p.runs], settings)
         if k not in skip and any(len({ident(p.value(k)) for p in g}) > 1 for g in groups)
     ]
 
@@ -290,7 +302,7 @@ def palette(points: list[Point], column: str | None) -> dict[tuple, Any]:
 
 def pooled_settings(points: list[Point]) -> list[str]:
     """Settings that vary inside some point: what its mean averages over."""
-    return list(dict.fromkeys(k for p in points for k in varying_settings(p.runs)))
+    return list(dict.fromkeys(k for p in points for k in varying(p.runs, p.settings)))
 
 
 def pool_note(points: list[Point], spread: str) -> str:
@@ -308,10 +320,10 @@ def column_or_none(column: str | None) -> str | None:
     return None if column is None or column.strip().lower() in ("", "none") else column
 
 
-def check_axes(runs: list[Run], flags: dict[str, str | None], rows) -> tuple[list, list | None]:
-    """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against `runs` ('none'
-    switches --color and --cols off), and --rows: None (automatic), [] ('none') or a
-    comma-separated list. One column cannot play two parts in a figure."""
+def check_axes(runs, flags: dict[str, str | None], rows) -> tuple[list, list | None]:
+    """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against the frame `runs`
+    ('none' switches --color and --cols off), and --rows: None (automatic), [] ('none') or a
+    list; one column cannot play two parts in a figure."""
     columns = [
         None if f in ("--color", "--cols") and not column_or_none(c) else check_column(runs, c, f)
         for f, c in flags.items()
@@ -336,14 +348,13 @@ def check_axes(runs: list[Run], flags: dict[str, str | None], rows) -> tuple[lis
 SHAPE_KEYS = ("steps", "tokens", "batch_size", "seq_len", "language", "corpus")
 
 
-def run_steps(r: Run) -> int | None:
-    """A run's budget in optimizer steps: its config's steps, else tokens // (B x L), else (a
-    results.csv row alone) the steps it ran, unless it diverged and stopped early."""
-    steps, tokens, b, length = (finite(r.settings.get(k)) for k in SHAPE_KEYS[:4])
-    if steps is None and tokens is not None and b and length:
-        steps = tokens // (b * length)
-    if steps is None and not r.diverged:
-        steps = finite(r.result.get("steps"))
+def run_steps(r: dict, settings: list[str]) -> int | None:
+    """A run's budget in optimizer steps: its config's tokens // (B x L), else (a results.csv
+    row alone, whose tokens are the ones it trained) the steps it ran, unless it diverged."""
+    tokens, b, length = (finite(r.get(k)) for k in SHAPE_KEYS[1:4])
+    steps = tokens // (b * length) if "tokens" in settings and tokens and b and length else None
+    if steps is None and not r.get("diverged"):
+        steps = finite(r.get("steps"))
     return None if steps is None else int(steps)
 
 
@@ -354,18 +365,17 @@ def _span(column: str, values: list) -> str:
     return "\u2013".join(format_value(column, v) for v in ends)
 
 
-def _language(r: Run) -> Any:
-    """What a run trained on: its language, or for a corpus run (whose `language` field is
-    unused) the corpus folder's name."""
+def _language(r: dict) -> Any:
+    """What a run trained on: its language, or a corpus run's corpus folder's name."""
     corpus = r.get("corpus")
     return PurePath(str(corpus)).name if corpus else r.get("language")
 
 
-def run_shape(runs: list[Run]) -> tuple[str, set[str]]:
+def run_shape(runs: list[dict], settings: list[str]) -> tuple[str, set[str]]:
     """'500 steps × B=32 × L=2 on spam': what the runs trained (a range where they differ), and
     the keys of SHAPE_KEYS it states at one value."""
     columns = {
-        "steps": [run_steps(r) for r in runs],
+        "steps": [run_steps(r, settings) for r in runs],
         **{k: [r.get(k) for r in runs] for k in ("batch_size", "seq_len")},
     }
     forms = {"steps": "{} steps", "batch_size": "B={}", "seq_len": "L={}"}
@@ -381,7 +391,7 @@ def run_shape(runs: list[Run]) -> tuple[str, set[str]]:
     return shape, fixed
 
 
-def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: str) -> Figure:
+def finish(fig: Figure, data, shown, where, axes, *notes: str) -> Figure:
     """The caption (`note`) and, above the panels, the title of what the figure holds fixed."""
     note(fig, *notes)
     if title := fixed_title(data, shown, where, axes):
@@ -389,20 +399,19 @@ def finish(fig: Figure, data: list[Run], shown: list[Run], where, axes, *notes: 
     return fig
 
 
-def fixed_title(
-    data: list[Run], shown: list[Run], where: dict | None, axes: Iterable[str | None] = ()
-) -> str:
-    """What the runs drawn (`shown`) trained (`run_shape`), then what a figure cut out of a
-    sweep holds fixed: every `--where` filter, then each other non-axis setting that `data` (the
-    sweep) varies and `shown` holds at one value, then each TITLE_DEFAULTS setting `shown` holds
-    off its default; none of these repeats what the shape states."""
+def fixed_title(data, shown, where: dict | None, axes: Iterable[str | None] = ()) -> str:
+    """What the runs drawn (the frame `shown`) trained (`run_shape`), then what a figure cut out
+    of a sweep (`data`) holds fixed: every `--where` filter, each other non-axis setting `data`
+    varies and `shown` holds at one value, each TITLE_DEFAULTS setting `shown` holds off its
+    default; none repeating the shape."""
+    settings, data, shown = shown.attrs["settings"], records(data), records(shown)
 
     def single(key: str) -> list:
-        values = {ident(r.settings.get(key)): r.settings.get(key) for r in shown}
-        return list(values.values()) if len(values) == 1 and key in shown[0].settings else []
+        values = {ident(r.get(key)): r.get(key) for r in shown}
+        return list(values.values()) if len(values) == 1 and key in settings else []
 
     axes = {a for a in axes if a}
-    shape, said = run_shape(shown)
+    shape, said = run_shape(shown, settings)
     parts = [shape] if shape else []
     for key, wanted in (where or {}).items():
         name, op = (key[:-1], "!=") if key.endswith("!") else (key, "=")
@@ -414,14 +423,13 @@ def fixed_title(
             facet_title(name, one[0]) if one else f"{name}{op}{'|'.join(map(str, wanted))}"
         )
         said.add(name)
-    for key in sorted({k for r in data for k in r.settings} - axes - said):
-        if len({ident(r.settings.get(key)) for r in data}) > 1 and (one := single(key)):
+    for key in sorted(set(settings) - axes - said):
+        if len({ident(r.get(key)) for r in data}) > 1 and (one := single(key)):
             parts.append(facet_title(key, one[0]))
             said.add(key)
-    # A base setting off its default, which no axis varies: without it an exported figure of a
-    # D = 32, b2 0.99 sweep said only "tied".
+    # A base setting off its default, which no axis varies: a D = 32, b2 0.99 sweep says so.
     for key, default in TITLE_DEFAULTS.items():
         one = single(key) if shown and key not in axes | said else []
-        if one and ident(one[0]) != ident(default):
+        if one and one[0] is not None and ident(one[0]) != ident(default):
             parts.append(facet_title(key, one[0]))
     return ", ".join(parts)

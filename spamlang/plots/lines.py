@@ -12,7 +12,7 @@ from spamlang.errors import UserError
 from spamlang.plots import layout
 from spamlang.plots.canvas import MAX_DATA_TICKS, data_ticks, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, describe, format_value, short_name
-from spamlang.rundir.runs import Run, check_column, finished_runs, select, varying_settings
+from spamlang.results import check_column, column_values, records, select
 
 AUTO = "auto"
 LOGX_SPAN = 8.0  # a positive x spanning this factor or more gets a log axis by default
@@ -29,17 +29,19 @@ def auto_logx(values: list[float]) -> bool:
     return bool(values) and min(values) > 0 and max(values) >= LOGX_SPAN * min(values)
 
 
-def resolve_best_over(runs: list[Run], best: str | None, axes: list[str]) -> str | None:
+def resolve_best_over(runs, best: str | None, axes: list[str]) -> str | None:
     """The column `--best-over` optimises, or None: 'auto', lr when it varies and is not an
     axis; 'none', off; else a setting that is not an axis."""
+    settings = runs.attrs["settings"]
     if best is None or best.strip().lower() == AUTO:
-        return "lr" if "lr" in varying_settings(runs) and "lr" not in axes else None
+        lr_varies = "lr" in settings and layout.varying(records(runs), ["lr"])
+        return "lr" if lr_varies and "lr" not in axes else None
     if layout.column_or_none(best) is None:
         return None
     best = check_column(runs, best, "--best-over")
     if best in axes:
         raise UserError(f"--best-over {best} is also an axis of the figure; drop one of them")
-    if not any(best in r.settings for r in runs):
+    if best not in settings:
         raise UserError(f"--best-over takes a setting such as lr, and {best} is an outcome")
     return best
 
@@ -63,10 +65,10 @@ def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
         )
 
 
-def _numeric(runs: list[Run], column: str, flag: str) -> None:
-    if not layout.is_numeric(values := [r.get(column) for r in runs]):
+def _numeric(runs, column: str, flag: str) -> None:
+    if not layout.is_numeric(have := column_values(runs, column)):
         raise UserError(
-            f"{flag} {column} is not numeric (values: {describe(values, column)}); "
+            f"{flag} {column} is not numeric (values: {describe(have, column)}); "
             "use it as --color, --cols or --rows"
         )
 
@@ -87,7 +89,7 @@ def lines_figure(
     """Outcome `y` against the numeric column `x`, one line per `color` value, faceted by `cols`
     / `rows`: seed means with min-max bars, each at its best `best_over` value (hollow: at the
     edge of a grid of 3 or more); `points`: markers only (a scatter)."""
-    every = finished_runs(sweep_dir)
+    every = layout.finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--x": x, "--y": y, "--color": color, "--cols": cols}
     (x, y, color, cols), rows = layout.check_axes(runs, flags, rows)
@@ -125,7 +127,7 @@ def lines_figure(
             _draw_line(ax, marks, at, x, colour, points, label)
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
-        label_axis(ax.xaxis, x, x_values, logx, any(x in r.settings for r in runs))
+        label_axis(ax.xaxis, x, x_values, logx, x in runs.attrs["settings"])
         if logy:
             plain_log_ticks(ax.yaxis, min(y_values), max(y_values))
         panel.label(layout.axis_label(x), layout.axis_label(y), legend=bool(color))

@@ -31,11 +31,9 @@ def samples_figure(
     result, *, cells, title: str, notes: str, colours: dict[str, str], wrong: str, ids: bool
 ) -> Figure:
     """A `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics, in
-    the words and cells the terminal and the HTML page use: `cells` (each sample's token texts,
-    `spamlang.sample.token_texts`: a glyph each, or with `ids` every id in digits), `title`,
-    `notes` (under the table), `colours` ({token kind: colour}, the legend's order), `wrong`
-    (the kind drawn in bold). A glyph that the figure font lacks is drawn in a font of this
-    machine that has it; one that no font here has, as a box, and the note names its token."""
+    the terminal's words and cells (`spamlang.sample.token_texts`); `colours`: {token kind:
+    colour}, the legend's order; `wrong`: the kind drawn in bold. A glyph no font here has is a
+    box, and the note names its token."""
     n, length = result.tokens.shape
     kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
@@ -87,10 +85,9 @@ def samples_figure(
 
 
 def cell_font(label: str, bold: bool, digits: bool) -> tuple[FontProperties, bool]:
-    """The font of a token cell's `label`, and whether it draws it. A glyph: 8 pt in the figure
-    font (bold when wrong), or where that lacks it the first font of this machine that has it
-    (False when none has: matplotlib draws a box); `digits`, an id: small enough for 4-7 digits
-    to fit a 0.2-inch cell."""
+    """The font of a token cell's `label`, and whether it draws it: the figure font, else the
+    first font here that has the glyph (none: False, a box); `digits`, an id: small enough for
+    4-7 digits to fit a cell."""
     if digits:
         return FontProperties(fname=glyphs.figure_font_file(), size=min(4.5, 15 / len(label))), True
     face = glyphs.figure_font_file("bold" if bold else "normal")

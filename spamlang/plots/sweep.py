@@ -17,7 +17,7 @@ from spamlang.plots import layout
 from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, describe, higher_is_better, ident, short_name
 from spamlang.plots.lines import resolve_best_over
-from spamlang.rundir.runs import Run, finished_runs, select
+from spamlang.results import column_values, select
 
 # Settings named in each cell when they are no axis yet differ between cells: the head kind
 # of rank_width.png, whose rank axis crosses from lowrank:r through softmax to mlp:r.
@@ -30,9 +30,8 @@ HEATMAP_METRICS = {
 
 
 def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
-    """(vmin, vmax, log): the finite values' range, so that colours spread over the data (2.05-3.51
-    is not drawn on a 2-20 scale), log when all are positive and span 10x or more; one value gets
-    a small range around it, so that it still has a colour."""
+    """(vmin, vmax, log): the finite values' range (colours spread over the data), log when all
+    are positive and span 10x or more; a single value gets a small range around it."""
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
     if not finite:
         return 0.0, 1.0, False
@@ -78,7 +77,7 @@ def _range_text(lo: float, hi: float) -> str:
 def cell_label(point: Point, s, best: str | None = None, tags: Iterable[str] = ()) -> str:
     """A cell's text from its `pool` row `s`: the mean, the min-max range of several runs, the
     `best` value chosen, each `tags` value (head: 'lowrank:16'), 'k/n div'; 'div' when all did."""
-    n_div = sum(r.diverged for r in point.runs)
+    n_div = sum(bool(r.get("diverged")) for r in point.runs)
     if not s.n:
         return "div" if n_div else ""
     lines = [_cell_text(s.mean)]
@@ -106,11 +105,11 @@ def heatmap_figure(
     """`metric` of every finished run on an x by y grid, faceted by `cols` / `rows`, each column's
     best cell outlined in red; `best_over` keeps each cell's best value of that setting instead of
     pooling them; `diagonal`: x = y (None: on for return time against Adam's memory)."""
-    every = finished_runs(sweep_dir)
+    every = layout.finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--metric": metric, "--x": x, "--y": y, "--cols": cols}
     (metric, x, y, cols), rows = layout.check_axes(runs, flags, rows)
-    if not layout.is_numeric(r.get(metric) for r in runs):
+    if not layout.is_numeric(column_values(runs, metric)):
         raise UserError(
             f"--metric {metric} is not numeric; pick an outcome such as final_eval_loss"
         )
@@ -194,18 +193,18 @@ def _colour_bar(fig, image, axes, metric: str, vmin: float, vmax: float, log: bo
     bar.ax.tick_params(which="both", labelsize=7)
 
 
-def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
+def _with_values(runs, columns: list[str]) -> tuple:
     """The runs with a finite value of every column, and a note (also printed) on the others:
     adam_memory_steps is empty for sgd and adafactor."""
-
-    def has(r: Run, c: str) -> bool:
-        v = r.get(c)
-        return v is not None and (not is_number(v) or finite(v) is not None)
-
     notes = []
     for c in columns:
-        kept = [r for r in runs if has(r, c)]
-        if not kept:
+        kept = runs[
+            [
+                v is not None and (not is_number(v) or finite(v) is not None)
+                for v in column_values(runs, c)
+            ]
+        ]
+        if kept.empty:
             raise UserError(f"no finished run has a value of {c}")
         if len(kept) < len(runs):
             notes.append(f"left out {len(runs) - len(kept)} runs without a value of {c}")
@@ -216,11 +215,11 @@ def _with_values(runs: list[Run], columns: list[str]) -> tuple[list[Run], str]:
     return runs, text
 
 
-def _best_note(best: str | None, metric: str, runs: list[Run]) -> str:
+def _best_note(best: str | None, metric: str, runs) -> str:
     if not best:
         return ""
     how = "highest" if higher_is_better(metric) else "lowest"
-    grid = describe([r.get(best) for r in runs], best)
+    grid = describe(column_values(runs, best), best)
     return (
         f"each cell: its best {short_name(best)} of {grid} ({how} seed-mean {metric}), "
         "named in the cell"

@@ -13,6 +13,7 @@ import sys
 import zipfile
 
 import numpy as np
+import pandas as pd
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -22,9 +23,8 @@ from spamlang.plots import layout
 from spamlang.plots.canvas import BEST_EDGE, CMAP, note, plain_log_ticks, writer
 from spamlang.plots.layout import SEED, Facets, Point, facet_title, format_value
 from spamlang.plots.sweep import color_limits
-from spamlang.rundir import read_symbols
-from spamlang.rundir.reading import read_object
-from spamlang.rundir.runs import Run, finished_runs, select, varying_settings
+from spamlang.results import records, select
+from spamlang.rundir.reading import read_object, read_symbols
 from spamlang.rundir.schema import ADAM_B2, RESULT, SYMBOLS
 
 COLOR = "vocab_size"  # plot symbols: one colour per V
@@ -33,16 +33,18 @@ METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
 TITLED = ("vocab_size", "batch_size", ADAM_B2, "sampling", "tie_embeddings", "lr")
 
 
-def _best_lr(runs: list[Run]) -> list[Point]:
+def _best_lr(runs) -> list[Point]:
     points = layout.group_points(runs, [SEED])
-    return layout.best_over(points, "lr", METRIC) if "lr" in varying_settings(runs) else points
+    return (
+        layout.best_over(points, "lr", METRIC) if layout.varying(records(runs), ["lr"]) else points
+    )
 
 
 # --- plot symbols: a symbol's loss against its exposure ---------------------------------------
 
 
-def _curve(run) -> dict | None:
-    result = read_object(run.path / RESULT) if run.path else None
+def _curve(run: dict) -> dict | None:
+    result = read_object(run["path"] / RESULT) if run["path"] else None
     curve = (result or {}).get("symbol_curve")
     return curve if curve and curve.get("exposure") else None
 
@@ -50,8 +52,9 @@ def _curve(run) -> dict | None:
 def symbols_figure(
     sweep_dir, *, where: dict | None = None, cols: str | None = None, rows=None
 ) -> Figure:
-    runs = [r for r in select(finished_runs(sweep_dir), where) if _curve(r) is not None]
-    if not runs:
+    runs = select(layout.finished_runs(sweep_dir), where)
+    runs = runs[[_curve(r) is not None for r in records(runs)]]
+    if runs.empty:
         raise UserError(
             f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
             "(SpamLang-family runs write one since per-symbol scoring exists)"
@@ -107,7 +110,10 @@ def recency_figure(
     rows: str | list[str] | None = None,
 ) -> Figure:
     """`dirs`: run or sweep directories; runs without a symbols.npz are named on stderr."""
-    runs = select([r for d in dirs for r in finished_runs(d)], where)
+    frames = [layout.finished_runs(d) for d in dirs]
+    runs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    runs.attrs["settings"] = list(dict.fromkeys(k for f in frames for k in f.attrs["settings"]))
+    runs = select(runs, where)
     (cols,), rows = layout.check_axes(runs, {"--cols": cols}, rows)
     points, arrays = _with_symbols(runs, dirs)
     used = [cols] if cols else []
@@ -142,21 +148,21 @@ def recency_figure(
     return fig
 
 
-def _with_symbols(runs: list[Run], dirs: list) -> tuple[list[Point], dict[int, dict]]:
+def _with_symbols(runs, dirs: list) -> tuple[list[Point], dict[int, dict]]:
     """A point of each cell's best-LR run of smallest seed with a readable symbols.npz, and the
     arrays by id(run); runs whose file is missing or damaged are named apart, on stderr."""
     points, arrays, missing, damaged = [], {}, [], []
     for p in _best_lr(runs):
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
         try:
-            npz = read_symbols(run.path) if run.path else None
+            npz = read_symbols(run["path"]) if run["path"] else None
         except (UserError, zipfile.BadZipFile) as e:
-            damaged.append(f"{run.run_id} ({e})")
+            damaged.append(f"{run['run_id']} ({e})")
             continue
         if npz is None:
-            missing.append(run.run_id)
+            missing.append(run["run_id"])
         else:
-            points.append(Point([run]))
+            points.append(Point([run], p.settings))
             arrays[id(run)] = npz
     if damaged:
         why = f"whose {SYMBOLS} cannot be read: {', '.join(damaged)}"
@@ -186,7 +192,7 @@ def _label_run(panel, title: str) -> None:
 plot_recency = writer(recency_figure)
 
 
-def _draw_run(ax, run: Run, s: dict, norm):
+def _draw_run(ax, run: dict, s: dict, norm):
     """`s`: the run's symbols.npz arrays (last_step: 1 .. steps, -1 for a symbol never shown)."""
     loss, steps, vocab = s["loss"], s["steps"], len(s["loss"])
     shown, never = s["last_step"] >= 0, s["last_step"] < 0
@@ -214,7 +220,7 @@ def _draw_run(ax, run: Run, s: dict, norm):
     return image
 
 
-def _title(run: Run, faceted: list[str]) -> str:
+def _title(run: dict, faceted: list[str]) -> str:
     """What tells this panel apart: TITLED, then any other setting the panels are split by."""
     names = list(TITLED) + [k for k in faceted if k not in TITLED]
     optimizer = run.get("optimizer")

@@ -1,9 +1,9 @@
-"""The files of a run directory other than checkpoints (names: `spamlang.rundir.schema`).
+"""Writing a run directory's files other than checkpoints (names: `spamlang.rundir.schema`).
 
 config.json is written first and must equal a resumed run's; metrics.jsonl and track.jsonl grow
 by flushed lines (`MetricsLog`), cut back to the checkpoint on a resume; symbols.npz, then
-result.json (the run's end), are written last, atomically. Non-finite floats are written as
-null. A command writes only into a folder that is its own (`claim_folder`).
+result.json (the run's end), last, atomically; non-finite floats as null. A command writes only
+into a folder of its own (`claim_folder`). Reading them: `reading` and `spamlang.results`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import math
 import os
 import tempfile
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ from spamlang.rundir.schema import (  # noqa: F401
     RUN_LOCK,
     SYMBOL_ARRAYS,
     SYMBOL_EVALS,
-    SYMBOL_HISTORY_ARRAYS,
     SYMBOLS,
     TRACK,
 )
@@ -45,24 +43,18 @@ from spamlang.rundir.schema import (  # noqa: F401
 
 @dataclasses.dataclass(frozen=True)
 class Folder:
-    """What a writing command keeps in its output folder, for `claim_folder`.
-
-    `marks`: (file name, whether its JSON is one this package wrote) pairs; a folder holding
-    one of them is the command's own. `files`: the names it writes there (fnmatch patterns),
-    whose temporaries (`spamlang.rundir.atomic`) are its leftovers; `locks`: the lock files
-    it takes there.
-    """
+    """What a writing command keeps in its output folder, for `claim_folder`."""
 
     what: str  # "a run directory": said when a folder is refused
+    # (file name, whether its JSON is one this package wrote): a folder holding one is its own
     marks: tuple[tuple[str, Callable[[Any], bool]], ...]
-    files: tuple[str, ...]
-    locks: tuple[str, ...] = ()
+    files: tuple[str, ...]  # what it writes there (fnmatch); their temporaries are leftovers
+    locks: tuple[str, ...] = ()  # the lock files it takes there
     subfolders: Folder | None = None  # what it keeps in folders of its own (a sweep: runs)
 
     def leftover(self, folder: Path, name: str) -> bool:
         """Whether `name` in `folder` is something this command leaves there while writing or
-        when killed (a lock, a temporary of one of its files, a write probe), or a folder of
-        its own that `subfolders` would take."""
+        when killed (a lock, a temporary, a write probe), or a folder `subfolders` would take."""
         from spamlang.rundir.lock import is_lock_file
 
         if self.subfolders is not None and (folder / name).is_dir():
@@ -79,8 +71,7 @@ class Folder:
         return name.startswith(_PROBE)
 
     def marked(self, folder: Path, listing: list[str]) -> tuple[bool, str | None]:
-        """(whether `folder`, whose names are `listing`, holds one of the marks, the first
-        mark it holds that this package did not write)."""
+        """(whether `folder`, holding `listing`, holds a mark, the first one we did not write)."""
         foreign = None
         for name, ours in self.marks:
             if name not in listing:
@@ -115,9 +106,8 @@ RUN_FOLDER = Folder(
 def claim_folder(
     folder: str | os.PathLike, kind: Folder, flag: str, listing: list[str] | None = None
 ) -> Path:
-    """`folder` as a Path, when `kind`'s command may write there: a folder that does not
-    exist yet, one holding nothing but that command's leftovers (`Folder.leftover`), or one
-    holding its mark. Anything else is someone's own folder: UserError naming what is in it,
+    """`folder` as a Path, when `kind`'s command may write there: new, holding nothing but its
+    leftovers (`Folder.leftover`), or holding its mark; else UserError naming what is in it,
     before anything is written. `listing`: the folder's names, when the caller has them."""
     path = check_path(folder, flag)
     if path.exists() and not path.is_dir():
@@ -170,9 +160,8 @@ BUDGET_INSTEAD = (
 
 
 def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
-    """`path` as a Path, or a UserError when it is not valid UTF-8 (a name decoded with
-    surrogate escapes): orbax and TensorStore take UTF-8 paths only, and would fail only after
-    the run directory exists."""
+    """`path` as a Path, or a UserError when it is not valid UTF-8: orbax and TensorStore take
+    UTF-8 paths only, and would fail only after the run directory exists."""
     text = os.fsdecode(path)
     try:
         text.encode("utf-8")
@@ -185,9 +174,8 @@ def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
 
 
 def make_dir(out_dir: str | os.PathLike) -> Path:
-    """Create run directory `out_dir` (and its parents) if missing; UserError if impossible
-    (a path that is not UTF-8 included, before anything is created), or when it is a folder of
-    someone else's (`claim_folder`), before its lock is taken there."""
+    """Create run directory `out_dir` (and its parents) if missing; UserError if impossible, or
+    when it is someone else's folder (`claim_folder`), before its lock is taken there."""
     out = check_path(out_dir, "run directory")
     if out.is_dir() and not (out / CONFIG).exists():  # with one: `prepare` compares configs
         try:
@@ -205,11 +193,8 @@ def make_dir(out_dir: str | os.PathLike) -> Path:
 
 
 def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
-    """Create `out_dir` and write config.json, or check that the existing one matches `config`.
-
-    Raises UserError when the directory cannot be created or written, when it holds another
-    run's config, or when it has run files but no config.json (not a directory we wrote).
-    """
+    """Create `out_dir` and write config.json, or check that the existing one matches `config`;
+    UserError when it cannot be written, holds another run's config, or run files without one."""
     out = make_dir(out_dir)
     if write and not (out / RESULT).exists():  # a finished run may live on read-only storage
         try:
@@ -264,8 +249,7 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
 
 def _claim_run_dir(out: Path, listing: list[str]) -> None:
     """UserError unless `out`, holding `listing` and no config.json, may become a run
-    directory: a run's files without the config.json written before them were not written by
-    `prepare`, and a user's own folder would get config.json and checkpoints/ among its files."""
+    directory: run files without config.json are not `prepare`'s, and a user's folder is not."""
     if any(name in listing for name in (METRICS, RESULT, CHECKPOINTS)):
         raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
     claim_folder(out, RUN_FOLDER, "--out", listing)
@@ -279,23 +263,11 @@ def _cleaned(out: Path, write: bool) -> Path:
 
 
 def probe_writable(directory: Path) -> None:
-    """OSError unless a file can be created in `directory`: now, rather than half-way through a
-    run or a measurement. Tried by creating one, since permission bits do not tell (root,
-    read-only mounts, ACLs)."""
+    """OSError unless a file can be created in `directory`, now rather than half-way through a
+    run: permission bits do not tell (root, read-only mounts, ACLs)."""
     fd, probe = tempfile.mkstemp(dir=directory, prefix=_PROBE)
     os.close(fd)
     os.unlink(probe)
-
-
-def read_result(out_dir: str | os.PathLike) -> dict | None:
-    """The run's result.json, or None if the run is not finished."""
-    path = Path(out_dir) / RESULT
-    if not path.exists():
-        return None
-    try:
-        return read_json(path)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read {path}: {e}") from None
 
 
 def write_result(out_dir: str | os.PathLike, result: dict) -> None:
@@ -324,39 +296,9 @@ def write_symbols(out_dir: str | os.PathLike, *, steps: int, **arrays) -> None:
     atomic_write_bytes(Path(out_dir) / SYMBOLS, buf.getvalue())
 
 
-def read_symbols(out_dir: str | os.PathLike) -> dict | None:
-    """symbols.npz as {name: array} (`steps` an int), or None if the run has none; a file of
-    a version before the history lacks SYMBOL_HISTORY_ARRAYS."""
-    import numpy as np
-
-    path = Path(out_dir) / SYMBOLS
-    if not path.exists():
-        return None
-    try:
-        with np.load(path) as data:
-            names = [k for k in (*SYMBOL_ARRAYS, "steps") if k not in SYMBOL_HISTORY_ARRAYS]
-            out = {k: data[k] for k in names + [k for k in SYMBOL_HISTORY_ARRAYS if k in data]}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise UserError(f"cannot read {path}: {e}") from None
-    out["steps"] = int(out["steps"])
-    return out
-
-
-def symbols_damage(out_dir: str | os.PathLike) -> str | None:
-    """Why the run's symbols.npz cannot be read (one line), or None: absent or whole."""
-    try:
-        read_symbols(out_dir)
-    except UserError as e:
-        return str(e)
-    return None
-
-
 class MetricsLog:
-    """Append-only metrics.jsonl, cut back to a step on open.
-
-    Keeps the train losses written so far (for the final train loss). `write=False` (processes
-    other than 0 of a multi-host job) reads but never touches the file.
-    """
+    """Append-only metrics.jsonl, cut back to a step on open, keeping the rows written so far;
+    `write=False` (processes other than 0 of a multi-host job) never touches the file."""
 
     def __init__(
         self,
@@ -433,10 +375,8 @@ def _line(record: dict) -> str:
 
 
 def final_train_loss(losses: list) -> float | None:
-    """Mean of the last 10% (at least one) of the logged train losses; None when there are none.
-
-    A null (non-finite) loss makes the mean null too: a diverged tail is not a low loss.
-    """
+    """Mean of the last 10% (at least one) of the logged train losses; None without any, or
+    with a null (non-finite) one among them: a diverged tail is not a low loss."""
     if not losses:
         return None
     tail = losses[-max(1, math.ceil(len(losses) / 10)) :]

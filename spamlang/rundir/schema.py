@@ -137,7 +137,7 @@ RESULT_COLUMNS = (
 )
 # The outcomes that hold text ("exact", "upper") or a flag (True/False); every other outcome is
 # a number or empty, and so are these settings. A result.json or results.csv with anything else
-# there is damaged (`spamlang.rundir.reading.damaged_cell`): "final_eval_loss": "low".
+# there is damaged (`spamlang.results.damaged_cell`): "final_eval_loss": "low".
 TEXT_RESULTS = ("eval_method", "updates_to_learn_bound")
 FLAG_COLUMNS = ("tie_embeddings", "diverged")
 NUMBER_SETTINGS = (

@@ -1,9 +1,7 @@
-"""Gather finished runs into results.csv, one row per run directory that holds result.json,
-and their symbols' binned history into symbols.csv.gz (`spamlang.coverage.history`).
-
-Gathering reads only the run directories, so however a sweep was interrupted, the next gather
-lists every finished run exactly once; a finished run that cannot be read is left out and
-reported.
+"""Writing results.csv, a row per finished run (`spamlang.results.run_row`), and the symbols'
+binned history into symbols.csv.gz (`spamlang.coverage.history`). Gathering reads only the run
+directories, so however a sweep was interrupted, the next gather lists every finished run
+exactly once; a finished run that cannot be read is left out and reported.
 """
 
 from __future__ import annotations
@@ -15,27 +13,14 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from spamlang import languages
 from spamlang.errors import describe
-from spamlang.model.config import model_field
-from spamlang.rundir import symbols_damage
+from spamlang.results import extra_axes, run_row
 from spamlang.rundir.atomic import atomic_write_bytes, atomic_write_text
 from spamlang.rundir.lock import locked
-from spamlang.rundir.reading import (
-    damaged_cell,
-    extra_axes,
-    fill_older,
-    is_finished,
-    parse_row,
-    read_strict,
-    run_dirs,
-)
+from spamlang.rundir.reading import is_finished, parse_row, run_dirs, symbols_damage
 from spamlang.rundir.schema import (
-    CONFIG,
     METRICS,
-    RESULT,
     RESULT_COLUMNS,
     RESULTS_FILE,
     RESULTS_LOCK,
@@ -75,36 +60,8 @@ class Report:
         return unreadable + list(self.notes)
 
 
-def _setting(config: dict, column: str) -> Any:
-    if column in ("d_model", "n_layers") or column.startswith("model."):
-        return model_field(config, column.removeprefix("model."))
-    if column.startswith("param."):
-        return languages.param_of(config, column[len("param.") :])
-    return config.get(column)
-
-
-def read_run(run_dir: str | Path, extras: list[str] | tuple = (), check=None) -> dict:
-    """The results.csv row of one finished run directory (`extras`: the sweep's extra axis
-    columns); ValueError saying why it cannot be read. `check(run id, config dict)`: why the
-    config is not that of the run id's point of the sweep (None when it is), a ValueError too."""
-    run_dir = Path(run_dir)
-    result, config = read_strict(run_dir / RESULT), read_strict(run_dir / CONFIG)
-    wrong = check(run_dir.name, config) if check is not None else None
-    if wrong:
-        raise ValueError(wrong)
-    row = {"run_id": run_dir.name}
-    row.update({c: _setting(config, c) for c in SETTING_COLUMNS[1:]})
-    row.update({c: _setting(config, c) for c in extras})
-    row.update({c: result.get(c) for c in RESULT_COLUMNS})
-    # A value a reader would refuse in the table ("final_eval_loss": "low", edited by hand)
-    # leaves the run out, said once, rather than writing a table no reader takes.
-    why = next(filter(None, (damaged_cell(c, result.get(c)) for c in RESULT_COLUMNS)), None)
-    if why:
-        raise ValueError(f"its {RESULT} is damaged ({why})")
-    # Not a column: the symbols' binned history, for symbols.csv.gz (`_write_symbol_table`).
-    row["symbol_history"] = result.get("symbol_history")
-    fill_older(row, lambda: TrainConfig.from_json(config).return_time)
-    return row
+def _return_time(config: dict) -> dict:
+    return TrainConfig.from_json(config).return_time
 
 
 def repair_metrics(run_dir: str | Path) -> str | None:
@@ -141,14 +98,10 @@ def repair_metrics(run_dir: str | Path) -> str | None:
 
 
 def gather(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
-    """One dict per finished run under `out_dir` (columns of results.csv), sorted by run id;
-    each once, however many links reach it (`spamlang.rundir.reading.run_dirs`).
-
-    A finished run whose result.json or config.json cannot be read, or whose config.json
-    `check` (see `read_run`) finds is not its run id's point, is left out and recorded in
-    `report` (None: a warning on stderr); it is picked up once it is whole. A torn last line of
-    its metrics.jsonl is cut away (`repair_metrics`), noted there too.
-    """
+    """One `run_row` per finished run under `out_dir`, by run id, each once (`run_dirs`). A run
+    that cannot be read, or whose config.json `check` finds is not its run id's point, is left
+    out and recorded in `report` (None: a warning on stderr) until it is whole; a torn last line
+    of its metrics.jsonl is cut away (`repair_metrics`), noted there too."""
     report = Report(echo=True) if report is None else report
     report.unreadable = {}
     root = Path(out_dir)
@@ -166,7 +119,7 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
         if damage:  # listed in results.csv all the same: only its per-symbol file is lost
             report.note(f"warning: {damage}; the run stays in {RESULTS_FILE} without it")
         try:
-            rows.append(read_run(run_dir, extras, check))
+            rows.append(run_row(run_dir, extras, check, _return_time))
         except ValueError as e:
             report.unreadable[str(run_dir)] = str(e)
     if report.echo:
@@ -176,14 +129,10 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
 
 
 def write_results(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
-    """Gather `out_dir` and rewrite its results.csv atomically; return the rows.
-
-    Gather and write hold a lock (`.results.lock` in `out_dir`, waited for), so that concurrent
-    writers (the shards of one sweep) take turns: the last table written lists every run
-    finished before its writer took the lock. Where `out_dir` takes no writes (a read-only copy
-    of a finished sweep), the rows are still gathered and returned, and a line in `report`
-    (None: on stderr) says that results.csv was left as it was.
-    """
+    """Gather `out_dir` and rewrite its results.csv atomically; return the rows. Both hold a
+    lock (`.results.lock`, waited for): concurrent writers (a sweep's shards) take turns, the
+    last table lists every run finished before its writer took the lock. Where `out_dir` takes
+    no writes (a read-only copy), the rows are still returned, and `report` says so."""
     root = Path(out_dir)
     report = Report(echo=True) if report is None else report
     rows = None

@@ -28,7 +28,7 @@ from spamlang.perf import peak_flops
 from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.rundir.lock import hold_for_job
-from spamlang.rundir.reading import last_row
+from spamlang.rundir.reading import last_row, read_result
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
 from spamlang.train.step import program as get_program
@@ -56,7 +56,7 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
     pending = [rundir.make_dir(d) for d in out_dirs if not (d / rundir.RESULT).exists()]
     with hold_for_job(pending, writer):
         dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
-        results = [rundir.read_result(d) for d in dirs]
+        results = [read_result(d) for d in dirs]
         if todo := [i for i, r in enumerate(results) if r is None]:
             # One process's progress is enough: under srun every process prints to one log.
             kw = dict(quiet=quiet or not writer, writer=writer, stop_after_step=stop_after_step)
