@@ -4,6 +4,7 @@ loss rise with a token's absence (text_memory), from a sweep's committed export.
     python docs/analysis/text_results.py runs/head_rank_text --export results/head_rank_text
     python docs/analysis/text_results.py results/head_rank_text     # the tables only
     python docs/analysis/text_results.py results/text_memory results/head_rank_text
+    python docs/analysis/text_results.py results/text_remedy results/head_rank_text
 
 With a second export, its softmax runs join as the arm they share a config with (text_memory's
 AdamW b2 0.95 is Figure 1's softmax group, run once).
@@ -172,9 +173,12 @@ def main(argv=None) -> int:
 
 def tables(folder: Path) -> None:
     results = pd.read_csv(folder / "results.csv")
+    if "head_b2" in results.columns:  # unset: the head's b2 is the run's
+        results["head_b2"] = results["head_b2"].fillna(results["b2"])
     pd.set_option("display.width", 200)
-    if "head_amsgrad" in results.columns or results["b2"].nunique() > 1:
-        arm = [c for c in ("head_amsgrad", "b2") if c in results.columns]
+    arms = [c for c in ("head_amsgrad", "b2", "head_b2") if c in results.columns]
+    if "head_amsgrad" in arms or "head_b2" in arms or results["b2"].nunique() > 1:
+        arm = arms
         cells = best(results, arm)
         print(cells.to_string(index=False))
         print(rises(folder, results, cells, arm).to_string(index=False))
