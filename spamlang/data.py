@@ -89,11 +89,8 @@ class SequenceDataset:
         self.lang = lang
         self.seed = _as_int("seed", seed, 0, 2**32)
         self.seq_len = _as_int("seq_len", seq_len, 1)
-        self.num_sequences = (
-            None
-            if num_sequences is None
-            else _as_int("num_sequences", num_sequences, 0, MAX_INDEX + 1)
-        )
+        n = num_sequences
+        self.num_sequences = n if n is None else _as_int("num_sequences", n, 0, MAX_INDEX + 1)
         self._key = None  # PRNGKey(seed), made on first use (not pickled)
 
     def __repr__(self) -> str:

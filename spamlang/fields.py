@@ -136,9 +136,7 @@ def conform(name: str, value: Any, tp: Any, *, owner: str = "", whole_floats: bo
         return as_int(name, value, owner=owner, whole_floats=whole_floats)
     if tp is float:
         return as_float(name, value, owner=owner)
-    if tp is dict or typing.get_origin(tp) is dict:
-        return dict(value)
-    return value
+    return dict(value) if tp is dict or typing.get_origin(tp) is dict else value
 
 
 def kind_words(tp: Any) -> str:
@@ -159,9 +157,7 @@ def kind_words(tp: Any) -> str:
         _NONE: "null",
     }
     base = origin or tp
-    if base in words:
-        return words[base]
-    return f"a {getattr(base, '__name__', str(base))}"
+    return words[base] if base in words else f"a {getattr(base, '__name__', str(base))}"
 
 
 def _accepts(value: Any, tp: Any, whole_floats: bool) -> bool:

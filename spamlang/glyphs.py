@@ -35,23 +35,14 @@ _COPIES = frozenset(
 )  # punctuation like the comma between ids
 # Whole blocks whose letters copy Latin capitals: Cherokee, its supplement, Lisu, Coptic.
 _COPYING_BLOCKS = (
-    (0x13A0, 0x13FF),
-    (0xAB70, 0xABBF),
-    (0xA4D0, 0xA4FF),
-    (0x2C80, 0x2CFF),
-    (0x03E2, 0x03EF),
-)
+    (0x13A0, 0x13FF), (0xAB70, 0xABBF), (0xA4D0, 0xA4FF), (0x2C80, 0x2CFF), (0x03E2, 0x03EF),
+)  # fmt: skip
 # Blocks drawn in two columns or none though Python may call them narrow: Hangul jamo, regional
 # indicators, and the symbol blocks Unicode 15.1 made wide (as wcwidth draws them).
 _NOT_ONE_COLUMN = (
-    (0x1160, 0x11FF),
-    (0xD7B0, 0xD7FF),
-    (0x1F1E6, 0x1F1FF),
-    (0x2630, 0x2637),
-    (0x268A, 0x268F),
-    (0x4DC0, 0x4DFF),
-    (0x1D300, 0x1D376),
-)
+    (0x1160, 0x11FF), (0xD7B0, 0xD7FF), (0x1F1E6, 0x1F1FF), (0x2630, 0x2637), (0x268A, 0x268F),
+    (0x4DC0, 0x4DFF), (0x1D300, 0x1D376),
+)  # fmt: skip
 # The figures' font files (a wrong token is bold): matplotlib's own, the same everywhere.
 _FIGURE_FONT_FILES = {"normal": "DejaVuSans.ttf", "bold": "DejaVuSans-Bold.ttf"}
 # Names of letters that are another letter drawn differently.

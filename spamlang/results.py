@@ -1,9 +1,5 @@
 """Runs as pandas DataFrames: the one reader of sweep and run folders, from their files alone.
-
-`load` is results.csv, `read_runs` every run finished or going (what figures, the law and
-`sample --where` read), `load_metrics` every metrics.jsonl row, `select` a `--where`. What cannot
-be read is left out with a RunWarning; a damaged results.csv is refused, never read in part.
-"""
+What cannot be read is left out with a RunWarning; a damaged results.csv is refused."""
 
 from __future__ import annotations
 
@@ -110,9 +106,8 @@ def damaged_cell(column: str, value: Any) -> str | None:
 
 
 def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
-    """results.csv as (header, rows of `parse_cell` values); UserError when it is missing or
-    empty, `DamagedTable` when it is not the table a sweep writes (binary, a row cut or short,
-    a cell `damaged_cell` refuses): read in part, it would silently lose runs or cut values."""
+    """results.csv as (header, rows of `parse_cell` values); UserError when missing or empty,
+    `DamagedTable` when not as a sweep writes it (read in part, it would silently lose runs)."""
     if not path.is_file():
         raise UserError(
             f"no {RESULTS_FILE} in {path.parent} (a sweep writes it when its first run finishes)"
@@ -155,8 +150,7 @@ def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
 
 
 def extra_axes(out_dir: str | Path) -> list[str]:
-    """The axes of the sweep.json in `out_dir` that are no standard column: results.csv holds
-    them between the settings and the outcomes."""
+    """The axes of the sweep.json in `out_dir` that are no standard column of results.csv."""
     try:
         axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
     except (OSError, ValueError, AttributeError):
@@ -172,9 +166,8 @@ def cell_value(v: Any) -> Any:
 
 
 def setting(config: dict, column: str) -> Any:
-    """The settings column `column` of a run's config.json as results.csv writes it: d_model,
-    n_layers and model.X as its model saw them (`model_field`: its preset's unless overridden),
-    param.X as its language did (`languages.param_of`)."""
+    """The settings column `column` of a run's config.json as results.csv writes it (model.X and
+    param.X as its model and language saw them)."""
     if column in ("d_model", "n_layers") or column.startswith("model."):
         return model_field(config, column.removeprefix("model."))
     if column.startswith("param."):
@@ -186,15 +179,13 @@ def setting(config: dict, column: str) -> Any:
 
 
 def check_sweep_dir(sweep_dir: str | Path) -> Path:
-    """`check_dir`, and UserError when its subfolders are sweeps of their own: readers list a
-    directory's runs, not its sweeps', so a parent of sweep folders beside stray runs would
-    show the stray runs alone, as if they were the sweep (and without runs, nothing)."""
+    """`check_dir`, and UserError when its subfolders are sweeps of their own: a parent of sweep
+    folders beside stray runs would show the stray runs alone, as if they were the sweep."""
     root = check_dir(sweep_dir)
     if is_run(root):
         return root
     subs = sorted(p for p in root.iterdir() if p.is_dir())
-    # a sweep of its own: its sweep.json or results.csv, and no run
-    own = (SWEEP_FILE, RESULTS_FILE)
+    own = (SWEEP_FILE, RESULTS_FILE)  # a sweep of its own: its sweep.json or results.csv, no run
     sweeps = [p.name for p in subs if not is_run(p) and any((p / n).is_file() for n in own)]
     if not sweeps:
         return root
@@ -218,8 +209,8 @@ def _listed(names: list[str], shown: int = 4) -> str:
 
 
 def frame(columns: list[str], rows: list[list[Any]], nullable: bool = False):
-    """A DataFrame of `rows`, each column typed from its cells: bool, int64 (float64 when some
-    cells are empty, or with `nullable` pandas' Int64), float64, else object; empty is NaN."""
+    """A DataFrame of `rows`, each column typed from its cells (bool, int64, float64, object); an
+    int column with empty cells is float64 (`nullable`: Int64); empty is NaN."""
     pd = pandas()
 
     def column(values: list[Any]):
@@ -234,9 +225,8 @@ def frame(columns: list[str], rows: list[list[Any]], nullable: bool = False):
             return pd.Series(nan, dtype="float64")  # all empty: all NaN
         return pd.Series(nan, dtype=object)
 
-    return pd.DataFrame(
-        {c: column([row[i] for row in rows]) for i, c in enumerate(columns)}, columns=columns
-    )
+    data = {c: column([row[i] for row in rows]) for i, c in enumerate(columns)}
+    return pd.DataFrame(data, columns=columns)
 
 
 def records(runs) -> list[dict]:
@@ -245,9 +235,8 @@ def records(runs) -> list[dict]:
 
 
 def load(sweep_dir: str | Path):
-    """results.csv of `sweep_dir` as a DataFrame: one row per finished run, settings then
-    outcomes, typed by `frame` (docs/guide/sweeps.md), a RunWarning for each finished run the
-    table lacks; a single finished run directory gives its one row, in results.csv's columns."""
+    """results.csv of `sweep_dir` as a `frame`, a RunWarning for each finished run it lacks; a
+    finished run directory gives its one row, in results.csv's columns."""
     pandas()
     root = check_dir(sweep_dir)
     if (root / RESULTS_FILE).is_file() or not is_run(root):
@@ -259,10 +248,8 @@ def load(sweep_dir: str | Path):
                 warnings.warn(f"{run_dir}: {_unlisted(run_dir)}", RunWarning, stacklevel=2)
         return frame(header, rows)
     if not is_finished(root):
-        raise UserError(
-            f"{root} is a run that has not finished (no {RESULT}); "
-            "load_metrics reads its curves so far"
-        )
+        how = "load_metrics reads its curves so far"
+        raise UserError(f"{root} is a run that has not finished (no {RESULT}); {how}")
     try:
         row = run_row(root)
     except ValueError as e:
@@ -272,10 +259,8 @@ def load(sweep_dir: str | Path):
 
 
 def run_row(run_dir: str | Path, extras=(), check=None, return_time=None) -> dict:
-    """The results.csv row of one finished run folder (`extras`: the sweep's extra axes), and
-    its symbols' binned history ("symbol_history", no column); ValueError saying why it cannot
-    be read. `check(run id, config)`: why the config is not that of the run id's point of the
-    sweep (None when it is); `return_time(config)`: `TrainConfig.return_time`."""
+    """The results.csv row of a finished run folder plus "symbol_history"; ValueError saying why
+    it cannot be read, or why `check(run id, config)` refuses it."""
     run_dir = Path(run_dir)
     result, config = read_strict(run_dir / RESULT), read_strict(run_dir / CONFIG)
     wrong = check(run_dir.name, config) if check is not None else None
@@ -314,31 +299,24 @@ def _unlisted(run_dir: Path) -> str:
 
 
 def read_runs(path: str | Path):
-    """Every run of the sweep folder `path` (or the run folder `path`), finished or going: one
-    row each of run_id, its settings (`attrs["settings"]`; results.csv's are `attrs["axes"]`),
-    its outcomes and RUN_COLUMNS. A folder's settings come from its config.json as results.csv
-    writes them (d_model from its preset, a running run's too), its outcomes from result.json,
-    whose presence says it finished (results.csv's where it has none); a row of results.csv
-    without a folder is a finished run; a folder without a readable config.json is left out."""
+    """Every run of the sweep (or run) folder `path`, finished or going: run_id, its settings
+    (`attrs["settings"]`; results.csv's are `attrs["axes"]`), outcomes and RUN_COLUMNS. A row
+    of results.csv without a folder is a finished run; a folder without config.json is left out."""
     pandas()
     root = check_sweep_dir(path)
     header, rows = [], []
     if (root / RESULTS_FILE).is_file():
         try:
             header, rows = read_table(root / RESULTS_FILE)
-        except DamagedTable:
-            raise
-        except UserError:  # empty: the run folders stand in for it
-            pass
+        except UserError as e:  # empty: the run folders stand in for it
+            if isinstance(e, DamagedTable):
+                raise
     axes = settings_columns(header) if header else [*SETTING_COLUMNS[1:], *extra_axes(root)]
     outcomes = [c for c in header if c and c not in axes and c != "run_id"] or RESULT_COLUMNS
-    table = {}
-    for n, cells in enumerate(rows):
-        row = dict(zip(header, cells))
-        table[row.get("run_id") or f"row{n + 1}"] = row
-    runs, config_keys = {}, {}
-    for run_id, row in table.items():
-        runs[run_id] = {**row, "run_id": run_id, "finished": True, "path": None}
+    named = [dict(zip(header, cells)) for cells in rows]
+    table = {row.get("run_id") or f"row{n + 1}": row for n, row in enumerate(named)}
+    runs = {k: {**row, "run_id": k, "finished": True, "path": None} for k, row in table.items()}
+    config_keys = {}
     for folder in run_dirs(root):
         config = read_object(folder / CONFIG)
         if config is None:
@@ -368,11 +346,9 @@ def read_runs(path: str | Path):
 
 
 def load_metrics(runs, warn: bool = True):
-    """Every metrics.jsonl row of `runs` (a sweep or run folder, or `read_runs`' frame of one),
-    finished or going: run_id, kind, step, tokens, every metric (NaN where a row has none), the
-    run's axes (results.csv's settings) and `finished`; a metric named like an axis gets
-    CLASH_SUFFIX (the train rows' `lr_at_step`; `lr` is the peak LR). `warn=False`: what cannot
-    be read is left out without a RunWarning (a figure draws what it can)."""
+    """Every metrics.jsonl row of `runs` (a folder, or `read_runs`' frame): ROW_COLUMNS, every
+    metric (a metric named like an axis gets CLASH_SUFFIX: `lr_at_step`), the run's axes and
+    `finished`. `warn=False`: what cannot be read is left out without a RunWarning."""
     folders = None
     if isinstance(runs, (str, Path)):
         root = check_sweep_dir(runs)
@@ -402,9 +378,8 @@ def load_metrics(runs, warn: bool = True):
 
 
 def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]:
-    """(the rows of metrics.jsonl, what was dropped, in words). A live run's torn last line
-    is a row being written, dropped without a word; every other line that is not a JSON
-    object is counted."""
+    """(the rows of metrics.jsonl, what was dropped, in words); a live run's torn last line is a
+    row being written, dropped without a word."""
     path = run_dir / METRICS
     if not path.is_file():
         return [], ([f"it finished but has no {METRICS}"] if finished else [])
@@ -414,10 +389,8 @@ def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]
         where = ", ".join(map(str, lines.bad[:5])) + (", ..." if len(lines.bad) > 5 else "")
         dropped.append(f"dropped {len(lines.bad)} unreadable line(s) of {METRICS} (line {where})")
     if lines.torn and finished:
-        dropped.append(
-            f"dropped the torn last line of {METRICS} ({len(lines.torn)} bytes cut "
-            "mid-row; the next `spamlang sweep` on it cuts it away)"
-        )
+        cut = f"{len(lines.torn)} bytes cut mid-row; the next `spamlang sweep` on it cuts it away"
+        dropped.append(f"dropped the torn last line of {METRICS} ({cut})")
     return lines.rows, dropped
 
 
@@ -425,14 +398,13 @@ def _read_metrics(run_dir: Path, finished: bool) -> tuple[list[dict], list[str]]
 
 
 def complement_of(column: str) -> str | None:
-    """'kernel_fraction' for the derived column '1-kernel_fraction' (whose differences near 1
-    a log axis shows), else None."""
+    """'kernel_fraction' for the derived column '1-kernel_fraction', else None."""
     return column[len(COMPLEMENT) :] or None if column.startswith(COMPLEMENT) else None
 
 
 def check_column(runs, column: str, flag: str) -> str:
-    """`column` (aliases resolved) if `runs` has it, else a UserError naming the known ones;
-    a '1-COL' of a known COL is added to `runs` as a column of its own."""
+    """`column` (aliases resolved; a '1-COL' of a known COL added to `runs`) if `runs` has it,
+    else a UserError naming the known ones."""
     name = ALIASES.get(column, column)
     known = [c for c in runs.columns if c not in ("run_id", *RUN_COLUMNS)]
     if name not in known and (base := complement_of(name)):
@@ -456,8 +428,7 @@ def text(v: Any) -> str:
 
 
 def shown(column: str, v: Any) -> str:
-    """A value as messages list it, in the figures' notation: counts as `format_count` writes
-    them (4096, 100K), learning rates as `format_lr` (3e-2), other floats by repr."""
+    """A value as messages list it, in the figures' notation (100K, 3e-2), other floats by repr."""
     if is_int(v):
         return format_count(v)
     if column == "lr" and isinstance(v, float) and v > 0:
@@ -466,8 +437,7 @@ def shown(column: str, v: Any) -> str:
 
 
 def _number(s: str, binary: bool = False) -> float | None:
-    """A text's number: a count in the notation of every integer flag and figure (4096, 4K =
-    4,000, 1.5M; `binary`, a vocabulary: 4K = 4,096), else a float (1e-2); None for text."""
+    """A text's number: a count as integer flags read it (4K; `binary`: 4,096), else a float."""
     for read in (lambda t: parse_int(t, binary), float):
         try:
             return float(read(s))
@@ -477,9 +447,8 @@ def _number(s: str, binary: bool = False) -> float | None:
 
 
 def matches(value: Any, wanted: str, binary: bool = False) -> bool:
-    """Does a run's value match a `--where` value? Numbers by value (1K is 1000, the figures'
-    notation; 1e-2 is 0.01; `binary`, a vocabulary size: 4K is 4,096, as `--vocab-size` reads
-    it), booleans case-insensitively, text as is or as a * / ? pattern."""
+    """Does a run's value match a `--where` value? Numbers by value (`_number`), booleans
+    case-insensitively, text as is or as a * / ? pattern."""
     have = text(value)
     x, y = _number(have), _number(wanted, binary)
     if x is not None and y is not None:
@@ -506,8 +475,7 @@ def parse_where(items: list[str] | None) -> dict[str, list[str]]:
 
 def select(runs, where: dict[str, str | list[str]] | None):
     """The rows of `runs` matching every `key=value` of `where` (a list of values: any of them);
-    a key ending in "!" drops the runs that match instead (`key!=value` on the command line).
-    A key is any column or run_id; numbers compare by value, text may be a pattern (`matches`)."""
+    a key ending in "!" drops the runs that match instead (`key!=value`); see `matches`."""
     for key, wanted in (where or {}).items():
         exclude = key.endswith("!")
         key = key[:-1] if exclude else key
@@ -526,9 +494,9 @@ def select(runs, where: dict[str, str | list[str]] | None):
             order = sorted(
                 seen, key=lambda t: (0, seen[t], "") if is_number(seen[t]) else (1, 0, t)
             )
+            values = ", ".join(order) or "none"
             raise UserError(
-                f"no run has {key}={'|'.join(map(str, wanted))}; "
-                f"its values are: {', '.join(order) or 'none'}"
+                f"no run has {key}={'|'.join(map(str, wanted))}; its values are: {values}"
             )
         runs = runs[hit]
     return runs

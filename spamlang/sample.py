@@ -1,10 +1,5 @@
-"""Samples from a trained run, and how well they follow the language (the paper's Table 1).
-
-`sample_run` continues prompts (by default token 0, shown as `A`) with KV-cached temperature
-sampling and labels each generated token correct when it is one of the language's most likely
-next tokens (`SampleStats`); `render_text` and `render_html` draw them. A corpus run (real text)
-has no correct token: `sample_corpus_run` continues val.bin windows or a given prompt.
-"""
+"""Samples from a trained run, and how well they follow the language (the paper's Table 1);
+a corpus run (real text) has no correct token: `sample_corpus_run` continues val.bin windows."""
 
 from __future__ import annotations
 
@@ -60,18 +55,15 @@ def sample_stats(
     correct_Lm1: Sequence[bool], prompt_len: int = 1, tokens_L: Sequence[int] | None = None
 ) -> SampleStats:
     """One sample's statistics from its `is_most_likely` flags (`bool[L-1]`, flag t judges token
-    t+1); with its tokens (`int[L]`), also its longest repeat."""
+    t+1); with its tokens, also its longest repeat."""
     flags = np.asarray(correct_Lm1, dtype=bool).reshape(-1)[max(prompt_len, 1) - 1 :]
     if prompt_len < 1 or flags.size == 0:
         raise UserError(f"a sample needs at least one token after its {prompt_len}-token prompt")
     errors = np.flatnonzero(~flags)
     # Run lengths: distances between consecutive errors (with sentinels at both ends), minus one.
     bounds = np.concatenate([[-1], errors, [flags.size]])
-    stats = SampleStats(
-        fraction_correct=float(flags.mean()),
-        first_error=int(errors[0]) if errors.size else -1,
-        longest_run=int(np.max(np.diff(bounds) - 1)),
-    )
+    first = int(errors[0]) if errors.size else -1
+    stats = SampleStats(float(flags.mean()), first, int(np.max(np.diff(bounds) - 1)))
     if tokens_L is None:
         return stats
     generated = np.asarray(tokens_L).reshape(-1)[max(prompt_len, 1) :]
@@ -113,9 +105,8 @@ class SampleResult:
     def from_flags(cls, tokens_NxL, correct_NxLm1, prompt_len: int, info: dict | None = None):
         tokens, correct = np.asarray(tokens_NxL), np.asarray(correct_NxLm1, dtype=bool)
         if tokens.ndim != 2 or correct.shape != (tokens.shape[0], tokens.shape[1] - 1):
-            raise UserError(
-                f"flags of shape {correct.shape} do not fit tokens of shape {tokens.shape}"
-            )
+            shapes = f"flags of shape {correct.shape} do not fit tokens of shape {tokens.shape}"
+            raise UserError(shapes)
         stats = [sample_stats(c, prompt_len, t) for c, t in zip(correct, tokens)]
         return cls(tokens, correct, prompt_len, stats, summarize(stats), dict(info or {}))
 
@@ -140,13 +131,17 @@ def parse_prompt(text: str) -> list[int]:
         raise UserError(f"bad prompt {text!r}: {e}") from None
 
 
+def _in_vocab(ids: list[int], vocab_size: int) -> list[int]:
+    if bad := [t for t in ids if not 0 <= t < vocab_size]:
+        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={vocab_size})")
+    return ids
+
+
 def _given_prompt_NxP(lang, prompt: str | Sequence[int], n: int, greedy: bool) -> np.ndarray:
     ids = parse_prompt(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
     if not ids:
         raise UserError("the prompt is empty")
-    bad = [t for t in ids if not 0 <= t < lang.vocab_size]
-    if bad:
-        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={lang.vocab_size})")
+    _in_vocab(ids, lang.vocab_size)
     if greedy and n > 1:
         raise UserError(
             f"greedy decoding of one prompt gives {n} identical samples; use -n 1, "
@@ -267,26 +262,13 @@ def sample_run(
 
     info = {k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset")}
     # The run's settings off their defaults (width, depth, b2, decay, ...), for the title.
-    settings = {
-        **{k: getattr(config, k, None) for k in TITLE_DEFAULTS},
-        "d_model": model.config.d_model,
-        "n_layers": model.config.n_layers,
-    }
+    settings = {k: getattr(config, k, None) for k in TITLE_DEFAULTS}
+    settings.update(d_model=model.config.d_model, n_layers=model.config.n_layers)
     info["settings"] = {
-        k: v
-        for k, v in settings.items()
-        if k != "head" and v is not None and v != TITLE_DEFAULTS[k]
+        k: v for k, v in settings.items() if k != "head" and v not in (None, TITLE_DEFAULTS[k])
     }
-    return sample_with(
-        generate_fn,
-        lang,
-        n=n,
-        length=length,
-        temperature=temperature,
-        prompt=prompt,
-        seed=seed,
-        info={"run_dir": str(run_dir), **info},
-    )
+    kw = dict(n=n, length=length, temperature=temperature, prompt=prompt, seed=seed)
+    return sample_with(generate_fn, lang, **kw, info={"run_dir": str(run_dir), **info})
 
 
 # ----- corpus runs: real text -------------------------------------------------------------------
@@ -327,9 +309,7 @@ def corpus_prompt(text: str, tokenizer, vocab_size: int) -> list[int]:
         )
     if not ids:
         raise UserError(f"the prompt {text!r} encodes to no tokens")
-    if bad := [t for t in ids if not 0 <= t < vocab_size]:
-        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={vocab_size})")
-    return ids
+    return _in_vocab(ids, vocab_size)
 
 
 def val_prompts(val_N: np.ndarray, seq_len: int, n: int, prompt_len: int, seed: int):
@@ -356,9 +336,8 @@ def sample_corpus_run(
     prompt: str | None = None,
     seed: int = 0,
 ) -> TextSamples:
-    """`n` samples of `length` tokens (prompt included; default 32, or the run's seq_len when
-    shorter, longer to leave half of it to a long given prompt) from a corpus run's latest
-    checkpoint; prompts from val.bin are the first half of `length`."""
+    """`n` samples of `length` tokens (prompt included; default as `sample_run`'s, longer to leave
+    half to a long given prompt) from a corpus run; val.bin prompts are half of `length`."""
     import jax
     import jax.numpy as jnp
 
@@ -391,9 +370,12 @@ def sample_corpus_run(
     if length <= P:
         raise UserError(f"length ({length}) must exceed the prompt length ({P})")
     check_length(length, config.seq_len, model.config.max_seq_len)
-    key = jax.random.key(seed)
     tokens_NxL = generate(
-        model, jnp.asarray(prompt_NxP), length, key=key, temperature=float(temperature)
+        model,
+        jnp.asarray(prompt_NxP),
+        length,
+        key=jax.random.key(seed),
+        temperature=float(temperature),
     )
     info = {
         "run_dir": str(run_dir),
@@ -416,17 +398,19 @@ def describe_corpus(samples: TextSamples, ids: bool = False) -> str:
     if samples.tokenizer is None:
         shown += " (the corpus has no tokenizer.json)"
     drawn = "given" if samples.starts is None else "the start of a val.bin window each"
-    return "; ".join(
-        [
-            f"{i['run_dir']}: corpus {i['corpus']} V={format_count(i['vocab_size'])}",
-            f"lr {format_lr(i['lr'])}, {'tied' if i['tie_embeddings'] else 'untied'}, "
-            f"head {i['head']}, b2 {i[ADAM_B2]:g}",
-            f"{n} samples of {length} tokens, {samples.prompt_len}-token prompt ({drawn}), "
-            + ("greedy" if t == 0 else f"temperature {t:g}")
-            + f", seed {i['seed']}",
-            shown,
-        ]
-    )
+    run = f"{i['run_dir']}: corpus {i['corpus']} V={format_count(i['vocab_size'])}"
+    prompt = f"{samples.prompt_len}-token prompt ({drawn})"
+    how = f"{n} samples of {length} tokens, {prompt}, {_drawn_words(t, i['seed'])}"
+    return "; ".join([run, f"{_run_words(i)}, b2 {i[ADAM_B2]:g}", how, shown])
+
+
+def _run_words(i: dict) -> str:  # "lr 1e-2, tied, head softmax": every header names them
+    tied = "tied" if i.get("tie_embeddings") else "untied"
+    return f"lr {format_lr(i['lr'])}, {tied}, head {i.get('head')}"
+
+
+def _drawn_words(t: float, seed: int) -> str:
+    return ("greedy" if t == 0 else f"temperature {t:g}") + f", seed {seed}"
 
 
 def render_corpus_text(samples: TextSamples, colour: bool = False, ids: bool = False) -> str:
@@ -473,23 +457,15 @@ def describe(result: SampleResult, ids: bool = False) -> str:
     v = i.get("vocab_size")
     parts.append(f"{i.get('language', '?')} V={format_count(v) if isinstance(v, int) else '?'}")
     if "lr" in i:
-        parts.append(
-            f"lr {format_lr(i['lr'])}, {'tied' if i.get('tie_embeddings') else 'untied'}, "
-            f"head {i.get('head')}"
-        )
-    if i.get("settings"):  # what the run's base moved off the defaults (D, layers, b2, ...)
+        parts.append(_run_words(i))
+    if settings := i.get("settings"):  # what the run's base moved off the defaults (D, b2, ...)
         parts.append(
             ", ".join(
-                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                for k, v in i["settings"].items()
+                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in settings.items()
             )
         )
     n, length = result.tokens.shape
-    parts.append(
-        f"{n} samples of {length} tokens, "
-        + ("greedy" if t == 0 else f"temperature {t:g}")
-        + f", seed {i.get('seed', 0)}"
-    )
+    parts.append(f"{n} samples of {length} tokens, {_drawn_words(t, i.get('seed', 0))}")
     if "prompt" in i:
         given = i.get("prompt_ids")
         shown = ",".join(map(str, given)) if ids and given is not None else i["prompt"]
@@ -530,8 +506,7 @@ def _ansi(cells: Sequence[str], kinds) -> str:
 
 
 def _token_cells(tokens, ids: bool, width: int) -> list[str]:
-    """One cell per token: its glyph, or its id right-aligned in `width` digits (a space
-    between ids, so that a marker line can sit under each)."""
+    """One cell per token: its glyph, or its id right-aligned in `width` digits, a space between."""
     if not ids:
         return list(glyphs.render(tokens))
     return [
@@ -541,8 +516,7 @@ def _token_cells(tokens, ids: bool, width: int) -> list[str]:
 
 
 def token_texts(result: SampleResult, ids: bool = False) -> list[list[str]]:
-    """Each sample's token cells as every renderer writes them (the terminal, the HTML page and
-    the figure alike): one glyph each, or every id in digits (`shows_ids`)."""
+    """Each sample's token cells as every renderer writes them: a glyph each, or ids."""
     ids = shows_ids(result, ids)
     return [[c.strip() for c in _token_cells(tokens, ids, 1)] for tokens in result.tokens]
 
@@ -571,10 +545,8 @@ def render_text(result: SampleResult, colour: bool = False, ids: bool = False) -
             marks = [_MARK[k].rjust(len(c.rstrip())).ljust(len(c)) for c, k in zip(cells, kinds[i])]
             lines.append(" " * len(head) + "".join(marks).rstrip())
     m = result.summary
-    lines.append(
-        row.format("avg", *_summary_cells(m))
-        + f"({m.error_free} of {m.n} samples without an error)"
-    )
+    errors = f"({m.error_free} of {m.n} samples without an error)"
+    lines.append(row.format("avg", *_summary_cells(m)) + errors)
     return "\n".join(lines) + "\n"
 
 

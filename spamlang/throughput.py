@@ -51,17 +51,12 @@ class Rate:
 
 
 COLUMNS = [f.name for f in dataclasses.fields(Rate)]
-_INTS = ("d_model", "n_layers", "vocab_size", "batch_size", "seq_len", "members", "cores")
+# A CSV cell as its Rate field's annotation (a string, under `from __future__ import annotations`).
+_PARSE = {"int": int, "float": float, "str": str, "bool": lambda v: str(v).lower() == "true"}
 
 
 def _row(record: dict) -> Rate:
-    values = dict(record)
-    for name in _INTS:
-        values[name] = int(values[name])
-    for name in ("tokens_per_s", "flops_per_token"):
-        values[name] = float(values[name])
-    values["tie_embeddings"] = str(values["tie_embeddings"]).lower() == "true"
-    return Rate(**{name: values[name] for name in COLUMNS})
+    return Rate(**{f.name: _PARSE[f.type](record[f.name]) for f in dataclasses.fields(Rate)})
 
 
 @functools.cache

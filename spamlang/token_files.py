@@ -233,9 +233,9 @@ def write_tokens(
         with tqdm(
             total=total, unit="tok", unit_scale=True, file=sys.stderr, disable=not show
         ) as bar:
-            _write(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
-        _write(side_tmp, side, [_json_bytes(meta)])
-        _write(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
+            write_blocks(data_tmp, path, (_tick(bar, c).astype(dtype) for c in chunks))
+        write_blocks(side_tmp, side, [_json_bytes(meta)])
+        write_blocks(publishing_tmp, side, [_json_bytes({**meta, "publishing": True})])
         # "Publishing" sidecar, data, final sidecar: a pair cut between renames says so.
         publish((publishing_tmp, side), (data_tmp, path), (side_tmp, side))
     return meta
@@ -250,7 +250,7 @@ def _json_bytes(meta: dict) -> bytes:
     return (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
-def _write(tmp: Path, target: Path, blocks) -> None:
+def write_blocks(tmp: Path, target: Path, blocks) -> None:
     """Write `blocks` to a fresh `tmp` and fsync it; an error names the target."""
     try:
         with open_temp(tmp) as f:

@@ -98,7 +98,7 @@ def test_export_then_load(capsys, tmp_path):
             "b must be in [1, vocab_size=8]",
         ),
         (["preview", "cycle", "--vocab-size", "8", "--param", "k"], "malformed --param 'k'"),
-        (["preview", "cycle", "--vocab-size", "8", "--param", "k=x"], "k expects an integer"),
+        (["preview", "cycle", "--vocab-size", "8", "--param", "k=x"], "k must be an integer"),
         (["preview", "cycle", "--vocab-size", "8", "--param", "q=1"], "unknown parameter 'q'"),
         (["preview", "cycle", "--vocab-size", "8", "--param", "vocab_size=9"], "--vocab-size"),
         (["preview", "spam", "--vocab-size", "8", "-n", "0"], "must be >= 1"),

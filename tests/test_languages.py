@@ -87,7 +87,7 @@ def test_bad_params_name_the_constraint(name, params, message):
 def test_parse_params_types_and_errors():
     assert languages.parse_params("branching", ["b=3", "seed = 7"]) == {"b": 3, "seed": 7}
     assert languages.parse_params("noisy-spam", ["eps=0.25"]) == {"eps": 0.25}
-    for bad, message in [("b", "malformed"), ("b=x", "expects an integer"), ("z=1", "unknown")]:
+    for bad, message in [("b", "malformed"), ("b=x", "b must be an integer"), ("z=1", "unknown")]:
         with pytest.raises(UserError, match=message):
             languages.parse_params("branching", [bad])
 

@@ -179,7 +179,6 @@ def register(subparsers) -> None:
         "-o",
         "--output",
         metavar="DIR",
-        default=None,
         help="output directory (default: RUN_DIR, where `spamlang plot bottleneck` looks)",
     )
     p.add_argument(

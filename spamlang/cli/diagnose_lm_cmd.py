@@ -55,18 +55,8 @@ def handler(args: argparse.Namespace) -> int:
     require()
     from spamlang.diagnose_lm.diagnose import diagnose_lm
 
-    diag = diagnose_lm(
-        args.model_dir,
-        args.tokens,
-        text=args.text,
-        num_seqs=args.num_seqs,
-        seq_len=args.seq_len,
-        vocab_size=args.vocab_size,
-        device=args.device,
-        dtype=args.dtype,
-        chunk_size=args.chunk_size,
-        rank_tokens=args.rank_tokens,
-    )
+    names = "text num_seqs seq_len vocab_size device dtype chunk_size rank_tokens".split()
+    diag = diagnose_lm(args.model_dir, args.tokens, **{k: getattr(args, k) for k in names})
     paths = write_outputs(diag, Path(args.out), args)
     print(
         f"{diag['model_name']} ({diag['model_type']}) {bottleneck_line(diag)}, loss "
@@ -94,13 +84,11 @@ def register(subparsers) -> None:
     src.add_argument(
         "--tokens",
         metavar="FILE",
-        default=None,
         help="a spamlang token file (`spamlang export`); rows of its seq_len",
     )
     src.add_argument(
         "--text",
         metavar="FILE.txt",
-        default=None,
         help="plain UTF-8 text, tokenized with the checkpoint's own tokenizer and "
         "cut into rows of --seq-len tokens",
     )
@@ -109,13 +97,11 @@ def register(subparsers) -> None:
     p.add_argument(
         "--seq-len",
         type=int,
-        default=None,
         help="tokens per row (default: the token file's seq_len; 128 for --text)",
     )
     p.add_argument(
         "--vocab-size",
         type="vocab",
-        default=None,
         help="real tokens among the head's rows (default: the tokenizer's length, "
         "or every row without a tokenizer); padding rows are left out",
     )

@@ -181,11 +181,6 @@ def register(subparsers) -> None:
     )
     kinds = parser.add_subparsers(dest="kind", metavar="KIND")
     kinds.required = True
-    for add in (_add_fit, _add_predict, _add_compare, _add_validate):
-        add(kinds)
-
-
-def _add_fit(kinds) -> None:
     fit = kinds.add_parser(
         "fit",
         help="fit the law on finished sweeps and print it",
@@ -207,18 +202,14 @@ def _add_fit(kinds) -> None:
         help="also write the law to this JSON file, in an existing folder",
     )
     fit.set_defaults(func=_fit)
-
-
-def _add_predict(kinds) -> None:
     predict = kinds.add_parser(
         "predict",
         help="predict every cell of a sweep file before running it",
         description="Print one line per cell of a sweep file (its runs' lr and seed collapsed): "
-        "the predicted best-LR seed-mean loss, the return time R, Adam's memory M "
-        "and the updates per symbol n, and 'extrapolation: reasons' where the cell "
-        "is outside the range the law was fitted on (another language, optimizer "
-        "or head, a width more than 2x beyond the fitted ones, V, R, M or n beyond "
-        "theirs). Nothing is trained.",
+        "the predicted best-LR seed-mean loss, the return time R, Adam's memory M and the "
+        "updates per symbol n, and 'extrapolation: reasons' where the cell is outside the range "
+        "the law was fitted on (another language, optimizer or head, a width more than 2x beyond "
+        "the fitted ones, V, R, M or n beyond theirs). Nothing is trained.",
     )
     predict.add_argument(
         "file", metavar="SWEEP_FILE", help="sweeps/NAME.py or a .json sweep description"
@@ -238,25 +229,20 @@ def _add_predict(kinds) -> None:
         "forecast before the sweep runs: results/forecasts/NAME.csv)",
     )
     predict.set_defaults(func=_predict)
-
-
-def _add_compare(kinds) -> None:
     compare = kinds.add_parser(
         "compare",
         help="predicted against measured, cell by cell: a committed forecast, or a law",
         description="With FORECAST_CSV: read a forecast written by `law predict --csv` before "
-        "its sweep ran and the sweep's results, and print per cell the predicted loss and "
-        "class beside the measured best-LR seed mean (with its seeds' min and max, the best "
-        "LR and the LRs tried), the measured class and the error in log10(L + 0.01) "
-        "(error_log10: log10(predicted + 0.01) - log10(measured + 0.01)); cells "
-        "with no finished run yet show '-'. With SWEEP_DIR alone: the same for every cell "
-        "of a finished sweep against the law (--law, or the shipped one), with the law's "
-        "memory_ratio (c M / R, the boundary at 1) "
+        "its sweep ran and the sweep's results, and print per cell the predicted loss and class "
+        "beside the measured best-LR seed mean (with its seeds' min and max, the best LR and the "
+        "LRs tried), the measured class and the error in log10(L + 0.01) (error_log10: "
+        "log10(predicted + 0.01) - log10(measured + 0.01)); cells with no finished run yet show "
+        "'-'. With SWEEP_DIR alone: the same for every cell of a finished sweep against the law "
+        "(--law, or the shipped one), with the law's memory_ratio (c M / R, the boundary at 1) "
         "and the reasons a cell is outside its range; a cell outside its scope (another "
-        "optimizer, head or "
-        "language) shows no prediction. The last line counts the cells classified right "
-        "(learned < 0.1 log V, failed > 0.5 log V, else partial) and gives the RMS error, "
-        "over all cells and over those of each measured class.",
+        "optimizer, head or language) shows no prediction. The last line counts the cells "
+        "classified right (learned < 0.1 log V, failed > 0.5 log V, else partial) and gives the "
+        "RMS error, over all cells and over those of each measured class.",
     )
     compare.add_argument(
         "paths",
@@ -270,18 +256,14 @@ def _add_compare(kinds) -> None:
         help="without a forecast: the law to compare with (default: the law the package ships)",
     )
     compare.set_defaults(func=_compare)
-
-
-def _add_validate(kinds) -> None:
     validate = kinds.add_parser(
         "validate",
         help="leave-one-sweep-out test of the law",
         description="Fit the law on all sweeps but one and predict that one's cells, for each "
-        "sweep in turn; print every cell (measured, predicted, error in "
-        "log10(L + 0.01) (error_log10), class learned / partial / failed at 0.1 and 0.5 log V, "
-        "extrapolation) and per sweep the RMS error, the fraction classified "
-        "correctly, and the RMS error over the cells of each measured class (rms_learned, "
-        "rms_partial, rms_failed).",
+        "sweep in turn; print every cell (measured, predicted, error in log10(L + 0.01) "
+        "(error_log10), class learned / partial / failed at 0.1 and 0.5 log V, extrapolation) "
+        "and per sweep the RMS error, the fraction classified correctly, and the RMS error over "
+        "the cells of each measured class (rms_learned, rms_partial, rms_failed).",
     )
     validate.add_argument(
         "dirs", nargs="+", metavar="SWEEP_DIR", help="at least two sweep output directories"

@@ -25,8 +25,8 @@ _WHERE_HELP = (
 
 
 def _plot(module: str, function: str, options: str):
-    """The handler `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`, imported only
-    when drawn so that `--help` imports no plotting library."""
+    """The handler `spamlang.plots.<module>.<function>(INPUT, OUTPUT, **options)`, imported when
+    drawn: `--help` imports no plotting library."""
 
     def handler(args: argparse.Namespace) -> int:
         from spamlang.results import parse_where
@@ -77,8 +77,7 @@ def register(subparsers) -> None:
 
 
 def _kind(kinds, name: str, help: str, description: str, func, *inputs: str, **kw):
-    """The subcommand `name`, drawn by `func`: its inputs (metavar, help; default a sweep
-    directory) and -o FILE."""
+    """The subcommand `name`, drawn by `func`: its inputs (default a sweep directory), -o FILE."""
     p = kinds.add_parser(name, help=help, description=description)
     metavar, what = inputs or ("SWEEP_DIR", "a sweep output directory")
     p.add_argument("inputs", metavar=metavar, help=what, **kw)

@@ -22,7 +22,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
     """(cell, run directory) of each cell of `sweep_dir` that `where` selects: the run at the
-    cell's best LR (seed-mean final eval loss, `spamlang.sweep.best_lr`), lowest seed."""
+    cell's best LR (`spamlang.sweep.best_lr`), lowest seed."""
     from spamlang.results import read_runs, records, select, shown
     from spamlang.sweep.best_lr import best_lrs
 
@@ -35,24 +35,21 @@ def best_runs(sweep_dir: str, where: dict) -> list[tuple[str, Path]]:
     rows = records(select(runs, where)[columns])
     picks = []
     for best in best_lrs(rows):
-        cell = [
+        if cell := [
             r for r in rows if r.get("lr") == best.lr and all(r.get(k) == v for k, v in best.group)
-        ]
-        if cell:
+        ]:
             run = min(cell, key=lambda r: r.get("seed") or 0)
             varying = [(k, v) for k, v in best.group if len({r.get(k) for r in rows}) > 1]
             label = ", ".join(f"{k}={shown(k, v)}" for k, v in varying) or "the sweep"
             picks.append((f"{label}: best lr {shown('lr', best.lr)}", run["path"]))
     if not picks:
-        raise UserError(
-            f"--where {where} selects no finished run with a final eval loss in {sweep_dir}"
-        )
+        what = "no finished run with a final eval loss"
+        raise UserError(f"--where {where} selects {what} in {sweep_dir}")
     return picks
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
-    """The run directories to sample: RUN_DIR itself, or with --where the best-LR run of
-    each cell of the sweep directory it selects."""
+    """RUN_DIR, or with --where the best-LR run of each cell of the sweep it selects."""
     path = Path(args.run_dir)
     if not path.is_dir():
         raise UserError(f"no such run directory: {args.run_dir}")
@@ -64,10 +61,8 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
 
         picks = best_runs(str(path), parse_where(args.where))
         if len(picks) > 1 and (args.html or args.png):
-            raise UserError(
-                f"--html and --png draw one run; --where selects {len(picks)} "
-                "cells: add --where settings until one is left"
-            )
+            cells = f"--where selects {len(picks)} cells: add --where settings until one is left"
+            raise UserError(f"--html and --png draw one run; {cells}")
         return picks
     if not is_run and ((path / "results.csv").exists() or (path / "sweep.json").exists()):
         raise UserError(
@@ -85,15 +80,6 @@ def _is_corpus_run(run_dir: Path) -> bool:
     return "corpus" in runs and runs["corpus"].notna().any()
 
 
-def _check_corpus_flags(args: argparse.Namespace, corpus_runs: list[Path]) -> None:
-    """The SpamLang-only outputs, refused for a corpus run: real text has no correct token."""
-    if corpus_runs and (args.html or args.png):
-        raise UserError(
-            f"{corpus_runs[0]} is a corpus run: --html and --png draw SpamLang's table of "
-            "correct and incorrect tokens, which real text has not; leave them out"
-        )
-
-
 def handler(args: argparse.Namespace) -> int:
     # Everything the flags can get wrong fails here, before a minute of loading and compiling;
     # sample_run checks --temperature itself, before it loads the model.
@@ -103,7 +89,10 @@ def handler(args: argparse.Namespace) -> int:
         raise UserError("-n must be >= 1 and --length >= 2")
     _check_outputs(args)
     corpus_runs = [d for _, d in targets if _is_corpus_run(d)]
-    _check_corpus_flags(args, corpus_runs)
+    if corpus_runs and (args.html or args.png):  # SpamLang-only: real text has no correct token
+        table = "SpamLang's table of correct and incorrect tokens, which real text has not"
+        why = f"--html and --png draw {table}; leave them out"
+        raise UserError(f"{corpus_runs[0]} is a corpus run: {why}")
     if args.prompt is not None:
         from spamlang.sample import parse_prompt
 
@@ -116,62 +105,37 @@ def handler(args: argparse.Namespace) -> int:
                 "drawn from the language; a corpus run: the start of a val.bin window)"
             )
 
-    from spamlang.sample import render_html, render_text, sample_run, use_colour
+    from spamlang import sample
 
-    colour = {"always": True, "never": False}.get(args.color, use_colour(sys.stdout))
+    colour = {"always": True, "never": False}.get(args.color, sample.use_colour(sys.stdout))
+    kw = dict(n=args.n, length=args.length, temperature=temperature, prompt=args.prompt)
+    kw.update(seed=args.seed)
     for cell, run_dir in targets:
         if cell is not None:
             print(f"== {cell} ({run_dir.name})")
         if run_dir in corpus_runs:
-            sys.stdout.write(_sample_corpus(args, run_dir, temperature, colour))
+            samples = sample.sample_corpus_run(run_dir, **kw)
+            sys.stdout.write(sample.render_corpus_text(samples, colour=colour, ids=args.ids))
             continue
-        result = sample_run(
-            run_dir,
-            n=args.n,
-            length=args.length,
-            temperature=temperature,
-            prompt=args.prompt,
-            seed=args.seed,
-        )
-        sys.stdout.write(render_text(result, ids=args.ids, colour=colour))
+        result = sample.sample_run(run_dir, **kw)
+        sys.stdout.write(sample.render_text(result, ids=args.ids, colour=colour))
     if args.html:
-        atomic_write_text(args.html, render_html(result, ids=args.ids))
+        atomic_write_text(args.html, sample.render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
     if args.png:
         print(f"wrote {sample_figure(result, args.png, ids=args.ids)}")
     return 0
 
 
-def _sample_corpus(args: argparse.Namespace, run_dir: Path, temperature: float, colour) -> str:
-    from spamlang.sample import render_corpus_text, sample_corpus_run
-
-    samples = sample_corpus_run(
-        run_dir,
-        n=args.n,
-        length=args.length,
-        temperature=temperature,
-        prompt=args.prompt,
-        seed=args.seed,
-    )
-    return render_corpus_text(samples, colour=colour, ids=args.ids)
-
-
 def sample_figure(result, out_file, ids: bool = False) -> Path:
-    """The sample table of a `spamlang.sample.SampleResult` as a figure, with the header,
-    colours and token cells (a glyph each, or ids) of the terminal and the HTML page."""
+    """The sample table of a `spamlang.sample.SampleResult` as a figure, as the terminal shows it."""
     from spamlang.plots.samples import plot_samples
     from spamlang.sample import COLOURS, INCORRECT, definitions, describe, shows_ids, token_texts
 
     ids = shows_ids(result, ids)
+    kw = dict(title=describe(result, ids), notes=definitions(result), colours=COLOURS)
     return plot_samples(
-        result,
-        out_file,
-        cells=token_texts(result, ids),
-        title=describe(result, ids),
-        notes=definitions(result),
-        colours=COLOURS,
-        wrong=INCORRECT,
-        ids=ids,
+        result, out_file, cells=token_texts(result, ids), **kw, wrong=INCORRECT, ids=ids
     )
 
 

@@ -65,15 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         type=int,
         default=0,
         help="at most K runs (differing in lr/seed) per vmapped program; 1: every run on its "
-        "own; 0 (default): the sweep's own Sweep(group_size=...) if it sets one, else as many "
-        "as fit the device when its memory is known (an accelerator's, or "
-        "SPAMLANG_DEVICE_MEMORY, e.g. 80GiB), else no limit. An explicit K is kept, with a "
-        "warning if it does not fit",
+        "own; 0 (default): the sweep's own Sweep(group_size=...) if it sets one, else as many as "
+        "fit the device when its memory is known (an accelerator's, or SPAMLANG_DEVICE_MEMORY, "
+        "e.g. 80GiB), else no limit. An explicit K is kept, with a warning if it does not fit",
     )
     parser.add_argument(
         "--vmap",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="train each group of runs differing only in lr/seed as one vmapped program "
         "(default: on accelerators, and on CPU for steps of at most 256 tokens)",
     )
@@ -84,7 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         type=_at_least(0),
         nargs="?",
         const=DEFAULT_LIMIT,
-        default=None,
         help="when a cell's best LR is the largest or smallest of its grid, train the next LR "
         "beyond it for every seed, until the best is inside the grid, reaches the loss floor, "
         f"or N LRs were added on that side (default N: {DEFAULT_LIMIT}; 0 turns it off; "
@@ -94,7 +91,6 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         "--seq-len",
         metavar="L",
         type=int,
-        default=None,
         help="run the equivalent sweep at sequence length L (same batch and steps, budgets "
         "scaled) as <name>-L<L>: SpamLang with RoPE gives the same results at any length, so "
         "--seq-len 2 costs about 2/L of the original; refused for languages with context",
@@ -140,14 +136,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
     parser.add_argument(
         "--figures",
         metavar="DIR",
-        default=None,
         help="where --plots writes (default: the sweep directory): a new or empty folder, or "
         f"one an earlier --figures drew into (it holds its {FIGURES_MARK})",
     )
     parser.add_argument(
         "--tracker",
         choices=(*TRACKERS, "none"),
-        default=None,
         help="mirror every run's metrics, config and result to TensorBoard (<sweep "
         "dir>/tensorboard/<run id>) or W&B (group <sweep name>); needs the extra of that name; "
         "one that cannot start is an error (default: Sweep(tracker=...), which only warns)",
@@ -266,17 +260,8 @@ def execute(sweep: Sweep, args: argparse.Namespace, samples: tuple = ()) -> int:
     spec = tracking.TrackerSpec(kind, explicit, out, group=sweep.name) if kind else None
     try:
         with tracking.session(spec):  # an explicit tracker that cannot start: exit 2 here
-            rows = run_sweep(
-                sweep,
-                out,
-                shard,
-                quiet=args.quiet,
-                group_size=args.group_size,
-                vmap=args.vmap,
-                bracket_lr=limit,
-                max_points=args.max_points,
-                only=tuple(args.only),
-            )
+            keep = {k: getattr(args, k) for k in ("quiet", "group_size", "vmap", "max_points")}
+            rows = run_sweep(sweep, out, shard, bracket_lr=limit, only=tuple(args.only), **keep)
     except KeyboardInterrupt as e:  # SIGINT, or the trainer's Interrupted (SIGINT/SIGTERM)
         print(
             f"interrupted; rerun the same command to resume (finished runs are in "

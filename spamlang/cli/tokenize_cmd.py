@@ -62,14 +62,8 @@ def tokenize_handler(args) -> int:
     if args.reference and args.text:
         raise UserError("give TEXT or --reference, not both")
     try:
-        outcome = tokenize(
-            args.text,
-            args.out,
-            vocab_size=args.vocab_size,
-            tokenizer=args.tokenizer,
-            use_reference=args.reference,
-            progress=not args.quiet,
-        )
+        kw = dict(tokenizer=args.tokenizer, use_reference=args.reference, progress=not args.quiet)
+        outcome = tokenize(args.text, args.out, vocab_size=args.vocab_size, **kw)
     except KeyboardInterrupt:
         print("spamlang tokenize: interrupted; nothing written", file=sys.stderr)
         return 130
@@ -86,7 +80,6 @@ def _summary(meta: dict, out: str) -> str:
     how = "trained here" if tok["trained"] else "given"
     return (
         f"tokenized {docs['train'] + docs['val']:,} documents ({docs['train']:,} train, "
-        f"{docs['val']:,} val) into {meta['train_tokens']:,} train and {meta['val_tokens']:,} "
-        f"val {meta['dtype']} tokens, vocab_size {meta['vocab_size']} ({tok['kind']}, {how}), "
-        f"in {out}"
+        f"{docs['val']:,} val) into {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "
+        f"{meta['dtype']} tokens, vocab_size {meta['vocab_size']} ({tok['kind']}, {how}), in {out}"
     )

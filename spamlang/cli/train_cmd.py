@@ -40,7 +40,6 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--config",
         metavar="FILE.json",
-        default=None,
         help="start from this TrainConfig JSON; explicit flags override it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
@@ -49,7 +48,6 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--tracker",
         choices=(*TRACKERS, "none"),
-        default=None,
         help="mirror the run's metrics, config and result to TensorBoard (DIR/tensorboard/) or "
         "W&B (WANDB_MODE=offline: DIR/wandb/); needs the extra of that name; one that cannot "
         "start is an error before training",

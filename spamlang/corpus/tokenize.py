@@ -23,7 +23,7 @@ from spamlang.errors import UserError, first_line, no_space
 from spamlang.rundir.atomic import clean_stale_temps, open_temp, publish, signals_raise, staged
 from spamlang.rundir.lock import Taken, locked
 from spamlang.rundir.reading import read_object
-from spamlang.token_files import token_dtype
+from spamlang.token_files import token_dtype, write_blocks
 
 EOT = "<|endoftext|>"  # ends every document; id 0 of a trained tokenizer
 VAL_PERCENT = 10  # a document is val when sha256(its path) % 100 < VAL_PERCENT
@@ -216,10 +216,9 @@ def _check_splits(entries: list[dict], names: list[str], files: int) -> None:
     for split in SPLITS:
         if not total[split]:
             raise UserError(
-                f"the {split} split of {where} would be empty: a document is val when "
-                f"sha256(its path) % 100 < {VAL_PERCENT}, and none of the "
-                f"{total.total()} is {split}; give more documents (several files, or a .jsonl "
-                "of one document per line)"
+                f"the {split} split of {where} would be empty: a document is val when sha256(its "
+                f"path) % 100 < {VAL_PERCENT}, and none of the {total.total()} is {split}; give "
+                "more documents (several files, or a .jsonl of one document per line)"
             )
 
 
@@ -417,7 +416,7 @@ class _Job:
         with contextlib.ExitStack() as stack:
             tmp = {name: stack.enter_context(staged(path)) for name, path in paths.items()}
             data = self.given.data if self.given else self._trained(head)
-            _write(tmp[TOKENIZER], [data])
+            write_blocks(tmp[TOKENIZER], paths[TOKENIZER], [data])
             tok = _encoder(data)  # from the file's bytes: the file gives back these ids
             eot = tok.token_to_id(EOT)
             with open_temp(tmp[TRAIN]) as train, open_temp(tmp[VAL]) as val:
@@ -426,9 +425,11 @@ class _Job:
                     f.flush()
                     os.fsync(f.fileno())
             meta = self._meta(head, data, eot, tokens)
-            _write(tmp[META], [_json(meta)])
+            write_blocks(tmp[META], paths[META], [_json(meta)])
             # Replaced first: a folder cut between the renames says so, and is refused.
-            _write(tmp[_PUBLISHING], [_json({"format": FORMAT, "publishing": True})])
+            write_blocks(
+                tmp[_PUBLISHING], paths[META], [_json({"format": FORMAT, "publishing": True})]
+            )
             publish(
                 (tmp[_PUBLISHING], paths[META]),
                 *((tmp[name], paths[name]) for name in (TRAIN, VAL, TOKENIZER, META)),
@@ -517,14 +518,6 @@ def _batches(docs: Iterable[tuple[str, str]]) -> Iterator[list[tuple[str, str]]]
 
 def _json(meta: dict) -> bytes:
     return (json.dumps(meta, indent=2) + "\n").encode("utf-8")
-
-
-def _write(tmp: Path, blocks: Iterable[bytes]) -> None:
-    with open_temp(tmp) as f:
-        for block in blocks:
-            f.write(block)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def reference_corpus(folder: str | os.PathLike, vocab_size: int) -> str:

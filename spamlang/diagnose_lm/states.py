@@ -129,9 +129,7 @@ def real_vocab(ckpt: Checkpoint, head_rows: int, vocab_size: int | None = None) 
                 f"--vocab-size must lie in [2, {head_rows}] (the head's rows), got {vocab_size}"
             )
         return vocab_size
-    if ckpt.tokenizer is not None:
-        return min(head_rows, len(ckpt.tokenizer))
-    return head_rows
+    return min(head_rows, len(ckpt.tokenizer)) if ckpt.tokenizer is not None else head_rows
 
 
 def head_states(

@@ -20,10 +20,9 @@ def _group(path) -> str:  # a parameter's group, from its path in the model stat
     top = path[0].key
     if top == "blocks":
         return f"block_{path[1].key}"
-    if top.startswith("embed"):  # E, and the narrow embedding's projection embed_proj
-        return "embedding"
-    # The final RMSNorm gain acts only on the head's input.
-    return "head"
+    # E and the narrow embedding's projection embed_proj; the final RMSNorm gain acts only on the
+    # head's input.
+    return "embedding" if top.startswith("embed") else "head"
 
 
 def grad_norms(grads: nnx.State) -> dict[str, jax.Array]:

@@ -88,13 +88,7 @@ class Evaluation:  # the jitted evaluation of one config's members
             held_max = int(counts[i][held].max()) if len(held) else None
             row.update(heldout_symbols=len(held) or None, heldout_exposure_max=held_max)
             row.update({k: row.get(k) for k in HELDOUT_COLUMNS[:3]})
-            rows.append(
-                {
-                    **row,
-                    **exposure.summary(counts[i], sequences),
-                    **configs[i].return_time,
-                }
-            )
+            rows.append({**row, **exposure.summary(counts[i], sequences), **configs[i].return_time})
         return rows
 
     def symbol_stats(self, state) -> list[dict]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from spamlang import fields
 from spamlang.errors import UserError
+from spamlang.notation import parse_setting
 
 # name -> "module.Class", in names()' order; imported when built (they import JAX), not listed.
 _REGISTRY = {
@@ -92,16 +93,11 @@ def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
     types = fields.field_types(language_class(name))
     out: dict[str, Any] = {}
     for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UserError(f"malformed --param {item!r}; expected NAME=VALUE")
+        try:
+            key, value = parse_setting(item)
+        except ValueError:
+            raise UserError(f"malformed --param {item!r}; expected NAME=VALUE") from None
         if key not in types:
             raise UserError(f"{name}: unknown parameter {key!r}; known: {', '.join(types)}")
-        kind = types[key]
-        try:
-            out[key] = kind(raw.strip())
-        except ValueError:
-            what = "an integer" if kind is int else "a number"
-            raise UserError(f"{name}: parameter {key} expects {what}, got {raw!r}") from None
+        out[key] = fields.conform(key, value, types[key], owner=name)
     return out

@@ -1,9 +1,5 @@
-"""From runs to cells: the law's inputs of a run, and a sweep's runs reduced to one loss a cell.
-
-A cell is every setting but the LR and the seed (the columns of results.csv before its first
-outcome, so a sweep's extra axes split cells too); its loss is the best LR's seed mean, chosen
-by the one best-LR rule of the sweep summary and the figures (`spamlang.rundir.reading.best_over`).
-"""
+"""From runs to cells: the law's inputs of a run, and a sweep's runs reduced to one loss a cell
+(every setting but the LR and the seed; the loss is the best LR's seed mean, by `best_over`)."""
 
 from __future__ import annotations
 
@@ -58,16 +54,12 @@ def missing(value: Any) -> bool:
 
 
 def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, Any]:
-    """The law's inputs of one run or config (`Mapping` of results.csv columns): the
-    DEFAULTED fields, defaulted (older sweeps list weight_decay, b2, optimizer and sampling only
-    as axes; `fill_from_configs` reads them from config.json first); the memory 1 / (1 - b2)
-    read as MEMORY_COLUMNS says; and the formula's R, M (memory capped at the run's steps) and
-    n. UserError naming what is absent."""
+    """The law's inputs of one run or config (results.csv columns): the DEFAULTED fields,
+    defaulted, and the formula's R, M (memory capped at the run's steps) and n."""
     absent = [c for c in PREDICT_REQUIRED if missing(row.get(c))]
     if absent:
-        raise UserError(
-            f"missing column(s) {', '.join(absent)}: the law needs {', '.join(PREDICT_REQUIRED)}"
-        )
+        needs = ", ".join(PREDICT_REQUIRED)
+        raise UserError(f"missing column(s) {', '.join(absent)}: the law needs {needs}")
     fill = defaults() if fill is None else fill
     out = {c: (fill[c] if missing(row.get(c)) else row[c]) for c in DEFAULTED}
     try:
@@ -96,8 +88,7 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
 
 
 def _depth(row: Mapping[str, Any]) -> int:
-    """The backbone's layers: the row's n_layers (results.csv lists it since the law checks
-    it), else its preset's, else the default preset's: the formula's log(layers / 2)."""
+    """The backbone's layers: the row's n_layers, else its preset's, else the default preset's."""
     from spamlang.model.config import preset_fields
 
     if not missing(row.get("n_layers")):
@@ -114,8 +105,7 @@ def _depth(row: Mapping[str, Any]) -> int:
 
 
 def _memory(row: Mapping[str, Any], values: dict) -> float:
-    """1 / (1 - b2) in steps: from b2 where the row names it, else from the memory the result
-    reports (capped or not), else from the default b2."""
+    """1 / (1 - b2) in steps: from the row's b2, else its MEMORY_COLUMNS, else the default b2."""
     if not missing(row.get("b2")):
         return _steps(float(row["b2"]))
     for column in MEMORY_COLUMNS:
@@ -125,16 +115,13 @@ def _memory(row: Mapping[str, Any], values: dict) -> float:
 
 
 def _steps(b2: float) -> float:
-    """1 / (1 - b2) to 10 significant digits, as TrainConfig.return_time reports it (1000 for
-    b2 = 0.999, not 999.9999999999991)."""
+    """1 / (1 - b2) to 10 significant digits, as TrainConfig.return_time reports it (1000)."""
     return float(f"{1 / (1 - b2):.10g}")
 
 
 def cells(frame) -> Any:
-    """The cells of one sweep's runs (module docstring): a DataFrame of each cell's settings,
-    the law's inputs filled in, R, M, n, loss, best_lr and seeds (the runs behind the loss).
-    Runs outside SCOPE are left out with a warning; UserError for an empty frame, a missing
-    column, or no run in scope."""
+    """The cells of one sweep's runs: each cell's settings and law inputs, loss, best_lr and
+    seeds (the runs behind the loss); runs outside SCOPE are left out with a warning."""
     import pandas as pd
 
     if frame is None or len(frame) == 0:
@@ -154,7 +141,7 @@ def cells(frame) -> Any:
             "b2 that a sweep directory's config.json files fill in)"
         )
     _check_finite(frame)
-    settings = _settings(list(frame.columns))
+    settings = [c for c in settings_columns(list(frame.columns)) if c not in ("lr", "seed")]
     fill = defaults()
     groups: dict[tuple, int] = {}  # a cell's settings -> its number, in order of appearance
     runs, outside = [], 0
@@ -182,18 +169,16 @@ def cells(frame) -> Any:
         for cell, lr, mean, count in best[["cell", "lr", "mean", "count"]].itertuples(index=False)
     ]
     if not records:
-        raise UserError(
-            "no cell to fit: every run in the law's scope has no final_eval_loss (or diverged)"
-        )
+        why = "every run in the law's scope has no final_eval_loss (or diverged)"
+        raise UserError(f"no cell to fit: {why}")
     if outside:  # said once the rest can be fitted, so that an error stays one line
         warnings.warn(f"{outside} run(s) outside the law's scope left out ({scope})", stacklevel=2)
     return pd.DataFrame.from_records(records)
 
 
 def _check_finite(frame) -> None:
-    """UserError naming the first run whose final_eval_loss is infinite and not marked diverged:
-    NaN is a loss the run does not have (it diverged, or never evaluated) and takes its LR out of
-    the running, but an infinite one is a broken table, which the fit would choke on."""
+    """UserError naming the first run whose final_eval_loss is infinite and not marked diverged
+    (NaN is a loss the run does not have; infinity is a broken table the fit would choke on)."""
     import numpy as np
     import pandas as pd
 
@@ -208,11 +193,6 @@ def _check_finite(frame) -> None:
             )
 
 
-def _settings(columns: list[str]) -> list[str]:
-    """results.csv's settings less lr and seed (module docstring)."""
-    return [c for c in settings_columns(columns) if c not in ("lr", "seed")]
-
-
 def _plain(value: Any) -> Any:
     """A hashable cell value: None for an empty cell, Python scalars for numpy's."""
     if missing(value):
@@ -221,11 +201,8 @@ def _plain(value: Any) -> Any:
 
 
 def fill_from_configs(frame, sweep_dir: str | Path):
-    """`frame` (results.csv of `sweep_dir`, or of the single run `sweep_dir`) with the
-    DEFAULTED and FIXED columns it lacks, or lacks in some rows, taken from each run's config.json
-    (`read_runs`): results.csv lists weight_decay, b2, optimizer and sampling only when they are
-    axes, and a sweep that fixed b2 = 0.999 in its base would otherwise be fitted at the default.
-    A run whose config.json cannot be read keeps the cell empty (the default, later)."""
+    """`frame` (results.csv of `sweep_dir`) with the DEFAULTED and FIXED cells it lacks taken
+    from each run's config.json: results.csv lists a setting only when it is an axis."""
     frame = frame.copy()
     if "run_id" not in frame.columns:
         return frame

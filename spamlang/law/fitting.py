@@ -125,14 +125,8 @@ def fit_cells(table, sources: Sequence[str] = (), *, warn: bool = True) -> Law:
 LEARNED_BELOW = 0.1  # x log V: a loss under this is a learned cell
 FAILED_ABOVE = 0.5  # x log V: a loss over this is a failed cell
 # The columns leave_one_out adds after a cell's settings.
-TABLE_COLUMNS = (
-    "sweep",
-    "measured",
-    "predicted",
-    "error",
-    "class_measured",
-    "class_predicted",
-    "extrapolation",
+TABLE_COLUMNS = tuple(
+    "sweep measured predicted error class_measured class_predicted extrapolation".split()
 )
 
 CLASSES = ("learned", "partial", "failed")
@@ -147,16 +141,7 @@ def classify(loss: float, V: int) -> str:
 
 
 # Two cells equal in these are the same cell to the law.
-_INPUTS = (
-    "vocab_size",
-    "batch_size",
-    "steps",
-    "M",
-    "d_model",
-    "n_layers",
-    "tie_embeddings",
-    "sampling",
-)
+_INPUTS = tuple("vocab_size batch_size steps M d_model n_layers tie_embeddings sampling".split())
 
 
 def cell_key(cell) -> tuple:

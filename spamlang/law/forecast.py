@@ -17,31 +17,16 @@ from typing import Any
 from spamlang.errors import UserError
 from spamlang.law.law import written
 
-COLUMNS = (
-    "cell",
-    "predicted_loss",
-    "predicted_class",
-    "extrapolation",
-    "R",
-    "M",
-    "n",
-    "law_sha256",
-    "law_commit",
+COLUMNS = tuple(
+    "cell predicted_loss predicted_class extrapolation R M n law_sha256 law_commit".split()
 )
 
 NO_CLASS = "none"  # the predicted class outside the law's scope
 _FIELD = re.compile(r"[^\s=]+=\S+")
 # The columns `against` adds after a cell's label, and `spamlang law compare SWEEP_DIR` shows.
-AGAINST_COLUMNS = (
-    "predicted_loss",
-    "predicted_class",
-    "memory_ratio",
-    "measured",
-    "seeds",
-    "best_lr",
-    "class_measured",
-    "error",
-    "extrapolation",
+AGAINST_COLUMNS = tuple(
+    "predicted_loss predicted_class memory_ratio measured seeds best_lr class_measured error "
+    "extrapolation".split()
 )
 
 

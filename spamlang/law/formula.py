@@ -86,17 +86,9 @@ def features(
 
 def features_of(x) -> dict[str, np.ndarray]:
     """`features` of a mapping or table of the law's inputs (`cells.row_inputs`' names)."""
-    return features(
-        x["vocab_size"],
-        x["batch_size"],
-        x["steps"],
-        x["M"],
-        x["d_model"],
-        x["tie_embeddings"],
-        x["weight_decay"] > 0,
-        np.isin(np.asarray(x["sampling"]), EPOCH_ORDERS),
-        x["n_layers"],
-    )
+    same = [x[k] for k in "vocab_size batch_size steps M d_model tie_embeddings".split()]
+    epochs = np.isin(np.asarray(x["sampling"]), EPOCH_ORDERS)
+    return features(*same, x["weight_decay"] > 0, epochs, x["n_layers"])
 
 
 def memory_ratio(theta: dict[str, float], x: dict[str, np.ndarray]) -> np.ndarray:

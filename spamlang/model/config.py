@@ -222,8 +222,7 @@ class ModelConfig:
         if self.embed_projected and self.tie_embeddings:
             raise UserError(
                 f"embed_dim {self.embed_dim} differs from d_model {self.d_model}, which a tied "
-                f"head cannot use (it needs a V x d_model embedding); use "
-                f"tie_embeddings=False"
+                "head cannot use (it needs a V x d_model embedding); use tie_embeddings=False"
             )
         kind = self.head_kind
         if kind in _UNTIED and self.tie_embeddings:

@@ -53,9 +53,8 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
     path = Path(model_dir)
     if not path.exists():
         raise UserError(
-            f"checkpoint directory {path} does not exist (a local Hugging Face "
-            f"checkpoint; download one first, e.g. hf download ORG/NAME "
-            f"--local-dir DIR)"
+            f"checkpoint directory {path} does not exist (a local Hugging Face checkpoint; "
+            "download one first, e.g. hf download ORG/NAME --local-dir DIR)"
         )
     if not path.is_dir():
         raise UserError(f"{path} is not a directory (expected a Hugging Face checkpoint directory)")
@@ -69,8 +68,7 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
     if model_type not in SUPPORTED_TYPES:
         raise UserError(
             f"{path}: model_type {model_type!r} is not supported; spamlang reads "
-            f"Llama-architecture checkpoints only "
-            f"(model_type {', '.join(SUPPORTED_TYPES)})"
+            f"Llama-architecture checkpoints only (model_type {', '.join(SUPPORTED_TYPES)})"
         )
     missing = [k for k in _REQUIRED if raw.get(k) is None]
     if missing:
@@ -94,9 +92,8 @@ def hf_config(model_dir: str | Path) -> ModelConfig:
         not isinstance(n_heads, int) or n_heads < 1 or head_dim * n_heads != d_model
     ):
         raise UserError(
-            f"{path}: head_dim {head_dim} differs from hidden_size / "
-            f"num_attention_heads = {d_model} / {n_heads}; spamlang's model needs "
-            f"them equal"
+            f"{path}: head_dim {head_dim} differs from hidden_size / num_attention_heads = "
+            f"{d_model} / {n_heads}; spamlang's model needs them equal"
         )
     try:
         return ModelConfig(
@@ -182,9 +179,8 @@ def adopt_checkpoint(config) -> tuple[dict, ModelConfig | None]:
     for name, value in overrides.items():
         if name in fixed and value != fixed[name]:
             raise UserError(
-                f"model {name}={value!r} contradicts {where}/{CONFIG} "
-                f"({name} {fixed[name]!r}); with init_from the checkpoint fixes the "
-                f"architecture"
+                f"model {name}={value!r} contradicts {where}/{CONFIG} ({name} {fixed[name]!r}); "
+                "with init_from the checkpoint fixes the architecture"
             )
     if config.seq_len > checkpoint.max_seq_len:
         raise UserError(

@@ -157,20 +157,11 @@ def from_config(config) -> tuple[optax.GradientTransformationExtraArgs, optax.Sc
         decay_frac=config.decay_frac,
         final_ratio=config.final_lr_ratio,
     )
-    static = dict(
-        name=config.optimizer,
-        weight_decay=config.weight_decay,
-        vocab_size=config.vocab_size,
-        lazy_rows=config.lazy_rows,
-        head_rows="embed" if config.tie_embeddings else "head",
-        head_amsgrad=config.head_amsgrad,
-        head_eps=config.head_eps,
-        head_row_clip=config.head_row_clip,
-        head_b2=config.head_b2,
-        head_v_gated=config.head_v_gated,
-        head_lr_scale=config.head_lr_scale,
-        head_weight_decay=config.head_weight_decay,
-    )
+    # The optimizer's static arguments: TrainConfig fields of the same name, and two derived.
+    names = "weight_decay vocab_size lazy_rows head_amsgrad head_eps head_row_clip head_b2 "
+    names += "head_v_gated head_lr_scale head_weight_decay"
+    static = {k: getattr(config, k) for k in names.split()}
+    static |= dict(name=config.optimizer, head_rows="embed" if config.tie_embeddings else "head")
     inner = optax.inject_hyperparams(_optimizer, static_args=tuple(static))(
         **_by_optax_name(member_values(config)), **static
     )

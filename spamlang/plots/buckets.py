@@ -1,7 +1,5 @@
 """`spamlang plot buckets`: a corpus run's val loss by how often a token was a training target
-(a line per log2 bucket) against the steps since it last was one, from its result.json's
-"target_buckets" (`spamlang.corpus.buckets`): does a rare token's loss rise once that gap
-passes Adam's memory (dashed), as a forgotten SpamLang symbol's does?"""
+against the steps since it last was one (result.json's "target_buckets")."""
 
 from __future__ import annotations
 
@@ -27,6 +25,7 @@ MIN_TARGETS = 20  # fewer validation targets make a cell's mean loss noise
 # of [1, 2)'s middle, so that the buckets stay evenly spaced (bucket b >= 1 at 2^(b - 1.5)).
 AGE0_X = 2**-0.5
 NEVER = "never a target"
+READ = ((float, "val_loss"), (int, "val_targets"), (int, "ids"))  # a cell's values, as `Series`
 
 
 @dataclass(frozen=True)
@@ -64,16 +63,14 @@ def load_buckets(run_dir: str | Path) -> BucketRun:
     if result is None:
         raise UserError(f"{path} has not finished: no readable {RESULT}")
     if not isinstance(result.get("target_buckets"), dict):
-        raise UserError(
-            f"{path} is not a corpus run: its {RESULT} has no target_buckets "
-            "(runs trained with --corpus DIR write them)"
-        )
+        why = f"its {RESULT} has no target_buckets (runs trained with --corpus DIR write them)"
+        raise UserError(f"{path} is not a corpus run: {why}")
     return BucketRun(path.name or str(path), read_object(path / CONFIG) or {}, result)
 
 
 def age_x(age_lo: int | None, age_hi: int | None, steps: int) -> float:
-    """Where a cell is drawn: its age bucket's geometric middle sqrt(lo hi), age 0 at AGE0_X,
-    never a target (no age) at x = steps, right of every age (ages stay below steps)."""
+    """Where a cell is drawn: its age bucket's geometric middle, age 0 at AGE0_X, never a target
+    (no age) at x = steps, right of every age."""
     if age_lo is None:
         return float(max(steps, 1))
     return AGE0_X if age_lo == 0 else math.sqrt(age_lo * age_hi)
@@ -97,23 +94,16 @@ class Series:
 
 
 def series(rows: list[dict], steps: int, min_targets: int = MIN_TARGETS) -> tuple[list, int]:
-    """([Series] by count bucket, the number of cells dropped for holding fewer than
-    `min_targets` validation targets); a bucket left without cells gets no series."""
+    """([Series] by count bucket, the number of cells with fewer than `min_targets` validation
+    targets, dropped); a bucket left without cells gets no series."""
     kept = [r for r in rows if r["val_targets"] >= min_targets]
     out = []
     for lo in sorted({r["count_lo"] for r in kept}):
         cells = [r for r in kept if r["count_lo"] == lo]
         cells.sort(key=lambda r: age_x(r["age_lo"], r["age_hi"], steps))
-        out.append(
-            Series(
-                count_lo=lo,
-                count_hi=cells[0]["count_hi"],
-                x=tuple(age_x(r["age_lo"], r["age_hi"], steps) for r in cells),
-                loss=tuple(float(r["val_loss"]) for r in cells),
-                targets=tuple(int(r["val_targets"]) for r in cells),
-                ids=tuple(int(r["ids"]) for r in cells),
-            )
-        )
+        x = tuple(age_x(r["age_lo"], r["age_hi"], steps) for r in cells)
+        loss, targets, ids = (tuple(t(r[k]) for r in cells) for t, k in READ)
+        out.append(Series(lo, cells[0]["count_hi"], x, loss, targets, ids))
     return out, len(rows) - len(kept)
 
 
@@ -125,8 +115,7 @@ def bucket_label(lo: int, hi: int | None) -> str:
 
 
 def describe(run: BucketRun) -> str:
-    """'NAME\nadamw b2=0.95, head_amsgrad, eval loss 4.712': what tells the panels apart (two
-    lines, so that long run names beside each other do not overlap)."""
+    """'NAME\nadamw b2=0.95, head_amsgrad, eval loss 4.712': what tells the panels apart."""
     c = run.config
     optimizer = c.get("optimizer", "adamw")
     parts = [str(optimizer)]
@@ -140,8 +129,8 @@ def describe(run: BucketRun) -> str:
 
 
 def count_colours(runs: list[BucketRun]) -> tuple[ListedColormap, BoundaryNorm] | None:
-    """One colour per training-count bucket seen in any run (viridis, dark = rare), on edges
-    1, 2, 4, ...; None when no run has a token that was a target."""
+    """One colour per training-count bucket of any run (dark = rare), on edges 1, 2, 4, ...;
+    None when no run has a token that was a target."""
     highs = [r["count_hi"] for run in runs for r in run.rows if r["count_lo"] > 0]
     if not highs:
         return None
@@ -216,8 +205,7 @@ def _draw_panel(ax, run: BucketRun, lines: list[Series], colours) -> None:
 
 
 def _age_ticks(ax, right: float) -> None:
-    """A log2 axis from the age-0 cell to past `right`, labelled at the bucket edges 1, 2, 4,
-    ... (every other one past 8 of them) and '0' at the age-0 cell."""
+    """A log2 axis from the age-0 cell ('0') to past `right`, labelled at the bucket edges."""
     ax.set_xscale("log", base=2)
     top = max(1, math.ceil(math.log2(max(right, 1))))
     powers = [2**b for b in range(top + 1)]
@@ -229,11 +217,10 @@ def _age_ticks(ax, right: float) -> None:
 
 
 def buckets_table(run: BucketRun, min_targets: int = MIN_TARGETS) -> str:
-    """The run's cells as text: a row per training-count bucket, a column per age bucket
-    (never: no age), each its mean validation loss; '.' where fewer than `min_targets`."""
-    ages = sorted(
-        {(r["age_lo"], r["age_hi"]) for r in run.rows}, key=lambda a: (a[0] is None, a[0] or 0)
-    )
+    """The run's cells as text: a row per training-count bucket, a column per age bucket, each
+    its mean validation loss; '.' where fewer than `min_targets`."""
+    ages = {(r["age_lo"], r["age_hi"]) for r in run.rows}
+    ages = sorted(ages, key=lambda a: (a[0] is None, a[0] or 0))
     counts = sorted({(r["count_lo"], r["count_hi"]) for r in run.rows})
     cells = {(r["count_lo"], r["age_lo"]): r for r in run.rows}
     header = ["count \\ age", *(bucket_label(lo, hi) for lo, hi in ages)]

@@ -1,8 +1,5 @@
-"""What every sweep figure shares: its width, colours, output formats and the atomic save.
-
-Figures are drawn on a bare `matplotlib.figure.Figure` (Agg canvas), so plotting never changes
-the caller's pyplot backend, and are written atomically as PNG or PDF, chosen by the extension.
-"""
+"""What every sweep figure shares: its width, colours, output formats and the atomic save; drawn
+on a bare `Figure` (Agg), so plotting never changes the caller's pyplot backend."""
 
 from __future__ import annotations
 
@@ -66,7 +63,7 @@ def note(fig: Figure, *parts: str) -> None:
 
 def plain_log_ticks(axis, lo: float, hi: float, fmt: Callable[[float], str] | None = None) -> None:
     """Label a log axis of under 3 decades with plain numbers (`fmt`, default '%g'): 1, 2, 5 x 10^k,
-    or within a decade 3 to 5 round values (a log locator would label every minor tick)."""
+    or within a decade 3 to 5 round values."""
     if lo <= 0 or hi / lo >= 1000:
         return
     label = FuncFormatter(lambda x, _: fmt(x) if fmt else f"{x:g}")
@@ -81,8 +78,8 @@ def plain_log_ticks(axis, lo: float, hi: float, fmt: Callable[[float], str] | No
 
 
 def data_ticks(axis, values: Iterable[float], fmt: Callable[[float], str]) -> None:
-    """Label an axis at the data's own values (V = 64, 1024; 1-2-5 ticks would name none), every
-    k-th of more than MAX_DATA_TICKS, the first and the last included."""
+    """Label an axis at the data's own values (V = 64, 1024), every k-th of more than
+    MAX_DATA_TICKS, the first and the last included."""
     values = sorted({float(v) for v in values})
     if len(values) > MAX_DATA_TICKS:
         step = -(-(len(values) - 1) // (MAX_DATA_TICKS - 1))

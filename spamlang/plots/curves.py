@@ -28,8 +28,7 @@ X_ALIASES = {"steps": "step"}  # --x steps: metrics.jsonl's field is `step`
 
 def choose_runs(runs, lr: float | str | None, metrics: pd.DataFrame | None = None):
     """The rows of `runs` drawn, every seed of a chosen LR: None or "best", each cell's best LR
-    (`layout.best_over`; a cell with no finished run yet, the lowest latest train loss in
-    `metrics`, `load_metrics` read when needed); a float, that LR (rel. 1e-6)."""
+    (a cell with no finished run yet: the lowest latest train loss); a float, that LR."""
     if lr in (None, "best"):
         points = layout.best_over(layout.group_points(runs, [SEED]), "lr", BEST_METRIC)
         chosen = [r["run_id"] for p in points for r in p.runs]
@@ -83,9 +82,7 @@ def _floor(r: dict, metrics: pd.DataFrame) -> float | None:
     if v is not None:
         return v
     rows = _rows(metrics, [r["run_id"]], "eval", "eval_loss", "loss_above_floor")
-    return (
-        None if rows.empty else float(rows["eval_loss"].iloc[0] - rows["loss_above_floor"].iloc[0])
-    )
+    return None if rows.empty else float((rows["eval_loss"] - rows["loss_above_floor"]).iloc[0])
 
 
 def _column(metrics: pd.DataFrame, field: str) -> str:
@@ -103,9 +100,8 @@ def _kind_of(metrics: pd.DataFrame, ids, metric: str, x: str, axes) -> tuple[str
     mine = metrics[metrics["run_id"].isin(ids)]
     skip = {"run_id", "kind", x, *axes, "finished"}
     fields = [c for c in mine if c not in skip and mine[c].notna().any()]
-    raise UserError(
-        f"unknown metric {metric!r} for --y; metrics.jsonl has: {', '.join(fields) or 'no rows'}"
-    )
+    have = ", ".join(fields) or "no rows"
+    raise UserError(f"unknown metric {metric!r} for --y; metrics.jsonl has: {have}")
 
 
 def _curve(metrics: pd.DataFrame, ids, kind: str, x: str, y: str, positive: bool) -> pd.DataFrame:
@@ -127,9 +123,8 @@ def curves_figure(
     rows: str | list[str] | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """A metrics.jsonl field against `x`, one line per `color` value at its cell's best LR or at
-    `lr` (`choose_runs`), faceted by `cols` / `rows`: seed means with min-max bands, runs in
-    progress dotted, the Bayes floor dashed; a note says why lines are single points."""
+    """A metrics.jsonl field against `x`, a line per `color` value at `choose_runs`' LR, faceted:
+    seed means with min-max bands, runs in progress dotted, the Bayes floor dashed."""
     lr, x = parse_lr(lr), X_ALIASES.get(x, x)
     every = read_runs(sweep_dir)
     every = every[every["path"].notna()]  # a run without its folder has no curves
@@ -169,10 +164,8 @@ def curves_figure(
             floor_named |= _draw_floors(panel.ax, runs_in, metrics, logy, not floor_named)
         _label_panel(panel, runs_in, x, ylabel, logy, best or lr_axis)
     if drawn and not most:
-        raise UserError(
-            f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; "
-            "--x takes a metrics.jsonl field such as tokens or steps"
-        )
+        fields = "--x takes a metrics.jsonl field such as tokens or steps"
+        raise UserError(f"no {kind} row of metrics.jsonl has both {x!r} and {metric!r}; {fields}")
     chosen = f"each line at its cell's best lr (lowest seed-mean {BEST_METRIC})" if chose else ""
     single = _single_note(records(runs), kind) if drawn and most == 1 else ""
     gone = ""
@@ -198,8 +191,8 @@ def _draw_line(ax, line: Point, at: pd.DataFrame, colour, label: str) -> None:
 
 
 def _label_panel(panel, runs: list[dict], x: str, ylabel: str, logy: bool, per_line: bool):
-    """Tokens as counts (750K, 1.25M), named as steps x B x L where the panel has one B x L; the
-    panel's one LR in its title unless lines name theirs."""
+    """Tokens as counts (750K), named as steps x B x L where the panel has one B x L; the panel's
+    one LR in its title unless lines name theirs."""
     ax = panel.ax
     ax.set_yscale("log" if logy else "linear")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v, decimals=3)))
@@ -224,17 +217,15 @@ def _single_note(runs: list[dict], kind: str) -> str:
 
 def _gone_note(old: Facets, kept: set[str], lr: float) -> str:
     """The panels of `old` (before one LR was picked) that no run `kept` fills."""
-    dropped = [
-        p.title() or "the only panel"
+    empty = [
+        p
         for p in old.panels
         if p.points and not any(r["run_id"] in kept for q in p.points for r in q.runs)
     ]
-    if not dropped:
+    if not (dropped := [p.title() or "the only panel" for p in empty]):
         return ""
-    return (
-        f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: "
-        f"{'that panel is' if len(dropped) == 1 else 'those panels are'} left out"
-    )
+    which = "that panel is" if len(dropped) == 1 else "those panels are"
+    return f"no run at lr {format_lr(float(lr))} in {', '.join(dropped)}: {which} left out"
 
 
 def _line_label(line: Point, color: str | None, values: tuple, best: bool) -> str:
@@ -256,8 +247,6 @@ def _draw_floors(ax, runs: list[dict], metrics, logy: bool, name: bool) -> bool:
     drawn = [f for f in floors if f > 0 or not logy]
     for k, f in enumerate(drawn):
         ax.axhline(f, color="black", ls="--", lw=0.8, label="floor" if name and k == 0 else None)
-    if name and logy and floors and min(floors) <= 0:
-        # An empty legend entry rather than free text: the legend's placement then keeps the
-        # note clear of the curves.
+    if name and logy and floors and min(floors) <= 0:  # a legend entry: kept clear of the curves
         ax.plot([], [], " ", label="floor: 0 nats (off the log axis)")
     return name and bool(floors)

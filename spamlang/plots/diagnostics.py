@@ -1,10 +1,5 @@
 """Gradient-bottleneck figures: from one diagnostics.json (Figures 2, 7, 8), or from sweeps and
-pretrained LMs (Figure 6, `spamlang plot bottleneck`).
-
-Inputs are dicts or files only (`spamlang diagnose` / `diagnose-lm` outputs, run directories'
-config.json and metrics.jsonl "diag" rows): nothing here imports the trainer, JAX or
-transformers. Colours: Okabe-Ito and viridis, colour-blind safe.
-"""
+pretrained LMs (Figure 6, `spamlang plot bottleneck`); files in, no trainer, JAX or transformers."""
 
 from __future__ import annotations
 
@@ -51,18 +46,15 @@ def rank_curve_figure(diag: dict) -> Figure:
 
 
 def profile_figure(diag: dict, lead: int = 20) -> Figure:
-    """Figure 7: mean (+- std) full and projected logit-gradient coefficients, rows sorted by
-    |full| descending; left the first `lead` ranks, right every stored rank on a log axis."""
+    """Figure 7: mean (+- std) full and projected logit-gradient coefficients by |full| rank; left
+    the first `lead` ranks, right every stored rank on a log axis."""
     prof = diag["coefficient_profile"]
     ranks = np.asarray(prof["ranks"]) + 1
     fig = Figure(figsize=(8, 3.4), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, keep in zip(axes, (ranks <= lead, ranks >= 1)):
-        parts = (
-            ("full", OKABE_ITO[0], "full gradient"),
-            ("proj", OKABE_ITO[1], "projected on col(W)"),
-        )
-        for part, colour, label in parts:
+        parts = ("full", "full gradient"), ("proj", "projected on col(W)")
+        for (part, label), colour in zip(parts, OKABE_ITO):
             mean = np.asarray(prof[f"{part}_mean"])[keep]
             std = np.asarray(prof[f"{part}_std"])[keep]
             ax.plot(ranks[keep], mean, color=colour, label=label)
@@ -82,8 +74,8 @@ def profile_figure(diag: dict, lead: int = 20) -> Figure:
 
 
 def efficiency_figure(diag: dict) -> Figure:
-    """Figure 8: loss change after moving the logits by a fraction of their norm along the
-    logit gradient and along the direction induced by a step on the hidden states."""
+    """Figure 8: loss change after moving the logits by a fraction of their norm along the logit
+    gradient and along the direction a step on the hidden states induces."""
     eff = diag["efficiency"]
     frac = np.asarray(eff["fractions"])
     d_logit, d_ind = np.asarray(eff["delta_logit"]), np.asarray(eff["delta_induced"])
@@ -109,7 +101,7 @@ def efficiency_figure(diag: dict) -> Figure:
 def plot_diagnostics(diag: dict, out_dir: Path, suffix: str = ".png") -> list[Path]:
     """Write the rank_curve, coefficient_profile and efficiency figures into out_dir."""
     figures = dict(rank_curve=rank_curve_figure, coefficient_profile=profile_figure)
-    figures["efficiency"] = efficiency_figure
+    figures.update(efficiency=efficiency_figure)
     return [save_figure(make(diag), out_dir / f"{name}{suffix}") for name, make in figures.items()]
 
 
@@ -138,9 +130,8 @@ def family_name(model_type: str | None) -> str:
 
 
 def bottleneck_points(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict]:
-    """Every Figure 6 point of the directories (run_id, series, d_over_v, kernel_fraction, curve
-    along training, source, an LM's model_type and model_name); UserError naming a directory
-    without any, or an unreadable diagnostics.json."""
+    """Every Figure 6 point of the directories (run_id, series, d_over_v, kernel_fraction, curve,
+    source, an LM's model_type and model_name); UserError naming a directory without any."""
     roots: dict[Path, Path] = {}  # the same directory twice would draw its points twice
     for path in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
         root = check_dir(path)
@@ -161,14 +152,10 @@ def _points_of(root: Path) -> list[dict]:
     if found:
         return found
     if any((p / CONFIG).is_file() for p in (root, *root.iterdir())):
-        raise UserError(
-            f"no run in {root} has a diagnostics.json or 'diag' rows in metrics.jsonl "
-            "(train with diag_every > 0, or run `spamlang diagnose`)"
-        )
-    raise UserError(
-        f"nothing to plot in {root}: no run in it (config.json) and no "
-        f"{DIAGNOSTICS} in it or its subdirectories (`spamlang diagnose-lm` output)"
-    )
+        how = "'diag' rows in metrics.jsonl (train with diag_every > 0, or run `spamlang diagnose`)"
+        raise UserError(f"no run in {root} has a diagnostics.json or {how}")
+    where = f"{DIAGNOSTICS} in it or its subdirectories (`spamlang diagnose-lm` output)"
+    raise UserError(f"nothing to plot in {root}: no run in it (config.json) and no {where}")
 
 
 def _standalone(path: Path) -> bool:
@@ -195,13 +182,9 @@ def standalone_point(out_dir: str | Path) -> dict:
     point = dict(run_id=name, d_over_v=d_over_v, kernel_fraction=kf, curve=([], []))
     point["path"] = str(out_dir)
     if diag.get("source") == LM_SOURCE or "model_type" in diag:
-        return {
-            **point,
-            "source": LM_SOURCE,
-            "series": family_name(diag.get("model_type")),
-            "model_type": diag.get("model_type"),
-            "model_name": name,
-        }
+        kind = diag.get("model_type")
+        lm = dict(source=LM_SOURCE, series=family_name(kind), model_type=kind, model_name=name)
+        return {**point, **lm}
     return {**point, "source": "spamlang", "series": _series(diag)}
 
 
@@ -216,7 +199,7 @@ def _series(config: dict) -> str:
 
 def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
     """A point per run with a kernel fraction (diagnostics.json, else its last "diag" row), and
-    how many runs had none. D / V is the head's rank by `ModelConfig.head_rank`'s rule."""
+    how many runs had none."""
     from spamlang.model.config import rank_of_head
 
     runs = read_runs(sweep_dir)
@@ -250,8 +233,7 @@ LM_MARKERS = ("*", "P", "X", "h", "p", "d")
 
 def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = True) -> Figure:
     """Kernel fraction against D/V (Figure 6), a series per run setting and per LM family, with
-    sqrt(1 - D/V) (a gradient with no preferred direction); with LMs the paper's 95-99 % band and,
-    with `labels`, their names; with curves logged in training, a panel against tokens / V."""
+    sqrt(1 - D/V), the paper's band for LMs and, for curves logged in training, a second panel."""
     points = bottleneck_points(inputs)
     with_curves = [p for p in points if len(p["curve"][0]) > 1]
     fig = Figure(figsize=(9 if with_curves else 5.2, 3.8), layout="constrained")
@@ -276,14 +258,10 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
     lo, hi = min(p["d_over_v"] for p in points), max(p["d_over_v"] for p in points)
     grid = np.geomspace(lo / 1.5, min(hi * 1.5, 1.0), 200)
     ax.plot(grid, np.sqrt(1 - grid), "--", color="grey", label="sqrt(1 - D/V) (isotropic G)")
-    if n_runs < len(series):  # pretrained LMs
-        # grey: no series has it
+    if n_runs < len(series):  # pretrained LMs; grey: no series has it
         ax.axhspan(*PAPER_BAND, color="0.5", alpha=0.15, lw=0, label="paper: 95-99% (real LMs)")
-    ylabel, title = (
-        "kernel fraction ||P_ker G|| / ||G||",
-        "logit-gradient norm destroyed by the head",
-    )
-    ax.set(xscale="log", xlabel="D / V", ylabel=ylabel, title=title)
+    ax.set(xscale="log", xlabel="D / V", ylabel="kernel fraction ||P_ker G|| / ||G||")
+    ax.set_title("logit-gradient norm destroyed by the head")
     ax.legend(fontsize=7)
     plain_log_ticks(ax.xaxis, grid[0], grid[-1])
     if with_curves:
@@ -295,12 +273,8 @@ def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = 
             ax.plot(*p["curve"], color=cmap(norm(p["d_over_v"])), lw=1.2)
         bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="D / V (runs)")
         plain_log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
-        ax.set(
-            xscale="log",
-            xlabel="training tokens / V",
-            ylabel="kernel fraction",
-            title="along training",
-        )
+        ax.set(xscale="log", xlabel="training tokens / V", ylabel="kernel fraction")
+        ax.set_title("along training")
         xs = [x for p in with_curves for x in p["curve"][0] if x > 0]
         plain_log_ticks(ax.xaxis, min(xs), max(xs))
     return fig

@@ -1,10 +1,5 @@
-"""Where each run goes in a figure: points, averages over seeds, best LR, the panel grid.
-
-Runs (`spamlang.results.read_runs`) that differ only in `seed` form a *point*, drawn as their
-mean with its min-max range, placed by its values of the figure's columns (any setting or
-outcome). A setting that varies and that the columns do not determine gets its own rows of
-panels (`auto_rows`): experiments are never averaged silently.
-"""
+"""Where each run goes in a figure: points (runs differing only in seed, drawn as mean and
+min-max range), best LR, and the panel grid (`auto_rows`: experiments never averaged silently)."""
 
 from __future__ import annotations
 
@@ -46,8 +41,7 @@ def higher_is_better(metric: str) -> bool:
 
 
 def format_value(column: str, v: Any) -> str:
-    """Ticks' and legends' notation: counts as 1024 or 100K, LRs as 3e-2 (what `--where` takes
-    back), other floats in 3 significant digits."""
+    """Ticks' and legends' notation (what `--where` takes back): 100K, 3e-2, floats to 3 digits."""
     if v is None:
         return "n/a"
     if column == "lr" and is_number(v) and v > 0:
@@ -148,7 +142,7 @@ class Point:
 
 def pool(points: list[Point], column: str) -> pd.DataFrame:
     """Per point, the mean, min ("lo"), max ("hi") and count ("n") of its runs' finite values of
-    `column` (a diverged run's loss is none); NaN, n = 0, for a point without any."""
+    `column`; NaN, n = 0, for a point without any."""
     values = pd.Series([finite(r.get(column)) for p in points for r in p.runs], dtype=float)
     at = [i for i, p in enumerate(points) for _ in p.runs]
     stats = values.groupby(at).agg(["mean", "min", "max", "count"]).reindex(range(len(points)))
@@ -170,12 +164,9 @@ def group_points(runs, pooled: Iterable[str] = (SEED,)) -> list[Point]:
     return [Point(g, settings) for g in group_by(records(runs), keys, dict.get)]
 
 
-def best_over(
-    points: list[Point], column: str, metric: str, keep_failed: bool = False
-) -> list[Point]:
-    """Of points that differ only in `column` (lr), the one with the best seed-mean `metric`
-    (`reading.best_over`), with its value and the grid; a group where every run diverged keeps
-    no point, or with `keep_failed` all its runs as one (a heatmap's "div")."""
+def best_over(points: list[Point], column: str, metric: str, keep_failed=False) -> list[Point]:
+    """Of points that differ only in `column` (lr), the best by `reading.best_over`, with its
+    value and grid; a group where every run diverged is dropped (`keep_failed`: merged)."""
     inner = set(pooled_settings(points)) | {column}
     others = [k for k in (points[0].settings if points else []) if k not in inner]
     groups = group_by(points, others, Point.value)
@@ -208,8 +199,7 @@ def merge(points: list[Point]) -> Point:
 
 def auto_rows(points: list[Point], used: list[str], skip: Iterable[str] = ()) -> list[str]:
     """Settings that vary among `points`, are not `used` or skipped, and are not determined by
-    the `used` columns' values (updates_per_symbol, an outcome, follows from batch, steps and V:
-    a sweep over batch_size drawn against it, a line per V, keeps every batch on its line)."""
+    the `used` columns' values (batch_size by updates_per_symbol and V)."""
     skip = set(skip) | set(used)
     groups = group_by(points, used, Point.value)
     settings = points[0].settings if points else []
@@ -261,28 +251,21 @@ class Facets:
         self.row_keys = auto_rows(points, used, skip) if rows is None else rows
         by_row = split(points, self.row_keys)
         col_values = sort_values(p.value(cols) for p in points) if cols else [None]
+        pick = "pick some with --where KEY=VALUE"
         if len(by_row) > MAX_FACETS:
-            raise UserError(
-                f"{len(by_row)} combinations of {', '.join(self.row_keys)} would each get a "
-                "row of panels: pick some with --where KEY=VALUE or choose --rows"
-            )
+            rows = f"{len(by_row)} combinations of {', '.join(self.row_keys)}"
+            raise UserError(f"{rows} would each get a row of panels: {pick} or choose --rows")
         if len(col_values) > MAX_FACETS:
-            raise UserError(
-                f"{cols} has {len(col_values)} values, too many panel columns: "
-                "pick some with --where KEY=VALUE"
-            )
+            raise UserError(f"{cols} has {len(col_values)} values, too many panel columns: {pick}")
         self.shape = (len(by_row), len(col_values))
-        self.panels = [
-            Panel(
-                i,
-                j,
-                [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)],
-                facet_title(cols, cv) if cols else "",
-                ", ".join(facet_title(k, v) for k, v in zip(self.row_keys, values)),
-            )
-            for i, (values, members) in enumerate(by_row)
-            for j, cv in enumerate(col_values)
-        ]
+        self.panels = []
+        for i, (values, members) in enumerate(by_row):
+            row_label = ", ".join(facet_title(k, v) for k, v in zip(self.row_keys, values))
+            for j, cv in enumerate(col_values):
+                mine = [p for p in members if cols is None or ident(p.value(cols)) == ident(cv)]
+                self.panels.append(
+                    Panel(i, j, mine, facet_title(cols, cv) if cols else "", row_label)
+                )
 
     def figure(self, row_height: float, extra: float, **subplots) -> Figure:
         """The paper's width, `row_height` per row plus `extra`; `subplots`: sharex, sharey."""
@@ -321,9 +304,8 @@ def column_or_none(column: str | None) -> str | None:
 
 
 def check_axes(runs, flags: dict[str, str | None], rows) -> tuple[list, list | None]:
-    """The columns of `flags` ({'--x': 'vocab_size', ...}) checked against the frame `runs`
-    ('none' switches --color and --cols off), and --rows: None (automatic), [] ('none') or a
-    list; one column cannot play two parts in a figure."""
+    """The columns of `flags` ({'--x': 'vocab_size', ...}) and --rows (None: automatic, []:
+    'none') checked against the frame `runs`; one column cannot play two parts in a figure."""
     columns = [
         None if f in ("--color", "--cols") and not column_or_none(c) else check_column(runs, c, f)
         for f, c in flags.items()
@@ -349,8 +331,8 @@ SHAPE_KEYS = ("steps", "tokens", "batch_size", "seq_len", "language", "corpus")
 
 
 def run_steps(r: dict, settings: list[str]) -> int | None:
-    """A run's budget in optimizer steps: its config's tokens // (B x L), else (a results.csv
-    row alone, whose tokens are the ones it trained) the steps it ran, unless it diverged."""
+    """A run's budget in optimizer steps: its config's tokens // (B x L), else the steps it ran,
+    unless it diverged."""
     tokens, b, length = (finite(r.get(k)) for k in SHAPE_KEYS[1:4])
     steps = tokens // (b * length) if "tokens" in settings and tokens and b and length else None
     if steps is None and not r.get("diverged"):
@@ -372,8 +354,7 @@ def _language(r: dict) -> Any:
 
 
 def run_shape(runs: list[dict], settings: list[str]) -> tuple[str, set[str]]:
-    """'500 steps × B=32 × L=2 on spam': what the runs trained (a range where they differ), and
-    the keys of SHAPE_KEYS it states at one value."""
+    """'500 steps × B=32 × L=2 on spam' (a range where runs differ), and the SHAPE_KEYS it fixes."""
     columns = {
         "steps": [run_steps(r, settings) for r in runs],
         **{k: [r.get(k) for r in runs] for k in ("batch_size", "seq_len")},
@@ -400,9 +381,8 @@ def finish(fig: Figure, data, shown, where, axes, *notes: str) -> Figure:
 
 
 def fixed_title(data, shown, where: dict | None, axes: Iterable[str | None] = ()) -> str:
-    """What the runs drawn (the frame `shown`) trained (`run_shape`), then what a figure cut out
-    of a sweep (`data`) holds fixed: every `--where` filter, each other non-axis setting `data`
-    varies and `shown` holds at one value, each TITLE_DEFAULTS setting `shown` holds off its
+    """`run_shape` of the runs `shown`, then what they hold fixed of the sweep `data`: every
+    `--where` filter, each non-axis setting `data` varies, each TITLE_DEFAULTS setting off its
     default; none repeating the shape."""
     settings, data, shown = shown.attrs["settings"], records(data), records(shown)
 

@@ -1,7 +1,4 @@
-"""A metric against a numeric column, one line per value of another column (`spamlang plot lines`):
-the coverage figure (best-LR final eval loss against updates_per_symbol, one line per V), or
-a scatter of one outcome against another (`--x kernel_fraction --points`).
-"""
+"""A metric against a numeric column, a line per value of another column (`spamlang plot lines`)."""
 
 from __future__ import annotations
 
@@ -48,7 +45,7 @@ def resolve_best_over(runs, best: str | None, axes: list[str]) -> str | None:
 
 def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
     """Ticks in `format_value`'s notation, at the data's own values where they are few or a grid
-    (`grid`: a setting): 1-2-5 ticks on a log axis of V = 64 .. 4096 would name none of them."""
+    (`grid`: a setting), which 1-2-5 ticks would miss."""
     values = [float(v) for v in values]
     if not values:
         return
@@ -67,10 +64,8 @@ def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
 
 def _numeric(runs, column: str, flag: str) -> None:
     if not layout.is_numeric(have := column_values(runs, column)):
-        raise UserError(
-            f"{flag} {column} is not numeric (values: {describe(have, column)}); "
-            "use it as --color, --cols or --rows"
-        )
+        values = f"(values: {describe(have, column)}); use it as --color, --cols or --rows"
+        raise UserError(f"{flag} {column} is not numeric {values}")
 
 
 def lines_figure(
@@ -86,9 +81,8 @@ def lines_figure(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> Figure:
-    """Outcome `y` against the numeric column `x`, one line per `color` value, faceted by `cols`
-    / `rows`: seed means with min-max bars, each at its best `best_over` value (hollow: at the
-    edge of a grid of 3 or more); `points`: markers only (a scatter)."""
+    """Outcome `y` against the numeric column `x`, a line per `color` value, faceted: seed means
+    with min-max bars, each at its best `best_over` value; `points`: markers only."""
     every = layout.finished_runs(sweep_dir)
     runs = select(every, where)
     flags = {"--x": x, "--y": y, "--color": color, "--cols": cols}

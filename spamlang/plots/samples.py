@@ -30,10 +30,8 @@ def plot_samples(result, out_file, **kw) -> Path:
 def samples_figure(
     result, *, cells, title: str, notes: str, colours: dict[str, str], wrong: str, ids: bool
 ) -> Figure:
-    """A `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics, in
-    the terminal's words and cells (`spamlang.sample.token_texts`); `colours`: {token kind:
-    colour}, the legend's order; `wrong`: the kind drawn in bold. A glyph no font here has is a
-    box, and the note names its token."""
+    """A `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics;
+    `colours`: {token kind: colour}, the legend's order; `wrong`: the kind drawn in bold."""
     n, length = result.tokens.shape
     kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
@@ -60,10 +58,8 @@ def samples_figure(
                 missing[token] = label
             ax.text(x, y, label, ha="center", va="center", fontproperties=font)
         first = "-" if s.first_error < 0 else str(s.first_error)
-        stats_row(
-            y,
-            (f"{100 * s.fraction_correct:.0f}%", first, str(s.longest_run), str(s.longest_repeat)),
-        )
+        runs = str(s.longest_run), str(s.longest_repeat)
+        stats_row(y, (f"{100 * s.fraction_correct:.0f}%", first, *runs))
     m = result.summary
     mean = (
         f"{100 * m.mean_fraction_correct:.0f}%",
@@ -85,9 +81,8 @@ def samples_figure(
 
 
 def cell_font(label: str, bold: bool, digits: bool) -> tuple[FontProperties, bool]:
-    """The font of a token cell's `label`, and whether it draws it: the figure font, else the
-    first font here that has the glyph (none: False, a box); `digits`, an id: small enough for
-    4-7 digits to fit a cell."""
+    """The font of a token cell's `label` (the figure font, else the first font here with the
+    glyph; `digits`: small enough for an id to fit), and whether it draws it."""
     if digits:
         return FontProperties(fname=glyphs.figure_font_file(), size=min(4.5, 15 / len(label))), True
     face = glyphs.figure_font_file("bold" if bold else "normal")
@@ -132,7 +127,5 @@ def _missing_note(missing: dict[int, str]) -> str:
     shown = list(missing.items())[:_SHOWN_MISSING]
     named = ", ".join(f"{t} (U+{ord(g):04X})" for t, g in shown)
     more = f" and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
-    return (
-        f"; boxes: glyphs in no font of this machine, tokens {named}{more} "
-        "(install a font that has them, such as Noto, or draw ids with --ids)"
-    )
+    how = "(install a font that has them, such as Noto, or draw ids with --ids)"
+    return f"; boxes: glyphs in no font of this machine, tokens {named}{more} {how}"

@@ -30,8 +30,8 @@ HEATMAP_METRICS = {
 
 
 def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
-    """(vmin, vmax, log): the finite values' range (colours spread over the data), log when all
-    are positive and span 10x or more; a single value gets a small range around it."""
+    """(vmin, vmax, log): the finite values' range, log when all are positive and span 10x or
+    more; a single value gets a small range around it."""
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
     if not finite:
         return 0.0, 1.0, False
@@ -43,8 +43,8 @@ def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
 
 
 def best_cells(grid: np.ndarray, higher_is_better: bool = False) -> list[tuple[int, int]]:
-    """(row, col) of the best finite cell (min, or max) of each column of `grid` (rows: y values,
-    columns: x values), ties all; [] for a single row: nothing to choose between."""
+    """(row, col) of the best finite cell (min, or max) of each column of `grid`, ties all; [] for
+    a single row."""
     grid = np.asarray(grid, dtype=float)
     if grid.ndim != 2 or grid.shape[0] < 2:
         return []
@@ -54,8 +54,7 @@ def best_cells(grid: np.ndarray, higher_is_better: bool = False) -> list[tuple[i
 
 
 def _cell_text(v: float) -> str:
-    """A loss as a cell shows it: never rounded to a "0" that its colour contradicts (SpamLang's
-    losses run down to 1e-6), so below 1e-3 in two significant digits ("5.0e-4")."""
+    """A loss as a cell shows it: never rounded to a "0" its colour contradicts ("5.0e-4")."""
     if v == 0:
         return "0"
     if abs(v) < 1e-3:
@@ -161,17 +160,15 @@ plot_heatmap = writer(heatmap_figure)
 
 
 def _diagonal(diagonal: bool | None, x: str, y: str, xs: list, ys: list) -> bool:
-    """None: x = y only on the return-time phase diagram, where it can be drawn (no error for
-    one b2); asked for where it cannot be, a UserError."""
+    """None: x = y only on the return-time phase diagram, where it can be drawn; asked for where
+    it cannot be, a UserError."""
     if diagonal is None:
         phase = "symbol_return_steps" in (x, y) and bool(MEMORY_AXES & {x, y})
         return phase and crossable(xs) and crossable(ys)
     for column, values in ((x, xs), (y, ys)) if diagonal else ():
         if not crossable(values):
-            raise UserError(
-                f"--diagonal needs two or more positive numbers along --x and --y; "
-                f"{column} has {len(values)} value(s), not all so"
-            )
+            why = f"along --x and --y; {column} has {len(values)} value(s), not all so"
+            raise UserError(f"--diagonal needs two or more positive numbers {why}")
     return diagonal
 
 
@@ -198,19 +195,14 @@ def _with_values(runs, columns: list[str]) -> tuple:
     adam_memory_steps is empty for sgd and adafactor."""
     notes = []
     for c in columns:
-        kept = runs[
-            [
-                v is not None and (not is_number(v) or finite(v) is not None)
-                for v in column_values(runs, c)
-            ]
-        ]
+        values = column_values(runs, c)
+        kept = runs[[v is not None and (not is_number(v) or finite(v) is not None) for v in values]]
         if kept.empty:
             raise UserError(f"no finished run has a value of {c}")
         if len(kept) < len(runs):
             notes.append(f"left out {len(runs) - len(kept)} runs without a value of {c}")
         runs = kept
-    text = "; ".join(notes)
-    if text:
+    if text := "; ".join(notes):
         print(f"note: {text}", file=sys.stderr)
     return runs, text
 
@@ -220,10 +212,8 @@ def _best_note(best: str | None, metric: str, runs) -> str:
         return ""
     how = "highest" if higher_is_better(metric) else "lowest"
     grid = describe(column_values(runs, best), best)
-    return (
-        f"each cell: its best {short_name(best)} of {grid} ({how} seed-mean {metric}), "
-        "named in the cell"
-    )
+    each = f"each cell: its best {short_name(best)} of {grid} ({how} seed-mean {metric})"
+    return each + ", named in the cell"
 
 
 def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
@@ -234,8 +224,8 @@ def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
 
 
 def _draw_cells(ax, cells: list, shape, metric: str, norm, font: float, best, tags):
-    """One panel: coloured means, labels, diverged cells hatched, best cells outlined. `cells`:
-    ((y index, x index, point), its `pool` row) of each cell."""
+    """One panel of `cells` ((y index, x index, point), `pool` row): coloured means, labels,
+    diverged cells hatched, best cells outlined."""
     grid = np.full(shape, np.nan)
     for (yi, xi, _), s in cells:
         grid[yi, xi] = s.mean
@@ -259,10 +249,8 @@ def _draw_cells(ax, cells: list, shape, metric: str, norm, font: float, best, ta
     return image
 
 
-# The line x = y across a heatmap's categorical cells: Adam's memory equal to the return time.
-# The cells sit at indices 0, 1, 2, ..., not at their values, so the line goes through each
-# value's fractional index, interpolated in log space between the two ticks around it (the
-# axes are 1-2-4 or 10-100-1000 grids, even in log).
+# The line x = y across a heatmap's categorical cells (Adam's memory equal to the return time),
+# through each value's fractional cell index, interpolated in log space (`log_index`).
 DIAGONAL_LABEL = "memory = return time"
 GID = "diagonal"  # tells the line's label apart from the cells' texts
 # On by default for exactly the return-time phase diagram: symbol_return_steps against these.

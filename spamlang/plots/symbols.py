@@ -1,10 +1,5 @@
-"""Per-symbol figures: what each symbol's loss says about how training reached it.
-
-`plot symbols`: each run's symbols' final loss binned by exposure, one colour per V, with each
-run's `updates_to_learn` (`spamlang.coverage.symbols`). `plot recency`: every symbol's final
-loss against the steps since its last appearance, with Adam's memory min(1/(1 - b2), steps)
-marked. Both take each cell's best LR (`best_over`).
-"""
+"""Per-symbol figures: `plot symbols` (final loss binned by exposure) and `plot recency` (final
+loss against steps since last shown, Adam's memory marked), both at each cell's best LR."""
 
 from __future__ import annotations
 
@@ -35,9 +30,8 @@ TITLED = ("vocab_size", "batch_size", ADAM_B2, "sampling", "tie_embeddings", "lr
 
 def _best_lr(runs) -> list[Point]:
     points = layout.group_points(runs, [SEED])
-    return (
-        layout.best_over(points, "lr", METRIC) if layout.varying(records(runs), ["lr"]) else points
-    )
+    varies = layout.varying(records(runs), ["lr"])
+    return layout.best_over(points, "lr", METRIC) if varies else points
 
 
 # --- plot symbols: a symbol's loss against its exposure ---------------------------------------
@@ -49,16 +43,12 @@ def _curve(run: dict) -> dict | None:
     return curve if curve and curve.get("exposure") else None
 
 
-def symbols_figure(
-    sweep_dir, *, where: dict | None = None, cols: str | None = None, rows=None
-) -> Figure:
+def symbols_figure(sweep_dir, *, where: dict | None = None, cols=None, rows=None) -> Figure:
     runs = select(layout.finished_runs(sweep_dir), where)
     runs = runs[[_curve(r) is not None for r in records(runs)]]
     if runs.empty:
-        raise UserError(
-            f"no finished run in {sweep_dir} has a symbol_curve in its result.json "
-            "(SpamLang-family runs write one since per-symbol scoring exists)"
-        )
+        why = "symbol_curve in its result.json (SpamLang-family runs write one since per-symbol "
+        raise UserError(f"no finished run in {sweep_dir} has a {why}scoring exists)")
     (cols,), rows = layout.check_axes(runs, {"--cols": cols}, rows)
     pts = _best_lr(runs)
     facets = Facets(pts, cols, rows, [COLOR] + ([cols] if cols else []), [SEED, "lr"])
@@ -102,13 +92,7 @@ def _draw_curve(ax, run, colour, label) -> None:
 # --- plot recency: a symbol's loss against the steps since it was last shown --------------
 
 
-def recency_figure(
-    dirs: list,
-    *,
-    where: dict | None = None,
-    cols: str | None = None,
-    rows: str | list[str] | None = None,
-) -> Figure:
+def recency_figure(dirs: list, *, where: dict | None = None, cols=None, rows=None) -> Figure:
     """`dirs`: run or sweep directories; runs without a symbols.npz are named on stderr."""
     frames = [layout.finished_runs(d) for d in dirs]
     runs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -127,10 +111,8 @@ def recency_figure(
     image = None
     for panel in facets.panels:
         if len(panel.points) > 1:
-            raise UserError(
-                f"{len(panel.points)} runs would share the panel '{panel.title()}': "
-                "give --rows / --cols the settings that tell them apart"
-            )
+            share = f"{len(panel.points)} runs would share the panel '{panel.title()}'"
+            raise UserError(f"{share}: give --rows / --cols the settings that tell them apart")
         if not panel.points:
             panel.ax.set_axis_off()
             continue
@@ -150,7 +132,7 @@ def recency_figure(
 
 def _with_symbols(runs, dirs: list) -> tuple[list[Point], dict[int, dict]]:
     """A point of each cell's best-LR run of smallest seed with a readable symbols.npz, and the
-    arrays by id(run); runs whose file is missing or damaged are named apart, on stderr."""
+    arrays by id(run); runs whose file is missing or damaged are named on stderr."""
     points, arrays, missing, damaged = [], {}, [], []
     for p in _best_lr(runs):
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
@@ -168,10 +150,8 @@ def _with_symbols(runs, dirs: list) -> tuple[list[Point], dict[int, dict]]:
         why = f"whose {SYMBOLS} cannot be read: {', '.join(damaged)}"
         print(f"warning: skipped {len(damaged)} run(s) {why}", file=sys.stderr)
     if not points:
-        raise UserError(
-            f"no run in {', '.join(map(str, dirs))} has a readable {SYMBOLS} (runs of a "
-            "position-invariant language write one when they finish)"
-        )
+        why = "(runs of a position-invariant language write one when they finish)"
+        raise UserError(f"no run in {', '.join(map(str, dirs))} has a readable {SYMBOLS} {why}")
     if missing:
         why = f"without {SYMBOLS}: {', '.join(missing)}"
         print(f"warning: skipped {len(missing)} run(s) {why}", file=sys.stderr)

@@ -1,10 +1,5 @@
-"""The mechanism diagnostic (`spamlang plot track`): how each step moved tracked symbols' rows.
-
-From a run's track.jsonl (`spamlang.coverage.tracking`), one panel per tracked id: the
-cumulative sum of each step's update along the row (a line), every step's component (bars,
-dark where the symbol appeared) and the sums with and without the symbol (`summarise`), which
-say whether the pull-up at its appearances or the push-down between them wins.
-"""
+"""The mechanism diagnostic (`spamlang plot track`): how each step moved tracked symbols' rows
+(track.jsonl), and whether the pull-up at appearances or the push-down between them wins."""
 
 from __future__ import annotations
 
@@ -30,8 +25,8 @@ PULL_COLOUR, BETWEEN_COLOUR = "0.45", "0.75"  # faint: the bars are the backgrou
 
 
 def summarise(rows: list[dict]) -> dict[str, dict]:
-    """Per table and tracked id of track.jsonl `rows`, the sums of the components over the steps
-    that showed the symbol ("pull") and the others ("between"), and the appearance count."""
+    """Per table and tracked id of track.jsonl `rows`: the components summed over the steps that
+    showed the symbol ("pull") and the others ("between"), and the appearance count."""
     if not rows:
         return {}
     seen_SxK = np.array([r["seen"] for r in rows]) > 0
@@ -71,30 +66,22 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
     run = check_dir(run_dir)
     path = run / TRACK
     if not path.is_file():
-        raise UserError(
-            f"{run} has no {TRACK}: the run did not track symbols; train with "
-            "--track-symbols K (spamlang train) or set track_symbols in a sweep's "
-            "base config"
-        )
+        how = "--track-symbols K (spamlang train) or set track_symbols in a sweep's base config"
+        raise UserError(f"{run} has no {TRACK}: the run did not track symbols; train with {how}")
     # A live run's torn last line is no loss (the next read has it whole); other bad lines count.
     lines = read_lines(path)
     rows, broken = lines.rows, len(lines.bad)
     if not rows:
         raise UserError(f"{path} has no complete rows")
     if table not in rows[0]:
-        raise UserError(
-            f"{run} is tied (no head rows in {TRACK}): its head row is its "
-            "embedding row; use --table embed"
-        )
+        why = f"(no head rows in {TRACK}): its head row is its embedding row"
+        raise UserError(f"{run} is tied {why}; use --table embed")
     usable = [r for r in rows if _complete(r, table, rows[0]["ids"])]
     if not usable:
         raise UserError(f"{path} has no rows with finite {table} updates")
     if broken or len(usable) < len(rows):
-        print(
-            f"note: {run.name}: left out {broken + len(rows) - len(usable)} incomplete or "
-            f"non-finite rows of {TRACK}",
-            file=sys.stderr,
-        )
+        left = f"left out {broken + len(rows) - len(usable)} incomplete or non-finite rows"
+        print(f"note: {run.name}: {left} of {TRACK}", file=sys.stderr)
     usable.sort(key=lambda r: r["step"])
     return Track(run.name, read_object(run / CONFIG) or {}, table, usable)
 
@@ -110,8 +97,7 @@ def _complete(row: dict, table: str, ids: list) -> bool:
 
 
 def describe_run(track: Track) -> str:
-    """'NAME: adamw b2=0.999 (memory ... = 1000 steps), return time V/B = ... = 128 steps': the
-    two time scales whose race the figure shows."""
+    """'NAME: adamw b2=0.999 (memory ... = 1000 steps), return time V/B = ... = 128 steps'."""
     c = track.config
     optimizer = c.get("optimizer", "adamw")
     text = f"{track.name}: {optimizer}"
@@ -127,8 +113,7 @@ def describe_run(track: Track) -> str:
 
 
 def shown(k: int, cap: int = MAX_IDS) -> list[int]:
-    """The tracked ids drawn: all, or `cap` spread evenly (the trainer spreads them from frequent
-    to rare symbols)."""
+    """The tracked ids drawn: all, or `cap` spread evenly (from frequent to rare symbols)."""
     if k <= cap:
         return list(range(k))
     return sorted({round(i * (k - 1) / (cap - 1)) for i in range(cap)})
@@ -144,10 +129,8 @@ def sums_table(tracks: list[Track]) -> str:
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" if k < 1 else f"{{:>{w}}}" for k, w in enumerate(widths))
-    title = (
-        f"{table} rows: update along the row, summed over the steps that showed "
-        "the symbol (pull) and the others (between)"
-    )
+    title = f"{table} rows: update along the row, summed over the steps that showed the symbol"
+    title += " (pull) and the others (between)"
     return "\n".join([title, fmt.format(*header), *(fmt.format(*line) for line in lines)])
 
 
@@ -156,9 +139,8 @@ def track_figure(tracks: list[Track]) -> Figure:
     if not tracks:
         raise UserError("no run directory given")
     if len(tracks) > MAX_FACETS:
-        raise UserError(
-            f"{len(tracks)} runs would each get a row of panels; draw at most {MAX_FACETS} at once"
-        )
+        many = f"{len(tracks)} runs would each get a row of panels"
+        raise UserError(f"{many}; draw at most {MAX_FACETS} at once")
     n_cols = max(len(shown(len(t.ids))) for t in tracks)
     size = (max(PAPER_WIDTH_IN, 2.3 * n_cols), 2.5 * len(tracks) + 0.5)
     fig = Figure(figsize=size, layout="constrained")
@@ -209,11 +191,8 @@ def _draw_panel(ax, track: Track, j: int, first: bool, last: bool) -> None:
     ax.plot(steps_n[seen_n], cum_n[seen_n], "^", color=colour, ms=3, ls="none", gid=APPEARANCES)
     # In the title, not a box inside: a box would hide part of a line that may go anywhere.
     s = track.sums[track.ids[j]]
-    ax.set_title(
-        f"id {track.ids[j]}: pull {s['pull']:+.3g} over {s['appearances']} appearances\n"
-        f"between {s['between']:+.3g}, net {s['net']:+.3g}",
-        fontsize=6.5,
-    )
+    pull = f"id {track.ids[j]}: pull {s['pull']:+.3g} over {s['appearances']} appearances"
+    ax.set_title(f"{pull}\nbetween {s['between']:+.3g}, net {s['net']:+.3g}", fontsize=6.5)
     ax.tick_params(labelsize=6)
     _align_zero(ax, bars)
     ax.set_xlabel("step", fontsize=7)

@@ -1,8 +1,5 @@
-"""The law's leave-one-sweep-out test as a figure: predicted against measured, a colour per sweep.
-
-It draws the table that `spamlang.law.leave_one_out` computes, passed in by `spamlang law
-validate`: plots import nothing of the law.
-"""
+"""The law's leave-one-sweep-out test as a figure: predicted against measured, a colour per sweep
+(the table `spamlang.law.leave_one_out` computes, passed in by `spamlang law validate`)."""
 
 from __future__ import annotations
 

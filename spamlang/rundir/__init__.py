@@ -1,10 +1,5 @@
-"""Writing a run directory's files other than checkpoints (names: `spamlang.rundir.schema`).
-
-config.json is written first and must equal a resumed run's; metrics.jsonl and track.jsonl grow
-by flushed lines (`MetricsLog`), cut back to the checkpoint on a resume; symbols.npz, then
-result.json (the run's end), last, atomically; non-finite floats as null. A command writes only
-into a folder of its own (`claim_folder`). Reading them: `reading` and `spamlang.results`.
-"""
+"""Writing a run directory's files other than checkpoints (names: `spamlang.rundir.schema`);
+result.json, written last, marks the run's end. Reading them: `reading` and `spamlang.results`."""
 
 from __future__ import annotations
 
@@ -53,8 +48,8 @@ class Folder:
     subfolders: Folder | None = None  # what it keeps in folders of its own (a sweep: runs)
 
     def leftover(self, folder: Path, name: str) -> bool:
-        """Whether `name` in `folder` is something this command leaves there while writing or
-        when killed (a lock, a temporary, a write probe), or a folder `subfolders` would take."""
+        """Whether `name` in `folder` is what this command leaves there (a lock, a temporary, a
+        write probe), or a folder `subfolders` would take."""
         from spamlang.rundir.lock import is_lock_file
 
         if self.subfolders is not None and (folder / name).is_dir():
@@ -106,9 +101,8 @@ RUN_FOLDER = Folder(
 def claim_folder(
     folder: str | os.PathLike, kind: Folder, flag: str, listing: list[str] | None = None
 ) -> Path:
-    """`folder` as a Path, when `kind`'s command may write there: new, holding nothing but its
-    leftovers (`Folder.leftover`), or holding its mark; else UserError naming what is in it,
-    before anything is written. `listing`: the folder's names, when the caller has them."""
+    """`folder` as a Path, when `kind`'s command may write there (new, holding only its leftovers,
+    or its mark); else UserError naming what is in it. `listing`: the folder's names, if known."""
     path = check_path(folder, flag)
     if path.exists() and not path.is_dir():
         raise UserError(f"{flag} {path} is not a folder")
@@ -160,22 +154,19 @@ BUDGET_INSTEAD = (
 
 
 def check_path(path: str | os.PathLike, what: str = "--out") -> Path:
-    """`path` as a Path, or a UserError when it is not valid UTF-8: orbax and TensorStore take
-    UTF-8 paths only, and would fail only after the run directory exists."""
+    """`path` as a Path, or a UserError when it is not valid UTF-8 (orbax would fail later)."""
     text = os.fsdecode(path)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise UserError(
-            f"{what} {ascii(text)} is not valid UTF-8 (checkpoints need UTF-8 "
-            f"paths); choose another name"
-        ) from None
+        why = "is not valid UTF-8 (checkpoints need UTF-8 paths); choose another name"
+        raise UserError(f"{what} {ascii(text)} {why}") from None
     return Path(text)
 
 
 def make_dir(out_dir: str | os.PathLike) -> Path:
     """Create run directory `out_dir` (and its parents) if missing; UserError if impossible, or
-    when it is someone else's folder (`claim_folder`), before its lock is taken there."""
+    when it is someone else's folder (`claim_folder`)."""
     out = check_path(out_dir, "run directory")
     if out.is_dir() and not (out / CONFIG).exists():  # with one: `prepare` compares configs
         try:
@@ -203,9 +194,8 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
     new = config.to_json()
     path = out / CONFIG
-    # Listed before config.json is looked for, and every check below on a missing config.json
-    # reads this one listing: in a multi-process job the writer may create config.json, then
-    # its run files, after the look, and a later look would take them for foreign files.
+    # One listing, taken before config.json is looked for: in a multi-process job the writer may
+    # create config.json and run files after the look, which a later look would take as foreign.
     listing = os.listdir(out)
     if path.exists():
         try:
@@ -218,11 +208,8 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             old = type(config).from_json(old).to_json()
         except (UserError, TypeError, ValueError):
             pass  # compared as written, and refused below if it differs
-        diff = [
-            k
-            for k in sorted(old.keys() | new.keys())
-            if (k in old, old.get(k)) != (k in new, new.get(k))
-        ]
+        keys = sorted(old.keys() | new.keys())
+        diff = [k for k in keys if (k in old, old.get(k)) != (k in new, new.get(k))]
         if diff == ["tokens"]:  # "continue with more tokens": say why not, and what instead
             raise UserError(
                 f"{out} holds a run with tokens: {old.get('tokens')!r} -> "
@@ -233,10 +220,8 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
             shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
             if len(diff) > 6:
                 shown += f"; and {len(diff) - 6} more: {', '.join(diff[6:])}"
-            raise UserError(
-                f"{out} holds a run with a different config ({shown}); "
-                f"choose another --out or delete it"
-            )
+            why = f"holds a run with a different config ({shown})"
+            raise UserError(f"{out} {why}; choose another --out or delete it")
         return _cleaned(out, write)
     _claim_run_dir(out, [n for n in listing if n != CONFIG])
     if write:
@@ -248,8 +233,7 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
 
 
 def _claim_run_dir(out: Path, listing: list[str]) -> None:
-    """UserError unless `out`, holding `listing` and no config.json, may become a run
-    directory: run files without config.json are not `prepare`'s, and a user's folder is not."""
+    """UserError unless `out`, holding `listing` and no config.json, may become a run directory."""
     if any(name in listing for name in (METRICS, RESULT, CHECKPOINTS)):
         raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
     claim_folder(out, RUN_FOLDER, "--out", listing)
@@ -263,8 +247,7 @@ def _cleaned(out: Path, write: bool) -> Path:
 
 
 def probe_writable(directory: Path) -> None:
-    """OSError unless a file can be created in `directory`, now rather than half-way through a
-    run: permission bits do not tell (root, read-only mounts, ACLs)."""
+    """OSError unless a file can be created in `directory` (permission bits do not tell)."""
     fd, probe = tempfile.mkstemp(dir=directory, prefix=_PROBE)
     os.close(fd)
     os.unlink(probe)
@@ -280,15 +263,8 @@ def write_symbols(out_dir: str | os.PathLike, *, steps: int, **arrays) -> None:
 
     import numpy as np
 
-    dtypes = dict(
-        loss=np.float32,
-        probability=np.float64,
-        appearances=np.int32,
-        last_step=np.int32,
-        first_step=np.int32,
-        max_gap=np.int32,
-        mean_gap=np.float32,
-    )
+    dtypes = dict.fromkeys(("appearances", "last_step", "first_step", "max_gap"), np.int32)
+    dtypes.update(loss=np.float32, probability=np.float64, mean_gap=np.float32)
     if sorted(arrays) != sorted(SYMBOL_ARRAYS):
         raise ValueError(f"symbols.npz holds {SYMBOL_ARRAYS}, got {sorted(arrays)}")
     buf = io.BytesIO()
@@ -300,24 +276,15 @@ class MetricsLog:
     """Append-only metrics.jsonl, cut back to a step on open, keeping the rows written so far;
     `write=False` (processes other than 0 of a multi-host job) never touches the file."""
 
-    def __init__(
-        self,
-        out_dir: str | os.PathLike,
-        keep_through_step: int,
-        *,
-        write: bool = True,
-        name: str = METRICS,
-    ):
+    def __init__(self, out_dir, keep_through_step: int, *, write: bool = True, name=METRICS):
         self.path = Path(out_dir) / name
         self.records: list[dict] = []
         if self.path.exists():
             try:
                 lines = self.path.read_text(encoding="utf-8").splitlines()
             except UnicodeDecodeError as e:
-                raise UserError(
-                    f"{self.path} is not UTF-8 text ({e.reason} at byte "
-                    f"{e.start}); nothing was changed: repair or move it"
-                ) from None
+                why = f"{self.path} is not UTF-8 text ({e.reason} at byte {e.start})"
+                raise UserError(f"{why}; nothing was changed: repair or move it") from None
             for number, line in enumerate(lines, start=1):
                 try:
                     record = json.loads(line)
@@ -325,11 +292,8 @@ class MetricsLog:
                         raise ValueError("not a JSON object")
                 except ValueError as e:
                     if number < len(lines):  # only a crash's torn last write may be cut
-                        raise UserError(
-                            f"{self.path} line {number} is not a metrics row "
-                            f"({e}); nothing was changed: repair or delete that "
-                            f"line"
-                        ) from None
+                        why = f"line {number} is not a metrics row ({e}); nothing was changed"
+                        raise UserError(f"{self.path} {why}: repair or delete that line") from None
                     continue  # a last line cut short by a crash
                 if record.get("step", 0) <= keep_through_step:
                     self.records.append(record)
@@ -375,8 +339,8 @@ def _line(record: dict) -> str:
 
 
 def final_train_loss(losses: list) -> float | None:
-    """Mean of the last 10% (at least one) of the logged train losses; None without any, or
-    with a null (non-finite) one among them: a diverged tail is not a low loss."""
+    """Mean of the last 10% (at least one) of the train losses; None without any, or with a null
+    one among them: a diverged tail is not a low loss."""
     if not losses:
         return None
     tail = losses[-max(1, math.ceil(len(losses) / 10)) :]

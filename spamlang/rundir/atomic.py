@@ -147,20 +147,13 @@ def signals_raise() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done, then act as they would have: the
-    handler in place before the block runs (KeyboardInterrupt, `Terminated`, a trainer's stop
-    request), or the default action.
-
-    For work that must not be cut in the middle: a pair's renames (`publish`), and any JAX
-    call (`spamlang.data`). Ctrl-C in a JAX compile returns from the wait while XLA goes on
-    compiling on its own threads, and the interpreter's teardown then frees the device under
-    that compile: a segfault, exit 139 where 130 was due. In the main thread the Python-level
-    handlers are swapped for one that only notes the signal; blocking it with
-    `pthread_sigmask` there would not do, as the kernel hands a process's signal to any
-    thread that does not block it (JAX's), and Python then runs the handler in the main thread
-    all the same. Elsewhere (no Python handler can be set) the thread blocks them.
-    """
-    if threading.current_thread() is not threading.main_thread():
+    """SIGINT and SIGTERM wait until the block is done, then run the handler in place before it
+    (or the default action). For work that must not be cut: a pair's renames (`publish`), and
+    any JAX call (`spamlang.data`): Ctrl-C in a JAX compile returns while XLA compiles on, and
+    teardown frees the device under it (exit 139, not 130)."""
+    # `pthread_sigmask` in the main thread would not do: the kernel hands the signal to a thread
+    # that does not block it (JAX's), and Python runs the handler in the main thread anyway.
+    if threading.current_thread() is not threading.main_thread():  # no Python handler here
         with _signals_blocked():
             yield
         return

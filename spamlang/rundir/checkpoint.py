@@ -82,15 +82,9 @@ class RunCheckpoints:
         self, abstract_state: Any, *, at_most: int | None = None
     ) -> tuple[int, Any, dict] | None:
         """(step, state, meta) of the newest checkpoint that reads back, or None if none exist.
-        `at_most`: only steps up to it count; newer ones are deleted like unreadable ones (a
-        vmapped group's member ahead of its partners).
-
-        An unreadable step is skipped and, with everything newer, deleted (the resumed run
-        writes them again), each with a one-line warning once an older step reads back.
-        UserError when checkpoints exist but none reads back (caused by the newest one's
-        error): more likely a code or config change than damage, and restarting silently would
-        discard work.
-        """
+        `at_most`: newer steps are deleted like unreadable ones (a group member ahead of its
+        partners). An unreadable step is deleted with all newer, with a warning once an older
+        one reads back; none reading back is a UserError (likely a code or config change)."""
         failures: list[tuple[int, Exception]] = []
         if at_most is not None:  # retrained from there, so saved again
             self._delete([s for s in self.steps() if s > at_most])
@@ -121,8 +115,7 @@ class RunCheckpoints:
                 raise UserError(older_layout_message(self.directory)) from e
             raise UserError(
                 f"no checkpoint can be restored (newest: {self.directory / str(step)}: "
-                f"{describe(e)}); delete the checkpoints/ folder to restart the run "
-                f"from scratch"
+                f"{describe(e)}); delete the checkpoints/ folder to restart the run from scratch"
             ) from e
         return None
 
@@ -210,6 +203,4 @@ def _verify(state: Any, meta: Any) -> str | None:
         odd = sorted(set(saved) ^ set(now))
         return f"its checksum record names other arrays ({', '.join(odd[:3])})"
     bad = [path for path, value in now.items() if saved[path] != value]
-    if bad:
-        return f"{len(bad)} array(s) fail their checksum ({', '.join(bad[:3])})"
-    return None
+    return f"{len(bad)} array(s) fail their checksum ({', '.join(bad[:3])})" if bad else None

@@ -44,10 +44,7 @@ class Holder:
 
 
 class Taken(Exception):
-    """The lock is held by another lock object: another process, or another `locked` here.
-
-    `holder` is None when the holder's note could not be read.
-    """
+    """The lock is held by another process or `locked` here; `holder` None: its note unread."""
 
     def __init__(self, path: Path, holder: Holder | None):
         super().__init__(f"{path} is locked by {holder or 'another process'}")
@@ -56,12 +53,8 @@ class Taken(Exception):
 
 @contextlib.contextmanager
 def locked(path: str | os.PathLike, *, wait: bool = True) -> Iterator[None]:
-    """Hold an exclusive lock on `path` (created if missing) for the body of the `with`.
-
-    `wait` False raises `Taken` when another lock holds it (within half a second, the time a
-    holder that has just taken it gets to write its note); True waits for it.
-    OSError when the lock file cannot be created (a read-only or missing directory).
-    """
+    """Hold an exclusive lock on `path` (created if missing) for the body; `wait` False: `Taken`
+    when another holds it. OSError when the lock file cannot be created."""
     path = Path(path)
     if not path.parent.is_dir():  # filelock would create it
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path.parent))
@@ -135,20 +128,16 @@ def _acquire(lock: filelock.BaseFileLock, path: Path, wait: bool) -> bool:
             if str(path) not in _warned:
                 _warned.add(str(path))
                 print(
-                    f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has "
-                    "no file locks, so another process using it at the same time goes "
-                    "undetected",
+                    f"warning: cannot lock {path} ({e.strerror or e}); this filesystem has no "
+                    "file locks, so another process using it at the same time goes undetected",
                     file=sys.stderr,
                 )
             return False
 
 
 class RunDirBusy(UserError):
-    """The run directory is being trained by another process (a `spamlang train` or sweep).
-
-    `holder` is None when it is unknown (an unreadable note, or a multi-host process other
-    than 0, which only learns that process 0 found the directory busy).
-    """
+    """The run directory is being trained by another process; `holder` None: unknown (an
+    unreadable note, or a multi-host process other than 0, told only that it is busy)."""
 
     def __init__(self, run_dir: str | os.PathLike, holder: Holder | None):
         self.run_dir, self.holder = Path(run_dir), holder
@@ -165,12 +154,8 @@ class RunDirBusy(UserError):
 
 @contextlib.contextmanager
 def hold_run_dirs(run_dirs: Iterable[str | os.PathLike]) -> Iterator[None]:
-    """Hold the lock of every directory in `run_dirs` (which must exist), or raise at once.
-
-    All or none: when one is busy, the ones already taken are let go and `RunDirBusy` names
-    the busy one; nothing waits, so two processes locking overlapping groups never deadlock.
-    UserError when a lock file cannot be created (an unwritable directory).
-    """
+    """Hold the lock of every directory in `run_dirs` (which must exist), all or none: a busy one
+    is `RunDirBusy` at once, so that two processes locking overlapping groups never deadlock."""
     with contextlib.ExitStack() as stack:
         for run_dir in run_dirs:
             try:
@@ -186,14 +171,9 @@ def hold_run_dirs(run_dirs: Iterable[str | os.PathLike]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
-    """`hold_run_dirs` for a job of one process or several: the body holds the locks, or raise.
-
-    Only process 0 of a multi-host job locks: it is the one that writes the run files, and
-    the processes of one job, sharing the directory on purpose, must not exclude each other
-    (flock on a shared filesystem is seen by every host). The job's processes then agree on
-    the outcome (one allgather), so that all raise `RunDirBusy` together rather than the
-    others waiting in the first collective of a loop that process 0 never enters.
-    """
+    """`hold_run_dirs` for a job of one process or several. Only process 0, the writer, locks:
+    one job's processes share the directory on purpose (flock is seen by every host). All then
+    agree (one allgather) and raise together, not wait in a loop process 0 never enters."""
     import jax
 
     busy: UserError | None = None

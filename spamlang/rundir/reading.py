@@ -1,9 +1,5 @@
-"""A run directory's files read one at a time (config.json, result.json, the .jsonl rows), below
-every layer; `spamlang.results` reads whole sweeps and runs on them. A folder holding any of
-config.json, metrics.jsonl and result.json is a run (`is_run`), finished when it holds
-result.json (`is_finished`); in a live run only the last line of a .jsonl may be cut
-(`Lines.torn`). `best_over` is the one choice of a cell's best LR.
-"""
+"""A run directory's files read one at a time, below every layer (`spamlang.results` reads whole
+sweeps on them); `best_over` is the one choice of a cell's best LR."""
 
 from __future__ import annotations
 
@@ -32,8 +28,8 @@ def read_json(path: str | Path) -> Any:
 
 
 def read_named_json(path: Path, where: object = None) -> Any:
-    """A JSON file a user named (a sweep file, a law): its value, or UserError in one line,
-    `WHERE: reason` or `WHERE:LINE: bad JSON: message` (`where`: how to name it; the path)."""
+    """A JSON file a user named (a sweep file, a law): its value, or UserError in one line naming
+    `where` (default the path) and, for bad JSON, the line."""
     where = path if where is None else where
     try:
         return read_json(path)
@@ -59,8 +55,7 @@ def read_strict(path: Path) -> dict:
 
 
 def read_object(path: str | Path) -> dict | None:
-    """A JSON file holding an object, or None when it is missing, unreadable, being written
-    or not an object: what a reader of live runs treats as absent."""
+    """A JSON file holding an object, or None when it is not (missing, unreadable, being written)."""
     try:
         return read_strict(Path(path))
     except ValueError:
@@ -87,7 +82,7 @@ class Lines:
 
 def read_lines(path: str | Path) -> Lines:
     """`path` as `Lines`; OSError when it cannot be read. A last line without its newline is a
-    row when it parses (a whole row not yet ended), else `torn`."""
+    row when it parses, else `torn`."""
     with open(path, "rb") as f:
         lines = f.read().split(b"\n")  # the last: b"" unless the last row is cut
     out = Lines([], [])
@@ -105,8 +100,8 @@ def read_lines(path: str | Path) -> Lines:
 
 
 def last_row(path: str | Path, keep, tail_bytes: int = 8192) -> dict | None:
-    """The newest row of a growing JSON-lines file for which `keep(row)` holds, read from its
-    last `tail_bytes` only (a live run's file is long); None when there is none."""
+    """The newest row of a growing JSON-lines file for which `keep(row)` holds, from its last
+    `tail_bytes` only; None when there is none."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, f.seek(0, 2) - tail_bytes))
@@ -131,8 +126,7 @@ def is_finished(path: Path) -> bool:
 
 
 def run_dirs(root: str | Path) -> list[Path]:
-    """`root` if it is a run, then its subfolders that are runs, sorted by name, each once (a
-    link to a run listed already is left out)."""
+    """`root` if it is a run, then its subfolders that are runs, sorted by name, each once."""
     root = Path(root)
     found = [p for p in root.iterdir() if p.is_dir() and is_run(p)]
     seen: dict[Path, Path] = {}
@@ -168,8 +162,8 @@ def read_result(out_dir: str | Path) -> dict | None:
 
 
 def read_symbols(out_dir: str | Path) -> dict | None:
-    """symbols.npz as {name: array} (`steps` an int), or None if the run has none; a file of
-    a version before the history lacks SYMBOL_HISTORY_ARRAYS."""
+    """symbols.npz as {name: array} (`steps` an int), or None if the run has none; an old file
+    lacks SYMBOL_HISTORY_ARRAYS."""
     import numpy as np
 
     path = Path(out_dir) / SYMBOLS
@@ -213,10 +207,9 @@ def fields_of(axis: str) -> list[str]:
 
 
 def best_over(table, key: str, over: str, value: str, highest: bool = False):
-    """The best value of `over` in each group of `table`'s rows that share `key`: lowest mean
-    `value` (`highest`: highest), a tie to the smaller `over`; one row per group in order of
-    appearance, `key`, `over` and the value's mean, min, max and count. A value with a NaN row
-    (a diverged run) never wins, its mean would hide the runs it lost: its group may be left out."""
+    """The best `over` per `key` group of `table`: lowest mean `value` (`highest`: highest), a tie
+    to the smaller `over`; rows of `key`, `over`, mean, min, max and count, in order of
+    appearance. An `over` with a NaN row (a diverged run) never wins: its group may be left out."""
     stats = table.groupby([key, over], sort=False)[value].agg(
         ["mean", "min", "max", "count", "size"]
     )

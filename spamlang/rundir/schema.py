@@ -23,15 +23,7 @@ SYMBOL_EVALS = "symbol_evals.jsonl"
 # appearances (int32; 0 before the second) and the mean gap, (last - first) / (appearances - 1)
 # (float32; NaN before the second; two rows of one batch are a gap of 0); plus the scalar
 # `steps` trained. Runs of versions before the history hold only the first four.
-SYMBOL_ARRAYS = (
-    "loss",
-    "probability",
-    "appearances",
-    "last_step",
-    "first_step",
-    "max_gap",
-    "mean_gap",
-)
+SYMBOL_ARRAYS = tuple("loss probability appearances last_step first_step max_gap mean_gap".split())
 SYMBOL_HISTORY_ARRAYS = SYMBOL_ARRAYS[4:]  # absent from symbols.npz of older versions
 
 # A sweep directory: one run directory per run, and
@@ -60,49 +52,21 @@ TITLE_DEFAULTS = {
 # Adam's second-moment decay, which titles name beside the optimizer (its key in config.json).
 ADAM_B2 = "b2"
 # Settings first (the sweep contract), extra axes go between these and the outcomes.
-SETTING_COLUMNS = (
-    "run_id",
-    "language",
-    "preset",
-    "d_model",
-    "n_layers",
-    "vocab_size",
-    "lr",
-    "tie_embeddings",
-    "head",
-    "seed",
-    "seq_len",
-    "batch_size",
-    "sampling",
-    "optimizer",
-    "b2",
-    "weight_decay",
+SETTING_COLUMNS = tuple(
+    "run_id language preset d_model n_layers vocab_size lr tie_embeddings head seed seq_len "
+    "batch_size sampling optimizer b2 weight_decay".split()
 )
 # How often training showed each id (spamlang.coverage.exposure), and the eval split by it.
-COVERAGE_COLUMNS = (
-    "updates_per_symbol",
-    "sequences_per_symbol",
-    "symbol_return_steps",
-    "adam_memory_steps",
-    "adam_memory_steps_effective",
-    "exposure_min",
-    "exposure_median",
-    "exposure_max",
-    "unseen_fraction",
-    "eval_loss_seen",
-    "eval_loss_unseen",
-    "repetition_accuracy_seen",
-    "repetition_accuracy_unseen",
-    "eval_seen_sequences",
-    "eval_unseen_sequences",
+COVERAGE_COLUMNS = tuple(
+    "updates_per_symbol sequences_per_symbol symbol_return_steps adam_memory_steps "
+    "adam_memory_steps_effective exposure_min exposure_median exposure_max unseen_fraction "
+    "eval_loss_seen eval_loss_unseen repetition_accuracy_seen repetition_accuracy_unseen "
+    "eval_seen_sequences eval_unseen_sequences".split()
 )
 # Symbols training never drew (a spam holdout): their eval, then the check that none was drawn.
-HELDOUT_COLUMNS = (
-    "eval_loss_heldout",
-    "eval_accuracy_heldout",
-    "repetition_accuracy_heldout",
-    "heldout_symbols",
-    "heldout_exposure_max",
+HELDOUT_COLUMNS = tuple(
+    "eval_loss_heldout eval_accuracy_heldout repetition_accuracy_heldout heldout_symbols "
+    "heldout_exposure_max".split()
 )
 # The outcomes result.json holds and results.csv repeats. Empty cells: a value the run did not
 # produce (null in result.json: a seen / unseen side with no eval sequence, the diagnostics of
@@ -111,28 +75,14 @@ HELDOUT_COLUMNS = (
 # "sampled" (the fixed eval set of eval_sequences; empty in runs of older versions, which all
 # sampled).
 RESULT_COLUMNS = (
-    "final_train_loss",
-    "final_eval_loss",
-    "eval_method",
-    "loss_above_floor",
-    "optimal_loss",
-    "repetition_accuracy",
-    "eval_accuracy",
-    "diverged",
-    "diverged_step",
-    "steps",
-    "tokens",
-    "tokens_per_s",
+    *"final_train_loss final_eval_loss eval_method loss_above_floor optimal_loss".split(),
+    *"repetition_accuracy eval_accuracy diverged diverged_step steps tokens tokens_per_s".split(),
     "wall_seconds",
     *COVERAGE_COLUMNS,
     # the gradient bottleneck of the final model (runs with diag_every)
-    "kernel_fraction",
-    "projected_cosine",
-    "head_rank",
+    *"kernel_fraction projected_cosine head_rank".split(),
     # how many updates a symbol needs (spamlang.coverage.symbols; spam family)
-    "updates_to_learn",
-    "updates_to_learn_bound",
-    "symbols_learned",
+    *"updates_to_learn updates_to_learn_bound symbols_learned".split(),
     *HELDOUT_COLUMNS,
 )
 # The outcomes that hold text ("exact", "upper") or a flag (True/False); every other outcome is
@@ -140,16 +90,8 @@ RESULT_COLUMNS = (
 # there is damaged (`spamlang.results.damaged_cell`): "final_eval_loss": "low".
 TEXT_RESULTS = ("eval_method", "updates_to_learn_bound")
 FLAG_COLUMNS = ("tie_embeddings", "diverged")
-NUMBER_SETTINGS = (
-    "d_model",
-    "n_layers",
-    "vocab_size",
-    "lr",
-    "seed",
-    "seq_len",
-    "batch_size",
-    "b2",
-    "weight_decay",
+NUMBER_SETTINGS = tuple(
+    "d_model n_layers vocab_size lr seed seq_len batch_size b2 weight_decay".split()
 )
 # result.json only, not results.csv: the per-symbol learning curve's bins, and the symbols'
 # history binned at every evaluation (`spamlang.coverage.history`; a sweep gathers it into

@@ -160,9 +160,8 @@ def edge_warnings(
 ) -> list[str]:
     """One warning per unsolved cell whose best LR is at an edge of a grid of MIN_GRID or more."""
     return [
-        f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, "
-        f"the {b.edge} in the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): "
-        "the optimum may lie outside it"
+        f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, the {b.edge} in "
+        f"the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): the optimum may lie outside it"
         for b, label in labelled(best_lrs(rows, metric, swept))
         if b.edge is not None and not b.solved
     ]

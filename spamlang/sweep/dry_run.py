@@ -108,14 +108,7 @@ def _status(run_dir: Path, steps: Any) -> str:
 
 
 def _left_steps(config: Any, run_dir: Path) -> int:
-    if (run_dir / RESULT).is_file():
-        return 0
-    return config.steps - (checkpoint_step(run_dir) or 0)
-
-
-def _result(run_dir: Path, key: str) -> Any:  # None when the run has no such number
-    value = (read_object(run_dir / RESULT) or {}).get(key)
-    return value if isinstance(value, (int, float)) else None
+    return 0 if (run_dir / RESULT).is_file() else config.steps - (checkpoint_step(run_dir) or 0)
 
 
 def _run_dirs(out: Path) -> list[Path]:
@@ -404,8 +397,9 @@ def dry_run(
     wide = max((len(s) for s in status.values()), default=7)
     law = notes(points) if notes else {}  # e.g. the law's prediction of each point's cell
     # A finished run's own final eval loss, beside the law's for its cell (best LR, seed mean).
-    losses = {r: _result(out / r, "final_eval_loss") for r, _ in points if status[r] == "done"}
-    measured = {r: "?" if loss is None else f"{loss:.3g}" for r, loss in losses.items()}
+    losses = {r: read_object(out / r / RESULT) or {} for r, _ in points if status[r] == "done"}
+    losses = {r: result.get("final_eval_loss") for r, result in losses.items()}
+    measured = {r: f"{x:.3g}" if isinstance(x, (int, float)) else "?" for r, x in losses.items()}
     print(
         f"{'run id':<{width}}  {'status':<{wide}}  {'group':>5}  {'steps':>8}  "
         f"{'tokens':>13}  {'upd/symbol':>10}"
@@ -451,23 +445,16 @@ def dry_run(
             seeds.setdefault(key, set()).add(c.seed)
             cells[key] = (len(seeds[key]), c, f)
     print(estimate(mine, out, vmap, flops, limit, cells))
-    for line in _size_warnings(mine):
-        print(line)
-    return 0
-
-
-def _size_warnings(mine: list) -> list[str]:
     from spamlang.sweep import fit
 
-    lines, total, files = [], 0, {}
+    files = {}  # output file name -> bytes the shard's runs write to it
     for group in mine:
         run_id, config = group[0]
         if line := fit.memory_refusal(config):
-            lines.append(f"warning: {run_id} and its group: {line}")
+            print(f"warning: {run_id} and its group: {line}")
         for name, n in fit.output_bytes(config).items():
             files[name] = files.get(name, 0) + n * len(group)
-            total += n * len(group)
-    if total > fit.OUTPUT_WARN:
+    if (total := sum(files.values())) > fit.OUTPUT_WARN:
         shown = ", ".join(f"{k} {fit.size_text(v)}" for k, v in files.items() if v)
-        lines.append(f"warning: these runs will write about {fit.size_text(total)}: {shown}")
-    return lines
+        print(f"warning: these runs will write about {fit.size_text(total)}: {shown}")
+    return 0

@@ -40,9 +40,8 @@ def with_overrides(sweep: Sweep, texts: list[str] | tuple = ()) -> Sweep:
             raise UserError(f"--set {text}: {words}") from None
         if name in on_axes:
             raise UserError(
-                f"--set {text}: {name} is an axis of sweep {sweep.name!r}, which "
-                "sets it for every point; --set changes the fields the axes leave "
-                "to the base"
+                f"--set {text}: {name} is an axis of sweep {sweep.name!r}, which sets it for "
+                "every point; --set changes the fields the axes leave to the base"
             )
         if not (tp is str or str in typing.get_args(tp)):
             raw = parse_setting(text)[1]  # a count such as 200K stays text, checked below

@@ -1,8 +1,5 @@
-"""Writing results.csv, a row per finished run (`spamlang.results.run_row`), and the symbols'
-binned history into symbols.csv.gz (`spamlang.coverage.history`). Gathering reads only the run
-directories, so however a sweep was interrupted, the next gather lists every finished run
-exactly once; a finished run that cannot be read is left out and reported.
-"""
+"""Writing results.csv, a row per finished run, and the symbols' binned history (symbols.csv.gz),
+from the run directories alone: an interrupted sweep's next gather lists every run once."""
 
 from __future__ import annotations
 
@@ -31,6 +28,7 @@ from spamlang.train.config import TrainConfig
 
 # errno values that mean "this storage will not take a write" rather than a bug or a full disk.
 READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+JSON = (dict, list, tuple)  # a results.csv cell holding one of these holds its JSON text
 _TAIL_BYTES = 1 << 16  # a torn metrics row is looked for in this much of the file's end
 
 
@@ -65,9 +63,8 @@ def _return_time(config: dict) -> dict:
 
 
 def repair_metrics(run_dir: str | Path) -> str | None:
-    """Cut a torn last line (a row cut mid-JSON) from a finished run's metrics.jsonl (a live
-    run's last line may be a row being written); the line that says what was done (or could
-    not be), or None when there was nothing to cut."""
+    """Cut a torn last line (a row cut mid-JSON) from a finished run's metrics.jsonl; the line
+    that says what was done (or could not be), or None when there was nothing to cut."""
     path = Path(run_dir) / METRICS
     try:
         with open(path, "rb") as f:
@@ -84,39 +81,32 @@ def repair_metrics(run_dir: str | Path) -> str | None:
     last = tail[cut + 1 :]
     if parse_row(last) is not None:
         return None  # a whole row without its newline: nothing lost, nothing to cut
-    keep = size - len(last)
+    torn = f"torn last line ({len(last)} bytes cut mid-row)"
     try:
         with open(path, "rb") as f:
-            kept = f.read(keep)
+            kept = f.read(size - len(last))
         atomic_write_bytes(path, kept)
     except OSError as e:
-        return (
-            f"warning: {path}: its last line is torn ({len(last)} bytes cut mid-row); "
-            f"could not cut it away ({e.strerror or describe(e)})"
-        )
-    return f"repaired {path}: cut its torn last line ({len(last)} bytes cut mid-row)"
+        return f"warning: {path}: its {torn}; could not cut it away ({e.strerror or describe(e)})"
+    return f"repaired {path}: cut its {torn}"
 
 
 def gather(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
-    """One `run_row` per finished run under `out_dir`, by run id, each once (`run_dirs`). A run
-    that cannot be read, or whose config.json `check` finds is not its run id's point, is left
-    out and recorded in `report` (None: a warning on stderr) until it is whole; a torn last line
-    of its metrics.jsonl is cut away (`repair_metrics`), noted there too."""
+    """One `run_row` per finished run under `out_dir`, each once; a run that cannot be read or
+    that `check` refuses is left out and recorded in `report` (None: a warning on stderr)."""
     report = Report(echo=True) if report is None else report
     report.unreadable = {}
     root = Path(out_dir)
     if not root.is_dir():
         return []
-    extras = extra_axes(root)
-    rows = []
+    extras, rows = extra_axes(root), []
     for run_dir in run_dirs(root):
         if run_dir == root or not is_finished(run_dir):
             continue
-        fixed = repair_metrics(run_dir)
-        if fixed:
+        if fixed := repair_metrics(run_dir):
             report.note(fixed)
-        damage = symbols_damage(run_dir)
-        if damage:  # listed in results.csv all the same: only its per-symbol file is lost
+        # A damaged symbols.npz: the run is listed all the same, only its per-symbol file is lost
+        if damage := symbols_damage(run_dir):
             report.note(f"warning: {damage}; the run stays in {RESULTS_FILE} without it")
         try:
             rows.append(run_row(run_dir, extras, check, _return_time))
@@ -129,10 +119,8 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
 
 
 def write_results(out_dir: str | Path, report: Report | None = None, check=None) -> list[dict]:
-    """Gather `out_dir` and rewrite its results.csv atomically; return the rows. Both hold a
-    lock (`.results.lock`, waited for): concurrent writers (a sweep's shards) take turns, the
-    last table lists every run finished before its writer took the lock. Where `out_dir` takes
-    no writes (a read-only copy), the rows are still returned, and `report` says so."""
+    """Gather `out_dir` and rewrite its results.csv atomically under a lock (a sweep's shards take
+    turns); return the rows, also where `out_dir` takes no writes (`report` says so)."""
     root = Path(out_dir)
     report = Report(echo=True) if report is None else report
     rows = None
@@ -146,21 +134,17 @@ def write_results(out_dir: str | Path, report: Report | None = None, check=None)
             raise
         # Nothing else can write here either, so there is nothing to take turns with.
         rows = gather(root, report, check) if rows is None else rows
-        report.note(
-            f"note: left {root / RESULTS_FILE} as it was: {root} cannot be written "
-            f"({e.strerror or describe(e)})"
-        )
+        why = f"{root} cannot be written ({e.strerror or describe(e)})"
+        report.note(f"note: left {root / RESULTS_FILE} as it was: {why}")
     return rows
 
 
 def _write_symbol_table(root: Path, rows: list[dict]) -> None:
-    """symbols.csv.gz: every finished run's binned symbol history (`spamlang.coverage.history`),
-    one row per bin and evaluation after its run id; none while no run has a history (a
-    language scored on sampled sequences, or runs of an older version)."""
+    """symbols.csv.gz: every run's binned symbol history, a row per bin and evaluation; none
+    while no run has a history."""
     from spamlang.coverage.history import COLUMNS
 
-    histories = [(r["run_id"], r.get("symbol_history")) for r in rows]
-    histories = [(run_id, h) for run_id, h in histories if isinstance(h, dict)]
+    histories = [(r["run_id"], h) for r in rows if isinstance(h := r.get("symbol_history"), dict)]
     if not histories:
         return
     buf = io.StringIO()
@@ -182,10 +166,6 @@ def _write_table(root: Path, rows: list[dict]) -> None:
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     for row in rows:  # csv writes None as "" and bools as True/False; a container is one cell
-        writer.writerow(
-            {
-                k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v
-                for k, v in row.items()
-            }
-        )
+        cells = {k: json.dumps(v, sort_keys=True) for k, v in row.items() if isinstance(v, JSON)}
+        writer.writerow({**row, **cells})
     atomic_write_text(root / RESULTS_FILE, buf.getvalue())

@@ -124,9 +124,8 @@ def axis_type(base: Any, axis: str) -> Any:
             hint = " (did you mean the width family of presets, e.g. preset: "
             hint += "['tiny-w32', 'tiny-w64']?)"
         raise UserError(
-            f"unknown axis {axis!r}{hint}; known: "
-            f"{', '.join(sorted(fields))}, model.<model field> ({', '.join(sorted(model))}), "
-            "param.<language parameter>"
+            f"unknown axis {axis!r}{hint}; known: {', '.join(sorted(fields))}, model.<model "
+            f"field> ({', '.join(sorted(model))}), param.<language parameter>"
         )
     return fields[axis]
 
@@ -388,9 +387,8 @@ def check_size(sweep: Sweep, limit: int = MAX_POINTS) -> int:
     if size > limit:
         shape = " x ".join(f"{len(v):,} {a}" for a, v in sweep.axes.items())
         raise UserError(
-            f"sweep {sweep.name!r} has {size:,} points ({shape}), more than the "
-            f"limit of {limit:,}; pass --max-points {size} (max_points={size} from "
-            "Python) to run it anyway"
+            f"sweep {sweep.name!r} has {size:,} points ({shape}), more than the limit of "
+            f"{limit:,}; pass --max-points {size} (max_points={size} from Python) to run it anyway"
         )
     return size
 

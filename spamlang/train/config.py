@@ -42,6 +42,10 @@ _TABLES = (
 )
 
 
+_ADAM = dict(member="optim", readers=ADAM_FAMILY)  # Adam's own hyperparameters
+_DECAY = dict(decimal=True, ge=0, lt=1)  # a decay rate, in [0, 1)
+
+
 def _field(default, help: str, metavar: str = "", **keys):
     """A field with its `--help` text, `_TABLES` entries and limits (`fields.check`'s keywords)."""
     key = "default_factory" if callable(default) else "default"
@@ -180,40 +184,31 @@ class TrainConfig:
     b1: float = _field(
         0.9,
         "Adam first-moment decay (the near-universal default)",
-        member="optim",
-        readers=ADAM_FAMILY,
-        decimal=True,
         flags=("--adam-b1", "--b1"),
-        ge=0,
-        lt=1,
+        **_ADAM,
+        **_DECAY,
     )
     b2: float = _field(
         0.95,
         "Adam second-moment decay; steadier than 0.999 for LMs",
-        member="optim",
-        readers=ADAM_FAMILY,
-        decimal=True,
         aliases=("beta2",),
         flags=("--adam-b2", "--b2"),
-        ge=0,
-        lt=1,
+        **_ADAM,
+        **_DECAY,
     )
     eps: float = _field(
         1e-8,
         "Adam denominator epsilon",
-        member="optim",
-        readers=ADAM_FAMILY,
         flags=("--adam-eps",),
         gt=0,
+        **_ADAM,
     )
     momentum: float = _field(
         0.9,
         "heavy-ball momentum (the common default)",
         member="optim",
         readers=("sgd",),
-        decimal=True,
-        ge=0,
-        lt=1,
+        **_DECAY,
     )
     lazy_rows: str = _field(
         "all",
@@ -247,9 +242,7 @@ class TrainConfig:
         "adamw only: the head's own Adam b2 (tied: the shared matrix's); none: b2",
         metavar="FLOAT",
         readers=("adamw",),
-        decimal=True,
-        ge=0,
-        lt=1,
+        **_DECAY,
     )
     head_v_gated: bool = _field(
         False,
@@ -348,10 +341,9 @@ class TrainConfig:
             value, default = getattr(self, name), TrainConfig.__dataclass_fields__[name].default
             if self.optimizer not in readers and value != default:
                 raise UserError(
-                    f"optimizer {self.optimizer} ignores {name} (only "
-                    f"{' and '.join(readers)} read it), so {name}={value!r} would change "
-                    f"nothing; leave it at its default ({default!r}) or choose "
-                    f"{' or '.join(readers)}"
+                    f"optimizer {self.optimizer} ignores {name} (only {' and '.join(readers)} "
+                    f"read it), so {name}={value!r} would change nothing; leave it at its default "
+                    f"({default!r}) or choose {' or '.join(readers)}"
                 )
         if self.head_v_gated and self.head_amsgrad:
             raise UserError(
@@ -436,12 +428,9 @@ class TrainConfig:
                 f"vocab_size {self.vocab_size} differs from corpus {self.corpus}'s "
                 f"{corpus.vocab_size} (meta.json); leave vocab_size unset"
             )
-        defaults = TrainConfig.__dataclass_fields__
         for name in ("language", "language_params", "sampling"):
-            default = defaults[name]
-            default = (
-                default.default_factory() if callable(default.default_factory) else default.default
-            )
+            f = TrainConfig.__dataclass_fields__[name]
+            default = f.default_factory() if f.default is dataclasses.MISSING else f.default
             if getattr(self, name) != default:
                 raise UserError(
                     f"{name} {getattr(self, name)!r} has no meaning with a corpus, whose text "
