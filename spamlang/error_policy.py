@@ -64,10 +64,8 @@ class Parser(argparse.ArgumentParser):
         if extras:
             command = parsed.command_parser
             hint = getattr(parsed, "unknown_hint", None)
-            message = (
-                hint(extras) if hint else None
-            ) or f"unrecognized arguments: {' '.join(extras)}{_suggestion(command, extras)}"
-            self.exit(2, f"{command.prog}: error: {message}\n")
+            unknown = f"unrecognized arguments: {' '.join(extras)}{_suggestion(command, extras)}"
+            command.error((hint(extras) if hint else None) or unknown)
         return parsed
 
 

@@ -23,7 +23,6 @@ from spamlang.rundir.reading import (
     fields_of,
     is_finished,
     is_run,
-    read_json,
     read_lines,
     read_object,
     read_strict,
@@ -66,14 +65,6 @@ class RunWarning(UserWarning):
 
 class DamagedTable(UserError):
     """A results.csv that exists but cannot be trusted: refused, never read in part."""
-
-
-def pandas():
-    try:
-        import pandas
-    except ImportError:
-        raise UserError('spamlang.results needs pandas: pip install "spamlang[analysis]"') from None
-    return pandas
 
 
 # --- results.csv's cells and rows ----------------------------------------------------------
@@ -140,8 +131,7 @@ def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
                 )
             # run_id is a directory name, never a number ("1e-3" must not become 0.001)
             cells = [c if h == "run_id" else parse_cell(c) for h, c in zip(header, row)]
-            why = next(filter(None, map(damaged_cell, header, cells)), None)
-            if why:
+            if why := next(filter(None, map(damaged_cell, header, cells)), None):
                 raise damaged(f"line {reader.line_num}: {why}")
             rows.append(cells)
     except csv.Error as e:
@@ -151,10 +141,7 @@ def read_table(path: Path) -> tuple[list[str], list[list[Any]]]:
 
 def extra_axes(out_dir: str | Path) -> list[str]:
     """The axes of the sweep.json in `out_dir` that are no standard column of results.csv."""
-    try:
-        axes = read_json(Path(out_dir) / SWEEP_FILE).get("axes", {})
-    except (OSError, ValueError, AttributeError):
-        return []
+    axes = (read_object(Path(out_dir) / SWEEP_FILE) or {}).get("axes") or {}
     names = [n for a in axes for n in fields_of(a)]  # a linked axis sets several
     standard = {*SETTING_COLUMNS, *RESULT_COLUMNS, "model.d_model", "model.n_layers"}
     return [n for n in dict.fromkeys(names) if n not in standard]
@@ -211,7 +198,7 @@ def _listed(names: list[str], shown: int = 4) -> str:
 def frame(columns: list[str], rows: list[list[Any]], nullable: bool = False):
     """A DataFrame of `rows`, each column typed from its cells (bool, int64, float64, object); an
     int column with empty cells is float64 (`nullable`: Int64); empty is NaN."""
-    pd = pandas()
+    import pandas as pd
 
     def column(values: list[Any]):
         present = [v for v in values if v is not None]
@@ -237,7 +224,6 @@ def records(runs) -> list[dict]:
 def load(sweep_dir: str | Path):
     """results.csv of `sweep_dir` as a `frame`, a RunWarning for each finished run it lacks; a
     finished run directory gives its one row, in results.csv's columns."""
-    pandas()
     root = check_dir(sweep_dir)
     if (root / RESULTS_FILE).is_file() or not is_run(root):
         root = check_sweep_dir(root)
@@ -263,16 +249,14 @@ def run_row(run_dir: str | Path, extras=(), check=None, return_time=None) -> dic
     it cannot be read, or why `check(run id, config)` refuses it."""
     run_dir = Path(run_dir)
     result, config = read_strict(run_dir / RESULT), read_strict(run_dir / CONFIG)
-    wrong = check(run_dir.name, config) if check is not None else None
-    if wrong:
+    if check is not None and (wrong := check(run_dir.name, config)):
         raise ValueError(wrong)
     row = {"run_id": run_dir.name}
     row.update({c: setting(config, c) for c in [*SETTING_COLUMNS[1:], *extras]})
     row.update({c: result.get(c) for c in RESULT_COLUMNS})
     # A value a reader would refuse in the table ("final_eval_loss": "low", edited by hand)
     # leaves the run out, said once, rather than writing a table no reader takes.
-    why = next(filter(None, (damaged_cell(c, result.get(c)) for c in RESULT_COLUMNS)), None)
-    if why:
+    if why := next(filter(None, (damaged_cell(c, result.get(c)) for c in RESULT_COLUMNS)), None):
         raise ValueError(f"its {RESULT} is damaged ({why})")
     row["symbol_history"] = result.get("symbol_history")
     if row["updates_per_symbol"] is None:  # the column's old name, in runs written before it
@@ -302,7 +286,6 @@ def read_runs(path: str | Path):
     """Every run of the sweep (or run) folder `path`, finished or going: run_id, its settings
     (`attrs["settings"]`; results.csv's are `attrs["axes"]`), outcomes and RUN_COLUMNS. A row
     of results.csv without a folder is a finished run; a folder without config.json is left out."""
-    pandas()
     root = check_sweep_dir(path)
     header, rows = [], []
     if (root / RESULTS_FILE).is_file():
@@ -318,8 +301,7 @@ def read_runs(path: str | Path):
     runs = {k: {**row, "run_id": k, "finished": True, "path": None} for k, row in table.items()}
     config_keys = {}
     for folder in run_dirs(root):
-        config = read_object(folder / CONFIG)
-        if config is None:
+        if (config := read_object(folder / CONFIG)) is None:
             continue
         flat = {}  # every field; language_params' and model's entries as param.X and model.X
         for key, v in config.items():
@@ -477,8 +459,7 @@ def select(runs, where: dict[str, str | list[str]] | None):
     """The rows of `runs` matching every `key=value` of `where` (a list of values: any of them);
     a key ending in "!" drops the runs that match instead (`key!=value`); see `matches`."""
     for key, wanted in (where or {}).items():
-        exclude = key.endswith("!")
-        key = key[:-1] if exclude else key
+        key, exclude = key.removesuffix("!"), key.endswith("!")
         name = key if key == "run_id" else check_column(runs, key, "--where")
         wanted = [wanted] if isinstance(wanted, str) else list(wanted)
         have = column_values(runs, name)

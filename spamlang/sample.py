@@ -1,5 +1,5 @@
 """Samples from a trained run, and how well they follow the language (the paper's Table 1);
-a corpus run (real text) has no correct token: `sample_corpus_run` continues val.bin windows."""
+a corpus run (real text) has no correct token: its samples continue val.bin windows."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ _ANSI = {SEED: "\x1b[1;34m", CORRECT: "\x1b[32m", INCORRECT: "\x1b[1;4;31m"}
 _MARK = {SEED: "s", CORRECT: ".", INCORRECT: "x"}
 # Okabe-Ito tints (colour-blind safe): sky blue seed, bluish green correct, vermillion incorrect.
 COLOURS = {SEED: "#9fd3f2", CORRECT: "#a6dccb", INCORRECT: "#f2b38c"}
+_RUN_INFO = ("lr", "tie_embeddings", "head", "preset")  # what every header names of a run
+_IDS = re.compile(r"\d+(?:[\s,]+\d+)*")  # a prompt of token ids: "12 7" or "12,7"
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def parse_prompt(text: str) -> list[int]:
     text = text.strip()
     if not text:
         raise UserError("the prompt is empty")
-    if re.fullmatch(r"\d+(?:[\s,]+\d+)*", text):
+    if _IDS.fullmatch(text):
         return [int(t) for t in re.split(r"[\s,]+", text)]
     try:
         return glyphs.tokens_of(text)
@@ -131,24 +133,27 @@ def parse_prompt(text: str) -> list[int]:
         raise UserError(f"bad prompt {text!r}: {e}") from None
 
 
-def _in_vocab(ids: list[int], vocab_size: int) -> list[int]:
-    if bad := [t for t in ids if not 0 <= t < vocab_size]:
-        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={vocab_size})")
-    return ids
-
-
-def _given_prompt_NxP(lang, prompt: str | Sequence[int], n: int, greedy: bool) -> np.ndarray:
-    ids = parse_prompt(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+def _given_prompt_NxP(ids: list[int], n: int, temperature: float, vocab_size: int) -> np.ndarray:
+    """A given prompt as `n` rows; UserError if it is empty, outside the vocabulary, or the same
+    for `n` > 1 greedy samples (which would all be one)."""
     if not ids:
         raise UserError("the prompt is empty")
-    _in_vocab(ids, lang.vocab_size)
-    if greedy and n > 1:
+    if bad := [t for t in ids if not 0 <= t < vocab_size]:
+        raise UserError(f"prompt token {bad[0]} is outside the vocabulary (V={vocab_size})")
+    if temperature == 0 and n > 1:
         raise UserError(
-            f"greedy decoding of one prompt gives {n} identical samples; use -n 1, "
-            "or leave out the prompt to seed each sample with its own symbol drawn "
-            "from the language"
+            f"greedy decoding of one prompt gives {n} identical samples; use -n 1, or leave out "
+            "the prompt to seed each sample with its own (a symbol drawn from the language; a "
+            "corpus run: the start of a val.bin window)"
         )
     return np.tile(np.asarray(ids, dtype=np.int32), (n, 1))
+
+
+def _check_draws(n: int, temperature: float) -> None:
+    if n < 1:
+        raise UserError(f"-n must be at least 1, got {n}")
+    if not temperature >= 0:
+        raise UserError(f"temperature must be >= 0, got {temperature}")
 
 
 def _drawn(lang, n: int, key) -> np.ndarray:
@@ -176,10 +181,7 @@ def sample_with(
     import jax
     import jax.numpy as jnp
 
-    if n < 1:
-        raise UserError(f"-n must be at least 1, got {n}")
-    if not temperature >= 0:
-        raise UserError(f"temperature must be >= 0, got {temperature}")
+    _check_draws(n, temperature)
     prompt_key, sample_key = jax.random.split(jax.random.key(seed))
     # Token 0 ("A") seeds every sample, as in the paper, unless the language needs a longer
     # seed or greedy decoding would make n copies of one sample: then each draws its own.
@@ -189,7 +191,8 @@ def sample_with(
     elif prompt is None:
         prompt_NxP = np.zeros((n, 1), dtype=np.int32)
     else:
-        prompt_NxP = _given_prompt_NxP(lang, prompt, n, greedy=temperature == 0)
+        ids = parse_prompt(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        prompt_NxP = _given_prompt_NxP(ids, n, temperature, lang.vocab_size)
     if length <= prompt_NxP.shape[1]:
         raise UserError(f"length ({length}) must exceed the prompt length ({prompt_NxP.shape[1]})")
     tokens_NxL = np.asarray(
@@ -237,20 +240,19 @@ def sample_run(
     temperature: float = 0.9,
     prompt: str | Sequence[int] | None = None,
     seed: int = 0,
-) -> SampleResult:
+) -> SampleResult | TextSamples:
     """Sample `n` sequences of `length` tokens (prompt included) from a run's latest checkpoint;
     `length` defaults to 32, or to the run's `seq_len` when shorter and the language is not
-    position-invariant (`check_length`)."""
+    position-invariant (`check_length`). A corpus run's are `TextSamples` (`_sample_corpus`)."""
     if not os.path.isdir(run_dir):
         raise UserError(f"no such run directory: {run_dir}")
-    if not temperature >= 0:
-        raise UserError(f"temperature must be >= 0, got {temperature}")
+    _check_draws(n, temperature)
+    if corpus_dir := corpus_of(run_dir):  # its default language is no rule for real text
+        return _sample_corpus(run_dir, corpus_dir, n, length, temperature, prompt, seed)
     from spamlang.model import generate
     from spamlang.train import load_run
 
     config, model = load_run(run_dir)
-    if config.corpus is not None:  # its default language is no rule for real text
-        raise UserError(f"{run_dir} is a corpus run: sample it with sample_corpus_run")
     lang = config.make_language()
     length = (
         (32 if lang.position_invariant else min(32, config.seq_len)) if length is None else length
@@ -260,7 +262,7 @@ def sample_run(
     def generate_fn(prompt_NxP, length, key, temperature):
         return generate(model, prompt_NxP, length, key=key, temperature=temperature)
 
-    info = {k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset")}
+    info = {k: getattr(config, k) for k in _RUN_INFO}
     # The run's settings off their defaults (width, depth, b2, decay, ...), for the title.
     settings = {k: getattr(config, k, None) for k in TITLE_DEFAULTS}
     settings.update(d_model=model.config.d_model, n_layers=model.config.n_layers)
@@ -297,19 +299,24 @@ def load_tokenizer(path):
         raise UserError(f"cannot read tokenizer {path}: {str(e).splitlines()[0]}") from None
 
 
-def corpus_prompt(text: str, tokenizer, vocab_size: int) -> list[int]:
-    """A given prompt's ids: text encoded by the tokenizer, or without one ids ('12,7')."""
-    if tokenizer is not None:
-        ids = tokenizer.encode(text).ids
-    elif re.fullmatch(r"\s*\d+(?:[\s,]+\d+)*\s*", text):
-        ids = [int(t) for t in re.split(r"[\s,]+", text.strip())]
-    else:
+def corpus_of(run_dir) -> str | None:
+    """The corpus folder a run trained on; None for a run on a language."""
+    return next(iter(records(read_runs(run_dir))), {}).get("corpus")
+
+
+def corpus_prompt(text: str | Sequence[int], tokenizer) -> list[int]:
+    """A given prompt's ids: ids as given, text encoded by the tokenizer, or without one ids as
+    text ('12,7')."""
+    if not isinstance(text, str):
+        return [int(t) for t in text]
+    if tokenizer is None and not _IDS.fullmatch(text.strip()):
         raise UserError(
             f"the corpus has no tokenizer.json: give the prompt as ids (12,7), not {text!r}"
         )
+    ids = parse_prompt(text) if tokenizer is None else tokenizer.encode(text).ids
     if not ids:
         raise UserError(f"the prompt {text!r} encodes to no tokens")
-    return _in_vocab(ids, vocab_size)
+    return ids
 
 
 def val_prompts(val_N: np.ndarray, seq_len: int, n: int, prompt_len: int, seed: int):
@@ -327,17 +334,9 @@ def val_prompts(val_N: np.ndarray, seq_len: int, n: int, prompt_len: int, seed: 
     return np.stack([np.asarray(val_N[s : s + prompt_len], np.int32) for s in starts]), starts
 
 
-def sample_corpus_run(
-    run_dir,
-    *,
-    n: int = 8,
-    length: int | None = None,
-    temperature: float = 0.9,
-    prompt: str | None = None,
-    seed: int = 0,
-) -> TextSamples:
-    """`n` samples of `length` tokens (prompt included; default as `sample_run`'s, longer to leave
-    half to a long given prompt) from a corpus run; val.bin prompts are half of `length`."""
+def _sample_corpus(run_dir, corpus_dir, n, length, temperature, prompt, seed) -> TextSamples:
+    """`sample_run` of a corpus run: `length` by default as there, or longer to leave half to a
+    long given prompt; the prompts from val.bin are half of it."""
     import jax
     import jax.numpy as jnp
 
@@ -345,26 +344,17 @@ def sample_corpus_run(
     from spamlang.model import generate
     from spamlang.train import load_run
 
-    if n < 1 or not temperature >= 0:
-        raise UserError(f"-n must be at least 1 and temperature >= 0, got {n} and {temperature}")
-    if not os.path.isdir(run_dir):
-        raise UserError(f"no such run directory: {run_dir}")
     # The corpus and the prompt first: a bad prompt fails before the model loads.
-    corpus_dir = next(iter(records(read_runs(run_dir))), {}).get("corpus")
-    if not corpus_dir:
-        raise UserError(f"{run_dir} is not a corpus run: sample it with sample_run")
     corpus = open_corpus(corpus_dir)
     tokenizer = load_tokenizer(corpus.tokenizer_file) if corpus.tokenizer_file else None
+    prompt_NxP = starts = None
     if prompt is not None:
-        if temperature == 0 and n > 1:
-            raise UserError(f"greedy decoding of one prompt gives {n} identical samples; use n=1")
-        ids = corpus_prompt(prompt, tokenizer, corpus.vocab_size)
+        ids = corpus_prompt(prompt, tokenizer)
+        prompt_NxP = _given_prompt_NxP(ids, n, temperature, corpus.vocab_size)
     config, model = load_run(run_dir)
     default = min(32, config.seq_len) if length is None else length
-    if prompt is None:
+    if prompt_NxP is None:
         prompt_NxP, starts = val_prompts(corpus.val, config.seq_len, n, max(1, default // 2), seed)
-    else:
-        prompt_NxP, starts = np.tile(np.asarray(ids, np.int32), (n, 1)), None
     P = prompt_NxP.shape[1]
     length = max(default, P + default // 2) if length is None else length
     if length <= P:
@@ -384,7 +374,7 @@ def sample_corpus_run(
         "tokenizer": str(corpus.tokenizer_file) if tokenizer is not None else None,
         "temperature": float(temperature),
         "seed": seed,
-        **{k: getattr(config, k) for k in ("lr", "tie_embeddings", "head", "preset", ADAM_B2)},
+        **{k: getattr(config, k) for k in (*_RUN_INFO, ADAM_B2)},
     }
     return TextSamples(np.asarray(tokens_NxL), P, starts, tokenizer, info)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from spamlang.sweep.best_lr import best_lrs, edge_warnings, settings_of, swept_values
+from spamlang.rundir.reading import settings_columns
+from spamlang.sweep.best_lr import best_lrs, edge_warnings, swept_values
 
 
 def rows_for(losses: dict, seeds=(0,), lrs=(3e-3, 1e-2, 3e-2), diverged=()) -> list[dict]:
@@ -38,7 +39,7 @@ def rows_for(losses: dict, seeds=(0,), lrs=(3e-3, 1e-2, 3e-2), diverged=()) -> l
 
 def test_settings_are_the_columns_before_the_outcomes():
     row = rows_for({(64, True): {3e-3: 1, 1e-2: 1, 3e-2: 1}})[0]
-    assert settings_of(row) == [
+    assert settings_columns(list(row)) == [
         "language",
         "preset",
         "d_model",
@@ -54,7 +55,7 @@ def test_settings_are_the_columns_before_the_outcomes():
         "param.period": 4,
         **{k: row[k] for k in list(row)[9:]},
     }
-    assert "param.period" in settings_of(extra)
+    assert "param.period" in settings_columns(list(extra))
 
 
 def test_warns_at_either_edge_of_a_grid_of_three():

@@ -77,7 +77,11 @@ def test_diagnose_writes_json_and_figures(run_dir, tmp_path, capsys):
     for name in ("rank_curve", "coefficient_profile", "efficiency"):
         assert (out / f"{name}.png").stat().st_size > 1000
     printed = capsys.readouterr().out
-    assert "kernel fraction" in printed
+    lines = printed.splitlines()  # the measurement, the loss, then each file written
+    assert lines[0].startswith(f"{diag['head']} V=32 D=16 tokens=50: kernel fraction 0.")
+    assert lines[1].startswith("loss ") and len(lines) == 6
+    names = ("diagnostics.json", "rank_curve.png", "coefficient_profile.png", "efficiency.png")
+    assert sorted(lines[2:]) == sorted(f"wrote {out / name}" for name in names)
     # Its loss is on other sequences than the run's final_eval_loss, and it says so.
     run_loss = json.loads((run_dir / "result.json").read_text())["final_eval_loss"]
     assert diag["run_final_eval_loss"] == run_loss
@@ -151,6 +155,15 @@ def test_diagnose_counts_past_their_limit_exit_2_naming_it(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and message in err
     assert not (tmp_path / "d").exists()
+
+
+def test_diagnose_lm_refuses_a_file_as_its_out_folder_before_loading(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.write_text("mine")
+    argv = ["diagnose-lm", str(tmp_path / "model"), "--tokens", "x.bin", "--out", str(out)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"spamlang diagnose-lm: error: --out {out} is not a folder\n"
+    assert out.read_text() == "mine"
 
 
 def test_diagnose_subprocess_exit_status(tmp_path):

@@ -77,7 +77,7 @@ def test_series_drop_small_cells_and_sort_by_age():
 
 def test_never_a_target_sits_right_of_every_age():
     never = series(ROWS, STEPS)[0][0]
-    assert never.never and never.x == (STEPS,) and never.ids == (3,)
+    assert never.count_lo == 0 and never.x == (STEPS,) and never.ids == (3,)
     # ages stay below steps: the oldest bucket's middle is left of the never-a-target cross
     assert age_x(64, 128, STEPS) < STEPS and age_x(None, None, STEPS) == STEPS
     assert age_x(0, 1, STEPS) == AGE0_X < age_x(1, 2, STEPS) == math.sqrt(2)

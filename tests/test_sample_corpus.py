@@ -121,3 +121,15 @@ def test_without_tokenizer_json_ids_are_shown_and_prompts_are_ids(text_run, tmp_
         assert blocks(stdout)["[0] prompt"] == ("3 tokens", "5 6 7")
     finally:
         shutil.move(tmp_path / "tokenizer.json", corpus / "tokenizer.json")
+
+
+def test_sample_run_of_a_corpus_run_gives_text_samples(text_run):
+    from spamlang.errors import UserError
+    from spamlang.sample import TextSamples, sample_run
+
+    run = text_run[0]
+    samples = sample_run(run, n=2, seed=1)
+    assert isinstance(samples, TextSamples) and samples.tokens.shape == (2, 16)
+    assert samples.prompt_len == 8 and len(samples.starts) == 2
+    with pytest.raises(UserError, match="greedy decoding of one prompt gives 2 identical samples"):
+        sample_run(run, n=2, temperature=0.0, prompt="the dog")

@@ -13,7 +13,7 @@ from matplotlib.ft2font import FT2Font
 
 from spamlang import glyphs
 from spamlang.cli.sample_cmd import sample_figure
-from spamlang.plots import samples
+from spamlang.plots import canvas, samples
 from spamlang.sample import SampleResult, render_html, render_text
 
 V = 8192
@@ -29,7 +29,7 @@ def _result(tokens) -> SampleResult:
 def _png_rows(result, tmp_path, monkeypatch, ids=False) -> tuple[list[str], str]:
     """The token texts the PNG draws, a string per sample, and its caption."""
     drawn = []
-    monkeypatch.setattr(samples, "save_figure", lambda fig, path: drawn.append(fig) or path)
+    monkeypatch.setattr(canvas, "save_figure", lambda fig, path: drawn.append(fig) or path)
     sample_figure(result, tmp_path / "s.png", ids=ids)
     (fig,) = drawn
     (ax,) = fig.axes

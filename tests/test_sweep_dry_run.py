@@ -68,8 +68,8 @@ def on_cpu(monkeypatch, tmp_path):
 
 
 # A program's fixed time (compile, evaluations) and a step's floor where nothing measured them.
-COMPILE = {kind: dry_run.ASSUMPTIONS["compile"][1][kind] for kind in ("cpu", "accelerator")}
-FLOOR = {kind: dry_run.ASSUMPTIONS["floor"][1][kind] for kind in ("cpu", "accelerator")}
+COMPILE = dict(zip(("cpu", "accelerator"), dry_run.ASSUMPTIONS["compile"][1]))
+FLOOR = dict(zip(("cpu", "accelerator"), dry_run.ASSUMPTIONS["floor"][1]))
 SLOW = 0.01  # tokens/s of a slow table row: the steps, not the assumed compile, set the time
 
 

@@ -70,3 +70,25 @@ def test_a_sweeps_own_group_size_deals_like_the_flag_which_overrides_it(tmp_path
         assert ("shard 1/3 is empty" in err) == (shards == 1), (flag, err)
     with pytest.raises(UserError, match="group_size"):
         Sweep("bad", BASE, axes, group_size=-1)
+
+
+def test_a_shard_is_read_from_text_or_a_pair_and_refused_in_one_line():
+    from spamlang.sweep.spec import parse_shard, shard_groups
+
+    assert parse_shard("1/4") == parse_shard((1, 4)) == (1, 4)
+    for bad, said in (
+        ("1-4", "--shard must look like i/n (e.g. 0/4), got '1-4'"),
+        ("4/4", "shard (i, n) needs integers with 0 <= i < n, got '4/4'"),
+        (3, "shard must be a pair (i, n), got 3"),
+        ((1.5, 4), "shard (i, n) needs integers with 0 <= i < n, got (1.5, 4)"),
+    ):
+        with pytest.raises(UserError) as e:
+            parse_shard(bad)
+        assert str(e.value) == said
+    sweep = Sweep("s", BASE, {"lr": [1e-3, 1e-2], "seed": [0, 1]}, group_size=1)
+    picked = shard_groups(sweep, (0, 1), 1, only=("*seed1", "lr1e-3-*"))
+    assert [run_id for g in picked for run_id, _ in g] == [
+        "lr1e-3-seed0",
+        "lr1e-3-seed1",
+        "lr1e-2-seed1",
+    ]

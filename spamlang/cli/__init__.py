@@ -31,8 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spamlang",
         description="Reproduce and extend the SpamLang gradient-bottleneck experiments.",
     )
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=Parser)
-    sub.required = True
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=Parser, required=True)
     for name in _VERB_MODULES:
         importlib.import_module(name).register(sub)
     return parser

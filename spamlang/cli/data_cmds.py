@@ -92,10 +92,9 @@ def languages_handler(args) -> int:
         defaults = " ".join(f"{k}={v}" for k, v in languages.param_defaults(name).items())
         rows.append((name, f"vocab_size {defaults}".rstrip(), cls.summary, cls.loss_formula))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for i, row in enumerate(rows):
+    rows.insert(1, ["-" * w for w in widths])  # under the header
+    for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
     return 0
 
 

@@ -18,7 +18,7 @@ from spamlang.rundir import (
     is_diagnostics,
     probe_writable,
 )
-from spamlang.rundir.reading import read_json
+from spamlang.rundir.reading import read_object
 from spamlang.rundir.schema import CONFIG, DIAGNOSTICS, RESULT
 
 # Folded into the seed so the diagnostic sequences are not the run's training or eval batches.
@@ -39,8 +39,11 @@ def _check_count(flag: str, value: int) -> None:
         raise UserError(f"{flag} must be >= 1 and <= {MAX_TOKENS} (2^24), got {value}")
 
 
-def check_writable(out_dir: str | os.PathLike, flag: str = "-o") -> None:
-    """UserError unless `out_dir` is diagnose's to write and takes new files."""
+def check_flags(args: argparse.Namespace, out_dir: str | os.PathLike, flag: str = "-o") -> None:
+    """UserError for a bad `add_measure_flags` count, or unless `out_dir` is diagnose's to write
+    and takes new files: checked before anything is loaded or measured (shared with `diagnose-lm`)."""
+    _check_count("--chunk-size", args.chunk_size)
+    _check_count("--rank-tokens", args.rank_tokens)
     out = claim_folder(out_dir, DIAGNOSE_FOLDER, flag)
     where = out
     while not where.exists() and where != where.parent:
@@ -52,22 +55,8 @@ def check_writable(out_dir: str | os.PathLike, flag: str = "-o") -> None:
     except OSError as e:
         raise UserError(
             f"cannot write {out / DIAGNOSTICS}: {where} takes no new files "
-            f"({e.strerror or e}); choose another -o DIR"
+            f"({e.strerror or e}); choose another {flag} DIR"
         ) from None
-
-
-def _run_eval_loss(run_dir) -> float | None:
-    try:
-        loss = read_json(Path(run_dir) / RESULT)["final_eval_loss"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return loss if is_number(loss) else None
-
-
-def check_measure_flags(args: argparse.Namespace) -> None:
-    """The checks of `add_measure_flags`' flags (shared with `diagnose-lm`)."""
-    _check_count("--chunk-size", args.chunk_size)
-    _check_count("--rank-tokens", args.rank_tokens)
 
 
 def add_measure_flags(p: argparse.ArgumentParser) -> None:
@@ -88,8 +77,9 @@ def add_measure_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-figures", action="store_true", help="write diagnostics.json only")
 
 
-def write_outputs(diag: dict, out: Path, args: argparse.Namespace) -> list[Path]:
-    """diagnostics.json, then the figures unless --no-figures; the paths written."""
+def report(diag: dict, out: Path, args: argparse.Namespace, who: str, tail: str) -> int:
+    """Write diagnostics.json, then the figures unless --no-figures; print the measurement in one
+    line between `who` and `tail`, and the paths written (shared with `diagnose-lm`)."""
     from spamlang.plots.diagnostics import plot_diagnostics
     from spamlang.rundir.atomic import atomic_write_json
 
@@ -97,17 +87,14 @@ def write_outputs(diag: dict, out: Path, args: argparse.Namespace) -> list[Path]
     out.mkdir(parents=True, exist_ok=True)  # only once the measurement succeeded
     atomic_write_json(out / DIAGNOSTICS, diag)
     figures = [] if args.no_figures else plot_diagnostics(diag, out, suffix="." + args.format)
-    return [out / DIAGNOSTICS, *figures]
-
-
-def bottleneck_line(diag: dict) -> str:
-    """The measurement in one line (shared with `diagnose-lm`)."""
-    return (
-        f"V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: kernel fraction "
-        f"{diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
+    print(
+        f"{who} V={diag['vocab_size']} D={diag['d_model']} tokens={diag['tokens']}: kernel "
+        f"fraction {diag['kernel_fraction']:.4f} (sqrt(1-D/V) = "
         f"{math.sqrt(max(0.0, 1 - diag['d_over_v'])):.4f}), projected cosine "
-        f"{diag['projected_cosine']:.4f}"
+        f"{diag['projected_cosine']:.4f}{tail}"
     )
+    print("\n".join(f"wrote {path}" for path in [out / DIAGNOSTICS, *figures]))
+    return 0
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -116,9 +103,10 @@ def handler(args: argparse.Namespace) -> int:
         raise UserError(f"no such run directory: {args.run_dir}")
     _check_count("--tokens", args.tokens)
     in_range("--seed", args.seed, ge=0, lt=2**32)
-    check_measure_flags(args)
     out = Path(args.output or args.run_dir)
-    check_writable(out)  # before anything is loaded or measured
+    check_flags(args, out)
+    run_loss = (read_object(Path(args.run_dir) / RESULT) or {}).get("final_eval_loss")
+    run_loss = run_loss if is_number(run_loss) else None
     import jax
 
     from spamlang.diagnostics import diagnose_model
@@ -148,17 +136,12 @@ def handler(args: argparse.Namespace) -> int:
         )
         + f"{n_seq} fresh sequences of {config.language} (L={L}, diagnose seed {args.seed}), "
         "not the run's eval set",
-        run_final_eval_loss=_run_eval_loss(args.run_dir),
+        run_final_eval_loss=run_loss,
         wall_seconds=round(time.perf_counter() - start, 3),
     )
-    paths = write_outputs(diag, out, args)
-    print(f"{diag['head']} {bottleneck_line(diag)}")
-    run_loss = diag.get("run_final_eval_loss")
     vs = "" if run_loss is None else f" (the run's final_eval_loss, on that set: {run_loss:.4f})"
-    print(f"loss {diag['loss']:.4f} on {diag['loss_sequences']}{vs}")
-    for path in paths:
-        print(f"wrote {path}")
-    return 0
+    tail = f"\nloss {diag['loss']:.4f} on {diag['loss_sequences']}{vs}"
+    return report(diag, out, args, diag["head"], tail)
 
 
 def register(subparsers) -> None:

@@ -7,13 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from spamlang.cli.diagnose_cmd import (
-    add_measure_flags,
-    bottleneck_line,
-    check_measure_flags,
-    write_outputs,
-)
-from spamlang.errors import UserError
+from spamlang.cli.diagnose_cmd import add_measure_flags, check_flags, report
 
 _MEMORY_HELP = """\
 memory: about 0.5 GiB for torch and JAX themselves, plus the larger of two stages (never
@@ -44,12 +38,7 @@ downloaded.
 
 
 def handler(args: argparse.Namespace) -> int:
-    check_measure_flags(args)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UserError(f"--out {args.out} exists and is not a directory")
-    from spamlang.cli.diagnose_cmd import check_writable
-
-    check_writable(args.out, "--out")  # before minutes of measuring, not after
+    check_flags(args, args.out, "--out")  # before minutes of measuring, not after
     from spamlang.diagnose_lm import require
 
     require()
@@ -57,14 +46,9 @@ def handler(args: argparse.Namespace) -> int:
 
     names = "text num_seqs seq_len vocab_size device dtype chunk_size rank_tokens".split()
     diag = diagnose_lm(args.model_dir, args.tokens, **{k: getattr(args, k) for k in names})
-    paths = write_outputs(diag, Path(args.out), args)
-    print(
-        f"{diag['model_name']} ({diag['model_type']}) {bottleneck_line(diag)}, loss "
-        f"{diag['loss']:.4f} [{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]"
-    )
-    for path in paths:
-        print(f"wrote {path}")
-    return 0
+    who = f"{diag['model_name']} ({diag['model_type']})"
+    cost = f"[{diag['wall_seconds']:.1f} s, peak {diag['peak_rss_mib']:.0f} MiB]"
+    return report(diag, Path(args.out), args, who, f", loss {diag['loss']:.4f} {cost}")
 
 
 def register(subparsers) -> None:

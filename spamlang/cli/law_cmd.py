@@ -5,7 +5,13 @@ what its sweep measured, test the law sweep by sweep."""
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import sys
 from pathlib import Path
+
+from spamlang.errors import UserError
+from spamlang.rundir.atomic import atomic_write_text, check_output_file
 
 _FORMULA_HELP = (
     "The law predicts a SpamLang cell's best-LR seed-mean final eval loss from its return time "
@@ -18,12 +24,23 @@ _FORMULA_HELP = (
 )
 
 
-def _frames(dirs: list[str]) -> dict[str, object]:
-    """{name: results.csv of each directory, filled from its runs' config.json}."""
+def _frames(paths: list[str]) -> dict[str, object]:
+    """{name: results.csv of each sweep or run directory among `paths`, filled from its runs'
+    config.json}; an existing path that is neither is skipped with a note."""
     import spamlang.results
-    from spamlang.errors import UserError
     from spamlang.law import fill_from_configs
+    from spamlang.rundir.reading import is_run
+    from spamlang.rundir.schema import RESULTS_FILE
 
+    dirs = []
+    for path in paths:
+        p = Path(path)
+        if p.exists() and not (p.is_dir() and ((p / RESULTS_FILE).is_file() or is_run(p))):
+            print(f"note: skipped {path}: not a sweep or run directory", file=sys.stderr)
+            continue
+        dirs.append(path)
+    if not dirs:
+        raise UserError(f"no sweep or run directory among {', '.join(paths)}")
     frames = {}
     names = [Path(d).resolve().name for d in dirs]  # or the path, where two names clash
     names = [n if names.count(n) == 1 else str(d) for n, d in zip(names, dirs)]
@@ -35,34 +52,12 @@ def _frames(dirs: list[str]) -> dict[str, object]:
     return frames
 
 
-def _sweep_dirs(paths: list[str]) -> list[str]:
-    """`paths` less the existing ones that are no sweep or run directory."""
-    import sys
-
-    from spamlang.errors import UserError
-    from spamlang.rundir.reading import is_run
-    from spamlang.rundir.schema import RESULTS_FILE
-
-    kept = []
-    for path in paths:
-        p = Path(path)
-        if p.exists() and not (p.is_dir() and ((p / RESULTS_FILE).is_file() or is_run(p))):
-            print(f"note: skipped {path}: not a sweep or run directory", file=sys.stderr)
-            continue
-        kept.append(path)
-    if not kept:
-        raise UserError(f"no sweep or run directory among {', '.join(paths)}")
-    return kept
-
-
 def _fit(args: argparse.Namespace) -> int:
     from spamlang.law import fit
 
     if args.output:  # a bad output path fails before the fit, not after
-        from spamlang.rundir.atomic import check_output_file
-
         check_output_file(args.output)
-    frames = _frames(_sweep_dirs(args.dirs))
+    frames = _frames(args.dirs)
     law = fit(list(frames.values()), sources=list(frames))
     print(law)
     if args.output:
@@ -77,8 +72,6 @@ def _predict(args: argparse.Namespace) -> int:
     from spamlang.sweep import load_sweep_file
 
     if args.csv:  # a bad output path fails before anything is read
-        from spamlang.rundir.atomic import check_output_file
-
         check_output_file(args.csv)
     law = load(args.law)
     sweep, _, _ = load_sweep_file(args.file)
@@ -86,22 +79,14 @@ def _predict(args: argparse.Namespace) -> int:
     print("\n".join(cell_lines(law, cells)))
     if args.csv:
         source = law_source(Path(args.law) if args.law else Path(str(shipped_path())))
-        print(f"wrote {_write_csv(args.csv, forecast_rows(law, cells, source))}")
+        rows = forecast_rows(law, cells, source)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write_text(args.csv, buf.getvalue())
+        print(f"wrote {Path(args.csv)}")
     return 0
-
-
-def _write_csv(path: str, rows: list[dict]) -> Path:
-    import csv
-    import io
-
-    from spamlang.rundir.atomic import atomic_write_text
-
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(Path(path), buf.getvalue())
-    return Path(path)
 
 
 def _cells(sweep) -> dict[str, object]:
@@ -121,14 +106,13 @@ def _cells(sweep) -> dict[str, object]:
 def _compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from spamlang.errors import UserError
     from spamlang.law import forecast, load
     from spamlang.law.formula import ERROR_COLUMN
 
     if len(args.paths) > 2:
         raise UserError("law compare takes [FORECAST_CSV] SWEEP_DIR: at most two paths")
     *csv_file, sweep_dir = args.paths
-    frame = next(iter(_frames(_sweep_dirs([sweep_dir])).values()))
+    frame = next(iter(_frames([sweep_dir]).values()))
     if csv_file:
         if args.law:
             raise UserError("--law is for comparing a sweep with a law, not with a forecast")
@@ -139,16 +123,12 @@ def _compare(args: argparse.Namespace) -> int:
         compared = forecast.against(load(args.law), frame)
         columns = ["cell", *forecast.AGAINST_COLUMNS]
     shown = pd.DataFrame.from_records(compared)[columns].rename(columns={"error": ERROR_COLUMN})
-    wide = ("display.width", 250, "display.max_colwidth", 100, "display.max_rows", None)
-    with pd.option_context(*wide):
-        print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3g}", na_rep="-"))
     print(forecast.summary(compared))
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from spamlang.law import leave_one_out, summary
     from spamlang.law.fitting import TABLE_COLUMNS
     from spamlang.law.formula import ERROR_COLUMN, ERROR_UNIT, LOG_OFFSET
@@ -158,16 +138,14 @@ def _validate(args: argparse.Namespace) -> int:
         from spamlang.plots.canvas import check_figure_path
 
         check_figure_path(args.output)
-    table = leave_one_out(_frames(_sweep_dirs(args.dirs)))
+    table = leave_one_out(_frames(args.dirs))
     settings = ["vocab_size", "batch_size", "steps", "d_model", "tie_embeddings", "weight_decay"]
     shown = table[["sweep", *settings, "M", *TABLE_COLUMNS[1:]]]
     shown = shown.rename(columns={"error": ERROR_COLUMN})
-    wide = ("display.width", 250, "display.max_colwidth", 80, "display.max_rows", None)
-    with pd.option_context(*wide):
-        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print()
-        print(f"per sweep, each rms (over all cells, then each measured class's) in {ERROR_UNIT}:")
-        print(summary(table).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print()
+    print(f"per sweep, each rms (over all cells, then each measured class's) in {ERROR_UNIT}:")
+    print(summary(table).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if args.output:
         print(f"wrote {plot_validation(table, args.output, LOG_OFFSET)}")
     return 0
@@ -179,8 +157,7 @@ def register(subparsers) -> None:
         help="fit, apply and test the law of a cell's loss (return time vs Adam's memory)",
         description=_FORMULA_HELP,
     )
-    kinds = parser.add_subparsers(dest="kind", metavar="KIND")
-    kinds.required = True
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     fit = kinds.add_parser(
         "fit",
         help="fit the law on finished sweeps and print it",

@@ -70,8 +70,7 @@ def register(subparsers) -> None:
         description="Draw figures from a sweep directory; they are read from disk, so a sweep "
         "still running elsewhere can be plotted. " + _AXES_HELP,
     )
-    kinds = parser.add_subparsers(dest="kind", metavar="KIND")
-    kinds.required = True
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     for add in (_heatmap, _curves, _lines, _bottleneck, _track, _symbols, _recency, _buckets):
         add(kinds)
 

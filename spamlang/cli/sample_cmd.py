@@ -73,13 +73,6 @@ def _targets(args: argparse.Namespace) -> list[tuple[str | None, Path]]:
     return [(None, path)]
 
 
-def _is_corpus_run(run_dir: Path) -> bool:
-    from spamlang.results import read_runs
-
-    runs = read_runs(run_dir)
-    return "corpus" in runs and runs["corpus"].notna().any()
-
-
 def handler(args: argparse.Namespace) -> int:
     # Everything the flags can get wrong fails here, before a minute of loading and compiling;
     # sample_run checks --temperature itself, before it loads the model.
@@ -88,37 +81,31 @@ def handler(args: argparse.Namespace) -> int:
     if args.n < 1 or (args.length is not None and args.length < 2):
         raise UserError("-n must be >= 1 and --length >= 2")
     _check_outputs(args)
-    corpus_runs = [d for _, d in targets if _is_corpus_run(d)]
+    from spamlang import sample
+
+    corpus_runs = [d for _, d in targets if sample.corpus_of(d)]
     if corpus_runs and (args.html or args.png):  # SpamLang-only: real text has no correct token
         table = "SpamLang's table of correct and incorrect tokens, which real text has not"
         why = f"--html and --png draw {table}; leave them out"
         raise UserError(f"{corpus_runs[0]} is a corpus run: {why}")
     if args.prompt is not None:
-        from spamlang.sample import parse_prompt
-
         if len(corpus_runs) < len(targets):  # a corpus run encodes its prompt as text
-            parse_prompt(args.prompt)
+            sample.parse_prompt(args.prompt)
         if temperature == 0 and args.n > 1:
             raise UserError(
                 f"--greedy with --prompt gives {args.n} identical samples; use -n 1, "
                 "or leave out --prompt to seed each sample with its own prompt (a symbol "
                 "drawn from the language; a corpus run: the start of a val.bin window)"
             )
-
-    from spamlang import sample
-
     colour = {"always": True, "never": False}.get(args.color, sample.use_colour(sys.stdout))
     kw = dict(n=args.n, length=args.length, temperature=temperature, prompt=args.prompt)
     kw.update(seed=args.seed)
     for cell, run_dir in targets:
         if cell is not None:
             print(f"== {cell} ({run_dir.name})")
-        if run_dir in corpus_runs:
-            samples = sample.sample_corpus_run(run_dir, **kw)
-            sys.stdout.write(sample.render_corpus_text(samples, colour=colour, ids=args.ids))
-            continue
         result = sample.sample_run(run_dir, **kw)
-        sys.stdout.write(sample.render_text(result, ids=args.ids, colour=colour))
+        render = sample.render_corpus_text if run_dir in corpus_runs else sample.render_text
+        sys.stdout.write(render(result, colour=colour, ids=args.ids))
     if args.html:
         atomic_write_text(args.html, sample.render_html(result, ids=args.ids))
         print(f"wrote {args.html}")
@@ -129,14 +116,15 @@ def handler(args: argparse.Namespace) -> int:
 
 def sample_figure(result, out_file, ids: bool = False) -> Path:
     """The sample table of a `spamlang.sample.SampleResult` as a figure, as the terminal shows it."""
+    from spamlang import sample
     from spamlang.plots.samples import plot_samples
-    from spamlang.sample import COLOURS, INCORRECT, definitions, describe, shows_ids, token_texts
 
-    ids = shows_ids(result, ids)
-    kw = dict(title=describe(result, ids), notes=definitions(result), colours=COLOURS)
-    return plot_samples(
-        result, out_file, cells=token_texts(result, ids), **kw, wrong=INCORRECT, ids=ids
-    )
+    if not isinstance(result, sample.SampleResult):  # a corpus run's: no correct token in text
+        raise UserError(f"{result.info['run_dir']} is a corpus run: its samples make no table")
+    ids = sample.shows_ids(result, ids)
+    title, cells = sample.describe(result, ids), sample.token_texts(result, ids)
+    kw = dict(notes=sample.definitions(result), colours=sample.COLOURS, wrong=sample.INCORRECT)
+    return plot_samples(result, out_file, title=title, cells=cells, **kw, ids=ids)
 
 
 def register(subparsers) -> None:

@@ -159,30 +159,19 @@ def _preset_sizes() -> str:
     return "; ".join(sizes) + "; embedding and head add V x d_model each (untied)"
 
 
-def _known_names(field: str) -> str | None:
-    """The values a name-valued field takes, from their registries; None for other fields."""
-    if field == "preset":
-        from spamlang.model.config import preset_names
-
-        return f"{preset_names()}. Sizes: {_preset_sizes()}"
-    if field == "language":
-        from spamlang import languages
-
-        return ", ".join(languages.names())
-    if field == "head":
-        from spamlang.model.config import HEAD_FORMS
-
-        return ", ".join(HEAD_FORMS)
-    return None
-
-
 class _NamesHelpFormatter(argparse.HelpFormatter):
-    """Adds the known presets, languages and heads to --help (JAX only then)."""
+    """Adds the values of the name-valued fields, from their registries, to --help (JAX only
+    then): the presets with their sizes, the languages, the heads."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
+        from spamlang import languages
+        from spamlang.model.config import HEAD_FORMS, preset_names
+
         text = super()._get_help_string(action) or ""
-        names = _known_names(action.dest)
-        return f"{text}; one of: {names}" if names else text
+        if action.dest == "preset":
+            return f"{text}; one of: {preset_names()}. Sizes: {_preset_sizes()}"
+        names = {"language": languages.names(), "head": HEAD_FORMS}.get(action.dest)
+        return f"{text}; one of: {', '.join(names)}" if names else text
 
 
 def config_from_args(args):

@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
@@ -15,7 +14,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from spamlang.errors import UserError
 from spamlang.notation import format_count
-from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, note, writer
+from spamlang.plots.canvas import BEST_EDGE, PAPER_WIDTH_IN, colour_bar, line_colour, note, writer
 from spamlang.plots.layout import MAX_FACETS
 from spamlang.rundir.reading import check_dir, read_object
 from spamlang.rundir.schema import ADAM_B2, CONFIG, RESULT
@@ -24,48 +23,41 @@ MIN_TARGETS = 20  # fewer validation targets make a cell's mean loss noise
 # The log axis has no 0: the age-0 cell (a target in the very last step) sits one bucket left
 # of [1, 2)'s middle, so that the buckets stay evenly spaced (bucket b >= 1 at 2^(b - 1.5)).
 AGE0_X = 2**-0.5
-NEVER = "never a target"
 READ = ((float, "val_loss"), (int, "val_targets"), (int, "ids"))  # a cell's values, as `Series`
 
 
 @dataclass(frozen=True)
 class BucketRun:
-    """One finished corpus run: its name, config.json and result.json."""
+    """One finished corpus run: its name, config.json, result.json and what its figure draws."""
 
     name: str  # the run directory's name
     config: dict  # its config.json ({} when unreadable)
     result: dict  # its result.json, which holds "target_buckets"
-
-    @property
-    def rows(self) -> list[dict]:
-        return self.result["target_buckets"].get("rows") or []
-
-    @property
-    def steps(self) -> int:
-        return int(self.result["target_buckets"].get("steps") or self.result.get("steps") or 0)
-
-    @property
-    def memory(self) -> float | None:
-        """Adam's memory 1/(1-b2) in steps; None for an optimizer without a second moment."""
-        value = self.result["target_buckets"].get("adam_memory_steps")
-        return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-    @property
-    def unigram(self) -> float | None:
-        value = (self.result.get("corpus") or {}).get("val_unigram_loss")
-        return float(value) if isinstance(value, (int, float)) else None
+    rows: list[dict]  # target_buckets' cells
+    steps: int  # the steps it trained
+    memory: float | None  # Adam's memory 1/(1-b2) in steps; None without a second moment
+    unigram: float | None  # the val unigram loss (no context)
 
 
 def load_buckets(run_dir: str | Path) -> BucketRun:
     """A finished corpus run, else UserError naming it (not finished, or not a corpus run)."""
     path = check_dir(run_dir)
-    result = read_object(path / RESULT)
-    if result is None:
+    if (result := read_object(path / RESULT)) is None:
         raise UserError(f"{path} has not finished: no readable {RESULT}")
-    if not isinstance(result.get("target_buckets"), dict):
+    if not isinstance(buckets := result.get("target_buckets"), dict):
         why = f"its {RESULT} has no target_buckets (runs trained with --corpus DIR write them)"
         raise UserError(f"{path} is not a corpus run: {why}")
-    return BucketRun(path.name or str(path), read_object(path / CONFIG) or {}, result)
+    memory = buckets.get("adam_memory_steps")
+    unigram = (result.get("corpus") or {}).get("val_unigram_loss")
+    return BucketRun(
+        path.name or str(path),
+        read_object(path / CONFIG) or {},
+        result,
+        buckets.get("rows") or [],
+        int(buckets.get("steps") or result.get("steps") or 0),
+        float(memory) if isinstance(memory, (int, float)) and memory > 0 else None,
+        float(unigram) if isinstance(unigram, (int, float)) else None,
+    )
 
 
 def age_x(age_lo: int | None, age_hi: int | None, steps: int) -> float:
@@ -86,11 +78,6 @@ class Series:
     loss: tuple[float, ...]  # the cell's mean validation loss (nats)
     targets: tuple[int, ...]  # its validation targets
     ids: tuple[int, ...]  # its token ids that occur as validation targets
-
-    @property
-    def never(self) -> bool:
-        """The never-a-target ids (count 0): one cell without an age."""
-        return self.count_lo == 0
 
 
 def series(rows: list[dict], steps: int, min_targets: int = MIN_TARGETS) -> tuple[list, int]:
@@ -134,11 +121,9 @@ def count_colours(runs: list[BucketRun]) -> tuple[ListedColormap, BoundaryNorm] 
     highs = [r["count_hi"] for run in runs for r in run.rows if r["count_lo"] > 0]
     if not highs:
         return None
-    top = int(math.log2(max(highs)))
-    edges = [2**b for b in range(top + 1)]  # [1, 2) ... [2^(top-1), 2^top)
-    n = len(edges) - 1
-    cmap = ListedColormap([colormaps[CMAP](0.85 * i / max(n - 1, 1)) for i in range(n)])
-    return cmap, BoundaryNorm(edges, n)
+    n = int(math.log2(max(highs)))
+    edges = [2**b for b in range(n + 1)]  # [1, 2) ... [2^(n-1), 2^n)
+    return ListedColormap([line_colour(i, n) for i in range(n)]), BoundaryNorm(edges, n)
 
 
 def buckets_figure(runs: list[BucketRun], min_targets: int = MIN_TARGETS) -> Figure:
@@ -153,18 +138,16 @@ def buckets_figure(runs: list[BucketRun], min_targets: int = MIN_TARGETS) -> Fig
     fig = Figure(figsize=(max(PAPER_WIDTH_IN, 3.2 * len(runs) + 1.2), 3.6), layout="constrained")
     axes = fig.subplots(1, len(runs), sharex=True, sharey=True, squeeze=False)[0]
     dropped = total = 0
-    for i, (ax, run) in enumerate(zip(axes, runs)):
+    for ax, run in zip(axes, runs):
         lines, gone = series(run.rows, run.steps, min_targets)
         dropped, total = dropped + gone, total + len(run.rows)
         _draw_panel(ax, run, lines, colours)
-        if i == 0:
-            ax.set_ylabel("validation loss (nats, the cell's mean)", fontsize=7)
+    axes[0].set_ylabel("validation loss (nats, the cell's mean)", fontsize=7)
     _age_ticks(axes[0], max(max(run.steps, run.memory or 0) for run in runs))
     if colours is not None:
-        bar = fig.colorbar(ScalarMappable(colours[1], colours[0]), ax=axes, shrink=0.9)
-        bar.set_label("times a target (training-target count)", fontsize=7)
+        label = "times a target (training-target count)"
+        bar = colour_bar(fig, ScalarMappable(colours[1], colours[0]), axes, label, size=6)
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(int(v))))
-        bar.ax.tick_params(labelsize=6)
     note(
         fig,
         "a point: the validation targets whose token was a training target so many times (colour)",
@@ -181,8 +164,8 @@ plot_buckets = writer(buckets_figure)
 
 def _draw_panel(ax, run: BucketRun, lines: list[Series], colours) -> None:
     for s in lines:
-        if s.never:  # no age: a cross apart, at x = steps
-            label = f"{NEVER} ({sum(s.ids)} ids), at x = steps"
+        if s.count_lo == 0:  # never a target, so no age: a cross apart, at x = steps
+            label = f"never a target ({sum(s.ids)} ids), at x = steps"
             ax.plot(s.x, s.loss, "x", color="0.35", ms=5, mew=1.0, label=label, gid="never")
         else:
             colour = colours[0](colours[1](s.count_lo))

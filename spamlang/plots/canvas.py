@@ -4,6 +4,7 @@ on a bare `Figure` (Agg), so plotting never changes the caller's pyplot backend.
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -32,7 +33,9 @@ def check_figure_path(out_file: str | Path) -> Path:
 def save_figure(fig: Figure, out_file: str | Path) -> Path:
     path = check_figure_path(out_file)
     buf = io.BytesIO()
-    fig.savefig(buf, format=path.suffix.lower()[1:], dpi=200)
+    with warnings.catch_warnings():  # a glyph no font has is a box, and the sample table says so
+        warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
+        fig.savefig(buf, format=path.suffix.lower()[1:], dpi=200)
     atomic_write_bytes(path, buf.getvalue())
     return path
 
@@ -50,6 +53,16 @@ def writer(figure: Callable[..., Figure]) -> Callable[..., Path]:
 def line_colour(i: int, n: int):
     """The i-th of n line colours: viridis without its palest yellow end, dark = small values."""
     return colormaps[CMAP](0.85 * i / max(n - 1, 1))
+
+
+def colour_bar(fig: Figure, image, axes, label: str, log: tuple | None = None, size: float = 7):
+    """A colour bar beside `axes`, labelled; `log`: the (lo, hi) of a log scale, plainly ticked."""
+    bar = fig.colorbar(image, ax=axes, shrink=0.9)
+    bar.set_label(label, fontsize=7)
+    if log:
+        plain_log_ticks(bar.ax.yaxis, *log)
+    bar.ax.tick_params(which="both", labelsize=size)
+    return bar
 
 
 def note(fig: Figure, *parts: str) -> None:

@@ -1,5 +1,4 @@
-"""Training curves (the paper's Figure 4): a metrics.jsonl value against tokens, one line per V;
-runs still in progress are drawn too (dotted)."""
+"""Training curves (the paper's Figure 4): a metrics.jsonl value against tokens, a line per V."""
 
 from __future__ import annotations
 
@@ -17,12 +16,10 @@ from spamlang.fields import finite
 from spamlang.notation import format_count, format_lr
 from spamlang.plots import layout
 from spamlang.plots.canvas import writer
-from spamlang.plots.layout import SEED, Facets, Point, ident
+from spamlang.plots.layout import BEST_METRIC, SEED, Facets, Point, ident
 from spamlang.results import CLASH_SUFFIX, column_values, load_metrics, read_runs, records, select
 
 CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
-_KINDS = ("train", "eval", "diag")
-BEST_METRIC = "final_eval_loss"  # what a line's best LR is chosen by: the heatmap's metric
 X_ALIASES = {"steps": "step"}  # --x steps: metrics.jsonl's field is `step`
 
 
@@ -30,21 +27,13 @@ def choose_runs(runs, lr: float | str | None, metrics: pd.DataFrame | None = Non
     """The rows of `runs` drawn, every seed of a chosen LR: None or "best", each cell's best LR
     (a cell with no finished run yet: the lowest latest train loss); a float, that LR."""
     if lr in (None, "best"):
-        points = layout.best_over(layout.group_points(runs, [SEED]), "lr", BEST_METRIC)
-        chosen = [r["run_id"] for p in points for r in p.runs]
+        chosen = [r["run_id"] for p in layout.best_lr(runs) for r in p.runs]
         keys = [k for k in runs.attrs["settings"] if k not in ("lr", SEED)]
-
-        def cell(r: dict) -> tuple:  # the run's settings but lr and seed: its heatmap cell
-            return tuple(ident(r.get(k)) for k in keys)
-
-        done = {cell(r) for p in points for r in p.runs}
-        going: dict[tuple, dict[tuple, list[str]]] = {}
-        for r in records(runs):
-            if cell(r) not in done:
-                going.setdefault(cell(r), {}).setdefault(ident(r["lr"]), []).append(r["run_id"])
-        metrics = load_metrics(runs, warn=False) if going and metrics is None else metrics
-        for by_lr in going.values():
-            chosen += min(by_lr.values(), key=lambda ids: _latest_loss(metrics, ids))
+        for cell in layout.group_by(records(runs), keys, dict.get):  # a heatmap cell's runs
+            if not any(r["run_id"] in chosen for r in cell):
+                metrics = load_metrics(runs, warn=False) if metrics is None else metrics
+                by_lr = [[r["run_id"] for r in g] for g in layout.group_by(cell, ["lr"], dict.get)]
+                chosen += min(by_lr, key=lambda ids: _latest_loss(metrics, ids))
         return runs[runs["run_id"].isin(chosen)]
     lrs = column_values(runs, "lr")
     chosen = runs[[math.isclose(v, float(lr), rel_tol=1e-6) for v in lrs]]
@@ -78,8 +67,7 @@ def _latest_loss(metrics: pd.DataFrame, ids: list[str]) -> float:
 
 
 def _floor(r: dict, metrics: pd.DataFrame) -> float | None:
-    v = finite(r.get("optimal_loss"))
-    if v is not None:
+    if (v := finite(r.get("optimal_loss"))) is not None:
         return v
     rows = _rows(metrics, [r["run_id"]], "eval", "eval_loss", "loss_above_floor")
     return None if rows.empty else float((rows["eval_loss"] - rows["loss_above_floor"]).iloc[0])
@@ -94,7 +82,7 @@ def _kind_of(metrics: pd.DataFrame, ids, metric: str, x: str, axes) -> tuple[str
     """The row kind holding `metric` (train, then eval, then diag) and its axis label."""
     if metric in CURVE_METRICS:
         return CURVE_METRICS[metric]
-    for kind in _KINDS:
+    for kind in ("train", "eval", "diag"):
         if not _rows(metrics, ids, kind, _column(metrics, metric)).empty:
             return kind, f"{kind} {metric.replace('_', ' ')}"
     mine = metrics[metrics["run_id"].isin(ids)]
@@ -152,8 +140,7 @@ def curves_figure(
     colours = layout.palette(points, color)
     drawn, most, floor_named = [], 0, False
     for panel in facets.panels:
-        lines = layout.split(panel.points, [color] if color else [])
-        for values, pts in lines:
+        for values, pts in layout.split(panel.points, [color] if color else []):
             drawn.append(line := layout.merge(pts))
             at = _curve(metrics, [r["run_id"] for r in line.runs], kind, x, metric, logy)
             colour = colours[ident(values[0] if color else None)]

@@ -23,9 +23,8 @@ from spamlang.rundir.schema import CONFIG, DIAGNOSTICS
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-
-
-# --- one model: diagnostics.json --------------------------------------------------------
+LM_MARKERS = ("*", "P", "X", "h", "p", "d")
+PAPER_BAND = (0.95, 0.99)  # the kernel fraction the paper measures on real LMs (Figure 6)
 
 
 def rank_curve_figure(diag: dict) -> Figure:
@@ -37,10 +36,8 @@ def rank_curve_figure(diag: dict) -> Figure:
     ax.plot(rc["tokens"], rc["max_rank"], ":", color=OKABE_ITO[5], label="min(T, V-1)")
     twice = 2 * diag["head_rank"]
     ax.axhline(twice, ls="--", color=OKABE_ITO[1], label=f"2D = {twice} (eq. 6)")
-    title = f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}"
-    ax.set(
-        xscale="log", yscale="log", xlabel="batch tokens T", ylabel="empirical rank", title=title
-    )
+    ax.set(xscale="log", yscale="log", xlabel="batch tokens T", ylabel="empirical rank")
+    ax.set_title(f"{diag['head']}, V={diag['vocab_size']}, D={diag['d_model']}")
     ax.legend(fontsize=8)
     return fig
 
@@ -52,7 +49,7 @@ def profile_figure(diag: dict, lead: int = 20) -> Figure:
     ranks = np.asarray(prof["ranks"]) + 1
     fig = Figure(figsize=(8, 3.4), layout="constrained")
     axes = fig.subplots(1, 2)
-    for ax, keep in zip(axes, (ranks <= lead, ranks >= 1)):
+    for ax, keep, title in zip(axes, (ranks <= lead, ranks >= 1), (f"leading {lead}", "all ranks")):
         parts = ("full", "full gradient"), ("proj", "projected on col(W)")
         for (part, label), colour in zip(parts, OKABE_ITO):
             mean = np.asarray(prof[f"{part}_mean"])[keep]
@@ -61,9 +58,8 @@ def profile_figure(diag: dict, lead: int = 20) -> Figure:
             ax.fill_between(ranks[keep], mean - std, mean + std, color=colour, alpha=0.25, lw=0)
         ax.axhline(0, color="grey", lw=0.5)
         ax.set(xlabel="coefficient rank (by |full|)", ylabel="coefficient (p - onehot)")
+        ax.set_title(title, fontsize=9)
     axes[1].set_xscale("log")
-    axes[1].set_title("all ranks", fontsize=9)
-    axes[0].set_title(f"leading {lead}", fontsize=9)
     axes[0].legend(fontsize=8)
     fig.suptitle(
         f"{diag['head']}, V={diag['vocab_size']}: kernel fraction "
@@ -168,11 +164,9 @@ def standalone_point(out_dir: str | Path) -> dict:
         diag = read_strict(file)
     except ValueError as e:
         raise UserError(f"cannot read {file}: {e}") from None
-    kf = finite(diag.get("kernel_fraction"))
-    if kf is None:
+    if (kf := finite(diag.get("kernel_fraction"))) is None:
         raise UserError(f"{file} has no finite kernel_fraction")
-    d_over_v = finite(diag.get("d_over_v"))
-    if d_over_v is None:  # older files: the ratio from its parts
+    if (d_over_v := finite(diag.get("d_over_v"))) is None:  # older files: the ratio from its parts
         V = finite(diag.get("vocab_size"))
         D = finite(diag.get("head_rank")) or finite(diag.get("d_model"))
         d_over_v = D / V if D and V else None
@@ -186,9 +180,6 @@ def standalone_point(out_dir: str | Path) -> dict:
         lm = dict(source=LM_SOURCE, series=family_name(kind), model_type=kind, model_name=name)
         return {**point, **lm}
     return {**point, "source": "spamlang", "series": _series(diag)}
-
-
-# --- spamlang runs --------------------------------------------------------------------------
 
 
 def _series(config: dict) -> str:
@@ -223,12 +214,6 @@ def _sweep_points(sweep_dir: str | Path) -> tuple[list[dict], int]:
         point = dict(run_id=run["run_id"], series=_series(run), source="spamlang")
         points.append(dict(point, d_over_v=rank / V, kernel_fraction=kf, curve=curve))
     return points, missing
-
-
-# --- Figure 6: spamlang runs and pretrained LMs -------------------------------------------
-
-PAPER_BAND = (0.95, 0.99)  # the kernel fraction the paper measures on real LMs (Figure 6)
-LM_MARKERS = ("*", "P", "X", "h", "p", "d")
 
 
 def bottleneck_figure(inputs: str | Path | Iterable[str | Path], labels: bool = True) -> Figure:

@@ -21,6 +21,7 @@ from spamlang.rundir import reading
 from spamlang.rundir.schema import TITLE_DEFAULTS
 
 SEED = "seed"
+BEST_METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, in every figure
 MAX_FACETS = 8
 _LABELS = {
     "vocab_size": "vocabulary size V",
@@ -190,6 +191,12 @@ def best_over(points: list[Point], column: str, metric: str, keep_failed=False) 
     return kept
 
 
+def best_lr(runs) -> list[Point]:
+    """A point per cell of the frame `runs` (seeds pooled), at its best LR where the LR varies."""
+    points = group_points(runs, [SEED])
+    return best_over(points, "lr", BEST_METRIC) if varying(records(runs), ["lr"]) else points
+
+
 def merge(points: list[Point]) -> Point:
     """Points drawn at one place, as one (the best-over choice kept only if they share it)."""
     same = len({(ident(p.best), p.grid) for p in points}) == 1
@@ -325,15 +332,10 @@ def check_axes(runs, flags: dict[str, str | None], rows) -> tuple[list, list | N
     return columns, rows
 
 
-# The run shape every figure's title leads with (`run_shape`): steps x B x L and the language.
-# A title's other parts leave out what it states (tokens = steps x B x L among them).
-SHAPE_KEYS = ("steps", "tokens", "batch_size", "seq_len", "language", "corpus")
-
-
 def run_steps(r: dict, settings: list[str]) -> int | None:
     """A run's budget in optimizer steps: its config's tokens // (B x L), else the steps it ran,
     unless it diverged."""
-    tokens, b, length = (finite(r.get(k)) for k in SHAPE_KEYS[1:4])
+    tokens, b, length = (finite(r.get(k)) for k in ("tokens", "batch_size", "seq_len"))
     steps = tokens // (b * length) if "tokens" in settings and tokens and b and length else None
     if steps is None and not r.get("diverged"):
         steps = finite(r.get("steps"))
@@ -354,7 +356,8 @@ def _language(r: dict) -> Any:
 
 
 def run_shape(runs: list[dict], settings: list[str]) -> tuple[str, set[str]]:
-    """'500 steps × B=32 × L=2 on spam' (a range where runs differ), and the SHAPE_KEYS it fixes."""
+    """'500 steps × B=32 × L=2 on spam' (a range where runs differ), what every title leads with,
+    and the keys it fixes, which the title's other parts leave out (tokens = steps x B x L too)."""
     columns = {
         "steps": [run_steps(r, settings) for r in runs],
         **{k: [r.get(k) for r in runs] for k in ("batch_size", "seq_len")},

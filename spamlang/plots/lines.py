@@ -54,9 +54,7 @@ def label_axis(axis, column: str, values: list, log: bool, grid: bool) -> None:
         data_ticks(axis, values, lambda v: format_value(column, v))
     elif log:
         plain_log_ticks(axis, min(values), max(values), lambda v: format_value(column, v))
-    elif column == "lr":
-        axis.set_major_formatter(FuncFormatter(lambda v, _: format_value(column, v)))
-    elif all(v.is_integer() for v in values):  # counts: 2K, not 2000
+    elif column == "lr" or all(v.is_integer() for v in values):  # 3e-2; counts: 2K, not 2000
         axis.set_major_formatter(
             FuncFormatter(lambda v, _: format_value(column, int(v) if float(v).is_integer() else v))
         )

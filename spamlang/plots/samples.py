@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import warnings
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -11,20 +10,11 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch, Rectangle
 
 from spamlang import glyphs
-from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, save_figure
+from spamlang.plots.canvas import PAPER_WIDTH_IN, writer
 
 _CELL_IN = 0.2  # side of one token cell, inches
 _STATS_IN = 2.8  # room for the four statistic columns
 _SHOWN_MISSING = 3  # tokens named in the note on glyphs no font here draws
-
-
-def plot_samples(result, out_file, **kw) -> Path:
-    """`samples_figure(result, **kw)` written to `out_file` (.png or .pdf)."""
-    check_figure_path(out_file)
-    fig = samples_figure(result, **kw)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph .* missing from")
-        return save_figure(fig, out_file)
 
 
 def samples_figure(
@@ -33,7 +23,6 @@ def samples_figure(
     """A `spamlang.sample.SampleResult` as a coloured token table with per-sample statistics;
     `colours`: {token kind: colour}, the legend's order; `wrong`: the kind drawn in bold."""
     n, length = result.tokens.shape
-    kinds = result.kinds()
     width = max(PAPER_WIDTH_IN, length * _CELL_IN + _STATS_IN + 0.5)
     fig = Figure(figsize=(width, (n + 4.2) * _CELL_IN * 1.25 + 0.3))
     ax = fig.add_axes((0.01, 0.1, 0.98, 0.72))  # room below for the definitions
@@ -47,12 +36,11 @@ def samples_figure(
 
     stats_row(0.9, ("correct", "1st err", "run", "repeat"), weight="bold")
     missing: dict[int, str] = {}  # token -> its glyph, which no font here draws
-    for i, (tokens, row_kinds, s) in enumerate(zip(result.tokens, kinds, result.stats)):
+    for i, (tokens, row_kinds, s) in enumerate(zip(result.tokens, result.kinds(), result.stats)):
         y = -i
         ax.text(-0.7, y, str(i), ha="right", va="center", fontsize=7)
         for x, (token, k, label) in enumerate(zip(tokens.tolist(), row_kinds, cells[i])):
-            cell = Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=colours[k], linewidth=0)
-            ax.add_patch(cell)
+            ax.add_patch(Rectangle((x - 0.5, y - 0.45), 0.95, 0.9, facecolor=colours[k], lw=0))
             font, drawn = cell_font(label, bold=k == wrong, digits=ids)
             if not drawn:
                 missing[token] = label
@@ -80,6 +68,9 @@ def samples_figure(
     return fig
 
 
+plot_samples = writer(samples_figure)  # to a .png or .pdf file
+
+
 def cell_font(label: str, bold: bool, digits: bool) -> tuple[FontProperties, bool]:
     """The font of a token cell's `label` (the figure font, else the first font here with the
     glyph; `digits`: small enough for an id to fit), and whether it draws it."""
@@ -96,8 +87,7 @@ def cell_font(label: str, bold: bool, digits: bool) -> tuple[FontProperties, boo
 def _font_with(code_point: int) -> str | None:
     """A font file of this machine (sans-serif first) that draws `code_point`, or None."""
     for path in _machine_fonts():
-        face = _face(path)
-        if face is not None and face.get_char_index(code_point):
+        if (face := _face(path)) is not None and face.get_char_index(code_point):
             return path
     return None
 

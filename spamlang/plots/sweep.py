@@ -14,7 +14,7 @@ from matplotlib.patches import Rectangle
 from spamlang.errors import UserError
 from spamlang.fields import finite, is_number
 from spamlang.plots import layout
-from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, plain_log_ticks, writer
+from spamlang.plots.canvas import BEST_EDGE, CMAP, PAPER_WIDTH_IN, colour_bar, writer
 from spamlang.plots.layout import SEED, Facets, Point, describe, higher_is_better, ident, short_name
 from spamlang.plots.lines import resolve_best_over
 from spamlang.results import column_values, select
@@ -27,6 +27,11 @@ HEATMAP_METRICS = {
     "loss_above_floor": "eval loss above floor (nats)",
     "final_train_loss": "final train loss (nats)",
 }
+DIAGONAL_LABEL = "memory = return time"  # x = y on the return-time phase diagram
+GID = "diagonal"  # tells the line's label apart from the cells' texts
+# On by default for exactly the return-time phase diagram: symbol_return_steps against these.
+MEMORY_AXES = {"adam_memory_steps", "adam_memory_steps_effective"}
+_POINTS = 200  # enough for a smooth line through a few cells
 
 
 def color_limits(values: Iterable[float | None]) -> tuple[float, float, bool]:
@@ -109,9 +114,8 @@ def heatmap_figure(
     flags = {"--metric": metric, "--x": x, "--y": y, "--cols": cols}
     (metric, x, y, cols), rows = layout.check_axes(runs, flags, rows)
     if not layout.is_numeric(column_values(runs, metric)):
-        raise UserError(
-            f"--metric {metric} is not numeric; pick an outcome such as final_eval_loss"
-        )
+        why = "pick an outcome such as final_eval_loss"
+        raise UserError(f"--metric {metric} is not numeric; {why}")
     taken = [metric, x, y] + ([cols] if cols else []) + (rows or [])
     best = resolve_best_over(runs, best_over, taken) if layout.column_or_none(best_over) else None
     runs, left_out = _with_values(runs, [x, y])
@@ -145,7 +149,8 @@ def heatmap_figure(
             draw_diagonal(panel.ax, xs, ys)
         _ticks(panel.ax, x, xs, y, ys, cell_w)
         panel.label(layout.axis_label(x), layout.axis_label(y), legend=False)
-    _colour_bar(fig, image, facets.grid, metric, vmin, vmax, log)
+    label = HEATMAP_METRICS.get(metric, layout.axis_label(metric)) + (", log scale" if log else "")
+    colour_bar(fig, image, facets.grid, label, (vmin, vmax) if log else None)
     outline = ""
     if len(ys) > 1:
         outline = f"red outline: best {layout.axis_label(y)} of each {short_name(x)}"
@@ -181,15 +186,6 @@ def _ticks(ax, x: str, xs: list, y: str, ys: list, cell_w: float) -> None:
     ax.set_yticks(range(len(ys)), [layout.format_value(y, v) for v in ys], fontsize=7)
 
 
-def _colour_bar(fig, image, axes, metric: str, vmin: float, vmax: float, log: bool) -> None:
-    bar = fig.colorbar(image, ax=axes, shrink=0.9)
-    label = HEATMAP_METRICS.get(metric, layout.axis_label(metric))
-    bar.set_label(label + (", log scale" if log else ""), fontsize=7)
-    if log:
-        plain_log_ticks(bar.ax.yaxis, vmin, vmax)
-    bar.ax.tick_params(which="both", labelsize=7)
-
-
 def _with_values(runs, columns: list[str]) -> tuple:
     """The runs with a finite value of every column, and a note (also printed) on the others:
     adam_memory_steps is empty for sgd and adafactor."""
@@ -216,13 +212,6 @@ def _best_note(best: str | None, metric: str, runs) -> str:
     return each + ", named in the cell"
 
 
-def _fitting(ax, label: str, font: float, shape: tuple[int, int]) -> float:
-    """`font`, or less where a line overflows its cell ("3.3e-7–1.1e-6"; 0.62 em a char)."""
-    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72 / max(shape[1], 1)
-    longest = max((len(line) for line in label.splitlines()), default=1)
-    return min(font, 0.9 * width_pt / (0.62 * max(longest, 1)))
-
-
 def _draw_cells(ax, cells: list, shape, metric: str, norm, font: float, best, tags):
     """One panel of `cells` ((y index, x index, point), `pool` row): coloured means, labels,
     diverged cells hatched, best cells outlined."""
@@ -231,8 +220,10 @@ def _draw_cells(ax, cells: list, shape, metric: str, norm, font: float, best, ta
         grid[yi, xi] = s.mean
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap=CMAP, norm=norm)
     labels = {(yi, xi): cell_label(p, s, best, tags) for (yi, xi, p), s in cells}
-    # One size for the panel, the largest at which every label fits its cell.
-    font = min([_fitting(ax, label, font, shape) for label in labels.values()] + [font])
+    # One size for the panel, the largest at which every line fits its cell (0.62 em a char).
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72 / max(shape[1], 1)
+    longest = max((len(line) for text in labels.values() for line in text.splitlines()), default=1)
+    font = min(font, 0.9 * width_pt / (0.62 * max(longest, 1)))
     for (yi, xi), label in labels.items():
         if label == "div":
             hatched = dict(fc="0.85", ec="0.4", hatch="////", lw=0)
@@ -247,15 +238,6 @@ def _draw_cells(ax, cells: list, shape, metric: str, norm, font: float, best, ta
         edge = dict(fill=False, ec=BEST_EDGE, lw=2, zorder=3)
         ax.add_patch(Rectangle((xi - 0.45, yi - 0.45), 0.9, 0.9, **edge))
     return image
-
-
-# The line x = y across a heatmap's categorical cells (Adam's memory equal to the return time),
-# through each value's fractional cell index, interpolated in log space (`log_index`).
-DIAGONAL_LABEL = "memory = return time"
-GID = "diagonal"  # tells the line's label apart from the cells' texts
-# On by default for exactly the return-time phase diagram: symbol_return_steps against these.
-MEMORY_AXES = {"adam_memory_steps", "adam_memory_steps_effective"}
-_POINTS = 200  # enough for a smooth line through a few cells
 
 
 def log_index(values: list[float], v: np.ndarray) -> np.ndarray:
@@ -274,6 +256,8 @@ def crossable(values: list) -> bool:
 
 
 def draw_diagonal(ax, xs: list[float], ys: list[float]) -> None:
+    """The line x = y across a heatmap's categorical cells, through each value's fractional cell
+    index, interpolated in log space (`log_index`)."""
 
     def edges(values: list[float]) -> tuple[float, float]:  # log values at index -0.5, n - 0.5
         logs = np.log(values)

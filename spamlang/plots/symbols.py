@@ -15,7 +15,7 @@ from matplotlib.ticker import FuncFormatter
 
 from spamlang.errors import UserError
 from spamlang.plots import layout
-from spamlang.plots.canvas import BEST_EDGE, CMAP, note, plain_log_ticks, writer
+from spamlang.plots.canvas import BEST_EDGE, CMAP, colour_bar, note, writer
 from spamlang.plots.layout import SEED, Facets, Point, facet_title, format_value
 from spamlang.plots.sweep import color_limits
 from spamlang.results import records, select
@@ -23,18 +23,8 @@ from spamlang.rundir.reading import read_object, read_symbols
 from spamlang.rundir.schema import ADAM_B2, RESULT, SYMBOLS
 
 COLOR = "vocab_size"  # plot symbols: one colour per V
-METRIC = "final_eval_loss"  # what a cell's best LR is chosen by, as everywhere
 # What tells the panels of plot recency apart, always named in each title.
 TITLED = ("vocab_size", "batch_size", ADAM_B2, "sampling", "tie_embeddings", "lr")
-
-
-def _best_lr(runs) -> list[Point]:
-    points = layout.group_points(runs, [SEED])
-    varies = layout.varying(records(runs), ["lr"])
-    return layout.best_over(points, "lr", METRIC) if varies else points
-
-
-# --- plot symbols: a symbol's loss against its exposure ---------------------------------------
 
 
 def _curve(run: dict) -> dict | None:
@@ -44,13 +34,14 @@ def _curve(run: dict) -> dict | None:
 
 
 def symbols_figure(sweep_dir, *, where: dict | None = None, cols=None, rows=None) -> Figure:
+    """`plot symbols`: each symbol's loss against its exposure, a line per V and seed."""
     runs = select(layout.finished_runs(sweep_dir), where)
     runs = runs[[_curve(r) is not None for r in records(runs)]]
     if runs.empty:
         why = "symbol_curve in its result.json (SpamLang-family runs write one since per-symbol "
         raise UserError(f"no finished run in {sweep_dir} has a {why}scoring exists)")
     (cols,), rows = layout.check_axes(runs, {"--cols": cols}, rows)
-    pts = _best_lr(runs)
+    pts = layout.best_lr(runs)
     facets = Facets(pts, cols, rows, [COLOR] + ([cols] if cols else []), [SEED, "lr"])
     colours = layout.palette(pts, COLOR)
 
@@ -89,11 +80,9 @@ def _draw_curve(ax, run, colour, label) -> None:
         ax.plot([value], [threshold], **kw)
 
 
-# --- plot recency: a symbol's loss against the steps since it was last shown --------------
-
-
 def recency_figure(dirs: list, *, where: dict | None = None, cols=None, rows=None) -> Figure:
-    """`dirs`: run or sweep directories; runs without a symbols.npz are named on stderr."""
+    """`plot recency`: each symbol's loss against the steps since it was last shown, a panel per
+    run of `dirs` (run or sweep directories); runs without a symbols.npz are named on stderr."""
     frames = [layout.finished_runs(d) for d in dirs]
     runs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     runs.attrs["settings"] = list(dict.fromkeys(k for f in frames for k in f.attrs["settings"]))
@@ -108,7 +97,6 @@ def recency_figure(dirs: list, *, where: dict | None = None, cols=None, rows=Non
     norm = LogNorm(lo, hi) if log else Normalize(lo, hi)
 
     fig = facets.figure(2.6, 0.8, sharey=True)
-    image = None
     for panel in facets.panels:
         if len(panel.points) > 1:
             share = f"{len(panel.points)} runs would share the panel '{panel.title()}'"
@@ -117,13 +105,9 @@ def recency_figure(dirs: list, *, where: dict | None = None, cols=None, rows=Non
             panel.ax.set_axis_off()
             continue
         run = panel.points[0].runs[0]
-        image = _draw_run(panel.ax, run, arrays[id(run)], norm)
-        _label_run(panel, _title(run, facets.row_keys + used))
-    bar = fig.colorbar(image, ax=facets.grid, shrink=0.9)
-    bar.set_label("appearances (training sequences that showed the symbol)", fontsize=7)
-    if log:
-        plain_log_ticks(bar.ax.yaxis, lo, hi)
-    bar.ax.tick_params(which="both", labelsize=6)
+        image = _draw_run(panel, run, arrays[id(run)], norm, _title(run, facets.row_keys + used))
+    label = "appearances (training sequences that showed the symbol)"
+    colour_bar(fig, image, facets.grid, label, (lo, hi) if log else None, size=6)
     panels = "each panel: a cell's best LR (lowest seed-mean final eval loss), seed 0"
     red = "red line: Adam's memory min(1/(1\u2212b2), steps) (lazy_adamw: counted in the row's "
     note(fig, panels, red + "own appearances)", "dashed: chance, log V")
@@ -134,7 +118,7 @@ def _with_symbols(runs, dirs: list) -> tuple[list[Point], dict[int, dict]]:
     """A point of each cell's best-LR run of smallest seed with a readable symbols.npz, and the
     arrays by id(run); runs whose file is missing or damaged are named on stderr."""
     points, arrays, missing, damaged = [], {}, [], []
-    for p in _best_lr(runs):
+    for p in layout.best_lr(runs):
         run = min(p.runs, key=lambda r: (r.get(SEED) is None, r.get(SEED) or 0))
         try:
             npz = read_symbols(run["path"]) if run["path"] else None
@@ -158,23 +142,12 @@ def _with_symbols(runs, dirs: list) -> tuple[list[Point], dict[int, dict]]:
     return points, arrays
 
 
-def _label_run(panel, title: str) -> None:
-    ax = panel.ax
-    ax.set_title(title, fontsize=7)
-    ax.set_xlabel("steps since last appearance (steps \u2212 last_step)", fontsize=7)
-    if panel.col == 0:
-        ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
-    ax.tick_params(which="both", labelsize=6)
-    # Upper left: under the hypothesis recently shown symbols sit low, so it stays empty.
-    ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
-
-
 plot_recency = writer(recency_figure)
 
 
-def _draw_run(ax, run: dict, s: dict, norm):
+def _draw_run(panel, run: dict, s: dict, norm, title: str):
     """`s`: the run's symbols.npz arrays (last_step: 1 .. steps, -1 for a symbol never shown)."""
-    loss, steps, vocab = s["loss"], s["steps"], len(s["loss"])
+    ax, loss, steps, vocab = panel.ax, s["loss"], s["steps"], len(s["loss"])
     shown, never = s["last_step"] >= 0, s["last_step"] < 0
     kw = dict(cmap=CMAP, norm=norm, s=4, linewidths=0, rasterized=True, gid="shown")
     kw["label"] = f"shown ({int(shown.sum())})"
@@ -197,6 +170,12 @@ def _draw_run(ax, run: dict, s: dict, norm):
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlim(left=0)
     ax.set_yscale("log", nonpositive="clip")
+    ax.set_title(title, fontsize=7)
+    ax.set_xlabel("steps since last appearance (steps \u2212 last_step)", fontsize=7)
+    if panel.col == 0:
+        ax.set_ylabel("final loss on 's s' (nats)", fontsize=7)
+    ax.tick_params(which="both", labelsize=6)
+    ax.legend(fontsize=5, loc="best", framealpha=0.9, edgecolor="none")
     return image
 
 

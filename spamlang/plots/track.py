@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -49,14 +48,8 @@ class Track:
     config: dict  # its config.json ({} when unreadable)
     table: str  # "embed" or "head"
     rows: list[dict]  # complete track.jsonl rows, by step
-
-    @property
-    def ids(self) -> list[int]:
-        return list(self.rows[0]["ids"])
-
-    @cached_property
-    def sums(self) -> dict:
-        return summarise(self.rows)[self.table]
+    ids: list[int]  # the tracked ids
+    sums: dict  # `summarise`'s sums for `table`, by id
 
 
 def load_track(run_dir: str | Path, table: str = "embed") -> Track:
@@ -83,7 +76,8 @@ def load_track(run_dir: str | Path, table: str = "embed") -> Track:
         left = f"left out {broken + len(rows) - len(usable)} incomplete or non-finite rows"
         print(f"note: {run.name}: {left} of {TRACK}", file=sys.stderr)
     usable.sort(key=lambda r: r["step"])
-    return Track(run.name, read_object(run / CONFIG) or {}, table, usable)
+    sums = summarise(usable)[table]
+    return Track(run.name, read_object(run / CONFIG) or {}, table, usable, usable[0]["ids"], sums)
 
 
 def _complete(row: dict, table: str, ids: list) -> bool:

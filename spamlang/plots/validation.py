@@ -1,19 +1,15 @@
-"""The law's leave-one-sweep-out test as a figure: predicted against measured, a colour per sweep
-(the table `spamlang.law.leave_one_out` computes, passed in by `spamlang law validate`)."""
+"""`spamlang law validate`'s figure: the law's leave-one-sweep-out predictions against measured."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from matplotlib.figure import Figure
 
-from spamlang.plots.canvas import PAPER_WIDTH_IN, check_figure_path, line_colour, save_figure
+from spamlang.plots.canvas import PAPER_WIDTH_IN, line_colour, writer
 
 
-def plot_validation(table, out_file: str | Path, offset: float) -> Path:
+def validation_figure(table, offset: float) -> Figure:
     """Scatter `spamlang.law.leave_one_out`'s table (sweep, measured, predicted, extrapolation) on
     log axes, each loss plus the law's `offset` (a loss of 0 has a place; hollow: extrapolated)."""
-    check_figure_path(out_file)
     fig = Figure(figsize=(PAPER_WIDTH_IN * 0.6, PAPER_WIDTH_IN * 0.6))
     ax = fig.add_subplot()
     names = list(dict.fromkeys(table["sweep"]))
@@ -21,13 +17,12 @@ def plot_validation(table, out_file: str | Path, offset: float) -> Path:
         part = table[table["sweep"] == name]
         colour = line_colour(i, len(names))
         inside = (part["extrapolation"] == "").to_numpy()
-        labelled = False
+        label = name  # the legend names a sweep once, by the markers it has
         for mask, face in ((inside, colour), (~inside, "none")):
-            if mask.any():  # the legend names a sweep once, by the markers it has
+            if mask.any():
                 xy = part["measured"][mask] + offset, part["predicted"][mask] + offset
-                label = None if labelled else name
                 ax.scatter(*xy, s=18, facecolors=face, edgecolors=colour, label=label)
-                labelled = True
+                label = None
     ends = table[["measured", "predicted"]].to_numpy() + offset
     ax.plot([ends.min(), ends.max()], [ends.min(), ends.max()], color="0.5", lw=0.8, zorder=0)
     xlabel = f"measured best-LR loss + {offset:g}"
@@ -35,4 +30,7 @@ def plot_validation(table, out_file: str | Path, offset: float) -> Path:
     ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
     ax.legend(fontsize=7, title="sweep (hollow: extrapolated)", title_fontsize=7)
     fig.tight_layout()
-    return save_figure(fig, out_file)
+    return fig
+
+
+plot_validation = writer(validation_figure)  # spamlang law validate --output FILE

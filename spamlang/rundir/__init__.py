@@ -21,7 +21,7 @@ from spamlang.rundir.atomic import (
     clean_stale_temps,
     temp_target,
 )
-from spamlang.rundir.reading import read_json
+from spamlang.rundir.reading import read_json, read_lines, read_object
 from spamlang.rundir.schema import (  # noqa: F401
     CHECKPOINTS,
     CONFIG,
@@ -60,8 +60,7 @@ class Folder:
             return True
         if name in self.locks:
             return is_lock_file(folder / name)
-        target = temp_target(name)
-        if target is not None:
+        if (target := temp_target(name)) is not None:
             return any(fnmatch.fnmatchcase(target, pattern) for pattern in self.files)
         return name.startswith(_PROBE)
 
@@ -71,11 +70,7 @@ class Folder:
         for name, ours in self.marks:
             if name not in listing:
                 continue
-            try:
-                data = read_json(folder / name)
-            except (OSError, ValueError):
-                data = None
-            if ours(data):
+            if ours(read_object(folder / name)):
                 return True, None
             foreign = foreign or name
         return False, foreign
@@ -178,8 +173,6 @@ def make_dir(out_dir: str | os.PathLike) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UserError(f"cannot create run directory {out}: {e.strerror or e}") from None
-    if not out.is_dir():
-        raise UserError(f"run directory {out} is not a directory")
     return out
 
 
@@ -222,14 +215,16 @@ def prepare(out_dir: str | os.PathLike, config, *, write: bool = True) -> Path:
                 shown += f"; and {len(diff) - 6} more: {', '.join(diff[6:])}"
             why = f"holds a run with a different config ({shown})"
             raise UserError(f"{out} {why}; choose another --out or delete it")
-        return _cleaned(out, write)
-    _claim_run_dir(out, [n for n in listing if n != CONFIG])
-    if write:
+    else:
+        _claim_run_dir(out, [n for n in listing if n != CONFIG])
         try:
-            atomic_write_json(path, new)
+            if write:
+                atomic_write_json(path, new)
         except OSError as e:
             raise UserError(f"cannot write to run directory {out}: {e.strerror or e}") from None
-    return _cleaned(out, write)
+    if write:  # rid of the temporaries that killed writers left (not by a reader)
+        clean_stale_temps(*(out / name for name in RUN_FOLDER.files))
+    return out
 
 
 def _claim_run_dir(out: Path, listing: list[str]) -> None:
@@ -237,13 +232,6 @@ def _claim_run_dir(out: Path, listing: list[str]) -> None:
     if any(name in listing for name in (METRICS, RESULT, CHECKPOINTS)):
         raise UserError(f"{out} has run files but no {CONFIG}; refusing to reuse it")
     claim_folder(out, RUN_FOLDER, "--out", listing)
-
-
-def _cleaned(out: Path, write: bool) -> Path:
-    """`out`, rid of the temporaries that killed writers left there (not by a reader)."""
-    if write:
-        clean_stale_temps(*(out / name for name in RUN_FOLDER.files))
-    return out
 
 
 def probe_writable(directory: Path) -> None:
@@ -280,24 +268,12 @@ class MetricsLog:
         self.path = Path(out_dir) / name
         self.records: list[dict] = []
         if self.path.exists():
-            try:
-                lines = self.path.read_text(encoding="utf-8").splitlines()
-            except UnicodeDecodeError as e:
-                why = f"{self.path} is not UTF-8 text ({e.reason} at byte {e.start})"
-                raise UserError(f"{why}; nothing was changed: repair or move it") from None
-            for number, line in enumerate(lines, start=1):
-                try:
-                    record = json.loads(line)
-                    if not isinstance(record, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as e:
-                    if number < len(lines):  # only a crash's torn last write may be cut
-                        why = f"line {number} is not a metrics row ({e}); nothing was changed"
-                        raise UserError(f"{self.path} {why}: repair or delete that line") from None
-                    continue  # a last line cut short by a crash
-                if record.get("step", 0) <= keep_through_step:
-                    self.records.append(record)
-            if len(self.records) < len(lines) and write:  # a line was cut
+            lines = read_lines(self.path)
+            if lines.bad:  # only a crash's torn last write may be cut
+                why = f"line {lines.bad[0]} is not a metrics row; nothing was changed"
+                raise UserError(f"{self.path} {why}: repair or delete that line")
+            self.records = [r for r in lines.rows if r.get("step", 0) <= keep_through_step]
+            if write and (lines.torn or len(self.records) < len(lines.rows)):  # a line was cut
                 atomic_write_text(self.path, "".join(_line(r) for r in self.records))
         self._file = open(self.path, "a", encoding="utf-8") if write else None
 
@@ -317,8 +293,9 @@ class MetricsLog:
             self._file.flush()
             os.fsync(self._file.fileno())
 
-    def train_losses(self) -> list[float]:
-        return [r["loss"] for r in self.records if r.get("kind") == "train"]
+    def train(self, key: str) -> list:
+        """`key` of every train row, in order (None where a row lacks it)."""
+        return [r.get(key) for r in self.records if r.get("kind") == "train"]
 
     def last_diag(self) -> dict | None:
         """The newest diag row (None when the run logs no diagnostics)."""

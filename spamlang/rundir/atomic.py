@@ -21,7 +21,6 @@ from typing import Any
 
 from spamlang.errors import UserError, no_space
 
-_TMP_TAG = ".tmp-"
 # `temp_path`'s names; a host as `_host` writes it holds no "-".
 _TEMP_NAME = re.compile(r"\.(?P<target>.+)\.tmp-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>[0-9]+)")
 
@@ -59,8 +58,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
                 os.fsync(f.fileno())
             publish((tmp, path))
     except BaseException as e:
-        full = no_space(path, e)
-        if full is not None:
+        if (full := no_space(path, e)) is not None:
             raise full from e
         raise
 
@@ -80,7 +78,7 @@ def _host() -> str:
 
 def temp_path(target: Path) -> Path:
     """This process's temporary for `target`: `.<name>.tmp-<host>-<pid>` in the same directory."""
-    return target.with_name(f".{target.name}{_TMP_TAG}{_host()}-{os.getpid()}")
+    return target.with_name(f".{target.name}.tmp-{_host()}-{os.getpid()}")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -100,15 +98,15 @@ def temp_target(name: str) -> str | None:
     return match["target"] if match else None
 
 
-def clean_stale_temps(*targets: Path) -> list[Path]:
+def clean_stale_temps(*targets: Path) -> None:
     """Remove the temporaries of `targets` that dead processes of this host left (a SIGKILL,
-    a power cut); returns them. A live process's (this one's, or a writer's now) stay, and so
-    do another host's, whose pid means nothing here, and one that cannot be removed (storage
-    that takes no writes: it is harmless there)."""
+    a power cut). A live process's (this one's, or a writer's now) stay, and so do another
+    host's, whose pid means nothing here, and one that cannot be removed (storage that takes no
+    writes: it is harmless there)."""
     wanted: dict[Path, set[str]] = {}
     for target in map(Path, targets):
         wanted.setdefault(target.parent, set()).add(target.name)
-    host, removed = _host(), []
+    host = _host()
     for folder, names in wanted.items():
         try:
             listing = os.listdir(folder)
@@ -121,8 +119,6 @@ def clean_stale_temps(*targets: Path) -> list[Path]:
             if not _pid_alive(int(match["pid"])):
                 with contextlib.suppress(OSError):
                     (folder / name).unlink()
-                    removed.append(folder / name)
-    return removed
 
 
 @contextlib.contextmanager
@@ -171,17 +167,10 @@ def signals_held() -> Iterator[None]:
         for s, handler in previous.items():
             signal.signal(s, handler)
         for s in dict.fromkeys(held):  # each signal once, in the order they came
-            _deliver(s, previous[s])
-
-
-def _deliver(signum: int, handler) -> None:
-    """Act on `signum` as `handler` (a signal handler as `signal.getsignal` gives it) would."""
-    if handler is signal.SIG_IGN:
-        return
-    if handler is signal.SIG_DFL:
-        signal.raise_signal(signum)  # the default action: for SIGINT and SIGTERM, the end
-    else:
-        handler(signum, None)
+            if previous[s] is signal.SIG_DFL:
+                signal.raise_signal(s)  # the default action: for SIGINT and SIGTERM, the end
+            elif previous[s] is not signal.SIG_IGN:
+                previous[s](s, None)
 
 
 @contextlib.contextmanager

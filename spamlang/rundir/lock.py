@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import filelock
@@ -153,36 +153,25 @@ class RunDirBusy(UserError):
 
 
 @contextlib.contextmanager
-def hold_run_dirs(run_dirs: Iterable[str | os.PathLike]) -> Iterator[None]:
+def hold_run_dirs(run_dirs: list[Path], writer: bool = True) -> Iterator[None]:
     """Hold the lock of every directory in `run_dirs` (which must exist), all or none: a busy one
-    is `RunDirBusy` at once, so that two processes locking overlapping groups never deadlock."""
-    with contextlib.ExitStack() as stack:
-        for run_dir in run_dirs:
-            try:
-                stack.enter_context(locked(Path(run_dir) / RUN_LOCK, wait=False))
-            except Taken as e:
-                raise RunDirBusy(run_dir, e.holder) from None
-            except OSError as e:
-                raise UserError(
-                    f"cannot write to run directory {run_dir}: {e.strerror or e}"
-                ) from None
-        yield
-
-
-@contextlib.contextmanager
-def hold_for_job(run_dirs: list[Path], writer: bool) -> Iterator[None]:
-    """`hold_run_dirs` for a job of one process or several. Only process 0, the writer, locks:
-    one job's processes share the directory on purpose (flock is seen by every host). All then
-    agree (one allgather) and raise together, not wait in a loop process 0 never enters."""
+    is `RunDirBusy` at once, so that two processes locking overlapping groups never deadlock.
+    In a job of several processes only process 0, the `writer`, locks: they share the directory
+    on purpose (flock is seen by every host); all agree (one allgather) and raise together, not
+    wait in a loop process 0 never enters."""
     import jax
 
     busy: UserError | None = None
     with contextlib.ExitStack() as stack:
-        if writer:
+        for run_dir in run_dirs if writer else ():
             try:
-                stack.enter_context(hold_run_dirs(run_dirs))
-            except UserError as e:
-                busy = e
+                stack.enter_context(locked(Path(run_dir) / RUN_LOCK, wait=False))
+            except Taken as e:
+                busy = RunDirBusy(run_dir, e.holder)
+            except OSError as e:
+                busy = UserError(f"cannot write to run directory {run_dir}: {e.strerror or e}")
+            if busy is not None:  # all or none: the ones taken are let go when it is raised
+                break
         if jax.process_count() > 1:
             import numpy as np
             from jax.experimental import multihost_utils

@@ -153,10 +153,8 @@ def read_run(run_dir: str | Path) -> RunFiles:
 def read_result(out_dir: str | Path) -> dict | None:
     """The run's result.json, or None if the run is not finished."""
     path = Path(out_dir) / RESULT
-    if not path.exists():
-        return None
     try:
-        return read_json(path)
+        return read_json(path) if path.exists() else None
     except (OSError, ValueError) as e:
         raise UserError(f"cannot read {path}: {e}") from None
 

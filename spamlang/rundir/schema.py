@@ -30,8 +30,8 @@ SYMBOL_HISTORY_ARRAYS = SYMBOL_ARRAYS[4:]  # absent from symbols.npz of older ve
 SWEEP_FILE = "sweep.json"  # the sweep's definition
 # one row per finished run: SETTING_COLUMNS, then extra axes, then RESULT_COLUMNS
 RESULTS_FILE = "results.csv"
-# gzipped (pandas reads it as it is): the bins repeat each run id, which gzip takes ~7x down,
-# so a sweep of a few hundred runs stays small enough to commit.
+# gzipped (pandas reads it as it is): the bins repeat each run id, which gzip shrinks well, so
+# a sweep of a few hundred runs stays small enough to commit.
 SYMBOLS_FILE = "symbols.csv.gz"
 RESULTS_LOCK = ".results.lock"
 

@@ -39,7 +39,7 @@ class BestLR:
     low: float = math.nan  # that LR's smallest value over seeds
     high: float = math.nan  # and its largest: the seed spread is high - low
     seeds: int = 1  # runs behind `value`
-    above_floor: float = math.nan  # `value` minus the runs' optimal_loss (loss metrics only)
+    above_floor: float = math.nan  # `value` minus the runs' optimal_loss
 
     @property
     def solved(self) -> bool:  # any LR that reaches the floor is as good
@@ -55,10 +55,6 @@ class BestLR:
         return "smallest" if self.lr == self.grid[0] else None
 
 
-def settings_of(row: dict) -> list[str]:
-    return settings_columns(list(row))
-
-
 def _hashable(v: Any) -> Any:
     return json.dumps(v, sort_keys=True, default=str) if isinstance(v, (dict, list)) else v
 
@@ -70,12 +66,9 @@ def swept_values(points: list[tuple[str, Any]], axes: Iterable[str]) -> dict[str
     return {run_id: {f: config_field(data, f) for f in fields} for run_id, data in datas}
 
 
-def best_lrs(
-    rows: list[dict],
-    metric: str = "final_eval_loss",
-    swept: dict[str, dict[str, Any]] | None = None,
-) -> list[BestLR]:
-    """The best LR (`best_over`) of each group of rows equal in all but lr and seed."""
+def best_lrs(rows: list[dict], swept: dict[str, dict] | None = None) -> list[BestLR]:
+    """The best LR (`best_over`, by final eval loss) of each group of rows equal in all but lr
+    and seed; `swept`: run id -> its swept values (`swept_values`)."""
     import pandas as pd
 
     groups: dict[tuple, int] = {}  # a group's settings -> its number, in order of appearance
@@ -86,15 +79,13 @@ def best_lrs(
         lr = finite(row.get("lr"))
         if lr is None:
             continue
-        settings = {k: row.get(k) for k in settings_of(row)}
+        settings = {k: row.get(k) for k in settings_columns(list(row))}
         # A run bracketing added elsewhere is no point here: its row holds its swept values.
         own = swept.get(row.get("run_id"))
         settings.update(own if own is not None else {f: row.get(f) for f in fields})
         key = tuple((k, _hashable(v)) for k, v in settings.items() if k not in ("lr", "seed"))
-        v = None if row.get("diverged") else finite(row.get(metric))
-        floor = finite(row.get("optimal_loss")) if v is not None and "loss" in metric else None
-        if floor is not None and metric == "loss_above_floor":
-            floor = 0.0
+        v = None if row.get("diverged") else finite(row.get("final_eval_loss"))
+        floor = finite(row.get("optimal_loss")) if v is not None else None
         records.append((groups.setdefault(key, len(groups)), lr, v, floor))
     if not records:
         return []
@@ -134,35 +125,27 @@ def labelled(best: list[BestLR]) -> list[tuple[BestLR, str]]:
     return [(b, ", ".join(f"{k}={_text(dict(b.group).get(k), k)}" for k in varying)) for b in best]
 
 
-def cell_lines(
-    rows: list[dict],
-    metric: str = "final_eval_loss",
-    swept: dict[str, dict[str, Any]] | None = None,
-) -> list[str]:
+def cell_lines(rows: list[dict], swept: dict[str, dict] | None = None) -> list[str]:
     """One line per cell: its best LR, the seed mean and spread there, where it sits in the grid."""
     lines = []
-    for b, label in labelled(best_lrs(rows, metric, swept)):
+    for b, label in labelled(best_lrs(rows, swept)):
         spread = f"{b.low:#.{DIGITS}g} .. {b.high:#.{DIGITS}g}, {b.seeds} seeds"
         spread = spread if b.seeds > 1 else "1 seed"
         where = f"at the {b.edge} LR" if b.edge else "interior"
         where = "solved" if b.solved else where if len(b.grid) >= MIN_GRID else f"{len(b.grid)} LRs"
         lines.append(
             f"{label or 'all'}: best lr {_text(b.lr)} of {_text(b.grid[0])} .. "
-            f"{_text(b.grid[-1])} ({where}), {metric} {b.value:#.{DIGITS}g} ({spread})"
+            f"{_text(b.grid[-1])} ({where}), final_eval_loss {b.value:#.{DIGITS}g} ({spread})"
         )
     return lines
 
 
-def edge_warnings(
-    rows: list[dict],
-    metric: str = "final_eval_loss",
-    swept: dict[str, dict[str, Any]] | None = None,
-) -> list[str]:
+def edge_warnings(rows: list[dict], swept: dict[str, dict] | None = None) -> list[str]:
     """One warning per unsolved cell whose best LR is at an edge of a grid of MIN_GRID or more."""
     return [
         f"warning: best lr{f' for {label}' if label else ''} is {_text(b.lr)}, the {b.edge} in "
         f"the grid ({_text(b.grid[0])} .. {_text(b.grid[-1])}): the optimum may lie outside it"
-        for b, label in labelled(best_lrs(rows, metric, swept))
+        for b, label in labelled(best_lrs(rows, swept))
         if b.edge is not None and not b.solved
     ]
 

@@ -16,27 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from spamlang.fields import positive_env
-from spamlang.rundir.reading import fields_of, is_finished, read_json, read_object
+from spamlang.rundir.reading import is_finished, read_json, read_object
 from spamlang.rundir.schema import CONFIG, RESULT
 from spamlang.sweep.logs import checkpoint_step
 from spamlang.sweep.spec import Sweep, cell_key, shard_groups, warn_empty_shard
 from spamlang.sweep.sweep_file import check_sweep_file
 
 ASSUMED_MFU = 0.3  # of the dense matmul peak, on an accelerator
-# Assumed where nothing measured it (variable, CPU and accelerator defaults, words): a step's
+# Assumed where nothing measured it (variable, (CPU, accelerator) defaults, words): a step's
 # least time whatever its FLOPs, a program's fixed time (compile, evaluations, checkpoints).
 ASSUMPTIONS = {
-    "floor": (
-        "SPAMLANG_STEP_FLOOR",
-        {"cpu": 0.001, "accelerator": 0.01},
-        "a floor of {:g} s a step",
-    ),
+    "floor": ("SPAMLANG_STEP_FLOOR", (0.001, 0.01), "a floor of {:g} s a step"),
     "compile": (
         "SPAMLANG_COMPILE_SECONDS",
-        {"cpu": 20.0, "accelerator": 60.0},
+        (20.0, 60.0),
         "{:g} s a program to compile, evaluate and checkpoint",
     ),
-    "mfu": ("SPAMLANG_MFU", {"cpu": ASSUMED_MFU, "accelerator": ASSUMED_MFU}, "{:.0%}"),
+    "mfu": ("SPAMLANG_MFU", (ASSUMED_MFU, ASSUMED_MFU), "{:.0%}"),
 }
 _TEXT = "a positive number (seconds, or for SPAMLANG_MFU a fraction such as 0.3)"
 
@@ -58,46 +54,14 @@ _TIMED_BY = {
 }
 
 
-@dataclasses.dataclass
-class _Tally:
-    """The runs one way times, their seconds, notes and machines (dicts as ordered sets)."""
-
-    runs: int = 0
-    seconds: float = 0.0
-    notes: dict = dataclasses.field(default_factory=dict)
-    machines: dict = dataclasses.field(default_factory=dict)
-
-    def line(self, text: str, mfu: str) -> str:
-        # At most 3 notes, but every machine: a warning about the CPU must never be cut off.
-        notes = " ".join(list(self.notes)[:3])
-        notes += f" and {len(self.notes) - 3} more" if len(self.notes) > 3 else ""
-        machines = "; ".join(self.machines)
-        return text.format(
-            t=duration(self.seconds), n=self.runs, notes=notes, machines=machines, mfu=mfu
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    name: str
-    value: float
-    var: str
-    given: bool
-
-    def text(self) -> str:
-        shown = ASSUMPTIONS[self.name][2].format(self.value)
-        return f"{shown} ({self.var})" if self.given else f"{shown} (default; {self.var} sets it)"
-
-
-def settings(backend: str) -> dict[str, Setting]:
-    """The assumptions for `backend`: each its variable's positive value, or its default."""
-    kind = "cpu" if backend == "cpu" else "accelerator"
+def assumed(backend: str) -> dict[str, tuple[float, str]]:
+    """Each assumption on `backend`: (its variable's positive value, else its default; in words)."""
     out = {}
-    for name, (var, defaults, _) in ASSUMPTIONS.items():
-        value = positive_env(var, _TEXT)
-        out[name] = Setting(
-            name, defaults[kind] if value is None else value, var, value is not None
-        )
+    for name, (var, defaults, words) in ASSUMPTIONS.items():
+        given = positive_env(var, _TEXT)
+        value = defaults[backend != "cpu"] if given is None else given
+        said = f"(default; {var} sets it)" if given is None else f"({var})"
+        out[name] = value, f"{words.format(value)} {said}"
     return out
 
 
@@ -162,12 +126,12 @@ def _platform() -> tuple[str, int]:
     return jax.default_backend(), jax.device_count()
 
 
-def _cpu_note(cpu: str, cores: int, what: str = "measured") -> str:
+def _cpu_note(cpu: str, cores: int) -> str:
     """The CPU a timing was measured on, and a warning when this machine's is another."""
     from spamlang.perf import cpu_model
 
     here, count = cpu_model(), os.cpu_count()
-    note = f"{what} on {cpu}, {cores} cores"
+    note = f"measured on {cpu}, {cores} cores"
     if (here, count) != (cpu, cores):
         note += (
             f"; WARNING: this machine is {here} with {count} cores, not {cpu} with {cores}, so "
@@ -209,36 +173,14 @@ class Estimator:
         from spamlang.throughput import committed_timings, table_timings
         from spamlang.throughput import table as table_rows
 
-        self.backend, self.devices = backend, devices
-        self.mine = run_timings(out)
+        self.devices, self.mine = devices, run_timings(out)
         cpu = backend == "cpu"
         self.committed = (
             list(committed_timings() if committed is None else committed) if cpu else []
         )
         self.table = table_timings(table_rows() if table is None else table) if cpu else []
-        self.assumed = settings(backend)
+        self.assumed = assumed(backend)
         self.used: dict[str, None] = {}  # the assumptions a time used, in words, once each
-        self._flops: dict[tuple, float | None] = {}
-        self._peaks: dict[str, tuple] = {}
-
-    def flops_of(self, shape: tuple) -> float | None:
-        """FLOPs a token of a measured shape (None: a preset this version lacks)."""
-        if shape not in self._flops:
-            from spamlang.model.config import ModelConfig, preset_fields
-            from spamlang.perf import flops_per_token
-
-            preset, n_layers, d_model, vocab, _, seq_len, tied, head, _ = shape
-            try:
-                own = preset_fields(preset)  # depth and width only where they differ from it
-                given = {"n_layers": n_layers, "d_model": d_model}
-                changes = {k: v for k, v in given.items() if own.get(k) != v}
-                model = ModelConfig.preset(
-                    preset, vocab_size=vocab, tie_embeddings=tied, head=head, **changes
-                )
-                self._flops[shape] = flops_per_token(model, seq_len)
-            except (ValueError, TypeError):
-                self._flops[shape] = None
-        return self._flops[shape]
 
     def seconds(self, program: Program) -> tuple[str, float, list[str], list[str]]:
         """(way, seconds, notes, machines) of one program."""
@@ -251,10 +193,12 @@ class Estimator:
                 return way, self._fixed(fixed) + program.steps * step, *_sources(same)
         if self.mine and (near := self._scaled(program, self.mine)):
             return "scaled", near[0], near[1], []
-        peak, source = self._peak(program.config.dtype)
+        from spamlang.perf import peak_and_source
+
+        peak, source = peak_and_source(program.config.dtype, measure=False)
         if peak is not None:
-            rate = self.assumed["mfu"].value * peak * self.devices
-            step = self._floor() + program.step_flops / rate
+            rate = self.assumed["mfu"][0] * peak * self.devices
+            step = self._assume("floor") + program.step_flops / rate
             seconds = self._fixed([]) + program.steps * step
             note = (
                 f"{peak:.3g} FLOP/s {program.config.dtype} from {source} x {self.devices} device(s)"
@@ -266,7 +210,7 @@ class Estimator:
 
     def _scaled(self, program: Program, pool: list) -> tuple | None:
         """(seconds, notes, machines) from `pool`'s nearest timings, scaled."""
-        known = [(t, f) for t in pool if (f := t.flops_per_token or self.flops_of(t.shape))]
+        known = [(t, f) for t in pool if (f := t.flops_per_token or _flops_of(t.shape))]
         if not known:
             return None
         shape = program.shape
@@ -278,7 +222,7 @@ class Estimator:
 
         best = min(distance(item) for item in known)
         near = [(t, f) for t, f in known if distance((t, f)) == best]
-        floor = self._floor()
+        floor = self._assume("floor")
         steps = []
         for t, f in near:
             low = min(floor, t.step_seconds)  # a measured step faster than the floor bounds it
@@ -288,47 +232,47 @@ class Estimator:
         return seconds, *_sources([t for t, _ in near])
 
     def _fixed(self, measured: list[float]) -> float:
-        if measured:
-            return statistics.median(measured)
-        self.used[self.assumed["compile"].text()] = None
-        return self.assumed["compile"].value
+        return statistics.median(measured) if measured else self._assume("compile")
 
-    def _floor(self) -> float:
-        self.used[self.assumed["floor"].text()] = None
-        return self.assumed["floor"].value
+    def _assume(self, name: str) -> float:
+        value, words = self.assumed[name]
+        self.used[words] = None
+        return value
 
-    def _peak(self, dtype: str) -> tuple:
-        """(FLOP/s, source) of the peak for `dtype`; (None, "") on a CPU without a variable."""
-        if dtype not in self._peaks:
-            from spamlang.perf import peak_and_source
 
-            self._peaks[dtype] = peak_and_source(dtype, measure=False)
-        return self._peaks[dtype]
+@functools.cache
+def _flops_of(shape: tuple) -> float | None:
+    """FLOPs a token of a measured shape (None: a preset this version lacks)."""
+    from spamlang.model.config import ModelConfig, preset_fields
+    from spamlang.perf import flops_per_token
+
+    preset, n_layers, d_model, vocab, _, seq_len, tied, head, _ = shape
+    try:
+        own = preset_fields(preset)  # depth and width only where they differ from it
+        given = {"n_layers": n_layers, "d_model": d_model}
+        changes = {k: v for k, v in given.items() if own.get(k) != v}
+        model = ModelConfig.preset(
+            preset, vocab_size=vocab, tie_embeddings=tied, head=head, **changes
+        )
+        return flops_per_token(model, seq_len)
+    except (ValueError, TypeError):
+        return None
 
 
 def estimate(
-    mine: list, out: Path, vmap: bool | None, flops: list, bracket: int = 0, cells: dict = None
+    mine: list, out: Path, vmap: bool | None, flops: dict, bracket: int = 0, cells: dict = None
 ) -> str:
-    """The time line; `flops[k]`: FLOPs a token of point k; `cells`: what bracketing may extend."""
-    backend, devices = _platform()
-    timer = Estimator(out, backend, devices)
-    timed = {way: _Tally() for way in _TIMED_BY}
-    k = 0
+    """The time line; `flops`: run id -> FLOPs a token; `cells`: what bracketing may extend."""
+    timer = Estimator(out, *_platform())
+    timed = {way: [] for way in _TIMED_BY}  # way -> (runs, seconds, notes, machines) a program
     for group in mine:
-        left = [(_left_steps(c, out / r), c, flops[k + j]) for j, (r, c) in enumerate(group)]
-        k += len(group)
-        todo = [item for item in left if item[0] > 0]
-        if not todo:
-            continue
-        for program in _programs(vmap, todo):
-            way, seconds, notes, machines = timer.seconds(program)
-            tally = timed[way]
-            tally.runs, tally.seconds = tally.runs + program.members, tally.seconds + seconds
-            tally.notes.update(dict.fromkeys(notes))
-            tally.machines.update(dict.fromkeys(machines))
-    mfu = timer.assumed["mfu"].text()
-    parts = [x.line(_TIMED_BY[way], mfu) for way, x in timed.items() if x.runs]
-    total = sum(x.seconds for x in timed.values())
+        todo = [(n, c, flops[r]) for r, c in group if (n := _left_steps(c, out / r)) > 0]
+        for program in _programs(vmap, todo) if todo else []:
+            way, *timing = timer.seconds(program)
+            timed[way].append((program.members, *timing))
+    mfu = timer.assumed["mfu"][1]
+    parts = [_part(_TIMED_BY[way], got, mfu) for way, got in timed.items() if got]
+    total = sum(seconds for got in timed.values() for _, seconds, _, _ in got)
     head = f"time: about {duration(total)} in all: " if len(parts) > 1 else "time: "
     line = head + ("; ".join(parts) or "nothing left to train")
     if bracket and cells:
@@ -338,15 +282,26 @@ def estimate(
     return line
 
 
+def _part(text: str, programs: list, mfu: str) -> str:
+    """One way's part of the time line: at most 3 notes, but every machine (a warning about the
+    CPU must never be cut off)."""
+    notes = list(dict.fromkeys(note for p in programs for note in p[2]))
+    shown = " ".join(notes[:3]) + (f" and {len(notes) - 3} more" if len(notes) > 3 else "")
+    machines = "; ".join(dict.fromkeys(m for p in programs for m in p[3]))
+    runs, seconds = sum(p[0] for p in programs), sum(p[1] for p in programs)
+    return text.format(t=duration(seconds), n=runs, notes=shown, machines=machines, mfu=mfu)
+
+
 def _bracketing(timer: Estimator, vmap: bool | None, limit: int, cells: dict) -> str:
     """LR bracketing's part of the time line: a range, 0 to `limit` LRs per side of a cell."""
     most, runs = 0.0, 0
-    for seeds, config, flops in cells.values():
+    for configs, flops in cells.values():  # a cell's runs differ in lr and seed alone
+        config, seeds = next(iter(configs.values())), len(configs)
         programs = _programs(vmap, [(config.steps, config, flops)] * seeds)
-        if any(timer.seconds(p)[0] == "unknown" for p in programs):
-            continue
-        most += limit * sum(timer.seconds(p)[1] for p in programs)
-        runs += limit * seeds
+        timed = [timer.seconds(p) for p in programs]
+        if all(way != "unknown" for way, *_ in timed):
+            most += limit * sum(seconds for _, seconds, *_ in timed)
+            runs += limit * seeds
     if not runs:
         return f"LR bracketing (up to {limit} LRs per side): no estimate"
     return (
@@ -415,13 +370,13 @@ def dry_run(
                 + (f"  {law[run_id]}" if law else "")
             )
     tokens = sum(c.steps * c.tokens_per_step for _, c in points)
-    per_token, flops = {}, []  # group key -> FLOPs per token: a group's runs share the model
+    per_token, flops = {}, {}  # group key, run id -> FLOPs a token: a group shares the model
     for run_id, c in points:
         key = sweep.group_key_of(run_id, c)
         if key not in per_token:
             per_token[key] = flops_per_token(c.model_config(), c.seq_len)
-        flops.append(per_token[key])
-    total = sum(f * c.steps * c.tokens_per_step for f, (_, c) in zip(flops, points))
+        flops[run_id] = per_token[key]
+    total = sum(flops[r] * c.steps * c.tokens_per_step for r, c in points)
     i, n = shard
     where = f" (shard {i}/{n} of {len(sweep.points())} points)" if n > 1 else ""
     print(
@@ -437,13 +392,9 @@ def dry_run(
         )
         print("\n".join(others))
     limit = sweep.bracket_lr if bracket_lr is None else bracket_lr
-    cells: dict = {}  # cell key -> [seeds, a config, FLOPs a token]: what bracketing may add to
-    if limit and "lr" in [n for a in sweep.axes for n in fields_of(a)]:
-        seeds: dict = {}
-        for (_, c), f in zip(points, flops):
-            key = cell_key(c)
-            seeds.setdefault(key, set()).add(c.seed)
-            cells[key] = (len(seeds[key]), c, f)
+    cells: dict = {}  # cell key -> ({seed: a config}, FLOPs a token): what bracketing may add to
+    for r, c in points if limit else ():  # a limit comes with an lr axis (`check_bracket`)
+        cells.setdefault(cell_key(c), ({}, flops[r]))[0][c.seed] = c
     print(estimate(mine, out, vmap, flops, limit, cells))
     from spamlang.sweep import fit
 
@@ -454,7 +405,6 @@ def dry_run(
             print(f"warning: {run_id} and its group: {line}")
         for name, n in fit.output_bytes(config).items():
             files[name] = files.get(name, 0) + n * len(group)
-    if (total := sum(files.values())) > fit.OUTPUT_WARN:
-        shown = ", ".join(f"{k} {fit.size_text(v)}" for k, v in files.items() if v)
-        print(f"warning: these runs will write about {fit.size_text(total)}: {shown}")
+    if line := fit.output_warning(files, "these runs"):
+        print(line)
     return 0

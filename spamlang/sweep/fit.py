@@ -275,14 +275,21 @@ def size_text(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def check_run(config: Any, members: int = 1) -> str | None:
-    """UserError when a step of `members` runs does not fit memory; else the output warning."""
-    if line := memory_refusal(config, members):
+def check_run(config: Any) -> str | None:
+    """UserError when a step of the run does not fit memory; else the output warning."""
+    if line := memory_refusal(config):
         raise UserError(line)
-    return output_warning(config)
+    files = dict(sorted(output_bytes(config).items(), key=lambda kv: -kv[1]))  # largest first
+    line = output_warning(files, "this run")
+    if line and "track.jsonl" in files:
+        line += (
+            f" (track.jsonl: {size_text(files['track.jsonl'] / config.steps)} a step for "
+            f"track_symbols {config.track_symbols:,} x {config.steps:,} steps)"
+        )
+    return line
 
 
-def memory_refusal(config: Any, members: int = 1) -> str | None:
+def memory_refusal(config: Any) -> str | None:
     """One line when a step needs more memory than the device has (the host's on a CPU), naming the
     largest part and what lowers it; None when it fits or no memory is known."""
     import jax
@@ -290,33 +297,25 @@ def memory_refusal(config: Any, members: int = 1) -> str | None:
     from spamlang.model.kernels import resolve
 
     backend, devices = jax.default_backend(), jax.device_count()
-    needs = memory_needs(config, members, devices, resolve(config.kernels, backend))
+    needs = memory_needs(config, 1, devices, resolve(config.kernels, backend))
     memory = device_memory() or (host_memory() if backend == "cpu" else None)
     if backend == "cpu" and memory is not None and memory.source != ENV:
         memory = DeviceMemory(memory.bytes // devices, memory.source)  # shared by the devices
     if memory is None or needs.total <= memory.bytes:
         return None
-    return _too_big(config, needs, memory, members)
+    return _too_big(config, needs, memory)
 
 
-def output_warning(config: Any, runs: int = 1) -> str | None:
-    """The warning when `runs` runs of `config` write more than OUTPUT_WARN bytes; else None."""
-    files = {name: n * runs for name, n in output_bytes(config).items()}
+def output_warning(files: dict[str, float], who: str) -> str | None:
+    """The warning when `who` writes `files` (name -> bytes), more than OUTPUT_WARN; else None."""
     total = sum(files.values())
     if total <= OUTPUT_WARN:
         return None
-    parts = sorted(files.items(), key=lambda kv: -kv[1])
-    shown = ", ".join(f"{name} {size_text(n)}" for name, n in parts if n)
-    if "track.jsonl" in files:
-        shown += (
-            f" (track.jsonl: {size_text(files['track.jsonl'] / runs / config.steps)} a step for "
-            f"track_symbols {config.track_symbols:,} x {config.steps:,} steps)"
-        )
-    who = "this run" if runs == 1 else f"these {runs} runs"
+    shown = ", ".join(f"{name} {size_text(n)}" for name, n in files.items() if n)
     return f"warning: {who} will write about {size_text(total)}: {shown}"
 
 
-def _too_big(config: Any, needs: Needs, memory: DeviceMemory, members: int) -> str:
+def _too_big(config: Any, needs: Needs, memory: DeviceMemory) -> str:
     parts = {
         "activations": (
             needs.activations,
@@ -337,9 +336,8 @@ def _too_big(config: Any, needs: Needs, memory: DeviceMemory, members: int) -> s
     }
     shown = "; ".join(f"{what} {gib(n)}" for n, what, _ in parts.values())
     fix = max(parts.values(), key=lambda p: p[0])[2]
-    who = f"{members} vmapped runs" if members > 1 else "this run"
     return (
-        f"{who} would need about {gib(needs.total)} of memory a step ({shown}), more than the "
+        f"this run would need about {gib(needs.total)} of memory a step ({shown}), more than the "
         f"{gib(memory.bytes)} available ({memory.source}); {fix}, or set {ENV} to the memory "
         "to assume"
     )

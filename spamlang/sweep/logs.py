@@ -21,7 +21,6 @@ from spamlang.progress import log_seconds
 from spamlang.rundir.reading import last_row
 from spamlang.rundir.schema import CHECKPOINTS, METRICS
 
-_TAIL_BYTES = 8192  # the newest train row is in the file's last few lines
 _BAR_SECONDS = 2.0  # how often the bar's loss is refreshed
 
 
@@ -87,7 +86,7 @@ def watch(bar, label: str, run_dirs: list[Path], *, steps: int, first: int, tota
         said = 0  # the step of the last log line
         began = None  # (time, step) when the first row was seen: the rate is measured from it
         while not stop.wait(every_s):
-            rows = [r for d in run_dirs if (r := last_row(d / METRICS, _is_train, _TAIL_BYTES))]
+            rows = [r for d in run_dirs if (r := last_row(d / METRICS, _is_train))]
             if not rows:
                 continue
             step, now = min(r.get("step", 0) for r in rows), time.monotonic()

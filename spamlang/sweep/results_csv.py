@@ -58,10 +58,6 @@ class Report:
         return unreadable + list(self.notes)
 
 
-def _return_time(config: dict) -> dict:
-    return TrainConfig.from_json(config).return_time
-
-
 def repair_metrics(run_dir: str | Path) -> str | None:
     """Cut a torn last line (a row cut mid-JSON) from a finished run's metrics.jsonl; the line
     that says what was done (or could not be), or None when there was nothing to cut."""
@@ -109,7 +105,9 @@ def gather(out_dir: str | Path, report: Report | None = None, check=None) -> lis
         if damage := symbols_damage(run_dir):
             report.note(f"warning: {damage}; the run stays in {RESULTS_FILE} without it")
         try:
-            rows.append(run_row(run_dir, extras, check, _return_time))
+            rows.append(
+                run_row(run_dir, extras, check, lambda c: TrainConfig.from_json(c).return_time)
+            )
         except ValueError as e:
             report.unreadable[str(run_dir)] = str(e)
     if report.echo:

@@ -31,12 +31,12 @@ from spamlang.sweep.spec import (
     canonical,
     cell_key,
     check_bracket,
-    check_shard,
     check_size,
     differing,
     fields_of,
     group_key,
     groups,
+    parse_shard,
     shard_groups,
     warn_empty_shard,
 )
@@ -105,7 +105,7 @@ def run_sweep(
     (`vmap`; None: `trains_together`) of at most `group_size` members (0: the sweep's, else what
     fits the device); `bracket_lr` (None: the sweep's) extends edge LR grids; `only`: run-id
     globs."""
-    shard = check_shard(shard)
+    shard = parse_shard(shard)
     group_size = group_size or sweep.group_size
     check_size(sweep, max_points)
     memory = fit.device_memory()  # before anything is written: a bad variable is a UserError
@@ -180,8 +180,6 @@ class _Trainer:
 
     def __call__(self, todo: list) -> bool:
         """Train `todo`; False if another process holds a run."""
-        from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
-
         out, bar = self.out, self.bar
         fresh = [run_id for run_id, _ in todo if run_id not in self.known]
         self.total += sum(not is_finished(out / run_id) for run_id in fresh)
@@ -195,7 +193,7 @@ class _Trainer:
         all_done = True
         for part in parts:
             try:
-                self.done = _run_part(part, out, bar, self.done, self.total, self.quiet, train_run)
+                self._run(part)
             except RunDirBusy as e:
                 # Even when quiet: these runs are left to another process, not done here.
                 first, more = part[0][0], len(part) - 1
@@ -206,6 +204,26 @@ class _Trainer:
                 continue
             write_results(out, self.report, self.check)
         return all_done
+
+    def _run(self, todo: list) -> None:
+        from spamlang.train import run as train_run  # looked up at call time (tests spy on it)
+
+        ids, bar, total, quiet = [run_id for run_id, _ in todo], self.bar, self.total, self.quiet
+        label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
+        dirs = [self.out / i for i in ids]
+        if not quiet:
+            announce_resumes(bar, ids, dirs, self.done, total)
+        steps, first = todo[0][1].steps, self.done + 1
+        with watch(bar, label, dirs, steps=steps, first=first, total=total, quiet=quiet):
+            if len(todo) == 1:
+                results = [train_run.run_training(todo[0][1], dirs[0], quiet=True)]
+            else:
+                results = train_run.run_group([c for _, c in todo], dirs, quiet=True)
+        for run_id, result in zip(ids, results):
+            self.done += 1
+            if not quiet:
+                bar.write(f"[{self.done}/{total}] " + summary_line(run_id, result))
+        bar.update(len(todo))
 
     def bracket(self, group: list, sweep: Sweep, limit: int) -> None:
         # Whole cells (a cap or --only may have cut them): a decision needs every seed.
@@ -253,11 +271,11 @@ def point_check(sweep: Sweep):
         if any(n.startswith(prefix) for n in axis_fields)
     }
     base = as_json(sweep.base.to_json())
-    verdicts: dict[tuple, str | None] = {}
 
-    def verdict(run_id: str, data: dict) -> str | None:
+    @functools.cache  # one verdict per run id and config
+    def verdict(run_id: str, text: str) -> str | None:
         try:  # a config.json of an older version: its missing fields take their defaults
-            config = type(sweep.base).from_json(data)
+            config = type(sweep.base).from_json(json.loads(text))
         except (ValueError, TypeError) as e:
             return f"its config.json is not a valid config ({str(e).splitlines()[0]})"
         data = as_json(config.to_json())
@@ -280,13 +298,7 @@ def point_check(sweep: Sweep):
         why = f"differs from the base in {why}" if diff else f"names the point {named}"
         return f"its config.json is not the sweep's point {run_id} (it {why})"
 
-    def check(run_id: str, data: dict) -> str | None:
-        key = (run_id, canonical(data))
-        if key not in verdicts:
-            verdicts[key] = verdict(run_id, as_json(data))
-        return verdicts[key]
-
-    return check
+    return lambda run_id, data: verdict(run_id, canonical(data))
 
 
 def _fit_parts(
@@ -310,22 +322,3 @@ def _fit_parts(
         return [todo]
     size = max(found.members, 1)
     return [todo[i : i + size] for i in range(0, k, size)]
-
-
-def _run_part(todo: list, out: Path, bar, done: int, total: int, quiet: bool, train_run) -> int:
-    ids = [run_id for run_id, _ in todo]
-    label = ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1} vmapped"
-    dirs = [out / i for i in ids]
-    if not quiet:
-        announce_resumes(bar, ids, dirs, done, total)
-    with watch(bar, label, dirs, steps=todo[0][1].steps, first=done + 1, total=total, quiet=quiet):
-        if len(todo) == 1:
-            results = [train_run.run_training(todo[0][1], dirs[0], quiet=True)]
-        else:
-            results = train_run.run_group([c for _, c in todo], dirs, quiet=True)
-    for run_id, result in zip(ids, results):
-        done += 1
-        if not quiet:
-            bar.write(f"[{done}/{total}] " + summary_line(run_id, result))
-    bar.update(len(todo))
-    return done

@@ -15,13 +15,14 @@ import math
 import re
 import sys
 from decimal import Decimal
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from spamlang.errors import UserError, first_line
-from spamlang.fields import as_int, closest, conform, field_types, in_range, is_int, tagged
+from spamlang.fields import as_int, check, closest, conform, field_types, in_range, is_int, tagged
 from spamlang.model.config import ModelConfig
 from spamlang.notation import format_count, parse_count
 from spamlang.rundir.reading import fields_of  # sweep.json's axes are read below the sweep
@@ -102,8 +103,6 @@ def axis_type(base: Any, axis: str) -> Any:
     if axis.startswith(MODEL_PREFIX):
         name = axis[len(MODEL_PREFIX) :]
         model_fields = field_types(ModelConfig)
-        if "model" not in fields:
-            raise UserError(f"axis {axis!r}: the base config has no model field")
         if name in fields:
             raise UserError(f"axis {axis!r}: {name} is a run field, use the axis {name!r}")
         if name not in model_fields:
@@ -113,7 +112,7 @@ def axis_type(base: Any, axis: str) -> Any:
             )
         return model_fields[name]
     if axis.startswith(PARAM_PREFIX):
-        if "language_params" not in fields or not axis[len(PARAM_PREFIX) :]:
+        if not axis[len(PARAM_PREFIX) :]:
             raise UserError(f"unknown axis {axis!r}: expected param.<language parameter>")
         return Any
     if axis not in fields:
@@ -287,8 +286,8 @@ class Sweep:
             raise UserError(
                 f"{owner}: tracker must be 'tensorboard', 'wandb' or None, got {self.tracker!r}"
             )
-        size = as_int("group_size", self.group_size, owner=owner)
-        object.__setattr__(self, "group_size", in_range("group_size", size, owner=owner, ge=0))
+        size = check("group_size", self.group_size, int, owner=owner, ge=0)
+        object.__setattr__(self, "group_size", size)
         if self.size <= MAX_POINTS:
             self._expand()
 
@@ -427,20 +426,14 @@ def groups(sweep: Sweep, group_size: int = 0) -> list[list[tuple[str, Any]]]:
     return sorted(out, key=lambda g: g[0][0])
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """ "i/n" -> (i, n) with 0 <= i < n (shards are numbered from 0)."""
+def parse_shard(shard: Any) -> tuple[int, int]:
+    """(i, n) with 0 <= i < n (shards are numbered from 0) from a pair, or text "i/n" (--shard)."""
+    text = isinstance(shard, str)
     try:
-        i, n = map(int, str(text).split("/"))
-    except ValueError:
-        raise UserError(f"--shard must look like i/n (e.g. 0/4), got {text!r}") from None
-    return check_shard((i, n))
-
-
-def check_shard(shard: Any) -> tuple[int, int]:
-    try:
-        i, n = shard
+        i, n = map(int, shard.split("/")) if text else shard
     except (TypeError, ValueError):
-        raise UserError(f"shard must be a pair (i, n), got {shard!r}") from None
+        what = "--shard must look like i/n (e.g. 0/4)" if text else "shard must be a pair (i, n)"
+        raise UserError(f"{what}, got {shard!r}") from None
     if not (is_int(i) and is_int(n)) or not 0 <= i < n:
         raise UserError(f"shard (i, n) needs integers with 0 <= i < n, got {shard!r}")
     return int(i), int(n)
@@ -451,26 +444,19 @@ def shard_groups(
 ):
     """Shard i of n: groups i, i+n, ... of `groups`, so every host computes the same list. `only`:
     run-id globs applied after dealing; a pattern no point matches is a UserError."""
-    i, n = check_shard(shard)
+    i, n = parse_shard(shard)
     mine = groups(sweep, group_size)[i::n]
-    if only:
-        matches = _matcher(sweep, only)
-        mine = [kept for g in mine if (kept := [p for p in g if matches(p[0])])]
     order = {run_id: k for k, (run_id, _) in enumerate(sweep.points())}
-    return sorted(mine, key=lambda g: order[g[0][0]])
-
-
-def _matcher(sweep: Sweep, only: tuple):
-    import fnmatch
-
-    ids = [run_id for run_id, _ in sweep.points()]
     for pattern in only:
-        if not isinstance(pattern, str) or not any(fnmatch.fnmatchcase(i, pattern) for i in ids):
+        if not isinstance(pattern, str) or not any(fnmatchcase(r, pattern) for r in order):
             raise UserError(
                 f"--only {pattern!r} matches no run id of sweep {sweep.name!r} "
                 "(--dry-run lists them)"
             )
-    return lambda run_id: any(fnmatch.fnmatchcase(run_id, p) for p in only)
+    if only:
+        picked = {r for r in order if any(fnmatchcase(r, q) for q in only)}
+        mine = [kept for g in mine if (kept := [p for p in g if p[0] in picked])]
+    return sorted(mine, key=lambda g: order[g[0][0]])
 
 
 def warn_empty_shard(

@@ -408,9 +408,8 @@ class TrainConfig:
         if steps is not None:
             object.__setattr__(self, "tokens", _Resolved(steps * self.tokens_per_step))
         else:
-            tokens = DEFAULT_TOKENS if tokens is None else tokens
-            object.__setattr__(self, "tokens", tokens)
-            object.__setattr__(self, "steps", _Resolved(tokens // self.tokens_per_step))
+            object.__setattr__(self, "tokens", DEFAULT_TOKENS if tokens is None else tokens)
+            object.__setattr__(self, "steps", _Resolved(self.tokens // self.tokens_per_step))
 
     def _check_corpus(self) -> None:
         """A corpus run's vocabulary, fields that mean nothing on text, train.bin's hash."""
@@ -484,18 +483,17 @@ class TrainConfig:
         return sorted({round(i * (v - 1) / (k - 1)) for i in range(k)}) if k > 1 else [0] * k
 
     def model_config(self):
-        from spamlang.model.config import ModelConfig, preset_fields
+        from spamlang.model.config import ModelConfig
 
-        fields = {**preset_fields(self.preset), **self.model}
-        max_len = fields.get("max_seq_len", ModelConfig.__dataclass_fields__["max_seq_len"].default)
-        if max_len < self.seq_len:  # never raised silently: attention and eval cost grow with it
+        own = {k: getattr(self, k) for k in _OWN_MODEL_FIELDS}
+        config = ModelConfig.preset(self.preset, **self.model, **own)
+        if config.max_seq_len < self.seq_len:  # never raised silently: attention and eval cost grow
             where = "model" if "max_seq_len" in self.model else f"preset {self.preset}'s"
             raise UserError(
-                f"seq_len {self.seq_len} exceeds {where} max_seq_len ({max_len}); raise it with "
-                f"--model max_seq_len={self.seq_len}"
+                f"seq_len {self.seq_len} exceeds {where} max_seq_len ({config.max_seq_len}); "
+                f"raise it with --model max_seq_len={self.seq_len}"
             )
-        own = {k: getattr(self, k) for k in _OWN_MODEL_FIELDS}
-        return ModelConfig.preset(self.preset, **self.model, **own)
+        return config
 
     def make_language(self):
         from spamlang import languages

@@ -27,10 +27,11 @@ from spamlang.errors import Interrupted, UserError
 from spamlang.perf import peak_flops
 from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
-from spamlang.rundir.lock import hold_for_job
+from spamlang.rundir.lock import hold_run_dirs
 from spamlang.rundir.reading import last_row, read_result
 from spamlang.rundir.schema import RESULT_COLUMNS, RESULT_EXTRAS
 from spamlang.train.config import MEMBER_FIELDS, TrainConfig
+from spamlang.train.step import HEAD_STEP
 from spamlang.train.step import program as get_program
 
 
@@ -54,7 +55,7 @@ def run_group(configs, out_dirs, *, quiet=False, stop_after_step: int | None = N
     check_unstarted_weights(configs, out_dirs)
     # Only unfinished members are locked, before anything is written.
     pending = [rundir.make_dir(d) for d in out_dirs if not (d / rundir.RESULT).exists()]
-    with hold_for_job(pending, writer):
+    with hold_run_dirs(pending, writer):
         dirs = [rundir.prepare(d, c, write=writer) for c, d in zip(configs, out_dirs)]
         results = [read_result(d) for d in dirs]
         if todo := [i for i, r in enumerate(results) if r is None]:
@@ -141,8 +142,6 @@ def stop_signal(received: list, step: int, stop_after_step: int | None) -> int |
 
 
 _TRAIN_KEYS = ("loss", "accuracy", "grad_norm")  # averaged over the steps of a log interval
-# Averaged over the steps that have them (NaN: no absent row in the step).
-_FINITE_KEYS = ("head_step_rms", "head_step_rms_absent")
 # Evaluation outputs too big for a row: the curve goes to result.json, the losses to symbols.npz.
 _NOT_LOGGED = ("symbol_curve", "symbol_loss", "target_buckets", "corpus")
 # The state arrays of a symbol's history, by their names in symbol_evals.jsonl and symbols.npz.
@@ -266,8 +265,7 @@ def _last_logged(run_dir: Path) -> int | None:
     path = run_dir / rundir.METRICS
     if not path.is_file():
         return None
-    row = last_row(path, lambda r: r.get("kind") == "train", tail_bytes=_TAIL)
-    if row is not None:
+    if (row := last_row(path, lambda r: r.get("kind") == "train", tail_bytes=_TAIL)) is not None:
         return int(row.get("step", 0))
     return 0 if path.stat().st_size <= _TAIL else None
 
@@ -301,11 +299,9 @@ class _Group:
             self._due_rows(step, self.ms)
         deferred = None
         while step < cfg.steps and any(m.result is None for m in self.ms):
-            if self.data_keys is None:
-                self.state, metrics = self.program.step(self.state)
-            else:
-                batch = self.program.host_batch(self.data_keys, step)
-                self.state, metrics = self.program.step(self.state, batch)
+            keys = self.data_keys
+            batch = None if keys is None else self.program.host_batch(keys, step)
+            self.state, metrics = self.program.step(self.state, batch)
             step += 1
             self.pending.append((step, metrics))
             if deferred is not None:  # the last log step's row, now that this step is queued
@@ -343,7 +339,7 @@ class _Group:
         cfg, evals = self.cfg, {}
         if cfg.eval_every and step % cfg.eval_every == 0:
             if late := [m for m in members if not _has_row(m.log, "eval", step)]:
-                evals = self._eval_rows(step, late)
+                evals = self._evaluate(late, step)
         if cfg.diag_every and step % cfg.diag_every == 0:
             late = [m for m in members if not _has_row(m.log, "diag", step)]
             self._diag(step, late, evals if all(id(m) in evals for m in late) else None)
@@ -377,7 +373,7 @@ class _Group:
                 m.track.append(row)
             row = {"kind": "train", "step": step, "tokens": step * self.cfg.tokens_per_step}
             row.update({k: sum(e[1][k] for e in entries) / len(entries) for k in _TRAIN_KEYS})
-            for k in _FINITE_KEYS:
+            for k in HEAD_STEP:  # averaged over the steps that have them (NaN: no absent row)
                 finite = [e[1][k] for e in entries if np.isfinite(e[1][k])]
                 row[k] = sum(finite) / len(finite) if finite else None
             row.update(lr=entries[-1][1]["lr"], tokens_per_s=tokens_per_s, mfu=mfu)
@@ -397,18 +393,9 @@ class _Group:
         host = jax.device_get({k: self.state[v] for k, v in _HISTORY.items()})
         return {k: np.asarray(v) for k, v in host.items()}
 
-    def _eval_rows(self, step: int, members: list[_Member], past=None, final=False) -> dict:
-        evals = self._evaluate(members, final)
-        self._rows("eval", step, members, evals)
-        if logged := [m for m in members if m.symbols is not None]:
-            past = self._history() if past is None else past
-            for m in logged:
-                own = {k: v[self.ms.index(m)] for k, v in past.items()}
-                m.symbols.append(history.eval_row(step, evals[id(m)]["symbol_loss"], own))
-        return evals
-
-    def _evaluate(self, members: list[_Member], final=False) -> dict[int, dict]:
-        """{id(member): its evaluation} (the whole group is evaluated: one program)."""
+    def _evaluate(self, members: list[_Member], step=None, past=None, final=False) -> dict:
+        """{id(member): its evaluation} (the whole group is evaluated: one program); with a `step`,
+        written as eval rows and symbol rows (from the history `past`, read when None)."""
         cfg = self.cfg
         what = (
             f"evaluating {cfg.eval_sequences:,} sequences (loss, and greedy decoding to "
@@ -417,9 +404,17 @@ class _Group:
             else f"evaluating {'all of' if final else 'the start of'} val.bin"
         )
         wait = functools.partial(wait_for, progress=self.progress, what=what)
-        configs = [m.config for m in self.ms]
-        out = self.program.evaluate(self.state, configs, wait=wait, final=final)
-        return {id(m): out[self.ms.index(m)] for m in members}
+        out = self.program.evaluate(self.state, [m.config for m in self.ms], wait=wait, final=final)
+        evals = {id(m): out[self.ms.index(m)] for m in members}
+        if step is None:
+            return evals
+        self._rows("eval", step, members, evals)
+        if logged := [m for m in members if m.symbols is not None]:
+            past = self._history() if past is None else past
+            for m in logged:
+                own = {k: v[self.ms.index(m)] for k, v in past.items()}
+                m.symbols.append(history.eval_row(step, evals[id(m)]["symbol_loss"], own))
+        return evals
 
     def _diag(self, step: int, members: list[_Member], evals=None) -> dict[int, dict]:
         """Diag rows of `members`, with each one's per-symbol learning, from `evals` when exact."""
@@ -451,9 +446,8 @@ class _Group:
         # The members saved together, for `_common_steps`; pruned once all have this step.
         together = {"group": sorted(m.dir.name for m in members)} if len(members) > 1 else {}
         for m in members:
-            for log in (m.log, m.track, m.symbols):
-                if log is not None:
-                    log.sync()
+            for log in filter(None, (m.log, m.track, m.symbols)):
+                log.sync()
             meta = {"wall_seconds": m.wall_before + wall, "final": final, **together}
             m.ckpt.save(step, self.program.member(self.state, self.ms.index(m)), meta)
         for m in members:
@@ -464,7 +458,7 @@ class _Group:
         # The history read once, for symbol_evals.jsonl's last row and for symbols.npz.
         past = self._history() if any(m.symbols is not None for m in members) else {}
         if write_rows:
-            evals = self._eval_rows(step, members, past, final=True)
+            evals = self._evaluate(members, step, past, final=True)
             healthy = [m for m in members if self.ms.index(m) not in diverged]
             diags = self._diag(step, healthy, evals) if self.cfg.diag_every else {}
             self._save(step, members, final=True)
@@ -476,14 +470,10 @@ class _Group:
             j, ev = self.ms.index(m), evals[id(m)]
             # A diverged member's steps after its diverging batch were frozen: not counted.
             at, diag = diverged.get(j, step), diags.get(id(m)) or {}
-            rates = [
-                x
-                for r in m.log.records
-                if r.get("kind") == "train" and (x := r.get("tokens_per_s"))
-            ]
+            rates = [x for x in m.log.train("tokens_per_s") if x]
             values = {
                 **ev,  # coverage, held-out and per-symbol fields under their column names
-                "final_train_loss": rundir.final_train_loss(m.log.train_losses()),
+                "final_train_loss": rundir.final_train_loss(m.log.train("loss")),
                 "final_eval_loss": ev["eval_loss"],
                 "optimal_loss": self.program.optimal_loss,
                 "diverged": j in diverged,
@@ -507,26 +497,16 @@ class _Group:
                     own = {k: v[j] for k, v in past.items()}
                     gap = history.mean_gap(own["first_step"], own["last_step"], own["appearances"])
                     p_V = self.program.evaluation.probability_V
-                    rundir.write_symbols(
-                        m.dir,
-                        loss=ev["symbol_loss"],
-                        probability=p_V,
-                        mean_gap=gap,
-                        steps=at,
-                        **own,
-                    )
+                    own.update(loss=ev["symbol_loss"], probability=p_V, mean_gap=gap)
+                    rundir.write_symbols(m.dir, steps=at, **own)
                 rundir.write_result(m.dir, m.result)
                 tracking.finished(m.log, m.result)
             status = f"diverged at step {at}" if j in diverged else f"finished after {at} steps"
-            self.progress.message(
-                f"{m.dir}: {status}; final train loss {_fmt(m.result['final_train_loss'])}, "
-                f"eval loss {_fmt(m.result['final_eval_loss'])}"
-                + (
-                    f", repetition accuracy {_fmt(m.result['repetition_accuracy'])}"
-                    if self.cfg.corpus is None
-                    else ""
-                )
-            )
+            said = {"final train loss": "final_train_loss", "eval loss": "final_eval_loss"}
+            if self.cfg.corpus is None:
+                said["repetition accuracy"] = "repetition_accuracy"
+            shown = ", ".join(f"{words} {_fmt(m.result[k])}" for words, k in said.items())
+            self.progress.message(f"{m.dir}: {status}; {shown}")
 
 
 def _has_row(log: rundir.MetricsLog, kind: str, step: int) -> bool:

@@ -304,13 +304,12 @@ class Program:
             "last_seen": jnp.full(V, -1, jnp.int32),
             "first_seen": jnp.full(V, -1, jnp.int32),
             "max_gap": jnp.zeros(V, jnp.int32),
-            **(self._target_history(V) if self.corpus is not None else {}),
-        }
-
-    @staticmethod
-    def _target_history(V: int) -> State:
-        # How often each id was a target, and the step count right after its last (-1 never).
-        return {"target_count": jnp.zeros(V, jnp.int32), "last_target": jnp.full(V, -1, jnp.int32)}
+        } | (
+            # How often each id was a target, and the step count right after its last (-1 never).
+            {"target_count": jnp.zeros(V, jnp.int32), "last_target": jnp.full(V, -1, jnp.int32)}
+            if self.corpus is not None
+            else {}
+        )
 
     def init(self, seeds: list[int], lrs: list[float]) -> State:
         """The step-0 state of K members (member i from seeds[i] and peak LR lrs[i])."""
