@@ -37,7 +37,7 @@ def test_step_n_plus_1_is_dispatched_before_step_n_is_read(tmp_path, monkeypatch
         prog = copy.copy(real_program(config))  # the shared Program itself stays as it is
         real_step = prog.step
 
-        def step(state):
+        def step(state, batch=None):
             out = real_step(state)
             dispatched[0] += 1
             events.append(("dispatch", dispatched[0]))
