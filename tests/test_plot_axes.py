@@ -123,6 +123,16 @@ def test_sort_values_numeric_text_and_bool():
         "mos:4",
         "softmax",
     ]
+    # A rank inside a name sorts as a number (Figure 1's legend: 4, 8, 16, ..., softmax).
+    heads = ["softmax", "lowrank:16", "lowrank:4", "lowrank:64", "lowrank:8", "mos:2"]
+    assert layout.sort_values(heads) == [
+        "lowrank:4",
+        "lowrank:8",
+        "lowrank:16",
+        "lowrank:64",
+        "mos:2",
+        "softmax",
+    ]
     assert layout.sort_values([False, True]) == [True, False]  # tied first, as in the paper
     assert layout.sort_values([None, 3, 1]) == [1, 3, None]
     # CSV cells become numbers, so they sort by value rather than as text ("1024" < "256").

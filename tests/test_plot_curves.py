@@ -126,3 +126,19 @@ def test_cli_default_is_lr_best(sweep, tmp_path, capsys):
         figures.append(out.read_bytes())
     assert figures[0].startswith(b"\x89PNG") and capsys.readouterr().err == ""
     assert figures[0] == figures[1] != figures[2]
+
+
+def test_a_corpus_runs_curve_is_its_one_val_set_to_the_end(tmp_path):
+    """Figure 1: the final eval_loss is all of val.bin, the earlier ones its first 32K tokens;
+    val_start_loss is the first 32K tokens at every eval, the last included."""
+    root = tmp_path / "sweep"
+    write_run(root, 64, 1e-2, False, 0, [5.0, 4.0])
+    rows = [(1, 4.5, 4.5), (2, 4.3, 4.0)]  # (step, eval_loss, val_start_loss): the end differs
+    with open(next(root.iterdir()) / "metrics.jsonl", "a") as f:
+        for step, full, start in rows:
+            row = {"kind": "eval", "step": step, "tokens": 1000 * step, "eval_loss": full}
+            f.write(json.dumps({**row, "val_start_loss": start}) + "\n")
+    fig = curves_figure(root, metric="val_start_loss", cols=None, rows="none")
+    (ax,) = fig.axes
+    assert list(lines(ax).values()) == [[4.5, 4.0]]
+    assert ax.get_ylabel() == "val loss, first 32K tokens (nats)"

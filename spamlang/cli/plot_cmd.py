@@ -162,7 +162,8 @@ def _curves(kinds) -> None:
     )
     y_help = (
         "metrics.jsonl field drawn: loss (train, every log step; default), eval_loss (every "
-        "eval), or any other field such as accuracy"
+        "eval), val_start_loss (a corpus run's first 32K val tokens at every eval, the final "
+        "one included: Figure 1), or any other field such as accuracy"
     )
     p.add_argument("--y", "--metric", dest="metric", default="loss", metavar="FIELD", help=y_help)
     x_help = (

@@ -19,7 +19,12 @@ from spamlang.plots.canvas import writer
 from spamlang.plots.layout import BEST_METRIC, SEED, Facets, Point, ident
 from spamlang.results import CLASH_SUFFIX, column_values, load_metrics, read_runs, records, select
 
-CURVE_METRICS = {"loss": ("train", "train loss (nats)"), "eval_loss": ("eval", "eval loss (nats)")}
+CURVE_METRICS = {
+    "loss": ("train", "train loss (nats)"),
+    "eval_loss": ("eval", "eval loss (nats)"),
+    # A corpus run's one val set at every eval (its final eval_loss is all of val.bin).
+    "val_start_loss": ("eval", "val loss, first 32K tokens (nats)"),
+}
 X_ALIASES = {"steps": "step"}  # --x steps: metrics.jsonl's field is `step`
 
 

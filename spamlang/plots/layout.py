@@ -4,6 +4,7 @@ min-max range), best LR, and the panel grid (`auto_rows`: experiments never aver
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -83,8 +84,11 @@ def ident(v: Any) -> tuple:
 
 
 def order_key(v: Any) -> tuple:
-    """Numbers numerically, then True before False (tied first, as in the paper), then text."""
+    """Numbers numerically, then True before False (tied first, as in the paper), then text with
+    its digit runs read as numbers (lowrank:4 before lowrank:16)."""
     kind, x = ident(v)
+    if kind == 2:  # re.split with a group alternates text and digits: like compares with like
+        return (kind, [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", x)])
     return (kind, not x) if kind == 1 else (kind, x)
 
 
