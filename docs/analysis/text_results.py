@@ -62,7 +62,11 @@ def best(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         out.append(
             {**dict(zip(by, key)), "lr": lr, **cell.loc[top].to_dict(), "interior": interior}
         )
-    return pd.DataFrame(out)
+    cells = pd.DataFrame(out)
+    if "head" in by:  # by rank, as Figure 1's legend: lowrank:4, 8, ..., softmax last
+        rank = cells["head"].str.extract(r":(\d+)$")[0].astype(float).fillna(np.inf)
+        cells = cells.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+    return cells
 
 
 def multipliers(folder: Path, results: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
