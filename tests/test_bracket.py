@@ -106,6 +106,29 @@ def test_run_sweep_brackets_an_optimum_above_the_grid(tmp_path, monkeypatch, cap
     assert calls == []
 
 
+def test_the_process_that_finishes_a_cell_last_brackets_it(tmp_path, monkeypatch):
+    """Two processes on one shard: one run of the cell is held by the other process, which
+    finishes it while this one trains the rest; the cell is then complete, so this process
+    brackets it (neither process used to, each having met a held run)."""
+    from spamlang.rundir.lock import RunDirBusy
+
+    calls, train = [], fake_trainer(bowl(0.3), [])
+
+    def other_holds_one(config, out_dir, quiet=True):
+        if (config.lr, config.seed) == (1e-2, 0) and "held" not in calls:
+            calls.append("held")
+            train(config, out_dir)  # the other process finishes it ...
+            raise RunDirBusy(out_dir, None)  # ... while this one is refused its lock
+        calls.append((config.lr, config.seed))
+        return train(config, out_dir)
+
+    monkeypatch.setattr(train_run, "run_training", other_holds_one)
+    sweep = Sweep("b", BASE, {"lr": [1e-3, 3e-3, 1e-2], "seed": [0, 1]}, bracket_lr=1)
+    rows = run_sweep(sweep, tmp_path, quiet=True, vmap=False)
+    assert "held" in calls and (3e-2, 0) in calls and (3e-2, 1) in calls
+    assert sorted({r["lr"] for r in rows}) == pytest.approx([1e-3, 3e-3, 1e-2, 3e-2])
+
+
 def test_bracketing_stops_at_its_limit_and_says_so(tmp_path, monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(train_run, "run_training", fake_trainer(bowl(10.0), calls))

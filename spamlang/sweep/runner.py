@@ -133,9 +133,10 @@ def run_sweep(
     try:
         for group in my_groups:
             todo = [(run_id, cfg) for run_id, cfg in group if not is_finished(out / run_id)]
-            if (todo and not train(todo)) or not limit:
-                continue
-            train.bracket(group, sweep, limit)
+            if todo:
+                train(todo)  # a run another process holds is left to it
+            if limit:  # cells whose every run is finished: the last process to finish brackets
+                train.bracket(group, sweep, limit)
     finally:
         train.bar.close()
         rows = write_results(out, train.report, check)
