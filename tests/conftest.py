@@ -20,12 +20,24 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
+
 # Temporary files in memory where the machine has a tmpfs: a run of the suite leaves about
 # 10,000 files (checkpoints, mostly), and pytest deletes its fourth-newest run's at the end;
 # on this project's CI disk that deletion alone took 20 s of wall time (`rm -rf` of one run's
 # tmp_path tree, beside a training job), against well under a second in /dev/shm.
 # PYTEST_DEBUG_TEMPROOT is pytest's documented root for tmp_path; a user's own setting wins.
-FAST_TMP = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+# A run keeps about 75 MB there, and pytest keeps three runs: a small /dev/shm (Docker's is
+# 64 MB) is passed over for the system's temporary folder.
+def _fast_tmp(path: str = "/dev/shm", need_bytes: int = 1 << 30) -> str | None:
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    roomy = stat.f_bavail * stat.f_frsize >= need_bytes
+    return path if roomy and os.access(path, os.W_OK) else None
+
+
+FAST_TMP = _fast_tmp()
 if FAST_TMP:
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", FAST_TMP)
 
