@@ -122,3 +122,15 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_unconfigure(config):
     if OWN_CACHE_DIR is not None:
         shutil.rmtree(OWN_CACHE_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def small_reference(monkeypatch):
+    """The reference corpus cut to 40 small stdlib files (the whole one is 10 s of BPE
+    training); returns (the stdlib folder, the files)."""
+    from spamlang.corpus import reference
+
+    root, files = reference.reference_files()
+    subset = sorted((f for f in files if 200 < (root / f).stat().st_size < 3000), key=str)[:40]
+    monkeypatch.setattr(reference, "reference_files", lambda: (root, subset))
+    return root, subset

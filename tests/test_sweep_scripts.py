@@ -12,20 +12,9 @@ from spamlang.cli import main as cli_main
 SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.py"))
 
 
-@pytest.fixture
-def small_reference(tmp_path, monkeypatch):
-    """The real-text scripts tokenize the reference corpus into ./runs/corpora at load time
-    (10 s of BPE training on the whole stdlib): here 40 small files of it, in tmp_path."""
-    from spamlang.corpus import reference
-
-    root, files = reference.reference_files()
-    subset = sorted((f for f in files if 200 < (root / f).stat().st_size < 3000), key=str)[:40]
-    monkeypatch.setattr(reference, "reference_files", lambda: (root, subset))
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.mark.parametrize("script", SWEEPS, ids=lambda p: p.stem)
-def test_sweep_script_dry_run(script, tmp_path, capsys, small_reference):
+def test_sweep_script_dry_run(script, tmp_path, capsys, monkeypatch, small_reference):
+    monkeypatch.chdir(tmp_path)  # the real-text scripts tokenize into ./runs/corpora
     out = tmp_path / "out"
     assert cli_main(["sweep", str(script), "--out", str(out), "--dry-run"]) == 0
     summary = [line for line in capsys.readouterr().out.splitlines() if " runs in " in line][-1]

@@ -361,12 +361,9 @@ def test_the_reference_listing():
     assert not any(name.startswith(("encodings/", "pydoc_data/")) for name in names)
 
 
-def test_the_reference_corpus_subset(capsys, tmp_path, monkeypatch):
-    root, files = reference.reference_files()
-    small = sorted((f for f in files if 200 < (root / f).stat().st_size < 3000), key=str)
-    subset = small[:40]
+def test_the_reference_corpus_subset(capsys, tmp_path, small_reference):
+    root, subset = small_reference
     assert any(is_val(f.as_posix()) for f in subset)
-    monkeypatch.setattr(reference, "reference_files", lambda: (root, subset))
     out = tmp_path / "stdlib"
     status, stdout, _ = run(capsys, "tokenize", "--reference", "--vocab-size", "300", "--out", out)
     assert status == 0 and "tokenized" in stdout
