@@ -89,7 +89,9 @@ def test_the_dry_run_reads_the_committed_runs_of_the_same_shape_on_a_cpu(
         seq_len=2, tie_embeddings=True, steps=2500, log_every=16, eval_every=256,
     )  # fmt: skip
     line = _time_line(Sweep("p", config, {"b2": [0.95, 0.999]}), tmp_path / "p", capsys)
-    assert "committed runs of the same shape (results/paper_model_cpu" in line
+    # Every committed folder with runs of that shape is read (paper_model_bracket's too).
+    sources = line.split("committed runs of the same shape (")[1].split(";")[0].split()
+    assert "results/paper_model_cpu" in sources, line
     hours = float(line.split("about ")[1].split(" h")[0])
     # Two runs of the row's shape, one by one (a step of 128 tokens is no CPU vmap).
     assert 1 / 1.5 <= hours * 3600 / (2 * float(row["wall_seconds"])) <= 1.5, line
