@@ -96,7 +96,7 @@ def wandb_records(path: Path):
 
 
 def test_wandb_offline_resumed_run_logs_every_step_once(plain, tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     run_dir = tmp_path / "run"
     spec = tracking.TrackerSpec("wandb", True, tmp_path, group="my-sweep")
@@ -104,8 +104,6 @@ def test_wandb_offline_resumed_run_logs_every_step_once(plain, tmp_path, monkeyp
     # W&B's service process writes a run's file after `run.finish()` returns (the second run's
     # held only its 7-byte header in 2 of 4 tries beside a training job); at a process's exit
     # W&B's atexit hook tears the service down, which flushes every file. The test does so here.
-    import wandb
-
     wandb.teardown()
     files = sorted((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(files) == 2  # one per process, of the same W&B run
