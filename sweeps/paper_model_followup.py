@@ -1,0 +1,33 @@
+"""`paper_model_bracket.py` extended: the LRs below its best ones, and a second seed.
+
+b2 0.95 at LR 3e-5 and head AMSGrad at LR 1e-4 (seed 0): each arm's best bracket LR was its
+grid's lowest. b2 0.95 at LR 1e-4, seed 1: the second seed at its best seed-0 LR. Everything
+else is `paper_model_bracket.py`'s; one run per shard (`--shard i/3`, about 2 h each here).
+Findings: docs/findings.md, "A remedy"; forecast: results/forecasts/paper_model_bracket.md.
+
+Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/3] [--dry-run]
+"""
+
+import dataclasses
+from pathlib import Path
+
+from spamlang.cli.sweep_cmd import main
+from spamlang.sweep import load_sweep_file
+
+# The bracket's file sits next to this one, loaded by path: sweeps/ is not a package.
+BRACKET = load_sweep_file(Path(__file__).with_name("paper_model_bracket.py"))[0]
+
+SWEEP = dataclasses.replace(
+    BRACKET,
+    name="paper_model_followup",
+    axes={
+        "head_amsgrad,b2,lr,seed": [
+            [False, 0.95, 3e-5, 0],
+            [True, 0.95, 1e-4, 0],
+            [False, 0.95, 1e-4, 1],
+        ]
+    },
+)
+
+if __name__ == "__main__":
+    raise SystemExit(main(SWEEP))
