@@ -34,6 +34,8 @@ TINY = [
     "16",
     "--log-every",
     "5",
+    "--model",
+    "n_layers=1",
 ]
 EXAMPLE = [
     "train",

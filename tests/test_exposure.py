@@ -72,6 +72,7 @@ def test_counts_equal_a_host_recount_across_a_resume(tmp_path):
         lr=1e-3,
         log_every=5,
         eval_sequences=8,
+        model={"n_layers": 1},
     )
     out = tmp_path / "run"
     with pytest.raises(Interrupted):

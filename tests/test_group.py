@@ -19,6 +19,7 @@ BASE = TrainConfig(
     schedule="constant",
     warmup_frac=0.0,
     eval_sequences=24,
+    model={"n_layers": 1},  # one layer: nothing here depends on depth, and it compiles faster
 )
 # Two healthy members with different lr AND seed, and one with an absurd LR that must diverge.
 CONFIGS = [BASE.replace(lr=3e-3), BASE.replace(lr=1e-2, seed=1), BASE.replace(lr=1e4)]

@@ -143,7 +143,9 @@ def test_the_train_step_logs_the_heads_step():
     from spamlang.train.config import TrainConfig
     from spamlang.train.step import Program
 
-    config = TrainConfig(vocab_size=64, seq_len=2, batch_size=8, tokens=8 * 2 * 4, log_every=1)
+    config = TrainConfig(
+        vocab_size=64, seq_len=2, batch_size=8, tokens=8 * 2 * 4, log_every=1, model={"n_layers": 1}
+    )
     prog = Program(config)
     state = prog.init([0], [1e-2])
     for _ in range(2):

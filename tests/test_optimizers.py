@@ -202,6 +202,7 @@ def _configs(name):
         checkpoint_every=0,
         eval_sequences=16,
         track_symbols=3,
+        model={"n_layers": 1},  # one layer: nothing tested depends on depth; compiles faster
     )
     return [base.replace(lr=lr, seed=i) for i, lr in enumerate(LRS[name])]
 
@@ -264,6 +265,7 @@ def test_tracked_component_is_the_update_along_the_row():
         eval_sequences=16,
         track_symbols=4,
         tie_embeddings=True,
+        model={"n_layers": 1},
     )
     program = Program(config)
     state = program.init([0], [config.lr])
@@ -310,6 +312,7 @@ def test_runs_differing_in_adam_hyperparameters_are_members_of_one_group():
         warmup_frac=0.0,
         eval_sequences=16,
         optimizer="lazy_adamw",
+        model={"n_layers": 1},
     )
     variants = [base.replace(b2=0.9), base.replace(b2=0.999, b1=0.8, eps=1e-6, seed=1)]
     assert group_key(variants[0]) == group_key(variants[1])  # one vmapped program

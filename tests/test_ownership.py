@@ -23,7 +23,10 @@ from spamlang.sweep import Sweep, run_sweep
 from spamlang.sweep.sweep_file import SWEEP_FOLDER
 from spamlang.train.config import TrainConfig
 
-TINY = TrainConfig(preset="tiny", vocab_size=16, seq_len=2, batch_size=4, tokens=32)
+# One layer: nothing here depends on depth, and it compiles faster.
+TINY = TrainConfig(
+    preset="tiny", vocab_size=16, seq_len=2, batch_size=4, tokens=32, model={"n_layers": 1}
+)
 TRAIN = ["train", "--vocab-size", "16", "--seq-len", "2", "--batch-size", "4", "--tokens", "16"]
 
 

@@ -34,6 +34,7 @@ TINY = TrainConfig(
     log_every=5,
     eval_sequences=16,
     checkpoint_every=10,
+    model={"n_layers": 1},  # one layer: nothing here depends on depth, and it compiles faster
 )
 HOLD = """
 import sys, time

@@ -260,6 +260,7 @@ def test_sample_end_to_end(tmp_path, capsys):
         eval_sequences=16,
         log_every=20,
         weight_decay=0.0,
+        model={"n_layers": 1},  # one layer: learns as well, compiles faster
     )
     run_training(config, run, quiet=True)
     r = sample_run(run, n=3, length=12, prompt="C")
@@ -268,7 +269,7 @@ def test_sample_end_to_end(tmp_path, capsys):
     # The title names what the run moved off the defaults (here the decay), and nothing else.
     from spamlang.sample import describe
 
-    assert "; weight_decay 0;" in describe(r) and "d_model" not in describe(r)
+    assert "; n_layers 1, weight_decay 0;" in describe(r) and "d_model" not in describe(r)
     assert r.summary.mean_fraction_correct > 0.5  # a V=16 SpamLang is learnt in 80 steps
     # The same shapes and temperature again, through the CLI (the compiled sampler is reused).
     html, png = tmp_path / "s.html", tmp_path / "s.png"
@@ -316,6 +317,7 @@ def test_sample_a_sweep_cell_at_its_best_lr(tmp_path, capsys):
         tokens=4 * 2 * 10,
         log_every=5,
         eval_sequences=8,
+        model={"n_layers": 1},
     )
     # Seeds, not tying, as the second axis: both seeds are members of one program (one compile).
     sweep = Sweep("pick", base, {"lr": [1e-4, 1e-1], "seed": [0, 1]})

@@ -42,6 +42,7 @@ TINY = TrainConfig(
     log_every=5,
     eval_sequences=16,
     checkpoint_every=10,
+    model={"n_layers": 1},  # one layer: nothing here depends on depth, and it compiles faster
 )
 TINY_AXES = {"vocab_size": [16, 32], "lr": [3e-3, 1e-2]}
 
@@ -117,7 +118,7 @@ def test_ids_for_heads_dotted_axes_and_other_fields():
     assert "head-lowrank8-D16-k2-seed1-tok2K-noresidual" in ids
     assert all(":" not in i and "/" not in i for i in ids) and len(set(ids)) == len(ids)
     config = dict(s.points())["head-mos2-D16-k2-seed1-tok2K-noresidual"]
-    assert config.model == {"d_model": 16} and config.language_params == {"k": 2}
+    assert config.model == {**TINY.model, "d_model": 16} and config.language_params == {"k": 2}
     assert config.tokens == 2000 and config.seed == 1 and config.head == "mos:2"
     # An int for a float field is the same point (and id) as the float.
     assert Sweep("f", TINY, {"lr": [1]}).points() == Sweep("f", TINY, {"lr": [1.0]}).points()
@@ -315,22 +316,22 @@ def test_results_csv_has_the_contract_columns_and_round_trips(tmp_path):
     s = Sweep(
         "fake",
         TINY,
-        {"vocab_size": [16, 32], "tie_embeddings": [True, False], "model.n_layers": [1]},
+        {"vocab_size": [16, 32], "tie_embeddings": [True, False], "model.n_layers": [3]},
     )
     check_sweep_file(s, tmp_path)
     points = dict(s.points())
     _fake_run(
         tmp_path,
-        "V32-untied-layers1",
-        points["V32-untied-layers1"],
+        "V32-untied-layers3",
+        points["V32-untied-layers3"],
         diverged=True,
         diverged_step=7,
         final_eval_loss=float("nan"),
     )
-    _fake_run(tmp_path, "V16-tied-layers1", points["V16-tied-layers1"], final_eval_loss=0.25)
-    (tmp_path / "V16-untied-layers1").mkdir()  # unfinished: no result.json, no row
+    _fake_run(tmp_path, "V16-tied-layers3", points["V16-tied-layers3"], final_eval_loss=0.25)
+    (tmp_path / "V16-untied-layers3").mkdir()  # unfinished: no result.json, no row
     rows = sweep_mod.write_results(tmp_path)
-    assert [r["run_id"] for r in rows] == ["V16-tied-layers1", "V32-untied-layers1"]
+    assert [r["run_id"] for r in rows] == ["V16-tied-layers3", "V32-untied-layers3"]
     assert gather(tmp_path) == rows
     with open(tmp_path / "results.csv", newline="") as f:
         reader = csv.DictReader(f)
@@ -338,9 +339,9 @@ def test_results_csv_has_the_contract_columns_and_round_trips(tmp_path):
     # model.n_layers is the standard n_layers column, holding the override
     assert reader.fieldnames == [*SETTING_COLUMNS, *RESULT_COLUMNS]
     first, second = table
-    assert first["run_id"] == "V16-tied-layers1" and first["tie_embeddings"] == "True"
+    assert first["run_id"] == "V16-tied-layers3" and first["tie_embeddings"] == "True"
     assert first["d_model"] == "16" and first["language"] == "spam" and first["preset"] == "tiny"
-    assert first["n_layers"] == "1" and first["head"] == "softmax" and first["seed"] == "0"
+    assert first["n_layers"] == "3" and first["head"] == "softmax" and first["seed"] == "0"
     assert float(first["lr"]) == TINY.lr and float(first["final_eval_loss"]) == 0.25
     assert first["diverged"] == "False" and first["diverged_step"] == ""
     assert second["tie_embeddings"] == "False" and second["diverged"] == "True"

@@ -10,7 +10,10 @@ from spamlang.sweep import Sweep
 from spamlang.sweep.spec import groups
 from spamlang.train import TrainConfig
 
-BASE = TrainConfig(preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10)
+# One layer: nothing here depends on depth, and it compiles faster.
+BASE = TrainConfig(
+    preset="tiny", vocab_size=64, seq_len=2, batch_size=4, tokens=4 * 2 * 10, model={"n_layers": 1}
+)
 
 
 def test_an_empty_shard_warns(tmp_path, capsys):

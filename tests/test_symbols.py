@@ -124,6 +124,7 @@ def sweep_dir(tmp_path_factory):
         diag_every=20,
         eval_sequences=16,
         log_every=10,
+        model={"n_layers": 1},  # one layer: nothing here depends on depth; compiles faster
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPAMLANG_PEAK_FLOPS", "1e11")

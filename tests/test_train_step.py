@@ -19,7 +19,8 @@ from spamlang.rundir.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
 from spamlang.train.config import TrainConfig, parse_count
 from spamlang.train.step import Program, batch_rows, program
 
-TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24)
+# One layer: what these tests check does not depend on depth, and it compiles faster.
+TINY = dict(vocab_size=64, seq_len=16, batch_size=16, eval_sequences=24, model={"n_layers": 1})
 
 
 # ----- config ---------------------------------------------------------------------------------
