@@ -27,6 +27,7 @@ ARGS = [
     *("--vocab-size", "24", "--seq-len", "8", "--batch-size", "4", "--tokens", str(4 * 8 * 4)),
     *("--schedule", "constant", "--warmup-frac", "0", "--eval-sequences", "8"),
     *("--log-every", "2", "--quiet"),
+    *("--model", "n_layers=1"),  # one layer: compiles faster; depth is not what is counted
 ]
 
 

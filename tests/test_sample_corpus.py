@@ -55,6 +55,7 @@ def text_run(tmp_path_factory):
     tok = make_text_corpus(root / "corpus")
     run = root / "run"
     argv = ["train", "--corpus", str(root / "corpus"), "--preset", "tiny", "--tokens", "8K"]
+    argv += ["--model", "n_layers=1"]  # one layer: compiles faster; depth is not sampled here
     assert main([*argv, "--batch-size", "8", "--seq-len", "16", "--out", str(run)]) == 0
     return run, root / "corpus", tok
 

@@ -129,6 +129,7 @@ def test_cli_greedy_ids_end_to_end(tmp_path, capsys):
             lr=1e-2,
             eval_sequences=16,
             log_every=20,
+            model={"n_layers": 1},  # one layer: learns as well, compiles faster
         ),
         run,
         quiet=True,
