@@ -15,7 +15,10 @@ from spamlang.sweep.results_csv import gather
 from spamlang.train import run as train_run
 from spamlang.train.config import TrainConfig
 
-BASE = TrainConfig(preset="tiny", vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 10)
+# One layer: nothing here depends on depth, and it compiles faster.
+BASE = TrainConfig(
+    preset="tiny", vocab_size=16, seq_len=2, batch_size=8, tokens=8 * 2 * 10, model={"n_layers": 1}
+)
 
 
 @pytest.mark.parametrize(
