@@ -5,7 +5,7 @@
 4.9 updates per symbol; B and L assumed: back-solved from the paper's 41M tokens): b2 0.95 and
 b2 0.999 at LR 1e-4 and 3e-4, and head AMSGrad at b2 0.95 at LR 3e-4 and 1e-3; seed 0. AdamW
 b1 0.9, weight decay 0.1 on matrices, 5% warmup then cosine to 0.1x, clipping at 1.0; exact
-evaluation every 256 steps. One run per shard (`--shard i/6`, about 2 h each here).
+evaluation every 256 steps. One run per shard (`--shard i/6`; `--dry-run` estimates the time).
 Findings: docs/findings.md, "A remedy"; forecast: results/forecasts/paper_model_bracket.md.
 
 Run: python sweeps/paper_model_bracket.py [--out DIR] [--shard i/6] [--dry-run]

@@ -2,7 +2,7 @@
 
 b2 0.95 at LR 3e-5 and head AMSGrad at LR 1e-4 (seed 0): each arm's best bracket LR was its
 grid's lowest. b2 0.95 at LR 1e-4, seed 1: the second seed at its best seed-0 LR. Everything
-else is `paper_model_bracket.py`'s; one run per shard (`--shard i/3`, about 2 h each here).
+else is `paper_model_bracket.py`'s; one run per shard (`--shard i/3`; `--dry-run` estimates the time).
 Findings: docs/findings.md, "A remedy"; forecast: results/forecasts/paper_model_bracket.md.
 
 Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/3] [--dry-run]
