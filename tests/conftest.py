@@ -53,8 +53,14 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # tiny and most of its time is compiling them (-O0 took 10% off two compile-heavy test files;
 # the loop emitters compile a train step in a third of the CPU time, each step a quarter
 # slower). Tests compare computations at one level, never against the speed or the bits of an
-# optimised build. Multi-device test children add their device count; the main session has one.
-os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+# optimised build. One LLVM module per program, not XLA's split into parallel parts: every core
+# already runs a worker, and one module took a sixth off test_optimizers.py's CPU time (24.5 to
+# 20.6 CPU-s, three runs each beside a training run). Multi-device test children add their
+# device count; the main session has one.
+os.environ["XLA_FLAGS"] = (
+    "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+    " --xla_cpu_parallel_codegen_split_count=1"
+)
 # One BLAS / OpenMP thread per process: xdist already runs a worker on every core, and a
 # worker whose OpenBLAS spins a thread per core too waits on the others' (spamlang.law's fit,
 # scipy SVDs of a 4,000 x 11 Jacobian: 0.09 s each with 2 threads beside another worker, 0.0008
