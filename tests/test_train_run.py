@@ -370,6 +370,9 @@ def test_a_run_written_before_a_config_field_existed_is_still_the_same_run(refer
         run_training(CFG.replace(kernels="xla"), out, quiet=True)
 
 
+# Orbax's failed restore can leave a coroutine whose event loop has closed; Python reports it
+# as unraisable when it is collected, at a moment that varies run to run.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_bit_flipped_checkpoint_is_unreadable_and_falls_back(reference, tmp_path):
     """64 bytes XORed in the middle of every data file of the newest checkpoint's state: either
     the store's decompression or the checksums saved beside the values catch it (which one
