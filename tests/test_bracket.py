@@ -154,6 +154,30 @@ def test_divergence_ends_bracketing_from_above(tmp_path, monkeypatch):
     assert [r["diverged"] for r in sorted(rows, key=lambda r: r["lr"])] == [False] * 3 + [True]
 
 
+def test_a_cell_that_diverged_at_every_lr_is_extended_below_its_grid(tmp_path, monkeypatch):
+    # Seed 1 diverges above 2e-3 and seed 0 above 5e-3: every LR of the grid has a diverged
+    # seed, so there is no best. 3e-3 still has one; 1e-3 has none and is the best, at the
+    # grid's low end, so the usual rule adds 3e-4 (worse: loss 1 / lr), which ends it.
+    limit = {0: 5e-3, 1: 2e-3}
+    loss = lambda lr, seed: math.nan if lr > limit[seed] else 1.0 / lr  # noqa: E731
+    monkeypatch.setattr(train_run, "run_training", fake_trainer(loss, []))
+    sweep = Sweep("b", BASE, {"lr": [1e-2, 3e-2], "seed": [0, 1]}, bracket_lr=3)
+    rows = run_sweep(sweep, tmp_path, quiet=True, vmap=False)
+    assert sorted({r["lr"] for r in rows}) == pytest.approx([3e-4, 1e-3, 3e-3, 1e-2, 3e-2])
+    assert sorted(r["seed"] for r in rows if r["lr"] == pytest.approx(1e-3)) == [0, 1]
+
+
+def test_a_cell_that_diverged_everywhere_stops_at_the_limit(tmp_path, monkeypatch, capsys):
+    loss = lambda lr, seed: math.nan  # noqa: E731
+    monkeypatch.setattr(train_run, "run_training", fake_trainer(loss, []))
+    sweep = Sweep("b", BASE, {"lr": [1e-2, 3e-2]}, bracket_lr=2)
+    rows = run_sweep(sweep, tmp_path, quiet=True, vmap=False)
+    assert sorted(r["lr"] for r in rows) == pytest.approx([1e-3, 3e-3, 1e-2, 3e-2])
+    assert "LR bracketing stopped at its limit (2 LRs per side) in 1 cell(s)" in (
+        capsys.readouterr().err
+    )
+
+
 def test_a_damaged_finished_run_is_left_out_of_bracketing_not_looped_on(
     tmp_path, monkeypatch, capsys
 ):

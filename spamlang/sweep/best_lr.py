@@ -178,6 +178,12 @@ def decide(best: BestLR, original: tuple[float, ...], limit: int) -> tuple[str, 
     return "extend", step_beyond(best.grid, "largest" if up else "smallest")
 
 
+def diverged_everywhere(rows: list[dict]) -> bool:
+    """Does every LR of `rows` (lr, seed, diverged) have a diverged run?"""
+    lrs = {row["lr"] for row in rows}
+    return bool(lrs) and lrs == {row["lr"] for row in rows if row.get("diverged")}
+
+
 def bracket_cell(
     cell: list[tuple[str, Any]],
     run_id_of: Callable[[Any], str],
@@ -185,8 +191,9 @@ def bracket_cell(
     limit: int,
     train: Callable[[list[tuple[str, Any]]], bool],
 ) -> tuple[str, list[tuple[str, Any]]]:
-    """Extend one cell's LR grid (every seed) beyond the end its best LR sits at until it is
-    interior, solved, or `limit` LRs were added there, deciding from the finished runs on disk
+    """Extend one cell's LR grid (every seed) beyond the end its best LR sits at, or below it
+    where every LR has a diverged run, until it is interior, solved, or `limit` LRs were added
+    there, deciding from the finished runs on disk
     alone. `train`: False when another process holds a point. (status: interior, solved, limit,
     none, busy or damaged, the points it added)."""
     points = list(cell)
@@ -205,9 +212,14 @@ def bracket_cell(
                 }
                 rows.append({"lr": config.lr, "seed": config.seed, **outcome})
         best = best_lrs(rows)
-        if not best:
+        if best:
+            status, lr = decide(best[0], original, limit)
+        elif not diverged_everywhere(rows):
             return "none", points[len(cell) :]
-        status, lr = decide(best[0], original, limit)
+        else:  # no LR without a diverged seed: a stable one, if any, lies below the grid
+            grid = tuple(sorted({row["lr"] for row in rows}))
+            below = sum(lr < min(original) for lr in grid) >= limit
+            status, lr = ("limit", None) if below else ("extend", step_beyond(grid, "smallest"))
         if status != "extend":
             return status, points[len(cell) :]
         new = [(run_id_of(c), c) for c in (t.replace(lr=lr) for t in templates.values())]
