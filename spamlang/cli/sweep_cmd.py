@@ -83,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         nargs="?",
         const=DEFAULT_LIMIT,
         help="when a cell's best LR is the largest or smallest of its grid, train the next LR "
-        "beyond it for every seed (below the grid when a seed diverged at every LR), until the best is inside the grid, reaches the loss floor, "
+        "beyond it for every seed (below the grid when a seed diverged at every LR), until the "
+        "best is inside the grid, reaches the loss floor, "
         f"or N LRs were added on that side (default N: {DEFAULT_LIMIT}; 0 turns it off; "
         "without the flag: Sweep.bracket_lr)",
     )

@@ -193,9 +193,9 @@ def bracket_cell(
 ) -> tuple[str, list[tuple[str, Any]]]:
     """Extend one cell's LR grid (every seed) beyond the end its best LR sits at, or below it
     where every LR has a diverged run, until it is interior, solved, or `limit` LRs were added
-    there, deciding from the finished runs on disk
-    alone. `train`: False when another process holds a point. (status: interior, solved, limit,
-    none, busy or damaged, the points it added)."""
+    there, deciding from the finished runs on disk alone. `train`: False when another process
+    holds a point. (status: interior, solved, limit, none, busy or damaged, the points it
+    added)."""
     points = list(cell)
     original = tuple(sorted({config.lr for _, config in cell}))
     # One template per seed: an added LR is trained for every seed.
