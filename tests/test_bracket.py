@@ -132,6 +132,22 @@ def test_the_process_that_finishes_a_cell_last_brackets_it(tmp_path, monkeypatch
     assert sorted({r["lr"] for r in rows}) == pytest.approx([1e-3, 3e-3, 1e-2, 3e-2])
 
 
+def test_only_brackets_the_cells_it_selects(tmp_path, monkeypatch):
+    """Arms that differ in a member field (b2) share one vmapped group. `--only` one arm used to
+    bracket every finished cell of that group, the other arm's too."""
+    calls = []
+    monkeypatch.setattr(train_run, "run_training", fake_trainer(bowl(0.3), calls))
+    sweep = Sweep("b", BASE, {"b2": [0.9, 0.95], "lr": [1e-3, 3e-3, 1e-2]}, bracket_lr=1)
+    run_sweep(sweep, tmp_path, quiet=True, vmap=False, bracket_lr=0)
+    (mine,) = {
+        run_id for run_id, config in sweep.points() if config.b2 == 0.9 and config.lr == 1e-2
+    }
+    rows = run_sweep(sweep, tmp_path, quiet=True, vmap=False, only=(mine.replace("1e-2", "*"),))
+    lrs = {b2: sorted(r["lr"] for r in rows if r["b2"] == b2) for b2 in (0.9, 0.95)}
+    assert lrs[0.9] == pytest.approx([1e-3, 3e-3, 1e-2, 3e-2])  # its best was the largest
+    assert lrs[0.95] == pytest.approx([1e-3, 3e-3, 1e-2])  # the same, but not selected
+
+
 def test_bracketing_stops_at_its_limit_and_says_so(tmp_path, monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(train_run, "run_training", fake_trainer(bowl(10.0), calls))

@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, plots: bool | None = False
         default=[],
         help="train only the runs whose id matches GLOB (repeatable; shell-quote it), e.g. "
         "--only '*-B8-*seed2' for one more seed of some cells; the others are skipped, "
-        "results.csv still lists every finished run. --dry-run lists the ids",
+        "results.csv still lists every finished run, LR bracketing extends only the cells "
+        "matched. --dry-run lists the ids",
     )
     parser.add_argument(
         "--group-size",

@@ -227,12 +227,16 @@ class _Trainer:
         bar.update(len(todo))
 
     def bracket(self, group: list, sweep: Sweep, limit: int) -> None:
-        # Whole cells (a cap or --only may have cut them): a decision needs every seed.
+        # Whole cells (a cap or --only may have cut them): a decision needs every seed. Only the
+        # cells this process was given: a vmapped group may hold other cells (arms that differ in
+        # a member field, such as b2), which --only left out and which it must not extend.
+        mine = {cell_key(config) for _, config in group}
         if self.group_size or self.only:
             group = next(g for g in groups(sweep, 0) if group[0] in g)
         cells: dict[str, list] = {}
         for point in group:
-            cells.setdefault(cell_key(point[1]), []).append(point)
+            if (key := cell_key(point[1])) in mine:
+                cells.setdefault(key, []).append(point)
         for cell in cells.values():
             # A cell not finished (a capped group's other part) or held elsewhere: "busy".
             if not all(is_finished(self.out / run_id) for run_id, _ in cell):
