@@ -2,10 +2,12 @@
 
 b2 0.95 at LR 3e-5 and head AMSGrad at LR 1e-4 (seed 0): each arm's best bracket LR was its
 grid's lowest. b2 0.95 at LR 1e-4, seed 1: the second seed at its best seed-0 LR. Everything
-else is `paper_model_bracket.py`'s; one run per shard (`--shard i/3`; `--dry-run` estimates the time).
+else is `paper_model_bracket.py`'s. The head's own b2 0.999 (the rest at 0.95) at LR 3e-4 and 1e-3
+(seed 0): the remedy the findings name, which the bracket ran only as head AMSGrad. One run per
+shard (`--shard i/5`; `--dry-run` estimates the time).
 Findings: docs/findings.md, "A remedy"; forecast: results/forecasts/paper_model_bracket.md.
 
-Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/3] [--dry-run]
+Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/5] [--dry-run]
 """
 
 import dataclasses
@@ -21,10 +23,12 @@ SWEEP = dataclasses.replace(
     BRACKET,
     name="paper_model_followup",
     axes={
-        "head_amsgrad,b2,lr,seed": [
-            [False, 0.95, 3e-5, 0],
-            [True, 0.95, 1e-4, 0],
-            [False, 0.95, 1e-4, 1],
+        "head_amsgrad,b2,head_b2,lr,seed": [
+            [False, 0.95, None, 3e-5, 0],
+            [True, 0.95, None, 1e-4, 0],
+            [False, 0.95, None, 1e-4, 1],
+            [False, 0.95, 0.999, 3e-4, 0],
+            [False, 0.95, 0.999, 1e-3, 0],
         ]
     },
 )
