@@ -1,13 +1,8 @@
-"""`paper_model_bracket.py` extended: the LRs below its best ones, and a second seed.
-
-b2 0.95 at LR 3e-5 and head AMSGrad at LR 1e-4 (seed 0): each arm's best bracket LR was its
-grid's lowest. b2 0.95 at LR 1e-4, seed 1: the second seed at its best seed-0 LR. Everything
-else is `paper_model_bracket.py`'s. The head's own b2 0.999 (the rest at 0.95) at LR 3e-4 and 1e-3
-(seed 0): the remedy the findings name, which the bracket ran only as head AMSGrad. One run per
-shard (`--shard i/5`; `--dry-run` estimates the time).
+"""`paper_model_bracket.py` extended, one run per shard, all else as there: b2 0.95 at LR 3e-5, head
+AMSGrad at 1e-4 (each below its best), b2 0.95 at 1e-4 seed 1, head b2 0.999 at 3e-4 and 1e-3.
 Findings: docs/findings.md, "A remedy"; forecast: results/forecasts/paper_model_bracket.md.
 
-Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/5] [--dry-run]
+Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/5 | --only GLOB] [--dry-run]
 """
 
 import dataclasses
