@@ -8,6 +8,7 @@ import sys
 
 import _synthetic_law as synthetic  # tests/_synthetic_law.py
 import numpy as np
+import pandas as pd
 import pytest
 
 from spamlang.errors import UserError
@@ -187,6 +188,20 @@ def test_a_sweep_the_law_does_not_cover_is_left_out_of_a_fit_of_several():
     assert law.sources == ["adam"] and law.cells == len(cells(frame))
     with pytest.raises(UserError, match="no run the law covers"):
         fit([sgd, sgd])
+
+
+def test_runs_with_a_head_control_are_left_out_of_the_cells():
+    """A head b2 0.999 run at b2 0.95 is not a b2 0.95 cell: fitted as one, it would teach the
+    law that b2 0.95 learns (`head_remedy` has such runs beside its AdamW arm)."""
+    frame = synthetic.frame(noise=0.02, grid={"d_model": (16,), "weight_decay": (0.1,)})
+    other_b2 = np.where(frame["b2"] == 0.999, 0.95, 0.999)  # each run's head b2 off its b2
+    remedy = frame.assign(head_b2=other_b2, final_eval_loss=1e-6)
+    same = frame.assign(head_b2=frame["b2"], head_weight_decay=0.1)
+    plain = cells(frame)
+    with pytest.warns(UserWarning, match="outside the law's scope"):
+        kept = cells(pd.concat([frame, remedy], ignore_index=True))
+    pd.testing.assert_frame_equal(kept[plain.columns], plain)
+    pd.testing.assert_frame_equal(cells(same)[plain.columns], plain)
 
 
 def test_constants_the_cells_do_not_pin_down_are_named_in_a_warning():

@@ -110,12 +110,21 @@ def test_a_cell_outside_the_range_is_flagged_with_its_reason(law, changes, word)
         {"head_amsgrad": True},
         {"head_eps": 1e-3},
         {"head_row_clip": 0.45},
+        {"head_v_gated": True},
+        {"head_lr_scale": 0.1},
+        {"head_b2": 0.999},  # the row's b2 is 0.99: fitted as a b2 0.99 cell it would mislead
+        {"head_weight_decay": 0.0},  # the row's decay is 0.1
     ],
 )
 def test_a_setting_the_law_holds_fixed_hides_the_number(law, changes):
     p = law.predict_row(_row(**changes))
     assert math.isnan(p.loss) and any(next(iter(changes)) in r for r in p.extrapolation)
     assert law_module.text(p).startswith("- extrapolation: ")
+
+
+def test_a_head_setting_equal_to_the_runs_own_keeps_the_number(law):
+    same = law.predict_row(_row(head_b2=0.99, head_weight_decay=0.1, head_lr_scale=1.0))
+    assert same.loss == law.predict_row(_row()).loss and not same.extrapolation
 
 
 @pytest.mark.parametrize("which", ["synthetic", "shipped"])

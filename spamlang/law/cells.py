@@ -23,7 +23,11 @@ SCOPE = {"language": ("spam",), "optimizer": ("adamw",), "head": ("softmax",)}
 FIXED = {"eps": 1e-8, "grad_clip": 1.0, "b1": 0.9}
 # The controls on the head alone (`spamlang.optim.head`) change Adam's step on the head rows:
 # off is the only value the law covers.
-FIXED.update(head_amsgrad=False, head_eps=0.0, head_row_clip=0.0)
+FIXED.update(head_amsgrad=False, head_eps=0.0, head_row_clip=0.0, head_v_gated=False)
+FIXED.update(head_lr_scale=1.0)
+# Head controls whose unset value is the run's own setting (a DEFAULTED field): inside the
+# scope unset or equal to it, so that a head b2 0.999 run is never fitted as a b2 0.95 cell.
+SAME_AS = {"head_b2": "b2", "head_weight_decay": "weight_decay"}
 # Columns a fit cannot do without (results.csv always has them).
 REQUIRED = ("vocab_size", "batch_size", "d_model", "steps", "lr", "seed", "final_eval_loss")
 # Settings a fit will not default: a table without tie_embeddings would fit tied runs as
@@ -87,6 +91,15 @@ def row_inputs(row: Mapping[str, Any], fill: dict | None = None) -> dict[str, An
     return out
 
 
+def moved(row: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The FIXED and SAME_AS settings that `row` moves off what the law covers, as (name, the
+    row's value, the value covered); `inputs` is the row's `row_inputs`."""
+    covered = {**FIXED, **{k: inputs[v] for k, v in SAME_AS.items()}}
+    return [
+        (k, row[k], v) for k, v in covered.items() if not missing(row.get(k)) and float(row[k]) != v
+    ]
+
+
 def _depth(row: Mapping[str, Any]) -> int:
     """The backbone's layers: the row's n_layers, else its preset's, else the default preset's."""
     from spamlang.model.config import preset_fields
@@ -147,9 +160,7 @@ def cells(frame) -> Any:
     runs, outside = [], 0
     for row in frame.to_dict("records"):
         inputs = row_inputs(row, fill)
-        if any(inputs[k] not in allowed for k, allowed in SCOPE.items()) or any(
-            not missing(row.get(k)) and float(row[k]) != v for k, v in FIXED.items()
-        ):
+        if any(inputs[k] not in allowed for k, allowed in SCOPE.items()) or moved(row, inputs):
             outside += 1
             continue
         key = tuple({**{c: _plain(row.get(c)) for c in settings}, **inputs}.items())
@@ -158,7 +169,9 @@ def cells(frame) -> Any:
         loss = math.nan if lost else float(row["final_eval_loss"])  # NaN: does not count
         runs.append((groups.setdefault(key, len(groups)), float(row["lr"]), loss))
     scope = "; ".join(
-        [f"{k} {', '.join(v)}" for k, v in SCOPE.items()] + [f"{k} {v:g}" for k, v in FIXED.items()]
+        [f"{k} {', '.join(v)}" for k, v in SCOPE.items()]
+        + [f"{k} {v:g}" for k, v in FIXED.items()]
+        + [f"{k} unset or {v}'s" for k, v in SAME_AS.items()]
     )
     if not groups:
         raise UserError(f"no run the law covers: all {outside} are outside its scope ({scope})")
@@ -213,7 +226,7 @@ def fill_from_configs(frame, sweep_dir: str | Path):
             f"{Path(sweep_dir)}: {text[0]} trained on a corpus; the law is fitted on SpamLang cells, "
             "whose return time a corpus does not have"
         )
-    for column in (*DEFAULTED, *FIXED):
+    for column in (*DEFAULTED, *FIXED, *SAME_AS):
         old = list(frame[column]) if column in frame.columns else [None] * len(frame)
         if any(map(missing, old)):
             frame[column] = [c.get(column) if missing(v) else v for v, c in zip(old, configs)]

@@ -13,7 +13,7 @@ from typing import Any
 
 from spamlang.errors import UserError
 from spamlang.law import formula
-from spamlang.law.cells import DEFAULTED, FIXED, SCOPE, missing, row_inputs
+from spamlang.law.cells import DEFAULTED, FIXED, SAME_AS, SCOPE, moved, row_inputs
 from spamlang.rundir.reading import read_named_json
 
 # Bumped when the file's meaning changes; a file of another format is refused, not misread.
@@ -66,7 +66,7 @@ class Law:
 
     def predict(self, config) -> Prediction:
         """The prediction for a `TrainConfig` (its lr and seed do not matter)."""
-        fields = ("vocab_size", "batch_size", "steps", *DEFAULTED, *FIXED)
+        fields = ("vocab_size", "batch_size", "steps", *DEFAULTED, *FIXED, *SAME_AS)
         row = {f: getattr(config, f) for f in fields}
         model = config.model_config()
         return self.predict_row({**row, "d_model": model.d_model, "n_layers": model.n_layers})
@@ -239,9 +239,8 @@ def out_of_scope(row: Mapping[str, Any], x: Mapping[str, Any]) -> tuple[str, ...
         if x[name] not in allowed
     ]
     reasons += [
-        f"{name} {written(row[name])} (the law covers {name} {written(value)} alone)"
-        for name, value in FIXED.items()
-        if not missing(row.get(name)) and float(row[name]) != value
+        f"{name} {written(value)} (the law covers {name} {written(covered)} alone)"
+        for name, value, covered in moved(row, x)
     ]
     return tuple(reasons)
 
