@@ -23,8 +23,9 @@ SCOPE = {"language": ("spam",), "optimizer": ("adamw",), "head": ("softmax",)}
 FIXED = {"eps": 1e-8, "grad_clip": 1.0, "b1": 0.9}
 # The controls on the head alone (`spamlang.optim.head`) change Adam's step on the head rows:
 # off is the only value the law covers.
-FIXED.update(head_amsgrad=False, head_eps=0.0, head_row_clip=0.0, head_v_gated=False)
-FIXED.update(head_lr_scale=1.0)
+FIXED.update(
+    head_amsgrad=False, head_eps=0.0, head_row_clip=0.0, head_v_gated=False, head_lr_scale=1.0
+)
 # Head controls whose unset value is the run's own setting (a DEFAULTED field): inside the
 # scope unset or equal to it, so that a head b2 0.999 run is never fitted as a b2 0.95 cell.
 SAME_AS = {"head_b2": "b2", "head_weight_decay": "weight_decay"}
