@@ -1,8 +1,9 @@
 """`paper_model_bracket.py` extended, one run per shard, all else as there: b2 0.95 at LR 3e-5, head
-AMSGrad at 1e-4 (each below its best), b2 0.95 at 1e-4 seed 1, head b2 0.999 at 1e-4 to 1e-2.
+AMSGrad at 1e-4 (each below its best), b2 0.95 at 1e-4 seed 1, head b2 0.999 at 1e-4 to 1e-2,
+global b2 0.999 at 3e-3.
 Findings: docs/findings.md, "A remedy"; forecast: results/forecasts/paper_model_bracket.md.
 
-Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/8 | --only GLOB] [--dry-run]
+Run: python sweeps/paper_model_followup.py [--out DIR] [--shard i/9 | --only GLOB] [--dry-run]
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ SWEEP = dataclasses.replace(
             [False, 0.95, 0.999, 1e-4, 0],
             [False, 0.95, 0.999, 3e-3, 0],  # its 1e-3 run ended its best, so above it
             [False, 0.95, 0.999, 1e-2, 0],  # run only if 3e-3 ends below 1e-3 (the forecast)
+            [False, 0.999, None, 3e-3, 0],  # global b2 0.999 beside the remedy's 3e-3
         ]
     },
 )
