@@ -27,7 +27,7 @@ SWEEP = dataclasses.replace(
             [False, 0.95, 0.999, 1e-3, 0],
             [False, 0.95, 0.999, 1e-4, 0],
             [False, 0.95, 0.999, 3e-3, 0],  # its 1e-3 run ended its best, so above it
-            [False, 0.95, 0.999, 1e-2, 0],  # run only if 3e-3 ends below 1e-3 (the forecast)
+            [False, 0.95, 0.999, 1e-2, 0],  # its 3e-3 run ended below 1e-3, so above it
             [False, 0.999, None, 3e-3, 0],  # global b2 0.999 beside the remedy's 3e-3
         ]
     },
