@@ -18,8 +18,8 @@ a CPU), and its tokens/s is per member (`spamlang.train.run`), so a row keeps th
 (`members`, from the sweep file as it stands) and the dry run scales by it. Only AdamW runs of
 the softmax head with no model override but n_layers count (other heads and optimizers cost
 differently); LR bracketing's runs, not in the sweep file's grid, are left out (their group size
-is unknown). The CPU is the one results/README.md names, written as this machine's
-`cpu_model()` (the results were measured on this machine type).
+is unknown). The CPU is a row's own `cpu` and `cores`, else the one results/README.md names
+(`spamlang.throughput.COMMITTED_MACHINE`); each CPU gets its own rows.
 
     python benchmarks/bench_throughput.py              # the table (about 45 minutes on 2 cores)
     python benchmarks/bench_throughput.py --quick      # a smoke run: tiny preset, 2 shapes
@@ -140,6 +140,7 @@ def from_results(results: Path, sweeps: Path) -> list:
     over the sweeps (a shape's rate does not depend on the LR, seed or optimizer settings)."""
     from spamlang.sweep.runner import CPU_VMAP_TOKENS
     from spamlang.sweep.spec import groups
+    from spamlang.throughput import COMMITTED_MACHINE, row_machine
 
     shapes: dict[tuple, list] = {}  # row key -> [a row, tokens/s of each run, sweep names]
     for csv_path in sorted(results.glob("*/results.csv")):
@@ -158,7 +159,8 @@ def from_results(results: Path, sweeps: Path) -> list:
                 config, members = point.get(record["run_id"], (None, 0))
                 if config is None or not _counts(config) or not record["tokens_per_s"]:
                     continue
-                row = rate_row(config, members, 0.0, "")
+                cpu, cores = row_machine(record, COMMITTED_MACHINE)
+                row = dataclasses.replace(rate_row(config, members, 0.0, ""), cpu=cpu, cores=cores)
                 entry = shapes.setdefault(row.key(), [row, [], set()])
                 entry[1].append(float(record["tokens_per_s"]))
                 entry[2].add(csv_path.parent.name)

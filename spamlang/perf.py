@@ -54,6 +54,15 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def timing_machine() -> dict:
+    """A result's `cpu` and `cores`: this CPU when JAX runs on it, else None (an accelerator's
+    speed is not its host's)."""
+    import jax
+
+    on_cpu = jax.default_backend() == "cpu"
+    return {"cpu": cpu_model() if on_cpu else None, "cores": os.cpu_count() if on_cpu else None}
+
+
 def matmul_peak_flops(n: int = 2048, reps: int = 5, dtype: str = "float32") -> float:
     """Measured FLOP/s of a jitted n x n matmul in `dtype` on the default device: best of `reps`."""
     import jax

@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("throughput.csv")
-# The committed sweeps' results (not in a wheel), measured on COMMITTED_MACHINE in float32.
+# The committed sweeps' results (not in a wheel), in float32, measured on COMMITTED_MACHINE where
+# a row names no `cpu`.
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 COMMITTED_MACHINE = ("AMD EPYC", 2)  # `spamlang.perf.cpu_model()`, cores
 
@@ -143,20 +144,28 @@ def shape_of(values: dict) -> tuple | None:
 
 
 def timings(rows: list[dict], source: str, machine: tuple = ()) -> list[Timing]:
-    """The programs of finished runs' rows (a vmapped group as one)."""
+    """The programs of finished runs' rows (a vmapped group as one), each on the machine its
+    row names (`cpu`, `cores`), else on `machine`."""
     programs: dict[tuple, int] = {}
     for row in rows:
         shape, rate = shape_of(row), _positive(row.get("tokens_per_s"))
         if shape is None or rate is None:
             continue
         steps, wall = _positive(row.get("steps")), _positive(row.get("wall_seconds"))
-        key = (shape, int(steps or 0), wall if steps else None, rate)
+        key = (shape, int(steps or 0), wall if steps else None, rate, row_machine(row, machine))
         programs[key] = programs.get(key, 0) + 1
     return [
         # A member's tokens/s is over the program's time: a step takes its tokens over it.
-        Timing(shape, members, steps, wall, shape[4] * shape[5] / rate, source, machine)
-        for (shape, steps, wall, rate), members in programs.items()
+        Timing(shape, members, steps, wall, shape[4] * shape[5] / rate, source, on)
+        for (shape, steps, wall, rate, on), members in programs.items()
     ]
+
+
+def row_machine(row: dict, default: tuple = ()) -> tuple:
+    """(cpu, cores) that a results row was timed on; `default` for a row that names none (a run
+    of an older version, or on an accelerator)."""
+    cores = _positive(row.get("cores"))
+    return (str(row["cpu"]), int(cores)) if row.get("cpu") and cores else default
 
 
 def _positive(value) -> float | None:  # positive and finite, else None

@@ -97,6 +97,26 @@ def test_the_dry_run_reads_the_committed_runs_of_the_same_shape_on_a_cpu(
     assert 1 / 1.5 <= hours * 3600 / (2 * float(row["wall_seconds"])) <= 1.5, line
 
 
+def test_a_finished_run_timed_on_another_cpu_is_named_with_a_warning(tmp_path, capsys, no_peak):
+    out = tmp_path / "s"
+    sweep = Sweep("s", BASE, {"lr": [1e-3, 1e-2]})
+    timed = dict(steps=10, wall_seconds=31.0, tokens_per_s=80 / 14)
+    _finish(out, "lr1e-3", BASE.replace(lr=1e-3), cpu="Another CPU", cores=64, **timed)
+    line = _time_line(sweep, out, capsys, vmap=False)
+    assert "measured on Another CPU, 64 cores; WARNING: this machine is" in line, line
+    # A row of an older version names no CPU: timed here, as before, without a note.
+    (out / "lr1e-3" / "result.json").write_text(json.dumps(timed))
+    assert "measured on" not in _time_line(sweep, out, capsys, vmap=False)
+
+
+def test_committed_rows_are_on_the_committed_machine_unless_they_name_their_own():
+    row = {"preset": "tiny", "d_model": 32, "n_layers": 2, "vocab_size": 64, "batch_size": 4}
+    row.update(seq_len=2, tie_embeddings="True", steps=10, wall_seconds=5.0, tokens_per_s=80)
+    older, named = dict(row, run_id="a"), dict(row, run_id="b", cpu="Other", cores="8")
+    found = throughput.timings([older, named], "results/x", throughput.COMMITTED_MACHINE)
+    assert [t.machine for t in found] == [throughput.COMMITTED_MACHINE, ("Other", 8)]
+
+
 def test_lr_bracketing_is_estimated_as_a_range(tmp_path, capsys, no_peak):
     out = tmp_path / "s"
     sweep = Sweep("s", BASE, {"lr": [1e-3, 1e-2], "seed": [0, 1]}, bracket_lr=2)

@@ -13,6 +13,7 @@ import pytest
 
 from spamlang.coverage.symbols import RESULT_KEYS as SYMBOL_KEYS
 from spamlang.errors import UserError
+from spamlang.perf import cpu_model
 from spamlang.rundir.lock import hold_run_dirs
 from spamlang.rundir.schema import COVERAGE_COLUMNS as COVERAGE_KEYS
 from spamlang.rundir.schema import HELDOUT_COLUMNS as HOLDOUT_KEYS
@@ -34,6 +35,8 @@ RESULT_KEYS = {
     "tokens",
     "tokens_per_s",
     "wall_seconds",
+    "cpu",
+    "cores",
     *COVERAGE_KEYS,
     "kernel_fraction",
     "projected_cosine",
@@ -130,6 +133,8 @@ def test_run_directory_contract(reference):
     assert result["diverged"] is False and result["diverged_step"] is None
     assert result["final_train_loss"] < math.log(32) - 0.5  # it learned something
     assert result["wall_seconds"] > 0 and result["tokens_per_s"] > 0
+    # ... and where they were measured, so that a timing read elsewhere says so
+    assert (result["cpu"], result["cores"]) == (cpu_model(), os.cpu_count())
 
 
 def test_interrupted_run_resumes_exactly(reference, tmp_path):

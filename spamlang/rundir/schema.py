@@ -78,6 +78,10 @@ RESULT_COLUMNS = (
     *"final_train_loss final_eval_loss eval_method loss_above_floor optimal_loss".split(),
     *"repetition_accuracy eval_accuracy diverged diverged_step steps tokens tokens_per_s".split(),
     "wall_seconds",
+    # where tokens_per_s and wall_seconds were measured (a resumed run's last part): the CPU's
+    # model name and core count; empty on an accelerator and in runs of older versions
+    "cpu",
+    "cores",
     *COVERAGE_COLUMNS,
     # the gradient bottleneck of the final model (runs with diag_every)
     *"kernel_fraction projected_cosine head_rank".split(),
@@ -88,7 +92,7 @@ RESULT_COLUMNS = (
 # The outcomes that hold text ("exact", "upper") or a flag (True/False); every other outcome is
 # a number or empty, and so are these settings. A result.json or results.csv with anything else
 # there is damaged (`spamlang.results.damaged_cell`): "final_eval_loss": "low".
-TEXT_RESULTS = ("eval_method", "updates_to_learn_bound")
+TEXT_RESULTS = ("eval_method", "updates_to_learn_bound", "cpu")
 FLAG_COLUMNS = ("tie_embeddings", "diverged")
 NUMBER_SETTINGS = tuple(
     "d_model n_layers vocab_size lr seed seq_len batch_size b2 weight_decay".split()

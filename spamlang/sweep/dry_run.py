@@ -36,17 +36,18 @@ ASSUMPTIONS = {
 }
 _TEXT = "a positive number (seconds, or for SPAMLANG_MFU a fraction such as 0.3)"
 
-# How each way of timing programs reads in the time line; {notes}: what it used.
+# How each way of timing programs reads in the time line; {notes}: what it used; {on}: the
+# machines it was measured on where a timing names one ("; measured on ...", else empty).
 _TIMED_BY = {
     "measured": "about {t} for {n} run(s) at the step and fixed times of finished runs of the "
-    "same shape ({notes})",
+    "same shape ({notes}{on})",
     "committed": "about {t} for {n} run(s) at the step and fixed times of committed runs of the "
-    "same shape ({notes}; {machines})",
+    "same shape ({notes}{on})",
     "scaled": "about {t} for {n} run(s) scaled by FLOPs a step from finished runs of the nearest "
-    "shape ({notes})",
+    "shape ({notes}{on})",
     "table": "about {t} for {n} run(s) with no finished run of their shape, from CPU-measured "
     "throughput (spamlang/throughput.csv or committed runs, scaled by FLOPs from the nearest "
-    "{notes}, {machines})",
+    "{notes}{on})",
     "assumed": "about {t} for {n} run(s) with no finished run of their shape, assumed: their "
     "FLOPs at an MFU of {mfu} of {notes}",
     "unknown": "no estimate for {n} run(s) with no finished run of their shape "
@@ -192,7 +193,7 @@ class Estimator:
                 fixed = [t.fixed_seconds for t in same if t.fixed_seconds is not None]
                 return way, self._fixed(fixed) + program.steps * step, *_sources(same)
         if self.mine and (near := self._scaled(program, self.mine)):
-            return "scaled", near[0], near[1], []
+            return "scaled", *near
         from spamlang.perf import peak_and_source
 
         peak, source = peak_and_source(program.config.dtype, measure=False)
@@ -287,9 +288,9 @@ def _part(text: str, programs: list, mfu: str) -> str:
     CPU must never be cut off)."""
     notes = list(dict.fromkeys(note for p in programs for note in p[2]))
     shown = " ".join(notes[:3]) + (f" and {len(notes) - 3} more" if len(notes) > 3 else "")
-    machines = "; ".join(dict.fromkeys(m for p in programs for m in p[3]))
+    on = "".join(f"; {m}" for m in dict.fromkeys(m for p in programs for m in p[3]))
     runs, seconds = sum(p[0] for p in programs), sum(p[1] for p in programs)
-    return text.format(t=duration(seconds), n=runs, notes=shown, machines=machines, mfu=mfu)
+    return text.format(t=duration(seconds), n=runs, notes=shown, on=on, mfu=mfu)
 
 
 def _bracketing(timer: Estimator, vmap: bool | None, limit: int, cells: dict) -> str:

@@ -24,7 +24,7 @@ from spamlang import rundir, tracking
 from spamlang.coverage import history
 from spamlang.coverage.symbols import RESULT_KEYS
 from spamlang.errors import Interrupted, UserError
-from spamlang.perf import peak_flops
+from spamlang.perf import peak_flops, timing_machine
 from spamlang.progress import Progress, wait_for
 from spamlang.rundir.checkpoint import RunCheckpoints
 from spamlang.rundir.lock import hold_run_dirs
@@ -483,6 +483,7 @@ class _Group:
                 # The median interval: robust to one slowed by the machine's other work.
                 "tokens_per_s": statistics.median(rates) if rates else None,
                 "wall_seconds": m.wall_before + wall,
+                **timing_machine(),  # a timing read on another machine says so
                 **{k: diag.get(k) for k in ("kernel_fraction", "projected_cosine")},
                 # The head's rank, for a (width, rank) grid over heads of different kinds.
                 "head_rank": self.program.model_config.head_rank,
