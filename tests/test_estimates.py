@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import pytest
 
 from spamlang import throughput
 from spamlang.cli import main
-from spamlang.perf import PEAK_VARS, flops_per_token, peak_flops
+from spamlang.perf import PEAK_VARS, cpu_model, flops_per_token, peak_flops
 from spamlang.sweep import Sweep, dry_run, fit
 from spamlang.train import TrainConfig
 
@@ -82,6 +83,9 @@ def test_the_dry_run_reads_the_committed_runs_of_the_same_shape_on_a_cpu(
     for var in PEAK_VARS.values():
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(dry_run, "_platform", lambda: ("cpu", 1))
+    # As on the machine they were measured on (runs timed here would be preferred to them).
+    monkeypatch.setattr("spamlang.perf.cpu_model", lambda: throughput.COMMITTED_MACHINE[0])
+    monkeypatch.setattr(os, "cpu_count", lambda: throughput.COMMITTED_MACHINE[1])
     with open(PAPER, newline="") as f:
         row = next(csv.DictReader(f))
     config = TrainConfig(
@@ -115,6 +119,20 @@ def test_committed_rows_are_on_the_committed_machine_unless_they_name_their_own(
     older, named = dict(row, run_id="a"), dict(row, run_id="b", cpu="Other", cores="8")
     found = throughput.timings([older, named], "results/x", throughput.COMMITTED_MACHINE)
     assert [t.machine for t in found] == [throughput.COMMITTED_MACHINE, ("Other", 8)]
+
+
+def test_committed_runs_timed_on_this_machine_are_preferred_to_another_cpus(tmp_path, no_peak):
+    config, model = BASE, BASE.model_config()
+    row = {**config.to_json(), "n_layers": model.n_layers, "d_model": model.d_model}
+    here = dict(row, wall_seconds=5.0, tokens_per_s=80, cpu=cpu_model(), cores=os.cpu_count())
+    slower = dict(row, wall_seconds=50.0, tokens_per_s=8, cpu="Other", cores=2)
+    program = dry_run.Program(config, 1, 10, flops_per_token(config.model_config(), 2))
+    for rows, seconds in (([here, slower], 5.0), ([slower], 50.0)):
+        committed = throughput.timings(rows, "results/x")
+        timer = dry_run.Estimator(tmp_path / "none", "cpu", 1, committed=committed, table=())
+        way, estimate, _, machines = timer.seconds(program)
+        assert (way, estimate) == ("committed", pytest.approx(seconds))
+        assert any("WARNING" in m for m in machines) == (seconds == 50.0), machines
 
 
 def test_lr_bracketing_is_estimated_as_a_range(tmp_path, capsys, no_peak):

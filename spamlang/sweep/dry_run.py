@@ -171,10 +171,12 @@ class Estimator:
     `used`."""
 
     def __init__(self, out: Path, backend: str, devices: int, committed=None, table=None):
+        from spamlang.perf import cpu_model
         from spamlang.throughput import committed_timings, table_timings
         from spamlang.throughput import table as table_rows
 
         self.devices, self.mine = devices, run_timings(out)
+        self.here = (cpu_model(), os.cpu_count())  # a Timing's machine when measured here
         cpu = backend == "cpu"
         self.committed = (
             list(committed_timings() if committed is None else committed) if cpu else []
@@ -188,6 +190,8 @@ class Estimator:
         shape = program.shape
         for way, pool in (("measured", self.mine), ("committed", self.committed)):
             same = [t for t in pool if t.shape == shape]
+            # This machine's own timings where it has any: another CPU's are off by its speed.
+            same = [t for t in same if t.machine in ((), self.here)] or same
             if same:
                 step = statistics.median(t.step_seconds * program.members / t.members for t in same)
                 fixed = [t.fixed_seconds for t in same if t.fixed_seconds is not None]
