@@ -1,30 +1,9 @@
 """Training tokens/s of the paper's model on this machine: the rows of `spamlang/throughput.csv`
-that a dry run times a new group by (`spamlang.sweep.dry_run`).
+that a dry run times a new group by (`spamlang.sweep.dry_run`), timed (`measure`) or read from
+the committed sweeps (`from_results`).
 
-Times the compiled train step (`spamlang.train.step.program`, as a sweep runs it: auto kernels
-and micro-batches, AdamW with clipping, exposure counting) of one member of `smollm2-106m`
-(30 layers) and of the same model cut to 8 layers (`--model n_layers=8`), untied, at L = 2
-(the paper grids' `--seq-len 2`), B = 8, 32 and 64 and V = 4,096, 8,192 and 32,768, in float32,
-and at B = 64 in bfloat16 (the dtype of `sweeps/paper_fig5_optimizer.py`). Each shape is
-compiled and stepped once, then timed in `--repeats` rounds of about `--seconds` (blocking on the
-result at the end of each) and keeps its best round, so that other jobs on the machine slow it
-as little as possible. A shape takes about 2 minutes on 2 cores (most of it building and
-compiling the 30-layer program).
-
-`--from-results DIR` instead reads the committed sweeps' finished runs (`DIR/NAME/results.csv`
-with `sweeps/NAME.py` beside DIR) into per-shape medians of their tokens/s. A run there trained
-in a vmapped group when its steps held at most `CPU_VMAP_TOKENS` tokens (the sweep's default on
-a CPU), and its tokens/s is per member (`spamlang.train.run`), so a row keeps the group's size
-(`members`, from the sweep file as it stands) and the dry run scales by it. Only AdamW runs of
-the softmax head with no model override but n_layers count (other heads and optimizers cost
-differently); LR bracketing's runs, not in the sweep file's grid, are left out (their group size
-is unknown). The CPU is a row's own `cpu` and `cores`, else the one results/README.md names
-(`spamlang.throughput.COMMITTED_MACHINE`); each CPU gets its own rows.
-
-    python benchmarks/bench_throughput.py              # the table (about 45 minutes on 2 cores)
-    python benchmarks/bench_throughput.py --quick      # a smoke run: tiny preset, 2 shapes
-    python benchmarks/bench_throughput.py --write      # and merge its rows into the table
-    python benchmarks/bench_throughput.py --from-results results --write
+Run: python benchmarks/bench_throughput.py [--quick] [--write] [--from-results results]
+(the table: about 45 minutes on 2 cores; --quick: a smoke run, tiny preset, 2 shapes)
 """
 
 from __future__ import annotations
@@ -52,6 +31,10 @@ class Shape:
     dtype: str = "float32"
 
 
+# One member of `smollm2-106m` (30 layers) and of the same model cut to 8 layers, untied, at L = 2
+# (the paper grids' `--seq-len 2`), B = 8, 32 and 64 and V = 4,096, 8,192 and 32,768, in float32,
+# and at B = 64 in bfloat16 (the dtype of `sweeps/paper_fig5_optimizer.py`). A shape takes about
+# 2 minutes on 2 cores, most of it building and compiling the 30-layer program.
 def shapes(quick: bool) -> list[Shape]:
     if quick:
         return [Shape("tiny", None, 1024, 32), Shape("tiny", None, 4096, 32)]
@@ -104,7 +87,12 @@ def rate_row(config, members: int, tokens_per_s: float, source: str):
 
 
 def measure(shape: Shape, seconds: float, repeats: int):
-    """One member of `shape` timed in `repeats` rounds of about `seconds` each: its row."""
+    """One member of `shape` timed in `repeats` rounds of about `seconds` each: its row.
+
+    The compiled train step as a sweep runs it (auto kernels and micro-batches, AdamW with
+    clipping, exposure counting), compiled and stepped once, then timed in rounds that block on
+    the result at the end of each; the best round, so that other jobs slow it as little as
+    possible."""
     from spamlang.perf import step_timer
     from spamlang.train.step import program
 
@@ -130,14 +118,23 @@ def _sweep(path: Path):
 
 
 def _counts(config) -> bool:
-    """Whether a run's speed stands for its shape (module doc)."""
+    """Whether a run's speed stands for its shape (`from_results`)."""
     overrides = set(config.model) - {"n_layers"}
     return config.optimizer == "adamw" and config.head == "softmax" and not overrides
 
 
 def from_results(results: Path, sweeps: Path) -> list:
     """Per-shape medians of the finished runs' tokens/s in `results/*/results.csv`, pooled
-    over the sweeps (a shape's rate does not depend on the LR, seed or optimizer settings)."""
+    over the sweeps (a shape's rate does not depend on the LR, seed or optimizer settings).
+
+    `sweeps/NAME.py` beside `results` gives each run's group: a run trained in a vmapped group
+    when its steps held at most `CPU_VMAP_TOKENS` tokens (the sweep's default on a CPU), and its
+    tokens/s is per member (`spamlang.train.run`), so a row keeps the group's size (`members`,
+    from the sweep file as it stands) and the dry run scales by it. Only AdamW runs of the
+    softmax head with no model override but n_layers count (other heads and optimizers cost
+    differently); LR bracketing's runs, not in the sweep file's grid, are left out (their group
+    size is unknown). The CPU is a row's own `cpu` and `cores`, else the one results/README.md
+    names (`spamlang.throughput.COMMITTED_MACHINE`); each CPU gets its own rows."""
     from spamlang.sweep.runner import CPU_VMAP_TOKENS
     from spamlang.sweep.spec import groups
     from spamlang.throughput import COMMITTED_MACHINE, row_machine
@@ -200,7 +197,7 @@ def main(argv=None) -> int:
     print(machine_line())
     print(
         f"{'preset':>12} {'layers':>6} {'V':>6} {'B':>4} {'tied':>5} {'dtype':>8} {'members':>7} | "
-        f"{'tokens/s':>10} {'GFLOP/s':>8} | source",
+        f"{'tokens/s':>10} {'GFLOP/s':>8} | cpu, cores | source",
         flush=True,
     )
     rows = []
@@ -210,7 +207,8 @@ def main(argv=None) -> int:
             f"{row.preset:>12} {row.n_layers:>6} {row.vocab_size:>6} {row.batch_size:>4} "
             f"{'yes' if row.tie_embeddings else 'no':>5} "
             f"{row.dtype:>8} {row.members:>7} | {row.tokens_per_s:>10,.1f} "
-            f"{row.flops / 1e9:>8.1f} | {row.source}",
+            f"{row.tokens_per_s * row.flops_per_token / 1e9:>8.1f} | {row.cpu}, {row.cores} | "
+            f"{row.source}",
             flush=True,
         )
         rows.append(row)
