@@ -127,11 +127,16 @@ def _platform() -> tuple[str, int]:
     return jax.default_backend(), jax.device_count()
 
 
-def _cpu_note(cpu: str, cores: int) -> str:
-    """The CPU a timing was measured on, and a warning when this machine's is another."""
+def _this_machine() -> tuple[str, int]:
+    """(cpu, cores) as a result records them (`spamlang.perf.timing_machine`)."""
     from spamlang.perf import cpu_model
 
-    here, count = cpu_model(), os.cpu_count()
+    return cpu_model(), os.cpu_count()
+
+
+def _cpu_note(cpu: str, cores: int) -> str:
+    """The CPU a timing was measured on, and a warning when this machine's is another."""
+    here, count = _this_machine()
     note = f"measured on {cpu}, {cores} cores"
     if (here, count) != (cpu, cores):
         note += (
@@ -171,12 +176,11 @@ class Estimator:
     `used`."""
 
     def __init__(self, out: Path, backend: str, devices: int, committed=None, table=None):
-        from spamlang.perf import cpu_model
         from spamlang.throughput import committed_timings, table_timings
         from spamlang.throughput import table as table_rows
 
         self.devices, self.mine = devices, run_timings(out)
-        self.here = (cpu_model(), os.cpu_count())  # a Timing's machine when measured here
+        self.here = _this_machine()  # a Timing's machine when measured here
         cpu = backend == "cpu"
         self.committed = (
             list(committed_timings() if committed is None else committed) if cpu else []
