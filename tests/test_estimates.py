@@ -113,6 +113,21 @@ def test_a_finished_run_timed_on_another_cpu_is_named_with_a_warning(tmp_path, c
     assert "measured on" not in _time_line(sweep, out, capsys, vmap=False)
 
 
+def test_on_an_accelerator_a_run_timed_on_this_hosts_cpu_is_warned_of(
+    tmp_path, capsys, monkeypatch, no_peak
+):
+    out = tmp_path / "s"
+    sweep = Sweep("s", BASE, {"lr": [1e-3, 1e-2]})
+    here = dict(cpu=cpu_model(), cores=os.cpu_count())
+    timed = dict(steps=10, wall_seconds=31.0, tokens_per_s=80 / 14, **here)
+    _finish(out, "lr1e-3", BASE.replace(lr=1e-3), **timed)
+    assert "WARNING" not in _time_line(sweep, out, capsys, vmap=False)
+    # JAX on an accelerator: results name no CPU (`timing_machine`), nor does the dry run.
+    monkeypatch.setattr("spamlang.perf.timing_machine", lambda: {"cpu": None, "cores": None})
+    line = _time_line(sweep, out, capsys, vmap=False)
+    assert "WARNING: this machine is an accelerator host, not" in line, line
+
+
 def test_committed_rows_are_on_the_committed_machine_unless_they_name_their_own():
     row = {"preset": "tiny", "d_model": 32, "n_layers": 2, "vocab_size": 64, "batch_size": 4}
     row.update(seq_len=2, tie_embeddings="True", steps=10, wall_seconds=5.0, tokens_per_s=80)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
 import statistics
 from pathlib import Path
 from typing import Any
@@ -127,21 +126,24 @@ def _platform() -> tuple[str, int]:
     return jax.default_backend(), jax.device_count()
 
 
-def _this_machine() -> tuple[str, int]:
-    """(cpu, cores) as a result records them (`spamlang.perf.timing_machine`)."""
-    from spamlang.perf import cpu_model
+def _this_machine() -> tuple:
+    """This machine as its results would name it: (cpu, cores), or () where JAX runs on an
+    accelerator, whose speed is not its host CPU's."""
+    from spamlang.perf import timing_machine
+    from spamlang.throughput import row_machine
 
-    return cpu_model(), os.cpu_count()
+    return row_machine(timing_machine())
 
 
 def _cpu_note(cpu: str, cores: int) -> str:
     """The CPU a timing was measured on, and a warning when this machine's is another."""
-    here, count = _this_machine()
+    here = _this_machine()
     note = f"measured on {cpu}, {cores} cores"
-    if (here, count) != (cpu, cores):
+    if here != (cpu, cores):
+        this = f"{here[0]} with {here[1]} cores" if here else "an accelerator host"
         note += (
-            f"; WARNING: this machine is {here} with {count} cores, not {cpu} with {cores}, so "
-            "the time is off by the two machines' speed ratio"
+            f"; WARNING: this machine is {this}, not {cpu} with {cores}, so the time is off by "
+            "the two machines' speed ratio"
         )
     return note
 
