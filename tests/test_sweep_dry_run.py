@@ -4,6 +4,7 @@ throughput table or at an assumed MFU on accelerators; bracketing's partial runs
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from _fake_sweep import write_finished_sweep
@@ -78,7 +79,7 @@ def test_a_group_with_no_finished_run_is_timed_from_the_cpu_measured_table(
 ):
     row = _table(tmp_path, monkeypatch, tokens_per_s=SLOW)
     monkeypatch.setattr(perf, "cpu_model", lambda: row.cpu)
-    monkeypatch.setattr(dry_run.os, "cpu_count", lambda: row.cores)
+    monkeypatch.setattr(os, "cpu_count", lambda: row.cores)
     line = _time_line(NEW, tmp_path / "s", capsys)
     # The vmapped pair does 2 runs' FLOPs at the row's FLOP/s: 2 x 80 tokens at 2 x SLOW
     # tokens/s, after the assumed compile.
